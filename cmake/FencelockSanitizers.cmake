@@ -1,0 +1,7 @@
+# FENCELOCK_SANITIZE=ON builds everything (project code and tests) with ASan+UBSan; the test
+# command uses it. UBSan findings abort so that a test run cannot pass over one.
+if(FENCELOCK_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer -O1)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,13 @@
+# Warnings are errors in project code only: dependencies come in through imported targets,
+# whose include directories CMake marks as system headers.
+add_library(fencelock_warnings INTERFACE)
+target_compile_options(fencelock_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Werror
+  -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual
+  -Wconversion -Wsign-conversion -Wnull-dereference -Wimplicit-fallthrough)
+
+# Asio with C++20 coroutines on g++ 12 needs no extra flag; Boost.Asio is header-only here.
+add_library(fencelock_asio INTERFACE)
+target_link_libraries(fencelock_asio INTERFACE Boost::headers Threads::Threads)
+target_compile_definitions(fencelock_asio INTERFACE
+  BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_DISABLE_BOOST_COROUTINE)

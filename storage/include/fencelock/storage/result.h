@@ -1,0 +1,62 @@
+// Errors as values for the storage layer (the Redlock engine and the token sources).
+//
+// Every fallible storage call returns Result<T>: either a T or an Error. An expected outcome
+// such as "someone else holds the lock" is an Error with code kLocked, not an exception; no
+// exception crosses the storage API. Result is a plain value: copyable when T is, movable, not
+// thread-safe (like any value).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace fencelock::storage {
+
+enum class ErrorCode {
+  kLocked,           // another lease holds the name: an ordinary outcome of acquire
+  kUnavailable,      // fewer than a quorum of lock nodes (or the token source) answered in time
+  kLeaseLost,        // extend/release: the lease no longer holds a quorum (expired or never held)
+  kInvalidArgument,  // the caller passed a value outside the documented bounds
+  kInternal,         // a broken invariant or an unexpected reply; always worth a log line
+};
+
+// A stable, lower-case name for logs and metrics ("locked", "unavailable", ...).
+std::string_view error_code_name(ErrorCode code) noexcept;
+
+struct Error {
+  ErrorCode code;
+  std::string message;  // for people: what failed and, where known, why
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+
+  bool ok() const noexcept { return state_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  // Precondition: ok(). Calling value() on an error is a programming error (std::bad_variant_access).
+  T& value() & { return std::get<0>(state_); }
+  const T& value() const& { return std::get<0>(state_); }
+  T&& value() && { return std::get<0>(std::move(state_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  // Precondition: !ok().
+  const Error& error() const& { return std::get<1>(state_); }
+  Error&& error() && { return std::get<1>(std::move(state_)); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+// Result<void>: success carries nothing.
+struct Done {};
+using Status = Result<Done>;
+
+inline Error make_error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+
+}  // namespace fencelock::storage

@@ -1,0 +1,32 @@
+#include "api_error.h"
+
+#include <catch2/catch.hpp>
+
+using namespace fencelock::service;
+using fencelock::storage::ErrorCode;
+
+TEST_CASE("every API error has its fixed status and wire code", "[service]") {
+  const auto [error, status, code] = GENERATE(table<ApiError, unsigned, std::string>({
+      {ApiError::kInvalidRequest, 400, "invalid_request"},
+      {ApiError::kNotFound, 404, "not_found"},
+      {ApiError::kMethodNotAllowed, 405, "method_not_allowed"},
+      {ApiError::kLocked, 409, "locked"},
+      {ApiError::kNotHeld, 409, "not_held"},
+      {ApiError::kPayloadTooLarge, 413, "payload_too_large"},
+      {ApiError::kInternal, 500, "internal"},
+      {ApiError::kUnavailable, 503, "unavailable"},
+  }));
+  CHECK(http_status(error) == status);
+  CHECK(wire_code(error) == code);
+}
+
+TEST_CASE("storage errors map onto API errors", "[service]") {
+  const auto [storage_code, api] = GENERATE(table<ErrorCode, ApiError>({
+      {ErrorCode::kLocked, ApiError::kLocked},
+      {ErrorCode::kUnavailable, ApiError::kUnavailable},
+      {ErrorCode::kLeaseLost, ApiError::kNotHeld},
+      {ErrorCode::kInvalidArgument, ApiError::kInvalidRequest},
+      {ErrorCode::kInternal, ApiError::kInternal},
+  }));
+  CHECK(api_error_from(storage_code) == api);
+}

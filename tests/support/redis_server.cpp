@@ -1,0 +1,192 @@
+#include "redis_server.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "sync_redis.h"
+
+namespace fencelock::testing {
+
+namespace {
+
+constexpr int kStartAttempts = 5;  // a port picked free can be taken by a parallel test
+constexpr auto kReadyTimeout = std::chrono::seconds(10);
+
+std::vector<std::string> server_arguments(std::uint16_t port, const std::filesystem::path& data_dir,
+                                          const std::filesystem::path& log, Persistence persistence) {
+  std::vector<std::string> args = {
+      redis_server_binary(), "--port", std::to_string(port), "--bind", "127.0.0.1",
+      "--dir", data_dir.string(), "--logfile", log.string(), "--daemonize", "no",
+      "--save", "", "--protected-mode", "no", "--enable-debug-command", "local",
+      "--databases", "1"};
+  switch (persistence) {
+    case Persistence::kNone:
+      args.insert(args.end(), {"--appendonly", "no"});
+      break;
+    case Persistence::kAofAlways:
+      args.insert(args.end(), {"--appendonly", "yes", "--appendfsync", "always"});
+      break;
+    case Persistence::kAofEverySec:
+      args.insert(args.end(), {"--appendonly", "yes", "--appendfsync", "everysec"});
+      break;
+  }
+  return args;
+}
+
+}  // namespace
+
+std::string redis_server_binary() {
+  const char* configured = std::getenv("FENCELOCK_REDIS_SERVER");
+  return configured != nullptr && *configured != '\0' ? configured : "redis-server";
+}
+
+std::uint16_t pick_free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("cannot find a free port: " + why);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+RedisServer::RedisServer(std::filesystem::path dir, Persistence persistence)
+    : dir_(std::move(dir)), data_dir_(dir_ / "data"), persistence_(persistence) {
+  std::filesystem::create_directories(data_dir_);
+}
+
+RedisServer::~RedisServer() {
+  try {
+    kill();
+  } catch (...) {  // a destructor never throws; the death signal still covers us
+  }
+}
+
+std::string RedisServer::address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+std::string RedisServer::log_tail(std::size_t max_bytes) const {
+  std::ifstream in(dir_ / "redis.log");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
+}
+
+void RedisServer::spawn() {
+  if (running()) return;
+  if (port_ == 0) port_ = pick_free_port();
+  const std::vector<std::string> args =
+      server_arguments(port_, data_dir_, dir_ / "redis.log", persistence_);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::string console = (dir_ / "console.log").string();
+  const pid_t parent = ::getpid();
+
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    // Only async-signal-safe calls between fork and exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    const int out = ::open(console.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (out >= 0) {
+      ::dup2(out, STDOUT_FILENO);
+      ::dup2(out, STDERR_FILENO);
+    }
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  pid_ = child;
+  paused_ = false;
+}
+
+void RedisServer::wait_ready() {
+  const auto deadline = std::chrono::steady_clock::now() + kReadyTimeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("redis-server on port " + std::to_string(port_) +
+                               " exited at start:\n" + log_tail());
+    }
+    SyncRedis probe(port_, std::chrono::milliseconds(200));
+    if (probe.ping()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill();
+  throw std::runtime_error("redis-server on port " + std::to_string(port_) +
+                           " did not answer PING within 10 s:\n" + log_tail());
+}
+
+void RedisServer::start() {
+  for (int attempt = 1;; ++attempt) {
+    spawn();
+    try {
+      wait_ready();
+      return;
+    } catch (const std::runtime_error&) {
+      const bool port_taken = log_tail().find("Address already in use") != std::string::npos;
+      if (!port_taken || attempt == kStartAttempts) throw;
+      port_ = 0;  // somebody else took it between pick_free_port() and bind(): pick again
+    }
+  }
+}
+
+void RedisServer::reap() {
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  paused_ = false;
+}
+
+void RedisServer::kill() {
+  if (!running()) return;
+  ::kill(pid_, SIGKILL);  // works on a stopped process too
+  reap();
+}
+
+void RedisServer::restart(bool keep_data) {
+  kill();
+  if (!keep_data) {
+    std::filesystem::remove_all(data_dir_);
+    std::filesystem::create_directories(data_dir_);
+  }
+  start();
+}
+
+void RedisServer::pause() {
+  if (!running() || paused_) return;
+  ::kill(pid_, SIGSTOP);
+  paused_ = true;
+}
+
+void RedisServer::resume() {
+  if (!running() || !paused_) return;
+  ::kill(pid_, SIGCONT);
+  paused_ = false;
+}
+
+}  // namespace fencelock::testing

@@ -1,0 +1,72 @@
+// One real redis-server process owned by a test: started on a free loopback port in a private
+// directory, killed, restarted, paused and resumed on demand, and always stopped (SIGKILL, reaped)
+// when the RedisServer is destroyed — also when the test fails or throws. If the test process
+// itself dies, the kernel kills the server too (PR_SET_DEATHSIG), so none outlives a crash.
+//
+// Not thread-safe: drive one RedisServer from one thread (the one that started it: the death
+// signal is tied to the thread that forked).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace fencelock::testing {
+
+enum class Persistence {
+  kNone,         // no AOF, no RDB: a restart loses everything
+  kAofAlways,    // appendonly yes, appendfsync always: acknowledged writes survive kill -9
+  kAofEverySec,  // appendonly yes, appendfsync everysec: the last ~1 s may be lost
+};
+
+class RedisServer {
+ public:
+  // Prepares (does not start) a server whose files live under `dir` (created if needed).
+  RedisServer(std::filesystem::path dir, Persistence persistence);
+  ~RedisServer();  // SIGKILL + reap if running; never throws
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  // Starts the process and waits until it answers PING (up to ~10 s). The first start picks a
+  // free port; later starts reuse it, so clients can reconnect. Throws std::runtime_error with the
+  // server's log tail if it does not come up.
+  void start();
+
+  // Two halves of start(), so a cluster can launch all servers before waiting for any.
+  void spawn();
+  void wait_ready();
+
+  void kill();                      // SIGKILL and reap. No-op when not running.
+  void restart(bool keep_data);     // kill(), optionally wipe the data directory, start()
+  void pause();                     // SIGSTOP: the port stays open, nothing is answered
+  void resume();                    // SIGCONT
+
+  bool running() const noexcept { return pid_ > 0; }
+  bool paused() const noexcept { return paused_; }
+  pid_t pid() const noexcept { return pid_; }
+  std::uint16_t port() const noexcept { return port_; }
+  std::string address() const;  // "127.0.0.1:<port>"
+  const std::filesystem::path& data_dir() const noexcept { return data_dir_; }
+  std::string log_tail(std::size_t max_bytes = 2000) const;
+
+ private:
+  void reap();
+
+  std::filesystem::path dir_;
+  std::filesystem::path data_dir_;
+  Persistence persistence_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  bool paused_ = false;
+};
+
+// Path of the redis-server binary: $FENCELOCK_REDIS_SERVER, else "redis-server" from PATH.
+std::string redis_server_binary();
+
+// A loopback TCP port that was free a moment ago (bind to port 0, read it, close).
+std::uint16_t pick_free_port();
+
+}  // namespace fencelock::testing

@@ -1,0 +1,109 @@
+#include "sync_redis.h"
+
+#include <hiredis.h>
+#include <sys/time.h>
+
+namespace fencelock::testing {
+
+namespace {
+
+SyncReply convert(const redisReply* reply) {
+  SyncReply out;
+  switch (reply->type) {
+    case REDIS_REPLY_STATUS: out.kind = SyncReply::Kind::kStatus; break;
+    case REDIS_REPLY_ERROR: out.kind = SyncReply::Kind::kError; break;
+    case REDIS_REPLY_INTEGER: out.kind = SyncReply::Kind::kInteger; break;
+    case REDIS_REPLY_STRING: out.kind = SyncReply::Kind::kString; break;
+    case REDIS_REPLY_NIL: out.kind = SyncReply::Kind::kNil; break;
+    case REDIS_REPLY_ARRAY: out.kind = SyncReply::Kind::kArray; break;
+    default: out.kind = SyncReply::Kind::kNoAnswer; break;
+  }
+  out.integer = reply->integer;
+  if (reply->str != nullptr) out.text.assign(reply->str, reply->len);
+  for (std::size_t i = 0; i < reply->elements; ++i) out.elements.push_back(convert(reply->element[i]));
+  return out;
+}
+
+timeval to_timeval(std::chrono::milliseconds timeout) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+  return tv;
+}
+
+}  // namespace
+
+SyncRedis::SyncRedis(std::uint16_t port, std::chrono::milliseconds timeout)
+    : context_(redisConnectWithTimeout("127.0.0.1", port, to_timeval(timeout)), &redisFree) {
+  if (context_ && context_->err == 0) redisSetTimeout(context_.get(), to_timeval(timeout));
+}
+
+SyncRedis::~SyncRedis() = default;
+
+SyncReply SyncRedis::run(std::vector<const char*>& argv,
+                         const std::vector<std::size_t>& lengths) {
+  SyncReply failed;
+  if (!context_ || context_->err != 0) {
+    failed.text = context_ ? context_->errstr : "out of memory";
+    return failed;
+  }
+  auto* raw = static_cast<redisReply*>(
+      redisCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()));
+  if (raw == nullptr) {
+    failed.text = context_->errstr;
+    return failed;
+  }
+  SyncReply out = convert(raw);
+  freeReplyObject(raw);
+  return out;
+}
+
+SyncReply SyncRedis::command(std::initializer_list<std::string_view> args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lengths.push_back(a.size());
+  }
+  return run(argv, lengths);
+}
+
+SyncReply SyncRedis::command(const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lengths.push_back(a.size());
+  }
+  return run(argv, lengths);
+}
+
+bool SyncRedis::ping() {
+  const SyncReply r = command({"PING"});
+  return r.kind == SyncReply::Kind::kStatus && r.text == "PONG";
+}
+
+std::optional<std::string> SyncRedis::get(std::string_view key) {
+  const SyncReply r = command({"GET", key});
+  if (r.kind != SyncReply::Kind::kString) return std::nullopt;
+  return r.text;
+}
+
+std::int64_t SyncRedis::dbsize() {
+  const SyncReply r = command({"DBSIZE"});
+  return r.kind == SyncReply::Kind::kInteger ? r.integer : -1;
+}
+
+std::string SyncRedis::info_field(std::string_view section, std::string_view field) {
+  const SyncReply r = command({"INFO", section});
+  if (r.kind != SyncReply::Kind::kString) return {};
+  const std::string needle = std::string(field) + ":";
+  std::size_t at = r.text.find(needle);
+  while (at != std::string::npos && at != 0 && r.text[at - 1] != '\n') at = r.text.find(needle, at + 1);
+  if (at == std::string::npos) return {};
+  const std::size_t begin = at + needle.size();
+  const std::size_t end = r.text.find_first_of("\r\n", begin);
+  return r.text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+}  // namespace fencelock::testing

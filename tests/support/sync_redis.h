@@ -1,0 +1,50 @@
+// A blocking Redis client for test assertions (what is on a node right now), never for the code
+// under test. Each call has a timeout so that a paused node cannot hang a test.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisContext;
+
+namespace fencelock::testing {
+
+struct SyncReply {
+  enum class Kind { kStatus, kError, kInteger, kString, kNil, kArray, kNoAnswer };
+  Kind kind = Kind::kNoAnswer;
+  std::int64_t integer = 0;
+  std::string text;               // status, error or bulk string; the error text for kNoAnswer
+  std::vector<SyncReply> elements;  // kArray
+};
+
+class SyncRedis {
+ public:
+  // Connects to 127.0.0.1:port. A failed connection is not an error here: every command then
+  // answers kNoAnswer, which is what a test of a dead node wants to see.
+  explicit SyncRedis(std::uint16_t port,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
+  ~SyncRedis();
+  SyncRedis(const SyncRedis&) = delete;
+  SyncRedis& operator=(const SyncRedis&) = delete;
+
+  SyncReply command(std::initializer_list<std::string_view> args);
+  SyncReply command(const std::vector<std::string>& args);
+
+  // Conveniences for the questions tests ask most.
+  bool ping();                                    // true iff PONG came back in time
+  std::optional<std::string> get(std::string_view key);
+  std::int64_t dbsize();                          // -1 when the node does not answer
+  std::string info_field(std::string_view section, std::string_view field);  // "" if absent
+
+ private:
+  SyncReply run(std::vector<const char*>& argv, const std::vector<std::size_t>& lengths);
+  std::unique_ptr<redisContext, void (*)(redisContext*)> context_;
+};
+
+}  // namespace fencelock::testing
