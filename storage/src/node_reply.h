@@ -1,0 +1,34 @@
+// One node's answer to one command, copied out of hiredis's reply (which lives only inside its
+// callback). Small: strings are kept only for bulk replies and error texts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fencelock::storage {
+
+struct NodeReply {
+  enum class Kind : std::uint8_t {
+    kStatus,        // +OK and friends; text holds it
+    kNil,           // a nil bulk reply (SET NX refused, GET of a missing key)
+    kInteger,       // integer holds it
+    kString,        // a bulk string; text holds it
+    kArray,         // elements hold it
+    kError,         // -ERR ...; text holds the message (NOSCRIPT, WRONGTYPE, LOADING, ...)
+    kTimeout,       // no answer within the node timeout; the connection is being replaced
+    kDisconnected,  // the node is down, reconnecting, or the connection broke before the answer
+  };
+
+  Kind kind = Kind::kDisconnected;
+  std::int64_t integer = 0;
+  std::string text;
+  std::vector<NodeReply> elements;
+
+  bool answered() const noexcept { return kind != Kind::kTimeout && kind != Kind::kDisconnected; }
+  bool is_error_prefix(const char* prefix) const;  // kError whose text starts with `prefix`
+
+  static NodeReply failure(Kind kind, std::string why = {});
+};
+
+}  // namespace fencelock::storage

@@ -1,0 +1,309 @@
+#include "redis_node.h"
+
+#include <hiredis/hiredis.h>
+
+#include <boost/asio/post.hpp>
+#include <charconv>
+#include <string_view>
+
+#include "hiredis_asio_adapter.h"
+
+namespace fencelock::storage {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Handshake cookies: INFO first, then one per script.
+constexpr std::uint32_t kHandshakeInfo = 0;
+
+NodeReply copy_reply(const redisReply* reply) {
+  NodeReply out;
+  switch (reply->type) {
+    case REDIS_REPLY_STATUS: out.kind = NodeReply::Kind::kStatus; break;
+    case REDIS_REPLY_ERROR: out.kind = NodeReply::Kind::kError; break;
+    case REDIS_REPLY_INTEGER: out.kind = NodeReply::Kind::kInteger; break;
+    case REDIS_REPLY_NIL: out.kind = NodeReply::Kind::kNil; break;
+    case REDIS_REPLY_STRING: out.kind = NodeReply::Kind::kString; break;
+    case REDIS_REPLY_ARRAY: out.kind = NodeReply::Kind::kArray; break;
+    default: out.kind = NodeReply::Kind::kError; out.text = "unexpected reply type"; return out;
+  }
+  out.integer = reply->integer;
+  if (reply->str != nullptr && reply->type != REDIS_REPLY_INTEGER) out.text.assign(reply->str, reply->len);
+  for (std::size_t i = 0; i < reply->elements; ++i) out.elements.push_back(copy_reply(reply->element[i]));
+  return out;
+}
+
+std::string info_field(std::string_view info, std::string_view field) {
+  std::size_t at = 0;
+  while ((at = info.find(field, at)) != std::string_view::npos) {
+    const bool line_start = at == 0 || info[at - 1] == '\n';
+    const std::size_t colon = at + field.size();
+    if (line_start && colon < info.size() && info[colon] == ':') {
+      const std::size_t end = info.find_first_of("\r\n", colon + 1);
+      return std::string(info.substr(colon + 1, end == std::string_view::npos ? end : end - colon - 1));
+    }
+    at = colon;
+  }
+  return {};
+}
+
+}  // namespace
+
+RedisNode::RedisNode(asio::any_io_executor strand, std::size_t index, RedisNodeOptions options,
+                     NodeListener* listener)
+    : strand_(std::move(strand)),
+      index_(index),
+      options_(std::move(options)),
+      address_(options_.host + ":" + std::to_string(options_.port)),
+      listener_(listener),
+      deadline_timer_(strand_),
+      reconnect_timer_(strand_),
+      backoff_(options_.reconnect_min),
+      jitter_rng_(static_cast<std::minstd_rand::result_type>(std::random_device{}())) {}
+
+RedisNode::~RedisNode() {
+  // stop() should have run; never leave hiredis holding a pointer to a dead node.
+  if (context_ != nullptr) {
+    redisAsyncContext* context = context_;
+    context_ = nullptr;
+    context->data = nullptr;
+    context->onDisconnect = nullptr;
+    redisAsyncFree(context);
+  }
+}
+
+void RedisNode::start() {
+  if (state_ == State::kStopped) return;
+  connect();
+}
+
+void RedisNode::stop() {
+  if (state_ == State::kStopped) return;
+  reconnect_timer_.cancel();
+  deadline_timer_.cancel();
+  if (context_ != nullptr) {
+    teardown("engine stopped");
+  }
+  state_ = State::kStopped;
+  reconnect_timer_.cancel();  // teardown() scheduled a reconnect; cancel it too
+  counters_.up = false;
+}
+
+void RedisNode::connect() {
+  redisAsyncContext* context = redisAsyncConnect(options_.host.c_str(), options_.port);
+  if (context == nullptr) {
+    schedule_reconnect(/*immediately=*/false);
+    return;
+  }
+  if (context->err != 0) {
+    const std::string why = context->errstr;
+    redisAsyncFree(context);
+    connection_lost("connect: " + why);
+    return;
+  }
+  context->data = this;
+  HiredisAsioAdapter::attach(context, strand_);
+  context_ = context;
+  state_ = State::kHandshaking;
+  redisAsyncSetConnectCallback(context, &RedisNode::on_connected);
+  redisAsyncSetDisconnectCallback(context, &RedisNode::on_disconnected);
+
+  // Queued now, written once the socket connects. The handshake gets the connect timeout on top
+  // of the command timeout; the deadline timer enforces both.
+  const auto deadline = Clock::now() + options_.connect_timeout + options_.command_timeout;
+  handshake_left_ = 1 + options_.scripts.size();
+  handshake_identity_ = NodeIdentity{};
+  auto self = std::static_pointer_cast<ReplySink>(shared_from_this());
+  enqueue(RespCommand(2).arg("INFO").arg("server"), self, kHandshakeInfo, deadline);
+  for (std::size_t i = 0; i < options_.scripts.size(); ++i) {
+    enqueue(RespCommand(3).arg("SCRIPT").arg("LOAD").arg(options_.scripts[i].source), self,
+            static_cast<std::uint32_t>(i + 1), deadline);
+  }
+}
+
+void RedisNode::send(const RespCommand& command, std::shared_ptr<ReplySink> sink,
+                     std::uint32_t cookie) {
+  if (state_ != State::kReady) {
+    fail_later(std::move(sink), cookie, NodeReply::Kind::kDisconnected);
+    return;
+  }
+  counters_.commands.fetch_add(1, std::memory_order_relaxed);
+  enqueue(command, std::move(sink), cookie, Clock::now() + options_.command_timeout);
+}
+
+void RedisNode::enqueue(const RespCommand& command, std::shared_ptr<ReplySink> sink,
+                        std::uint32_t cookie, Clock::time_point deadline) {
+  const std::uint64_t seq = next_seq_++;
+  const std::string_view wire = command.wire();
+  // privdata carries the sequence number so that every reply is checked against the FIFO.
+  const int status = redisAsyncFormattedCommand(context_, &RedisNode::on_command_reply,
+                                                reinterpret_cast<void*>(seq), wire.data(), wire.size());
+  if (status != REDIS_OK) {
+    fail_later(std::move(sink), cookie, NodeReply::Kind::kDisconnected);
+    return;
+  }
+  pending_.push_back(Pending{std::move(sink), cookie, seq, deadline});
+  arm_deadline_timer();
+}
+
+void RedisNode::fail_later(std::shared_ptr<ReplySink> sink, std::uint32_t cookie,
+                           NodeReply::Kind kind) {
+  if (!sink) return;
+  asio::post(strand_, [sink = std::move(sink), cookie, kind, index = index_] {
+    sink->on_reply(index, cookie, NodeReply::failure(kind, "node not connected"));
+  });
+}
+
+void RedisNode::arm_deadline_timer() {
+  if (pending_.empty()) return;
+  const Clock::time_point deadline = pending_.front().deadline;
+  // Armed for an earlier or equal time: that wake-up re-arms lazily. Armed for a later time (the
+  // handshake's longer deadline): move it earlier, or a command could outlive its own deadline.
+  if (deadline_armed_ && armed_until_ <= deadline) return;
+  deadline_armed_ = true;
+  armed_until_ = deadline;
+  deadline_timer_.expires_at(deadline);  // cancels the earlier wait, if any
+  deadline_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted) return;  // re-armed or stopped
+    self->deadline_armed_ = false;
+    self->on_deadline();
+  });
+}
+
+void RedisNode::on_deadline() {
+  if (pending_.empty() || context_ == nullptr) return;
+  // Replies pop the front without re-arming; the timer catches up lazily here.
+  if (pending_.front().deadline > Clock::now()) {
+    arm_deadline_timer();
+    return;
+  }
+  // A late wake-up (a starved event loop) can run this before the socket's read handler: take
+  // whatever the node has already answered before blaming it. A read with nothing to read is a
+  // no-op for hiredis; one that finds the connection closed tears it down (context_ → null).
+  if (state_ == State::kReady) {
+    redisAsyncHandleRead(context_);
+    if (pending_.empty() || context_ == nullptr) return;
+  }
+  if (pending_.front().deadline > Clock::now()) {
+    arm_deadline_timer();
+    return;
+  }
+  counters_.timeouts.fetch_add(1, std::memory_order_relaxed);
+  teardown(state_ == State::kReady ? "command timed out" : "connect or handshake timed out");
+}
+
+void RedisNode::teardown(const std::string& why) {
+  redisAsyncContext* context = context_;
+  context_ = nullptr;  // marks the disconnect as ours for on_disconnected
+  const bool was_connected_or_trying = state_ != State::kIdle;
+  state_ = State::kIdle;
+  if (context != nullptr) {
+    // Answers every pending command (NULL replies → kTimeout/kDisconnected) before returning,
+    // unless we are inside a hiredis callback, in which case hiredis finishes it right after.
+    redisAsyncFree(context);
+  }
+  if (was_connected_or_trying) connection_lost(why);
+}
+
+void RedisNode::connection_lost(const std::string& why) {
+  state_ = State::kIdle;
+  counters_.disconnects.fetch_add(1, std::memory_order_relaxed);
+  const bool was_up = counters_.up.exchange(false);
+  if (was_up && listener_ != nullptr) listener_->on_node_down(index_, why);
+  // A connection that was healthy is replaced at once (a timeout under load must not cost a
+  // backoff); failures to get a healthy one back are paced by the backoff.
+  schedule_reconnect(/*immediately=*/was_up);
+}
+
+void RedisNode::schedule_reconnect(bool immediately) {
+  if (state_ == State::kStopped) return;
+  std::chrono::milliseconds delay{0};
+  if (!immediately) {
+    // Exponential backoff with ±25% jitter so that many engines do not reconnect in step.
+    const auto base = backoff_.count();
+    std::uniform_int_distribution<long long> spread(base * 3 / 4, base * 5 / 4);
+    delay = std::chrono::milliseconds(spread(jitter_rng_));
+    backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
+  }
+  reconnect_timer_.expires_after(delay);
+  reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted || self->state_ != State::kIdle) return;
+    self->connect();
+  });
+}
+
+void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply reply) {
+  if (state_ != State::kHandshaking) return;  // a handshake of a connection already given up
+  if (!reply.answered() || reply.kind == NodeReply::Kind::kError) {
+    teardown("handshake failed: " + (reply.text.empty() ? std::string("no answer") : reply.text));
+    return;
+  }
+  if (cookie == kHandshakeInfo) {
+    handshake_identity_.run_id = info_field(reply.text, "run_id");
+    const std::string uptime = info_field(reply.text, "uptime_in_seconds");
+    long long seconds = 0;
+    std::from_chars(uptime.data(), uptime.data() + uptime.size(), seconds);
+    handshake_identity_.uptime = std::chrono::seconds(seconds);
+    if (handshake_identity_.run_id.empty()) {
+      teardown("handshake failed: INFO server has no run_id");
+      return;
+    }
+  }
+  if (cookie != kHandshakeInfo && reply.text != options_.scripts.at(cookie - 1).sha) {
+    teardown("handshake failed: SCRIPT LOAD answered " + reply.text + ", expected " +
+             options_.scripts.at(cookie - 1).sha);
+    return;
+  }
+  if (--handshake_left_ != 0) return;
+  state_ = State::kReady;
+  backoff_ = options_.reconnect_min;
+  counters_.up = true;
+  if (listener_ != nullptr) listener_->on_node_ready(index_, handshake_identity_);
+}
+
+void RedisNode::on_connected(const redisAsyncContext* context, int status) {
+  auto* node = static_cast<RedisNode*>(context->data);
+  if (node == nullptr || status == REDIS_OK || node->context_ != context) return;
+  // hiredis frees the context right after this callback and answers the queued handshake with
+  // NULL replies; on_reply ignores them because the state is no longer kHandshaking.
+  node->context_ = nullptr;
+  node->connection_lost(std::string("connect: ") + context->errstr);
+}
+
+void RedisNode::on_disconnected(const redisAsyncContext* context, int /*status*/) {
+  auto* node = static_cast<RedisNode*>(context->data);
+  if (node == nullptr || node->context_ != context) return;  // our own teardown: handled there
+  node->context_ = nullptr;
+  node->connection_lost(context->errstr != nullptr && context->err != 0
+                            ? std::string("connection lost: ") + context->errstr
+                            : std::string("connection closed by server"));
+}
+
+void RedisNode::on_command_reply(redisAsyncContext* context, void* raw_reply, void* privdata) {
+  auto* node = static_cast<RedisNode*>(context->data);
+  if (node == nullptr || node->pending_.empty()) return;
+  Pending entry = std::move(node->pending_.front());
+  node->pending_.pop_front();
+  if (entry.seq != reinterpret_cast<std::uint64_t>(privdata)) {
+    // Replies out of FIFO order would pair answers with the wrong commands: never trust this
+    // connection again.
+    if (entry.sink) entry.sink->on_reply(node->index_, entry.cookie,
+                                         NodeReply::failure(NodeReply::Kind::kDisconnected, "reply out of order"));
+    if (node->context_ == context) node->teardown("reply out of order");
+    return;
+  }
+  NodeReply reply;
+  if (raw_reply == nullptr) {
+    reply = NodeReply::failure(Clock::now() >= entry.deadline ? NodeReply::Kind::kTimeout
+                                                               : NodeReply::Kind::kDisconnected,
+                               "no answer before the connection closed");
+  } else {
+    reply = copy_reply(static_cast<const redisReply*>(raw_reply));
+    if (reply.kind == NodeReply::Kind::kError) node->counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (entry.sink) entry.sink->on_reply(node->index_, entry.cookie, std::move(reply));
+}
+
+}  // namespace fencelock::storage

@@ -1,0 +1,153 @@
+// One persistent hiredis connection to one Redis master, shared by every operation of the engine.
+//
+// Commands from concurrent operations are pipelined on the single connection; Redis answers them
+// in order, so pending commands form a FIFO and the oldest one always has the earliest deadline.
+// One timer per node watches that oldest deadline: when it passes unanswered, the connection is
+// treated as suspect (a paused or overloaded node) and replaced — every command still pending on
+// it is answered kTimeout or kDisconnected at once. hiredis 0.14 has no command timeouts; these
+// are ours, and they are what bounds an operation's wait on a bad node to the node timeout.
+//
+// Lifecycle: kIdle → kConnecting/handshake → kReady → (timeout, error, close) → kIdle → backoff →
+// kConnecting ... The handshake (INFO server + SCRIPT LOAD of every script) runs on every new
+// connection: the node counts as ready, and reports its run_id to the listener, only after it.
+// A send() while the node is not ready is answered kDisconnected, asynchronously.
+//
+// Threading: every member function, and every callback it makes, runs on the strand given at
+// construction. The counters are atomics and may be read from any thread.
+#pragma once
+
+#include <hiredis/async.h>
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "node_reply.h"
+#include "resp_command.h"
+
+namespace fencelock::storage {
+
+// Receives the answer to a command. on_reply is called exactly once per send(), on the strand,
+// never from inside send() itself.
+class ReplySink {
+ public:
+  virtual void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) = 0;
+
+ public:
+  virtual ~ReplySink() = default;
+};
+
+// What the handshake learned about the server behind a fresh connection.
+struct NodeIdentity {
+  std::string run_id;  // changes whenever the redis-server process restarts
+  std::chrono::seconds uptime{0};
+};
+
+class NodeListener {
+ public:
+  virtual void on_node_ready(std::size_t node, const NodeIdentity& identity) = 0;
+  virtual void on_node_down(std::size_t node, const std::string& why) = 0;
+
+ public:
+  virtual ~NodeListener() = default;
+};
+
+struct RedisNodeOptions {
+  std::string host;  // a numeric IP address: hiredis resolves names with blocking getaddrinfo
+  std::uint16_t port = 6379;
+  std::chrono::milliseconds command_timeout{50};
+  std::chrono::milliseconds connect_timeout{250};
+  std::chrono::milliseconds reconnect_min{50};
+  std::chrono::milliseconds reconnect_max{2000};
+  struct ScriptToLoad {
+    std::string source;
+    std::string sha;  // what SCRIPT LOAD must answer; a mismatch fails the handshake
+  };
+  std::vector<ScriptToLoad> scripts;  // SCRIPT LOADed on every connection
+};
+
+// Monotonic counters for metrics and logs.
+struct NodeCounters {
+  std::atomic<std::uint64_t> commands{0};     // sent while ready
+  std::atomic<std::uint64_t> errors{0};       // error replies
+  std::atomic<std::uint64_t> timeouts{0};     // connections replaced because a command timed out
+  std::atomic<std::uint64_t> disconnects{0};  // connections lost for any reason
+  std::atomic<bool> up{false};
+};
+
+class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNode> {
+ public:
+  RedisNode(boost::asio::any_io_executor strand, std::size_t index, RedisNodeOptions options,
+            NodeListener* listener);
+  ~RedisNode();
+  RedisNode(const RedisNode&) = delete;
+  RedisNode& operator=(const RedisNode&) = delete;
+
+  void start();  // begins connecting in the background
+  void stop();   // closes the connection; pending commands are answered; no more reconnects
+
+  // Sends `command`; `sink` (may be null: fire and forget) gets exactly one answer.
+  void send(const RespCommand& command, std::shared_ptr<ReplySink> sink, std::uint32_t cookie);
+
+  bool ready() const noexcept { return state_ == State::kReady; }
+  std::size_t index() const noexcept { return index_; }
+  const RedisNodeOptions& options() const noexcept { return options_; }
+  const NodeCounters& counters() const noexcept { return counters_; }
+  const std::string& address() const noexcept { return address_; }
+
+ private:
+  enum class State { kIdle, kHandshaking, kReady, kStopped };
+  struct Pending {
+    std::shared_ptr<ReplySink> sink;
+    std::uint32_t cookie;
+    std::uint64_t seq;
+    std::chrono::steady_clock::time_point deadline;
+  };
+
+  void connect();
+  void enqueue(const RespCommand& command, std::shared_ptr<ReplySink> sink, std::uint32_t cookie,
+               std::chrono::steady_clock::time_point deadline);
+  void arm_deadline_timer();
+  void on_deadline();
+  void teardown(const std::string& why);  // drop the connection, answer everything, reconnect later
+  void connection_lost(const std::string& why);
+  void schedule_reconnect(bool immediately);
+  void fail_later(std::shared_ptr<ReplySink> sink, std::uint32_t cookie, NodeReply::Kind kind);
+
+  // The node is its own sink for handshake replies.
+  void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
+
+  static void on_connected(const redisAsyncContext* context, int status);
+  static void on_disconnected(const redisAsyncContext* context, int status);
+  static void on_command_reply(redisAsyncContext* context, void* reply, void* privdata);
+
+  boost::asio::any_io_executor strand_;
+  std::size_t index_;
+  RedisNodeOptions options_;
+  std::string address_;
+  NodeListener* listener_;
+
+  State state_ = State::kIdle;
+  redisAsyncContext* context_ = nullptr;
+  std::deque<Pending> pending_;
+  std::uint64_t next_seq_ = 1;
+  boost::asio::steady_timer deadline_timer_;
+  bool deadline_armed_ = false;
+  std::chrono::steady_clock::time_point armed_until_{};
+  boost::asio::steady_timer reconnect_timer_;
+  std::chrono::milliseconds backoff_;
+  std::minstd_rand jitter_rng_;
+
+  std::size_t handshake_left_ = 0;
+  NodeIdentity handshake_identity_;
+  NodeCounters counters_;
+};
+
+}  // namespace fencelock::storage
