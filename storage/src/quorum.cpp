@@ -18,11 +18,12 @@ QuorumTally::QuorumTally(std::size_t node_count, std::size_t quorum)
 void QuorumTally::exclude(std::size_t node) {
   if (!voter_.at(node)) return;
   voter_[node] = false;
+  ++excluded_;
   switch (votes_[node]) {
     case Vote::kPending: --pending_voters_; break;
     case Vote::kYes: --yes_; break;
     case Vote::kNo: --no_; break;
-    case Vote::kFailed: break;
+    case Vote::kFailed: --failed_; break;
   }
 }
 
@@ -33,6 +34,7 @@ void QuorumTally::record(std::size_t node, Vote vote) {
   --pending_voters_;
   if (vote == Vote::kYes) ++yes_;
   if (vote == Vote::kNo) ++no_;
+  if (vote == Vote::kFailed) ++failed_;
 }
 
 TallyOutcome QuorumTally::outcome() const noexcept {

@@ -88,3 +88,37 @@ TEST_CASE("a tally refuses impossible shapes", "[storage]") {
   CHECK_THROWS_AS(QuorumTally(3, 4), std::invalid_argument);
   CHECK_THROWS_AS(QuorumTally(3, 0), std::invalid_argument);
 }
+
+TEST_CASE("a tally tells an unavailable cluster from a held lock", "[storage]") {
+  SECTION("refusals from a quorum of answering nodes: held by someone else") {
+    QuorumTally tally(5, 3);
+    tally.record(0, Vote::kNo);
+    tally.record(1, Vote::kNo);
+    tally.record(2, Vote::kNo);
+    CHECK(tally.outcome() == TallyOutcome::kImpossible);
+    CHECK_FALSE(tally.unavailable());
+  }
+  SECTION("three failures of five: unavailable, whatever the others say") {
+    QuorumTally tally(5, 3);
+    tally.record(0, Vote::kFailed);
+    tally.record(1, Vote::kFailed);
+    tally.record(2, Vote::kFailed);
+    CHECK(tally.unavailable());
+  }
+  SECTION("excluded nodes count as unusable") {
+    QuorumTally tally(5, 3);
+    tally.exclude(0);
+    tally.exclude(1);
+    tally.record(2, Vote::kFailed);
+    CHECK(tally.unavailable());
+    CHECK(tally.unusable() == 3);
+  }
+  SECTION("two failures and a refusal: locked, the refusal decided it") {
+    QuorumTally tally(5, 3);
+    tally.record(0, Vote::kFailed);
+    tally.record(1, Vote::kFailed);
+    tally.record(2, Vote::kNo);
+    CHECK(tally.outcome() == TallyOutcome::kImpossible);
+    CHECK_FALSE(tally.unavailable());
+  }
+}

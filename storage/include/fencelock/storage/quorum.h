@@ -51,6 +51,12 @@ class QuorumTally {
   // "held by someone else"; fewer answering nodes means "unavailable".
   std::size_t answered_voters() const noexcept { return yes_ + no_; }
   std::size_t yes_votes() const noexcept { return yes_; }
+  std::size_t failed_voters() const noexcept { return failed_; }
+  std::size_t pending_voters() const noexcept { return pending_voters_; }
+  // Excluded nodes plus voting nodes that failed: when more than N − quorum are unusable, the
+  // quorum is out of reach whatever the others answer — the cluster is unavailable, not locked.
+  std::size_t unusable() const noexcept { return excluded_ + failed_; }
+  bool unavailable() const noexcept { return unusable() > votes_.size() - quorum_; }
   std::size_t pending() const noexcept;  // nodes of any kind still to answer
   std::size_t quorum() const noexcept { return quorum_; }
   std::size_t node_count() const noexcept { return votes_.size(); }
@@ -63,6 +69,8 @@ class QuorumTally {
   std::size_t quorum_;
   std::size_t yes_ = 0;             // voting nodes that said yes
   std::size_t no_ = 0;              // voting nodes that said no
+  std::size_t failed_ = 0;          // voting nodes that failed to answer
+  std::size_t excluded_ = 0;        // nodes that do not vote
   std::size_t pending_voters_ = 0;  // voting nodes still to answer
 };
 

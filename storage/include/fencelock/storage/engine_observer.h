@@ -1,0 +1,41 @@
+// Hooks for logs and metrics: node transitions and the per-node outcome of every operation.
+// Called on the engine's strand: implementations must be cheap and must not block or call back
+// into the engine synchronously. Every hook has an empty default.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fencelock/storage/quorum.h"
+#include "fencelock/storage/result.h"
+
+namespace fencelock::storage {
+
+enum class OperationKind : std::uint8_t { kAcquire, kExtend, kRelease, kInspect };
+
+struct OperationReport {
+  OperationKind kind;
+  std::optional<ErrorCode> error;                // nullopt on success
+  std::chrono::steady_clock::duration elapsed;   // from the call to its completion
+  std::uint32_t attempts = 1;                    // acquire: tries made within the wait budget
+  std::vector<Vote> votes;                       // per node, of the last attempt
+  std::chrono::steady_clock::duration token_draw{0};  // acquire: time spent drawing the token
+};
+
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void on_node_up(std::size_t /*node*/, const std::string& /*address*/,
+                          const std::string& /*run_id*/) {}
+  virtual void on_node_down(std::size_t /*node*/, const std::string& /*address*/,
+                            const std::string& /*why*/) {}
+  virtual void on_node_quarantined(std::size_t /*node*/, const std::string& /*address*/,
+                                   std::chrono::milliseconds /*duration*/) {}
+  virtual void on_operation(const OperationReport& /*report*/) {}
+};
+
+}  // namespace fencelock::storage

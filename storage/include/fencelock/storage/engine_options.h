@@ -1,0 +1,80 @@
+// Settings of the Redlock engine: one aggregate, one documented default and bound per field.
+// validate_engine_options() checks every bound once, before the engine is built.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fencelock/storage/result.h"
+
+namespace fencelock::storage {
+
+struct NodeAddress {
+  std::string host;  // numeric IPv4 or IPv6 (no brackets); "localhost" is turned into 127.0.0.1
+  std::uint16_t port = 6379;
+
+  std::string to_string() const;  // "127.0.0.1:6379", "[::1]:6379"
+};
+
+// Parses "HOST:PORT" (IPv4 or "localhost") or "[IPV6]:PORT". Host names other than localhost
+// are refused: hiredis 0.14 would resolve them with a blocking getaddrinfo on the event loop.
+// Errors: kInvalidArgument naming what is wrong.
+Result<NodeAddress> parse_node_address(std::string_view text);
+
+inline constexpr std::size_t kMaxLockNodes = 15;
+inline constexpr std::size_t kMaxLockNameBytes = 1024;
+
+struct EngineOptions {
+  // The independent Redis masters holding the locks. 1..15 nodes; an odd count is recommended
+  // (an even count tolerates no more failures than the odd count below it). N = 1 is for
+  // development only: it has no fault tolerance at all.
+  std::vector<NodeAddress> nodes;
+
+  // Deadline of every command on every node. Default 50 ms; 1 ms .. 10 s. A node that is down,
+  // paused or slow delays an operation by at most this much; its connection is then replaced.
+  std::chrono::milliseconds node_timeout{50};
+
+  // Extra time a new connection gets to connect and finish its handshake. Default 250 ms; 1 ms .. 60 s.
+  std::chrono::milliseconds connect_timeout{250};
+
+  // Reconnect backoff after a lost connection: starts at the minimum, doubles per failure up to
+  // the maximum, ±25% jitter. Defaults 50 ms and 2 s; 1 ms .. 60 s, min <= max.
+  std::chrono::milliseconds reconnect_min{50};
+  std::chrono::milliseconds reconnect_max{2000};
+
+  // Allowance for Redis clocks running faster than ours, as a fraction of the ttl.
+  // Default 0.01; 0 .. 0.5.
+  double drift_factor = 0.01;
+
+  // Retry pacing while waiting for a held lock: uniform in [delay − jitter, delay + jitter].
+  // Defaults 200 ms ± 100 ms (the reference implementations'); 0 .. 60 s each.
+  std::chrono::milliseconds retry_delay{200};
+  std::chrono::milliseconds retry_jitter{100};
+
+  // Accepted lease ttls. Defaults 10 ms .. 1 h; min >= 1 ms, min <= max <= 24 h. max_ttl also sets
+  // the quarantine of a restarted node.
+  std::chrono::milliseconds min_ttl{10};
+  std::chrono::milliseconds max_ttl{3'600'000};
+
+  // Longest wait an acquire may ask for. Default 60 s; 0 .. 1 h.
+  std::chrono::milliseconds max_wait{60'000};
+
+  // Do not count the votes of a node whose run_id changed (it restarted and may have lost keys)
+  // for max_ttl · (1 + drift_factor) + 2 ms. Default on. Turn off only with persistence that
+  // cannot lose acknowledged writes (appendfsync always) on every node.
+  bool quarantine_restarted_nodes = true;
+
+  // Prefix of every lock key: key = prefix + name. Default "fencelock:lock:"; at most 64 bytes.
+  std::string key_prefix = "fencelock:lock:";
+};
+
+// Checks every field against its bounds. Errors: kInvalidArgument naming the field.
+Status validate_engine_options(const EngineOptions& options);
+
+// How long a restarted node stays out of the quorum under `options`.
+std::chrono::microseconds quarantine_window(const EngineOptions& options);
+
+}  // namespace fencelock::storage

@@ -1,0 +1,99 @@
+// The Redlock engine: quorum locks over N independent Redis masters, asynchronous on Boost.Asio.
+//
+// Acquire writes `SET <prefix><name> <secret> NX PX <ttl>` to every node at once over one
+// persistent, pipelined connection per node. It succeeds once a quorum (N/2+1 of the configured
+// nodes, quarantined nodes not counting) said yes *and* — after the fencing token has been drawn —
+// the lease still has positive validity (lease_timing.h). It decides as soon as the outcome is
+// known and never waits for stragglers. Any failed attempt releases the key on every node,
+// including those that did not answer. With a wait budget it retries after a jittered delay.
+//
+// Extend and release are compare-and-set Lua scripts (lua_scripts.h) on every node; inspect reads
+// the holder's value and ttl on every node and reports whether one value holds a quorum, never
+// the value itself. See docs/architecture.md for the algorithm, its timing assumptions and the
+// restarted-node quarantine.
+//
+// Threading: create() and every public member may be called from any thread. All work runs on a
+// strand of the given executor; completion handlers are invoked on that strand, exactly once, and
+// must not block. stop() completes every outstanding operation (kUnavailable) and closes all
+// connections; the engine must be stopped before the executor's io_context is destroyed.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fencelock/storage/engine_observer.h"
+#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/lease.h"
+#include "fencelock/storage/result.h"
+#include "fencelock/storage/token_source.h"
+
+namespace fencelock::storage {
+
+class EngineCore;
+
+// A node as seen from outside the strand (metrics, readiness). A snapshot; may be stale at once.
+struct NodeStatus {
+  std::string address;
+  bool up = false;           // connected and handshake done
+  bool quarantined = false;  // up but not voting (restarted recently)
+  std::uint64_t commands = 0, errors = 0, timeouts = 0, disconnects = 0;
+};
+
+class RedlockEngine {
+ public:
+  using AcquireHandler = std::function<void(Result<Lease>)>;
+  using ExtendHandler = std::function<void(Result<Extension>)>;
+  // true iff a quorum of voting nodes still held the lease and deleted it.
+  using ReleaseHandler = std::function<void(Result<bool>)>;
+  using InspectHandler = std::function<void(Result<LockStatus>)>;
+
+  // Validates `options` and builds the engine; connections open in the background once start()
+  // is called. `tokens` (may be null: leases then carry token 0) is drawn from between quorum and
+  // the final validity check. `observer` (may be null) must outlive the engine.
+  // Errors: kInvalidArgument (a bad option, naming it).
+  static Result<std::unique_ptr<RedlockEngine>> create(boost::asio::any_io_executor executor,
+                                                       EngineOptions options,
+                                                       std::shared_ptr<TokenSource> tokens = nullptr,
+                                                       EngineObserver* observer = nullptr);
+  ~RedlockEngine();  // stops the engine if still running
+  RedlockEngine(const RedlockEngine&) = delete;
+  RedlockEngine& operator=(const RedlockEngine&) = delete;
+
+  void start();
+  void stop();
+
+  // Errors: kLocked (another lease holds it on too many nodes), kUnavailable (too few nodes
+  // answered, the token source failed, or no validity was left), kInvalidArgument.
+  void acquire(AcquireRequest request, AcquireHandler done);
+
+  // Resets the lease's ttl on every node that still holds it. Errors: kLeaseLost (a quorum
+  // answered and too few still hold the lease), kUnavailable (too few answered to tell, or no
+  // validity left), kInvalidArgument (bad name, ttl or malformed secret).
+  void extend(std::string name, std::string secret, std::chrono::milliseconds ttl, ExtendHandler done);
+
+  // Deletes the lease's key wherever it still holds it. Idempotent. Errors: kUnavailable (too
+  // few nodes answered to tell whether a quorum held it), kInvalidArgument.
+  void release(std::string name, std::string secret, ReleaseHandler done);
+
+  // Whether some lease holds `name` on a quorum, and for how long. Errors: kUnavailable,
+  // kInvalidArgument.
+  void inspect(std::string name, InspectHandler done);
+
+  std::size_t node_count() const noexcept;
+  std::size_t quorum() const noexcept;
+  // Nodes that are up and voting; a quorum of them is needed for any grant.
+  std::size_t voting_nodes() const noexcept;
+  std::vector<NodeStatus> node_statuses() const;
+  const EngineOptions& options() const noexcept;
+
+ private:
+  explicit RedlockEngine(std::shared_ptr<EngineCore> core);
+  std::shared_ptr<EngineCore> core_;
+};
+
+}  // namespace fencelock::storage

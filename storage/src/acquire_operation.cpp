@@ -1,0 +1,165 @@
+#include "acquire_operation.h"
+
+#include <boost/asio/dispatch.hpp>
+
+#include "fencelock/storage/lease_timing.h"
+
+namespace fencelock::storage {
+
+namespace asio = boost::asio;
+
+namespace {
+
+Vote vote_for_set(const NodeReply& reply) {
+  if (reply.kind == NodeReply::Kind::kStatus && reply.text == "OK") return Vote::kYes;
+  if (reply.kind == NodeReply::Kind::kNil) return Vote::kNo;
+  return Vote::kFailed;
+}
+
+}  // namespace
+
+AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request,
+                                   std::string secret, RedlockEngine::AcquireHandler done)
+    : core_(std::move(core)),
+      request_(std::move(request)),
+      key_(core_->key_of(request_.name)),
+      secret_(std::move(secret)),
+      done_(std::move(done)),
+      retry_timer_(core_->strand()) {}
+
+void AcquireOperation::start() {
+  call_started_ = Clock::now();
+  core_->track(this, weak_from_this());
+  attempt();
+}
+
+void AcquireOperation::attempt() {
+  if (core_->stopped()) {
+    complete(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
+    return;
+  }
+  ++attempt_;
+  phase_ = Phase::kVoting;
+  tally_.emplace(core_->new_tally());
+  // Validity counts from here: before the first request reaches any node.
+  attempt_started_ = Clock::now();
+  RespCommand set(6);
+  set.arg("SET").arg(key_).arg(secret_).arg("NX").arg("PX").arg(static_cast<std::int64_t>(request_.ttl.count()));
+  core_->broadcast(set, shared_from_this(), attempt_);
+  // A cluster with too few voting nodes is decided before any answer arrives.
+  if (tally_->outcome() == TallyOutcome::kImpossible) {
+    attempt_failed(make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
+  }
+}
+
+void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
+  if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
+  tally_->record(node, vote_for_set(reply));
+  switch (tally_->outcome()) {
+    case TallyOutcome::kUndecided: return;
+    case TallyOutcome::kReached: on_quorum(); return;
+    case TallyOutcome::kImpossible: break;
+  }
+  if (tally_->unavailable()) {
+    attempt_failed(make_error(ErrorCode::kUnavailable,
+                              "only " + std::to_string(tally_->answered_voters()) + " of " +
+                                  std::to_string(tally_->node_count()) +
+                                  " lock nodes answered; a quorum of " +
+                                  std::to_string(tally_->quorum()) + " is needed"));
+  } else {
+    attempt_failed(make_error(ErrorCode::kLocked, "the lock is held by another lease"));
+  }
+}
+
+void AcquireOperation::on_quorum() {
+  TokenSource* tokens = core_->tokens();
+  token_requested_ = Clock::now();
+  if (tokens == nullptr) {
+    on_token(attempt_, std::uint64_t{0});
+    return;
+  }
+  phase_ = Phase::kDrawingToken;
+  // The token source may answer on another thread: come back to the strand.
+  tokens->next(request_.name, [self = shared_from_this(), attempt = attempt_](Result<std::uint64_t> token) {
+    asio::dispatch(self->core_->strand(), [self, attempt, token = std::move(token)]() mutable {
+      self->on_token(attempt, std::move(token));
+    });
+  });
+}
+
+void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> token) {
+  if (attempt != attempt_ || phase_ == Phase::kDone) return;
+  token_draw_ = Clock::now() - token_requested_;
+  if (!token.ok()) {
+    attempt_failed(make_error(ErrorCode::kUnavailable, "fencing token: " + token.error().message));
+    return;
+  }
+  // The validity check covers the token draw: lease order then equals token order.
+  const auto validity =
+      reportable_validity(remaining_validity(request_.ttl, Clock::now() - attempt_started_,
+                                             core_->options().drift_factor));
+  if (validity < std::chrono::milliseconds(1)) {
+    attempt_failed(make_error(ErrorCode::kUnavailable,
+                              "the quorum took longer than the ttl allows; no validity left"));
+    return;
+  }
+  Lease lease;
+  lease.name = request_.name;
+  lease.secret = secret_;
+  lease.token = token.value();
+  lease.ttl = request_.ttl;
+  lease.validity = validity;
+  lease.started = attempt_started_;
+  complete(std::move(lease));
+}
+
+void AcquireOperation::attempt_failed(Error error) {
+  core_->release_everywhere(request_.name, secret_);
+  const bool retryable = error.code == ErrorCode::kLocked || error.code == ErrorCode::kUnavailable;
+  const auto budget_end = call_started_ + request_.wait;
+  const auto now = Clock::now();
+  if (!retryable || core_->stopped() || now >= budget_end) {
+    complete(std::move(error));
+    return;
+  }
+  const EngineOptions& options = core_->options();
+  const auto delay = std::min<Clock::duration>(
+      retry_delay(options.retry_delay, options.retry_jitter, core_->rng()), budget_end - now);
+  phase_ = Phase::kWaitingToRetry;
+  retry_timer_.expires_after(delay);
+  retry_timer_.async_wait([self = shared_from_this(), error = std::move(error)](
+                              const boost::system::error_code& ec) mutable {
+    if (self->phase_ != Phase::kWaitingToRetry) return;
+    if (ec == asio::error::operation_aborted || self->core_->stopped()) {
+      self->complete(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
+      return;
+    }
+    self->attempt();
+  });
+}
+
+void AcquireOperation::cancel() {
+  if (phase_ == Phase::kWaitingToRetry) retry_timer_.cancel();
+}
+
+void AcquireOperation::complete(Result<Lease> result) {
+  if (phase_ == Phase::kDone) return;
+  phase_ = Phase::kDone;
+  core_->untrack(this);
+  if (EngineObserver* observer = core_->observer()) {
+    OperationReport report{OperationKind::kAcquire,
+                           result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code),
+                           Clock::now() - call_started_,
+                           attempt_,
+                           {},
+                           token_draw_};
+    if (tally_) {
+      for (std::size_t i = 0; i < tally_->node_count(); ++i) report.votes.push_back(tally_->vote_of(i));
+    }
+    observer->on_operation(report);
+  }
+  auto done = std::move(done_);
+  done(std::move(result));
+}
+
+}  // namespace fencelock::storage

@@ -1,0 +1,56 @@
+// One acquire call: attempts (SET NX PX on every node → quorum → token → validity check) until
+// granted, refused with no wait budget left, or the engine stops.
+//
+// An attempt is identified by its number, carried as the reply cookie, so answers that straggle
+// in from an earlier attempt are ignored. Every failed attempt releases the key on every node;
+// on a node's connection the release is queued behind that attempt's SET, so it cannot overtake it.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "engine_core.h"
+#include "fencelock/storage/lease.h"
+#include "fencelock/storage/redlock_engine.h"
+
+namespace fencelock::storage {
+
+class AcquireOperation : public ReplySink,
+                         public Cancellable,
+                         public std::enable_shared_from_this<AcquireOperation> {
+ public:
+  AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request, std::string secret,
+                   RedlockEngine::AcquireHandler done);
+
+  void start();  // on the strand
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class Phase { kVoting, kDrawingToken, kWaitingToRetry, kDone };
+
+  void attempt();
+  void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
+  void on_quorum();
+  void on_token(std::uint32_t attempt, Result<std::uint64_t> token);
+  void attempt_failed(Error error);
+  void cancel() override;
+  void complete(Result<Lease> result);
+
+  std::shared_ptr<EngineCore> core_;
+  AcquireRequest request_;
+  std::string key_;
+  std::string secret_;
+  RedlockEngine::AcquireHandler done_;
+  Phase phase_ = Phase::kVoting;
+  std::uint32_t attempt_ = 0;
+  Clock::time_point call_started_;
+  Clock::time_point attempt_started_;
+  Clock::time_point token_requested_;
+  Clock::duration token_draw_{0};
+  std::optional<QuorumTally> tally_;
+  boost::asio::steady_timer retry_timer_;
+};
+
+}  // namespace fencelock::storage

@@ -1,0 +1,145 @@
+#include "engine_core.h"
+
+#include <boost/asio/steady_timer.hpp>
+
+namespace fencelock::storage {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
+                       std::shared_ptr<TokenSource> tokens, EngineObserver* observer)
+    : strand_(std::move(strand)),
+      options_(std::move(options)),
+      tokens_(std::move(tokens)),
+      observer_(observer),
+      quarantine_(options_.nodes.size(), quarantine_window(options_), options_.quarantine_restarted_nodes),
+      quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
+      rng_(std::random_device{}()) {
+  RedisNodeOptions base;
+  base.command_timeout = options_.node_timeout;
+  base.connect_timeout = options_.connect_timeout;
+  base.reconnect_min = options_.reconnect_min;
+  base.reconnect_max = options_.reconnect_max;
+  for (const Script script : {Script::kRelease, Script::kExtend, Script::kInspect}) {
+    base.scripts.push_back({std::string(script_source(script)), std::string(script_sha(script))});
+  }
+  for (std::size_t i = 0; i < options_.nodes.size(); ++i) {
+    quarantined_flags_[i] = false;
+    quarantine_timers_.push_back(std::make_unique<asio::steady_timer>(strand_));
+    RedisNodeOptions node_options = base;
+    node_options.host = options_.nodes[i].host;
+    node_options.port = options_.nodes[i].port;
+    nodes_.push_back(std::make_shared<RedisNode>(strand_, i, std::move(node_options), this));
+  }
+}
+
+void EngineCore::start() {
+  if (stopped_) return;
+  for (auto& node : nodes_) node->start();
+}
+
+void EngineCore::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  // Operations waiting between retries finish now; those in flight finish as their nodes close.
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& [raw, weak] : waiting) {
+    if (auto operation = weak.lock()) operation->cancel();
+  }
+  for (auto& node : nodes_) node->stop();
+  for (auto& timer : quarantine_timers_) timer->cancel();
+  voting_nodes_ = 0;
+}
+
+std::string EngineCore::key_of(std::string_view name) const {
+  std::string key;
+  key.reserve(options_.key_prefix.size() + name.size());
+  key.append(options_.key_prefix).append(name);
+  return key;
+}
+
+QuorumTally EngineCore::new_tally() {
+  QuorumTally tally(nodes_.size(), quorum());
+  const auto now = Clock::now();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (quarantine_.quarantined(i, now)) tally.exclude(i);
+  }
+  return tally;
+}
+
+void EngineCore::broadcast(const RespCommand& command, const std::shared_ptr<ReplySink>& sink,
+                           std::uint32_t cookie) {
+  for (auto& node : nodes_) node->send(command, sink, cookie);
+}
+
+void EngineCore::send_to(std::size_t node, const RespCommand& command,
+                         const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie) {
+  nodes_.at(node)->send(command, sink, cookie);
+}
+
+RespCommand EngineCore::script_command(Script script, bool eval, std::string_view key,
+                                       std::span<const std::string_view> args) {
+  RespCommand command(4 + args.size());
+  if (eval) {
+    command.arg("EVAL").arg(script_source(script));
+  } else {
+    command.arg("EVALSHA").arg(script_sha(script));
+  }
+  command.arg("1").arg(key);
+  for (const auto arg : args) command.arg(arg);
+  return command;
+}
+
+void EngineCore::release_everywhere(std::string_view name, std::string_view secret) {
+  broadcast(script_command(Script::kRelease, false, key_of(name), {secret}), nullptr, 0);
+}
+
+void EngineCore::track(Cancellable* operation, std::weak_ptr<Cancellable> handle) {
+  waiting_.emplace(operation, std::move(handle));
+}
+
+void EngineCore::untrack(Cancellable* operation) { waiting_.erase(operation); }
+
+void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
+  const bool restarted = quarantine_.observe(node, identity.run_id, Clock::now());
+  if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
+  if (restarted) {
+    quarantined_flags_[node] = true;
+    if (observer_ != nullptr) {
+      observer_->on_node_quarantined(
+          node, nodes_[node]->address(),
+          std::chrono::ceil<std::chrono::milliseconds>(quarantine_window(options_)));
+    }
+    schedule_quarantine_end(node);
+  }
+  refresh_voting_count();
+}
+
+void EngineCore::on_node_down(std::size_t node, const std::string& why) {
+  if (observer_ != nullptr) observer_->on_node_down(node, nodes_[node]->address(), why);
+  refresh_voting_count();
+}
+
+void EngineCore::schedule_quarantine_end(std::size_t node) {
+  // Only refreshes the flag that metrics and readiness read; votes consult the tracker directly.
+  asio::steady_timer& timer = *quarantine_timers_[node];
+  timer.expires_at(quarantine_.quarantined_until(node));  // cancels an earlier wait
+  timer.async_wait([self = shared_from_this(), node](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!self->quarantine_.quarantined(node, Clock::now())) self->quarantined_flags_[node] = false;
+    self->refresh_voting_count();
+  });
+}
+
+void EngineCore::refresh_voting_count() {
+  std::size_t voting = 0;
+  const auto now = Clock::now();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i]->ready() && !quarantine_.quarantined(i, now)) ++voting;
+  }
+  voting_nodes_ = voting;
+}
+
+}  // namespace fencelock::storage

@@ -1,0 +1,103 @@
+// The engine's shared state, owned jointly by the RedlockEngine handle and every operation in
+// flight (so connections outlive the last operation that uses them). Everything here runs on the
+// strand except the atomics read by RedlockEngine's const accessors.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <initializer_list>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "fencelock/storage/engine_observer.h"
+#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/quorum.h"
+#include "fencelock/storage/token_source.h"
+#include "lua_scripts.h"
+#include "quarantine_tracker.h"
+#include "redis_node.h"
+
+namespace fencelock::storage {
+
+// Something that must be told when the engine stops (an acquire waiting between retries).
+class Cancellable {
+ public:
+  virtual void cancel() = 0;
+
+ public:
+  virtual ~Cancellable() = default;
+};
+
+class EngineCore : public NodeListener, public std::enable_shared_from_this<EngineCore> {
+ public:
+  EngineCore(boost::asio::any_io_executor strand, EngineOptions options,
+             std::shared_ptr<TokenSource> tokens, EngineObserver* observer);
+
+  void start();
+  void stop();
+  bool stopped() const noexcept { return stopped_; }
+
+  const EngineOptions& options() const noexcept { return options_; }
+  const boost::asio::any_io_executor& strand() const noexcept { return strand_; }
+  TokenSource* tokens() const noexcept { return tokens_.get(); }
+  EngineObserver* observer() const noexcept { return observer_; }
+  std::size_t node_count() const noexcept { return nodes_.size(); }
+  std::size_t quorum() const noexcept { return quorum_size(nodes_.size()); }
+  std::mt19937_64& rng() noexcept { return rng_; }
+
+  std::string key_of(std::string_view name) const;
+
+  // A tally for a new operation: quarantined nodes excluded.
+  QuorumTally new_tally();
+
+  // Sends one command to every node. `sink` null: fire and forget.
+  void broadcast(const RespCommand& command, const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie);
+  void send_to(std::size_t node, const RespCommand& command, const std::shared_ptr<ReplySink>& sink,
+               std::uint32_t cookie);
+
+  // EVALSHA (or, for the NOSCRIPT fallback, EVAL) of `script` on one key with `args`.
+  static RespCommand script_command(Script script, bool eval, std::string_view key,
+                                    std::span<const std::string_view> args);
+  static RespCommand script_command(Script script, bool eval, std::string_view key,
+                                    std::initializer_list<std::string_view> args) {
+    return script_command(script, eval, key, std::span<const std::string_view>(args.begin(), args.size()));
+  }
+
+  // Compare-and-delete of `secret` under `name` on every node, answers ignored.
+  void release_everywhere(std::string_view name, std::string_view secret);
+
+  void track(Cancellable* operation, std::weak_ptr<Cancellable> handle);
+  void untrack(Cancellable* operation);
+
+  // Readable from any thread.
+  std::size_t voting_nodes() const noexcept { return voting_nodes_.load(std::memory_order_relaxed); }
+  bool node_quarantined(std::size_t node) const { return quarantined_flags_[node].load(std::memory_order_relaxed); }
+  const RedisNode& node(std::size_t i) const { return *nodes_.at(i); }
+
+ private:
+  void on_node_ready(std::size_t node, const NodeIdentity& identity) override;
+  void on_node_down(std::size_t node, const std::string& why) override;
+  void refresh_voting_count();
+  void schedule_quarantine_end(std::size_t node);
+
+  boost::asio::any_io_executor strand_;
+  EngineOptions options_;
+  std::shared_ptr<TokenSource> tokens_;
+  EngineObserver* observer_;
+  std::vector<std::shared_ptr<RedisNode>> nodes_;
+  QuarantineTracker quarantine_;
+  std::unique_ptr<std::atomic<bool>[]> quarantined_flags_;
+  std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node
+  std::atomic<std::size_t> voting_nodes_{0};
+  std::unordered_map<Cancellable*, std::weak_ptr<Cancellable>> waiting_;
+  std::mt19937_64 rng_;
+  bool stopped_ = false;
+};
+
+}  // namespace fencelock::storage

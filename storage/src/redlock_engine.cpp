@@ -1,0 +1,145 @@
+#include "fencelock/storage/redlock_engine.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "acquire_operation.h"
+#include "engine_core.h"
+#include "fencelock/storage/lease_secret.h"
+#include "script_operation.h"
+
+namespace fencelock::storage {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+namespace {
+
+Status check_name(const std::string& name) {
+  if (name.empty() || name.size() > kMaxLockNameBytes) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "name must be 1 to " + std::to_string(kMaxLockNameBytes) + " bytes");
+  }
+  return Done{};
+}
+
+Status check_ttl(const EngineOptions& options, milliseconds ttl) {
+  if (ttl < options.min_ttl || ttl > options.max_ttl) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "ttl must be between " + std::to_string(options.min_ttl.count()) + " ms and " +
+                          std::to_string(options.max_ttl.count()) + " ms");
+  }
+  return Done{};
+}
+
+Status check_secret(const std::string& secret) {
+  if (!is_well_formed_lease_secret(secret)) {
+    return make_error(ErrorCode::kInvalidArgument, "lease is malformed");
+  }
+  return Done{};
+}
+
+// Invalid arguments are answered on the strand too, never inside the caller's call.
+template <class Handler, class Value>
+void answer_later(const std::shared_ptr<EngineCore>& core, Handler done, Value value) {
+  asio::post(core->strand(), [done = std::move(done), value = std::move(value)]() mutable {
+    done(std::move(value));
+  });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RedlockEngine>> RedlockEngine::create(asio::any_io_executor executor,
+                                                             EngineOptions options,
+                                                             std::shared_ptr<TokenSource> tokens,
+                                                             EngineObserver* observer) {
+  if (Status valid = validate_engine_options(options); !valid.ok()) return std::move(valid).error();
+  asio::any_io_executor strand = asio::make_strand(std::move(executor));
+  auto core = std::make_shared<EngineCore>(strand, std::move(options), std::move(tokens), observer);
+  return std::unique_ptr<RedlockEngine>(new RedlockEngine(std::move(core)));
+}
+
+RedlockEngine::RedlockEngine(std::shared_ptr<EngineCore> core) : core_(std::move(core)) {}
+
+RedlockEngine::~RedlockEngine() { stop(); }
+
+void RedlockEngine::start() {
+  asio::dispatch(core_->strand(), [core = core_] { core->start(); });
+}
+
+void RedlockEngine::stop() {
+  asio::dispatch(core_->strand(), [core = core_] { core->stop(); });
+}
+
+void RedlockEngine::acquire(AcquireRequest request, AcquireHandler done) {
+  Status valid = check_name(request.name);
+  if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
+  if (valid.ok() && (request.wait < milliseconds(0) || request.wait > core_->options().max_wait)) {
+    valid = make_error(ErrorCode::kInvalidArgument,
+                       "wait must be between 0 ms and " +
+                           std::to_string(core_->options().max_wait.count()) + " ms");
+  }
+  if (!valid.ok()) return answer_later(core_, std::move(done), Result<Lease>(std::move(valid).error()));
+  Result<std::string> secret = generate_lease_secret();
+  if (!secret.ok()) return answer_later(core_, std::move(done), Result<Lease>(std::move(secret).error()));
+
+  asio::dispatch(core_->strand(), [core = core_, request = std::move(request),
+                                   secret = std::move(secret).value(), done = std::move(done)]() mutable {
+    std::make_shared<AcquireOperation>(core, std::move(request), std::move(secret), std::move(done))->start();
+  });
+}
+
+void RedlockEngine::extend(std::string name, std::string secret, milliseconds ttl, ExtendHandler done) {
+  Status valid = check_name(name);
+  if (valid.ok()) valid = check_secret(secret);
+  if (valid.ok()) valid = check_ttl(core_->options(), ttl);
+  if (!valid.ok()) return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), secret = std::move(secret), ttl,
+                                   done = std::move(done)]() mutable {
+    std::make_shared<ExtendOperation>(core, name, std::move(secret), ttl, std::move(done))->start();
+  });
+}
+
+void RedlockEngine::release(std::string name, std::string secret, ReleaseHandler done) {
+  Status valid = check_name(name);
+  if (valid.ok()) valid = check_secret(secret);
+  if (!valid.ok()) return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), secret = std::move(secret),
+                                   done = std::move(done)]() mutable {
+    std::make_shared<ReleaseOperation>(core, name, std::move(secret), std::move(done))->start();
+  });
+}
+
+void RedlockEngine::inspect(std::string name, InspectHandler done) {
+  Status valid = check_name(name);
+  if (!valid.ok()) return answer_later(core_, std::move(done), Result<LockStatus>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), done = std::move(done)]() mutable {
+    std::make_shared<InspectOperation>(core, name, std::move(done))->start();
+  });
+}
+
+std::size_t RedlockEngine::node_count() const noexcept { return core_->node_count(); }
+std::size_t RedlockEngine::quorum() const noexcept { return core_->quorum(); }
+std::size_t RedlockEngine::voting_nodes() const noexcept { return core_->voting_nodes(); }
+const EngineOptions& RedlockEngine::options() const noexcept { return core_->options(); }
+
+std::vector<NodeStatus> RedlockEngine::node_statuses() const {
+  std::vector<NodeStatus> out;
+  for (std::size_t i = 0; i < core_->node_count(); ++i) {
+    const RedisNode& node = core_->node(i);
+    const NodeCounters& c = node.counters();
+    NodeStatus status;
+    status.address = node.address();
+    status.up = c.up.load(std::memory_order_relaxed);
+    status.quarantined = core_->node_quarantined(i);
+    status.commands = c.commands.load(std::memory_order_relaxed);
+    status.errors = c.errors.load(std::memory_order_relaxed);
+    status.timeouts = c.timeouts.load(std::memory_order_relaxed);
+    status.disconnects = c.disconnects.load(std::memory_order_relaxed);
+    out.push_back(std::move(status));
+  }
+  return out;
+}
+
+}  // namespace fencelock::storage

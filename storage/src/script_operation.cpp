@@ -1,0 +1,173 @@
+#include "script_operation.h"
+
+#include <algorithm>
+#include <map>
+
+#include "fencelock/storage/lease_timing.h"
+
+namespace fencelock::storage {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Release and extend scripts answer 1 (done) or 0 (not ours, or gone).
+Vote vote_for_compare_and_set(const NodeReply& reply) {
+  if (reply.kind != NodeReply::Kind::kInteger) return Vote::kFailed;
+  return reply.integer == 1 ? Vote::kYes : Vote::kNo;
+}
+
+std::string too_few_answered(const QuorumTally& tally) {
+  return "only " + std::to_string(tally.answered_voters()) + " of " + std::to_string(tally.node_count()) +
+         " lock nodes answered; a quorum of " + std::to_string(tally.quorum()) + " is needed";
+}
+
+// No quorum of "yes" is possible any more, even if every failed node had answered yes.
+bool surely_not_held(const QuorumTally& tally) {
+  return tally.yes_votes() + tally.failed_voters() + tally.pending_voters() < tally.quorum();
+}
+
+}  // namespace
+
+ScriptOperation::ScriptOperation(std::shared_ptr<EngineCore> core, OperationKind kind, Script script,
+                                 std::string_view name, std::vector<std::string> args)
+    : core_(std::move(core)),
+      tally_(core_->new_tally()),
+      kind_(kind),
+      script_(script),
+      key_(core_->key_of(name)),
+      args_(std::move(args)) {}
+
+RespCommand ScriptOperation::command(bool eval) const {
+  std::vector<std::string_view> views(args_.begin(), args_.end());
+  return EngineCore::script_command(script_, eval, key_, views);
+}
+
+void ScriptOperation::start() {
+  started_ = Clock::now();
+  core_->broadcast(command(false), shared_from_this(), 0);
+  decide();
+}
+
+void ScriptOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
+  if (finished_) return;
+  if (cookie == 0 && reply.is_error_prefix("NOSCRIPT")) {
+    core_->send_to(node, command(true), shared_from_this(), 1);  // once: cookie 1 is never retried
+    return;
+  }
+  on_answer(node, reply);
+}
+
+void ScriptOperation::finish(std::optional<ErrorCode> error) {
+  finished_ = true;
+  if (EngineObserver* observer = core_->observer()) {
+    OperationReport report{kind_, error, Clock::now() - started_, 1, {}, Clock::duration{0}};
+    for (std::size_t i = 0; i < tally_.node_count(); ++i) report.votes.push_back(tally_.vote_of(i));
+    observer->on_operation(report);
+  }
+}
+
+ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+                                   std::string secret, std::function<void(Result<bool>)> done)
+    : ScriptOperation(std::move(core), OperationKind::kRelease, Script::kRelease, name, {std::move(secret)}),
+      done_(std::move(done)) {}
+
+void ReleaseOperation::on_answer(std::size_t node, const NodeReply& reply) {
+  tally_.record(node, vote_for_compare_and_set(reply));
+  decide();
+}
+
+void ReleaseOperation::decide() {
+  if (finished()) return;
+  if (tally_.outcome() == TallyOutcome::kReached) {
+    finish(std::nullopt);
+    done_(true);
+  } else if (surely_not_held(tally_)) {
+    finish(std::nullopt);
+    done_(false);
+  } else if (tally_.pending_voters() == 0) {
+    finish(ErrorCode::kUnavailable);
+    done_(make_error(ErrorCode::kUnavailable, too_few_answered(tally_)));
+  }
+}
+
+ExtendOperation::ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+                                 std::string secret, std::chrono::milliseconds ttl,
+                                 std::function<void(Result<Extension>)> done)
+    : ScriptOperation(std::move(core), OperationKind::kExtend, Script::kExtend, name,
+                      {std::move(secret), std::to_string(ttl.count())}),
+      ttl_(ttl),
+      done_(std::move(done)) {}
+
+void ExtendOperation::on_answer(std::size_t node, const NodeReply& reply) {
+  tally_.record(node, vote_for_compare_and_set(reply));
+  decide();
+}
+
+void ExtendOperation::decide() {
+  if (finished()) return;
+  if (tally_.outcome() == TallyOutcome::kReached) {
+    const auto validity = reportable_validity(
+        remaining_validity(ttl_, Clock::now() - started_, core_->options().drift_factor));
+    if (validity < std::chrono::milliseconds(1)) {
+      finish(ErrorCode::kUnavailable);
+      done_(make_error(ErrorCode::kUnavailable, "the extend took longer than the ttl allows"));
+      return;
+    }
+    finish(std::nullopt);
+    done_(Extension{ttl_, validity, started_});
+  } else if (surely_not_held(tally_)) {
+    finish(ErrorCode::kLeaseLost);
+    done_(make_error(ErrorCode::kLeaseLost, "the lease no longer holds a quorum of lock nodes"));
+  } else if (tally_.pending_voters() == 0) {
+    finish(ErrorCode::kUnavailable);
+    done_(make_error(ErrorCode::kUnavailable, too_few_answered(tally_)));
+  }
+}
+
+InspectOperation::InspectOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+                                   std::function<void(Result<LockStatus>)> done)
+    : ScriptOperation(std::move(core), OperationKind::kInspect, Script::kInspect, name, {}),
+      holdings_(tally_.node_count()),
+      done_(std::move(done)) {}
+
+void InspectOperation::on_answer(std::size_t node, const NodeReply& reply) {
+  const bool well_formed = reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 2 &&
+                           reply.elements[1].kind == NodeReply::Kind::kInteger;
+  if (!well_formed) {
+    tally_.record(node, Vote::kFailed);
+  } else {
+    const NodeReply& value = reply.elements[0];
+    if (value.kind == NodeReply::Kind::kString) holdings_[node].value = value.text;
+    holdings_[node].pttl_ms = reply.elements[1].integer;
+    tally_.record(node, Vote::kYes);  // "answered"; holdings decide who holds what
+  }
+  decide();
+}
+
+void InspectOperation::decide() {
+  if (finished() || tally_.pending_voters() != 0) return;
+  if (tally_.answered_voters() < tally_.quorum()) {
+    finish(ErrorCode::kUnavailable);
+    done_(make_error(ErrorCode::kUnavailable, too_few_answered(tally_)));
+    return;
+  }
+  // Group the voting nodes' remaining ttls by the value they hold.
+  std::map<std::string, std::vector<std::int64_t>> by_value;
+  for (std::size_t i = 0; i < holdings_.size(); ++i) {
+    if (!tally_.is_voter(i) || tally_.vote_of(i) != Vote::kYes || !holdings_[i].value) continue;
+    by_value[*holdings_[i].value].push_back(holdings_[i].pttl_ms);
+  }
+  LockStatus status;
+  for (auto& [value, ttls] : by_value) {
+    if (ttls.size() < tally_.quorum()) continue;
+    // Held until fewer than a quorum still have it: the quorum-th largest remaining ttl.
+    std::sort(ttls.begin(), ttls.end(), std::greater<>());
+    status.held = true;
+    status.remaining = std::chrono::milliseconds(std::max<std::int64_t>(0, ttls[tally_.quorum() - 1]));
+  }
+  finish(std::nullopt);
+  done_(status);
+}
+
+}  // namespace fencelock::storage

@@ -1,0 +1,95 @@
+// A RedlockEngine over a RedisCluster, driven from the test thread with blocking calls.
+#pragma once
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "fencelock/storage/redlock_engine.h"
+#include "io_thread.h"
+#include "redis_cluster.h"
+
+namespace fencelock::testing {
+
+using namespace std::chrono_literals;
+
+// Blocks until an asynchronous call with a Result<T> handler completes.
+template <class T, class Start>
+storage::Result<T> await(Start start) {
+  auto promise = std::make_shared<std::promise<storage::Result<T>>>();
+  auto future = promise->get_future();
+  start([promise](storage::Result<T> result) { promise->set_value(std::move(result)); });
+  return future.get();
+}
+
+inline storage::EngineOptions engine_options_for(RedisCluster& cluster) {
+  storage::EngineOptions options;
+  for (const auto& address : cluster.addresses()) {
+    options.nodes.push_back(storage::parse_node_address(address).value());
+  }
+  return options;
+}
+
+class EngineUnderTest {
+ public:
+  explicit EngineUnderTest(storage::EngineOptions options,
+                           std::shared_ptr<storage::TokenSource> tokens = nullptr) {
+    auto created = storage::RedlockEngine::create(io_.executor(), std::move(options), std::move(tokens));
+    if (!created.ok()) throw std::runtime_error(created.error().message);
+    engine_ = std::move(created).value();
+    engine_->start();
+    wait_for_voting_nodes(engine_->node_count());
+  }
+  ~EngineUnderTest() {
+    engine_->stop();
+    engine_.reset();
+  }
+
+  storage::RedlockEngine& engine() { return *engine_; }
+
+  // Waits until `count` nodes are connected and voting; throws after `limit`.
+  void wait_for_voting_nodes(std::size_t count, std::chrono::milliseconds limit = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (engine_->voting_nodes() != count) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw std::runtime_error("engine did not reach " + std::to_string(count) + " voting nodes");
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+
+  // Waits until `condition()` holds; throws after `limit`.
+  template <class Condition>
+  void wait_until(Condition condition, std::chrono::milliseconds limit = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!condition()) {
+      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("condition not reached in time");
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+  bool node_up(std::size_t i) const { return engine_->node_statuses().at(i).up; }
+
+  storage::Result<storage::Lease> acquire(const std::string& name, std::chrono::milliseconds ttl,
+                                          std::chrono::milliseconds wait = 0ms) {
+    return await<storage::Lease>(
+        [&](auto done) { engine_->acquire(storage::AcquireRequest{name, ttl, wait}, std::move(done)); });
+  }
+  storage::Result<storage::Extension> extend(const std::string& name, const std::string& secret,
+                                             std::chrono::milliseconds ttl) {
+    return await<storage::Extension>([&](auto done) { engine_->extend(name, secret, ttl, std::move(done)); });
+  }
+  storage::Result<bool> release(const std::string& name, const std::string& secret) {
+    return await<bool>([&](auto done) { engine_->release(name, secret, std::move(done)); });
+  }
+  storage::Result<storage::LockStatus> inspect(const std::string& name) {
+    return await<storage::LockStatus>([&](auto done) { engine_->inspect(name, std::move(done)); });
+  }
+
+ private:
+  IoThread io_;  // declared first: outlives the engine
+  std::unique_ptr<storage::RedlockEngine> engine_;
+};
+
+}  // namespace fencelock::testing

@@ -1,0 +1,434 @@
+// The Redlock engine against real redis-server processes (5 nodes unless a test says otherwise).
+#include "fencelock/storage/redlock_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "engine_under_test.h"
+#include "sync_redis.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Generous on a shared 2-core machine under ASan, still far below any retry delay.
+constexpr auto kMargin = 150ms;
+
+std::size_t nodes_holding(RedisCluster& cluster, const std::string& key) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    if (cluster.node(i).running() && SyncRedis(cluster.node(i).port()).get(key)) ++count;
+  }
+  return count;
+}
+
+template <class F>
+Clock::duration timed(F&& f) {
+  const auto start = Clock::now();
+  f();
+  return Clock::now() - start;
+}
+
+}  // namespace
+
+TEST_CASE("a second acquire of a held lock is refused until the first lease is released", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+
+  auto first = t.acquire("orders", 10s);
+  REQUIRE(first.ok());
+  CHECK(first->secret.size() == 32);
+  CHECK(first->validity > 9000ms);
+  CHECK(first->validity <= 10s);
+  CHECK(nodes_holding(cluster, "fencelock:lock:orders") == 5);
+
+  auto second = t.acquire("orders", 10s);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.error().code == ErrorCode::kLocked);
+
+  auto released = t.release("orders", first->secret);
+  REQUIRE(released.ok());
+  CHECK(released.value());
+  CHECK(nodes_holding(cluster, "fencelock:lock:orders") == 0);
+
+  auto third = t.acquire("orders", 10s);
+  REQUIRE(third.ok());
+  CHECK(third->secret != first->secret);
+}
+
+TEST_CASE("an expired lease frees the lock after its ttl", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+  REQUIRE(t.acquire("short", 100ms).ok());
+  CHECK(t.acquire("short", 100ms).error().code == ErrorCode::kLocked);
+  std::this_thread::sleep_for(150ms);
+  CHECK(t.acquire("short", 100ms).ok());
+}
+
+TEST_CASE("a waiting acquire is granted once the holder releases", "[storage][redis]") {
+  RedisCluster cluster(5);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 20ms;
+  options.retry_jitter = 10ms;
+  EngineUnderTest t(options);
+  auto holder = t.acquire("queue", 300ms);
+  REQUIRE(holder.ok());
+
+  SECTION("with a budget longer than the holder's ttl") {
+    auto waiter = t.acquire("queue", 1s, /*wait=*/2s);
+    REQUIRE(waiter.ok());
+    CHECK(waiter->started >= holder->started + 250ms);
+  }
+  SECTION("with a budget that runs out first") {
+    const auto took = timed([&] { CHECK(t.acquire("queue", 1s, /*wait=*/100ms).error().code == ErrorCode::kLocked); });
+    CHECK(took >= 100ms);
+    CHECK(took < 100ms + kMargin);
+  }
+}
+
+TEST_CASE("a wrong secret can neither extend nor release", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+  auto lease = t.acquire("ledger", 5s);
+  REQUIRE(lease.ok());
+  const std::string wrong(32, 'a');
+
+  auto extended = t.extend("ledger", wrong, 5s);
+  REQUIRE_FALSE(extended.ok());
+  CHECK(extended.error().code == ErrorCode::kLeaseLost);
+
+  auto released = t.release("ledger", wrong);
+  REQUIRE(released.ok());
+  CHECK_FALSE(released.value());
+  CHECK(nodes_holding(cluster, "fencelock:lock:ledger") == 5);
+}
+
+TEST_CASE("a release after expiry does not delete a newer holder's key", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+  auto old_lease = t.acquire("report", 50ms);
+  REQUIRE(old_lease.ok());
+  std::this_thread::sleep_for(80ms);
+  auto new_lease = t.acquire("report", 5s);
+  REQUIRE(new_lease.ok());
+
+  auto released = t.release("report", old_lease->secret);
+  REQUIRE(released.ok());
+  CHECK_FALSE(released.value());
+  CHECK(nodes_holding(cluster, "fencelock:lock:report") == 5);
+  CHECK(t.extend("report", old_lease->secret, 5s).error().code == ErrorCode::kLeaseLost);
+  CHECK(t.extend("report", new_lease->secret, 5s).ok());
+}
+
+TEST_CASE("extend resets the ttl on every node and never resurrects a vanished key", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+  auto lease = t.acquire("batch", 1s);
+  REQUIRE(lease.ok());
+
+  auto extension = t.extend("batch", lease->secret, 30s);
+  REQUIRE(extension.ok());
+  CHECK(extension->ttl == 30s);
+  CHECK(extension->validity > 29s);
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    CHECK(SyncRedis(cluster.node(i).port()).command({"PTTL", "fencelock:lock:batch"}).integer > 29'000);
+  }
+
+  SyncRedis(cluster.node(0).port()).command({"DEL", "fencelock:lock:batch"});
+  REQUIRE(t.extend("batch", lease->secret, 30s).ok());  // four of five still hold it
+  CHECK_FALSE(SyncRedis(cluster.node(0).port()).get("fencelock:lock:batch"));
+}
+
+TEST_CASE("inspect reports holder and remaining time but never the secret", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+
+  auto free_lock = t.inspect("inventory");
+  REQUIRE(free_lock.ok());
+  CHECK_FALSE(free_lock->held);
+  CHECK_FALSE(free_lock->remaining.has_value());
+
+  auto lease = t.acquire("inventory", 10s);
+  REQUIRE(lease.ok());
+  auto held = t.inspect("inventory");
+  REQUIRE(held.ok());
+  CHECK(held->held);
+  REQUIRE(held->remaining.has_value());
+  CHECK(*held->remaining > 9s);
+  CHECK(*held->remaining <= 10s);
+
+  SECTION("a value on a minority of nodes is not a holder") {
+    for (std::size_t i = 0; i < 3; ++i) SyncRedis(cluster.node(i).port()).command({"DEL", "fencelock:lock:inventory"});
+    auto minority = t.inspect("inventory");
+    REQUIRE(minority.ok());
+    CHECK_FALSE(minority->held);
+  }
+}
+
+TEST_CASE("with two of five nodes dead every operation still works, without waiting for them", "[storage][redis]") {
+  RedisCluster cluster(5);
+  auto options = engine_options_for(cluster);
+  EngineUnderTest t(options);
+  cluster.node(1).kill();
+  cluster.node(3).kill();
+  t.wait_for_voting_nodes(3);
+
+  Result<Lease> lease = make_error(ErrorCode::kInternal, "not run");
+  CHECK(timed([&] { lease = t.acquire("payments", 5s); }) < options.node_timeout + kMargin);
+  REQUIRE(lease.ok());
+  CHECK(timed([&] { CHECK(t.extend("payments", lease->secret, 5s).ok()); }) < options.node_timeout + kMargin);
+  CHECK(timed([&] { CHECK(t.inspect("payments")->held); }) < options.node_timeout + kMargin);
+  CHECK(timed([&] { CHECK(t.release("payments", lease->secret).value()); }) < options.node_timeout + kMargin);
+}
+
+TEST_CASE("with three of five nodes dead acquire is cleanly unavailable and leaves no key behind", "[storage][redis]") {
+  RedisCluster cluster(5);
+  auto options = engine_options_for(cluster);
+  EngineUnderTest t(options);
+  cluster.node(0).kill();
+  cluster.node(2).kill();
+  cluster.node(4).kill();
+  t.wait_for_voting_nodes(2);
+
+  Result<Lease> lease = make_error(ErrorCode::kInternal, "not run");
+  CHECK(timed([&] { lease = t.acquire("payments", 5s); }) < options.node_timeout + kMargin);
+  REQUIRE_FALSE(lease.ok());
+  CHECK(lease.error().code == ErrorCode::kUnavailable);
+  std::this_thread::sleep_for(50ms);  // the fire-and-forget release of the failed attempt lands
+  CHECK(nodes_holding(cluster, "fencelock:lock:payments") == 0);
+  CHECK(t.inspect("payments").error().code == ErrorCode::kUnavailable);
+}
+
+TEST_CASE("a node killed while the engine runs is answered at once and rejoins when it returns", "[storage][redis]") {
+  RedisCluster cluster(5);
+  auto options = engine_options_for(cluster);
+  options.quarantine_restarted_nodes = false;
+  EngineUnderTest t(options);
+  for (int i = 0; i < 3; ++i) cluster.node(static_cast<std::size_t>(i)).kill();
+  // The first operation after the kill may be the one that notices it; none waits long.
+  for (int round = 0; round < 3; ++round) {
+    CHECK(timed([&] { CHECK(t.acquire("x", 1s).error().code == ErrorCode::kUnavailable); }) <
+          options.node_timeout + kMargin);
+  }
+  for (int i = 0; i < 3; ++i) cluster.node(static_cast<std::size_t>(i)).restart(/*keep_data=*/false);
+  t.wait_for_voting_nodes(5);
+  CHECK(t.acquire("x", 1s).ok());
+}
+
+TEST_CASE("a paused node delays no operation by more than the node timeout", "[storage][redis]") {
+  RedisCluster cluster(5);
+  auto options = engine_options_for(cluster);
+  EngineUnderTest t(options);
+  cluster.node(2).pause();
+
+  for (int round = 0; round < 3; ++round) {
+    const std::string name = "paused-" + std::to_string(round);
+    Result<Lease> lease = make_error(ErrorCode::kInternal, "not run");
+    CHECK(timed([&] { lease = t.acquire(name, 5s); }) < options.node_timeout + kMargin);
+    REQUIRE(lease.ok());
+    CHECK(timed([&] { CHECK(t.extend(name, lease->secret, 5s).ok()); }) < options.node_timeout + kMargin);
+    CHECK(timed([&] { CHECK(t.inspect(name)->held); }) < options.node_timeout + kMargin);
+    CHECK(timed([&] { CHECK(t.release(name, lease->secret).value()); }) < options.node_timeout + kMargin);
+  }
+  cluster.node(2).resume();
+  t.wait_for_voting_nodes(5);
+  CHECK(t.acquire("after-resume", 1s).ok());
+}
+
+TEST_CASE("a node restarted without its data cannot hand a held lock to a second client", "[storage][redis]") {
+  RedisCluster cluster(5);
+  auto options = engine_options_for(cluster);
+  options.max_ttl = 1500ms;  // sets the quarantine window: 1500 ms + 1% + 2 ms
+  const std::string key = "fencelock:lock:vault";
+
+  // The holder's key survives on nodes 1 and 2 only: 3 and 4 lost it (as if they expired it
+  // early) and node 0 restarts empty. Nodes 0, 3 and 4 would form a quorum for someone else.
+  auto prepare = [&](EngineUnderTest& t) {
+    auto holder = t.acquire("vault", 1000ms);
+    REQUIRE(holder.ok());
+    SyncRedis(cluster.node(3).port()).command({"DEL", key});
+    SyncRedis(cluster.node(4).port()).command({"DEL", key});
+    cluster.node(0).restart(/*keep_data=*/false);
+    return std::move(holder).value();
+  };
+
+  SECTION("with quarantine the restarted node's vote does not count until the window passes") {
+    EngineUnderTest t(options);
+    const Lease holder = prepare(t);
+    t.wait_until([&] { return t.node_up(0); });  // node 0 is back, but quarantined
+    CHECK(t.engine().voting_nodes() == 4);
+    const auto statuses = t.engine().node_statuses();
+    CHECK(statuses[0].up);
+    CHECK(statuses[0].quarantined);
+
+    auto intruder = t.acquire("vault", 1000ms);
+    REQUIRE_FALSE(intruder.ok());
+    CHECK(intruder.error().code == ErrorCode::kLocked);
+    CHECK(Clock::now() < holder.valid_until());  // refused while the holder's lease was valid
+
+    t.wait_for_voting_nodes(5, 5s);  // the quarantine ends
+    CHECK(Clock::now() >= holder.started + 1500ms);
+    CHECK(t.acquire("vault", 1000ms).ok());
+  }
+  SECTION("without quarantine the same sequence grants a second holder (what quarantine prevents)") {
+    options.quarantine_restarted_nodes = false;
+    EngineUnderTest t(options);
+    const Lease holder = prepare(t);
+    t.wait_until([&] { return t.node_up(0); });
+    auto intruder = t.acquire("vault", 1000ms);
+    CHECK(intruder.ok());
+    CHECK(Clock::now() < holder.valid_until());
+  }
+}
+
+TEST_CASE("a restart with persistence is still quarantined: the engine cannot tell what was lost", "[storage][redis]") {
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  auto options = engine_options_for(cluster);
+  options.max_ttl = 500ms;
+  EngineUnderTest t(options);
+  cluster.node(1).restart(/*keep_data=*/true);
+  t.wait_until([&] { return t.node_up(1); });
+  CHECK(t.engine().voting_nodes() == 2);
+  CHECK(t.engine().node_statuses()[1].quarantined);
+  t.wait_for_voting_nodes(3, 5s);
+  CHECK_FALSE(t.engine().node_statuses()[1].quarantined);
+}
+
+TEST_CASE("release and extend survive a SCRIPT FLUSH through the EVAL fallback", "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest t(engine_options_for(cluster));
+  auto lease = t.acquire("flushed", 5s);
+  REQUIRE(lease.ok());
+  for (std::size_t i = 0; i < cluster.size(); ++i) SyncRedis(cluster.node(i).port()).command({"SCRIPT", "FLUSH"});
+  CHECK(t.extend("flushed", lease->secret, 5s).ok());
+  CHECK(t.inspect("flushed")->held);
+  CHECK(t.release("flushed", lease->secret).value());
+}
+
+TEST_CASE("the script digests match what Redis computes", "[storage][redis]") {
+  // The handshake would refuse every node otherwise; this names the culprit.
+  RedisCluster cluster(1);
+  EngineUnderTest t(engine_options_for(cluster));
+  CHECK(t.engine().voting_nodes() == 1);
+}
+
+TEST_CASE("one and three nodes work too", "[storage][redis]") {
+  const std::size_t nodes = GENERATE(1u, 3u);
+  RedisCluster cluster(nodes);
+  EngineUnderTest t(engine_options_for(cluster));
+  CHECK(t.engine().quorum() == nodes / 2 + 1);
+  auto lease = t.acquire("small", 5s);
+  REQUIRE(lease.ok());
+  CHECK(t.acquire("small", 5s).error().code == ErrorCode::kLocked);
+  CHECK(t.extend("small", lease->secret, 5s).ok());
+  CHECK(t.release("small", lease->secret).value());
+}
+
+TEST_CASE("bad arguments are refused before any node is asked", "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest t(engine_options_for(cluster));
+  const std::string secret(32, 'b');
+  CHECK(t.acquire("", 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.acquire(std::string(kMaxLockNameBytes + 1, 'n'), 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.acquire("n", 1ms).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.acquire("n", 2h).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.acquire("n", 1s, 2h).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.acquire("n", 1s, -1ms).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.extend("n", "not-a-secret", 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.extend("n", secret, 0ms).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.release("n", "").error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.inspect("").error().code == ErrorCode::kInvalidArgument);
+  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).dbsize() == 0);
+}
+
+TEST_CASE("stopping the engine ends a waiting acquire at once", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 5s;
+  options.retry_jitter = 0ms;
+  IoThread io;
+  auto engine = RedlockEngine::create(io.executor(), options).value();
+  engine->start();
+  while (engine->voting_nodes() != 3) std::this_thread::sleep_for(5ms);
+  REQUIRE(await<Lease>([&](auto done) { engine->acquire({"held", 10s, 0ms}, std::move(done)); }).ok());
+
+  std::promise<Result<Lease>> waiting;
+  engine->acquire({"held", 10s, 30s}, [&](Result<Lease> r) { waiting.set_value(std::move(r)); });
+  std::this_thread::sleep_for(50ms);
+  const auto took = timed([&] {
+    engine->stop();
+    auto result = waiting.get_future().get();
+    CHECK(result.error().code == ErrorCode::kUnavailable);
+  });
+  CHECK(took < 1s);
+}
+
+TEST_CASE("under contention no two leases of a name are ever valid at the same time", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+  constexpr int kClients = 64;
+  const std::vector<std::string> names = {"hot-a", "hot-b", "hot-c"};
+  struct Window {
+    Clock::time_point from, to;
+  };
+  std::mutex mutex;
+  std::map<std::string, std::vector<Window>> windows;
+  std::map<std::string, int> error_messages;
+  std::atomic<long> grants{0}, refusals{0}, errors{0};
+  const auto end = Clock::now() + 3s;
+
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      std::mt19937 rng(static_cast<unsigned>(c));
+      while (Clock::now() < end) {
+        const std::string& name = names[rng() % names.size()];
+        auto lease = t.acquire(name, 200ms);
+        const auto granted_at = Clock::now();
+        if (!lease.ok()) {
+          if (lease.error().code == ErrorCode::kLocked) {
+            ++refusals;
+          } else {
+            ++errors;
+            std::lock_guard<std::mutex> lock(mutex);
+            error_messages[lease.error().message]++;
+          }
+          std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
+          continue;
+        }
+        ++grants;
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+        // The holder stops trusting the lease when it calls release, or at validity's end.
+        const auto stop_trusting = std::min(Clock::now(), lease->valid_until());
+        if (Clock::now() < lease->valid_until()) {
+          std::lock_guard<std::mutex> lock(mutex);
+          windows[name].push_back({granted_at, stop_trusting});
+        }
+        (void)t.release(name, lease->secret);
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+
+  INFO("grants " << grants << ", refusals " << refusals << ", errors " << errors);
+  for (const auto& [message, count] : error_messages) UNSCOPED_INFO(count << "x " << message);
+  // Safety is the claim. 64 busy clients saturate this 2-core machine (servers included), so a
+  // node may really miss its 50 ms deadline now and then: that must surface as "unavailable",
+  // never as anything else and never as two holders.
+  CHECK(grants > 100);
+  for (const auto& [message, count] : error_messages) CHECK_THAT(message, Catch::Contains("lock nodes answered"));
+  for (auto& [name, list] : windows) {
+    std::sort(list.begin(), list.end(), [](const Window& a, const Window& b) { return a.from < b.from; });
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      INFO(name << " window " << i);
+      CHECK(list[i].from >= list[i - 1].to);
+    }
+  }
+}
