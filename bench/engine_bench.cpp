@@ -1,0 +1,182 @@
+// engine_bench: acquire+release pairs per second of the Redlock engine, in-process (no HTTP),
+// against real local redis-servers — fencelock's ceiling. Closed loop: C callers, each acquiring a
+// random name out of --names and releasing it as soon as it is granted.
+//
+//   engine_bench [--nodes 5] [--callers 1,16,64,256] [--seconds 5] [--names 10000]
+//                [--ttl-ms 10000] [--aof none|always] [--redis HOST:PORT,...]
+//
+// Without --redis it starts its own redis-servers on loopback (and stops them). Prints one
+// Markdown table row per caller count.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fencelock/storage/redlock_engine.h"
+#include "latency_histogram.h"
+#include "redis_cluster.h"
+
+namespace {
+
+using namespace fencelock;
+using Clock = std::chrono::steady_clock;
+
+struct Settings {
+  std::size_t nodes = 5;
+  std::vector<int> callers = {1, 16, 64, 256};
+  int seconds = 5;
+  int names = 10'000;
+  std::chrono::milliseconds ttl{10'000};
+  testing::Persistence persistence = testing::Persistence::kNone;
+  std::vector<std::string> redis;  // existing servers; empty: start our own
+};
+
+struct RoundResult {
+  std::uint64_t pairs = 0;
+  std::uint64_t refused = 0;
+  std::uint64_t failed = 0;
+  std::map<std::string, std::uint64_t> failures;  // by message
+  bench::LatencyHistogram acquire;
+  bench::LatencyHistogram pair;
+  double seconds = 0;
+};
+
+// One closed-loop caller: acquire → release → again, until the round ends.
+class Caller : public std::enable_shared_from_this<Caller> {
+ public:
+  Caller(storage::RedlockEngine& engine, RoundResult& result, const Settings& settings,
+         Clock::time_point end, unsigned seed)
+      : engine_(engine), result_(result), settings_(settings), end_(end), rng_(seed) {}
+
+  void next() {
+    if (Clock::now() >= end_) return;
+    const auto started = Clock::now();
+    std::string name = "bench-" + std::to_string(rng_() % static_cast<unsigned>(settings_.names));
+    engine_.acquire({name, settings_.ttl, std::chrono::milliseconds(0)},
+                    [self = shared_from_this(), started, name](storage::Result<storage::Lease> lease) {
+                      self->on_acquired(started, name, std::move(lease));
+                    });
+  }
+
+ private:
+  void on_acquired(Clock::time_point started, const std::string& name, storage::Result<storage::Lease> lease) {
+    result_.acquire.record(Clock::now() - started);
+    if (!lease.ok()) {
+      if (lease.error().code == storage::ErrorCode::kLocked) {
+        ++result_.refused;
+      } else {
+        ++result_.failed;
+        ++result_.failures[lease.error().message];
+      }
+      next();
+      return;
+    }
+    engine_.release(name, lease->secret, [self = shared_from_this(), started](storage::Result<bool> released) {
+      if (released.ok()) {
+        ++self->result_.pairs;
+        self->result_.pair.record(Clock::now() - started);
+      } else {
+        ++self->result_.failed;
+        ++self->result_.failures["release: " + released.error().message];
+      }
+      self->next();
+    });
+  }
+
+  storage::RedlockEngine& engine_;
+  RoundResult& result_;
+  const Settings& settings_;
+  Clock::time_point end_;
+  std::mt19937 rng_;
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) out.push_back(part);
+  return out;
+}
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr, "engine_bench: %s\nsee the comment at the top of bench/engine_bench.cpp\n", why);
+  std::exit(2);
+}
+
+Settings parse(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
+    const std::string value = argv[++i];
+    if (flag == "--nodes") s.nodes = std::stoul(value);
+    else if (flag == "--callers") { s.callers.clear(); for (auto& c : split(value)) s.callers.push_back(std::stoi(c)); }
+    else if (flag == "--seconds") s.seconds = std::stoi(value);
+    else if (flag == "--names") s.names = std::stoi(value);
+    else if (flag == "--ttl-ms") s.ttl = std::chrono::milliseconds(std::stol(value));
+    else if (flag == "--aof") s.persistence = value == "always" ? testing::Persistence::kAofAlways : testing::Persistence::kNone;
+    else if (flag == "--redis") s.redis = split(value);
+    else usage(("unknown flag " + flag).c_str());
+  }
+  return s;
+}
+
+RoundResult run_round(storage::EngineOptions options, const Settings& settings, int callers) {
+  boost::asio::io_context io(1);
+  auto engine = storage::RedlockEngine::create(io.get_executor(), std::move(options)).value();
+  engine->start();
+  // Wait for every node to be connected before the clock starts.
+  const auto connect_deadline = Clock::now() + std::chrono::seconds(10);
+  while (engine->voting_nodes() != engine->node_count() && Clock::now() < connect_deadline) {
+    io.run_for(std::chrono::milliseconds(5));
+  }
+  RoundResult result;
+  const auto started = Clock::now();
+  const auto end = started + std::chrono::seconds(settings.seconds);
+  for (int c = 0; c < callers; ++c) {
+    std::make_shared<Caller>(*engine, result, settings, end, static_cast<unsigned>(c + 1))->next();
+  }
+  while (Clock::now() < end + std::chrono::seconds(1) && io.run_for(std::chrono::milliseconds(100)) > 0) {
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  engine->stop();
+  io.restart();
+  io.run_for(std::chrono::seconds(2));
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings settings = parse(argc, argv);
+  std::optional<testing::RedisCluster> cluster;
+  std::vector<std::string> addresses = settings.redis;
+  if (addresses.empty()) {
+    cluster.emplace(settings.nodes, settings.persistence);
+    addresses = cluster->addresses();
+  }
+  storage::EngineOptions options;
+  for (const auto& a : addresses) options.nodes.push_back(storage::parse_node_address(a).value());
+
+  std::printf("| callers | pairs/s | acquire p50 | acquire p99 | acquire p99.9 | pair p50 | pair p99 | refused | failed |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const int callers : settings.callers) {
+    const RoundResult r = run_round(options, settings, callers);
+    auto us = [](std::chrono::microseconds d) { return static_cast<long long>(d.count()); };
+    std::printf("| %d | %.0f | %lld µs | %lld µs | %lld µs | %lld µs | %lld µs | %llu | %llu |\n", callers,
+                static_cast<double>(r.pairs) / r.seconds, us(r.acquire.quantile(0.5)), us(r.acquire.quantile(0.99)),
+                us(r.acquire.quantile(0.999)), us(r.pair.quantile(0.5)), us(r.pair.quantile(0.99)),
+                static_cast<unsigned long long>(r.refused), static_cast<unsigned long long>(r.failed));
+    for (const auto& [message, count] : r.failures) {
+      std::fprintf(stderr, "  %d callers: %llu× %s\n", callers, static_cast<unsigned long long>(count), message.c_str());
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
