@@ -1,0 +1,189 @@
+// The SQLite token source against real files, real threads and a real second process.
+#include "fencelock/storage/sqlite_token_source.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "temp_dir.h"
+#include "token_checks.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+
+namespace {
+
+std::shared_ptr<SqliteTokenSource> open_source(const std::filesystem::path& path, std::uint64_t block = 1000) {
+  SqliteTokenOptions options;
+  options.path = path;
+  options.reserve_block = block;
+  auto source = SqliteTokenSource::open(options);
+  if (!source.ok()) FAIL(source.error().message);
+  return source.value();
+}
+
+// Runs the drawer process with stdout on a pipe.
+struct Drawer {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+  Drawer(const std::filesystem::path& path, const std::string& name) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::close(fds[0]);
+      ::execl(FENCELOCK_TOKEN_DRAWER, FENCELOCK_TOKEN_DRAWER, path.c_str(), name.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    out = ::fdopen(fds[0], "r");
+  }
+  ~Drawer() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out != nullptr) std::fclose(out);
+  }
+  bool read_token(std::uint64_t& token) {
+    unsigned long long value = 0;
+    if (std::fscanf(out, "%llu", &value) != 1) return false;
+    token = value;
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("eight threads drawing one name get unique tokens in real-time order", "[storage]") {
+  TempDir dir;
+  const std::uint64_t block = GENERATE(as<std::uint64_t>{}, 1, 7, 1000);
+  auto source = open_source(dir.path() / "tokens.db", block);
+  const auto draws = draw_concurrently(*source, "orders", 8, 1000);
+
+  std::set<std::uint64_t> unique;
+  std::map<int, std::uint64_t> last_of_thread;
+  for (const Draw& d : draws) {
+    REQUIRE(d.token > 0);
+    unique.insert(d.token);
+  }
+  CHECK(unique.size() == draws.size());
+  for (const Draw& d : draws) {  // draws are grouped per thread in call order
+    CHECK(d.token > last_of_thread[d.thread]);
+    last_of_thread[d.thread] = d.token;
+  }
+  std::string why;
+  CHECK(real_time_ordered(draws, why));
+  INFO(why);
+  CHECK(source->stats().draws == 8000);
+}
+
+TEST_CASE("counters are per name, start at 1 and current() reports the last token", "[storage]") {
+  TempDir dir;
+  auto source = open_source(dir.path() / "tokens.db");
+  CHECK(current_of(*source, "a").value() == 0);
+  CHECK(draw_one(*source, "a").value() == 1);
+  CHECK(draw_one(*source, "a").value() == 2);
+  CHECK(draw_one(*source, "b").value() == 1);
+  CHECK(current_of(*source, "a").value() == 2);
+  CHECK(current_of(*source, "b").value() == 1);
+  CHECK(current_of(*source, "never").value() == 0);
+}
+
+TEST_CASE("a restart continues above every token handed out before", "[storage]") {
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  std::uint64_t before = 0;
+  {
+    auto source = open_source(path, 100);
+    for (int i = 0; i < 250; ++i) before = draw_one(*source, "jobs").value();
+  }
+  auto reopened = open_source(path, 100);
+  const std::uint64_t current = current_of(*reopened, "jobs").value();
+  CHECK(current >= before);
+  const std::uint64_t after = draw_one(*reopened, "jobs").value();
+  CHECK(after > current);
+  CHECK(after <= before + 100 + 1);  // at most one block skipped
+}
+
+TEST_CASE("tokens never repeat after the owning process is killed mid-draw", "[storage]") {
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  std::uint64_t greatest = 0;
+  for (int round = 0; round < 3; ++round) {
+    Drawer drawer(path, "crashy");
+    for (int i = 0; i < 500 + round * 37; ++i) {
+      std::uint64_t token = 0;
+      REQUIRE(drawer.read_token(token));
+      REQUIRE(token > greatest);
+      greatest = token;
+    }
+  }  // each round ends in SIGKILL while the drawer is still drawing
+  auto source = open_source(path);
+  CHECK(draw_one(*source, "crashy").value() > greatest);
+}
+
+TEST_CASE("a second process cannot own the same token file", "[storage]") {
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  auto owner = open_source(path);
+
+  SECTION("another process is refused with a clear message") {
+    const std::string command = std::string(FENCELOCK_TOKEN_DRAWER) + " " + path.string() + " x 1 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[512] = {};
+    const std::size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, pipe);
+    const int status = ::pclose(pipe);
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK_THAT(std::string(buffer, n), Catch::Contains("in use by another process (pid " + std::to_string(::getpid())));
+  }
+  SECTION("a second open in this process is refused too") {
+    SqliteTokenOptions options;
+    options.path = path;
+    auto second = SqliteTokenSource::open(options);
+    REQUIRE_FALSE(second.ok());
+    CHECK(second.error().code == ErrorCode::kUnavailable);
+  }
+  SECTION("closing the owner frees the file") {
+    owner.reset();
+    CHECK(open_source(path) != nullptr);
+  }
+}
+
+TEST_CASE("an evicted name continues above its recorded mark", "[storage]") {
+  TempDir dir;
+  SqliteTokenOptions options;
+  options.path = dir.path() / "tokens.db";
+  options.reserve_block = 50;
+  options.max_cached_names = 2;
+  auto source = SqliteTokenSource::open(options).value();
+  const std::uint64_t first = draw_one(*source, "a").value();
+  REQUIRE(draw_one(*source, "b").ok());
+  REQUIRE(draw_one(*source, "c").ok());  // evicts "a"
+  const std::uint64_t current = current_of(*source, "a").value();
+  CHECK(current >= first);
+  CHECK(draw_one(*source, "a").value() > current);
+}
+
+TEST_CASE("token sources refuse bad names and bad options", "[storage]") {
+  TempDir dir;
+  auto source = open_source(dir.path() / "tokens.db");
+  CHECK(draw_one(*source, "").error().code == ErrorCode::kInvalidArgument);
+  CHECK(draw_one(*source, std::string(2000, 'n')).error().code == ErrorCode::kInvalidArgument);
+
+  SqliteTokenOptions options;
+  options.path = dir.path() / "other.db";
+  options.reserve_block = 0;
+  CHECK(SqliteTokenSource::open(options).error().code == ErrorCode::kInvalidArgument);
+  options.reserve_block = 10;
+  options.path = dir.path() / "missing-dir" / "tokens.db";
+  CHECK(SqliteTokenSource::open(options).error().code == ErrorCode::kUnavailable);
+}

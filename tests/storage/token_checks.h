@@ -1,0 +1,82 @@
+// Checks shared by the token-source tests: uniqueness, per-thread order and real-time order of
+// concurrent draws.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fencelock/storage/token_source.h"
+
+namespace fencelock::testing {
+
+struct Draw {
+  std::chrono::steady_clock::time_point called, returned;
+  std::uint64_t token = 0;
+  int thread = 0;
+};
+
+inline storage::Result<std::uint64_t> draw_one(storage::TokenSource& source, const std::string& name) {
+  std::promise<storage::Result<std::uint64_t>> drawn;
+  source.next(name, [&](storage::Result<std::uint64_t> token) { drawn.set_value(std::move(token)); });
+  return drawn.get_future().get();
+}
+
+inline storage::Result<std::uint64_t> current_of(storage::TokenSource& source, const std::string& name) {
+  std::promise<storage::Result<std::uint64_t>> read;
+  source.current(name, [&](storage::Result<std::uint64_t> token) { read.set_value(std::move(token)); });
+  return read.get_future().get();
+}
+
+// `threads` threads each draw `per_thread` tokens of `name` one after another. Failed draws are
+// returned with token 0.
+inline std::vector<Draw> draw_concurrently(storage::TokenSource& source, const std::string& name,
+                                           int threads, int per_thread) {
+  std::vector<std::vector<Draw>> per(static_cast<std::size_t>(threads));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        Draw d;
+        d.thread = t;
+        d.called = std::chrono::steady_clock::now();
+        auto token = draw_one(source, name);
+        d.returned = std::chrono::steady_clock::now();
+        d.token = token.ok() ? token.value() : 0;
+        per[static_cast<std::size_t>(t)].push_back(d);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  std::vector<Draw> all;
+  for (auto& p : per) all.insert(all.end(), p.begin(), p.end());
+  return all;
+}
+
+// Linearizability of a counter: whenever draw a returned before draw b was called, a < b.
+// Sweep: by call time, keep the greatest token among draws that returned earlier.
+inline bool real_time_ordered(std::vector<Draw> draws, std::string& why) {
+  std::vector<Draw> by_return = draws;
+  std::sort(draws.begin(), draws.end(), [](const Draw& a, const Draw& b) { return a.called < b.called; });
+  std::sort(by_return.begin(), by_return.end(), [](const Draw& a, const Draw& b) { return a.returned < b.returned; });
+  std::size_t done = 0;
+  std::uint64_t greatest_returned = 0;
+  for (const Draw& b : draws) {
+    while (done < by_return.size() && by_return[done].returned < b.called) {
+      greatest_returned = std::max(greatest_returned, by_return[done].token);
+      ++done;
+    }
+    if (b.token <= greatest_returned) {
+      why = "token " + std::to_string(b.token) + " was drawn after " + std::to_string(greatest_returned) + " had returned";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace fencelock::testing
