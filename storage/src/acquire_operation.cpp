@@ -29,6 +29,7 @@ AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequ
 
 void AcquireOperation::start() {
   call_started_ = Clock::now();
+  core_->operation_started();
   core_->track(this, weak_from_this());
   attempt();
 }
@@ -158,8 +159,8 @@ void AcquireOperation::complete(Result<Lease> result) {
     }
     observer->on_operation(report);
   }
-  auto done = std::move(done_);
-  done(std::move(result));
+  core_->complete_later(std::move(done_), std::move(result));
+  core_->operation_finished();
 }
 
 }  // namespace fencelock::storage

@@ -15,7 +15,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       observer_(observer),
       quarantine_(options_.nodes.size(), quarantine_window(options_), options_.quarantine_restarted_nodes),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
-      rng_(std::random_device{}()) {
+      rng_(std::random_device{}()),
+      grace_timer_(strand_) {
   RedisNodeOptions base;
   base.command_timeout = options_.node_timeout;
   base.connect_timeout = options_.connect_timeout;
@@ -42,15 +43,34 @@ void EngineCore::start() {
 void EngineCore::stop() {
   if (stopped_) return;
   stopped_ = true;
-  // Operations waiting between retries finish now; those in flight finish as their nodes close.
+  voting_nodes_ = 0;
+  for (auto& timer : quarantine_timers_) timer->cancel();
+  // Acquires waiting between retries finish now (their last attempt was already released).
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& [raw, weak] : waiting) {
     if (auto operation = weak.lock()) operation->cancel();
   }
+  if (in_flight_ == 0) {
+    close_nodes();
+    return;
+  }
+  grace_timer_.expires_after(2 * options_.node_timeout);
+  grace_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec != asio::error::operation_aborted) self->close_nodes();
+  });
+}
+
+void EngineCore::operation_finished() {
+  --in_flight_;
+  if (stopped_ && in_flight_ == 0) close_nodes();
+}
+
+void EngineCore::close_nodes() {
+  if (nodes_closed_) return;
+  nodes_closed_ = true;
+  grace_timer_.cancel();
   for (auto& node : nodes_) node->stop();
-  for (auto& timer : quarantine_timers_) timer->cancel();
-  voting_nodes_ = 0;
 }
 
 std::string EngineCore::key_of(std::string_view name) const {
@@ -93,7 +113,8 @@ RespCommand EngineCore::script_command(Script script, bool eval, std::string_vie
 }
 
 void EngineCore::release_everywhere(std::string_view name, std::string_view secret) {
-  broadcast(script_command(Script::kRelease, false, key_of(name), {secret}), nullptr, 0);
+  // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
+  broadcast(script_command(Script::kRelease, true, key_of(name), {secret}), nullptr, 0);
 }
 
 void EngineCore::track(Cancellable* operation, std::weak_ptr<Cancellable> handle) {

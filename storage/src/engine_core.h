@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <initializer_list>
 #include <memory>
@@ -40,8 +41,24 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
              std::shared_ptr<TokenSource> tokens, EngineObserver* observer);
 
   void start();
+  // Refuses new operations and ends waiting acquires at once; operations in flight finish (their
+  // releases still go out) within a grace period of twice the node timeout; then every connection
+  // closes gracefully.
   void stop();
   bool stopped() const noexcept { return stopped_; }
+
+  // Every operation brackets its life with these, so stop() knows when connections may close.
+  void operation_started() noexcept { ++in_flight_; }
+  void operation_finished();
+
+  // Runs a user's completion handler later on the strand: never inside a hiredis callback, never
+  // inside the call that started the operation.
+  template <class Handler, class Value>
+  void complete_later(Handler handler, Value value) {
+    boost::asio::post(strand_, [handler = std::move(handler), value = std::move(value)]() mutable {
+      handler(std::move(value));
+    });
+  }
 
   const EngineOptions& options() const noexcept { return options_; }
   const boost::asio::any_io_executor& strand() const noexcept { return strand_; }
@@ -84,6 +101,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void on_node_ready(std::size_t node, const NodeIdentity& identity) override;
   void on_node_down(std::size_t node, const std::string& why) override;
   void refresh_voting_count();
+  void close_nodes();
   void schedule_quarantine_end(std::size_t node);
 
   boost::asio::any_io_executor strand_;
@@ -98,6 +116,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::unordered_map<Cancellable*, std::weak_ptr<Cancellable>> waiting_;
   std::mt19937_64 rng_;
   bool stopped_ = false;
+  bool nodes_closed_ = false;
+  std::size_t in_flight_ = 0;
+  boost::asio::steady_timer grace_timer_;  // bounds stop()'s wait for operations in flight
 };
 
 }  // namespace fencelock::storage

@@ -18,6 +18,11 @@ bool in_range(milliseconds value, milliseconds low, milliseconds high) {
   return value >= low && value <= high;
 }
 
+bool is_numeric_host(const std::string& host) {
+  unsigned char scratch[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), scratch) == 1 || ::inet_pton(AF_INET6, host.c_str(), scratch) == 1;
+}
+
 std::string bound_message(const char* field, milliseconds low, milliseconds high) {
   return std::string(field) + " must be between " + std::to_string(low.count()) + " ms and " +
          std::to_string(high.count()) + " ms";
@@ -53,10 +58,7 @@ Result<NodeAddress> parse_node_address(std::string_view text) {
     return invalid("node address '" + std::string(text) + "': port must be 1..65535");
   }
   std::string host_string(host == "localhost" ? std::string_view("127.0.0.1") : host);
-  unsigned char scratch[sizeof(in6_addr)];
-  const bool numeric = ::inet_pton(AF_INET, host_string.c_str(), scratch) == 1 ||
-                       ::inet_pton(AF_INET6, host_string.c_str(), scratch) == 1;
-  if (!numeric) {
+  if (!is_numeric_host(host_string)) {
     return invalid("node address '" + std::string(text) +
                    "': host must be a numeric IP address or localhost");
   }
@@ -69,6 +71,10 @@ Status validate_engine_options(const EngineOptions& o) {
                    std::to_string(o.nodes.size()));
   }
   for (std::size_t i = 0; i < o.nodes.size(); ++i) {
+    if (!is_numeric_host(o.nodes[i].host) || o.nodes[i].port == 0) {
+      return invalid("nodes: '" + o.nodes[i].to_string() +
+                     "' needs a numeric IP address and a port (names would block the event loop)");
+    }
     for (std::size_t j = i + 1; j < o.nodes.size(); ++j) {
       if (o.nodes[i].host == o.nodes[j].host && o.nodes[i].port == o.nodes[j].port) {
         return invalid("nodes: " + o.nodes[i].to_string() + " is listed twice");

@@ -81,14 +81,20 @@ void RedisNode::start() {
 
 void RedisNode::stop() {
   if (state_ == State::kStopped) return;
+  const bool was_ready = state_ == State::kReady;
+  state_ = State::kStopped;
   reconnect_timer_.cancel();
-  deadline_timer_.cancel();
-  if (context_ != nullptr) {
+  if (counters_.up.exchange(false) && listener_ != nullptr) listener_->on_node_down(index_, "engine stopped");
+  listener_ = nullptr;  // nothing reaches the engine after this
+  if (context_ == nullptr) {
+    deadline_timer_.cancel();
+  } else if (was_ready) {
+    // Graceful: hiredis still writes what is queued (the releases of failed attempts), waits for
+    // the answers, then closes. The deadline timer bounds the wait; on_disconnected finishes.
+    redisAsyncDisconnect(context_);
+  } else {
     teardown("engine stopped");
   }
-  state_ = State::kStopped;
-  reconnect_timer_.cancel();  // teardown() scheduled a reconnect; cancel it too
-  counters_.up = false;
 }
 
 void RedisNode::connect() {
@@ -197,20 +203,24 @@ void RedisNode::on_deadline() {
 void RedisNode::teardown(const std::string& why) {
   redisAsyncContext* context = context_;
   context_ = nullptr;  // marks the disconnect as ours for on_disconnected
-  const bool was_connected_or_trying = state_ != State::kIdle;
-  state_ = State::kIdle;
+  const bool was_active = state_ != State::kIdle;
+  if (state_ != State::kStopped) state_ = State::kIdle;
   if (context != nullptr) {
     // Answers every pending command (NULL replies → kTimeout/kDisconnected) before returning,
     // unless we are inside a hiredis callback, in which case hiredis finishes it right after.
     redisAsyncFree(context);
   }
-  if (was_connected_or_trying) connection_lost(why);
+  if (was_active) connection_lost(why);
 }
 
 void RedisNode::connection_lost(const std::string& why) {
-  state_ = State::kIdle;
   counters_.disconnects.fetch_add(1, std::memory_order_relaxed);
   const bool was_up = counters_.up.exchange(false);
+  if (state_ == State::kStopped) {  // a stopped node never reconnects nor reports
+    deadline_timer_.cancel();
+    return;
+  }
+  state_ = State::kIdle;
   if (was_up && listener_ != nullptr) listener_->on_node_down(index_, why);
   // A connection that was healthy is replaced at once (a timeout under load must not cost a
   // backoff); failures to get a healthy one back are paced by the backoff.

@@ -91,7 +91,9 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   RedisNode& operator=(const RedisNode&) = delete;
 
   void start();  // begins connecting in the background
-  void stop();   // closes the connection; pending commands are answered; no more reconnects
+  // Stops for good: queued commands are still written and answered (bounded by the node
+  // timeout), then the connection closes; no reconnects; the listener is never called again.
+  void stop();
 
   // Sends `command`; `sink` (may be null: fire and forget) gets exactly one answer.
   void send(const RespCommand& command, std::shared_ptr<ReplySink> sink, std::uint32_t cookie);

@@ -22,9 +22,16 @@ std::string too_few_answered(const QuorumTally& tally) {
          " lock nodes answered; a quorum of " + std::to_string(tally.quorum()) + " is needed";
 }
 
-// No quorum of "yes" is possible any more, even if every failed node had answered yes.
+// The lease is known not to hold a quorum: not even the nodes that failed to answer could have
+// made up the difference, and it is not merely that too few nodes vote (then: unavailable).
 bool surely_not_held(const QuorumTally& tally) {
-  return tally.yes_votes() + tally.failed_voters() + tally.pending_voters() < tally.quorum();
+  return !tally.unavailable() &&
+         tally.yes_votes() + tally.failed_voters() + tally.pending_voters() < tally.quorum();
+}
+
+// Nothing more to learn and neither held nor surely not held: too few nodes answered to tell.
+bool cannot_tell(const QuorumTally& tally) {
+  return tally.unavailable() || tally.pending_voters() == 0;
 }
 
 }  // namespace
@@ -45,6 +52,7 @@ RespCommand ScriptOperation::command(bool eval) const {
 
 void ScriptOperation::start() {
   started_ = Clock::now();
+  core_->operation_started();
   core_->broadcast(command(false), shared_from_this(), 0);
   decide();
 }
@@ -65,6 +73,7 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
     for (std::size_t i = 0; i < tally_.node_count(); ++i) report.votes.push_back(tally_.vote_of(i));
     observer->on_operation(report);
   }
+  core_->operation_finished();
 }
 
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
@@ -81,13 +90,13 @@ void ReleaseOperation::decide() {
   if (finished()) return;
   if (tally_.outcome() == TallyOutcome::kReached) {
     finish(std::nullopt);
-    done_(true);
+    core_->complete_later(std::move(done_), Result<bool>(true));
   } else if (surely_not_held(tally_)) {
     finish(std::nullopt);
-    done_(false);
-  } else if (tally_.pending_voters() == 0) {
+    core_->complete_later(std::move(done_), Result<bool>(false));
+  } else if (cannot_tell(tally_)) {
     finish(ErrorCode::kUnavailable);
-    done_(make_error(ErrorCode::kUnavailable, too_few_answered(tally_)));
+    core_->complete_later(std::move(done_), Result<bool>(make_error(ErrorCode::kUnavailable, too_few_answered(tally_))));
   }
 }
 
@@ -111,17 +120,17 @@ void ExtendOperation::decide() {
         remaining_validity(ttl_, Clock::now() - started_, core_->options().drift_factor));
     if (validity < std::chrono::milliseconds(1)) {
       finish(ErrorCode::kUnavailable);
-      done_(make_error(ErrorCode::kUnavailable, "the extend took longer than the ttl allows"));
+      core_->complete_later(std::move(done_), Result<Extension>(make_error(ErrorCode::kUnavailable, "the extend took longer than the ttl allows")));
       return;
     }
     finish(std::nullopt);
-    done_(Extension{ttl_, validity, started_});
+    core_->complete_later(std::move(done_), Result<Extension>(Extension{ttl_, validity, started_}));
   } else if (surely_not_held(tally_)) {
     finish(ErrorCode::kLeaseLost);
-    done_(make_error(ErrorCode::kLeaseLost, "the lease no longer holds a quorum of lock nodes"));
-  } else if (tally_.pending_voters() == 0) {
+    core_->complete_later(std::move(done_), Result<Extension>(make_error(ErrorCode::kLeaseLost, "the lease no longer holds a quorum of lock nodes")));
+  } else if (cannot_tell(tally_)) {
     finish(ErrorCode::kUnavailable);
-    done_(make_error(ErrorCode::kUnavailable, too_few_answered(tally_)));
+    core_->complete_later(std::move(done_), Result<Extension>(make_error(ErrorCode::kUnavailable, too_few_answered(tally_))));
   }
 }
 
@@ -149,7 +158,7 @@ void InspectOperation::decide() {
   if (finished() || tally_.pending_voters() != 0) return;
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
-    done_(make_error(ErrorCode::kUnavailable, too_few_answered(tally_)));
+    core_->complete_later(std::move(done_), Result<LockStatus>(make_error(ErrorCode::kUnavailable, too_few_answered(tally_))));
     return;
   }
   // Group the voting nodes' remaining ttls by the value they hold.
@@ -164,10 +173,13 @@ void InspectOperation::decide() {
     // Held until fewer than a quorum still have it: the quorum-th largest remaining ttl.
     std::sort(ttls.begin(), ttls.end(), std::greater<>());
     status.held = true;
-    status.remaining = std::chrono::milliseconds(std::max<std::int64_t>(0, ttls[tally_.quorum() - 1]));
+    // The ttls were read during the operation: take its whole duration off.
+    const auto elapsed = std::chrono::ceil<std::chrono::milliseconds>(Clock::now() - started_);
+    status.remaining = std::max(std::chrono::milliseconds(0),
+                                std::chrono::milliseconds(ttls[tally_.quorum() - 1]) - elapsed);
   }
   finish(std::nullopt);
-  done_(status);
+  core_->complete_later(std::move(done_), Result<LockStatus>(status));
 }
 
 }  // namespace fencelock::storage

@@ -432,3 +432,84 @@ TEST_CASE("under contention no two leases of a name are ever valid at the same t
     }
   }
 }
+
+TEST_CASE("an engine stopped or destroyed from its own completion handler stays down", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  IoThread io;
+  auto engine = RedlockEngine::create(io.executor(), options).value();
+  engine->start();
+  while (engine->voting_nodes() != 3) std::this_thread::sleep_for(5ms);
+  cluster.node(2).pause();  // its connection will time out and be replaced meanwhile
+
+  SECTION("stop() from the handler") {
+    std::promise<void> handled;
+    engine->acquire({"k", 5s, 0ms}, [&](Result<Lease>) {
+      engine->stop();
+      handled.set_value();
+    });
+    handled.get_future().get();
+    std::this_thread::sleep_for(options.node_timeout * 4);
+    CHECK(engine->voting_nodes() == 0);
+    for (const auto& status : engine->node_statuses()) CHECK_FALSE(status.up);
+  }
+  SECTION("the engine destroyed in the handler (ASan checks what is touched afterwards)") {
+    std::promise<void> handled;
+    engine->acquire({"k", 5s, 0ms}, [&](Result<Lease>) {
+      engine.reset();
+      handled.set_value();
+    });
+    handled.get_future().get();
+    std::this_thread::sleep_for(options.node_timeout * 4);
+  }
+  cluster.node(2).resume();
+}
+
+TEST_CASE("extend and release with too few voting nodes are unavailable, not lost", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.max_ttl = 5s;
+  EngineUnderTest t(options);
+  auto lease = t.acquire("quarantined", 2s);
+  REQUIRE(lease.ok());
+  cluster.node(0).restart(/*keep_data=*/true);
+  cluster.node(1).restart(/*keep_data=*/true);
+  t.wait_until([&] { return t.node_up(0) && t.node_up(1); });
+  REQUIRE(t.engine().voting_nodes() == 1);
+  CHECK(t.extend("quarantined", lease->secret, 2s).error().code == ErrorCode::kUnavailable);
+  CHECK(t.release("quarantined", lease->secret).error().code == ErrorCode::kUnavailable);
+  CHECK(t.acquire("other", 2s).error().code == ErrorCode::kUnavailable);
+}
+
+TEST_CASE("stopping the engine mid-acquire still releases the key on the nodes that answered", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  IoThread io;
+  auto engine = RedlockEngine::create(io.executor(), options).value();
+  engine->start();
+  while (engine->voting_nodes() != 3) std::this_thread::sleep_for(5ms);
+  cluster.node(0).pause();
+  cluster.node(1).pause();
+
+  std::promise<Result<Lease>> outcome;
+  engine->acquire({"midway", 60s, 0ms}, [&](Result<Lease> r) { outcome.set_value(std::move(r)); });
+  std::this_thread::sleep_for(5ms);  // node 2 has answered OK; 0 and 1 never will
+  engine->stop();
+  CHECK(outcome.get_future().get().error().code == ErrorCode::kUnavailable);
+  std::this_thread::sleep_for(options.node_timeout * 4);
+  CHECK(SyncRedis(cluster.node(2).port()).dbsize() == 0);
+  cluster.node(0).resume();
+  cluster.node(1).resume();
+}
+
+TEST_CASE("a failed acquire releases its key even on a node whose scripts were flushed", "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest t(engine_options_for(cluster));
+  // Someone else's value on two nodes: our SET succeeds only on node 2, and must be undone.
+  SyncRedis(cluster.node(0).port()).command({"SET", "fencelock:lock:flush", "theirs", "PX", "60000"});
+  SyncRedis(cluster.node(1).port()).command({"SET", "fencelock:lock:flush", "theirs", "PX", "60000"});
+  SyncRedis(cluster.node(2).port()).command({"SCRIPT", "FLUSH"});
+  CHECK(t.acquire("flush", 60s).error().code == ErrorCode::kLocked);
+  std::this_thread::sleep_for(50ms);
+  CHECK(SyncRedis(cluster.node(2).port()).dbsize() == 0);
+}

@@ -13,9 +13,11 @@
 // restarted-node quarantine.
 //
 // Threading: create() and every public member may be called from any thread. All work runs on a
-// strand of the given executor; completion handlers are invoked on that strand, exactly once, and
-// must not block. stop() completes every outstanding operation (kUnavailable) and closes all
-// connections; the engine must be stopped before the executor's io_context is destroyed.
+// strand of the given executor; completion handlers are invoked on that strand, exactly once,
+// never inside the call that started the operation, and must not block. A handler may call stop()
+// or destroy the engine. stop() refuses new operations (kUnavailable), ends waiting acquires at
+// once, lets operations in flight finish (at most twice the node timeout) and then closes every
+// connection; the io_context must keep running until then.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
