@@ -1,0 +1,90 @@
+// Fencing tokens from INCR on one dedicated Redis master, shared by many fencelockd instances —
+// how the HTTP tier scales out. Not one of the lock nodes, and no Sentinel/replica failover: a
+// failover loses acknowledged writes.
+//
+// Token = epoch · 2^40 + INCR(<prefix><name>).
+//
+// Regression guard. A counter master that restarts may come back without its last increments
+// (appendfsync everysec, or no persistence), so INCR could repeat a value already handed out. The
+// master's run_id changes on every restart, and every connection (re)starts with a handshake that
+// reads it. Before drawing on a new connection, each source runs an epoch script: if the master's
+// epoch record names a different run_id, it sets the epoch to max(recorded, the highest epoch this
+// source has used) + 1, with the new run_id; otherwise it adopts the recorded epoch. All sources
+// meeting the same incarnation therefore agree on one epoch, greater than every epoch any of them
+// used before — so every new token is greater than every token of earlier incarnations, even if
+// the counters themselves went back. Each source keeps the highest epoch it used durably in a local
+// file (`epoch_file`), so the guard holds across a fencelockd restart too. A fresh deployment (no
+// record anywhere) starts at epoch 0, so tokens stay small until the first master restart; tokens
+// stay below 2^53 (safe in JavaScript) for the first 8191 restarts.
+//
+// Limits: if the master loses even its epoch record, the guard relies on at least one source that
+// used the latest epoch (or its epoch file) reconnecting before a source that never saw it draws.
+// A counter reaching 2^40 within one epoch fails with kInternal.
+//
+// current(name) = epoch · 2^40 + GET(<prefix><name>) — in a later epoch a name that was never
+// drawn reports epoch · 2^40, as if the counter had jumped there; a later next() is still greater.
+//
+// Threading: thread-safe; callbacks run on the source's strand.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/result.h"
+#include "fencelock/storage/token_source.h"
+
+namespace fencelock::storage {
+
+inline constexpr unsigned kTokenEpochShift = 40;
+
+struct RedisTokenOptions {
+  NodeAddress master;
+  // Local file holding the highest epoch this source used. Required when the guard is on.
+  std::filesystem::path epoch_file;
+  // Deadline of one draw. Default 100 ms; 1 ms .. 10 s.
+  std::chrono::milliseconds timeout{100};
+  std::chrono::milliseconds connect_timeout{250};
+  // Start even when the master is not `appendonly yes` + `appendfsync always` (log loudly).
+  bool allow_unsafe_persistence = false;
+  // The regression guard above. Turning it off is for tests that show what it prevents.
+  bool regression_guard = true;
+  std::string key_prefix = "fencelock:token:";
+};
+
+class RedisTokenSource final : public TokenSource {
+ public:
+  // Checks the master's persistence with a blocking round trip (this runs at startup, before
+  // anything is served), then connects in the background on a strand of `executor`.
+  // Errors: kUnavailable (master unreachable, or persistence unsafe without the unsafe flag —
+  // the message says what it found and what to change), kInvalidArgument (options).
+  static Result<std::shared_ptr<RedisTokenSource>> create(boost::asio::any_io_executor executor,
+                                                          RedisTokenOptions options);
+  ~RedisTokenSource() override;
+
+  // Empty, or a warning about the master's persistence when it was accepted only because of
+  // allow_unsafe_persistence. The service logs it.
+  const std::string& persistence_warning() const noexcept;
+
+  // Ends the connection; draws fail with kUnavailable afterwards. Called by the destructor.
+  void stop();
+
+  // Errors: kUnavailable (master down, reconnecting, or slower than the timeout), kInternal
+  // (counter exhausted within an epoch), kInvalidArgument.
+  void next(std::string_view name, Callback done) override;
+  void current(std::string_view name, Callback done) override;
+
+  // The epoch in use, or -1 while (re)connecting. For tests and metrics.
+  long long epoch() const noexcept;
+
+  class Impl;
+
+ private:
+  explicit RedisTokenSource(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace fencelock::storage
