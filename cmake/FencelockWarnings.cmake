@@ -10,4 +10,4 @@ target_compile_options(fencelock_warnings INTERFACE
 add_library(fencelock_asio INTERFACE)
 target_link_libraries(fencelock_asio INTERFACE Boost::headers Threads::Threads)
 target_compile_definitions(fencelock_asio INTERFACE
-  BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_DISABLE_BOOST_COROUTINE)
+  BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_DISABLE_BOOST_COROUTINE BOOST_BEAST_USE_STD_STRING_VIEW)

@@ -96,38 +96,14 @@ std::string RedisServer::log_tail(std::size_t max_bytes) const {
 void RedisServer::spawn() {
   if (running()) return;
   if (port_ == 0) port_ = pick_free_port();
-  const std::vector<std::string> args =
-      server_arguments(port_, data_dir_, dir_ / "redis.log", persistence_);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const std::string console = (dir_ / "console.log").string();
-  const pid_t parent = ::getpid();
-
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (child == 0) {
-    // Only async-signal-safe calls between fork and exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    const int out = ::open(console.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (out >= 0) {
-      ::dup2(out, STDOUT_FILENO);
-      ::dup2(out, STDERR_FILENO);
-    }
-    ::execvp(argv[0], argv.data());
-    ::_exit(127);
-  }
-  pid_ = child;
+  process_.start(server_arguments(port_, data_dir_, dir_ / "redis.log", persistence_), dir_ / "console.log");
   paused_ = false;
 }
 
 void RedisServer::wait_ready() {
   const auto deadline = std::chrono::steady_clock::now() + kReadyTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+    if (process_.poll_exit()) {
       throw std::runtime_error("redis-server on port " + std::to_string(port_) +
                                " exited at start:\n" + log_tail());
     }
@@ -154,18 +130,9 @@ void RedisServer::start() {
   }
 }
 
-void RedisServer::reap() {
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
-  paused_ = false;
-}
-
 void RedisServer::kill() {
-  if (!running()) return;
-  ::kill(pid_, SIGKILL);  // works on a stopped process too
-  reap();
+  process_.kill();
+  paused_ = false;
 }
 
 void RedisServer::restart(bool keep_data) {
@@ -179,13 +146,13 @@ void RedisServer::restart(bool keep_data) {
 
 void RedisServer::pause() {
   if (!running() || paused_) return;
-  ::kill(pid_, SIGSTOP);
+  process_.signal(SIGSTOP);
   paused_ = true;
 }
 
 void RedisServer::resume() {
   if (!running() || !paused_) return;
-  ::kill(pid_, SIGCONT);
+  process_.signal(SIGCONT);
   paused_ = false;
 }
 

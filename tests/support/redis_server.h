@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <string>
 
+#include "child_process.h"
+
 namespace fencelock::testing {
 
 enum class Persistence {
@@ -44,22 +46,20 @@ class RedisServer {
   void pause();                     // SIGSTOP: the port stays open, nothing is answered
   void resume();                    // SIGCONT
 
-  bool running() const noexcept { return pid_ > 0; }
+  bool running() const noexcept { return process_.running(); }
   bool paused() const noexcept { return paused_; }
-  pid_t pid() const noexcept { return pid_; }
+  pid_t pid() const noexcept { return process_.pid(); }
   std::uint16_t port() const noexcept { return port_; }
   std::string address() const;  // "127.0.0.1:<port>"
   const std::filesystem::path& data_dir() const noexcept { return data_dir_; }
   std::string log_tail(std::size_t max_bytes = 2000) const;
 
  private:
-  void reap();
-
   std::filesystem::path dir_;
   std::filesystem::path data_dir_;
   Persistence persistence_;
   std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  ChildProcess process_;
   bool paused_ = false;
 };
 

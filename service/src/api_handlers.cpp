@@ -1,0 +1,187 @@
+#include "api_handlers.h"
+
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "lease_codec.h"
+
+namespace fencelock::service {
+
+namespace {
+
+using nlohmann::json;
+using storage::Result;
+
+ApiResponse ok(json body, std::string detail = {}) {
+  ApiResponse response;
+  response.body = body.dump();
+  response.log_detail = std::move(detail);
+  return response;
+}
+
+ApiResponse from_storage_error(const storage::Error& error) {
+  return ApiHandlers::error_response(api_error_from(error.code), error.message);
+}
+
+json lease_body(const std::string& name, const std::string& lease, std::uint64_t token,
+                std::chrono::milliseconds ttl, std::chrono::milliseconds validity) {
+  return json{{"name", name}, {"lease", lease}, {"token", token}, {"ttl_ms", ttl.count()},
+              {"validity_ms", validity.count()}};
+}
+
+std::string token_detail(std::uint64_t token) { return "token=" + std::to_string(token); }
+
+}  // namespace
+
+ApiHandlers::ApiHandlers(storage::RedlockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
+                         std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics)
+    : engine_(engine),
+      tokens_(std::move(tokens)),
+      token_backend_(std::move(token_backend)),
+      token_ready_(std::move(token_ready)),
+      metrics_(std::move(metrics)),
+      limits_{engine.options().min_ttl, engine.options().max_ttl, engine.options().max_wait} {}
+
+ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message,
+                                        std::optional<std::int64_t> retry_after_ms) {
+  json detail{{"code", wire_code(error)}, {"message", message}};
+  if (retry_after_ms) detail["retry_after_ms"] = *retry_after_ms;
+  ApiResponse response;
+  response.status = http_status(error);
+  response.body = json{{"error", std::move(detail)}}.dump();
+  response.log_detail = "error=" + std::string(wire_code(error));
+  return response;
+}
+
+void ApiHandlers::handle(Route route, std::string_view name, std::string_view body, Reply reply) {
+  switch (route) {
+    case Route::kAcquire: return acquire(std::string(name), body, std::move(reply));
+    case Route::kExtend: return extend(std::string(name), body, std::move(reply));
+    case Route::kRelease: return release(std::string(name), body, std::move(reply));
+    case Route::kLockStatus: return lock_status(std::string(name), std::move(reply));
+    case Route::kNextToken: return next_token(std::string(name), std::move(reply));
+    case Route::kCurrentToken: return current_token(std::string(name), std::move(reply));
+    case Route::kHealthz: return reply(ok(json{{"status", "ok"}}));
+    case Route::kReadyz: return reply(readiness());
+    case Route::kMetrics: {
+      ApiResponse response;
+      response.body = metrics_ ? metrics_() : std::string();
+      response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      return reply(std::move(response));
+    }
+    case Route::kNotFound: break;
+  }
+  reply(error_response(ApiError::kNotFound, "no such endpoint"));
+}
+
+void ApiHandlers::acquire(std::string name, std::string_view body, Reply reply) {
+  auto parsed = parse_acquire_body(body, limits_);
+  if (!parsed.ok()) return reply(from_storage_error(parsed.error()));
+  std::string owner_detail = parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
+  storage::AcquireRequest request{name, parsed->ttl, parsed->wait};
+  engine_.acquire(std::move(request), [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+    if (lease.ok()) {
+      const std::string encoded = encode_lease(lease->token, lease->secret);
+      return reply(ok(lease_body(name, encoded, lease->token, lease->ttl, lease->validity),
+                      token_detail(lease->token) + owner_detail));
+    }
+    if (lease.error().code != storage::ErrorCode::kLocked) return reply(from_storage_error(lease.error()));
+    // Held by someone else: tell the caller when it is worth trying again, if we can tell.
+    engine_.inspect(name, [message = lease.error().message, reply = std::move(reply)](Result<storage::LockStatus> status) {
+      std::optional<std::int64_t> retry_after;
+      if (status.ok() && status->held && status->remaining) retry_after = status->remaining->count();
+      reply(error_response(ApiError::kLocked, message, retry_after));
+    });
+  });
+}
+
+void ApiHandlers::extend(std::string name, std::string_view body, Reply reply) {
+  auto parsed = parse_extend_body(body, limits_);
+  if (!parsed.ok()) return reply(from_storage_error(parsed.error()));
+  const auto lease = decode_lease(parsed->lease);
+  if (!lease) return reply(error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  const std::uint64_t token = lease->token;
+  engine_.extend(name, std::string(lease->secret), parsed->ttl,
+                 [name, token, encoded = std::move(parsed->lease), reply = std::move(reply)](
+                     Result<storage::Extension> extension) {
+                   if (!extension.ok()) return reply(from_storage_error(extension.error()));
+                   reply(ok(lease_body(name, encoded, token, extension->ttl, extension->validity),
+                            token_detail(token)));
+                 });
+}
+
+void ApiHandlers::release(std::string name, std::string_view body, Reply reply) {
+  auto parsed = parse_release_body(body);
+  if (!parsed.ok()) return reply(from_storage_error(parsed.error()));
+  const auto lease = decode_lease(parsed->lease);
+  if (!lease) return reply(error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  engine_.release(name, std::string(lease->secret), [name, reply = std::move(reply)](Result<bool> released) {
+    if (!released.ok()) return reply(from_storage_error(released.error()));
+    reply(ok(json{{"name", name}, {"released", released.value()}}));
+  });
+}
+
+void ApiHandlers::lock_status(std::string name, Reply reply) {
+  // Inspect the nodes and read the token counter at once; answer when both are in.
+  struct Join {
+    std::mutex mutex;
+    std::optional<Result<storage::LockStatus>> status;
+    std::optional<Result<std::uint64_t>> token;
+    Reply reply;
+    std::string name;
+    void finish_if_done() {
+      if (!status || !token) return;
+      if (!status->ok()) return reply(from_storage_error(status->error()));
+      if (!token->ok()) return reply(from_storage_error(token->error()));
+      json body{{"name", name}, {"held", status->value().held}, {"remaining_ms", nullptr},
+                {"last_token", token->value()}};
+      if (status->value().remaining) body["remaining_ms"] = status->value().remaining->count();
+      reply(ok(std::move(body)));
+    }
+  };
+  auto join = std::make_shared<Join>();
+  join->reply = std::move(reply);
+  join->name = name;
+  engine_.inspect(name, [join](Result<storage::LockStatus> status) {
+    std::lock_guard<std::mutex> lock(join->mutex);
+    join->status.emplace(std::move(status));
+    join->finish_if_done();
+  });
+  tokens_->current(name, [join](Result<std::uint64_t> token) {
+    std::lock_guard<std::mutex> lock(join->mutex);
+    join->token.emplace(std::move(token));
+    join->finish_if_done();
+  });
+}
+
+void ApiHandlers::next_token(std::string name, Reply reply) {
+  tokens_->next(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
+    if (!token.ok()) return reply(from_storage_error(token.error()));
+    reply(ok(json{{"name", name}, {"token", token.value()}}, token_detail(token.value())));
+  });
+}
+
+void ApiHandlers::current_token(std::string name, Reply reply) {
+  tokens_->current(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
+    if (!token.ok()) return reply(from_storage_error(token.error()));
+    reply(ok(json{{"name", name}, {"token", token.value()}}));
+  });
+}
+
+ApiResponse ApiHandlers::readiness() const {
+  const std::size_t voting = engine_.voting_nodes();
+  const bool nodes_ok = voting >= engine_.quorum();
+  const bool tokens_ok = token_ready_ ? token_ready_() : true;
+  json body{{"status", nodes_ok && tokens_ok ? "ok" : "unavailable"},
+            {"lock_nodes", {{"status", nodes_ok ? "ok" : "unavailable"},
+                            {"voting", voting},
+                            {"total", engine_.node_count()},
+                            {"quorum", engine_.quorum()}}},
+            {"token_source", {{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}}}};
+  ApiResponse response = ok(std::move(body));
+  if (!nodes_ok || !tokens_ok) response.status = 503;
+  return response;
+}
+
+}  // namespace fencelock::service

@@ -1,0 +1,147 @@
+#include "http_session.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "http_server.h"
+#include "router.h"
+
+namespace fencelock::service {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+Method method_of(http::verb verb) {
+  switch (verb) {
+    case http::verb::get: return Method::kGet;
+    case http::verb::post: return Method::kPost;
+    case http::verb::delete_: return Method::kDelete;
+    default: return Method::kOther;
+  }
+}
+
+}  // namespace
+
+HttpSession::HttpSession(asio::ip::tcp::socket&& socket, HttpServer& server)
+    : stream_(std::move(socket)), server_(server) {}
+
+HttpSession::~HttpSession() { server_.forget(this); }
+
+void HttpSession::run() {
+  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+}
+
+void HttpSession::drain() {
+  asio::post(stream_.get_executor(), [self = shared_from_this()] {
+    if (!self->busy_) self->close();
+    // A busy session answers with Connection: close (it checks draining()) and closes after.
+  });
+}
+
+void HttpSession::do_read() {
+  if (closed_) return;
+  if (server_.draining()) return close();
+  parser_.emplace();
+  parser_->body_limit(server_.options().body_limit);
+  parser_->header_limit(static_cast<std::uint32_t>(server_.options().header_limit));
+  stream_.expires_after(server_.options().idle_timeout);
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](beast::error_code ec, std::size_t bytes) { self->on_read(ec, bytes); });
+}
+
+void HttpSession::on_read(beast::error_code ec, std::size_t) {
+  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
+      ec == asio::error::connection_reset || ec == asio::error::eof) {
+    return close();
+  }
+  started_ = std::chrono::steady_clock::now();
+  busy_ = true;
+  route_ = Route::kNotFound;
+  name_.clear();
+  if (ec == http::error::body_limit) {
+    return respond_and_close(ApiHandlers::error_response(
+        ApiError::kPayloadTooLarge,
+        "the body exceeds the limit of " + std::to_string(server_.options().body_limit) + " bytes"));
+  }
+  if (ec) {
+    return respond_and_close(ApiHandlers::error_response(ApiError::kInvalidRequest, "malformed HTTP request: " + ec.message()));
+  }
+  request_ = parser_->release();
+  keep_alive_ = request_.keep_alive();
+
+  const RouteMatch match = match_route(method_of(request_.method()), request_.target());
+  switch (match.kind) {
+    case RouteMatch::Kind::kNotFound:
+      return on_response(ApiHandlers::error_response(ApiError::kNotFound, "no such endpoint"));
+    case RouteMatch::Kind::kMethodNotAllowed: {
+      ApiResponse response = ApiHandlers::error_response(
+          ApiError::kMethodNotAllowed, std::string(request_.method_string()) + " is not allowed here");
+      response.allow = match.allow;
+      return on_response(std::move(response));
+    }
+    case RouteMatch::Kind::kBadName:
+      return on_response(ApiHandlers::error_response(
+          ApiError::kInvalidRequest, "name must be 1 to 200 characters from [A-Za-z0-9._:-]"));
+    case RouteMatch::Kind::kFound: break;
+  }
+  route_ = match.route;
+  name_.assign(match.name);
+  server_.handlers().handle(match.route, name_, request_.body(), [self = shared_from_this()](ApiResponse response) {
+    asio::post(self->stream_.get_executor(),
+               [self, response = std::move(response)]() mutable { self->on_response(std::move(response)); });
+  });
+}
+
+void HttpSession::on_response(ApiResponse response) {
+  if (closed_) return;
+  const bool keep = keep_alive_ && !server_.draining();
+  response_ = {};
+  response_.version(11);
+  response_.result(response.status);
+  response_.set(http::field::server, "fencelockd");
+  response_.set(http::field::content_type, response.content_type);
+  response_.set(http::field::cache_control, "no-store");
+  if (!response.allow.empty()) response_.set(http::field::allow, response.allow);
+  response_.keep_alive(keep);
+  response_.body() = std::move(response.body);
+  response_.prepare_payload();
+  keep_alive_ = keep;
+  detail_ = std::move(response.log_detail);
+  do_write();
+}
+
+void HttpSession::respond_and_close(ApiResponse response) {
+  keep_alive_ = false;
+  on_response(std::move(response));
+}
+
+void HttpSession::do_write() {
+  stream_.expires_after(server_.options().write_timeout);
+  http::async_write(stream_, response_,
+                    [self = shared_from_this()](beast::error_code ec, std::size_t bytes) { self->on_write(ec, bytes); });
+}
+
+void HttpSession::on_write(beast::error_code ec, std::size_t) {
+  server_.observe(RequestRecord{request_.method_string(), route_, name_, response_.result_int(),
+                                std::chrono::steady_clock::now() - started_, detail_});
+  busy_ = false;
+  request_ = {};
+  if (ec || !keep_alive_) return close();
+  do_read();
+}
+
+void HttpSession::close() {
+  if (closed_) return;
+  closed_ = true;
+  beast::error_code ignored;
+  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  stream_.close();
+}
+
+}  // namespace fencelock::service

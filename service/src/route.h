@@ -1,0 +1,28 @@
+// The routes of API v1 as fixed labels, shared by the router, the request log and the metrics.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace fencelock::service {
+
+enum class Route : std::uint8_t {
+  kAcquire,       // POST   /v1/locks/{name}
+  kExtend,        // POST   /v1/locks/{name}/extend
+  kRelease,       // DELETE /v1/locks/{name}
+  kLockStatus,    // GET    /v1/locks/{name}
+  kNextToken,     // POST   /v1/tokens/{name}
+  kCurrentToken,  // GET    /v1/tokens/{name}
+  kHealthz,       // GET    /healthz
+  kReadyz,        // GET    /readyz
+  kMetrics,       // GET    /metrics
+  kNotFound,      // anything else (404 and 405 are counted here)
+};
+inline constexpr std::size_t kRouteCount = 10;
+
+// "acquire", "extend", "release", "lock_status", "next_token", "current_token", "healthz",
+// "readyz", "metrics", "not_found".
+std::string_view route_label(Route route) noexcept;
+
+}  // namespace fencelock::service
