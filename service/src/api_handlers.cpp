@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lease_codec.h"
+#include "metrics.h"
 
 namespace fencelock::service {
 
@@ -67,7 +68,7 @@ void ApiHandlers::handle(Route route, std::string_view name, std::string_view bo
     case Route::kMetrics: {
       ApiResponse response;
       response.body = metrics_ ? metrics_() : std::string();
-      response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      response.content_type = kMetricsContentType;
       return reply(std::move(response));
     }
     case Route::kNotFound: break;
