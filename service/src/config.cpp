@@ -1,0 +1,793 @@
+// fencelockd's configuration: flags, FENCELOCK_* environment variables and a JSON file, merged.
+//
+// Every setting is one row of a table (flag_table() below): its flag name, how to read a value of
+// it, and how to print the current value. The environment variable, the config-file key, the
+// --help text and describe() are all derived from that row, so a new setting is one new row and
+// cannot be forgotten by one of the sources.
+//
+// Sources are applied in precedence order, lowest first — defaults, file, environment, flags —
+// and each simply overwrites what an earlier one set. The bounds of the service's own settings
+// are checked as each value is read (a count must be bounded before it is narrowed into its
+// field). The engine's bounds are owned by validate_engine_options(), which runs once on the
+// merged result; its message names an EngineOptions field, which is rewritten into the flag.
+//
+// Every message is forced onto one line and capped in length at the end, because values from
+// argv, the environment or a file may hold newlines or be huge, and main prints the message as is.
+#include "config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <system_error>
+#include <utility>
+
+#include "fencelock/duration.h"
+
+namespace fencelock::service {
+
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using storage::ErrorCode;
+using storage::make_error;
+
+constexpr std::size_t kMaxConfigFileBytes = std::size_t{1024} * 1024;
+constexpr std::size_t kMaxPathBytes = 4096;  // PATH_MAX on Linux
+constexpr std::size_t kMaxEchoedBytes = 64;  // of a user's value inside a message
+constexpr std::size_t kMaxMessageBytes = 512;
+constexpr std::string_view kEnvPrefix = "FENCELOCK_";
+
+// A value as one source holds it: text from argv or the environment, or a JSON value from the file.
+struct Input {
+  std::string_view text;
+  const json* value = nullptr;  // set when the value comes from the config file
+};
+
+// What is wrong with one value, without the flag (the caller prefixes it), or nullopt if it was
+// accepted and stored.
+using Problem = std::optional<std::string>;
+
+// One field of ServiceConfig, either directly or inside its EngineOptions.
+template <class T>
+struct Field {
+  Field(T ServiceConfig::*member) : service(member) {}          // NOLINT: implicit by design
+  Field(T storage::EngineOptions::*member) : engine(member) {}  // NOLINT: implicit by design
+
+  T& of(ServiceConfig& c) const { return service != nullptr ? c.*service : c.engine.*engine; }
+  const T& of(const ServiceConfig& c) const {
+    return service != nullptr ? c.*service : c.engine.*engine;
+  }
+
+  T ServiceConfig::*service = nullptr;
+  T storage::EngineOptions::*engine = nullptr;
+};
+
+struct FlagSpec {
+  std::string_view name;        // without the leading "--"
+  std::string_view value_name;  // "DURATION", ...; empty for a switch (a flag that takes no value)
+  std::string_view help;        // what it sets, then its bounds
+  std::function<Problem(ServiceConfig&, const Input&)> apply;
+  std::function<std::string(const ServiceConfig&)> show;
+
+  bool is_switch() const { return value_name.empty(); }
+};
+
+std::string clip(std::string_view text) {
+  if (text.size() <= kMaxEchoedBytes) return std::string(text);
+  return std::string(text.substr(0, kMaxEchoedBytes)) + "...";
+}
+
+std::string in_quotes(std::string_view text) {
+  return "'" + clip(text) + "'";
+}
+
+// Not clipped: an operator needs the whole path, and one_line() still caps the message.
+std::string path_in_quotes(std::string_view path) {
+  return "'" + std::string(path) + "'";
+}
+
+// Control characters escaped (so the message stays on one line) and the length capped.
+std::string one_line(std::string_view message) {
+  std::string out;
+  for (const char ch : message) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte < 0x20 || byte == 0x7f) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned>(byte));
+      out += escaped;
+    } else {
+      out += ch;
+    }
+    if (out.size() >= kMaxMessageBytes) return out + "...";
+  }
+  return out;
+}
+
+// Printable ASCII without spaces or quotes is shown as is; anything else as a JSON string.
+std::string plain_or_json(std::string_view text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char ch) {
+    return ch > ' ' && ch < 0x7f && ch != '"' && ch != '\'';
+  });
+  if (plain) return std::string(text);
+  return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string type_problem(std::string_view expected, const json& value) {
+  return "expected " + std::string(expected) + ", got a JSON " + value.type_name();
+}
+
+// The text of `in`: as given on the command line or in the environment, or a JSON string.
+Problem read_text(const Input& in, std::string_view expected, std::string_view& text) {
+  if (in.value != nullptr) {
+    if (!in.value->is_string()) return type_problem(expected, *in.value);
+    text = in.value->get_ref<const std::string&>();
+  } else {
+    text = in.text;
+  }
+  if (text.find('\0') != std::string_view::npos) return "must not contain a NUL byte";
+  return std::nullopt;
+}
+
+// parse_node_address() says "node address '<text>': <reason>"; keep the reason, clip the text.
+std::string address_problem(std::string_view text, const storage::Error& error) {
+  const std::size_t reason = error.message.find("': ");
+  if (reason == std::string::npos) return error.message;
+  return in_quotes(text) + ": " + error.message.substr(reason + 3);
+}
+
+std::optional<bool> parse_switch_word(std::string_view text) {
+  std::string lower(text.substr(0, 8));
+  if (text.size() > lower.size()) return std::nullopt;
+  for (char& ch : lower) {
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  }
+  if (lower == "1" || lower == "true" || lower == "yes" || lower == "on") return true;
+  if (lower == "0" || lower == "false" || lower == "no" || lower == "off") return false;
+  return std::nullopt;
+}
+
+std::string on_off(bool value) {
+  return value ? "on" : "off";
+}
+
+// --- Value readers, one per kind of setting. ---------------------------------------------------
+
+FlagSpec duration_flag(std::string_view name, std::string_view help, Field<milliseconds> field,
+                       std::optional<std::pair<milliseconds, milliseconds>> bounds = std::nullopt) {
+  auto apply = [field, bounds](ServiceConfig& c, const Input& in) -> Problem {
+    std::string_view text;
+    if (auto problem = read_text(in, "a string like \"50ms\"", text)) return problem;
+    const std::optional<milliseconds> value = parse_duration(text);
+    if (!value) return "expected a duration like 50ms, 2s or 1m, got " + in_quotes(text);
+    if (bounds && (*value < bounds->first || *value > bounds->second)) {
+      return "must be between " + format_duration(bounds->first) + " and " +
+             format_duration(bounds->second) + ", got " + format_duration(*value);
+    }
+    field.of(c) = *value;
+    return std::nullopt;
+  };
+  auto show = [field](const ServiceConfig& c) { return format_duration(field.of(c)); };
+  return {name, "DURATION", help, std::move(apply), std::move(show)};
+}
+
+template <class T>
+FlagSpec count_flag(std::string_view name, std::string_view value_name, std::string_view help,
+                    Field<T> field, std::uint64_t low, std::uint64_t high) {
+  auto apply = [field, low, high](ServiceConfig& c, const Input& in) -> Problem {
+    const std::string bounds =
+        "must be between " + std::to_string(low) + " and " + std::to_string(high) + ", got ";
+    std::uint64_t value = 0;
+    if (in.value != nullptr) {
+      if (in.value->is_number_unsigned()) {
+        value = in.value->get<std::uint64_t>();
+      } else if (in.value->is_number_integer()) {
+        return bounds + std::to_string(in.value->get<std::int64_t>());
+      } else {
+        return type_problem("a whole number", *in.value);
+      }
+    } else {
+      const std::string_view text = in.text;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (error == std::errc::result_out_of_range) return bounds + in_quotes(text);
+      if (error != std::errc() || end != text.data() + text.size()) {
+        return "expected a whole number, got " + in_quotes(text);
+      }
+    }
+    if (value < low || value > high) return bounds + std::to_string(value);
+    field.of(c) = static_cast<T>(value);
+    return std::nullopt;
+  };
+  auto show = [field](const ServiceConfig& c) { return std::to_string(field.of(c)); };
+  return {name, value_name, help, std::move(apply), std::move(show)};
+}
+
+// Plain decimal notation only ("0.05", "1"): no signs, exponents, inf or nan. Bounds: the engine's.
+FlagSpec decimal_flag(std::string_view name, std::string_view help, Field<double> field) {
+  auto apply = [field](ServiceConfig& c, const Input& in) -> Problem {
+    double value = 0;
+    if (in.value != nullptr) {
+      if (!in.value->is_number()) return type_problem("a number", *in.value);
+      value = in.value->get<double>();
+    } else {
+      const std::string_view text = in.text;
+      const std::size_t dot = text.find('.');
+      const std::string_view whole = text.substr(0, dot);
+      const std::string_view fraction =
+          dot == std::string_view::npos ? std::string_view("0") : text.substr(dot + 1);
+      auto digits = [](std::string_view part) {
+        return !part.empty() && part.size() <= 20 &&
+               part.find_first_not_of("0123456789") == std::string_view::npos;
+      };
+      const auto [end, error] =
+          digits(whole) && digits(fraction)
+              ? std::from_chars(text.data(), text.data() + text.size(), value,
+                                std::chars_format::fixed)
+              : std::from_chars_result{text.data(), std::errc::invalid_argument};
+      if (error != std::errc() || end != text.data() + text.size()) {
+        return "expected a decimal number like 0.01, got " + in_quotes(text);
+      }
+    }
+    field.of(c) = value;
+    return std::nullopt;
+  };
+  auto show = [field](const ServiceConfig& c) {
+    char buffer[32];
+    const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, field.of(c));
+    return error == std::errc() ? std::string(buffer, end) : std::string("?");
+  };
+  return {name, "NUMBER", help, std::move(apply), std::move(show)};
+}
+
+// `as_switch`: the flag takes no value on the command line (alone it means true).
+FlagSpec bool_flag(std::string_view name, std::string_view help, Field<bool> field,
+                   bool as_switch) {
+  auto apply = [field](ServiceConfig& c, const Input& in) -> Problem {
+    if (in.value != nullptr && in.value->is_boolean()) {
+      field.of(c) = in.value->get<bool>();
+      return std::nullopt;
+    }
+    std::string_view text;
+    if (auto problem = read_text(in, "true, false, \"on\" or \"off\"", text)) return problem;
+    const std::optional<bool> value = parse_switch_word(text);
+    if (!value) return "expected on or off (or 1/true/yes, 0/false/no), got " + in_quotes(text);
+    field.of(c) = *value;
+    return std::nullopt;
+  };
+  auto show = [field](const ServiceConfig& c) { return on_off(field.of(c)); };
+  return {name, as_switch ? "" : "on|off", help, std::move(apply), std::move(show)};
+}
+
+FlagSpec path_flag(std::string_view name, std::string_view help,
+                   Field<std::filesystem::path> field) {
+  auto apply = [field](ServiceConfig& c, const Input& in) -> Problem {
+    std::string_view text;
+    if (auto problem = read_text(in, "a string", text)) return problem;
+    if (text.empty() || text.size() > kMaxPathBytes) {
+      return "expected a path of 1 to " + std::to_string(kMaxPathBytes) + " bytes, got " +
+             std::to_string(text.size()) + " bytes";
+    }
+    field.of(c) = std::filesystem::path(text);
+    return std::nullopt;
+  };
+  auto show = [field](const ServiceConfig& c) { return plain_or_json(field.of(c).string()); };
+  return {name, "PATH", help, std::move(apply), std::move(show)};
+}
+
+FlagSpec listen_flag() {
+  auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
+    std::string_view text;
+    if (auto problem = read_text(in, "a string \"HOST:PORT\"", text)) return problem;
+    auto address = storage::parse_node_address(text);
+    if (!address) return address_problem(text, address.error());
+    c.listen = std::move(address).value();
+    return std::nullopt;
+  };
+  auto show = [](const ServiceConfig& c) { return c.listen.to_string(); };
+  return {"listen", "HOST:PORT",
+          "Address the HTTP API listens on: numeric IPv4, [IPv6] or localhost; port 1..65535.",
+          std::move(apply), std::move(show)};
+}
+
+FlagSpec redis_flag() {
+  auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
+    std::vector<std::string_view> entries;
+    std::string_view whole;
+    if (in.value != nullptr && in.value->is_array()) {
+      for (const json& element : *in.value) {
+        if (!element.is_string())
+          return type_problem("\"HOST:PORT\" strings in the array", element);
+        entries.push_back(element.get_ref<const std::string&>());
+      }
+    } else {
+      if (auto problem = read_text(in, "a string \"HOST:PORT,...\" or an array of them", whole)) {
+        return problem;
+      }
+      for (std::size_t start = 0; start <= whole.size() && !whole.empty();) {
+        const std::size_t comma = std::min(whole.find(',', start), whole.size());
+        entries.push_back(whole.substr(start, comma - start));
+        start = comma + 1;
+      }
+    }
+    if (entries.empty()) return "needs at least one HOST:PORT";
+    std::vector<storage::NodeAddress> nodes;
+    for (std::string_view entry : entries) {
+      while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+      while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+      if (entry.empty()) return "empty entry in the node list " + in_quotes(whole);
+      auto node = storage::parse_node_address(entry);
+      if (!node) return address_problem(entry, node.error());
+      nodes.push_back(std::move(node).value());
+    }
+    c.engine.nodes = std::move(nodes);
+    return std::nullopt;
+  };
+  auto show = [](const ServiceConfig& c) {
+    std::string out;
+    for (const storage::NodeAddress& node : c.engine.nodes) {
+      out += (out.empty() ? "" : ",") + node.to_string();
+    }
+    return out;
+  };
+  return {"redis", "HOST:PORT[,...]",
+          "The independent Redis masters holding the locks (required): 1..15 distinct nodes, "
+          "numeric IPs or localhost; an odd count is recommended.",
+          std::move(apply), std::move(show)};
+}
+
+FlagSpec tokens_flag() {
+  auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
+    constexpr std::string_view kSqlite = "sqlite:";
+    constexpr std::string_view kRedis = "redis://";
+    std::string_view text;
+    if (auto problem = read_text(in, "a string \"sqlite:PATH\" or \"redis://HOST:PORT\"", text)) {
+      return problem;
+    }
+    if (text.starts_with(kSqlite)) {
+      const std::string_view path = text.substr(kSqlite.size());
+      if (path.empty() || path.size() > kMaxPathBytes) {
+        return "expected sqlite:PATH with a path of 1 to " + std::to_string(kMaxPathBytes) +
+               " bytes, got " + in_quotes(text);
+      }
+      c.token_backend = TokenBackend::kSqlite;
+      c.sqlite_path = std::filesystem::path(path);
+      c.token_master = {};
+      return std::nullopt;
+    }
+    if (text.starts_with(kRedis)) {
+      const std::string_view address_text = text.substr(kRedis.size());
+      auto address = storage::parse_node_address(address_text);
+      if (!address) return address_problem(text, address.error());
+      c.token_backend = TokenBackend::kRedis;
+      c.token_master = std::move(address).value();
+      return std::nullopt;
+    }
+    return "expected sqlite:PATH or redis://HOST:PORT, got " + in_quotes(text);
+  };
+  auto show = [](const ServiceConfig& c) {
+    return c.token_backend == TokenBackend::kSqlite
+               ? "sqlite:" + plain_or_json(c.sqlite_path.string())
+               : "redis://" + c.token_master.to_string();
+  };
+  return {"tokens", "SPEC",
+          "Where fencing tokens come from: sqlite:PATH (one fencelockd per file) or "
+          "redis://HOST:PORT (a dedicated master shared by several fencelockd; not a lock node).",
+          std::move(apply), std::move(show)};
+}
+
+FlagSpec key_prefix_flag() {
+  auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
+    std::string_view text;
+    if (auto problem = read_text(in, "a string", text)) return problem;
+    c.engine.key_prefix = std::string(text);  // its length is the engine's to check
+    return std::nullopt;
+  };
+  auto show = [](const ServiceConfig& c) { return plain_or_json(c.engine.key_prefix); };
+  return {"key-prefix", "TEXT", "Prefix of every lock key in Redis; at most 64 bytes.",
+          std::move(apply), std::move(show)};
+}
+
+// Every setting, in the order of --help and describe(). --config, --help and --version are not
+// settings and are handled by the command-line reader.
+const std::vector<FlagSpec>& flag_table() {
+  static const std::vector<FlagSpec> table = [] {
+    using storage::EngineOptions;
+    std::vector<FlagSpec> t;
+    t.push_back(listen_flag());
+    t.push_back(redis_flag());
+    t.push_back(tokens_flag());
+    t.push_back(path_flag("token-epoch-file",
+                          "Epoch record of the redis token source (unused with sqlite tokens); "
+                          "1..4096 bytes.",
+                          &ServiceConfig::token_epoch_file));
+    t.push_back(bool_flag("tokens-unsafe-persistence",
+                          "Start even if the redis token master can lose acknowledged writes "
+                          "(not appendonly with appendfsync always). Tokens may then repeat.",
+                          &ServiceConfig::tokens_unsafe_persistence, true));
+    t.push_back(duration_flag("token-timeout", "Deadline of one token draw; 1ms..10s.",
+                              &ServiceConfig::token_timeout,
+                              std::pair{milliseconds(1), milliseconds(10'000)}));
+    t.push_back(count_flag<std::size_t>(
+        "body-limit", "BYTES", "Largest request body; 1024..16777216 (16 MiB).",
+        &ServiceConfig::body_limit, 1024, std::uint64_t{16} * 1024 * 1024));
+    t.push_back(count_flag<unsigned>("threads", "N", "Network threads; 1..64.",
+                                     &ServiceConfig::threads, 1, 64));
+    t.push_back(count_flag<std::size_t>("max-connections", "N",
+                                        "Open client connections at once; 1..1000000.",
+                                        &ServiceConfig::max_connections, 1, 1'000'000));
+    t.push_back(duration_flag("idle-timeout", "How long a keep-alive connection may idle; 1s..60m.",
+                              &ServiceConfig::idle_timeout,
+                              std::pair{milliseconds(1000), milliseconds(3'600'000)}));
+    t.push_back(duration_flag(
+        "shutdown-grace", "How long requests in flight may finish after SIGTERM; 0s..5m.",
+        &ServiceConfig::shutdown_grace, std::pair{milliseconds(0), milliseconds(300'000)}));
+    t.push_back(duration_flag("node-timeout",
+                              "Deadline of every command on every Redis lock node; 1ms..10s.",
+                              &EngineOptions::node_timeout));
+    t.push_back(duration_flag("connect-timeout",
+                              "Extra time a new Redis connection gets to connect; 1ms..60s.",
+                              &EngineOptions::connect_timeout));
+    t.push_back(decimal_flag("drift-factor",
+                             "Allowance for Redis clocks running fast, as a fraction of the ttl; "
+                             "0..0.5.",
+                             &EngineOptions::drift_factor));
+    t.push_back(duration_flag("retry-delay",
+                              "Pause between attempts while waiting for a held lock; 0s..60s.",
+                              &EngineOptions::retry_delay));
+    t.push_back(duration_flag("retry-jitter", "Random spread of that pause, +/-; 0s..60s.",
+                              &EngineOptions::retry_jitter));
+    t.push_back(duration_flag("min-ttl", "Shortest lease ttl a client may ask for; 1ms..max-ttl.",
+                              &EngineOptions::min_ttl));
+    t.push_back(duration_flag("max-ttl",
+                              "Longest lease ttl a client may ask for (also the quarantine of a "
+                              "restarted node); min-ttl..24h (1440m).",
+                              &EngineOptions::max_ttl));
+    t.push_back(duration_flag("max-wait", "Longest wait an acquire may ask for; 0s..60m.",
+                              &EngineOptions::max_wait));
+    t.push_back(bool_flag("quarantine",
+                          "Ignore a restarted Redis node's votes for max-ttl plus drift. Turn off "
+                          "only if every node runs appendfsync always.",
+                          &EngineOptions::quarantine_restarted_nodes, false));
+    t.push_back(key_prefix_flag());
+    return t;
+  }();
+  return table;
+}
+
+const FlagSpec* find_flag(std::string_view name) {
+  for (const FlagSpec& spec : flag_table()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+std::string env_name(std::string_view flag) {
+  std::string out(kEnvPrefix);
+  for (const char ch : flag) {
+    out += ch == '-' ? '_' : (ch >= 'a' && ch <= 'z') ? static_cast<char>(ch - 'a' + 'A') : ch;
+  }
+  return out;
+}
+
+std::string file_key(std::string_view flag) {
+  std::string out(flag);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+// "--flag: problem" or "--flag (from ORIGIN): problem".
+std::string flag_message(std::string_view flag, std::string_view origin, std::string_view problem) {
+  std::string out = "--" + std::string(flag);
+  if (!origin.empty()) out += " (from " + std::string(origin) + ")";
+  return out + ": " + std::string(problem);
+}
+
+// --- The command line. --------------------------------------------------------------------------
+
+struct CommandLine {
+  std::optional<Command> command;  // --help or --version, whichever came first
+  std::optional<std::string_view> config_file;
+  std::vector<std::pair<const FlagSpec*, std::string_view>> settings;  // in order
+  std::optional<std::string> error;                                    // the first one
+};
+
+// Reads every argument even after an error, so that --help or --version anywhere still wins.
+CommandLine read_command_line(const std::vector<std::string>& args) {
+  CommandLine line;
+  auto fail = [&line](std::string message) {
+    if (!line.error) line.error = std::move(message);
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      if (!line.command) line.command = Command::kHelp;
+      continue;
+    }
+    if (arg == "--version") {
+      if (!line.command) line.command = Command::kVersion;
+      continue;
+    }
+    if (!arg.starts_with("--") || arg == "--") {
+      fail(arg.starts_with("-") && arg != "--" ? clip(arg) + ": unknown flag (see --help)"
+                                               : "unexpected argument " + in_quotes(arg) +
+                                                     ": fencelockd takes only flags (see --help)");
+      continue;
+    }
+    const std::size_t equals = arg.find('=');
+    const std::string_view name =
+        arg.substr(2, equals == std::string_view::npos ? arg.npos : equals - 2);
+    const bool is_config = name == "config";
+    const FlagSpec* spec = is_config ? nullptr : find_flag(name);
+    if (name == "help" || name == "version") {
+      fail("--" + std::string(name) + ": takes no value");
+      continue;
+    }
+    if (!is_config && spec == nullptr) {
+      fail("--" + clip(name) + ": unknown flag (see --help)");
+      continue;
+    }
+    std::string_view value;
+    if (equals != std::string_view::npos) {
+      value = arg.substr(equals + 1);
+    } else if (spec != nullptr && spec->is_switch()) {
+      value = "on";
+    } else if (i + 1 < args.size() && !std::string_view(args[i + 1]).starts_with("--")) {
+      value = args[++i];
+    } else {
+      fail("--" + std::string(name) + ": needs a value (--" + std::string(name) + " VALUE or --" +
+           std::string(name) + "=VALUE)");
+      continue;
+    }
+    if (is_config) {
+      line.config_file = value;
+    } else {
+      line.settings.emplace_back(spec, value);
+    }
+  }
+  return line;
+}
+
+// --- The config file. ---------------------------------------------------------------------------
+
+struct FileCloser {
+  void operator()(std::FILE* file) const noexcept { std::fclose(file); }
+};
+
+// The whole file, or why not ("cannot read ..."; files over kMaxConfigFileBytes are refused).
+Problem read_config_file(const std::string& path, std::string& text) {
+  if (path.empty()) return "needs a file path";
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error) return "cannot read " + path_in_quotes(path) + ": " + error.message();
+  if (!std::filesystem::is_regular_file(status)) {
+    return "cannot read " + path_in_quotes(path) + ": not a regular file";
+  }
+  const std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    return "cannot read " + path_in_quotes(path) + ": " + std::generic_category().message(errno);
+  }
+  text.resize(kMaxConfigFileBytes + 1);
+  const std::size_t size = std::fread(text.data(), 1, text.size(), file.get());
+  if (std::ferror(file.get()) != 0) return "cannot read " + path_in_quotes(path) + ": read error";
+  if (size > kMaxConfigFileBytes) return path_in_quotes(path) + " is larger than 1 MiB";
+  text.resize(size);
+  return std::nullopt;
+}
+
+// --- Engine validation. -------------------------------------------------------------------------
+
+// validate_engine_options() starts its messages with the fields concerned ("nodes: ...",
+// "node_timeout must ...", "min_ttl/max_ttl must ..."); name the flags instead.
+std::string engine_message(const std::string& message,
+                           const std::map<std::string_view, std::string>& origins) {
+  const std::size_t end = std::min(message.find_first_of(" :"), message.size());
+  const std::string_view fields = std::string_view(message).substr(0, end);
+  std::vector<const FlagSpec*> specs;
+  for (std::size_t start = 0; start <= fields.size();) {
+    const std::size_t slash = std::min(fields.find('/', start), fields.size());
+    std::string flag(fields.substr(start, slash - start));
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const FlagSpec* spec = find_flag(flag == "nodes" ? std::string("redis") : flag);
+    if (spec == nullptr) return "engine options: " + message;  // a field without a flag
+    specs.push_back(spec);
+    start = slash + 1;
+  }
+  std::string flags;
+  for (const FlagSpec* spec : specs)
+    flags += (flags.empty() ? "" : "/--") + std::string(spec->name);
+  std::string_view rest = std::string_view(message).substr(end);
+  while (!rest.empty() && (rest.front() == ':' || rest.front() == ' ')) rest.remove_prefix(1);
+  std::string origin;
+  if (specs.size() == 1) {
+    if (const auto found = origins.find(specs[0]->name); found != origins.end())
+      origin = found->second;
+  }
+  return flag_message(flags, origin, rest);
+}
+
+// Applies the sources in precedence order to `parsed`; the first problem ends it.
+class ConfigBuilder {
+ public:
+  explicit ConfigBuilder(ParsedConfig& parsed) : parsed_(parsed) {}
+
+  Problem apply_file(const std::string& path, std::string_view origin_of_path) {
+    auto fail = [&](std::string_view problem) {
+      return flag_message("config", origin_of_path, problem);
+    };
+    std::string text;
+    if (auto problem = read_config_file(path, text)) return fail(*problem);
+    const json document = json::parse(text, nullptr, false);
+    if (document.is_discarded()) return fail(path_in_quotes(path) + " is not valid JSON");
+    if (!document.is_object()) {
+      return fail(path_in_quotes(path) + " must hold a JSON object, got a JSON " +
+                  document.type_name());
+    }
+    for (const auto& [key, value] : document.items()) {
+      const FlagSpec* spec = key.find('-') == std::string::npos ? find_flag(dashed(key)) : nullptr;
+      if (spec == nullptr) {
+        std::string problem = path_in_quotes(path) + ": unknown key " + in_quotes(key);
+        if (key.find('-') != std::string::npos && find_flag(key) != nullptr) {
+          problem += " (write " + file_key(key) + ")";
+        }
+        return fail(problem);
+      }
+      if (auto problem =
+              apply(*spec, Input{{}, &value}, std::string(key).append(" in ").append(path)))
+        return problem;
+    }
+    parsed_.sources.push_back("file " + path);
+    return std::nullopt;
+  }
+
+  Problem apply_environment(const Environment& env) {
+    for (const FlagSpec& spec : flag_table()) {
+      const std::string name = env_name(spec.name);
+      const std::optional<std::string> value = env(name);
+      if (!value || value->empty()) continue;
+      if (auto problem = apply(spec, Input{*value}, name)) return problem;
+      parsed_.sources.push_back("env " + name);
+    }
+    return std::nullopt;
+  }
+
+  Problem apply_flag(const FlagSpec& spec, std::string_view value) {
+    return apply(spec, Input{value}, "");
+  }
+
+  Problem validate() const {
+    if (parsed_.config.engine.nodes.empty()) {
+      return "--redis: required: the Redis lock nodes as HOST:PORT[,HOST:PORT...] (or "
+             "FENCELOCK_REDIS, or \"redis\" in the --config file)";
+    }
+    const storage::Status engine = storage::validate_engine_options(parsed_.config.engine);
+    if (!engine) return engine_message(engine.error().message, origins_);
+    return std::nullopt;
+  }
+
+ private:
+  static std::string dashed(std::string_view key) {
+    std::string out(key);
+    std::replace(out.begin(), out.end(), '_', '-');
+    return out;
+  }
+
+  // `origin` is empty for the command line.
+  Problem apply(const FlagSpec& spec, const Input& in, std::string origin) {
+    if (auto problem = spec.apply(parsed_.config, in)) {
+      return flag_message(spec.name, origin, *problem);
+    }
+    if (origin.empty()) {
+      origins_.erase(spec.name);
+    } else {
+      origins_[spec.name] = std::move(origin);
+    }
+    return std::nullopt;
+  }
+
+  ParsedConfig& parsed_;
+  std::map<std::string_view, std::string> origins_;  // flag → source, unless the command line
+};
+
+storage::Error invalid(std::string_view message) {
+  return make_error(ErrorCode::kInvalidArgument, one_line(message));
+}
+
+// `text` as lines of at most kUsageWidth columns, each indented by six spaces.
+std::string wrapped(std::string_view text) {
+  constexpr std::size_t kUsageWidth = 80;
+  constexpr std::string_view kIndent = "      ";
+  std::string out;
+  std::string line(kIndent);
+  while (!text.empty()) {
+    const std::size_t space = std::min(text.find(' '), text.size());
+    const std::string_view word = text.substr(0, space);
+    if (line.size() > kIndent.size() && line.size() + 1 + word.size() > kUsageWidth) {
+      out += line + "\n";
+      line = kIndent;
+    }
+    line += (line.size() > kIndent.size() ? " " : "") + std::string(word);
+    text.remove_prefix(std::min(space + 1, text.size()));
+  }
+  return out + line + "\n";
+}
+
+}  // namespace
+
+storage::Result<ParsedConfig> parse_config(const std::vector<std::string>& args,
+                                           const Environment& env) {
+  const CommandLine line = read_command_line(args);
+  ParsedConfig parsed;
+  if (line.command) {
+    parsed.command = *line.command;
+    return parsed;
+  }
+  if (line.error) return invalid(*line.error);
+
+  const Environment no_environment = [](std::string_view) { return std::optional<std::string>(); };
+  const Environment& lookup = env ? env : no_environment;
+  ConfigBuilder builder(parsed);
+
+  const std::string config_env = std::string(kEnvPrefix) + "CONFIG";
+  std::optional<std::string> config_file;
+  std::string config_origin;
+  if (line.config_file) {
+    config_file = std::string(*line.config_file);
+  } else if (std::optional<std::string> from_env = lookup(config_env);
+             from_env && !from_env->empty()) {
+    config_file = std::move(from_env);
+    config_origin = config_env;
+  }
+  if (config_file) {
+    if (auto problem = builder.apply_file(*config_file, config_origin)) return invalid(*problem);
+  }
+  if (auto problem = builder.apply_environment(lookup)) return invalid(*problem);
+  for (const auto& [spec, value] : line.settings) {
+    if (auto problem = builder.apply_flag(*spec, value)) return invalid(*problem);
+  }
+  if (auto problem = builder.validate()) return invalid(*problem);
+  return parsed;
+}
+
+std::string usage_text() {
+  const ServiceConfig defaults;
+  std::string out =
+      "usage: fencelockd --redis HOST:PORT[,HOST:PORT...] [flags]\n"
+      "\n"
+      "fencelock: Redlock quorum locks over independent Redis masters, each grant paired with a\n"
+      "fencing token from a linearizable counter. See docs/operations.md.\n"
+      "\n"
+      "Every flag --some-flag can also be set by the environment variable FENCELOCK_SOME_FLAG or\n"
+      "by the key \"some_flag\" of the --config file. Flags win over the environment, the\n"
+      "environment over the file, the file over the defaults. Durations are a whole number with\n"
+      "ms, s or m (50ms, 2s, 1m). Flags take --flag VALUE or --flag=VALUE.\n"
+      "\n"
+      "  -h, --help\n"
+      "      Print this text and exit.\n"
+      "  --version\n"
+      "      Print the version and exit.\n"
+      "  --config FILE  [FENCELOCK_CONFIG]\n"
+      "      A JSON object of settings, at most 1 MiB. Unknown keys are an error.\n";
+  for (const FlagSpec& spec : flag_table()) {
+    const std::string shown = spec.show(defaults);
+    out += "  --" + std::string(spec.name);
+    if (!spec.is_switch()) out += " " + std::string(spec.value_name);
+    out += "  [" + env_name(spec.name) + ", default " + (shown.empty() ? "none" : shown) + "]\n";
+    out += wrapped(spec.help);
+  }
+  return out;
+}
+
+std::string describe(const ServiceConfig& config) {
+  std::string out;
+  for (const FlagSpec& spec : flag_table()) {
+    out += (out.empty() ? "" : " ") + std::string(spec.name) + "=" + spec.show(config);
+  }
+  return out;
+}
+
+}  // namespace fencelock::service
