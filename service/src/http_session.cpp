@@ -7,6 +7,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "http_server.h"
+#include "log.h"
 #include "router.h"
 
 namespace fencelock::service {
@@ -92,10 +93,17 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   }
   route_ = match.route;
   name_.assign(match.name);
-  server_.handlers().handle(match.route, name_, request_.body(), [self = shared_from_this()](ApiResponse response) {
-    asio::post(self->stream_.get_executor(),
-               [self, response = std::move(response)]() mutable { self->on_response(std::move(response)); });
-  });
+  // The one catch per request: a surprise becomes a 500 and a log line, never a dead server.
+  try {
+    server_.handlers().handle(match.route, name_, request_.body(), [self = shared_from_this()](ApiResponse response) {
+      asio::post(self->stream_.get_executor(),
+                 [self, response = std::move(response)]() mutable { self->on_response(std::move(response)); });
+    });
+  } catch (const std::exception& e) {
+    log_event(LogLevel::kError, "internal_error",
+              "route=" + std::string(route_label(route_)) + " what=\"" + e.what() + "\"");
+    on_response(ApiHandlers::error_response(ApiError::kInternal, "internal error"));
+  }
 }
 
 void HttpSession::on_response(ApiResponse response) {

@@ -1,40 +1,63 @@
-// fencelockd: the fencelock HTTP/JSON lock service.
+// fencelockd: the fencelock HTTP/JSON lock service (docs/api.md, docs/operations.md).
 //
-// Today it answers --help and --version; the HTTP API (docs/api.md) arrives with the service
-// issue. Unknown flags are refused with a one-line message and exit code 2, as every later flag
-// will be.
-#include <cstdio>
-#include <string_view>
+// Parses flags, FENCELOCK_* environment variables and an optional JSON config file (config.h);
+// a bad value stops it at once with a one-line message naming the flag and exit code 2. Then it
+// serves until SIGTERM or SIGINT and exits 0 after a graceful shutdown; 1 if it cannot start.
+#include <sys/resource.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "log.h"
+#include "service.h"
 #include "version.h"
 
 namespace {
 
-constexpr std::string_view kUsage =
-    "usage: fencelockd [--help] [--version]\n"
-    "\n"
-    "fencelock: Redlock quorum locks over independent Redis masters, each grant paired with a\n"
-    "fencing token from a linearizable counter. See docs/operations.md.\n"
-    "\n"
-    "  --help      print this text and exit\n"
-    "  --version   print the version and exit\n";
+// Each connection is a file descriptor: allow as many as the hard limit permits.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fwrite(kUsage.data(), 1, kUsage.size(), stdout);
-      return 0;
-    }
-    if (arg == "--version") {
-      std::printf("fencelockd %s\n", fencelock::service::kVersion);
-      return 0;
-    }
-    std::fprintf(stderr, "fencelockd: unknown flag '%s' (see --help)\n", argv[i]);
+  using namespace fencelock::service;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = parse_config(args, [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  });
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "fencelockd: %s\n", parsed.error().message.c_str());
     return 2;
   }
-  std::fwrite(kUsage.data(), 1, kUsage.size(), stderr);
-  return 2;
+  switch (parsed->command) {
+    case Command::kHelp: {
+      const std::string usage = usage_text();
+      std::fwrite(usage.data(), 1, usage.size(), stdout);
+      return 0;
+    }
+    case Command::kVersion:
+      std::printf("fencelockd %s\n", kVersion);
+      return 0;
+    case Command::kRun: break;
+  }
+  raise_open_file_limit();
+  for (const auto& source : parsed->sources) log_event(LogLevel::kInfo, "config_source", source);
+  const auto outcome = run_service(parsed->config);
+  if (!outcome.ok()) {
+    log_event(LogLevel::kError, "cannot_start", "reason=\"" + outcome.error().message + "\"");
+    std::fprintf(stderr, "fencelockd: %s\n", outcome.error().message.c_str());
+    return 1;
+  }
+  return 0;
 }

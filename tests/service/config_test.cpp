@@ -365,7 +365,7 @@ TEST_CASE("an error in the environment or the file says where the value came fro
   }
 }
 
-TEST_CASE("--tokens takes sqlite:PATH or redis://HOST:PORT", "[service]") {
+TEST_CASE("the tokens flag takes sqlite:PATH or redis://HOST:PORT", "[service]") {
   SECTION("accepted") {
     const auto [text, backend, where] = GENERATE(table<std::string, TokenBackend, std::string>({
         {"sqlite:/var/lib/fencelock/tokens.db", TokenBackend::kSqlite,
@@ -411,7 +411,7 @@ TEST_CASE("--tokens takes sqlite:PATH or redis://HOST:PORT", "[service]") {
   }
 }
 
-TEST_CASE("--help and --version win over every other flag, good or bad", "[service]") {
+TEST_CASE("help and version win over every other flag, good or bad", "[service]") {
   const auto [args, command] = GENERATE(table<Args, Command>({
       {{"--help"}, Command::kHelp},
       {{"-h"}, Command::kHelp},

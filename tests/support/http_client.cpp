@@ -14,6 +14,11 @@ using boost::asio::ip::tcp;
 
 nlohmann::json HttpAnswer::json() const { return nlohmann::json::parse(body, nullptr, false); }
 
+std::string HttpAnswer::header(const std::string& lower_case_name) const {
+  const auto it = headers.find(lower_case_name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
 std::string HttpAnswer::error_code() const {
   const auto parsed = json();
   if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object() &&

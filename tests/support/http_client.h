@@ -19,6 +19,7 @@ struct HttpAnswer {
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   nlohmann::json json() const;  // the body parsed; discarded value if it is not JSON
+  std::string header(const std::string& lower_case_name) const;  // "" if absent
   std::string error_code() const;  // body's error.code, or ""
 };
 

@@ -1,11 +1,8 @@
 #include "redis_server.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+#include <mutex>
+#include <set>
 
 #include "sync_redis.h"
 
@@ -56,6 +55,19 @@ std::string redis_server_binary() {
 }
 
 std::uint16_t pick_free_port() {
+  // The kernel may offer a just-released port again before its first taker has bound it, so a
+  // port is never handed out twice by one test process.
+  static std::mutex mutex;
+  static std::set<std::uint16_t> handed_out;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::uint16_t port = ephemeral_port();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (handed_out.insert(port).second) return port;
+  }
+  throw std::runtime_error("no unused loopback port found");
+}
+
+std::uint16_t ephemeral_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   sockaddr_in addr{};
@@ -107,8 +119,9 @@ void RedisServer::wait_ready() {
       throw std::runtime_error("redis-server on port " + std::to_string(port_) +
                                " exited at start:\n" + log_tail());
     }
+    // Ready when *our* process answers: another server on a reused port would answer PING too.
     SyncRedis probe(port_, std::chrono::milliseconds(200));
-    if (probe.ping()) return;
+    if (probe.ping() && probe.info_field("server", "process_id") == std::to_string(pid())) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill();

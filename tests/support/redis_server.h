@@ -66,7 +66,10 @@ class RedisServer {
 // Path of the redis-server binary: $FENCELOCK_REDIS_SERVER, else "redis-server" from PATH.
 std::string redis_server_binary();
 
-// A loopback TCP port that was free a moment ago (bind to port 0, read it, close).
+// A loopback TCP port that was free a moment ago (bind to port 0, read it, close), never the
+// same one twice in one process.
 std::uint16_t pick_free_port();
+// The raw probe behind it: may repeat.
+std::uint16_t ephemeral_port();
 
 }  // namespace fencelock::testing

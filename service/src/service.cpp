@@ -1,0 +1,166 @@
+#include "service.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "api_handlers.h"
+#include "fencelock/storage/redis_token_source.h"
+#include "fencelock/storage/redlock_engine.h"
+#include "fencelock/storage/sqlite_token_source.h"
+#include "http_server.h"
+#include "log.h"
+#include "metrics.h"
+
+namespace fencelock::service {
+
+namespace asio = boost::asio;
+using storage::Result;
+
+namespace {
+
+// Node transitions go to the log as well as to the metrics.
+class LoggingObserver final : public storage::EngineObserver {
+ public:
+  explicit LoggingObserver(Metrics& metrics) : metrics_(metrics) {}
+  void on_node_up(std::size_t node, const std::string& address, const std::string& run_id) override {
+    log_event(LogLevel::kInfo, "lock_node_up", "node=" + address + " run_id=" + run_id);
+    metrics_.on_node_up(node, address, run_id);
+  }
+  void on_node_down(std::size_t node, const std::string& address, const std::string& why) override {
+    log_event(LogLevel::kWarning, "lock_node_down", "node=" + address + " reason=\"" + why + "\"");
+    metrics_.on_node_down(node, address, why);
+  }
+  void on_node_quarantined(std::size_t node, const std::string& address, std::chrono::milliseconds duration) override {
+    log_event(LogLevel::kWarning, "lock_node_quarantined",
+              "node=" + address + " restarted=true votes_ignored_for_ms=" + std::to_string(duration.count()));
+    metrics_.on_node_quarantined(node, address, duration);
+  }
+  void on_operation(const storage::OperationReport& report) override { metrics_.on_operation(report); }
+
+ private:
+  Metrics& metrics_;
+};
+
+struct OpenedTokens {
+  std::shared_ptr<storage::TokenSource> source;
+  std::shared_ptr<storage::RedisTokenSource> redis;  // set for the Redis backend
+  std::string label;
+};
+
+Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& io) {
+  if (config.token_backend == TokenBackend::kSqlite) {
+    storage::SqliteTokenOptions options;
+    options.path = config.sqlite_path;
+    auto source = storage::SqliteTokenSource::open(options);
+    if (!source.ok()) return std::move(source).error();
+    return OpenedTokens{source.value(), nullptr, "sqlite"};
+  }
+  storage::RedisTokenOptions options;
+  options.master = config.token_master;
+  options.epoch_file = config.token_epoch_file;
+  options.timeout = config.token_timeout;
+  options.allow_unsafe_persistence = config.tokens_unsafe_persistence;
+  auto source = storage::RedisTokenSource::create(io.get_executor(), options);
+  if (!source.ok()) return std::move(source).error();
+  if (!source.value()->persistence_warning().empty()) {
+    log_event(LogLevel::kWarning, "UNSAFE_TOKEN_PERSISTENCE",
+              "detail=\"" + source.value()->persistence_warning() +
+                  "\" consequence=\"fencing tokens may repeat after a counter crash\"");
+  }
+  return OpenedTokens{source.value(), source.value(), "redis"};
+}
+
+}  // namespace
+
+storage::Status run_service(const ServiceConfig& config) {
+  asio::io_context io(static_cast<int>(config.threads));
+  log_event(LogLevel::kInfo, "starting", describe(config));
+
+  auto tokens = open_tokens(config, io);
+  if (!tokens.ok()) return std::move(tokens).error();
+
+  Metrics metrics;
+  LoggingObserver observer(metrics);
+  auto created = storage::RedlockEngine::create(io.get_executor(), config.engine, tokens->source, &observer);
+  if (!created.ok()) return std::move(created).error();
+  std::unique_ptr<storage::RedlockEngine> engine = std::move(created).value();
+
+  std::shared_ptr<storage::RedisTokenSource> redis_tokens = tokens->redis;
+  HttpServer* server_ptr = nullptr;
+  ApiHandlers handlers(
+      *engine, tokens->source, tokens->label,
+      [redis_tokens] { return !redis_tokens || redis_tokens->epoch() >= 0; },
+      [&metrics, &engine, &server_ptr] {
+        std::vector<std::pair<std::string, double>> gauges;
+        if (server_ptr != nullptr) {
+          gauges.emplace_back("fencelock_http_open_connections", static_cast<double>(server_ptr->open_connections()));
+        }
+        gauges.emplace_back("fencelock_lock_nodes_voting", static_cast<double>(engine->voting_nodes()));
+        return metrics.render(engine->node_statuses(), gauges);
+      });
+
+  HttpServerOptions server_options;
+  server_options.listen = config.listen;
+  server_options.body_limit = config.body_limit;
+  server_options.max_connections = config.max_connections;
+  server_options.idle_timeout = config.idle_timeout;
+  HttpServer server(io, server_options, handlers, [&metrics](const RequestRecord& r) {
+    metrics.record_request(r.route, r.status, std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
+    std::string fields = "method=" + std::string(r.method) + " route=" + std::string(route_label(r.route));
+    if (!r.name.empty()) fields += " name=" + std::string(r.name);
+    fields += " status=" + std::to_string(r.status);
+    fields += " duration_us=" + std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count());
+    if (!r.detail.empty()) fields += " " + std::string(r.detail);
+    log_event(LogLevel::kInfo, "request", fields);
+  });
+  server_ptr = &server;
+  if (auto listening = server.listen(); !listening.ok()) {
+    engine->stop();
+    if (redis_tokens) redis_tokens->stop();
+    io.run_for(std::chrono::seconds(1));
+    return listening;
+  }
+
+  engine->start();
+  server.start_accepting();
+  log_event(LogLevel::kInfo, "listening",
+            "address=" + config.listen.host + ":" + std::to_string(server.port()) +
+                " threads=" + std::to_string(config.threads));
+
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code& ec, int signal_number) {
+    if (ec) return;
+    log_event(LogLevel::kInfo, "shutting_down", "signal=" + std::to_string(signal_number));
+    server.shutdown(config.shutdown_grace, [&] {
+      engine->stop();
+      if (redis_tokens) redis_tokens->stop();
+      // Whatever still holds the loop (a node's graceful close) gets a bounded moment, then stop.
+      auto last_call = std::make_shared<asio::steady_timer>(io, 2 * config.engine.node_timeout + std::chrono::milliseconds(200));
+      last_call->async_wait([&io, last_call](const boost::system::error_code&) { io.stop(); });
+    });
+  });
+
+  // An exception escaping a completion handler is a bug; log it and keep serving.
+  auto run_loop = [&io] {
+    for (;;) {
+      try {
+        io.run();
+        return;
+      } catch (const std::exception& e) {
+        log_event(LogLevel::kError, "internal_error", std::string("what=\"") + e.what() + "\"");
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned i = 1; i < config.threads; ++i) workers.emplace_back(run_loop);
+  run_loop();
+  for (auto& worker : workers) worker.join();
+  log_event(LogLevel::kInfo, "stopped", "");
+  return storage::Done{};
+}
+
+}  // namespace fencelock::service

@@ -1,0 +1,306 @@
+// fencelockd as users meet it: the real binary, real redis-servers, real HTTP over loopback.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "fencelockd_process.h"
+#include "http_client.h"
+#include "redis_cluster.h"
+#include "sync_redis.h"
+#include "temp_dir.h"
+
+using namespace fencelock::testing;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+// Five lock nodes and a fencelockd with a SQLite token file.
+struct Service {
+  RedisCluster cluster{5};
+  TempDir dir;
+  std::optional<Fencelockd> daemon;
+  explicit Service(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--redis", join(cluster.addresses()), "--tokens",
+                                     "sqlite:" + (dir.path() / "tokens.db").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    daemon.emplace(dir.path(), args);
+    wait_ready();
+  }
+  HttpClient client() { return HttpClient(daemon->port()); }
+  void wait_ready(unsigned expected = 200) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (client().get("/readyz").status != expected) {
+      if (std::chrono::steady_clock::now() > deadline) FAIL("readyz never answered " << expected);
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+
+  const HttpAnswer first = http.post("/v1/locks/orders", {{"ttl_ms", 10000}, {"owner", "worker-1"}});
+  REQUIRE(first.status == 200);
+  CHECK(first.header("content-type") == "application/json");
+  const json lease = first.json();
+  CHECK(lease["name"] == "orders");
+  CHECK(lease["token"].get<std::uint64_t>() >= 1);
+  CHECK(lease["ttl_ms"] == 10000);
+  CHECK(lease["validity_ms"].get<long>() >= 9000);
+  CHECK(lease["validity_ms"].get<long>() <= 10000);
+  const std::string lease_string = lease["lease"];
+
+  const HttpAnswer second = http.post("/v1/locks/orders", {{"ttl_ms", 10000}});
+  CHECK(second.status == 409);
+  CHECK(second.error_code() == "locked");
+  CHECK(second.json()["error"]["retry_after_ms"].get<long>() > 9000);
+
+  const HttpAnswer extended = http.post("/v1/locks/orders/extend", {{"lease", lease_string}, {"ttl_ms", 20000}});
+  REQUIRE(extended.status == 200);
+  CHECK(extended.json()["token"] == lease["token"]);
+  CHECK(extended.json()["lease"] == lease_string);
+  CHECK(extended.json()["ttl_ms"] == 20000);
+
+  const HttpAnswer status = http.get("/v1/locks/orders");
+  REQUIRE(status.status == 200);
+  CHECK(status.json()["held"] == true);
+  CHECK(status.json()["remaining_ms"].get<long>() > 19000);
+  CHECK(status.json()["last_token"] == lease["token"]);
+  CHECK(status.body.find(lease_string.substr(lease_string.find('.') + 1)) == std::string::npos);
+
+  const HttpAnswer released = http.del("/v1/locks/orders", {{"lease", lease_string}});
+  REQUIRE(released.status == 200);
+  CHECK(released.json() == json{{"name", "orders"}, {"released", true}});
+  CHECK(http.del("/v1/locks/orders", {{"lease", lease_string}}).json()["released"] == false);  // idempotent
+
+  const HttpAnswer after = http.get("/v1/locks/orders");
+  CHECK(after.json()["held"] == false);
+  CHECK(after.json()["remaining_ms"].is_null());
+
+  const HttpAnswer again = http.post("/v1/locks/orders", {{"ttl_ms", 1000}});
+  REQUIRE(again.status == 200);
+  CHECK(again.json()["token"].get<std::uint64_t>() > lease["token"].get<std::uint64_t>());
+
+  SECTION("the log has one line per request and never a lease secret") {
+    const std::string log = s.daemon->log();
+    CHECK(log.find(lease_string.substr(lease_string.find('.') + 1)) == std::string::npos);
+    CHECK(log.find("route=acquire name=orders status=200") != std::string::npos);
+    CHECK(log.find("owner=\"worker-1\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("http: tokens can be drawn and read without a lock", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  CHECK(http.get("/v1/tokens/batch").json() == json{{"name", "batch"}, {"token", 0}});
+  CHECK(http.request("POST", "/v1/tokens/batch").json()["token"] == 1);
+  CHECK(http.request("POST", "/v1/tokens/batch").json()["token"] == 2);
+  CHECK(http.get("/v1/tokens/batch").json()["token"] == 2);
+  CHECK(http.get("/v1/locks/batch").json()["last_token"] == 2);
+}
+
+TEST_CASE("http: a stale lease can neither extend nor release a newer holder's lock", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  const json old_lease = http.post("/v1/locks/report", {{"ttl_ms", 50}}).json();
+  std::this_thread::sleep_for(80ms);
+  const json new_lease = http.post("/v1/locks/report", {{"ttl_ms", 10000}}).json();
+  REQUIRE(new_lease.contains("lease"));
+
+  const HttpAnswer extend = http.post("/v1/locks/report/extend", {{"lease", old_lease["lease"]}, {"ttl_ms", 10000}});
+  CHECK(extend.status == 409);
+  CHECK(extend.error_code() == "not_held");
+  CHECK(http.del("/v1/locks/report", {{"lease", old_lease["lease"]}}).json()["released"] == false);
+  CHECK(http.get("/v1/locks/report").json()["held"] == true);
+}
+
+TEST_CASE("http: every malformed request is refused with a stable code and changes nothing", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  const auto [method, target, body, status, code] = GENERATE(table<std::string, std::string, std::string, unsigned, std::string>({
+      {"POST", "/v1/locks/x", "", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", "{", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", "[]", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({"ttl_ms": "1000"})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({"ttl_ms": 1.5})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({"ttl_ms": 9})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({"ttl_ms": 3600001})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({"ttl_ms": 1000, "wait_ms": 60001})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({"ttl_ms": 1000, "wait_ms": -1})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({"ttl_ms": 1000, "owner": false})", 400, "invalid_request"},
+      {"POST", "/v1/locks/bad%20name", R"({"ttl_ms": 1000})", 400, "invalid_request"},
+      {"POST", "/v1/locks/" + std::string(201, 'n'), R"({"ttl_ms": 1000})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x/extend", R"({"ttl_ms": 1000})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x/extend", R"({"lease": "garbage", "ttl_ms": 1000})", 400, "invalid_request"},
+      {"DELETE", "/v1/locks/x", R"({})", 400, "invalid_request"},
+      {"DELETE", "/v1/locks/x", R"({"lease": "1.zz"})", 400, "invalid_request"},
+      {"GET", "/v1/nothing", "", 404, "not_found"},
+      {"GET", "/", "", 404, "not_found"},
+      {"PUT", "/v1/locks/x", R"({"ttl_ms": 1000})", 405, "method_not_allowed"},
+      {"GET", "/v1/locks/x/extend", "", 405, "method_not_allowed"},
+      {"POST", "/healthz", "", 405, "method_not_allowed"},
+  }));
+  INFO(method << " " << target << " " << body);
+  const HttpAnswer answer = http.request(method, target, body);
+  CHECK(answer.status == status);
+  CHECK(answer.error_code() == code);
+  CHECK(answer.json()["error"]["message"].is_string());
+  if (status == 405) CHECK_FALSE(answer.header("allow").empty());
+  for (std::size_t i = 0; i < s.cluster.size(); ++i) CHECK(SyncRedis(s.cluster.node(i).port()).dbsize() == 0);
+}
+
+TEST_CASE("http: 405 names the allowed methods and an oversized body is 413", "[service][redis]") {
+  Service s({"--body-limit", "1024"});
+  HttpClient http = s.client();
+  CHECK(http.request("PUT", "/v1/locks/x").header("allow") == "GET, POST, DELETE");
+  CHECK(http.request("GET", "/v1/locks/x/extend").header("allow") == "POST");
+  const std::string big = R"({"ttl_ms": 1000, "owner": ")" + std::string(2000, 'o') + R"("})";
+  const HttpAnswer answer = http.request("POST", "/v1/locks/x", big);
+  CHECK(answer.status == 413);
+  CHECK(answer.error_code() == "payload_too_large");
+  CHECK(HttpClient(s.daemon->port()).get("/healthz").status == 200);  // still serving
+}
+
+TEST_CASE("http: concurrent clients on one name never hold it together and get rising tokens", "[service][redis]") {
+  Service s;
+  struct Grant {
+    std::chrono::steady_clock::time_point from, to;
+    std::uint64_t token;
+  };
+  std::mutex mutex;
+  std::vector<Grant> grants;
+  std::atomic<int> errors{0};
+  const auto end = std::chrono::steady_clock::now() + 3s;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 16; ++c) {
+    clients.emplace_back([&] {
+      HttpClient http = s.client();
+      while (std::chrono::steady_clock::now() < end) {
+        const auto sent = std::chrono::steady_clock::now();
+        const HttpAnswer answer = http.post("/v1/locks/shared", {{"ttl_ms", 500}});
+        if (answer.status == 409) continue;
+        if (answer.status != 200) {
+          ++errors;
+          continue;
+        }
+        const json lease = answer.json();
+        const auto granted = std::chrono::steady_clock::now();
+        // Valid from the moment we learn of it until our send time + validity_ms (the API's rule).
+        const auto valid_until = sent + std::chrono::milliseconds(lease["validity_ms"].get<long>());
+        std::this_thread::sleep_for(1ms);
+        const auto released_at = std::chrono::steady_clock::now();
+        http.del("/v1/locks/shared", {{"lease", lease["lease"]}});
+        std::lock_guard<std::mutex> lock(mutex);
+        grants.push_back({granted, std::min(valid_until, released_at), lease["token"].get<std::uint64_t>()});
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  CHECK(errors == 0);
+  REQUIRE(grants.size() > 20);
+  std::sort(grants.begin(), grants.end(), [](const Grant& a, const Grant& b) { return a.from < b.from; });
+  for (std::size_t i = 1; i < grants.size(); ++i) {
+    INFO("grant " << i);
+    CHECK(grants[i].from >= grants[i - 1].to);
+    CHECK(grants[i].token > grants[i - 1].token);
+  }
+}
+
+TEST_CASE("http: readiness follows the lock nodes' majority", "[service][redis]") {
+  Service s({"--max-ttl", "2s"});  // restarted nodes are quarantined for max-ttl: keep it short
+  HttpClient http = s.client();
+  const json ready = http.get("/readyz").json();
+  CHECK(ready["status"] == "ok");
+  CHECK(ready["lock_nodes"]["voting"] == 5);
+  CHECK(ready["token_source"]["status"] == "ok");
+
+  s.cluster.node(0).kill();
+  s.cluster.node(1).kill();
+  s.cluster.node(2).kill();
+  s.wait_ready(503);
+  const HttpAnswer down = http.get("/readyz");
+  CHECK(down.json()["status"] == "unavailable");
+  CHECK(down.json()["lock_nodes"]["status"] == "unavailable");
+  CHECK(http.get("/healthz").status == 200);  // alive, just not ready
+  CHECK(http.post("/v1/locks/x", {{"ttl_ms", 1000}}).error_code() == "unavailable");
+
+  for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).restart(/*keep_data=*/false);
+  // Back, but restarted: quarantined until max-ttl has passed, so still not ready at first.
+  CHECK(http.get("/readyz").status == 503);
+  s.wait_ready(200);
+  CHECK(http.post("/v1/locks/x", {{"ttl_ms", 1000}}).status == 200);
+}
+
+TEST_CASE("http: metrics are served in the Prometheus text format", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  http.post("/v1/locks/m", {{"ttl_ms", 1000}});
+  const HttpAnswer metrics = http.get("/metrics");
+  REQUIRE(metrics.status == 200);
+  CHECK_THAT(metrics.header("content-type"), Catch::StartsWith("text/plain; version=0.0.4"));
+  for (const char* family : {"fencelock_http_requests_total", "fencelock_acquire_total",
+                             "fencelock_acquire_duration_seconds_bucket", "fencelock_token_draw_duration_seconds",
+                             "fencelock_node_up", "fencelock_node_errors_total", "fencelock_http_open_connections"}) {
+    CHECK_THAT(metrics.body, Catch::Contains(family));
+  }
+  CHECK_THAT(metrics.body, Catch::Contains("fencelock_acquire_total{outcome=\"granted\"} 1"));
+}
+
+TEST_CASE("http: a thousand keep-alive connections are served at once", "[service][redis]") {
+  Service s;
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < 1000; ++i) {
+    clients.push_back(std::make_unique<HttpClient>(s.daemon->port()));
+    REQUIRE(clients.back()->get("/healthz").status == 200);  // opens and keeps the connection
+  }
+  const std::string metrics = HttpClient(s.daemon->port()).get("/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("fencelock_http_open_connections 1001"));
+  for (auto& client : clients) CHECK(client->get("/healthz").status == 200);  // all still alive
+}
+
+TEST_CASE("http: SIGTERM drains and exits 0", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  REQUIRE(http.post("/v1/locks/x", {{"ttl_ms", 1000}}).status == 200);
+  CHECK(s.daemon->stop(SIGTERM) == std::optional<int>(0));
+  CHECK_THAT(s.daemon->log(), Catch::Contains("shutting_down"));
+  CHECK_THAT(s.daemon->log(), Catch::Contains("stopped"));
+}
+
+TEST_CASE("http: bad configuration stops fencelockd at start with exit code 2", "[service][redis]") {
+  TempDir dir;
+  const FinishedRun missing = run_fencelockd(dir.path(), {"--listen", "127.0.0.1:1"});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.output, Catch::Contains("--redis"));
+  const FinishedRun unknown = run_fencelockd(dir.path(), {"--redis", "127.0.0.1:7000", "--frobnicate"});
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.output, Catch::Contains("--frobnicate"));
+  const FinishedRun version = run_fencelockd(dir.path(), {"--version"});
+  CHECK(version.exit_code == 0);
+  CHECK_THAT(version.output, Catch::Contains("fencelockd"));
+  const FinishedRun help = run_fencelockd(dir.path(), {"--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.output, Catch::Contains("FENCELOCK_REDIS"));
+}
+
+TEST_CASE("http: a second fencelockd on the same token file is refused clearly", "[service][redis]") {
+  Service s;
+  const FinishedRun second = run_fencelockd(
+      s.dir.path(), {"--listen", "127.0.0.1:" + std::to_string(pick_free_port()), "--redis",
+                     join(s.cluster.addresses()), "--tokens", "sqlite:" + (s.dir.path() / "tokens.db").string()});
+  CHECK(second.exit_code != 0);
+  CHECK_THAT(second.output, Catch::Contains("in use by another process"));
+}
