@@ -1,0 +1,65 @@
+// Errors as values for the fencelock C++ SDK.
+//
+// Every fallible SDK call returns Result<T>: a T or an Error. The codes keep apart what callers
+// handle differently: kLocked (someone else holds it: wait or give up), kNotHeld (your lease is
+// gone: stop writing), kUnavailable (the service or its lock nodes cannot decide now: retry
+// later), kInvalidArgument (fix the call), kTransport (no answer from the service at all).
+// No exception crosses the SDK's API. A Result is a plain value, not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace fencelock {
+
+enum class ErrorCode {
+  kLocked,           // 409 locked: another lease holds the lock
+  kNotHeld,          // 409 not_held: the lease no longer holds the lock
+  kUnavailable,      // 503 unavailable: too few lock nodes, or the token source, answered
+  kInvalidArgument,  // 400/413 from the service, or refused by the SDK before sending
+  kTransport,        // no usable answer: connect failed, timed out, connection broke
+  kInternal,         // 500, or an answer the SDK cannot read
+};
+
+// "locked", "not_held", "unavailable", "invalid_argument", "transport", "internal".
+std::string_view error_code_name(ErrorCode code) noexcept;
+
+struct Error {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+  unsigned http_status = 0;  // 0 when no HTTP answer was received
+  std::optional<std::chrono::milliseconds> retry_after;  // kLocked: when the holder's lease ends
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}    // NOLINT: implicit by design
+  Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+
+  bool ok() const noexcept { return state_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  // Precondition: ok().
+  T& value() & { return std::get<0>(state_); }
+  const T& value() const& { return std::get<0>(state_); }
+  T&& value() && { return std::get<0>(std::move(state_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  // Precondition: !ok().
+  const Error& error() const& { return std::get<1>(state_); }
+  Error&& error() && { return std::get<1>(std::move(state_)); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+struct Done {};
+using Status = Result<Done>;
+
+}  // namespace fencelock
