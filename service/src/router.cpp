@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "lock_name.h"
+#include "fencelock/names.h"
 
 namespace fencelock::service {
 
@@ -89,7 +89,7 @@ RouteMatch match_route(Method method, std::string_view target) noexcept {
       return match;
     }
     if (kShapes[s].has_name) {
-      if (!is_valid_lock_name(name)) {
+      if (!fencelock::is_valid_lock_name(name)) {
         match.kind = RouteMatch::Kind::kBadName;
         return match;
       }

@@ -8,6 +8,7 @@
 #include "fencelockd_process.h"
 #include "http_client.h"
 #include "redis_cluster.h"
+#include "service_under_test.h"
 #include "sync_redis.h"
 #include "temp_dir.h"
 
@@ -16,35 +17,8 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 namespace {
-
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
-  return out;
-}
-
-// Five lock nodes and a fencelockd with a SQLite token file.
-struct Service {
-  RedisCluster cluster{5};
-  TempDir dir;
-  std::optional<Fencelockd> daemon;
-  explicit Service(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--redis", join(cluster.addresses()), "--tokens",
-                                     "sqlite:" + (dir.path() / "tokens.db").string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    daemon.emplace(dir.path(), args);
-    wait_ready();
-  }
-  HttpClient client() { return HttpClient(daemon->port()); }
-  void wait_ready(unsigned expected = 200) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (client().get("/readyz").status != expected) {
-      if (std::chrono::steady_clock::now() > deadline) FAIL("readyz never answered " << expected);
-      std::this_thread::sleep_for(10ms);
-    }
-  }
-};
-
+using Service = ServiceUnderTest;
+std::string join(const std::vector<std::string>& parts) { return join_addresses(parts); }
 }  // namespace
 
 TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service][redis]") {
@@ -171,7 +145,7 @@ TEST_CASE("http: 405 names the allowed methods and an oversized body is 413", "[
   const HttpAnswer answer = http.request("POST", "/v1/locks/x", big);
   CHECK(answer.status == 413);
   CHECK(answer.error_code() == "payload_too_large");
-  CHECK(HttpClient(s.daemon->port()).get("/healthz").status == 200);  // still serving
+  CHECK(HttpClient(s.port()).get("/healthz").status == 200);  // still serving
 }
 
 TEST_CASE("http: concurrent clients on one name never hold it together and get rising tokens", "[service][redis]") {
@@ -263,10 +237,10 @@ TEST_CASE("http: a thousand keep-alive connections are served at once", "[servic
   Service s;
   std::vector<std::unique_ptr<HttpClient>> clients;
   for (int i = 0; i < 1000; ++i) {
-    clients.push_back(std::make_unique<HttpClient>(s.daemon->port()));
+    clients.push_back(std::make_unique<HttpClient>(s.port()));
     REQUIRE(clients.back()->get("/healthz").status == 200);  // opens and keeps the connection
   }
-  const std::string metrics = HttpClient(s.daemon->port()).get("/metrics").body;
+  const std::string metrics = HttpClient(s.port()).get("/metrics").body;
   CHECK_THAT(metrics, Catch::Contains("fencelock_http_open_connections 1001"));
   for (auto& client : clients) CHECK(client->get("/healthz").status == 200);  // all still alive
 }

@@ -1,10 +1,10 @@
-#include "lock_name.h"
+#include "fencelock/names.h"
 
 #include <catch2/catch.hpp>
 
-using fencelock::service::is_valid_lock_name;
+using fencelock::is_valid_lock_name;
 
-TEST_CASE("lock names are 1 to 200 characters of [A-Za-z0-9._:-]", "[service]") {
+TEST_CASE("lock names are 1 to 200 characters of [A-Za-z0-9._:-]", "[client]") {
   const auto [name, ok] = GENERATE(table<std::string, bool>({
       {"orders", true},
       {"Orders.2026-11_21:batch", true},

@@ -1,0 +1,88 @@
+// The fencelock C++ client: talks HTTP/1.1 to fencelockd (docs/api.md) over a small pool of
+// keep-alive connections.
+//
+// Thread safety: a Client may be used from any number of threads at once; each call takes an idle
+// connection from the pool (or opens one) and returns it afterwards. Every call is blocking and
+// bounded by the request timeout (acquire: plus its wait).
+//
+// Retries: calls that are safe to repeat (extend, release, status, next_token, current_token) are
+// retried on transport errors and 503s, up to max_retries times, on the next endpoint. acquire is
+// retried only when the request could not even be sent (nothing can have been granted).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fencelock/lease.h"
+#include "fencelock/result.h"
+
+namespace fencelock {
+
+struct ClientOptions {
+  // fencelockd base URLs, "http://HOST:PORT", tried in order (the next one after a transport
+  // error). Default {"http://127.0.0.1:8080"}; 1..16 endpoints, numeric IPs or localhost.
+  std::vector<std::string> endpoints = {"http://127.0.0.1:8080"};
+  // Default 1 s; 1 ms .. 60 s.
+  std::chrono::milliseconds connect_timeout{1000};
+  // One request's round trip, excluding an acquire's wait. Default 5 s; 1 ms .. 10 min.
+  std::chrono::milliseconds request_timeout{5000};
+  // Extra attempts of retry-safe calls. Default 2; 0..10.
+  int max_retries = 2;
+  // Pause before a retry, doubled each time. Default 50 ms; 0 .. 10 s.
+  std::chrono::milliseconds retry_backoff{50};
+  // Idle keep-alive connections kept per endpoint. Default 8; 0..1024.
+  std::size_t max_idle_connections = 8;
+};
+
+struct LockStatus {
+  bool held = false;
+  std::optional<std::chrono::milliseconds> remaining;  // set when held
+  std::uint64_t last_token = 0;
+};
+
+class Client {
+ public:
+  // Errors: kInvalidArgument (a malformed endpoint or an option out of bounds).
+  static Result<Client> create(ClientOptions options = {});
+
+  Client(Client&&) noexcept;
+  Client& operator=(Client&&) noexcept;
+  ~Client();
+
+  // Acquires `name` for `ttl`, waiting up to `wait` while someone else holds it. `owner` (optional,
+  // <= 200 chars) appears in the service's request log. Errors: kLocked (held, and the wait ran
+  // out; error().retry_after says for how much longer when known), kUnavailable,
+  // kInvalidArgument, kTransport.
+  Result<Lease> acquire(std::string_view name, std::chrono::milliseconds ttl,
+                        std::chrono::milliseconds wait = std::chrono::milliseconds(0),
+                        std::string_view owner = {});
+
+  // Resets the lease's ttl and moves its deadline. `within` bounds the whole call, retries
+  // included (default: the request timeout per attempt). Errors: kNotHeld (expired, released or
+  // taken over: stop using it), kUnavailable, kInvalidArgument, kTransport.
+  Status extend(Lease& lease, std::chrono::milliseconds ttl,
+                std::optional<std::chrono::milliseconds> within = std::nullopt);
+
+  // Releases the lease: true iff it still held the lock. Idempotent. Errors: kUnavailable,
+  // kInvalidArgument, kTransport.
+  Result<bool> release(const Lease& lease);
+
+  Result<LockStatus> status(std::string_view name);
+  Result<std::uint64_t> next_token(std::string_view name);
+  Result<std::uint64_t> current_token(std::string_view name);
+
+  const ClientOptions& options() const noexcept;
+
+  class Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fencelock

@@ -1,0 +1,16 @@
+// Lock and counter names as API v1 accepts them: 1–200 characters from [A-Za-z0-9._:-].
+// The alphabet keeps names safe in URLs, Redis keys, log lines and metric labels without escaping.
+// One definition, used by the SDK before it sends and by fencelockd before it asks any node.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace fencelock {
+
+inline constexpr std::size_t kMaxNameLength = 200;
+
+// Pure; thread-safe.
+bool is_valid_lock_name(std::string_view name) noexcept;
+
+}  // namespace fencelock

@@ -1,0 +1,302 @@
+#include "fencelock/client.h"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "fencelock/names.h"
+#include "http_connection.h"
+
+namespace fencelock {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+Error make(ErrorCode code, std::string message, unsigned status = 0) {
+  return Error{code, std::move(message), status, std::nullopt};
+}
+
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+Result<Endpoint> parse_endpoint(std::string_view url) {
+  const std::string original(url);
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "' must start with http://");
+  url.remove_prefix(kScheme.size());
+  if (url.ends_with('/')) url.remove_suffix(1);
+  std::string_view host;
+  std::string_view port;
+  if (url.starts_with('[')) {
+    const auto close = url.find("]:");
+    if (close == std::string_view::npos) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': expected http://[IPV6]:PORT");
+    host = url.substr(1, close - 1);
+    port = url.substr(close + 2);
+  } else {
+    const auto colon = url.rfind(':');
+    if (colon == std::string_view::npos) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': expected http://HOST:PORT");
+    host = url.substr(0, colon);
+    port = url.substr(colon + 1);
+  }
+  unsigned number = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (ec != std::errc() || end != port.data() + port.size() || number == 0 || number > 65535) {
+    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': port must be 1..65535");
+  }
+  std::string address(host == "localhost" ? std::string_view("127.0.0.1") : host);
+  unsigned char scratch[sizeof(in6_addr)];
+  if (::inet_pton(AF_INET, address.c_str(), scratch) != 1 && ::inet_pton(AF_INET6, address.c_str(), scratch) != 1) {
+    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': host must be a numeric IP or localhost");
+  }
+  return Endpoint{std::move(address), static_cast<std::uint16_t>(number)};
+}
+
+// The service's error body → an SDK error.
+Error error_from_reply(const HttpReply& reply) {
+  const json body = json::parse(reply.body, nullptr, false);
+  std::string code;
+  std::string message = "HTTP " + std::to_string(reply.status);
+  std::optional<milliseconds> retry_after;
+  if (body.is_object() && body.contains("error") && body["error"].is_object()) {
+    const json& e = body["error"];
+    if (e.contains("code") && e["code"].is_string()) code = e["code"].get<std::string>();
+    if (e.contains("message") && e["message"].is_string()) message = e["message"].get<std::string>();
+    if (e.contains("retry_after_ms") && e["retry_after_ms"].is_number_integer()) {
+      retry_after = milliseconds(e["retry_after_ms"].get<std::int64_t>());
+    }
+  }
+  ErrorCode mapped = ErrorCode::kInternal;
+  if (code == "locked") mapped = ErrorCode::kLocked;
+  else if (code == "not_held") mapped = ErrorCode::kNotHeld;
+  else if (code == "unavailable" || reply.status == 503) mapped = ErrorCode::kUnavailable;
+  else if (code == "invalid_request" || code == "payload_too_large" || code == "not_found" ||
+           code == "method_not_allowed" || (reply.status >= 400 && reply.status < 500)) mapped = ErrorCode::kInvalidArgument;
+  return Error{mapped, std::move(message), reply.status, retry_after};
+}
+
+Result<json> json_body(const HttpReply& reply) {
+  json body = json::parse(reply.body, nullptr, false);
+  if (!body.is_object()) return make(ErrorCode::kInternal, "the service answered something that is not a JSON object", reply.status);
+  return body;
+}
+
+// Reads an integer field of a success body, or fails with kInternal.
+template <class T>
+Result<T> field(const json& body, const char* name) {
+  if (!body.contains(name) || !body[name].is_number_integer()) {
+    return make(ErrorCode::kInternal, std::string("the service's answer lacks the integer '") + name + "'");
+  }
+  return body[name].get<T>();
+}
+
+Status check_name(std::string_view name) {
+  if (!is_valid_lock_name(name)) {
+    return make(ErrorCode::kInvalidArgument, "name must be 1 to 200 characters from [A-Za-z0-9._:-]");
+  }
+  return Done{};
+}
+
+}  // namespace
+
+class Client::Impl {
+ public:
+  enum class Retry { kOnlyIfUndelivered, kSafe };
+
+  Impl(ClientOptions options, std::vector<Endpoint> endpoints)
+      : options_(std::move(options)), endpoints_(std::move(endpoints)) {
+    for (std::size_t i = 0; i < endpoints_.size(); ++i) pools_.push_back(std::make_unique<Pool>());
+  }
+
+  // One call with retries. `extra` lengthens each attempt (an acquire's wait). `within` bounds
+  // the whole call. `sent_at` gets the send time of the attempt that answered.
+  Result<HttpReply> call(std::string_view method, const std::string& target, const std::string& body, Retry retry,
+                         milliseconds extra, std::optional<milliseconds> within, Clock::time_point& sent_at) {
+    const auto started = Clock::now();
+    const std::optional<Clock::time_point> overall = within ? std::optional(started + *within) : std::nullopt;
+    milliseconds backoff = options_.retry_backoff;
+    std::optional<Error> last;
+    for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
+      const std::size_t e = (preferred_.load() + static_cast<std::size_t>(attempt)) % endpoints_.size();
+      auto connection = take(e);
+      sent_at = Clock::now();
+      auto deadline = sent_at + options_.request_timeout + extra;
+      if (overall) deadline = std::min(deadline, *overall);
+      bool maybe_delivered = false;
+      auto reply = connection->round_trip(method, target, body, sent_at + options_.connect_timeout, deadline, maybe_delivered);
+      if (reply.ok()) {
+        give_back(e, std::move(connection));
+        preferred_ = e;
+        const bool retryable_status = reply->status == 503 && retry == Retry::kSafe;
+        if (!retryable_status) return reply;
+        last = error_from_reply(reply.value());
+      } else {
+        last = std::move(reply).error();
+        if (maybe_delivered && retry != Retry::kSafe) return *last;
+      }
+      if (attempt == options_.max_retries) break;
+      if (overall && Clock::now() + backoff >= *overall) break;
+      std::this_thread::sleep_for(backoff);
+      backoff *= 2;
+    }
+    return *last;
+  }
+
+  const ClientOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Pool {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<HttpConnection>> idle;
+  };
+
+  std::unique_ptr<HttpConnection> take(std::size_t e) {
+    {
+      std::lock_guard<std::mutex> lock(pools_[e]->mutex);
+      auto& idle = pools_[e]->idle;
+      while (!idle.empty()) {
+        auto connection = std::move(idle.back());
+        idle.pop_back();
+        if (connection->is_open()) return connection;
+      }
+    }
+    return std::make_unique<HttpConnection>(endpoints_[e].host, endpoints_[e].port);
+  }
+
+  void give_back(std::size_t e, std::unique_ptr<HttpConnection> connection) {
+    if (!connection->is_open()) return;
+    std::lock_guard<std::mutex> lock(pools_[e]->mutex);
+    if (pools_[e]->idle.size() < options_.max_idle_connections) pools_[e]->idle.push_back(std::move(connection));
+  }
+
+  ClientOptions options_;
+  std::vector<Endpoint> endpoints_;
+  std::vector<std::unique_ptr<Pool>> pools_;
+  std::atomic<std::size_t> preferred_{0};
+};
+
+Result<Client> Client::create(ClientOptions options) {
+  if (options.endpoints.empty() || options.endpoints.size() > 16) {
+    return make(ErrorCode::kInvalidArgument, "endpoints: need 1 to 16 fencelockd URLs");
+  }
+  auto in = [](milliseconds v, milliseconds lo, milliseconds hi) { return v >= lo && v <= hi; };
+  if (!in(options.connect_timeout, milliseconds(1), milliseconds(60'000))) return make(ErrorCode::kInvalidArgument, "connect_timeout must be 1 ms .. 60 s");
+  if (!in(options.request_timeout, milliseconds(1), milliseconds(600'000))) return make(ErrorCode::kInvalidArgument, "request_timeout must be 1 ms .. 10 min");
+  if (options.max_retries < 0 || options.max_retries > 10) return make(ErrorCode::kInvalidArgument, "max_retries must be 0..10");
+  if (!in(options.retry_backoff, milliseconds(0), milliseconds(10'000))) return make(ErrorCode::kInvalidArgument, "retry_backoff must be 0 .. 10 s");
+  if (options.max_idle_connections > 1024) return make(ErrorCode::kInvalidArgument, "max_idle_connections must be 0..1024");
+  std::vector<Endpoint> endpoints;
+  for (const auto& url : options.endpoints) {
+    auto endpoint = parse_endpoint(url);
+    if (!endpoint.ok()) return std::move(endpoint).error();
+    endpoints.push_back(std::move(endpoint).value());
+  }
+  return Client(std::make_unique<Impl>(std::move(options), std::move(endpoints)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+Client::~Client() = default;
+
+const ClientOptions& Client::options() const noexcept { return impl_->options(); }
+
+Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseconds wait, std::string_view owner) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  if (ttl.count() <= 0 || wait.count() < 0) return make(ErrorCode::kInvalidArgument, "ttl must be positive and wait not negative");
+  json body{{"ttl_ms", ttl.count()}};
+  if (wait.count() > 0) body["wait_ms"] = wait.count();
+  if (!owner.empty()) body["owner"] = std::string(owner);
+  Clock::time_point sent_at;
+  auto reply = impl_->call("POST", "/v1/locks/" + std::string(name), body.dump(), Impl::Retry::kOnlyIfUndelivered,
+                           wait, std::nullopt, sent_at);
+  if (!reply.ok()) return std::move(reply).error();
+  if (reply->status != 200) return error_from_reply(reply.value());
+  auto parsed = json_body(reply.value());
+  if (!parsed.ok()) return std::move(parsed).error();
+  auto token = field<std::uint64_t>(parsed.value(), "token");
+  auto validity = field<std::int64_t>(parsed.value(), "validity_ms");
+  if (!token.ok()) return std::move(token).error();
+  if (!validity.ok()) return std::move(validity).error();
+  if (!parsed->contains("lease") || !parsed.value()["lease"].is_string()) return make(ErrorCode::kInternal, "the service's answer lacks the lease");
+  // Conservative: validity counts from our send time, which is before the service's start.
+  return Lease(std::string(name), parsed.value()["lease"].get<std::string>(), token.value(), ttl,
+               sent_at + milliseconds(validity.value()));
+}
+
+Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds> within) {
+  if (ttl.count() <= 0) return make(ErrorCode::kInvalidArgument, "ttl must be positive");
+  const json body{{"lease", lease.lease_string()}, {"ttl_ms", ttl.count()}};
+  Clock::time_point sent_at;
+  auto reply = impl_->call("POST", "/v1/locks/" + lease.name() + "/extend", body.dump(), Impl::Retry::kSafe,
+                           milliseconds(0), within, sent_at);
+  if (!reply.ok()) return std::move(reply).error();
+  if (reply->status != 200) return error_from_reply(reply.value());
+  auto parsed = json_body(reply.value());
+  if (!parsed.ok()) return std::move(parsed).error();
+  auto validity = field<std::int64_t>(parsed.value(), "validity_ms");
+  if (!validity.ok()) return std::move(validity).error();
+  lease.renew(ttl, sent_at + milliseconds(validity.value()));
+  return Done{};
+}
+
+Result<bool> Client::release(const Lease& lease) {
+  const json body{{"lease", lease.lease_string()}};
+  Clock::time_point sent_at;
+  auto reply = impl_->call("DELETE", "/v1/locks/" + lease.name(), body.dump(), Impl::Retry::kSafe, milliseconds(0),
+                           std::nullopt, sent_at);
+  if (!reply.ok()) return std::move(reply).error();
+  if (reply->status != 200) return error_from_reply(reply.value());
+  auto parsed = json_body(reply.value());
+  if (!parsed.ok()) return std::move(parsed).error();
+  if (!parsed->contains("released") || !parsed.value()["released"].is_boolean()) return make(ErrorCode::kInternal, "the service's answer lacks 'released'");
+  return parsed.value()["released"].get<bool>();
+}
+
+Result<LockStatus> Client::status(std::string_view name) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto reply = impl_->call("GET", "/v1/locks/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at);
+  if (!reply.ok()) return std::move(reply).error();
+  if (reply->status != 200) return error_from_reply(reply.value());
+  auto parsed = json_body(reply.value());
+  if (!parsed.ok()) return std::move(parsed).error();
+  auto last = field<std::uint64_t>(parsed.value(), "last_token");
+  if (!last.ok()) return std::move(last).error();
+  LockStatus status;
+  status.held = parsed->value("held", false);
+  if (parsed.value()["remaining_ms"].is_number_integer()) status.remaining = milliseconds(parsed.value()["remaining_ms"].get<std::int64_t>());
+  status.last_token = last.value();
+  return status;
+}
+
+Result<std::uint64_t> Client::next_token(std::string_view name) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto reply = impl_->call("POST", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at);
+  if (!reply.ok()) return std::move(reply).error();
+  if (reply->status != 200) return error_from_reply(reply.value());
+  auto parsed = json_body(reply.value());
+  if (!parsed.ok()) return std::move(parsed).error();
+  return field<std::uint64_t>(parsed.value(), "token");
+}
+
+Result<std::uint64_t> Client::current_token(std::string_view name) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto reply = impl_->call("GET", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at);
+  if (!reply.ok()) return std::move(reply).error();
+  if (reply->status != 200) return error_from_reply(reply.value());
+  auto parsed = json_body(reply.value());
+  if (!parsed.ok()) return std::move(parsed).error();
+  return field<std::uint64_t>(parsed.value(), "token");
+}
+
+}  // namespace fencelock

@@ -1,0 +1,222 @@
+// The C++ SDK against the real service (real fencelockd, real redis-servers).
+#include "fencelock/client.h"
+
+#include <catch2/catch.hpp>
+#include <mutex>
+#include <set>
+#include <csignal>
+#include <thread>
+
+#include "fencelock/lease_keeper.h"
+#include "fencelock/lock_guard.h"
+#include "service_under_test.h"
+
+using namespace fencelock;
+using namespace fencelock::testing;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+Client client_for(ServiceUnderTest& s, ClientOptions options = {}) {
+  options.endpoints = {s.endpoint()};
+  auto client = Client::create(options);
+  if (!client.ok()) FAIL(client.error().message);
+  return std::move(client).value();
+}
+
+}  // namespace
+
+TEST_CASE("sdk: every call works against the service", "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+
+  const auto sent = Clock::now();
+  auto lease = client.acquire("ledger", 10s, 0ms, "sdk-test");
+  REQUIRE(lease.ok());
+  CHECK(lease->name() == "ledger");
+  CHECK(lease->token() >= 1);
+  CHECK(lease->valid());
+  CHECK(lease->deadline() <= sent + 10s);  // conservative: counted from our send time
+  CHECK(lease->remaining() > 9s);
+
+  auto refused = client.acquire("ledger", 10s);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kLocked);
+  CHECK(refused.error().http_status == 409);
+  REQUIRE(refused.error().retry_after.has_value());
+  CHECK(*refused.error().retry_after > 9s);
+
+  const auto before = lease->deadline();
+  REQUIRE(client.extend(lease.value(), 30s).ok());
+  CHECK(lease->deadline() > before);
+  CHECK(lease->ttl() == 30s);
+
+  auto status = client.status("ledger");
+  REQUIRE(status.ok());
+  CHECK(status->held);
+  CHECK(status->last_token == lease->token());
+
+  CHECK(client.next_token("counter").value() == 1);
+  CHECK(client.next_token("counter").value() == 2);
+  CHECK(client.current_token("counter").value() == 2);
+
+  CHECK(client.release(lease.value()).value() == true);
+  CHECK(client.release(lease.value()).value() == false);  // idempotent
+  CHECK_FALSE(client.status("ledger")->held);
+  CHECK(client.extend(lease.value(), 1s).error().code == ErrorCode::kNotHeld);
+}
+
+TEST_CASE("sdk: bad input is refused before anything is sent", "[client]") {
+  auto client = Client::create({}).value();
+  CHECK(client.acquire("bad name", 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire("", 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire("x", 0ms).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.status("a/b").error().code == ErrorCode::kInvalidArgument);
+  for (const char* endpoint : {"127.0.0.1:8080", "https://127.0.0.1:8080", "http://example.com:80", "http://127.0.0.1"}) {
+    ClientOptions options;
+    options.endpoints = {endpoint};
+    INFO(endpoint);
+    CHECK(Client::create(options).error().code == ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("sdk: a service that is not there is a transport error, quickly", "[client]") {
+  ClientOptions options;
+  options.endpoints = {"http://127.0.0.1:" + std::to_string(pick_free_port())};
+  options.max_retries = 1;
+  auto client = Client::create(options).value();
+  const auto started = Clock::now();
+  CHECK(client.acquire("x", 1s).error().code == ErrorCode::kTransport);
+  CHECK(client.status("x").error().code == ErrorCode::kTransport);
+  CHECK(Clock::now() - started < 2s);
+}
+
+TEST_CASE("sdk: a majority of lock nodes down is unavailable", "[client][redis]") {
+  ServiceUnderTest s;
+  ClientOptions options;
+  options.max_retries = 0;
+  Client client = client_for(s, options);
+  for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
+  s.wait_ready(503);
+  CHECK(client.acquire("x", 1s).error().code == ErrorCode::kUnavailable);
+}
+
+TEST_CASE("sdk: one client serves many threads at once", "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  std::mutex mutex;
+  std::set<std::uint64_t> tokens;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        auto lease = client.acquire("t" + std::to_string(t), 5s);
+        REQUIRE(lease.ok());
+        auto token = client.next_token("shared");
+        REQUIRE(token.ok());
+        REQUIRE(client.release(lease.value()).value());
+        std::lock_guard<std::mutex> lock(mutex);
+        tokens.insert(token.value());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(tokens.size() == 400);
+}
+
+TEST_CASE("sdk: a lock guard releases when it goes out of scope", "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  {
+    LockGuard guard(client, client.acquire("scoped", 10s).value());
+    CHECK(client.status("scoped")->held);
+    LockGuard moved(std::move(guard));  // only the new owner releases
+  }
+  CHECK_FALSE(client.status("scoped")->held);
+
+  SECTION("a failed release is reported, not thrown") {
+    std::string reported;
+    {
+      LockGuard guard(client, client.acquire("orphan", 10s).value(),
+                      [&](const Lease& lease, const Error& error) { reported = lease.name() + ": " + std::string(error_code_name(error.code)); });
+      s.daemon->stop(SIGKILL);
+    }
+    CHECK(reported == "orphan: transport");
+  }
+}
+
+TEST_CASE("sdk: auto-renew keeps a lease alive for five times its ttl", "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  auto lease = client.acquire("long-job", 400ms);
+  REQUIRE(lease.ok());
+  const auto token = lease->token();
+  {
+    LeaseKeeper keeper(client, std::move(lease).value());
+    const auto end = Clock::now() + 2000ms;
+    while (Clock::now() < end) {
+      REQUIRE_FALSE(keeper.lost());
+      CHECK(Clock::now() < keeper.deadline());
+      auto status = client.status("long-job");
+      REQUIRE(status.ok());
+      CHECK(status->held);
+      std::this_thread::sleep_for(50ms);
+    }
+    CHECK(keeper.renewals() >= 5);
+    CHECK(keeper.token() == token);  // extends keep the token
+    CHECK(client.acquire("long-job", 400ms).error().code == ErrorCode::kLocked);
+  }
+  CHECK_FALSE(client.status("long-job")->held);  // released when the keeper ended
+}
+
+TEST_CASE("sdk: the lost-lease signal fires before the deadline when the lock nodes die", "[client][redis]") {
+  ServiceUnderTest s;
+  ClientOptions options;
+  options.request_timeout = 2s;
+  Client client = client_for(s, options);
+  LeaseKeeper keeper(client, client.acquire("fragile", 600ms).value());
+  std::atomic<Clock::rep> fired_at{0};
+  std::stop_callback on_lost(keeper.lost_token(), [&] { fired_at = Clock::now().time_since_epoch().count(); });
+
+  std::this_thread::sleep_for(100ms);
+  for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
+  const auto limit = Clock::now() + 3s;
+  while (!keeper.lost() && Clock::now() < limit) std::this_thread::sleep_for(5ms);
+  REQUIRE(keeper.lost());
+  const Clock::time_point fired{Clock::duration(fired_at.load())};
+  CHECK(fired < keeper.deadline());  // before the lease could have expired
+  REQUIRE(keeper.lost_reason().has_value());
+}
+
+TEST_CASE("sdk: a renewal bound lets the lease run out, signalled before it does", "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  RenewOptions renew;
+  renew.max_renewals = 2;
+  LeaseKeeper keeper(client, client.acquire("bounded", 300ms).value(), renew);
+  const auto limit = Clock::now() + 3s;
+  while (!keeper.lost() && Clock::now() < limit) std::this_thread::sleep_for(5ms);
+  REQUIRE(keeper.lost());
+  CHECK(Clock::now() < keeper.deadline());
+  CHECK(keeper.renewals() == 2);
+}
+
+TEST_CASE("sdk: with_lease runs work under a renewed lease and reports a loss", "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  std::uint64_t token = 0;
+  auto done = with_lease(client, "job", 300ms, 0ms, [&](LeaseKeeper& keeper) {
+    token = keeper.token();
+    std::this_thread::sleep_for(700ms);
+  });
+  CHECK(done.ok());
+  CHECK(token >= 1);
+  CHECK_FALSE(client.status("job")->held);
+
+  auto lost = with_lease(client, "job", 300ms, 0ms, [&](LeaseKeeper& keeper) {
+    for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
+    while (!keeper.lost()) std::this_thread::sleep_for(5ms);
+  });
+  CHECK(lost.error().code == ErrorCode::kNotHeld);
+}
