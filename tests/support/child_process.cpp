@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+extern char** environ;
+
 namespace fencelock::testing {
 
 int exit_code_of(int wait_status) {
@@ -26,13 +28,20 @@ void ChildProcess::start(const std::vector<std::string>& argv, const std::filesy
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The environment is built here: after fork only async-signal-safe calls are allowed.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const std::string out_path = output.string();
   const pid_t parent = ::getpid();
 
   const pid_t child = ::fork();
   if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
-    // Only async-signal-safe calls between fork and exec (putenv only edits this process's copy).
+    // Only async-signal-safe calls between fork and exec.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
     const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -40,8 +49,7 @@ void ChildProcess::start(const std::vector<std::string>& argv, const std::filesy
       ::dup2(out, STDOUT_FILENO);
       ::dup2(out, STDERR_FILENO);
     }
-    for (const auto& e : extra_env) ::putenv(const_cast<char*>(e.c_str()));
-    ::execvp(args[0], args.data());
+    ::execvpe(args[0], args.data(), envp.data());
     ::_exit(127);
   }
   pid_ = child;

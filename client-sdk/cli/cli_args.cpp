@@ -1,0 +1,133 @@
+#include "cli_args.h"
+
+#include "fencelock/duration.h"
+
+namespace fencelock::cli {
+
+namespace {
+
+Error usage_error(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message), 0, std::nullopt}; }
+
+}  // namespace
+
+std::string cli_usage() {
+  return R"(usage: fencelock [--endpoint URL] [--timeout DURATION] COMMAND ...
+
+Commands:
+  run [--ttl 30s] [--wait 0s] [--grace 10s] [--owner TEXT] NAME -- CMD [ARGS...]
+      Acquire NAME, run CMD with FENCELOCK_NAME and FENCELOCK_TOKEN in its environment, keep the
+      lease alive while CMD runs, release it when CMD exits and exit with CMD's status. If the
+      lease is lost, CMD (its process group) gets SIGTERM, then SIGKILL after --grace, and
+      fencelock exits 4.
+  acquire [--ttl 30s] [--wait 0s] [--owner TEXT] NAME
+      Print {"name","lease","token","ttl_ms","validity_ms"}.
+  extend [--ttl 30s] NAME [LEASE]
+  release NAME [LEASE]
+      LEASE defaults to $FENCELOCK_LEASE (keeps it out of the process list).
+  status NAME
+      Print {"name","held","remaining_ms","last_token"}.
+  token [--next] NAME
+      Print {"name","token"}: the current token, or with --next a new one.
+
+Options:
+  --endpoint URL      fencelockd to talk to (default http://127.0.0.1:8080, or $FENCELOCK_ENDPOINT)
+  --timeout DURATION  one request's round trip (default 5s)
+  Durations: a whole number with ms, s or m: 500ms, 30s, 2m.
+
+Exit codes:
+  0  success (run: CMD's exit status instead; 128+N if CMD died of signal N)
+  1  unexpected error
+  2  bad command line
+  3  locked: held by someone else and --wait ran out
+  4  not held: extend found the lease gone; run lost the lease and stopped CMD
+  5  unavailable: the service or a majority of its lock nodes cannot answer now
+  127 run: CMD could not be started
+)";
+}
+
+Result<CliArgs> parse_cli(const std::vector<std::string>& args, const std::optional<std::string>& endpoint_env,
+                          const std::optional<std::string>& lease_env) {
+  CliArgs out;
+  if (endpoint_env && !endpoint_env->empty()) out.endpoint = *endpoint_env;
+  std::vector<std::string> positional;
+  bool seen_command = false;
+
+  auto duration_of = [](const std::string& flag, const std::string& text) -> Result<std::chrono::milliseconds> {
+    auto parsed = parse_duration(text);
+    if (!parsed) return usage_error(flag + ": expected a duration like 500ms, 30s or 2m, got '" + text + "'");
+    return *parsed;
+  };
+
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      if (out.command != Command::kRun) return usage_error("'--' is only for run: fencelock run NAME -- CMD");
+      out.command_line.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (arg == "-h" || arg == "--help") {
+      out.command = Command::kHelp;
+      return out;
+    }
+    if (arg == "--version") {
+      out.command = Command::kVersion;
+      return out;
+    }
+    if (arg == "--next") {
+      out.next_token = true;
+      continue;
+    }
+    if (arg.starts_with("--")) {
+      std::string flag = arg;
+      std::string value;
+      if (const auto eq = arg.find('='); eq != std::string::npos) {
+        flag = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+      } else {
+        if (i + 1 >= args.size()) return usage_error(flag + ": needs a value");
+        value = args[++i];
+      }
+      if (flag == "--endpoint") {
+        out.endpoint = value;
+      } else if (flag == "--owner") {
+        out.owner = value;
+      } else if (flag == "--timeout" || flag == "--ttl" || flag == "--wait" || flag == "--grace") {
+        auto d = duration_of(flag, value);
+        if (!d.ok()) return std::move(d).error();
+        (flag == "--timeout" ? out.timeout : flag == "--ttl" ? out.ttl : flag == "--wait" ? out.wait : out.grace) = d.value();
+      } else {
+        return usage_error("unknown option " + flag + " (see fencelock --help)");
+      }
+      continue;
+    }
+    if (!seen_command) {
+      seen_command = true;
+      if (arg == "run") out.command = Command::kRun;
+      else if (arg == "acquire") out.command = Command::kAcquire;
+      else if (arg == "extend") out.command = Command::kExtend;
+      else if (arg == "release") out.command = Command::kRelease;
+      else if (arg == "status") out.command = Command::kStatus;
+      else if (arg == "token") out.command = Command::kToken;
+      else return usage_error("unknown command '" + arg + "' (see fencelock --help)");
+      continue;
+    }
+    positional.push_back(arg);
+  }
+
+  if (!seen_command) return usage_error("missing command (see fencelock --help)");
+  const bool takes_lease = out.command == Command::kExtend || out.command == Command::kRelease;
+  const std::size_t most = takes_lease ? 2 : 1;
+  if (positional.empty()) return usage_error("missing NAME");
+  if (positional.size() > most) return usage_error("unexpected argument '" + positional[most] + "'");
+  out.name = positional[0];
+  if (takes_lease) {
+    if (positional.size() == 2) out.lease = positional[1];
+    else if (lease_env && !lease_env->empty()) out.lease = *lease_env;
+    else return usage_error("missing LEASE (an argument or $FENCELOCK_LEASE)");
+  }
+  if (out.command == Command::kRun && out.command_line.empty()) return usage_error("run needs a command: fencelock run NAME -- CMD [ARGS...]");
+  if (out.next_token && out.command != Command::kToken) return usage_error("--next is only for token");
+  return out;
+}
+
+}  // namespace fencelock::cli

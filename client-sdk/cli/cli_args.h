@@ -1,0 +1,46 @@
+// Command-line parsing of the `fencelock` CLI: pure, so it is unit-tested without a service.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fencelock/result.h"
+
+namespace fencelock::cli {
+
+// Exit codes, documented in --help and docs/cli.md.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;        // unexpected answer, internal error
+inline constexpr int kExitUsage = 2;        // bad command line
+inline constexpr int kExitLocked = 3;       // held by someone else and the wait ran out
+inline constexpr int kExitNotHeld = 4;      // extend: the lease is gone; run: the lease was lost
+inline constexpr int kExitUnavailable = 5;  // the service or its lock nodes cannot answer now
+inline constexpr int kExitCannotRun = 127;  // run: CMD could not be started
+
+enum class Command { kHelp, kVersion, kRun, kAcquire, kExtend, kRelease, kStatus, kToken };
+
+struct CliArgs {
+  Command command = Command::kHelp;
+  std::string endpoint = "http://127.0.0.1:8080";  // --endpoint, FENCELOCK_ENDPOINT
+  std::chrono::milliseconds timeout{5000};        // --timeout: one request's round trip
+  std::string name;
+  std::chrono::milliseconds ttl{30'000};           // --ttl
+  std::chrono::milliseconds wait{0};               // --wait (run: default 0 too)
+  std::chrono::milliseconds grace{10'000};         // run --grace: SIGTERM → SIGKILL
+  std::string owner;                               // --owner
+  std::string lease;                               // extend/release: argument or FENCELOCK_LEASE
+  bool next_token = false;                         // token --next
+  std::vector<std::string> command_line;           // run: CMD [ARGS...] after --
+};
+
+// `args` excludes argv[0]. `env` looks up FENCELOCK_ENDPOINT and FENCELOCK_LEASE.
+// Errors: kInvalidArgument with a one-line message (exit kExitUsage).
+Result<CliArgs> parse_cli(const std::vector<std::string>& args,
+                          const std::optional<std::string>& endpoint_env,
+                          const std::optional<std::string>& lease_env);
+
+std::string cli_usage();
+
+}  // namespace fencelock::cli

@@ -1,0 +1,107 @@
+// fencelock: the command-line client of fencelockd (docs/cli.md). `fencelock --help` lists the
+// commands and exit codes.
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_args.h"
+#include "fencelock/client.h"
+#include "run_command.h"
+
+namespace {
+
+using namespace fencelock;
+using namespace fencelock::cli;
+using nlohmann::json;
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+}
+
+int fail(const Error& error, const char* what) {
+  std::fprintf(stderr, "fencelock: %s: %s\n", what, error.message.c_str());
+  switch (error.code) {
+    case ErrorCode::kLocked: return kExitLocked;
+    case ErrorCode::kNotHeld: return kExitNotHeld;
+    case ErrorCode::kUnavailable:
+    case ErrorCode::kTransport: return kExitUnavailable;
+    case ErrorCode::kInvalidArgument: return kExitUsage;
+    case ErrorCode::kInternal: return kExitError;
+  }
+  return kExitError;
+}
+
+int print(const json& body) {
+  std::printf("%s\n", body.dump().c_str());
+  return kExitOk;
+}
+
+json lease_json(const Lease& lease) {
+  return json{{"name", lease.name()}, {"lease", lease.lease_string()}, {"token", lease.token()},
+              {"ttl_ms", lease.ttl().count()}, {"validity_ms", lease.remaining().count()}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = parse_cli(args, env("FENCELOCK_ENDPOINT"), env("FENCELOCK_LEASE"));
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "fencelock: %s\n", parsed.error().message.c_str());
+    return kExitUsage;
+  }
+  const CliArgs& a = parsed.value();
+  if (a.command == Command::kHelp) {
+    std::fputs(cli_usage().c_str(), stdout);
+    return kExitOk;
+  }
+  if (a.command == Command::kVersion) {
+    std::printf("fencelock 0.1.0\n");
+    return kExitOk;
+  }
+  ClientOptions options;
+  options.endpoints = {a.endpoint};
+  options.request_timeout = a.timeout;
+  auto created = Client::create(options);
+  if (!created.ok()) return fail(created.error(), "bad --endpoint");
+  Client& client = created.value();
+
+  switch (a.command) {
+    case Command::kRun: return run_command(client, a);
+    case Command::kAcquire: {
+      auto lease = client.acquire(a.name, a.ttl, a.wait, a.owner);
+      if (!lease.ok()) return fail(lease.error(), ("acquire " + a.name).c_str());
+      return print(lease_json(lease.value()));
+    }
+    case Command::kExtend: {
+      Lease lease(a.name, a.lease, 0, a.ttl, Lease::Clock::now());
+      auto extended = client.extend(lease, a.ttl);
+      if (!extended.ok()) return fail(extended.error(), ("extend " + a.name).c_str());
+      return print(json{{"name", a.name}, {"ttl_ms", a.ttl.count()}, {"validity_ms", lease.remaining().count()}});
+    }
+    case Command::kRelease: {
+      Lease lease(a.name, a.lease, 0, a.ttl, Lease::Clock::now());
+      auto released = client.release(lease);
+      if (!released.ok()) return fail(released.error(), ("release " + a.name).c_str());
+      return print(json{{"name", a.name}, {"released", released.value()}});
+    }
+    case Command::kStatus: {
+      auto status = client.status(a.name);
+      if (!status.ok()) return fail(status.error(), ("status " + a.name).c_str());
+      json body{{"name", a.name}, {"held", status->held}, {"remaining_ms", nullptr}, {"last_token", status->last_token}};
+      if (status->remaining) body["remaining_ms"] = status->remaining->count();
+      return print(body);
+    }
+    case Command::kToken: {
+      auto token = a.next_token ? client.next_token(a.name) : client.current_token(a.name);
+      if (!token.ok()) return fail(token.error(), ("token " + a.name).c_str());
+      return print(json{{"name", a.name}, {"token", token.value()}});
+    }
+    case Command::kHelp:
+    case Command::kVersion: break;
+  }
+  return kExitOk;
+}

@@ -1,0 +1,63 @@
+#include "cli_args.h"
+
+#include <catch2/catch.hpp>
+
+using namespace fencelock::cli;
+using namespace std::chrono_literals;
+
+namespace {
+fencelock::Result<CliArgs> parse(std::vector<std::string> args, std::optional<std::string> endpoint = std::nullopt,
+                                 std::optional<std::string> lease = std::nullopt) {
+  return parse_cli(args, endpoint, lease);
+}
+}  // namespace
+
+TEST_CASE("cli: run takes its options, a name and the command after --", "[client]") {
+  auto a = parse({"--endpoint", "http://127.0.0.1:9", "run", "--ttl", "2m", "--wait=10s", "--grace", "500ms", "jobs",
+                  "--", "sh", "-c", "echo --ttl"});
+  REQUIRE(a.ok());
+  CHECK(a->command == Command::kRun);
+  CHECK(a->endpoint == "http://127.0.0.1:9");
+  CHECK(a->ttl == 120s);
+  CHECK(a->wait == 10s);
+  CHECK(a->grace == 500ms);
+  CHECK(a->name == "jobs");
+  CHECK(a->command_line == std::vector<std::string>{"sh", "-c", "echo --ttl"});
+}
+
+TEST_CASE("cli: the endpoint and the lease may come from the environment", "[client]") {
+  auto a = parse({"release", "jobs"}, "http://127.0.0.1:7777", "5.abc");
+  REQUIRE(a.ok());
+  CHECK(a->endpoint == "http://127.0.0.1:7777");
+  CHECK(a->lease == "5.abc");
+  CHECK(parse({"--endpoint", "http://127.0.0.1:1", "status", "x"}, "http://127.0.0.1:2")->endpoint == "http://127.0.0.1:1");
+  CHECK(parse({"extend", "jobs", "7.def"}, std::nullopt, "5.abc")->lease == "7.def");
+  CHECK(parse({"token", "--next", "jobs"})->next_token);
+}
+
+TEST_CASE("cli: bad command lines are refused with a message", "[client]") {
+  const auto [args, message] = GENERATE(table<std::vector<std::string>, std::string>({
+      {std::vector<std::string>{}, "missing command"},
+      {{"frob", "x"}, "unknown command 'frob'"},
+      {{"status"}, "missing NAME"},
+      {{"status", "a", "b"}, "unexpected argument 'b'"},
+      {{"acquire", "--ttl", "30", "x"}, "--ttl: expected a duration"},
+      {{"acquire", "--ttl"}, "--ttl: needs a value"},
+      {{"acquire", "--color", "red", "x"}, "unknown option --color"},
+      {{"run", "x"}, "run needs a command"},
+      {{"run", "x", "--"}, "run needs a command"},
+      {{"status", "x", "--", "ls"}, "only for run"},
+      {{"release", "x"}, "missing LEASE"},
+      {{"status", "--next", "x"}, "--next is only for token"},
+  }));
+  auto parsed = parse(args);
+  REQUIRE_FALSE(parsed.ok());
+  CHECK_THAT(parsed.error().message, Catch::Contains(message));
+}
+
+TEST_CASE("cli: help and version need nothing else", "[client]") {
+  CHECK(parse({"--help"})->command == Command::kHelp);
+  CHECK(parse({"run", "-h"})->command == Command::kHelp);
+  CHECK(parse({"--version"})->command == Command::kVersion);
+  CHECK_THAT(cli_usage(), Catch::Contains("Exit codes"));
+}

@@ -1,0 +1,153 @@
+// The `fencelock` CLI as operators and cron jobs use it: the real binary against the real service.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include "child_process.h"
+#include "fencelock/client.h"
+#include "service_under_test.h"
+
+using namespace fencelock::testing;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Runs fencelock with FENCELOCK_ENDPOINT pointing at `s`.
+CliRun cli(ServiceUnderTest& s, const std::vector<std::string>& args, std::chrono::milliseconds limit = 20s,
+           const std::vector<std::string>& env = {}) {
+  static int run = 0;
+  const auto out = s.dir.path() / ("cli-" + std::to_string(++run) + ".out");
+  std::vector<std::string> argv = {FENCELOCK_CLI_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> extra = {"FENCELOCK_ENDPOINT=" + s.endpoint()};
+  extra.insert(extra.end(), env.begin(), env.end());
+  ChildProcess process;
+  process.start(argv, out, extra);
+  CliRun result;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto code = process.poll_exit()) {
+      result.exit_code = *code;
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  result.output = slurp(out);
+  return result;
+}
+
+json first_json_line(const std::string& text) { return json::parse(text.substr(0, text.find('\n')), nullptr, false); }
+
+}  // namespace
+
+TEST_CASE("cli: run passes the token, propagates the exit status and releases", "[client][redis]") {
+  ServiceUnderTest s;
+  const CliRun r = cli(s, {"run", "--ttl", "5s", "nightly", "--", "sh", "-c",
+                           "echo \"name=$FENCELOCK_NAME token=$FENCELOCK_TOKEN lease=${FENCELOCK_LEASE:-none}\"; exit 7"});
+  CHECK(r.exit_code == 7);
+  CHECK_THAT(r.output, Catch::Contains("name=nightly token=1 lease=none"));
+  auto status = s.client().get("/v1/locks/nightly").json();
+  CHECK(status["held"] == false);
+  CHECK(status["last_token"] == 1);
+}
+
+TEST_CASE("cli: run against a held lock waits, then gives up with exit code 3", "[client][redis]") {
+  ServiceUnderTest s;
+  REQUIRE(s.client().post("/v1/locks/busy", {{"ttl_ms", 30000}}).status == 200);
+  const auto started = std::chrono::steady_clock::now();
+  const CliRun r = cli(s, {"run", "--wait", "300ms", "busy", "--", "true"});
+  CHECK(r.exit_code == 3);
+  CHECK(std::chrono::steady_clock::now() - started >= 300ms);
+  CHECK_THAT(r.output, Catch::Contains("held by another lease"));
+}
+
+TEST_CASE("cli: run stops the command when the lease is lost and exits 4", "[client][redis]") {
+  ServiceUnderTest s;
+  const auto marker = s.dir.path() / "child.pid";
+  std::thread killer([&] {
+    // Once the command is running, take the lock nodes' majority away.
+    const auto limit = std::chrono::steady_clock::now() + 10s;
+    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(5ms);
+    for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
+  });
+  const CliRun r = cli(s, {"run", "--ttl", "600ms", "--grace", "200ms", "fragile", "--", "sh", "-c",
+                           "echo $$ > " + marker.string() + "; trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done"});
+  killer.join();
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output, Catch::Contains("lost the lease"));
+  CHECK_THAT(r.output, Catch::Contains("got-term"));
+  const pid_t child = std::stoi(slurp(marker));
+  CHECK(::kill(child, 0) != 0);  // the command is gone
+}
+
+TEST_CASE("cli: a command that ignores SIGTERM is killed after the grace period", "[client][redis]") {
+  ServiceUnderTest s;
+  const auto marker = s.dir.path() / "stubborn.pid";
+  std::thread killer([&] {
+    const auto limit = std::chrono::steady_clock::now() + 10s;
+    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(5ms);
+    for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
+  });
+  const CliRun r = cli(s, {"run", "--ttl", "600ms", "--grace", "300ms", "stubborn", "--", "sh", "-c",
+                           "trap '' TERM; echo $$ > " + marker.string() + "; while true; do sleep 0.05; done"});
+  killer.join();
+  CHECK(r.exit_code == 4);
+  CHECK(::kill(std::stoi(slurp(marker)), 0) != 0);
+}
+
+TEST_CASE("cli: a command that cannot start exits 127 and releases the lock", "[client][redis]") {
+  ServiceUnderTest s;
+  const CliRun r = cli(s, {"run", "gone", "--", "/nonexistent/command"});
+  CHECK(r.exit_code == 127);
+  CHECK(s.client().get("/v1/locks/gone").json()["held"] == false);
+}
+
+TEST_CASE("cli: acquire, extend, status, token and release print JSON for scripts", "[client][redis]") {
+  ServiceUnderTest s;
+  const CliRun acquired = cli(s, {"acquire", "--ttl", "30s", "report"});
+  REQUIRE(acquired.exit_code == 0);
+  const json lease = first_json_line(acquired.output);
+  REQUIRE(lease.is_object());
+  CHECK(lease["name"] == "report");
+  CHECK(lease["token"] == 1);
+  const std::string lease_string = lease["lease"];
+
+  CHECK(cli(s, {"acquire", "report"}).exit_code == 3);
+  const CliRun extended = cli(s, {"extend", "--ttl", "1m", "report"}, 20s, {"FENCELOCK_LEASE=" + lease_string});
+  CHECK(extended.exit_code == 0);
+  CHECK(first_json_line(extended.output)["ttl_ms"] == 60000);
+
+  const json status = first_json_line(cli(s, {"status", "report"}).output);
+  CHECK(status["held"] == true);
+  CHECK(status["last_token"] == 1);
+  CHECK(first_json_line(cli(s, {"token", "--next", "report"}).output)["token"] == 2);
+  CHECK(first_json_line(cli(s, {"token", "report"}).output)["token"] == 2);
+
+  const CliRun released = cli(s, {"release", "report", lease_string});
+  CHECK(released.exit_code == 0);
+  CHECK(first_json_line(released.output)["released"] == true);
+  CHECK(cli(s, {"extend", "report", lease_string}).exit_code == 4);
+}
+
+TEST_CASE("cli: usage errors exit 2 and an unreachable service exits 5", "[client][redis]") {
+  ServiceUnderTest s;
+  CHECK(cli(s, {"status"}).exit_code == 2);
+  CHECK(cli(s, {"acquire", "--ttl", "30", "x"}).exit_code == 2);
+  const CliRun help = cli(s, {"--help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.output, Catch::Contains("Exit codes"));
+  const CliRun down = cli(s, {"--endpoint", "http://127.0.0.1:" + std::to_string(pick_free_port()), "status", "x"});
+  CHECK(down.exit_code == 5);
+}
