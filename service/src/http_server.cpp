@@ -16,10 +16,11 @@ HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, ApiHandl
       options_(std::move(options)),
       handlers_(handlers),
       observer_(std::move(observer)),
-      acceptor_(io),
+      acceptor_(asio::make_strand(io)),
+      accept_retry_(acceptor_.get_executor()),
       grace_timer_(io) {}
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() { *alive_ = false; }
 
 storage::Status HttpServer::listen() {
   boost::system::error_code ec;
@@ -46,22 +47,34 @@ void HttpServer::start_accepting() { do_accept(); }
 void HttpServer::do_accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](boost::system::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!ec) {
-      if (open_.load(std::memory_order_relaxed) >= options_.max_connections) {
-        boost::system::error_code ignored;
-        socket.close(ignored);  // over the limit: refuse by closing, before reading anything
-      } else {
-        socket.set_option(tcp::no_delay(true), ec);
-        auto session = std::make_shared<HttpSession>(std::move(socket), *this);
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          sessions_.emplace(session.get(), session);
-        }
-        open_.fetch_add(1, std::memory_order_relaxed);
-        session->run();
+    if (ec) {
+      // Out of file descriptors (or similar): the listening socket stays readable, so accepting
+      // again at once would spin. Pause, say so, and try again.
+      log_event(LogLevel::kWarning, "accept_failed", "error=\"" + ec.message() + "\" retry_in_ms=100");
+      accept_later();
+      return;
+    }
+    if (open_.load(std::memory_order_relaxed) >= options_.max_connections) {
+      boost::system::error_code ignored;
+      socket.close(ignored);  // over the limit: refuse by closing, before reading anything
+    } else {
+      socket.set_option(tcp::no_delay(true), ec);
+      auto session = std::make_shared<HttpSession>(std::move(socket), *this);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        sessions_.emplace(session.get(), session);
       }
+      open_.fetch_add(1, std::memory_order_relaxed);
+      session->run();
     }
     do_accept();
+  });
+}
+
+void HttpServer::accept_later() {
+  accept_retry_.expires_after(std::chrono::milliseconds(100));
+  accept_retry_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && acceptor_.is_open()) do_accept();
   });
 }
 
@@ -80,8 +93,11 @@ void HttpServer::forget(HttpSession* session) {
 
 void HttpServer::shutdown(std::chrono::milliseconds grace, std::function<void()> done) {
   draining_ = true;
-  boost::system::error_code ignored;
-  acceptor_.close(ignored);
+  asio::post(acceptor_.get_executor(), [this] {  // the acceptor is only touched on its strand
+    boost::system::error_code ignored;
+    accept_retry_.cancel();
+    acceptor_.close(ignored);
+  });
   std::vector<std::shared_ptr<HttpSession>> live;
   {
     std::lock_guard<std::mutex> lock(mutex_);

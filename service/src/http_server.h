@@ -70,16 +70,22 @@ class HttpServer {
   ApiHandlers& handlers() noexcept { return handlers_; }
   void observe(const RequestRecord& record) const;
   void forget(HttpSession* session);
+  // Shared with every session: false once the server is gone, so a session destroyed later (its
+  // last handler discarded when the io_context is torn down) does not call into it.
+  std::shared_ptr<const std::atomic<bool>> liveness() const noexcept { return alive_; }
 
  private:
   void do_accept();
+  void accept_later();
   void check_drained();
 
   boost::asio::io_context& io_;
   HttpServerOptions options_;
   ApiHandlers& handlers_;
   RequestObserver observer_;
-  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::ip::tcp::acceptor acceptor_;  // on its own strand: shutdown() posts to it
+  boost::asio::steady_timer accept_retry_;      // pause after an accept error (EMFILE, ...)
+  std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
   std::uint16_t port_ = 0;
   std::atomic<std::size_t> open_{0};
   std::atomic<bool> draining_{false};

@@ -30,9 +30,11 @@ Method method_of(http::verb verb) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, HttpServer& server)
-    : stream_(std::move(socket)), server_(server) {}
+    : stream_(std::move(socket)), server_(server), server_alive_(server.liveness()) {}
 
-HttpSession::~HttpSession() { server_.forget(this); }
+HttpSession::~HttpSession() {
+  if (*server_alive_) server_.forget(this);
+}
 
 void HttpSession::run() {
   asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
@@ -73,8 +75,20 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   if (ec) {
     return respond_and_close(ApiHandlers::error_response(ApiError::kInvalidRequest, "malformed HTTP request: " + ec.message()));
   }
+  // Transfer-Encoding other than chunked cannot be framed: refuse it rather than read what follows
+  // as another request (RFC 9112 §6.1; request smuggling behind a proxy otherwise).
+  if (parser_->get().find(http::field::transfer_encoding) != parser_->get().end() && !parser_->chunked()) {
+    return respond_and_close(ApiHandlers::error_response(ApiError::kInvalidRequest, "unsupported Transfer-Encoding"));
+  }
   request_ = parser_->release();
   keep_alive_ = request_.keep_alive();
+  if (request_.method() == http::verb::head) {
+    // No HEAD in API v1; answered without a body (a HEAD response carries none) and closed.
+    ApiResponse response = ApiHandlers::error_response(ApiError::kMethodNotAllowed, "HEAD is not supported");
+    response.body.clear();
+    response.allow = "GET, POST, DELETE";
+    return respond_and_close(std::move(response));
+  }
 
   const RouteMatch match = match_route(method_of(request_.method()), request_.target());
   switch (match.kind) {

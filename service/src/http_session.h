@@ -11,6 +11,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
+#include <atomic>
 #include <memory>
 #include <optional>
 
@@ -42,6 +43,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   HttpServer& server_;
+  std::shared_ptr<const std::atomic<bool>> server_alive_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   boost::beast::http::request<boost::beast::http::string_body> request_;
   boost::beast::http::response<boost::beast::http::string_body> response_;

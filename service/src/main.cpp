@@ -17,12 +17,25 @@
 
 namespace {
 
-// Each connection is a file descriptor: allow as many as the hard limit permits.
-void raise_open_file_limit() {
+// Each connection is a file descriptor: allow as many as the hard limit permits, and keep
+// max_connections below it (with room for the lock nodes, the token store and logs), so the
+// limit is met by refusing connections, not by failing accept().
+void fit_connections_to_file_limit(fencelock::service::ServiceConfig& config) {
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
     limit.rlim_cur = limit.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  constexpr rlim_t kReserve = 64;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur <= kReserve) return;
+  const auto usable = static_cast<std::size_t>(limit.rlim_cur - kReserve);
+  if (config.max_connections > usable) {
+    fencelock::service::log_event(fencelock::service::LogLevel::kWarning, "max_connections_lowered",
+                                  "from=" + std::to_string(config.max_connections) + " to=" + std::to_string(usable) +
+                                      " reason=\"open file limit " + std::to_string(limit.rlim_cur) + "\"");
+    config.max_connections = usable;
   }
 }
 
@@ -51,9 +64,10 @@ int main(int argc, char** argv) {
       return 0;
     case Command::kRun: break;
   }
-  raise_open_file_limit();
+  ServiceConfig config = parsed->config;
+  fit_connections_to_file_limit(config);
   for (const auto& source : parsed->sources) log_event(LogLevel::kInfo, "config_source", source);
-  const auto outcome = run_service(parsed->config);
+  const auto outcome = run_service(config);
   if (!outcome.ok()) {
     log_event(LogLevel::kError, "cannot_start", "reason=\"" + outcome.error().message + "\"");
     std::fprintf(stderr, "fencelockd: %s\n", outcome.error().message.c_str());

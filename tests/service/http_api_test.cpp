@@ -278,3 +278,18 @@ TEST_CASE("http: a second fencelockd on the same token file is refused clearly",
   CHECK(second.exit_code != 0);
   CHECK_THAT(second.output, Catch::Contains("in use by another process"));
 }
+
+TEST_CASE("http: a request that cannot be framed is refused, not read as two", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  const HttpAnswer smuggled = http.raw(
+      "POST /v1/tokens/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"
+      "POST /v1/tokens/smuggled HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(smuggled.status == 400);
+  CHECK(http.get("/v1/tokens/smuggled").json()["token"] == 0);  // the hidden request never ran
+  CHECK(http.get("/v1/tokens/a").json()["token"] == 0);
+
+  const HttpAnswer head = http.raw("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(head.status == 405);
+  CHECK(head.body.empty());
+}
