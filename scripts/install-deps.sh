@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # Installs fencelock's build and test dependencies from Debian 12 packages, only those missing.
 # Idempotent and quiet when everything is present. Needs root (or sudo) only when installing.
+#   scripts/install-deps.sh            build + test packages
+#   scripts/install-deps.sh --list-build   print the build packages (the Dockerfile must match)
 set -euo pipefail
 
-packages=(
+# Everything the build needs; the Dockerfile's build stage installs exactly these.
+build_packages=(
   g++ cmake ninja-build pkg-config
   libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev
   catch2
-  redis-server
 )
+# Needed to run the tests and the quickstart.
+run_packages=(redis-server curl)
+
+if [ "${1:-}" = "--list-build" ]; then
+  printf '%s\n' "${build_packages[@]}"
+  exit 0
+fi
+packages=("${build_packages[@]}" "${run_packages[@]}" "$@")
 
 missing=()
 for p in "${packages[@]}"; do

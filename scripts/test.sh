@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything with ASan+UBSan and runs every
-# test (unit and integration against real redis-server processes) through ctest.
-# Exits non-zero on any failure, and also if a test left a redis-server behind.
-#   ./scripts/test.sh              all tests
-#   ./scripts/test.sh -R quorum    extra arguments go to ctest
+# test (unit and integration against real redis-server processes) through ctest; then builds the
+# optimised preset, runs the quickstart's start → ready → demo → stop cycle on it, and validates the
+# container files. Exits non-zero on any failure, and also if a test left a process behind.
+#   ./scripts/test.sh              everything
+#   ./scripts/test.sh -R quorum    extra arguments go to ctest (the later stages are skipped)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,5 +25,26 @@ if pgrep -f 'redis-server .*fencelock-test-' >/dev/null; then
   pgrep -af 'redis-server .*fencelock-test-' >&2 || true
   pkill -KILL -f 'redis-server .*fencelock-test-' || true
   status=1
+fi
+[ $# -gt 0 ] && exit "$status"
+
+echo "test.sh: release build, quickstart cycle, container files"
+quickstart_dir=$PWD/build/quickstart-ci
+if ! scripts/quickstart.sh --preset release --run-dir "$quickstart_dir" --port-base 17000 >"$PWD/build/quickstart-ci.log" 2>&1; then
+  echo "test.sh: the quickstart failed:" >&2
+  tail -n 40 "$PWD/build/quickstart-ci.log" >&2
+  status=1
+fi
+grep -q "SAFE: the stale token was rejected" "$PWD/build/quickstart-ci.log" || { echo "test.sh: the quickstart demo did not end safe" >&2; status=1; }
+scripts/quickstart.sh --stop --run-dir "$quickstart_dir" >/dev/null
+if pgrep -f "$quickstart_dir" >/dev/null; then
+  echo "test.sh: quickstart --stop left processes running" >&2
+  pkill -KILL -f "$quickstart_dir" || true
+  status=1
+fi
+scripts/check-compose.sh || status=1
+
+if [ "$status" -eq 0 ]; then
+  echo "test.sh: all passed"
 fi
 exit "$status"

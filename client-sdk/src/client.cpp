@@ -120,7 +120,7 @@ class Client::Impl {
   Result<HttpReply> call(std::string_view method, const std::string& target, const std::string& body, Retry retry,
                          milliseconds extra, std::optional<milliseconds> within, Clock::time_point& sent_at) {
     const auto started = Clock::now();
-    const std::optional<Clock::time_point> overall = within ? std::optional(started + *within) : std::nullopt;
+    const Clock::time_point overall = within ? started + *within : Clock::time_point::max();
     milliseconds backoff = options_.retry_backoff;
     std::optional<Error> last;
     for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
@@ -128,7 +128,7 @@ class Client::Impl {
       auto connection = take(e);
       sent_at = Clock::now();
       auto deadline = sent_at + options_.request_timeout + extra;
-      if (overall) deadline = std::min(deadline, *overall);
+      deadline = std::min(deadline, overall);
       bool maybe_delivered = false;
       auto reply = connection->round_trip(method, target, body, sent_at + options_.connect_timeout, deadline, maybe_delivered);
       if (reply.ok()) {
@@ -142,7 +142,7 @@ class Client::Impl {
         if (maybe_delivered && retry != Retry::kSafe) return *last;
       }
       if (attempt == options_.max_retries) break;
-      if (overall && Clock::now() + backoff >= *overall) break;
+      if (within && Clock::now() + backoff >= overall) break;
       std::this_thread::sleep_for(backoff);
       backoff *= 2;
     }

@@ -1,0 +1,67 @@
+// The resource store's data: objects (key → value) in SQLite, each row carrying the newest fencing
+// token that wrote or fenced-read it, and an append-only log of every operation, accepted or not.
+//
+// Modes: kFenced applies a write only if its token is newer than the row's (the card's condition,
+// `current_token < :token`); kSameToken also accepts the row's own token (one lease, many
+// writes); kUnfenced applies every write — what a store without fencing does, for the demo.
+// Thread-safe: one mutex around the database and the log.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "fencelock/fenced_table.h"
+#include "fencelock/result.h"
+
+namespace resource_store {
+
+enum class Mode { kFenced, kSameToken, kUnfenced };
+
+struct PutOutcome {
+  bool applied = false;
+  std::uint64_t current_token = 0;  // the row's token afterwards (the newer one when refused)
+};
+
+struct Object {
+  std::string value;
+  std::uint64_t token = 0;
+};
+
+class ObjectStore {
+ public:
+  // Opens (creating) the database and the log. Errors: kUnavailable with the path.
+  static fencelock::Result<std::unique_ptr<ObjectStore>> open(const std::filesystem::path& db,
+                                                              const std::filesystem::path& log, Mode mode);
+  ~ObjectStore();
+
+  // Writes `value` under `key` with `token` (0: no token; refused in fenced modes).
+  fencelock::Result<PutOutcome> put(const std::string& key, const std::string& value, std::uint64_t token);
+  // Reads `key`. With a token, a fenced read: the row's token is raised to it first, so an older
+  // holder's later write is refused; a reader older than the row is refused (applied = false).
+  fencelock::Result<std::optional<Object>> get(const std::string& key, std::optional<std::uint64_t> token,
+                                               PutOutcome& fence);
+  std::string log_text() const;
+  Mode mode() const noexcept { return mode_; }
+
+ private:
+  ObjectStore(sqlite3* db, fencelock::FencedTable table, std::filesystem::path log_path, Mode mode);
+  void append_log(const std::string& op, const std::string& key, std::uint64_t token, const std::string& outcome,
+                  std::uint64_t current_token, const std::string& value);
+
+  mutable std::mutex mutex_;
+  sqlite3* db_;
+  fencelock::FencedTable table_;
+  std::filesystem::path log_path_;
+  std::ofstream log_;
+  std::uint64_t seq_ = 0;
+  Mode mode_;
+};
+
+}  // namespace resource_store
