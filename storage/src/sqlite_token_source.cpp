@@ -25,18 +25,18 @@ namespace {
 constexpr const char* kSchema =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=FULL;"
-    "CREATE TABLE IF NOT EXISTS token_counters ("
-    "  name TEXT PRIMARY KEY,"
+    "CREATE TABLE IF NOT EXISTS token_mark ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  reserved INTEGER NOT NULL CHECK (reserved >= 0)"
-    ") WITHOUT ROWID;";
+    ");";
 
 // Monotonic in SQL too: a reservation can only raise the mark.
 constexpr const char* kUpsert =
-    "INSERT INTO token_counters(name, reserved) VALUES(?1, ?2) "
-    "ON CONFLICT(name) DO UPDATE SET reserved = excluded.reserved "
-    "WHERE excluded.reserved > token_counters.reserved";
+    "INSERT INTO token_mark(id, reserved) VALUES(1, ?1) "
+    "ON CONFLICT(id) DO UPDATE SET reserved = excluded.reserved "
+    "WHERE excluded.reserved > token_mark.reserved";
 
-constexpr const char* kSelect = "SELECT reserved FROM token_counters WHERE name = ?1";
+constexpr const char* kSelect = "SELECT reserved FROM token_mark WHERE id = 1";
 
 Error invalid_name() {
   return make_error(ErrorCode::kInvalidArgument,
@@ -48,12 +48,13 @@ Error invalid_name() {
 class SqliteTokenSource::Impl {
  public:
   Impl(SqliteTokenOptions options, ExclusiveFileLock lock, SqliteDatabase db, SqliteStatement upsert,
-       SqliteStatement select)
+       std::uint64_t mark)
       : options_(std::move(options)),
         lock_(std::move(lock)),
         db_(std::move(db)),
         upsert_(std::move(upsert)),
-        select_(std::move(select)),
+        reserved_(mark),
+        floor_(mark),
         worker_([this] { run(); }) {}
 
   ~Impl() {
@@ -74,27 +75,31 @@ class SqliteTokenSource::Impl {
       return;
     }
     std::unique_lock<std::mutex> guard(mutex_);
-    if (!stopping_) {
-      // Fast path: the name is in memory and, for next(), has tokens left in its durable range.
-      const auto found = cache_.find(std::string(name));
-      if (found != cache_.end()) {
-        Entry& entry = found->second;
-        if (!is_next || entry.last < entry.reserved) {
-          const std::uint64_t value = is_next ? ++entry.last : entry.last;
-          if (is_next) ++stats_.draws;
-          touch(found);
-          guard.unlock();
-          done(value);
-          return;
-        }
-      }
-      queue_.push_back(Request{is_next, std::string(name), std::move(done)});
+    if (stopping_) {
       guard.unlock();
-      wake_.notify_one();
+      done(make_error(ErrorCode::kUnavailable, "the token source is closed"));
       return;
     }
+    auto it = cache_.find(std::string(name));
+    const std::uint64_t last = it != cache_.end() ? it->second.last : floor_;
+    if (!is_next) {
+      guard.unlock();
+      done(last);
+      return;
+    }
+    // Fast path: the next value is inside the durable reservation, no reservation is being
+    // committed, and nobody is queued ahead.
+    if (!reserving_ && queue_.empty() && last < reserved_) {
+      const std::uint64_t token = last + 1;
+      remember(std::string(name), token);
+      ++stats_.draws;
+      guard.unlock();
+      done(token);
+      return;
+    }
+    queue_.push_back(Request{std::string(name), std::move(done)});
     guard.unlock();
-    done(make_error(ErrorCode::kUnavailable, "the token source is closed"));
+    wake_.notify_one();
   }
 
   TokenSourceStats stats() const {
@@ -104,146 +109,109 @@ class SqliteTokenSource::Impl {
 
  private:
   struct Entry {
-    std::uint64_t last = 0;      // greatest value handed out (or the mark, when loaded)
-    std::uint64_t reserved = 0;  // durable high-water mark
+    std::uint64_t last = 0;
     std::list<std::string>::iterator lru;
   };
   struct Request {
-    bool is_next;
     std::string name;
     Callback done;
   };
-  using Cache = std::unordered_map<std::string, Entry>;
 
-  void touch(Cache::iterator it) { lru_.splice(lru_.begin(), lru_, it->second.lru); }
+  // Records `token` as `name`'s last; keeps the cache bounded. An evicted name's last raises the
+  // floor, so the name, if drawn again, continues above it. Caller holds mutex_.
+  void remember(const std::string& name, std::uint64_t token) {
+    auto it = cache_.find(name);
+    if (it != cache_.end()) {
+      it->second.last = token;
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      return;
+    }
+    lru_.push_front(name);
+    cache_.emplace(name, Entry{token, lru_.begin()});
+    while (cache_.size() > options_.max_cached_names) {
+      auto victim = cache_.find(lru_.back());
+      floor_ = std::max(floor_, victim->second.last);
+      cache_.erase(victim);
+      lru_.pop_back();
+    }
+  }
 
   void run() {
     for (;;) {
       std::vector<Request> batch;
+      std::uint64_t needed = 0;
       {
         std::unique_lock<std::mutex> guard(mutex_);
         wake_.wait(guard, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping with nothing left
         batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
         queue_.clear();
+        reserving_ = true;  // until the batch is answered, every draw queues behind it
+        // The highest value this batch will hand out, if served in order from the cache.
+        std::unordered_map<std::string, std::uint64_t> last_by_name;
+        for (const auto& request : batch) {
+          auto [it, fresh] = last_by_name.try_emplace(request.name, 0);
+          if (fresh) {
+            const auto cached = cache_.find(request.name);
+            it->second = cached != cache_.end() ? cached->second.last : floor_;
+          }
+          needed = std::max(needed, ++it->second);
+        }
       }
-      serve(std::move(batch));
+      serve(std::move(batch), needed);
     }
   }
 
-  // Loads unknown names, durably reserves what the batch needs in one transaction, then answers
-  // the batch in arrival order.
-  void serve(std::vector<Request> batch) {
-    std::unordered_map<std::string, std::uint64_t> marks;  // names not in memory → recorded mark
-    std::unordered_map<std::string, std::uint64_t> wanted;  // name → next() calls in the batch
+  // Raises the durable mark past `needed` (one transaction, one fsync for the whole batch), then
+  // hands out the batch in arrival order.
+  void serve(std::vector<Request> batch, std::uint64_t needed) {
+    std::uint64_t reserved = 0;
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      for (const auto& request : batch) {
-        if (!cache_.contains(request.name)) marks.emplace(request.name, 0);
-        if (request.is_next) ++wanted[request.name];
-      }
+      reserved = reserved_;
     }
-    Status loaded = load_marks(marks);
-    if (!loaded.ok()) return fail(batch, loaded.error());
-
-    // New marks: queued next() calls found their range exhausted, and only this thread extends
-    // ranges, so each name needs `wanted` more tokens above its current mark.
-    std::vector<std::pair<std::string, std::uint64_t>> raises;
-    std::optional<Error> exhausted;
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      for (const auto& [name, count] : wanted) {
-        const auto cached = cache_.find(name);
-        const std::uint64_t reserved = cached != cache_.end() ? cached->second.reserved : marks.at(name);
-        const std::uint64_t last = cached != cache_.end() ? cached->second.last : marks.at(name);
-        const std::uint64_t left = reserved - last;
-        if (left >= count) continue;
-        const std::uint64_t grow = std::max<std::uint64_t>(options_.reserve_block, count - left);
-        if (reserved > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - grow) {
-          exhausted = make_error(ErrorCode::kInternal, "token counter for '" + name + "' is exhausted");
-          break;
+    if (needed > reserved) {
+      const std::uint64_t target = needed + options_.reserve_block;
+      Status committed = target > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                             ? Status(make_error(ErrorCode::kInternal, "the token counter is exhausted"))
+                             : commit(target);
+      if (!committed.ok()) {
+        {
+          std::lock_guard<std::mutex> guard(mutex_);
+          reserving_ = false;
         }
-        raises.emplace_back(name, reserved + grow);
+        return fail(batch, committed.error());
       }
+      reserved = target;
     }
-    if (exhausted) return fail(batch, *exhausted);  // callbacks never run under the mutex
-    Status committed = commit(raises);
-    if (!committed.ok()) return fail(batch, committed.error());
-
     std::vector<std::pair<Callback, std::uint64_t>> answers;
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      for (const auto& [name, mark] : marks) insert_loaded(name, mark);
-      for (const auto& [name, reserved] : raises) cache_.at(name).reserved = reserved;
-      if (!raises.empty()) {
+      if (reserved > reserved_) {
+        reserved_ = reserved;
         ++stats_.commits;
-        stats_.reservations += raises.size();
+        ++stats_.reservations;
       }
       for (auto& request : batch) {
-        const auto it = cache_.find(request.name);
-        Entry& entry = it->second;
-        touch(it);
-        if (request.is_next) {
-          ++entry.last;
-          ++stats_.draws;
-        }
-        answers.emplace_back(std::move(request.done), entry.last);
+        const auto cached = cache_.find(request.name);
+        const std::uint64_t token = (cached != cache_.end() ? cached->second.last : floor_) + 1;
+        remember(request.name, token);
+        ++stats_.draws;
+        answers.emplace_back(std::move(request.done), token);
       }
-      evict_beyond_limit();
+      reserving_ = false;
     }
     for (auto& [done, value] : answers) done(value);
   }
 
-  Status load_marks(std::unordered_map<std::string, std::uint64_t>& marks) {
-    for (auto& [name, mark] : marks) {
-      select_.reset();
-      select_.bind(1, name);
-      const int rc = select_.step();
-      if (rc == SQLITE_ROW) {
-        mark = static_cast<std::uint64_t>(select_.column_int64(0));
-      } else if (rc != SQLITE_DONE) {
-        select_.reset();
-        return make_error(ErrorCode::kUnavailable, "token store read failed: " + db_.last_error());
-      }
-    }
-    select_.reset();
-    return Done{};
-  }
-
-  Status commit(const std::vector<std::pair<std::string, std::uint64_t>>& raises) {
-    if (raises.empty()) return Done{};
-    if (Status begun = db_.exec("BEGIN IMMEDIATE"); !begun.ok()) {
-      return make_error(ErrorCode::kUnavailable, "token store: " + begun.error().message);
-    }
-    for (const auto& [name, reserved] : raises) {
-      upsert_.reset();
-      upsert_.bind(1, name).bind(2, static_cast<std::int64_t>(reserved));
-      if (upsert_.step() != SQLITE_DONE) {
-        const std::string why = db_.last_error();
-        upsert_.reset();
-        (void)db_.exec("ROLLBACK");
-        return make_error(ErrorCode::kUnavailable, "token store write failed: " + why);
-      }
-    }
+  Status commit(std::uint64_t reserved) {
     upsert_.reset();
-    if (Status done = db_.exec("COMMIT"); !done.ok()) {
-      (void)db_.exec("ROLLBACK");
-      return make_error(ErrorCode::kUnavailable, "token store commit failed: " + done.error().message);
-    }
+    upsert_.bind(1, static_cast<std::int64_t>(reserved));
+    const int rc = upsert_.step();  // one statement: its own transaction, fsynced (synchronous=FULL)
+    const std::string why = rc == SQLITE_DONE ? std::string() : db_.last_error();
+    upsert_.reset();
+    if (rc != SQLITE_DONE) return make_error(ErrorCode::kUnavailable, "token store write failed: " + why);
     return Done{};
-  }
-
-  void insert_loaded(const std::string& name, std::uint64_t mark) {
-    if (cache_.contains(name)) return;
-    lru_.push_front(name);
-    cache_.emplace(name, Entry{mark, mark, lru_.begin()});
-  }
-
-  void evict_beyond_limit() {
-    while (cache_.size() > options_.max_cached_names) {
-      cache_.erase(lru_.back());
-      lru_.pop_back();
-    }
   }
 
   void fail(std::vector<Request>& batch, const Error& error) {
@@ -254,15 +222,17 @@ class SqliteTokenSource::Impl {
   ExclusiveFileLock lock_;  // held until the file is closed
   SqliteDatabase db_;
   SqliteStatement upsert_;
-  SqliteStatement select_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<Request> queue_;
-  Cache cache_;
+  std::unordered_map<std::string, Entry> cache_;
   std::list<std::string> lru_;  // most recently used first
+  std::uint64_t reserved_;      // durable: no token above it has been handed out
+  std::uint64_t floor_;         // every name not in the cache continues above this
   TokenSourceStats stats_;
   bool stopping_ = false;
+  bool reserving_ = false;  // a batch is being reserved and answered
   std::thread worker_;  // last: starts after everything above exists
 };
 
@@ -284,8 +254,16 @@ Result<std::shared_ptr<SqliteTokenSource>> SqliteTokenSource::open(SqliteTokenOp
   if (!upsert.ok()) return std::move(upsert).error();
   auto select = db->prepare(kSelect);
   if (!select.ok()) return std::move(select).error();
+  std::uint64_t mark = 0;
+  const int rc = select->step();
+  if (rc == SQLITE_ROW) {
+    mark = static_cast<std::uint64_t>(select->column_int64(0));
+  } else if (rc != SQLITE_DONE) {
+    return make_error(ErrorCode::kUnavailable, "token store " + options.path.string() + ": " + db->last_error());
+  }
+  select->reset();
   auto impl = std::make_unique<Impl>(std::move(options), std::move(lock).value(), std::move(db).value(),
-                                     std::move(upsert).value(), std::move(select).value());
+                                     std::move(upsert).value(), mark);
   return std::make_shared<SqliteTokenSource>(std::move(impl));
 }
 

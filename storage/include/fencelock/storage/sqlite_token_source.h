@@ -1,21 +1,24 @@
-// The embedded fencing-token source: one counter per name in a local SQLite file.
+// The embedded fencing-token source: one counter per name, made durable by a local SQLite file.
 //
-// Durability without an fsync per token: the file records, per name, a *reserved* high-water
-// mark. Tokens up to it are handed out from memory; when a name's range runs out, the worker
-// thread durably raises the mark by a block (WAL, synchronous=FULL, committed before any token of
-// the new range is handed out), batching every name that needs it into one transaction (group
-// commit). After a crash or restart a name continues above its recorded mark — the unused rest of
-// a range becomes a gap, which fencing tolerates; a token is never repeated or reordered.
+// Durability without an fsync per token, or per new name: the file records one *reserved* mark
+// R, and no token above R is ever handed out. Each name's counter lives in memory; a draw that
+// would pass R waits while the worker thread durably raises R by a block (WAL, synchronous=FULL,
+// committed before any token above the old R leaves the process), all waiting draws sharing that
+// one commit (group commit). After a crash or restart every name continues above the recorded R —
+// above every token handed out before — so a token is never repeated or reordered; the jump is a
+// gap, which fencing tolerates. The same holds for a name evicted from the bounded in-memory cache:
+// evicted names continue above an in-memory floor (the largest evicted counter).
 //
 // That is valid only while exactly one process owns the file, so open() takes an exclusive lock
 // (exclusive_file_lock.h) and fails clearly if another fencelockd holds it.
 //
-// current(name) is the greatest token handed out — or, for a name not in memory (never drawn by
-// this process, or evicted), its recorded mark: the counter is taken to have jumped to the mark,
-// so a later next() is still greater than anything current() returned.
+// current(name) is the greatest token handed out for `name` — or, for a name not in memory
+// (never drawn since start, or evicted), the floor: R as recorded at start, raised by evictions.
+// So it is 0 for a name never drawn until the first restart; afterwards the counter is taken to
+// have jumped to the floor, and a later next() is still greater than anything current() returned.
 //
-// Threading: thread-safe. next()/current() never block on disk: a name with tokens left in memory
-// is answered at once on the calling thread; anything else is answered from the worker thread.
+// Threading: thread-safe. next()/current() never block on disk: a draw within R is answered at
+// once on the calling thread; a draw that needs a new reservation is answered from the worker.
 #pragma once
 
 #include <cstddef>
@@ -32,11 +35,12 @@ struct SqliteTokenOptions {
   // The counter file; created if missing (its directory must exist). Beside it: "<path>.lock",
   // and SQLite's "-wal" and "-shm" files.
   std::filesystem::path path;
-  // Tokens reserved per durable write and name. Default 1000; 1 .. 1,000,000. Larger: fewer
-  // fsyncs; a restart skips at most this many tokens per name.
+  // Tokens reserved per durable write. Default 1000; 1 .. 1,000,000. Larger: fewer fsyncs; a
+  // restart moves every name's counter above the mark (a gap of up to this many plus the spread
+  // between names).
   std::uint64_t reserve_block = 1000;
-  // Names kept in memory. Default 100,000; 1 .. 10,000,000. Evicting a name skips the rest of its
-  // range.
+  // Names kept in memory. Default 100,000; 1 .. 10,000,000. An evicted name continues above the
+  // floor when drawn again.
   std::size_t max_cached_names = 100'000;
 };
 
