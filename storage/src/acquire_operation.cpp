@@ -1,6 +1,7 @@
 #include "acquire_operation.h"
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 
 #include "fencelock/storage/lease_timing.h"
 
@@ -31,6 +32,11 @@ void AcquireOperation::start() {
   call_started_ = Clock::now();
   core_->operation_started();
   core_->track(this, weak_from_this());
+  // Others already wait for this name: queue behind them instead of barging in (no starvation).
+  if (request_.wait.count() > 0 && !core_->stopped() && core_->has_waiters(request_.name)) {
+    sleep_until_retry(make_error(ErrorCode::kLocked, "the lock is held by another lease"));
+    return;
+  }
   attempt();
 }
 
@@ -123,20 +129,45 @@ void AcquireOperation::attempt_failed(Error error) {
     complete(std::move(error));
     return;
   }
+  sleep_until_retry(std::move(error));
+}
+
+void AcquireOperation::sleep_until_retry(Error error) {
+  if (!queued_) {
+    queued_ = true;
+    core_->add_waiter(request_.name, std::weak_ptr<Waiter>(shared_from_this()));
+  }
   const EngineOptions& options = core_->options();
+  const auto now = Clock::now();
+  const auto budget_end = call_started_ + request_.wait;
   const auto delay = std::min<Clock::duration>(
       retry_delay(options.retry_delay, options.retry_jitter, core_->rng()), budget_end - now);
   phase_ = Phase::kWaitingToRetry;
   retry_timer_.expires_after(delay);
   retry_timer_.async_wait([self = shared_from_this(), error = std::move(error)](
                               const boost::system::error_code& ec) mutable {
-    if (self->phase_ != Phase::kWaitingToRetry) return;
+    if (self->phase_ != Phase::kWaitingToRetry) return;  // woken by a release, or done
     if (ec == asio::error::operation_aborted || self->core_->stopped()) {
       self->complete(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
       return;
     }
+    if (Clock::now() >= self->call_started_ + self->request_.wait) {
+      self->complete(std::move(error));  // the budget ran out while queued
+      return;
+    }
     self->attempt();
   });
+}
+
+bool AcquireOperation::wake_now() {
+  if (phase_ != Phase::kWaitingToRetry) return false;
+  phase_ = Phase::kWoken;
+  retry_timer_.cancel();
+  // Not from inside the releasing operation's call chain.
+  asio::post(core_->strand(), [self = shared_from_this()] {
+    if (self->phase_ == Phase::kWoken) self->attempt();
+  });
+  return true;
 }
 
 void AcquireOperation::cancel() {
@@ -147,6 +178,7 @@ void AcquireOperation::complete(Result<Lease> result) {
   if (phase_ == Phase::kDone) return;
   phase_ = Phase::kDone;
   core_->untrack(this);
+  if (queued_) core_->remove_waiter(request_.name, this);
   if (EngineObserver* observer = core_->observer()) {
     OperationReport report{OperationKind::kAcquire,
                            result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code),

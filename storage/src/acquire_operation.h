@@ -19,6 +19,7 @@ namespace fencelock::storage {
 
 class AcquireOperation : public ReplySink,
                          public Cancellable,
+                         public Waiter,
                          public std::enable_shared_from_this<AcquireOperation> {
  public:
   AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request, std::string secret,
@@ -28,7 +29,7 @@ class AcquireOperation : public ReplySink,
 
  private:
   using Clock = std::chrono::steady_clock;
-  enum class Phase { kVoting, kDrawingToken, kWaitingToRetry, kDone };
+  enum class Phase { kVoting, kDrawingToken, kWaitingToRetry, kWoken, kDone };
 
   void attempt();
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
@@ -36,6 +37,8 @@ class AcquireOperation : public ReplySink,
   void on_token(std::uint32_t attempt, Result<std::uint64_t> token);
   void attempt_failed(Error error);
   void cancel() override;
+  bool wake_now() override;
+  void sleep_until_retry(Error error);
   void complete(Result<Lease> result);
 
   std::shared_ptr<EngineCore> core_;
@@ -44,6 +47,7 @@ class AcquireOperation : public ReplySink,
   std::string secret_;
   RedlockEngine::AcquireHandler done_;
   Phase phase_ = Phase::kVoting;
+  bool queued_ = false;  // in the engine's waiter queue for the name
   std::uint32_t attempt_ = 0;
   Clock::time_point call_started_;
   Clock::time_point attempt_started_;

@@ -123,6 +123,33 @@ void EngineCore::track(Cancellable* operation, std::weak_ptr<Cancellable> handle
 
 void EngineCore::untrack(Cancellable* operation) { waiting_.erase(operation); }
 
+bool EngineCore::has_waiters(const std::string& name) const {
+  const auto it = waiters_.find(name);
+  return it != waiters_.end() && !it->second.empty();
+}
+
+void EngineCore::add_waiter(const std::string& name, std::weak_ptr<Waiter> waiter) {
+  waiters_[name].push_back(std::move(waiter));
+}
+
+void EngineCore::remove_waiter(const std::string& name, const Waiter* waiter) {
+  const auto it = waiters_.find(name);
+  if (it == waiters_.end()) return;
+  it->second.remove_if([waiter](const std::weak_ptr<Waiter>& w) {
+    const auto locked = w.lock();
+    return !locked || locked.get() == waiter;
+  });
+  if (it->second.empty()) waiters_.erase(it);
+}
+
+void EngineCore::wake_first_waiter(const std::string& name) {
+  const auto it = waiters_.find(name);
+  if (it == waiters_.end()) return;
+  for (const auto& weak : it->second) {
+    if (const auto waiter = weak.lock(); waiter && waiter->wake_now()) return;
+  }
+}
+
 void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   const bool restarted = quarantine_.observe(node, identity.run_id, Clock::now());
   if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);

@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <initializer_list>
+#include <list>
 #include <memory>
 #include <random>
 #include <span>
@@ -33,6 +34,14 @@ class Cancellable {
 
  public:
   virtual ~Cancellable() = default;
+};
+
+// An acquire waiting for a held lock. wake_now() makes it try again at once if it is sleeping
+// between attempts (returns true), and does nothing otherwise (returns false).
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  virtual bool wake_now() = 0;
 };
 
 class EngineCore : public NodeListener, public std::enable_shared_from_this<EngineCore> {
@@ -92,6 +101,14 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void track(Cancellable* operation, std::weak_ptr<Cancellable> handle);
   void untrack(Cancellable* operation);
 
+  // Hand-off: acquires that wait for a held name queue here in arrival order; a successful
+  // release of the name wakes the first one that is sleeping, so it does not sleep out its retry
+  // delay. (Releases through another fencelockd, and expiry, are still found by the retry timer.)
+  bool has_waiters(const std::string& name) const;
+  void add_waiter(const std::string& name, std::weak_ptr<Waiter> waiter);
+  void remove_waiter(const std::string& name, const Waiter* waiter);
+  void wake_first_waiter(const std::string& name);
+
   // Readable from any thread.
   std::size_t voting_nodes() const noexcept { return voting_nodes_.load(std::memory_order_relaxed); }
   bool node_quarantined(std::size_t node) const { return quarantined_flags_[node].load(std::memory_order_relaxed); }
@@ -114,6 +131,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node
   std::atomic<std::size_t> voting_nodes_{0};
   std::unordered_map<Cancellable*, std::weak_ptr<Cancellable>> waiting_;
+  std::unordered_map<std::string, std::list<std::weak_ptr<Waiter>>> waiters_;  // per name, FIFO
   std::mt19937_64 rng_;
   bool stopped_ = false;
   bool nodes_closed_ = false;

@@ -79,6 +79,7 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
                                    std::string secret, std::function<void(Result<bool>)> done)
     : ScriptOperation(std::move(core), OperationKind::kRelease, Script::kRelease, name, {std::move(secret)}),
+      name_(name),
       done_(std::move(done)) {}
 
 void ReleaseOperation::on_answer(std::size_t node, const NodeReply& reply) {
@@ -91,6 +92,7 @@ void ReleaseOperation::decide() {
   if (tally_.outcome() == TallyOutcome::kReached) {
     finish(std::nullopt);
     core_->complete_later(std::move(done_), Result<bool>(true));
+    core_->wake_first_waiter(name_);  // hand the lock over without a retry delay
   } else if (surely_not_held(tally_)) {
     finish(std::nullopt);
     core_->complete_later(std::move(done_), Result<bool>(false));

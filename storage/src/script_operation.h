@@ -56,6 +56,7 @@ class ReleaseOperation final : public ScriptOperation {
  private:
   void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
+  std::string name_;  // to wake the name's first waiter once the lock is free
   std::function<void(Result<bool>)> done_;
 };
 

@@ -513,3 +513,67 @@ TEST_CASE("a failed acquire releases its key even on a node whose scripts were f
   std::this_thread::sleep_for(50ms);
   CHECK(SyncRedis(cluster.node(2).port()).dbsize() == 0);
 }
+
+TEST_CASE("a release hands the lock to the first waiter at once, in arrival order", "[storage][redis]") {
+  RedisCluster cluster(5);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 2s;  // a waiter that had to sleep this out would be far too slow
+  options.retry_jitter = 0ms;
+  EngineUnderTest t(options);
+  auto holder = t.acquire("queue", 30s);
+  REQUIRE(holder.ok());
+
+  std::mutex mutex;
+  std::vector<std::pair<int, Clock::time_point>> grants;
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 3; ++i) {
+    waiters.emplace_back([&, i] {
+      auto lease = t.acquire("queue", 30s, /*wait=*/10s);
+      REQUIRE(lease.ok());
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        grants.emplace_back(i, Clock::now());
+      }
+      std::this_thread::sleep_for(20ms);
+      REQUIRE(t.release("queue", lease->secret).value());
+    });
+    std::this_thread::sleep_for(100ms);  // arrive in order 0, 1, 2
+  }
+  const auto released_at = Clock::now();
+  REQUIRE(t.release("queue", holder->secret).value());
+  for (auto& w : waiters) w.join();
+
+  REQUIRE(grants.size() == 3);
+  CHECK(grants[0].first == 0);
+  CHECK(grants[1].first == 1);
+  CHECK(grants[2].first == 2);
+  CHECK(grants[0].second - released_at < 200ms);
+  CHECK(grants[2].second - released_at < 600ms);  // three hand-offs, no 2 s retry delay anywhere
+}
+
+TEST_CASE("a newcomer with a wait queues behind the waiters instead of barging in", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 2s;
+  options.retry_jitter = 0ms;
+  EngineUnderTest t(options);
+  auto holder = t.acquire("fair", 30s);
+  REQUIRE(holder.ok());
+  std::atomic<int> order{0};
+  int first_position = -1, newcomer_position = -1;
+  std::thread first([&] {
+    auto lease = t.acquire("fair", 30s, 10s);
+    first_position = order++;
+    std::this_thread::sleep_for(50ms);
+    (void)t.release("fair", lease->secret);
+  });
+  std::this_thread::sleep_for(100ms);
+  REQUIRE(t.release("fair", holder->secret).value());
+  // The first waiter is being handed the lock right now; a newcomer must not take it from it.
+  auto newcomer = t.acquire("fair", 30s, 10s);
+  newcomer_position = order++;
+  first.join();
+  CHECK(first_position == 0);
+  CHECK(newcomer_position == 1);
+  CHECK(newcomer.ok());
+}

@@ -1,0 +1,255 @@
+// http_bench: load generator for fencelockd's HTTP API. Closed loop: C callers, each on its own
+// keep-alive connection, all driven by one thread. One JSON line of results on stdout.
+//
+//   http_bench --endpoint http://127.0.0.1:8080 --workload uncontended|contended|extend|tokens|idle
+//              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms 1]
+//
+//   uncontended  acquire a random name out of --names, release it, repeat (ops = pairs)
+//   contended    every caller on one name with wait_ms; hold --hold-ms, release (ops = hand-offs;
+//                handoff_* = time from a release's answer to the next grant's answer)
+//   extend       each caller holds its own name and extends it in a loop (ops = extends)
+//   tokens       POST /v1/tokens/{random name} (ops = draws)
+//   idle         open C connections, send one /healthz each, keep them open for S seconds
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "latency_histogram.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct Settings {
+  std::string host = "127.0.0.1";
+  unsigned short port = 8080;
+  std::string workload = "uncontended";
+  int callers = 1;
+  double seconds = 5;
+  int names = 10'000;
+  long ttl_ms = 10'000;
+  long wait_ms = 5'000;
+  long hold_ms = 1;
+};
+
+struct Totals {
+  std::uint64_t ops = 0, refused = 0, errors = 0;
+  fencelock::bench::LatencyHistogram latency;  // acquire (or the op itself)
+  fencelock::bench::LatencyHistogram pair;     // acquire + release
+  fencelock::bench::LatencyHistogram handoff;  // contended: release answered → next grant answered
+  Clock::time_point last_release{};
+};
+
+class Caller : public std::enable_shared_from_this<Caller> {
+ public:
+  Caller(asio::io_context& io, const Settings& s, Totals& totals, Clock::time_point end, unsigned seed)
+      : stream_(io), timer_(io), s_(s), totals_(totals), end_(end), rng_(seed) {}
+
+  void start() {
+    stream_.async_connect(tcp::endpoint(asio::ip::make_address(s_.host), s_.port),
+                          [self = shared_from_this()](beast::error_code ec) {
+                            if (ec) {
+                              ++self->totals_.errors;
+                              return;
+                            }
+                            self->stream_.socket().set_option(tcp::no_delay(true));
+                            self->begin();
+                          });
+  }
+
+ private:
+  using Then = void (Caller::*)(unsigned, const json&);
+
+  void begin() {
+    if (s_.workload == "extend") {
+      name_ = "extend-" + std::to_string(rng_());
+      send(http::verb::post, "/v1/locks/" + name_, json{{"ttl_ms", s_.ttl_ms}}.dump(), &Caller::on_extend_held);
+      return;
+    }
+    if (s_.workload == "idle") {
+      send(http::verb::get, "/healthz", "", &Caller::on_idle);
+      return;
+    }
+    next();
+  }
+
+  void next() {
+    if (Clock::now() >= end_) return;
+    started_ = Clock::now();
+    if (s_.workload == "uncontended") {
+      name_ = "bench-" + std::to_string(rng_() % static_cast<unsigned>(s_.names));
+      send(http::verb::post, "/v1/locks/" + name_, json{{"ttl_ms", s_.ttl_ms}}.dump(), &Caller::on_acquired);
+    } else if (s_.workload == "contended") {
+      name_ = "hot";
+      send(http::verb::post, "/v1/locks/hot", json{{"ttl_ms", s_.ttl_ms}, {"wait_ms", s_.wait_ms}}.dump(), &Caller::on_acquired);
+    } else if (s_.workload == "tokens") {
+      send(http::verb::post, "/v1/tokens/bench-" + std::to_string(rng_() % static_cast<unsigned>(s_.names)), "",
+           &Caller::on_simple);
+    } else if (s_.workload == "extend") {
+      send(http::verb::post, "/v1/locks/" + name_ + "/extend", json{{"lease", lease_}, {"ttl_ms", s_.ttl_ms}}.dump(),
+           &Caller::on_simple);
+    }
+  }
+
+  void send(http::verb verb, const std::string& target, std::string body, Then then) {
+    request_ = {verb, target, 11};
+    request_.set(http::field::host, s_.host);
+    request_.body() = std::move(body);
+    request_.prepare_payload();
+    then_ = then;
+    http::async_write(stream_, request_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) {
+        ++self->totals_.errors;
+        return;
+      }
+      self->response_ = {};
+      http::async_read(self->stream_, self->buffer_, self->response_, [self](beast::error_code read_ec, std::size_t) {
+        if (read_ec) {
+          ++self->totals_.errors;
+          return;
+        }
+        const json answer = json::parse(self->response_.body(), nullptr, false);
+        (self.get()->*(self->then_))(self->response_.result_int(), answer);
+      });
+    });
+  }
+
+  void on_acquired(unsigned status, const json& body) {
+    const auto now = Clock::now();
+    totals_.latency.record(now - started_);
+    if (status != 200) {
+      ++(status == 409 ? totals_.refused : totals_.errors);
+      return next();
+    }
+    if (s_.workload == "contended") {
+      if (totals_.last_release != Clock::time_point{}) totals_.handoff.record(now - totals_.last_release);
+      ++totals_.ops;
+      lease_ = body.value("lease", "");
+      timer_.expires_after(std::chrono::milliseconds(s_.hold_ms));
+      timer_.async_wait([self = shared_from_this()](beast::error_code) { self->release(); });
+      return;
+    }
+    lease_ = body.value("lease", "");
+    release();
+  }
+
+  void release() {
+    send(http::verb::delete_, "/v1/locks/" + name_, json{{"lease", lease_}}.dump(), &Caller::on_released);
+  }
+
+  void on_released(unsigned status, const json&) {
+    const auto now = Clock::now();
+    if (status != 200) ++totals_.errors;
+    if (s_.workload == "contended") {
+      totals_.last_release = now;
+    } else {
+      ++totals_.ops;
+      totals_.pair.record(now - started_);
+    }
+    next();
+  }
+
+  void on_extend_held(unsigned status, const json& body) {
+    if (status != 200) {
+      ++totals_.errors;
+      return;
+    }
+    lease_ = body.value("lease", "");
+    next();
+  }
+
+  void on_simple(unsigned status, const json&) {
+    totals_.latency.record(Clock::now() - started_);
+    if (status == 200) ++totals_.ops;
+    else ++totals_.errors;
+    next();
+  }
+
+  void on_idle(unsigned status, const json&) {
+    if (status == 200) ++totals_.ops;
+    timer_.expires_at(end_);
+    timer_.async_wait([self = shared_from_this()](beast::error_code) {});  // hold the connection open
+  }
+
+  beast::tcp_stream stream_;
+  asio::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> request_;
+  http::response<http::string_body> response_;
+  const Settings& s_;
+  Totals& totals_;
+  Clock::time_point end_;
+  Clock::time_point started_;
+  std::mt19937 rng_;
+  std::string name_, lease_;
+  Then then_ = nullptr;
+};
+
+double ms(std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1000.0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--endpoint") {
+      const std::string hostport = value.substr(value.find("//") + 2);
+      s.host = hostport.substr(0, hostport.rfind(':'));
+      s.port = static_cast<unsigned short>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));
+    } else if (flag == "--workload") s.workload = value;
+    else if (flag == "--callers") s.callers = std::stoi(value);
+    else if (flag == "--seconds") s.seconds = std::stod(value);
+    else if (flag == "--names") s.names = std::stoi(value);
+    else if (flag == "--ttl-ms") s.ttl_ms = std::stol(value);
+    else if (flag == "--wait-ms") s.wait_ms = std::stol(value);
+    else if (flag == "--hold-ms") s.hold_ms = std::stol(value);
+    else {
+      std::fprintf(stderr, "http_bench: unknown flag %s (see the comment at the top)\n", flag.c_str());
+      return 2;
+    }
+  }
+  asio::io_context io(1);
+  Totals totals;
+  const auto started = Clock::now();
+  const auto end = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
+  std::vector<std::shared_ptr<Caller>> callers;
+  for (int c = 0; c < s.callers; ++c) {
+    callers.push_back(std::make_shared<Caller>(io, s, totals, end, static_cast<unsigned>(c + 1)));
+    callers.back()->start();
+  }
+  callers.clear();  // the callers keep themselves alive while they have work
+  io.run_until(end + std::chrono::seconds(s.workload == "contended" ? 10 : 3));
+  const double elapsed = std::chrono::duration<double>(std::min(Clock::now(), end + std::chrono::seconds(1)) - started).count();
+
+  json out{{"system", "fencelock"}, {"workload", s.workload}, {"callers", s.callers}, {"seconds", s.seconds},
+           {"ops", totals.ops}, {"ops_per_sec", static_cast<double>(totals.ops) / std::max(elapsed, s.seconds)},
+           {"p50_ms", ms(totals.latency.quantile(0.5))}, {"p90_ms", ms(totals.latency.quantile(0.9))},
+           {"p99_ms", ms(totals.latency.quantile(0.99))}, {"p999_ms", ms(totals.latency.quantile(0.999))},
+           {"refused", totals.refused}, {"errors", totals.errors}};
+  if (s.workload == "uncontended") {
+    out["pair_p50_ms"] = ms(totals.pair.quantile(0.5));
+    out["pair_p99_ms"] = ms(totals.pair.quantile(0.99));
+  }
+  if (s.workload == "contended") {
+    out["handoff_p50_ms"] = ms(totals.handoff.quantile(0.5));
+    out["handoff_p90_ms"] = ms(totals.handoff.quantile(0.9));
+    out["handoff_p99_ms"] = ms(totals.handoff.quantile(0.99));
+  }
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
