@@ -3,7 +3,7 @@
 // random name out of --names and releasing it as soon as it is granted.
 //
 //   engine_bench [--nodes 5] [--callers 1,16,64,256] [--seconds 5] [--names 10000]
-//                [--ttl-ms 10000] [--aof none|always] [--redis HOST:PORT,...]
+//                [--ttl-ms 10000] [--aof none|always] [--redis HOST:PORT,...] [--json]
 //
 // Without --redis it starts its own redis-servers on loopback (and stops them). Prints one
 // Markdown table row per caller count.
@@ -35,6 +35,7 @@ struct Settings {
   int names = 10'000;
   std::chrono::milliseconds ttl{10'000};
   testing::Persistence persistence = testing::Persistence::kNone;
+  bool json = false;  // one JSON line per caller count instead of a Markdown table
   std::vector<std::string> redis;  // existing servers; empty: start our own
 };
 
@@ -113,6 +114,10 @@ Settings parse(int argc, char** argv) {
   Settings s;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--json") {  // the one flag without a value
+      s.json = true;
+      continue;
+    }
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
     const std::string value = argv[++i];
     if (flag == "--nodes") s.nodes = std::stoul(value);
@@ -164,11 +169,25 @@ int main(int argc, char** argv) {
   storage::EngineOptions options;
   for (const auto& a : addresses) options.nodes.push_back(storage::parse_node_address(a).value());
 
-  std::printf("| callers | pairs/s | acquire p50 | acquire p99 | acquire p99.9 | pair p50 | pair p99 | refused | failed |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  if (!settings.json) {
+    std::printf("| callers | pairs/s | acquire p50 | acquire p99 | acquire p99.9 | pair p50 | pair p99 | refused | failed |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  }
   for (const int callers : settings.callers) {
     const RoundResult r = run_round(options, settings, callers);
     auto us = [](std::chrono::microseconds d) { return static_cast<long long>(d.count()); };
+    if (settings.json) {
+      auto msf = [](std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1000.0; };
+      std::printf("{\"system\":\"fencelock-engine\",\"workload\":\"uncontended\",\"callers\":%d,\"seconds\":%d,"
+                  "\"ops\":%llu,\"ops_per_sec\":%.1f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
+                  "\"pair_p50_ms\":%.3f,\"pair_p99_ms\":%.3f,\"refused\":%llu,\"errors\":%llu}\n",
+                  callers, settings.seconds, static_cast<unsigned long long>(r.pairs), static_cast<double>(r.pairs) / r.seconds,
+                  msf(r.acquire.quantile(0.5)), msf(r.acquire.quantile(0.9)), msf(r.acquire.quantile(0.99)),
+                  msf(r.acquire.quantile(0.999)), msf(r.pair.quantile(0.5)), msf(r.pair.quantile(0.99)),
+                  static_cast<unsigned long long>(r.refused), static_cast<unsigned long long>(r.failed));
+      std::fflush(stdout);
+      continue;
+    }
     std::printf("| %d | %.0f | %lld µs | %lld µs | %lld µs | %lld µs | %lld µs | %llu | %llu |\n", callers,
                 static_cast<double>(r.pairs) / r.seconds, us(r.acquire.quantile(0.5)), us(r.acquire.quantile(0.99)),
                 us(r.acquire.quantile(0.999)), us(r.pair.quantile(0.5)), us(r.pair.quantile(0.99)),

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Turns bench/run.sh's results.jsonl into the side-by-side Markdown report and a gnuplot chart.
+
+usage: report.py RESULTS.jsonl ENVIRONMENT.txt OUT.md [CHART.svg or ""]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+results_path, env_path, out_md, chart = sys.argv[1:5]
+rows = [json.loads(line) for line in open(results_path) if line.strip()]
+environment = open(env_path).read().strip().splitlines()
+
+
+def pick(system, workload, callers=None):
+    for r in rows:
+        if r.get("system") == system and r.get("workload") == workload and (callers is None or r.get("callers") == callers):
+            return r
+    return None
+
+
+def num(value, digits=0):
+    if value is None:
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def ratio(a, b):
+    if not a or not b:
+        return "—"
+    return f"{a / b:.1f}×"
+
+
+systems = [("fencelock", "fencelock (HTTP)"), ("fencelock-engine", "fencelock engine (in-process)"),
+           ("node-redlock", "node-redlock 5.0.0-beta.2 (in-process)"), ("etcd", "etcd 3.4 (HTTP gateway)")]
+levels = sorted({r["callers"] for r in rows if r.get("workload") == "uncontended"})
+contended_levels = sorted({r["callers"] for r in rows if r.get("workload") == "contended"})
+
+md = []
+md.append("# Benchmarks side by side\n")
+md.append("Written by `./bench/run.sh` — do not edit by hand. One run on one machine; load generator, "
+          "services and all Redis servers share its cores. Expect ±10 % between runs.\n")
+md.append("```\n" + "\n".join(environment) + "\n```\n")
+md.append("Setup: 5 local redis-servers without persistence, shared by fencelock and node-redlock; fencelockd "
+          "(release build, 1 network thread, SQLite token source, 5 lock nodes) measured over HTTP with keep-alive "
+          "by `bench/http_bench`; node-redlock with ioredis in-process, no HTTP hop, no fencing token; one etcd "
+          "member with default fsync, driven through its HTTP/JSON gateway (lease grant + lock, unlock + revoke).\n")
+
+md.append("## 1. Uncontended: acquire → release on random names out of 10,000\n")
+md.append("| callers | " + " | ".join(label for _, label in systems) + " | fencelock ÷ node-redlock | fencelock ÷ etcd |")
+md.append("|---:|" + "---:|" * len(systems) + "---:|---:|")
+for c in levels:
+    cells = []
+    for system, _ in systems:
+        r = pick(system, "uncontended", c)
+        cells.append(f"{num(r['ops_per_sec'])} pairs/s<br>p50 {num(r['p50_ms'], 2)} / p99 {num(r['p99_ms'], 2)} ms" if r else "—")
+    fl, nr, et = (pick(s, "uncontended", c) for s in ("fencelock", "node-redlock", "etcd"))
+    md.append(f"| {c} | " + " | ".join(cells) + f" | {ratio(fl and fl['ops_per_sec'], nr and nr['ops_per_sec'])} | "
+              f"{ratio(fl and fl['ops_per_sec'], et and et['ops_per_sec'])} |")
+md.append("\nLatencies are of the acquire alone.\n")
+
+md.append("## 2. Contended: all callers on one name\n")
+md.append("fencelock waits with `wait_ms` (waiters queue and a release wakes the next one); node-redlock uses its "
+          "own retry settings; etcd's lock call blocks until the holder unlocks. Hand-off = time from one holder's "
+          "release to the next grant.\n")
+md.append("| callers | system | hand-offs/s | hand-off p50 | hand-off p99 | acquire p99 |")
+md.append("|---:|---|---:|---:|---:|---:|")
+for c in contended_levels:
+    for system, label in systems:
+        r = pick(system, "contended", c)
+        if r:
+            md.append(f"| {c} | {label} | {num(r['ops_per_sec'])} | {num(r.get('handoff_p50_ms'), 2)} ms | "
+                      f"{num(r.get('handoff_p99_ms'), 2)} ms | {num(r.get('p99_ms'), 1)} ms |")
+
+md.append("\n## 3. fencelock only: extend-heavy and tokens only\n")
+md.append("| workload | callers | ops/s | p50 | p99 |")
+md.append("|---|---:|---:|---:|---:|")
+for w in ("extend", "tokens"):
+    for r in rows:
+        if r.get("system") == "fencelock" and r.get("workload") == w:
+            md.append(f"| {w} | {r['callers']} | {num(r['ops_per_sec'])} | {num(r['p50_ms'], 3)} ms | {num(r['p99_ms'], 3)} ms |")
+
+rss = pick("fencelock", "rss")
+md.append("\n## 4. Targets\n")
+md.append("| target | measured | met |")
+md.append("|---|---|---|")
+
+
+def target(text, measured, ok):
+    md.append(f"| {text} | {measured} | {'yes' if ok else 'NO'} |")
+
+
+fl64, nr64, et64 = (pick(s, "uncontended", 64) for s in ("fencelock", "node-redlock", "etcd"))
+if fl64 and nr64:
+    target("uncontended pairs/s at 64 callers ≥ 2× node-redlock", ratio(fl64["ops_per_sec"], nr64["ops_per_sec"]),
+           fl64["ops_per_sec"] >= 2 * nr64["ops_per_sec"])
+if fl64 and et64:
+    target("uncontended pairs/s at 64 callers ≥ 5× etcd", ratio(fl64["ops_per_sec"], et64["ops_per_sec"]),
+           fl64["ops_per_sec"] >= 5 * et64["ops_per_sec"])
+fl1 = pick("fencelock", "uncontended", 1)
+if fl1:
+    target("acquire at 1 caller: p50 ≤ 0.3 ms, p99 ≤ 1 ms", f"p50 {fl1['p50_ms']:.3f} ms, p99 {fl1['p99_ms']:.3f} ms",
+           fl1["p50_ms"] <= 0.3 and fl1["p99_ms"] <= 1.0)
+for c in contended_levels:
+    flc, etc_ = pick("fencelock", "contended", c), pick("etcd", "contended", c)
+    if flc:
+        target(f"contended ({c} callers): median release→next grant ≤ 5 ms", f"{flc.get('handoff_p50_ms', 0):.2f} ms",
+               flc.get("handoff_p50_ms", 99) <= 5)
+    if flc and etc_:
+        target(f"contended ({c} callers): hand-offs/s ≥ 10× etcd", ratio(flc["ops_per_sec"], etc_["ops_per_sec"]),
+               flc["ops_per_sec"] >= 10 * etc_["ops_per_sec"])
+if rss:
+    target("fencelockd RSS ≤ 64 MiB with 1,000 open keep-alive connections",
+           f"{rss['rss_kib'] / 1024:.1f} MiB with {int(float(rss['connections']))} connections", rss["rss_kib"] <= 64 * 1024)
+md.append("")
+
+if chart:
+    md.append(f"![throughput and p99 against concurrency]({os.path.basename(chart)})\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        for system in ("fencelock", "node-redlock", "etcd"):
+            with open(os.path.join(tmp, system + ".dat"), "w") as f:
+                for c in levels:
+                    r = pick(system, "uncontended", c)
+                    if r:
+                        f.write(f"{c} {r['ops_per_sec']} {r['p99_ms']}\n")
+        script = f"""
+set terminal svg size 1000,420 font 'sans,10'
+set output '{chart}'
+set multiplot layout 1,2
+set logscale x 2
+set xlabel 'concurrent callers'
+set key top left
+set grid
+set ylabel 'acquire+release pairs/s'
+plot for [s in 'fencelock node-redlock etcd'] '{tmp}/'.s.'.dat' using 1:2 with linespoints title s
+set ylabel 'acquire p99 (ms)'
+set logscale y
+plot for [s in 'fencelock node-redlock etcd'] '{tmp}/'.s.'.dat' using 1:3 with linespoints title s
+unset multiplot
+"""
+        subprocess.run(["gnuplot"], input=script.encode(), check=True)
+
+open(out_md, "w").write("\n".join(md) + "\n")

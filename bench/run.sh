@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Benchmarks fencelock side by side with node-redlock and etcd on this machine, in one run, on the
+# same five Redis masters, and writes the report.
+#
+#   ./bench/run.sh           full run (~10 min): writes docs/benchmarks-side-by-side.md and
+#                            docs/benchmarks.svg
+#   ./bench/run.sh --quick   smoke test (~1 min): short runs, report in build/bench/ only
+#
+# Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
+# benchmarked), fencelockd (release build, SQLite tokens), one etcd member. Loopback only; every
+# load run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+scripts/install-deps.sh etcd-server gnuplot-nox python3 nodejs npm
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)" >/dev/null
+bin=$root/build/release
+out=$root/build/bench
+mkdir -p "$out"
+results=$out/results.jsonl
+: >"$results"
+work=$(mktemp -d "${TMPDIR:-/tmp}/fencelock-bench-XXXXXX")
+
+base=27300
+redis_ports=$(seq $((base + 1)) $((base + 5)))
+fencelockd_port=$((base + 80))
+etcd_port=$((base + 79))
+etcd_peer=$((base + 78))
+
+cleanup() {
+  for f in "$work"/*.pid; do [ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true; done
+  sleep 0.5
+  for f in "$work"/*.pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true; done
+  bench/peers/etcd/stop-etcd.sh "$work/etcd" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+nodes=""
+for p in $redis_ports; do
+  redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+    --pidfile "$work/redis-$p.pid" --dir "$work" --logfile "$work/redis-$p.log" >/dev/null
+  nodes="$nodes${nodes:+,}127.0.0.1:$p"
+done
+"$bin/service/fencelockd" --listen "127.0.0.1:$fencelockd_port" --redis "$nodes" \
+  --tokens "sqlite:$work/tokens.db" >"$work/fencelockd.log" 2>&1 &
+echo $! >"$work/fencelockd.pid"
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$fencelockd_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+bench/peers/etcd/start-etcd.sh "$work/etcd" "$etcd_port" "$etcd_peer" >/dev/null
+
+if [ "$quick" = 1 ]; then seconds=1; levels="1 16"; contended_levels="16"; else seconds=5; levels="1 16 64 256"; contended_levels="16 64"; fi
+
+record() { tee -a "$results" | sed 's/^/  /'; }
+say() { echo "bench: $*" >&2; }
+
+for c in $levels; do
+  say "fencelock (HTTP) uncontended, $c callers"
+  "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended --callers "$c" --seconds "$seconds" | record
+  say "fencelock engine (in-process) uncontended, $c callers"
+  "$bin/bench/engine_bench" --redis "$nodes" --callers "$c" --seconds "$seconds" --json | record
+  say "node-redlock uncontended, $c callers"
+  bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload uncontended --callers "$c" --seconds "$seconds" | record
+  say "etcd uncontended, $c callers"
+  node bench/peers/etcd/bench.js --endpoint "http://127.0.0.1:$etcd_port" --workload uncontended --callers "$c" --seconds "$seconds" | record
+done
+for c in $contended_levels; do
+  say "fencelock contended, $c callers"
+  "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload contended --callers "$c" --seconds "$seconds" | record
+  say "node-redlock contended, $c callers"
+  bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload contended --callers "$c" --seconds "$seconds" | record
+  say "etcd contended, $c callers"
+  node bench/peers/etcd/bench.js --endpoint "http://127.0.0.1:$etcd_port" --workload contended --callers "$c" --seconds "$seconds" | record
+done
+for w in extend tokens; do
+  for c in 1 64; do
+    say "fencelock $w, $c callers"
+    "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload "$w" --callers "$c" --seconds "$seconds" | record
+  done
+done
+
+say "fencelockd memory with 1000 idle keep-alive connections"
+"$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload idle --callers 1000 --seconds 4 >/dev/null &
+idle=$!
+sleep 3
+rss_kib=$(awk '/VmRSS/ {print $2}' "/proc/$(cat "$work/fencelockd.pid")/status")
+open=$(curl -fs "http://127.0.0.1:$fencelockd_port/metrics" | awk '/^fencelock_http_open_connections / {print $2}')
+wait "$idle" || true
+echo "{\"system\":\"fencelock\",\"workload\":\"rss\",\"connections\":${open:-0},\"rss_kib\":$rss_kib}" | record
+
+{
+  echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(. /etc/os-release; echo "$PRETTY_NAME")"
+  echo "redis-server: $(redis-server --version | awk '{print $3}')"
+  echo "etcd: $(etcd --version 2>/dev/null | head -n1)"
+  echo "node: $(node --version)"
+  echo "g++: $(g++ --version | head -n1)"
+  echo "mode: $([ "$quick" = 1 ] && echo quick || echo full), ${seconds}s per run"
+} >"$out/environment.txt"
+
+if [ "$quick" = 1 ]; then
+  python3 bench/report.py "$results" "$out/environment.txt" "$out/benchmarks-quick.md" ""
+  say "quick run done: $out/benchmarks-quick.md (docs untouched)"
+else
+  python3 bench/report.py "$results" "$out/environment.txt" docs/benchmarks-side-by-side.md docs/benchmarks.svg
+  say "done: docs/benchmarks-side-by-side.md, docs/benchmarks.svg"
+fi
