@@ -1,0 +1,371 @@
+#!/usr/bin/env node
+// Peer benchmark: node-redlock (5.0.0-beta.2) over ioredis 5, N Redis masters.
+//
+//   node bench.js --redis 127.0.0.1:7001,127.0.0.1:7002,... \
+//                 --workload uncontended|contended --callers N --seconds S \
+//                 [--names 10000] [--ttl-ms 10000]
+//
+// Prints ONE JSON line on stdout (see README.md for the keys); diagnostics go
+// to stderr. CommonJS on purpose: run.sh resolves redlock/ioredis through
+// NODE_PATH, which only CommonJS `require` honours.
+"use strict";
+
+const fs = require("fs");
+const path = require("path");
+const { performance } = require("perf_hooks");
+
+// Wind-down after --seconds, all told <= 5 s: callers get DRAIN_LIMIT_MS to
+// finish their in-flight operation (a contended acquire retrying with the
+// defaults needs up to ~3.1 s), then QUIT gets QUIT_LIMIT_MS, then we exit.
+// ioredis has no command timeout by default, so an operation on a frozen
+// majority would otherwise never end.
+const DRAIN_LIMIT_MS = 4000;
+const QUIT_LIMIT_MS = 500;
+const CONNECT_TIMEOUT_MS = 5000;
+
+function usage(msg) {
+  if (msg) process.stderr.write(`bench.js: ${msg}\n`);
+  process.stderr.write(
+    "usage: node bench.js --redis H:P[,H:P...] --workload uncontended|contended " +
+      "--callers N --seconds S [--names 10000] [--ttl-ms 10000]\n"
+  );
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const opts = { names: 10000, ttlMs: 10000 };
+  for (let i = 0; i < argv.length; i++) {
+    let a = argv[i];
+    let v;
+    const eq = a.indexOf("=");
+    if (a.startsWith("--") && eq > 0) {
+      v = a.slice(eq + 1);
+      a = a.slice(0, eq);
+    } else if (a.startsWith("--")) {
+      if (i + 1 >= argv.length) usage(`missing value for ${a}`);
+      v = argv[++i];
+    } else {
+      usage(`unexpected argument ${a}`);
+    }
+    switch (a) {
+      case "--redis":
+        opts.redis = v.split(",").map((s) => s.trim()).filter(Boolean).map((hp) => {
+          const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(hp);
+          if (!m) usage(`bad --redis entry ${hp} (want host:port)`);
+          return { host: m[1], port: Number(m[2]) };
+        });
+        break;
+      case "--workload":
+        if (v !== "uncontended" && v !== "contended") usage(`bad --workload ${v}`);
+        opts.workload = v;
+        break;
+      case "--callers":
+        opts.callers = Number(v);
+        break;
+      case "--seconds":
+        opts.seconds = Number(v);
+        break;
+      case "--names":
+        opts.names = Number(v);
+        break;
+      case "--ttl-ms":
+        opts.ttlMs = Number(v);
+        break;
+      default:
+        usage(`unknown option ${a}`);
+    }
+  }
+  if (!opts.redis || opts.redis.length === 0) usage("--redis is required");
+  if (!opts.workload) usage("--workload is required");
+  if (!Number.isInteger(opts.callers) || opts.callers < 1) usage("--callers must be an integer >= 1");
+  if (!(opts.seconds > 0) || !Number.isFinite(opts.seconds)) usage("--seconds must be > 0");
+  if (!Number.isInteger(opts.names) || opts.names < 1) usage("--names must be an integer >= 1");
+  // Redlock rejects non-integer durations.
+  if (!Number.isInteger(opts.ttlMs) || opts.ttlMs < 1) usage("--ttl-ms must be an integer >= 1");
+  return opts;
+}
+
+// The installed redlock's own version (its package.json says "v5.0.0-beta.2";
+// its "exports" map hides package.json from require, so read the file).
+function redlockVersion() {
+  try {
+    let dir = path.dirname(require.resolve("redlock"));
+    for (let i = 0; i < 5; i++, dir = path.dirname(dir)) {
+      const p = path.join(dir, "package.json");
+      if (fs.existsSync(p)) {
+        const pkg = JSON.parse(fs.readFileSync(p, "utf8"));
+        if (pkg.name === "redlock") return String(pkg.version).replace(/^v/, "");
+      }
+    }
+  } catch (_) {
+    /* fall through */
+  }
+  return "unknown";
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.now();
+
+// Exact percentile (nearest rank) over a sorted copy of the samples.
+function percentiles(samples, ps) {
+  const s = Float64Array.from(samples).sort();
+  return ps.map((p) => {
+    if (s.length === 0) return null;
+    const rank = Math.max(1, Math.ceil(p * s.length));
+    return round3(s[rank - 1]);
+  });
+}
+const round3 = (x) => Math.round(x * 1000) / 1000;
+
+// After a failed acquire, decide whether it was a plain "the lock is held"
+// (every vote against was a ResourceLockedError) or a real error (Redis error,
+// disconnect, no quorum of answers...). Redlock hands out each attempt's vote
+// stats only as a promise that settles once ALL nodes have answered. Normally
+// that is within a fraction of a millisecond of the rejection, and the answer
+// is exact. If a node is slow or frozen it may never settle; then fall back
+// to whether redlock reported any non-"locked" error from a node while this
+// acquire was running (nodeErrors counter, fed by redlock's "error" event).
+async function classifyAcquireFailure(err, startNodeErrors, ctx) {
+  if (!(err instanceof ctx.ExecutionError) || !Array.isArray(err.attempts) || err.attempts.length === 0) {
+    return "error";
+  }
+  const last = await Promise.race([err.attempts[err.attempts.length - 1], sleep(5).then(() => null)]);
+  if (!last) return ctx.nodeErrors() === startNodeErrors ? "locked" : "error";
+  for (const e of last.votesAgainst.values()) {
+    if (!(e instanceof ctx.ResourceLockedError)) return "error";
+  }
+  return "locked";
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+
+  const ioredisMod = require("ioredis");
+  const Redis = ioredisMod.Redis || ioredisMod.default || ioredisMod;
+  const redlockMod = require("redlock");
+  const Redlock = redlockMod.default || redlockMod;
+  const { ResourceLockedError, ExecutionError } = redlockMod;
+  const version = redlockVersion();
+
+  // One ioredis client per Redis node, shared by every caller: how node-redlock
+  // is meant to be used. ioredis defaults otherwise.
+  let clientErrors = 0;
+  const clients = opts.redis.map(({ host, port }) => {
+    const c = new Redis({ host, port });
+    c.on("error", (e) => {
+      if (clientErrors++ < 5) process.stderr.write(`ioredis ${host}:${port}: ${e.message}\n`);
+    });
+    return c;
+  });
+
+  const closeAll = async () => {
+    await Promise.race([
+      Promise.allSettled(clients.map((c) => c.quit())),
+      sleep(QUIT_LIMIT_MS),
+    ]);
+    for (const c of clients) c.disconnect();
+  };
+
+  // Every node must answer before the clock starts.
+  try {
+    await Promise.race([
+      Promise.all(clients.map((c) => c.ping())),
+      sleep(CONNECT_TIMEOUT_MS).then(() => {
+        throw new Error(`not all Redis nodes answered PING within ${CONNECT_TIMEOUT_MS} ms`);
+      }),
+    ]);
+  } catch (e) {
+    process.stderr.write(`bench.js: ${e.message}\n`);
+    for (const c of clients) c.disconnect();
+    process.exit(1);
+  }
+
+  // uncontended: library defaults except retryCount 0 (a held name is
+  // "refused", never waited for). contended: library defaults, untouched.
+  const redlock =
+    opts.workload === "uncontended" ? new Redlock(clients, { retryCount: 0 }) : new Redlock(clients);
+  let nodeErrors = 0;
+  redlock.on("error", (e) => {
+    if (!(e instanceof ResourceLockedError)) nodeErrors++;
+  });
+  const ctx = { ExecutionError, ResourceLockedError, nodeErrors: () => nodeErrors };
+  process.stderr.write(
+    `node-redlock ${version}, ${clients.length} nodes, workload ${opts.workload}, ` +
+      `settings ${JSON.stringify(redlock.settings)}\n`
+  );
+
+  // Warm-up outside the measurement: loads the Lua scripts (first EVALSHA is
+  // answered NOSCRIPT, redlock then falls back to EVAL) on every node.
+  try {
+    const l = await redlock.acquire([`bench:warmup:${process.pid}`], opts.ttlMs, { retryCount: 0 });
+    await l.release();
+  } catch (e) {
+    process.stderr.write(`bench.js: warm-up acquire/release failed: ${e.message}\n`);
+  }
+
+  const durMs = opts.seconds * 1000;
+  const t0 = now();
+  const deadline = t0 + durMs;
+
+  const acqLat = []; // ms, successful acquires that completed inside the window
+  let refused = 0;
+  let errors = 0;
+  let result;
+  let running = opts.callers; // callers that have not left their loop
+  // Run the callers; afterwards, those still stuck in an operation count as errors.
+  const runCallers = async (caller) => {
+    const all = Array.from({ length: opts.callers }, (_, id) => caller(id).finally(() => running--));
+    await Promise.race([Promise.all(all), sleep(deadline + DRAIN_LIMIT_MS - now())]);
+    if (running > 0) {
+      process.stderr.write(
+        `bench.js: ${running} caller(s) still inside an acquire/release ${DRAIN_LIMIT_MS} ms ` +
+          `after the end; counted as errors\n`
+      );
+      errors += running;
+    }
+  };
+
+  if (opts.workload === "uncontended") {
+    const pairLat = [];
+    let pairs = 0;
+    const caller = async () => {
+      while (now() < deadline) {
+        const name = "bench:" + Math.floor(Math.random() * opts.names);
+        const ta = now();
+        const startNodeErrors = nodeErrors;
+        let lock;
+        try {
+          lock = await redlock.acquire([name], opts.ttlMs);
+        } catch (e) {
+          const kind = await classifyAcquireFailure(e, startNodeErrors, ctx);
+          if (now() <= deadline) {
+            if (kind === "locked") refused++;
+            else errors++;
+          }
+          continue;
+        }
+        const tb = now();
+        try {
+          await lock.release();
+        } catch (e) {
+          if (now() <= deadline) errors++;
+          continue;
+        }
+        const tc = now();
+        if (tc <= deadline) {
+          pairs++;
+          acqLat.push(tb - ta);
+          pairLat.push(tc - ta);
+        }
+      }
+    };
+    await runCallers(caller);
+    const [p50, p90, p99, p999] = percentiles(acqLat, [0.5, 0.9, 0.99, 0.999]);
+    const [pp50, pp99] = percentiles(pairLat, [0.5, 0.99]);
+    result = {
+      system: "node-redlock",
+      version,
+      workload: "uncontended",
+      callers: opts.callers,
+      seconds: opts.seconds,
+      ops: pairs,
+      ops_per_sec: round3(pairs / opts.seconds),
+      p50_ms: p50,
+      p90_ms: p90,
+      p99_ms: p99,
+      p999_ms: p999,
+      pair_p50_ms: pp50,
+      pair_p99_ms: pp99,
+      refused,
+      errors,
+    };
+  } else {
+    const key = "bench:hot";
+    const gaps = []; // ms from a release being issued to the next grant
+    let handoffs = 0;
+    let failed = 0;
+    let lastRelease = null; // time the current/most recent holder let go
+    let lastHolder = -1;
+    const otherGaps = []; // the subset of gaps where the grant went to another caller
+    let selfRegrants = 0;
+    const caller = async (id) => {
+      while (now() < deadline) {
+        const ta = now();
+        const startNodeErrors = nodeErrors;
+        let lock;
+        try {
+          lock = await redlock.acquire([key], opts.ttlMs);
+        } catch (e) {
+          const kind = await classifyAcquireFailure(e, startNodeErrors, ctx);
+          if (now() <= deadline) {
+            if (kind === "locked") failed++;
+            else errors++;
+          }
+          continue;
+        }
+        const tg = now();
+        if (tg <= deadline) {
+          handoffs++;
+          acqLat.push(tg - ta);
+          if (lastRelease !== null) {
+            gaps.push(tg - lastRelease);
+            if (lastHolder === id) selfRegrants++;
+            else otherGaps.push(tg - lastRelease);
+          }
+        }
+        lastHolder = id;
+        lastRelease = null; // this grant consumed the previous release
+        await sleep(1); // hold ~1 ms
+        lastRelease = now(); // release issued: the lock is being handed on
+        try {
+          await lock.release();
+        } catch (e) {
+          if (now() <= deadline) errors++;
+        }
+      }
+    };
+    await runCallers(caller);
+    const [p50, p90, p99, p999] = percentiles(acqLat, [0.5, 0.9, 0.99, 0.999]);
+    const [h50, h90, h99] = percentiles(gaps, [0.5, 0.9, 0.99]);
+    // Not part of the JSON contract: node-redlock has no waiter queue, so the
+    // caller that just released usually re-acquires at once while the others
+    // sleep in their retry timers. Say how much of the hand-off figure that is.
+    const [o50, o90, o99] = percentiles(otherGaps, [0.5, 0.9, 0.99]);
+    process.stderr.write(
+      `contended breakdown: ${gaps.length} release->grant gaps, ${selfRegrants} re-grants to the ` +
+        `releasing caller, ${otherGaps.length} to another caller ` +
+        `(p50 ${o50} / p90 ${o90} / p99 ${o99} ms)\n`
+    );
+    result = {
+      system: "node-redlock",
+      version,
+      workload: "contended",
+      callers: opts.callers,
+      seconds: opts.seconds,
+      ops: handoffs,
+      ops_per_sec: round3(handoffs / opts.seconds),
+      p50_ms: p50,
+      p90_ms: p90,
+      p99_ms: p99,
+      p999_ms: p999,
+      handoff_p50_ms: h50,
+      handoff_p90_ms: h90,
+      handoff_p99_ms: h99,
+      failed_acquires: failed,
+      refused: 0,
+      errors,
+    };
+  }
+
+  const line = JSON.stringify(result) + "\n";
+  await new Promise((r) => process.stdout.write(line, r));
+  await closeAll();
+  // Anything still pending (a caller stuck past the drain limit, redlock
+  // retry timers) must not keep the process alive.
+  process.exit(0);
+}
+
+main().catch((e) => {
+  process.stderr.write(`bench.js: ${e && e.stack ? e.stack : e}\n`);
+  process.exit(1);
+});
