@@ -15,7 +15,10 @@ root=$PWD
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
-scripts/install-deps.sh etcd-server gnuplot-nox python3 nodejs npm
+scripts/install-deps.sh etcd-server gnuplot-nox python3
+# Node for the node-redlock peer: Debian's packages, unless a Node with npm is already installed
+# (mixing the two breaks apt).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then scripts/install-deps.sh nodejs npm; fi
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" >/dev/null
 bin=$root/build/release

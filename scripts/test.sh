@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything with ASan+UBSan and runs every
 # test (unit and integration against real redis-server processes) through ctest; then builds the
-# optimised preset, runs the quickstart's start → ready → demo → stop cycle on it, and validates the
-# container files. Exits non-zero on any failure, and also if a test left a process behind.
+# optimised preset, runs the quickstart's start → ready → demo → stop cycle on it, validates the
+# container files and smoke-tests the benchmark harness (bench/run.sh --quick). Exits non-zero on any failure, and also if a test left a process behind.
 #   ./scripts/test.sh              everything
 #   ./scripts/test.sh -R quorum    extra arguments go to ctest (the later stages are skipped)
 set -euo pipefail
@@ -43,6 +43,12 @@ if pgrep -f "$quickstart_dir" >/dev/null; then
   status=1
 fi
 scripts/check-compose.sh || status=1
+# The benchmark harness as a smoke test: everything starts, runs and stops; no timing is asserted.
+if ! bench/run.sh --quick >"$PWD/build/bench-quick.log" 2>&1; then
+  echo "test.sh: bench/run.sh --quick failed:" >&2
+  tail -n 30 "$PWD/build/bench-quick.log" >&2
+  status=1
+fi
 
 if [ "$status" -eq 0 ]; then
   echo "test.sh: all passed"
