@@ -27,13 +27,13 @@ function usage(msg) {
   if (msg) process.stderr.write(`bench.js: ${msg}\n`);
   process.stderr.write(
     "usage: node bench.js --redis H:P[,H:P...] --workload uncontended|contended " +
-      "--callers N --seconds S [--names 10000] [--ttl-ms 10000]\n"
+      "--callers N --seconds S [--names 10000] [--ttl-ms 10000] [--hold-ms 1]\n"
   );
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = { names: 10000, ttlMs: 10000 };
+  const opts = { names: 10000, ttlMs: 10000, holdMs: 1 };
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
     let v;
@@ -54,6 +54,10 @@ function parseArgs(argv) {
           if (!m) usage(`bad --redis entry ${hp} (want host:port)`);
           return { host: m[1], port: Number(m[2]) };
         });
+        break;
+      case "--hold-ms":
+        opts.holdMs = Number(v);
+        if (!Number.isInteger(opts.holdMs) || opts.holdMs < 0) usage(`bad --hold-ms ${v}`);
         break;
       case "--workload":
         if (v !== "uncontended" && v !== "contended") usage(`bad --workload ${v}`);
@@ -315,7 +319,7 @@ async function main() {
         }
         lastHolder = id;
         lastRelease = null; // this grant consumed the previous release
-        await sleep(1); // hold ~1 ms
+        if (opts.holdMs > 0) await sleep(opts.holdMs); // hold the lock (default ~1 ms)
         lastRelease = now(); // release issued: the lock is being handed on
         try {
           await lock.release();
