@@ -45,6 +45,18 @@ Exit codes:
 )";
 }
 
+int exit_code_for(const Error& error) noexcept {
+  switch (error.code) {
+    case ErrorCode::kLocked: return kExitLocked;
+    case ErrorCode::kNotHeld: return kExitNotHeld;
+    case ErrorCode::kUnavailable:
+    case ErrorCode::kTransport: return kExitUnavailable;
+    case ErrorCode::kInvalidArgument: return kExitUsage;
+    case ErrorCode::kInternal: return kExitError;
+  }
+  return kExitError;
+}
+
 Result<CliArgs> parse_cli(const std::vector<std::string>& args, const std::optional<std::string>& endpoint_env,
                           const std::optional<std::string>& lease_env) {
   CliArgs out;

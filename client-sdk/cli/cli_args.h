@@ -43,4 +43,7 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
 
 std::string cli_usage();
 
+// The exit code for an SDK error (kLocked → 3, kNotHeld → 4, unavailable/transport → 5, ...).
+int exit_code_for(const Error& error) noexcept;
+
 }  // namespace fencelock::cli

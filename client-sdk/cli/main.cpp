@@ -23,15 +23,7 @@ std::optional<std::string> env(const char* name) {
 
 int fail(const Error& error, const char* what) {
   std::fprintf(stderr, "fencelock: %s: %s\n", what, error.message.c_str());
-  switch (error.code) {
-    case ErrorCode::kLocked: return kExitLocked;
-    case ErrorCode::kNotHeld: return kExitNotHeld;
-    case ErrorCode::kUnavailable:
-    case ErrorCode::kTransport: return kExitUnavailable;
-    case ErrorCode::kInvalidArgument: return kExitUsage;
-    case ErrorCode::kInternal: return kExitError;
-  }
-  return kExitError;
+  return exit_code_for(error);
 }
 
 int print(const json& body) {

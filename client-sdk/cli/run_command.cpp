@@ -31,18 +31,6 @@ int exit_status_of(int wait_status) {
   return kExitError;
 }
 
-int exit_code_for(const Error& error) {
-  switch (error.code) {
-    case ErrorCode::kLocked: return kExitLocked;
-    case ErrorCode::kNotHeld: return kExitNotHeld;
-    case ErrorCode::kUnavailable:
-    case ErrorCode::kTransport: return kExitUnavailable;
-    case ErrorCode::kInvalidArgument: return kExitUsage;
-    case ErrorCode::kInternal: return kExitError;
-  }
-  return kExitError;
-}
-
 // Starts CMD in a new process group. Returns its pid, or -1 (errno set) if fork failed; an exec
 // failure shows as exit status 127.
 pid_t start_child(const CliArgs& args, std::uint64_t token) {

@@ -97,6 +97,13 @@ Result<T> field(const json& body, const char* name) {
   return body[name].get<T>();
 }
 
+// A call whose success is 200 with a JSON object: the object, or the service's error.
+Result<json> expect_object(Result<HttpReply> reply) {
+  if (!reply.ok()) return std::move(reply).error();
+  if (reply->status != 200) return error_from_reply(reply.value());
+  return json_body(reply.value());
+}
+
 Status check_name(std::string_view name) {
   if (!is_valid_lock_name(name)) {
     return make(ErrorCode::kInvalidArgument, "name must be 1 to 200 characters from [A-Za-z0-9._:-]");
@@ -215,11 +222,8 @@ Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseco
   if (wait.count() > 0) body["wait_ms"] = wait.count();
   if (!owner.empty()) body["owner"] = std::string(owner);
   Clock::time_point sent_at;
-  auto reply = impl_->call("POST", "/v1/locks/" + std::string(name), body.dump(), Impl::Retry::kOnlyIfUndelivered,
-                           wait, std::nullopt, sent_at);
-  if (!reply.ok()) return std::move(reply).error();
-  if (reply->status != 200) return error_from_reply(reply.value());
-  auto parsed = json_body(reply.value());
+  auto parsed = expect_object(impl_->call("POST", "/v1/locks/" + std::string(name), body.dump(),
+                                          Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto token = field<std::uint64_t>(parsed.value(), "token");
   auto validity = field<std::int64_t>(parsed.value(), "validity_ms");
@@ -235,11 +239,8 @@ Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds
   if (ttl.count() <= 0) return make(ErrorCode::kInvalidArgument, "ttl must be positive");
   const json body{{"lease", lease.lease_string()}, {"ttl_ms", ttl.count()}};
   Clock::time_point sent_at;
-  auto reply = impl_->call("POST", "/v1/locks/" + lease.name() + "/extend", body.dump(), Impl::Retry::kSafe,
-                           milliseconds(0), within, sent_at);
-  if (!reply.ok()) return std::move(reply).error();
-  if (reply->status != 200) return error_from_reply(reply.value());
-  auto parsed = json_body(reply.value());
+  auto parsed = expect_object(impl_->call("POST", "/v1/locks/" + lease.name() + "/extend", body.dump(),
+                                          Impl::Retry::kSafe, milliseconds(0), within, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto validity = field<std::int64_t>(parsed.value(), "validity_ms");
   if (!validity.ok()) return std::move(validity).error();
@@ -250,11 +251,8 @@ Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds
 Result<bool> Client::release(const Lease& lease) {
   const json body{{"lease", lease.lease_string()}};
   Clock::time_point sent_at;
-  auto reply = impl_->call("DELETE", "/v1/locks/" + lease.name(), body.dump(), Impl::Retry::kSafe, milliseconds(0),
-                           std::nullopt, sent_at);
-  if (!reply.ok()) return std::move(reply).error();
-  if (reply->status != 200) return error_from_reply(reply.value());
-  auto parsed = json_body(reply.value());
+  auto parsed = expect_object(impl_->call("DELETE", "/v1/locks/" + lease.name(), body.dump(), Impl::Retry::kSafe,
+                                          milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   if (!parsed->contains("released") || !parsed.value()["released"].is_boolean()) return make(ErrorCode::kInternal, "the service's answer lacks 'released'");
   return parsed.value()["released"].get<bool>();
@@ -263,16 +261,16 @@ Result<bool> Client::release(const Lease& lease) {
 Result<LockStatus> Client::status(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto reply = impl_->call("GET", "/v1/locks/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at);
-  if (!reply.ok()) return std::move(reply).error();
-  if (reply->status != 200) return error_from_reply(reply.value());
-  auto parsed = json_body(reply.value());
+  auto parsed = expect_object(
+      impl_->call("GET", "/v1/locks/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto last = field<std::uint64_t>(parsed.value(), "last_token");
   if (!last.ok()) return std::move(last).error();
   LockStatus status;
   status.held = parsed->value("held", false);
-  if (parsed.value()["remaining_ms"].is_number_integer()) status.remaining = milliseconds(parsed.value()["remaining_ms"].get<std::int64_t>());
+  if (parsed.value()["remaining_ms"].is_number_integer()) {
+    status.remaining = milliseconds(parsed.value()["remaining_ms"].get<std::int64_t>());
+  }
   status.last_token = last.value();
   return status;
 }
@@ -280,10 +278,8 @@ Result<LockStatus> Client::status(std::string_view name) {
 Result<std::uint64_t> Client::next_token(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto reply = impl_->call("POST", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at);
-  if (!reply.ok()) return std::move(reply).error();
-  if (reply->status != 200) return error_from_reply(reply.value());
-  auto parsed = json_body(reply.value());
+  auto parsed = expect_object(
+      impl_->call("POST", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   return field<std::uint64_t>(parsed.value(), "token");
 }
@@ -291,10 +287,8 @@ Result<std::uint64_t> Client::next_token(std::string_view name) {
 Result<std::uint64_t> Client::current_token(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto reply = impl_->call("GET", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at);
-  if (!reply.ok()) return std::move(reply).error();
-  if (reply->status != 200) return error_from_reply(reply.value());
-  auto parsed = json_body(reply.value());
+  auto parsed = expect_object(
+      impl_->call("GET", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   return field<std::uint64_t>(parsed.value(), "token");
 }
