@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -132,17 +133,29 @@ storage::Status run_service(const ServiceConfig& config) {
                 " threads=" + std::to_string(config.threads));
 
   asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&](const boost::system::error_code& ec, int signal_number) {
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  bool shutting_down = false;
+  on_signal = [&](const boost::system::error_code& ec, int signal_number) {
     if (ec) return;
+    if (shutting_down) {  // a second signal: stop waiting for anything
+      log_event(LogLevel::kWarning, "forced_shutdown", "signal=" + std::to_string(signal_number));
+      io.stop();
+      return;
+    }
+    shutting_down = true;
     log_event(LogLevel::kInfo, "shutting_down", "signal=" + std::to_string(signal_number));
+    signals.async_wait(on_signal);
+    // The engine first: acquires waiting for a held lock are answered (503) at once instead of
+    // holding the shutdown for their whole wait; operations in flight still finish.
+    engine->stop();
     server.shutdown(config.shutdown_grace, [&] {
-      engine->stop();
       if (redis_tokens) redis_tokens->stop();
       // Whatever still holds the loop (a node's graceful close) gets a bounded moment, then stop.
       auto last_call = std::make_shared<asio::steady_timer>(io, 2 * config.engine.node_timeout + std::chrono::milliseconds(200));
       last_call->async_wait([&io, last_call](const boost::system::error_code&) { io.stop(); });
     });
-  });
+  };
+  signals.async_wait(on_signal);
 
   // An exception escaping a completion handler is a bug; log it and keep serving.
   auto run_loop = [&io] {

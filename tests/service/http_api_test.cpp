@@ -293,3 +293,18 @@ TEST_CASE("http: a request that cannot be framed is refused, not read as two", "
   CHECK(head.status == 405);
   CHECK(head.body.empty());
 }
+
+TEST_CASE("http: SIGTERM answers acquires that are waiting at once instead of holding the shutdown", "[service][redis]") {
+  Service s({"--shutdown-grace", "60s"});
+  HttpClient http = s.client();
+  REQUIRE(http.post("/v1/locks/busy", {{"ttl_ms", 60000}}).status == 200);
+  HttpAnswer waited;
+  std::thread waiter([&] { waited = s.client().post("/v1/locks/busy", {{"ttl_ms", 1000}, {"wait_ms", 30000}}); });
+  std::this_thread::sleep_for(300ms);  // the waiter is queued on the held lock
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(s.daemon->stop(SIGTERM, 10s) == std::optional<int>(0));
+  waiter.join();
+  CHECK(std::chrono::steady_clock::now() - started < 3s);
+  CHECK(waited.status == 503);
+  CHECK(waited.error_code() == "unavailable");
+}
