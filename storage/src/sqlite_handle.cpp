@@ -2,11 +2,6 @@
 
 namespace fencelock::storage {
 
-SqliteStatement& SqliteStatement::bind(int index, std::string_view text) {
-  sqlite3_bind_text(statement_.get(), index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  return *this;
-}
-
 SqliteStatement& SqliteStatement::bind(int index, std::int64_t value) {
   sqlite3_bind_int64(statement_.get(), index, value);
   return *this;
@@ -21,12 +16,6 @@ void SqliteStatement::reset() {
 
 std::int64_t SqliteStatement::column_int64(int index) const {
   return sqlite3_column_int64(statement_.get(), index);
-}
-
-std::string SqliteStatement::column_text(int index) const {
-  const auto* text = sqlite3_column_text(statement_.get(), index);
-  const int bytes = sqlite3_column_bytes(statement_.get(), index);
-  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(bytes));
 }
 
 Result<SqliteDatabase> SqliteDatabase::open(const std::filesystem::path& path) {
