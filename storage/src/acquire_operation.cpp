@@ -11,9 +11,13 @@ namespace asio = boost::asio;
 
 namespace {
 
+// The plain SET answers OK or nil; the acquire-and-mark script 1 or 0.
 Vote vote_for_set(const NodeReply& reply) {
   if (reply.kind == NodeReply::Kind::kStatus && reply.text == "OK") return Vote::kYes;
   if (reply.kind == NodeReply::Kind::kNil) return Vote::kNo;
+  if (reply.kind == NodeReply::Kind::kInteger && (reply.integer == 0 || reply.integer == 1)) {
+    return reply.integer == 1 ? Vote::kYes : Vote::kNo;
+  }
   return Vote::kFailed;
 }
 
@@ -24,6 +28,7 @@ AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequ
     : core_(std::move(core)),
       request_(std::move(request)),
       key_(core_->key_of(request_.name)),
+      marker_(core_->waiting_marker_of(request_.name)),
       secret_(std::move(secret)),
       done_(std::move(done)),
       retry_timer_(core_->strand()) {}
@@ -47,20 +52,38 @@ void AcquireOperation::attempt() {
   }
   ++attempt_;
   phase_ = Phase::kVoting;
+  woken_during_attempt_ = false;
   tally_.emplace(core_->new_tally());
   // Validity counts from here: before the first request reaches any node.
   attempt_started_ = Clock::now();
-  RespCommand set(6);
-  set.arg("SET").arg(key_).arg(secret_).arg("NX").arg("PX").arg(static_cast<std::int64_t>(request_.ttl.count()));
-  core_->broadcast(set, shared_from_this(), attempt_);
+  marking_ = attempt_started_ < call_started_ + request_.wait;  // it would wait if refused
+  core_->broadcast(attempt_command(marking_, /*eval=*/false), shared_from_this(), attempt_);
   // A cluster with too few voting nodes is decided before any answer arrives.
   if (tally_->outcome() == TallyOutcome::kImpossible) {
     attempt_failed(make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
   }
 }
 
+RespCommand AcquireOperation::attempt_command(bool marking, bool eval) const {
+  const auto ttl = std::to_string(request_.ttl.count());
+  if (!marking) {
+    RespCommand set(6);
+    set.arg("SET").arg(key_).arg(secret_).arg("NX").arg("PX").arg(ttl);
+    return set;
+  }
+  const std::string keys[] = {key_, marker_};
+  const std::string args[] = {secret_, ttl, core_->engine_id(),
+                              std::to_string(core_->waiting_marker_ttl().count())};
+  return EngineCore::script_command(Script::kAcquireAndMark, eval, keys, args);
+}
+
 void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
+  if (marking_ && reply.is_error_prefix("NOSCRIPT")) {
+    // Someone flushed the script cache. EVAL cannot answer NOSCRIPT, so this happens once.
+    core_->send_to(node, attempt_command(true, /*eval=*/true), shared_from_this(), attempt_);
+    return;
+  }
   tally_->record(node, vote_for_set(reply));
   switch (tally_->outcome()) {
     case TallyOutcome::kUndecided: return;
@@ -129,6 +152,12 @@ void AcquireOperation::attempt_failed(Error error) {
     complete(std::move(error));
     return;
   }
+  if (woken_during_attempt_) {
+    // The lock was released while this attempt was on its way: it may have lost only to the
+    // release's stragglers, so try again now instead of sleeping out the retry delay.
+    retry_now();
+    return;
+  }
   sleep_until_retry(std::move(error));
 }
 
@@ -160,14 +189,24 @@ void AcquireOperation::sleep_until_retry(Error error) {
 }
 
 bool AcquireOperation::wake_now() {
-  if (phase_ != Phase::kWaitingToRetry) return false;
-  phase_ = Phase::kWoken;
+  switch (phase_) {
+    case Phase::kDone: return false;
+    case Phase::kWoken: return true;  // about to try anyway
+    case Phase::kVoting:
+    case Phase::kDrawingToken: woken_during_attempt_ = true; return true;
+    case Phase::kWaitingToRetry: break;
+  }
   retry_timer_.cancel();
-  // Not from inside the releasing operation's call chain.
+  retry_now();
+  return true;
+}
+
+void AcquireOperation::retry_now() {
+  phase_ = Phase::kWoken;
+  // Posted: never from inside the releasing operation's (or a hiredis) call chain.
   asio::post(core_->strand(), [self = shared_from_this()] {
     if (self->phase_ == Phase::kWoken) self->attempt();
   });
-  return true;
 }
 
 void AcquireOperation::cancel() {

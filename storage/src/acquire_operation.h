@@ -4,6 +4,9 @@
 // An attempt is identified by its number, carried as the reply cookie, so answers that straggle
 // in from an earlier attempt are ignored. Every failed attempt releases the key on every node;
 // on a node's connection the release is queued behind that attempt's SET, so it cannot overtake it.
+// An attempt that will wait if refused runs the acquire-and-mark script instead of the plain SET,
+// so that its refusal leaves a waiting marker (lua_scripts.h) and releases through other engines
+// are announced to this one.
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
@@ -32,22 +35,27 @@ class AcquireOperation : public ReplySink,
   enum class Phase { kVoting, kDrawingToken, kWaitingToRetry, kWoken, kDone };
 
   void attempt();
+  RespCommand attempt_command(bool marking, bool eval) const;
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
   void on_quorum();
   void on_token(std::uint32_t attempt, Result<std::uint64_t> token);
   void attempt_failed(Error error);
   void cancel() override;
   bool wake_now() override;
+  void retry_now();
   void sleep_until_retry(Error error);
   void complete(Result<Lease> result);
 
   std::shared_ptr<EngineCore> core_;
   AcquireRequest request_;
   std::string key_;
+  std::string marker_;
   std::string secret_;
   RedlockEngine::AcquireHandler done_;
   Phase phase_ = Phase::kVoting;
   bool queued_ = false;  // in the engine's waiter queue for the name
+  bool marking_ = false;  // the attempt in flight marks the name as waited for
+  bool woken_during_attempt_ = false;  // a release came while an attempt was in flight
   std::uint32_t attempt_ = 0;
   Clock::time_point call_started_;
   Clock::time_point attempt_started_;

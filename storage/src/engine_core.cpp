@@ -1,11 +1,30 @@
 #include "engine_core.h"
 
 #include <boost/asio/steady_timer.hpp>
+#include <cstdio>
 
 namespace fencelock::storage {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kReleaseIdLength = 16;
+
+std::string hex64(std::uint64_t value) {
+  char text[kReleaseIdLength + 1];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return std::string(text, kReleaseIdLength);
+}
+
+// A marker must outlive the longest sleep of the waiter that set it, so that the next attempt
+// renews it before it lapses: the longest retry delay plus a slow attempt, with room to spare.
+std::chrono::milliseconds marker_ttl_for(const EngineOptions& options) {
+  return 2 * (options.retry_delay + options.retry_jitter + options.node_timeout) + std::chrono::milliseconds(100);
+}
+
+}  // namespace
 
 EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
                        std::shared_ptr<TokenSource> tokens, EngineObserver* observer)
@@ -16,13 +35,16 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       quarantine_(options_.nodes.size(), quarantine_window(options_), options_.quarantine_restarted_nodes),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       rng_(std::random_device{}()),
+      engine_id_(hex64(rng_())),
+      channel_(options_.key_prefix + "#released"),
+      marker_ttl_(marker_ttl_for(options_)),
       grace_timer_(strand_) {
   RedisNodeOptions base;
   base.command_timeout = options_.node_timeout;
   base.connect_timeout = options_.connect_timeout;
   base.reconnect_min = options_.reconnect_min;
   base.reconnect_max = options_.reconnect_max;
-  for (const Script script : {Script::kRelease, Script::kExtend, Script::kInspect}) {
+  for (const Script script : {Script::kRelease, Script::kExtend, Script::kInspect, Script::kAcquireAndMark}) {
     base.scripts.push_back({std::string(script_source(script)), std::string(script_sha(script))});
   }
   for (std::size_t i = 0; i < options_.nodes.size(); ++i) {
@@ -36,14 +58,31 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
 }
 
 void EngineCore::start() {
-  if (stopped_) return;
+  if (stopped_ || !subscribers_.empty()) return;  // stopped, or started already
   for (auto& node : nodes_) node->start();
+  // Subscribers are made here, not in the constructor: their handler holds a weak reference.
+  for (const auto& node : options_.nodes) {
+    ReleaseSubscriberOptions sub;
+    sub.host = node.host;
+    sub.port = node.port;
+    sub.channel = channel_;
+    sub.subscribe_timeout = options_.connect_timeout + options_.node_timeout;
+    sub.reconnect_min = options_.reconnect_min;
+    sub.reconnect_max = options_.reconnect_max;
+    auto subscriber = std::make_shared<ReleaseSubscriber>(
+        strand_, std::move(sub), [weak = weak_from_this()](std::string_view message) {
+          if (const auto self = weak.lock()) self->on_announcement(message);
+        });
+    subscriber->start();
+    subscribers_.push_back(std::move(subscriber));
+  }
 }
 
 void EngineCore::stop() {
   if (stopped_) return;
   stopped_ = true;
   voting_nodes_ = 0;
+  for (auto& subscriber : subscribers_) subscriber->stop();
   for (auto& timer : quarantine_timers_) timer->cancel();
   // Acquires waiting between retries finish now (their last attempt was already released).
   auto waiting = std::move(waiting_);
@@ -99,22 +138,54 @@ void EngineCore::send_to(std::size_t node, const RespCommand& command,
   nodes_.at(node)->send(command, sink, cookie);
 }
 
-RespCommand EngineCore::script_command(Script script, bool eval, std::string_view key,
-                                       std::span<const std::string_view> args) {
-  RespCommand command(4 + args.size());
+RespCommand EngineCore::script_command(Script script, bool eval, std::span<const std::string> keys,
+                                       std::span<const std::string> args) {
+  RespCommand command(3 + keys.size() + args.size());
   if (eval) {
     command.arg("EVAL").arg(script_source(script));
   } else {
     command.arg("EVALSHA").arg(script_sha(script));
   }
-  command.arg("1").arg(key);
-  for (const auto arg : args) command.arg(arg);
+  command.arg(static_cast<std::int64_t>(keys.size()));
+  for (const auto& key : keys) command.arg(key);
+  for (const auto& arg : args) command.arg(arg);
   return command;
 }
 
 void EngineCore::release_everywhere(std::string_view name, std::string_view secret) {
   // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
-  broadcast(script_command(Script::kRelease, true, key_of(name), {secret}), nullptr, 0);
+  broadcast(script_command(Script::kRelease, true, release_keys(name), release_args(name, secret, new_release_id())),
+            nullptr, 0);
+}
+
+std::string EngineCore::waiting_marker_of(std::string_view name) const {
+  std::string marker = key_of(name);
+  marker.append("#waiting");
+  return marker;
+}
+
+std::string EngineCore::new_release_id() { return hex64(rng_()); }
+
+std::vector<std::string> EngineCore::release_keys(std::string_view name) const {
+  return {key_of(name), waiting_marker_of(name)};
+}
+
+std::vector<std::string> EngineCore::release_args(std::string_view name, std::string_view secret,
+                                                  std::string_view release_id) const {
+  std::string message;
+  message.reserve(release_id.size() + 1 + name.size());
+  message.append(release_id).append(" ").append(name);
+  return {std::string(secret), engine_id_, channel_, std::move(message)};
+}
+
+void EngineCore::on_announcement(std::string_view message) {
+  // "<release id> <name>"; anything else on the channel is not ours to act on.
+  if (stopped_ || message.size() <= kReleaseIdLength + 1 || message[kReleaseIdLength] != ' ') return;
+  const std::string_view release_id = message.substr(0, kReleaseIdLength);
+  const std::string name(message.substr(kReleaseIdLength + 1));
+  const auto it = waiters_.find(name);
+  if (it == waiters_.end() || it->second.last_release == release_id) return;
+  wake_first_waiter(name, release_id);
 }
 
 void EngineCore::track(Cancellable* operation, std::weak_ptr<Cancellable> handle) {
@@ -125,27 +196,28 @@ void EngineCore::untrack(Cancellable* operation) { waiting_.erase(operation); }
 
 bool EngineCore::has_waiters(const std::string& name) const {
   const auto it = waiters_.find(name);
-  return it != waiters_.end() && !it->second.empty();
+  return it != waiters_.end() && !it->second.queue.empty();
 }
 
 void EngineCore::add_waiter(const std::string& name, std::weak_ptr<Waiter> waiter) {
-  waiters_[name].push_back(std::move(waiter));
+  waiters_[name].queue.push_back(std::move(waiter));
 }
 
 void EngineCore::remove_waiter(const std::string& name, const Waiter* waiter) {
   const auto it = waiters_.find(name);
   if (it == waiters_.end()) return;
-  it->second.remove_if([waiter](const std::weak_ptr<Waiter>& w) {
+  it->second.queue.remove_if([waiter](const std::weak_ptr<Waiter>& w) {
     const auto locked = w.lock();
     return !locked || locked.get() == waiter;
   });
-  if (it->second.empty()) waiters_.erase(it);
+  if (it->second.queue.empty()) waiters_.erase(it);
 }
 
-void EngineCore::wake_first_waiter(const std::string& name) {
+void EngineCore::wake_first_waiter(const std::string& name, std::string_view release_id) {
   const auto it = waiters_.find(name);
   if (it == waiters_.end()) return;
-  for (const auto& weak : it->second) {
+  it->second.last_release.assign(release_id);
+  for (const auto& weak : it->second.queue) {
     if (const auto waiter = weak.lock(); waiter && waiter->wake_now()) return;
   }
 }

@@ -24,6 +24,7 @@
 #include "lua_scripts.h"
 #include "quarantine_tracker.h"
 #include "redis_node.h"
+#include "release_subscriber.h"
 
 namespace fencelock::storage {
 
@@ -37,7 +38,8 @@ class Cancellable {
 };
 
 // An acquire waiting for a held lock. wake_now() makes it try again at once if it is sleeping
-// between attempts (returns true), and does nothing otherwise (returns false).
+// between attempts, or once more at once if its attempt in flight fails (returns true: the wake-up
+// is taken), and returns false if it is finished.
 class Waiter {
  public:
   virtual ~Waiter() = default;
@@ -87,27 +89,39 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void send_to(std::size_t node, const RespCommand& command, const std::shared_ptr<ReplySink>& sink,
                std::uint32_t cookie);
 
-  // EVALSHA (or, for the NOSCRIPT fallback, EVAL) of `script` on one key with `args`.
-  static RespCommand script_command(Script script, bool eval, std::string_view key,
-                                    std::span<const std::string_view> args);
-  static RespCommand script_command(Script script, bool eval, std::string_view key,
-                                    std::initializer_list<std::string_view> args) {
-    return script_command(script, eval, key, std::span<const std::string_view>(args.begin(), args.size()));
-  }
+  // EVALSHA (or, for the NOSCRIPT fallback, EVAL) of `script` on `keys` with `args`.
+  static RespCommand script_command(Script script, bool eval, std::span<const std::string> keys,
+                                    std::span<const std::string> args);
 
-  // Compare-and-delete of `secret` under `name` on every node, answers ignored.
+  // Compare-and-delete of `secret` under `name` on every node, answers ignored (announced like
+  // any release: it may free nodes another engine's waiter failed on).
   void release_everywhere(std::string_view name, std::string_view secret);
+
+  // Cross-instance hand-off. A waiting acquire marks the name on every node that refuses it
+  // (lua_scripts.h); a release that deletes a key whose marker names another engine publishes
+  // "<release id> <name>" on announcement_channel(), and every engine subscribes to it on every
+  // node. A release is heard up to once per node: the id lets the hearer act on it once.
+  const std::string& engine_id() const noexcept { return engine_id_; }
+  const std::string& announcement_channel() const noexcept { return channel_; }
+  std::string waiting_marker_of(std::string_view name) const;  // key_of(name) + "#waiting"
+  std::chrono::milliseconds waiting_marker_ttl() const noexcept { return marker_ttl_; }
+  std::string new_release_id();
+  // KEYS and ARGV of the release script for one release of `secret` under `name`.
+  std::vector<std::string> release_keys(std::string_view name) const;
+  std::vector<std::string> release_args(std::string_view name, std::string_view secret,
+                                        std::string_view release_id) const;
 
   void track(Cancellable* operation, std::weak_ptr<Cancellable> handle);
   void untrack(Cancellable* operation);
 
   // Hand-off: acquires that wait for a held name queue here in arrival order; a successful
-  // release of the name wakes the first one that is sleeping, so it does not sleep out its retry
-  // delay. (Releases through another fencelockd, and expiry, are still found by the retry timer.)
+  // release of the name (here, or announced by another engine) wakes the first one, so it does
+  // not sleep out its retry delay. Expiry is still found by the retry timer.
   bool has_waiters(const std::string& name) const;
   void add_waiter(const std::string& name, std::weak_ptr<Waiter> waiter);
   void remove_waiter(const std::string& name, const Waiter* waiter);
-  void wake_first_waiter(const std::string& name);
+  // `release_id`: the release that freed the name; a later announcement of it is ignored.
+  void wake_first_waiter(const std::string& name, std::string_view release_id);
 
   // Readable from any thread.
   std::size_t voting_nodes() const noexcept { return voting_nodes_.load(std::memory_order_relaxed); }
@@ -115,6 +129,12 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   const RedisNode& node(std::size_t i) const { return *nodes_.at(i); }
 
  private:
+  struct NameWaiters {
+    std::list<std::weak_ptr<Waiter>> queue;  // FIFO
+    std::string last_release;                // id of the last release that woke it
+  };
+
+  void on_announcement(std::string_view message);
   void on_node_ready(std::size_t node, const NodeIdentity& identity) override;
   void on_node_down(std::size_t node, const std::string& why) override;
   void refresh_voting_count();
@@ -126,13 +146,17 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::shared_ptr<TokenSource> tokens_;
   EngineObserver* observer_;
   std::vector<std::shared_ptr<RedisNode>> nodes_;
+  std::vector<std::shared_ptr<ReleaseSubscriber>> subscribers_;  // one per node
   QuarantineTracker quarantine_;
   std::unique_ptr<std::atomic<bool>[]> quarantined_flags_;
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node
   std::atomic<std::size_t> voting_nodes_{0};
   std::unordered_map<Cancellable*, std::weak_ptr<Cancellable>> waiting_;
-  std::unordered_map<std::string, std::list<std::weak_ptr<Waiter>>> waiters_;  // per name, FIFO
+  std::unordered_map<std::string, NameWaiters> waiters_;
   std::mt19937_64 rng_;
+  std::string engine_id_;
+  std::string channel_;
+  std::chrono::milliseconds marker_ttl_;
   bool stopped_ = false;
   bool nodes_closed_ = false;
   std::size_t in_flight_ = 0;

@@ -60,8 +60,7 @@ RedisNode::RedisNode(asio::any_io_executor strand, std::size_t index, RedisNodeO
       listener_(listener),
       deadline_timer_(strand_),
       reconnect_timer_(strand_),
-      backoff_(options_.reconnect_min),
-      jitter_rng_(static_cast<std::minstd_rand::result_type>(std::random_device{}())) {}
+      backoff_(options_.reconnect_min, options_.reconnect_max) {}
 
 RedisNode::~RedisNode() {
   // stop() should have run; never leave hiredis holding a pointer to a dead node.
@@ -229,15 +228,7 @@ void RedisNode::connection_lost(const std::string& why) {
 
 void RedisNode::schedule_reconnect(bool immediately) {
   if (state_ == State::kStopped) return;
-  std::chrono::milliseconds delay{0};
-  if (!immediately) {
-    // Exponential backoff with ±25% jitter so that many engines do not reconnect in step.
-    const auto base = backoff_.count();
-    std::uniform_int_distribution<long long> spread(base * 3 / 4, base * 5 / 4);
-    delay = std::chrono::milliseconds(spread(jitter_rng_));
-    backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
-  }
-  reconnect_timer_.expires_after(delay);
+  reconnect_timer_.expires_after(immediately ? std::chrono::milliseconds(0) : backoff_.next_delay());
   reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec == asio::error::operation_aborted || self->state_ != State::kIdle) return;
     self->connect();
@@ -268,7 +259,7 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
   }
   if (--handshake_left_ != 0) return;
   state_ = State::kReady;
-  backoff_ = options_.reconnect_min;
+  backoff_.reset();
   counters_.up = true;
   if (listener_ != nullptr) listener_->on_node_ready(index_, handshake_identity_);
 }

@@ -25,11 +25,11 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "node_reply.h"
+#include "reconnect_backoff.h"
 #include "resp_command.h"
 
 namespace fencelock::storage {
@@ -144,8 +144,7 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   bool deadline_armed_ = false;
   std::chrono::steady_clock::time_point armed_until_{};
   boost::asio::steady_timer reconnect_timer_;
-  std::chrono::milliseconds backoff_;
-  std::minstd_rand jitter_rng_;
+  ReconnectBackoff backoff_;
 
   std::size_t handshake_left_ = 0;
   NodeIdentity handshake_identity_;

@@ -37,17 +37,16 @@ bool cannot_tell(const QuorumTally& tally) {
 }  // namespace
 
 ScriptOperation::ScriptOperation(std::shared_ptr<EngineCore> core, OperationKind kind, Script script,
-                                 std::string_view name, std::vector<std::string> args)
+                                 std::vector<std::string> keys, std::vector<std::string> args)
     : core_(std::move(core)),
       tally_(core_->new_tally()),
       kind_(kind),
       script_(script),
-      key_(core_->key_of(name)),
+      keys_(std::move(keys)),
       args_(std::move(args)) {}
 
 RespCommand ScriptOperation::command(bool eval) const {
-  std::vector<std::string_view> views(args_.begin(), args_.end());
-  return EngineCore::script_command(script_, eval, key_, views);
+  return EngineCore::script_command(script_, eval, keys_, args_);
 }
 
 void ScriptOperation::start() {
@@ -78,8 +77,15 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
 
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
                                    std::string secret, std::function<void(Result<bool>)> done)
-    : ScriptOperation(std::move(core), OperationKind::kRelease, Script::kRelease, name, {std::move(secret)}),
+    : ReleaseOperation(core, name, secret, core->new_release_id(), std::move(done)) {}
+
+ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+                                   std::string_view secret, std::string release_id,
+                                   std::function<void(Result<bool>)> done)
+    : ScriptOperation(core, OperationKind::kRelease, Script::kRelease, core->release_keys(name),
+                      core->release_args(name, secret, release_id)),
       name_(name),
+      release_id_(std::move(release_id)),
       done_(std::move(done)) {}
 
 void ReleaseOperation::on_answer(std::size_t node, const NodeReply& reply) {
@@ -92,7 +98,7 @@ void ReleaseOperation::decide() {
   if (tally_.outcome() == TallyOutcome::kReached) {
     finish(std::nullopt);
     core_->complete_later(std::move(done_), Result<bool>(true));
-    core_->wake_first_waiter(name_);  // hand the lock over without a retry delay
+    core_->wake_first_waiter(name_, release_id_);  // hand the lock over without a retry delay
   } else if (surely_not_held(tally_)) {
     finish(std::nullopt);
     core_->complete_later(std::move(done_), Result<bool>(false));
@@ -105,7 +111,7 @@ void ReleaseOperation::decide() {
 ExtendOperation::ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name,
                                  std::string secret, std::chrono::milliseconds ttl,
                                  std::function<void(Result<Extension>)> done)
-    : ScriptOperation(std::move(core), OperationKind::kExtend, Script::kExtend, name,
+    : ScriptOperation(core, OperationKind::kExtend, Script::kExtend, {core->key_of(name)},
                       {std::move(secret), std::to_string(ttl.count())}),
       ttl_(ttl),
       done_(std::move(done)) {}
@@ -138,7 +144,7 @@ void ExtendOperation::decide() {
 
 InspectOperation::InspectOperation(std::shared_ptr<EngineCore> core, std::string_view name,
                                    std::function<void(Result<LockStatus>)> done)
-    : ScriptOperation(std::move(core), OperationKind::kInspect, Script::kInspect, name, {}),
+    : ScriptOperation(core, OperationKind::kInspect, Script::kInspect, {core->key_of(name)}, {}),
       holdings_(tally_.node_count()),
       done_(std::move(done)) {}
 

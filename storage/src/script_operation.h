@@ -20,7 +20,7 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
 
  protected:
   ScriptOperation(std::shared_ptr<EngineCore> core, OperationKind kind, Script script,
-                  std::string_view name, std::vector<std::string> args);
+                  std::vector<std::string> keys, std::vector<std::string> args);
 
   // One node's answer (never NOSCRIPT). Record it in tally_ and call decide().
   virtual void on_answer(std::size_t node, const NodeReply& reply) = 0;
@@ -42,21 +42,24 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
 
   OperationKind kind_;
   Script script_;
-  std::string key_;
+  std::vector<std::string> keys_;
   std::vector<std::string> args_;
   bool finished_ = false;
 };
 
-// Compare-and-delete on every node.
+// Compare-and-delete on every node (announced to other engines' waiters, see EngineCore).
 class ReleaseOperation final : public ScriptOperation {
  public:
   ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, std::string secret,
                    std::function<void(Result<bool>)> done);
 
  private:
+  ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, std::string_view secret,
+                   std::string release_id, std::function<void(Result<bool>)> done);
   void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
-  std::string name_;  // to wake the name's first waiter once the lock is free
+  std::string name_;        // to wake the name's first waiter once the lock is free
+  std::string release_id_;  // so that this engine ignores its own announcement
   std::function<void(Result<bool>)> done_;
 };
 

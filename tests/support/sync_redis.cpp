@@ -58,6 +58,22 @@ SyncReply SyncRedis::run(std::vector<const char*>& argv,
   return out;
 }
 
+SyncReply SyncRedis::receive() {
+  SyncReply failed;
+  if (!context_ || context_->err != 0) {
+    failed.text = context_ ? context_->errstr : "out of memory";
+    return failed;
+  }
+  void* raw = nullptr;
+  if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
+    failed.text = context_->errstr;
+    return failed;
+  }
+  SyncReply out = convert(static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  return out;
+}
+
 SyncReply SyncRedis::command(std::initializer_list<std::string_view> args) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;

@@ -36,6 +36,10 @@ class SyncRedis {
   SyncReply command(std::initializer_list<std::string_view> args);
   SyncReply command(const std::vector<std::string>& args);
 
+  // The next reply nobody asked for (a pub/sub message after SUBSCRIBE), or kNoAnswer once the
+  // timeout passes — after which this connection answers nothing more.
+  SyncReply receive();
+
   // Conveniences for the questions tests ask most.
   bool ping();                                    // true iff PONG came back in time
   std::optional<std::string> get(std::string_view key);

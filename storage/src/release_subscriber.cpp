@@ -1,0 +1,140 @@
+#include "release_subscriber.h"
+
+#include <hiredis/hiredis.h>
+
+#include <string_view>
+
+#include "hiredis_asio_adapter.h"
+
+namespace fencelock::storage {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::string_view element_text(const redisReply* reply, std::size_t i) {
+  if (reply->type != REDIS_REPLY_ARRAY || i >= reply->elements) return {};
+  const redisReply* element = reply->element[i];
+  if (element->type != REDIS_REPLY_STRING || element->str == nullptr) return {};
+  return {element->str, element->len};
+}
+
+}  // namespace
+
+ReleaseSubscriber::ReleaseSubscriber(asio::any_io_executor strand, ReleaseSubscriberOptions options,
+                                     MessageHandler on_message)
+    : strand_(std::move(strand)),
+      options_(std::move(options)),
+      on_message_(std::move(on_message)),
+      subscribe_timer_(strand_),
+      reconnect_timer_(strand_),
+      backoff_(options_.reconnect_min, options_.reconnect_max) {}
+
+ReleaseSubscriber::~ReleaseSubscriber() {
+  if (context_ != nullptr) {
+    redisAsyncContext* context = context_;
+    context_ = nullptr;
+    context->data = nullptr;
+    context->onDisconnect = nullptr;
+    redisAsyncFree(context);
+  }
+}
+
+void ReleaseSubscriber::start() {
+  if (state_ == State::kIdle && context_ == nullptr) connect();
+}
+
+void ReleaseSubscriber::stop() {
+  if (state_ == State::kStopped) return;
+  state_ = State::kStopped;
+  on_message_ = nullptr;
+  subscribe_timer_.cancel();
+  reconnect_timer_.cancel();
+  teardown();
+}
+
+void ReleaseSubscriber::connect() {
+  redisAsyncContext* context = redisAsyncConnect(options_.host.c_str(), options_.port);
+  if (context == nullptr) {
+    connection_lost();
+    return;
+  }
+  if (context->err != 0) {
+    redisAsyncFree(context);
+    connection_lost();
+    return;
+  }
+  context->data = this;
+  HiredisAsioAdapter::attach(context, strand_);
+  context_ = context;
+  state_ = State::kSubscribing;
+  redisAsyncSetConnectCallback(context, &ReleaseSubscriber::on_connected);
+  redisAsyncSetDisconnectCallback(context, &ReleaseSubscriber::on_disconnected);
+  if (redisAsyncCommand(context, &ReleaseSubscriber::on_channel_reply, nullptr, "SUBSCRIBE %b",
+                        options_.channel.data(), options_.channel.size()) != REDIS_OK) {
+    teardown();
+    return;
+  }
+  // hiredis has no timeouts: a connect or SUBSCRIBE that hangs is ours to give up on.
+  subscribe_timer_.expires_after(options_.subscribe_timeout);
+  subscribe_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted || self->state_ != State::kSubscribing) return;
+    self->teardown();
+  });
+}
+
+void ReleaseSubscriber::teardown() {
+  redisAsyncContext* context = context_;
+  context_ = nullptr;  // marks the disconnect as ours for on_disconnected
+  if (context != nullptr) {
+    context->data = nullptr;  // the NULL replies hiredis hands the channel callback are not news
+    redisAsyncFree(context);
+  }
+  connection_lost();
+}
+
+void ReleaseSubscriber::connection_lost() {
+  subscribe_timer_.cancel();
+  if (state_ == State::kStopped) return;
+  state_ = State::kIdle;
+  schedule_reconnect();
+}
+
+void ReleaseSubscriber::schedule_reconnect() {
+  reconnect_timer_.expires_after(backoff_.next_delay());
+  reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted || self->state_ != State::kIdle || self->context_ != nullptr) return;
+    self->connect();
+  });
+}
+
+void ReleaseSubscriber::on_connected(const redisAsyncContext* context, int status) {
+  auto* self = static_cast<ReleaseSubscriber*>(context->data);
+  if (self == nullptr || status == REDIS_OK || self->context_ != context) return;
+  // hiredis frees the context right after this callback.
+  self->context_ = nullptr;
+  self->connection_lost();
+}
+
+void ReleaseSubscriber::on_disconnected(const redisAsyncContext* context, int /*status*/) {
+  auto* self = static_cast<ReleaseSubscriber*>(context->data);
+  if (self == nullptr || self->context_ != context) return;  // our own teardown: handled there
+  self->context_ = nullptr;
+  self->connection_lost();
+}
+
+void ReleaseSubscriber::on_channel_reply(redisAsyncContext* context, void* raw_reply, void* /*privdata*/) {
+  auto* self = static_cast<ReleaseSubscriber*>(context->data);
+  if (self == nullptr || raw_reply == nullptr || self->context_ != context) return;
+  const auto* reply = static_cast<const redisReply*>(raw_reply);
+  const std::string_view kind = element_text(reply, 0);
+  if (kind == "subscribe") {
+    self->state_ = State::kSubscribed;
+    self->subscribe_timer_.cancel();
+    self->backoff_.reset();
+  } else if (kind == "message" && self->on_message_) {
+    self->on_message_(element_text(reply, 2));
+  }
+}
+
+}  // namespace fencelock::storage

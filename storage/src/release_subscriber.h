@@ -1,0 +1,76 @@
+// Hears release announcements from one Redis node: a dedicated hiredis connection in subscribe
+// mode on one channel (a connection in subscribe mode can run no other command, so it cannot share
+// RedisNode's). Every message on the channel is handed to the handler.
+//
+// Announcements only speed up hand-off between fencelockd instances; nothing depends on hearing
+// them (a waiter that hears nothing still retries on its timer). So the subscriber is simple: it
+// connects, subscribes, and on any loss reconnects with backoff. Its only deadline is the one on
+// connecting and subscribing. It cannot tell a paused node from a quiet one (hiredis 0.14 cannot
+// PING in subscribe mode); the other nodes of the quorum announce the same releases meanwhile.
+//
+// Threading: every member function and every handler call runs on the strand given at
+// construction.
+#pragma once
+
+#include <hiredis/async.h>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "reconnect_backoff.h"
+
+namespace fencelock::storage {
+
+struct ReleaseSubscriberOptions {
+  std::string host;  // numeric IP address
+  std::uint16_t port = 6379;
+  std::string channel;
+  std::chrono::milliseconds subscribe_timeout{300};  // connect + SUBSCRIBE confirmed
+  std::chrono::milliseconds reconnect_min{50};
+  std::chrono::milliseconds reconnect_max{2000};
+};
+
+class ReleaseSubscriber : public std::enable_shared_from_this<ReleaseSubscriber> {
+ public:
+  using MessageHandler = std::function<void(std::string_view message)>;
+
+  ReleaseSubscriber(boost::asio::any_io_executor strand, ReleaseSubscriberOptions options,
+                    MessageHandler on_message);
+  ~ReleaseSubscriber();
+  ReleaseSubscriber(const ReleaseSubscriber&) = delete;
+  ReleaseSubscriber& operator=(const ReleaseSubscriber&) = delete;
+
+  void start();  // begins connecting in the background
+  void stop();   // closes the connection for good; the handler is never called again
+
+  bool subscribed() const noexcept { return state_ == State::kSubscribed; }
+
+ private:
+  enum class State { kIdle, kSubscribing, kSubscribed, kStopped };
+
+  void connect();
+  void teardown();  // drop the connection (ours), reconnect later
+  void connection_lost();
+  void schedule_reconnect();
+
+  static void on_connected(const redisAsyncContext* context, int status);
+  static void on_disconnected(const redisAsyncContext* context, int status);
+  static void on_channel_reply(redisAsyncContext* context, void* reply, void* privdata);
+
+  boost::asio::any_io_executor strand_;
+  ReleaseSubscriberOptions options_;
+  MessageHandler on_message_;
+  State state_ = State::kIdle;
+  redisAsyncContext* context_ = nullptr;
+  boost::asio::steady_timer subscribe_timer_;
+  boost::asio::steady_timer reconnect_timer_;
+  ReconnectBackoff backoff_;
+};
+
+}  // namespace fencelock::storage

@@ -1,0 +1,153 @@
+// Hand-off between engines that share lock nodes (two fencelockd instances): a release through one
+// engine is announced over Redis pub/sub and wakes the waiters of the other at once, instead of
+// leaving them to sleep out their retry delay.
+#include <catch2/catch.hpp>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "engine_under_test.h"
+#include "sync_redis.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kChannel = "fencelock:lock:#released";
+
+// A retry delay no waiter in these tests may sleep out: being granted well before it proves that
+// the waiter was woken by the release.
+EngineOptions slow_retry_options(RedisCluster& cluster) {
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 3s;
+  options.retry_jitter = 0ms;
+  return options;
+}
+
+std::int64_t subscribers_on(RedisCluster& cluster, std::size_t node) {
+  const SyncReply reply = SyncRedis(cluster.node(node).port()).command({"PUBSUB", "NUMSUB", kChannel});
+  if (reply.kind != SyncReply::Kind::kArray || reply.elements.size() != 2) return -1;
+  return reply.elements[1].integer;
+}
+
+void wait_for_subscribers(RedisCluster& cluster, std::int64_t count) {
+  const auto deadline = Clock::now() + 10s;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    while (subscribers_on(cluster, i) != count) {
+      if (Clock::now() > deadline) FAIL("engines did not subscribe on node " << i);
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+}
+
+void wait_for_marker(RedisCluster& cluster, const std::string& name) {
+  const auto deadline = Clock::now() + 10s;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    while (!SyncRedis(cluster.node(i).port()).get("fencelock:lock:" + name + "#waiting")) {
+      if (Clock::now() > deadline) FAIL("no waiting marker on node " << i);
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+}
+
+struct Grant {
+  Result<Lease> lease;
+  Clock::time_point at;
+};
+
+std::future<Grant> acquire_in_background(EngineUnderTest& engine, const std::string& name) {
+  return std::async(std::launch::async, [&engine, name] {
+    auto lease = engine.acquire(name, 30s, /*wait=*/10s);
+    return Grant{std::move(lease), Clock::now()};
+  });
+}
+
+// `holder_engine` holds `name`; a waiter on `waiter_engine` must get it as soon as it is released.
+void expect_release_wakes_waiter(RedisCluster& cluster, EngineUnderTest& holder_engine,
+                                 EngineUnderTest& waiter_engine, const std::string& name) {
+  auto holder = holder_engine.acquire(name, 30s);
+  REQUIRE(holder.ok());
+  auto waiter = acquire_in_background(waiter_engine, name);
+  wait_for_marker(cluster, name);  // the waiter was refused once and now sleeps
+  const auto released_at = Clock::now();
+  REQUIRE(holder_engine.release(name, holder->secret).value());
+  const Grant grant = waiter.get();
+  REQUIRE(grant.lease.ok());
+  CHECK(grant.at - released_at < 1500ms);
+  CHECK(waiter_engine.release(name, grant.lease->secret).value());
+}
+
+}  // namespace
+
+TEST_CASE("a release through another engine wakes a waiter at once", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest a(slow_retry_options(cluster));
+  EngineUnderTest b(slow_retry_options(cluster));
+  wait_for_subscribers(cluster, 2);
+  expect_release_wakes_waiter(cluster, a, b, "shared");
+  expect_release_wakes_waiter(cluster, b, a, "shared");
+}
+
+TEST_CASE("a release is announced only when another engine's waiter marked the name", "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest a(slow_retry_options(cluster));
+  EngineUnderTest b(slow_retry_options(cluster));
+  wait_for_subscribers(cluster, 2);
+
+  // No waiter anywhere, then a waiter on the releasing engine itself: nothing is published.
+  SyncRedis quiet(cluster.node(0).port(), 500ms);
+  REQUIRE(quiet.command({"SUBSCRIBE", kChannel}).kind == SyncReply::Kind::kArray);
+  auto lease = a.acquire("solo", 30s);
+  REQUIRE(lease.ok());
+  REQUIRE(a.release("solo", lease->secret).value());
+  auto holder = a.acquire("solo", 30s);
+  auto local_waiter = acquire_in_background(a, "solo");
+  wait_for_marker(cluster, "solo");
+  REQUIRE(a.release("solo", holder->secret).value());
+  const Grant local = local_waiter.get();
+  REQUIRE(local.lease.ok());
+  CHECK(quiet.receive().kind == SyncReply::Kind::kNoAnswer);
+
+  // A waiter on another engine: the release is announced as "<release id> <name>", no secret.
+  SyncRedis listener(cluster.node(0).port(), 5000ms);
+  REQUIRE(listener.command({"SUBSCRIBE", kChannel}).kind == SyncReply::Kind::kArray);
+  auto remote_waiter = acquire_in_background(b, "solo");
+  const auto marked_deadline = Clock::now() + 10s;
+  while (SyncRedis(cluster.node(0).port()).get("fencelock:lock:solo#waiting") != "*") {
+    REQUIRE(Clock::now() < marked_deadline);
+    std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(a.release("solo", local.lease->secret).value());
+  const SyncReply message = listener.receive();
+  REQUIRE(message.kind == SyncReply::Kind::kArray);
+  REQUIRE(message.elements.size() == 3);
+  CHECK(message.elements[0].text == "message");
+  const std::string& text = message.elements[2].text;
+  CHECK(text.size() == 16 + 1 + 4);
+  CHECK(text.substr(16) == " solo");
+  CHECK(text.find(local.lease->secret) == std::string::npos);
+  const Grant remote = remote_waiter.get();
+  CHECK(remote.lease.ok());
+}
+
+TEST_CASE("announcements resume after the subscriber connections are killed", "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest a(slow_retry_options(cluster));
+  EngineUnderTest b(slow_retry_options(cluster));
+  wait_for_subscribers(cluster, 2);
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis(cluster.node(i).port()).command({"CLIENT", "KILL", "TYPE", "pubsub"});
+  }
+  wait_for_subscribers(cluster, 2);  // both engines reconnected and subscribed again
+  expect_release_wakes_waiter(cluster, a, b, "again");
+}
+
+TEST_CASE("names containing '#' are refused: the waiting marker is <name>#waiting", "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest t(engine_options_for(cluster));
+  CHECK(t.acquire("a#waiting", 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.inspect("a#b").error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.release("a#b", std::string(32, 'b')).error().code == ErrorCode::kInvalidArgument);
+}
