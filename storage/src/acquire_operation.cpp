@@ -57,6 +57,8 @@ void AcquireOperation::attempt() {
   // Validity counts from here: before the first request reaches any node.
   attempt_started_ = Clock::now();
   marking_ = attempt_started_ < call_started_ + request_.wait;  // it would wait if refused
+  // Queued from its first marking attempt on: a release announced while it is out must reach it.
+  if (marking_) join_queue();
   core_->broadcast(attempt_command(marking_, /*eval=*/false), shared_from_this(), attempt_);
   // A cluster with too few voting nodes is decided before any answer arrives.
   if (tally_->outcome() == TallyOutcome::kImpossible) {
@@ -162,10 +164,7 @@ void AcquireOperation::attempt_failed(Error error) {
 }
 
 void AcquireOperation::sleep_until_retry(Error error) {
-  if (!queued_) {
-    queued_ = true;
-    core_->add_waiter(request_.name, std::weak_ptr<Waiter>(shared_from_this()));
-  }
+  join_queue();
   const EngineOptions& options = core_->options();
   const auto now = Clock::now();
   const auto budget_end = call_started_ + request_.wait;
@@ -199,6 +198,12 @@ bool AcquireOperation::wake_now() {
   retry_timer_.cancel();
   retry_now();
   return true;
+}
+
+void AcquireOperation::join_queue() {
+  if (queued_) return;
+  queued_ = true;
+  core_->add_waiter(request_.name, std::weak_ptr<Waiter>(shared_from_this()));
 }
 
 void AcquireOperation::retry_now() {

@@ -43,6 +43,7 @@ class AcquireOperation : public ReplySink,
   void cancel() override;
   bool wake_now() override;
   void retry_now();
+  void join_queue();  // into the engine's waiter queue for the name, once
   void sleep_until_retry(Error error);
   void complete(Result<Lease> result);
 

@@ -154,7 +154,8 @@ RespCommand EngineCore::script_command(Script script, bool eval, std::span<const
 
 void EngineCore::release_everywhere(std::string_view name, std::string_view secret) {
   // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
-  broadcast(script_command(Script::kRelease, true, release_keys(name), release_args(name, secret, new_release_id())),
+  broadcast(script_command(Script::kRelease, true, release_keys(name),
+                           release_args(name, secret, new_release_id(), /*announce=*/false)),
             nullptr, 0);
 }
 
@@ -171,21 +172,29 @@ std::vector<std::string> EngineCore::release_keys(std::string_view name) const {
 }
 
 std::vector<std::string> EngineCore::release_args(std::string_view name, std::string_view secret,
-                                                  std::string_view release_id) const {
+                                                  std::string_view release_id, bool announce) const {
   std::string message;
-  message.reserve(release_id.size() + 1 + name.size());
-  message.append(release_id).append(" ").append(name);
-  return {std::string(secret), engine_id_, channel_, std::move(message)};
+  message.reserve(engine_id_.size() + release_id.size() + 1 + name.size());
+  message.append(engine_id_).append(release_id).append(" ").append(name);
+  return {std::string(secret), engine_id_, announce ? channel_ : std::string(), std::move(message)};
 }
 
 void EngineCore::on_announcement(std::string_view message) {
-  // "<release id> <name>"; anything else on the channel is not ours to act on.
-  if (stopped_ || message.size() <= kReleaseIdLength + 1 || message[kReleaseIdLength] != ' ') return;
-  const std::string_view release_id = message.substr(0, kReleaseIdLength);
-  const std::string name(message.substr(kReleaseIdLength + 1));
+  // "<engine id><release id> <name>"; anything else on the channel is not ours to act on.
+  constexpr std::size_t kIds = 2 * kReleaseIdLength;
+  if (stopped_ || message.size() <= kIds + 1 || message[kIds] != ' ') return;
+  if (message.substr(0, kReleaseIdLength) == engine_id_) return;  // ours: woken directly
+  const std::string_view release_id = message.substr(kReleaseIdLength, kReleaseIdLength);
+  const std::string name(message.substr(kIds + 1));
   const auto it = waiters_.find(name);
-  if (it == waiters_.end() || it->second.last_release == release_id) return;
-  wake_first_waiter(name, release_id);
+  if (it == waiters_.end()) return;
+  if (it->second.last_release != release_id) {
+    wake_first_waiter(name, release_id);
+  } else if (const auto woken = it->second.woken.lock()) {
+    // Another node's copy: that node has now deleted the key too. If the woken waiter's attempt
+    // is still out, it may have been refused there; this makes it try once more at once.
+    woken->wake_now();
+  }
 }
 
 void EngineCore::track(Cancellable* operation, std::weak_ptr<Cancellable> handle) {
@@ -217,8 +226,12 @@ void EngineCore::wake_first_waiter(const std::string& name, std::string_view rel
   const auto it = waiters_.find(name);
   if (it == waiters_.end()) return;
   it->second.last_release.assign(release_id);
+  it->second.woken.reset();
   for (const auto& weak : it->second.queue) {
-    if (const auto waiter = weak.lock(); waiter && waiter->wake_now()) return;
+    if (const auto waiter = weak.lock(); waiter && waiter->wake_now()) {
+      it->second.woken = waiter;
+      return;
+    }
   }
 }
 

@@ -99,17 +99,20 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
 
   // Cross-instance hand-off. A waiting acquire marks the name on every node that refuses it
   // (lua_scripts.h); a release that deletes a key whose marker names another engine publishes
-  // "<release id> <name>" on announcement_channel(), and every engine subscribes to it on every
-  // node. A release is heard up to once per node: the id lets the hearer act on it once.
+  // "<engine id><release id> <name>" (16 hex digits each) on announcement_channel(), and every
+  // engine subscribes to it on every node. A release is heard up to once per node: the first copy
+  // wakes the name's first waiter, later copies go to that same waiter (its attempt may have raced
+  // the release's stragglers), and an engine ignores its own announcements.
   const std::string& engine_id() const noexcept { return engine_id_; }
   const std::string& announcement_channel() const noexcept { return channel_; }
   std::string waiting_marker_of(std::string_view name) const;  // key_of(name) + "#waiting"
   std::chrono::milliseconds waiting_marker_ttl() const noexcept { return marker_ttl_; }
   std::string new_release_id();
-  // KEYS and ARGV of the release script for one release of `secret` under `name`.
+  // KEYS and ARGV of the release script for one release of `secret` under `name`; `announce`
+  // false for the cleanup of a failed attempt, which frees nothing anyone waits for.
   std::vector<std::string> release_keys(std::string_view name) const;
   std::vector<std::string> release_args(std::string_view name, std::string_view secret,
-                                        std::string_view release_id) const;
+                                        std::string_view release_id, bool announce) const;
 
   void track(Cancellable* operation, std::weak_ptr<Cancellable> handle);
   void untrack(Cancellable* operation);
@@ -131,7 +134,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
  private:
   struct NameWaiters {
     std::list<std::weak_ptr<Waiter>> queue;  // FIFO
-    std::string last_release;                // id of the last release that woke it
+    std::string last_release;                // id of the last release that woke a waiter
+    std::weak_ptr<Waiter> woken;             // the waiter that release woke
   };
 
   void on_announcement(std::string_view message);

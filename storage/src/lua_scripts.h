@@ -20,34 +20,41 @@ inline constexpr std::size_t kScriptCount = 4;
 
 // Compare-and-delete: deletes the key only if it still holds our secret, so a release can never
 // delete a newer holder's key after ours expired. Returns 1 if deleted, 0 otherwise. Idempotent.
-// After a delete, if the waiting marker (KEYS[2]) names another engine (or "*"), publishes
-// ARGV[4] on channel ARGV[3]; ARGV[2] is the releasing engine's id. Never publishes the secret.
+// After a delete, if ARGV[3] (a channel) is not empty and the waiting marker (KEYS[2]) names
+// another engine (or "*"), publishes ARGV[4] on that channel; ARGV[2] is the releasing engine's
+// id. A failed attempt's cleanup passes an empty channel: it frees nothing anyone waits for, and
+// announcing it would wake waiters into the same split vote. Never publishes the secret.
 inline constexpr std::string_view kReleaseScript =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
     "  return 0\n"
     "end\n"
     "redis.call('DEL', KEYS[1])\n"
-    "local marker = redis.call('GET', KEYS[2])\n"
-    "if marker and marker ~= ARGV[2] then\n"
-    "  redis.call('PUBLISH', ARGV[3], ARGV[4])\n"
+    "if ARGV[3] ~= '' then\n"
+    "  local marker = redis.call('GET', KEYS[2])\n"
+    "  if marker and marker ~= ARGV[2] then\n"
+    "    redis.call('PUBLISH', ARGV[3], ARGV[4])\n"
+    "  end\n"
     "end\n"
     "return 1\n";
 
 // The SET NX PX of an acquire that will wait if refused: on success returns 1, exactly like the
-// plain SET. On refusal it also (re)writes the waiting marker KEYS[2] with ttl ARGV[4] ms — ARGV[3]
-// (this engine's id) or "*" if another engine's id is there — and returns 0. Marking in the same
-// atomic step as the refusal means no release can slip between the two unannounced.
+// plain SET. On refusal it also keeps the waiting marker KEYS[2] — ARGV[3] (this engine's id), or
+// "*" if another engine's id is there — alive for ARGV[4] ms, and returns 0. Marking in the same
+// atomic step as the refusal means no release can slip between the two unannounced. The marker is
+// rewritten only when its value changes or half its ttl has passed, so most refusals write
+// nothing (no AOF entry, no fsync).
 inline constexpr std::string_view kAcquireAndMarkScript =
     "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
     "  return 1\n"
     "end\n"
     "local marker = redis.call('GET', KEYS[2])\n"
+    "local wanted = ARGV[3]\n"
     "if marker and marker ~= ARGV[3] then\n"
-    "  marker = '*'\n"
-    "else\n"
-    "  marker = ARGV[3]\n"
+    "  wanted = '*'\n"
     "end\n"
-    "redis.call('SET', KEYS[2], marker, 'PX', ARGV[4])\n"
+    "if marker ~= wanted or redis.call('PTTL', KEYS[2]) < tonumber(ARGV[4]) / 2 then\n"
+    "  redis.call('SET', KEYS[2], wanted, 'PX', ARGV[4])\n"
+    "end\n"
     "return 0\n";
 
 // Compare-and-PEXPIRE: resets the ttl (ARGV[2], ms) only if the key still holds our secret.
@@ -66,10 +73,10 @@ inline constexpr std::string_view kInspectScript =
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
-inline constexpr std::string_view kReleaseScriptSha = "66bb2c076187989c13fd367c01034ca2fc05599b";
+inline constexpr std::string_view kReleaseScriptSha = "feb634ac4c38f4add919bd8642689fe247c6b4ad";
 inline constexpr std::string_view kExtendScriptSha = "3a32323a05c08607e6bc7842cfeea9552d0b61f5";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
-inline constexpr std::string_view kAcquireAndMarkScriptSha = "0c2c7f44e85eb525555e7e15a014d1843b2e27ae";
+inline constexpr std::string_view kAcquireAndMarkScriptSha = "9d781d46c5109e17a092acc6dcabc236f281f588";
 
 constexpr std::string_view script_sha(Script script) {
   switch (script) {

@@ -65,8 +65,10 @@ void ReleaseSubscriber::connect() {
     return;
   }
   context->data = this;
+  redisEnableKeepAlive(&context->c);  // this connection never writes after SUBSCRIBE
   HiredisAsioAdapter::attach(context, strand_);
   context_ = context;
+  ++generation_;
   state_ = State::kSubscribing;
   redisAsyncSetConnectCallback(context, &ReleaseSubscriber::on_connected);
   redisAsyncSetDisconnectCallback(context, &ReleaseSubscriber::on_disconnected);
@@ -77,8 +79,11 @@ void ReleaseSubscriber::connect() {
   }
   // hiredis has no timeouts: a connect or SUBSCRIBE that hangs is ours to give up on.
   subscribe_timer_.expires_after(options_.subscribe_timeout);
-  subscribe_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec == asio::error::operation_aborted || self->state_ != State::kSubscribing) return;
+  subscribe_timer_.async_wait([self = shared_from_this(), generation = generation_](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted || self->generation_ != generation ||
+        self->state_ != State::kSubscribing) {
+      return;
+    }
     self->teardown();
   });
 }

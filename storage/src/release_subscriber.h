@@ -5,8 +5,9 @@
 // Announcements only speed up hand-off between fencelockd instances; nothing depends on hearing
 // them (a waiter that hears nothing still retries on its timer). So the subscriber is simple: it
 // connects, subscribes, and on any loss reconnects with backoff. Its only deadline is the one on
-// connecting and subscribing. It cannot tell a paused node from a quiet one (hiredis 0.14 cannot
-// PING in subscribe mode); the other nodes of the quorum announce the same releases meanwhile.
+// connecting and subscribing; TCP keepalive finds a peer that vanished without a reset. It cannot
+// tell a paused node from a quiet one (hiredis 0.14 cannot PING in subscribe mode); the other
+// nodes of the quorum announce the same releases meanwhile.
 //
 // Threading: every member function and every handler call runs on the strand given at
 // construction.
@@ -68,6 +69,7 @@ class ReleaseSubscriber : public std::enable_shared_from_this<ReleaseSubscriber>
   MessageHandler on_message_;
   State state_ = State::kIdle;
   redisAsyncContext* context_ = nullptr;
+  std::uint64_t generation_ = 0;  // of context_: a timer armed for an older one does nothing
   boost::asio::steady_timer subscribe_timer_;
   boost::asio::steady_timer reconnect_timer_;
   ReconnectBackoff backoff_;

@@ -83,7 +83,7 @@ ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string
                                    std::string_view secret, std::string release_id,
                                    std::function<void(Result<bool>)> done)
     : ScriptOperation(core, OperationKind::kRelease, Script::kRelease, core->release_keys(name),
-                      core->release_args(name, secret, release_id)),
+                      core->release_args(name, secret, release_id, /*announce=*/true)),
       name_(name),
       release_id_(std::move(release_id)),
       done_(std::move(done)) {}
