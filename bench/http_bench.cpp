@@ -1,8 +1,13 @@
 // http_bench: load generator for fencelockd's HTTP API. Closed loop: C callers, each on its own
 // keep-alive connection, all driven by one thread. One JSON line of results on stdout.
 //
-//   http_bench --endpoint http://127.0.0.1:8080 --workload uncontended|contended|extend|tokens|idle
+//   http_bench --endpoint http://127.0.0.1:8080[,http://127.0.0.1:8081...]
+//              --workload uncontended|contended|extend|tokens|idle
 //              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms 1]
+//              [--system fencelock]
+//
+//   Several endpoints (fencelockd instances sharing lock nodes): caller i talks to endpoint
+//   i mod n, so a contended hand-off often crosses instances. --system labels the JSON line.
 //
 //   uncontended  acquire a random name out of --names, release it, repeat (ops = pairs)
 //   contended    every caller on one name with wait_ms; hold --hold-ms, release (ops = hand-offs;
@@ -34,9 +39,14 @@ using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-struct Settings {
+struct Endpoint {
   std::string host = "127.0.0.1";
   unsigned short port = 8080;
+};
+
+struct Settings {
+  std::vector<Endpoint> endpoints;
+  std::string system = "fencelock";
   std::string workload = "uncontended";
   int callers = 1;
   double seconds = 5;
@@ -56,11 +66,12 @@ struct Totals {
 
 class Caller : public std::enable_shared_from_this<Caller> {
  public:
-  Caller(asio::io_context& io, const Settings& s, Totals& totals, Clock::time_point end, unsigned seed)
-      : stream_(io), timer_(io), s_(s), totals_(totals), end_(end), rng_(seed) {}
+  Caller(asio::io_context& io, const Settings& s, const Endpoint& endpoint, Totals& totals,
+         Clock::time_point end, unsigned seed)
+      : stream_(io), timer_(io), s_(s), endpoint_(endpoint), totals_(totals), end_(end), rng_(seed) {}
 
   void start() {
-    stream_.async_connect(tcp::endpoint(asio::ip::make_address(s_.host), s_.port),
+    stream_.async_connect(tcp::endpoint(asio::ip::make_address(endpoint_.host), endpoint_.port),
                           [self = shared_from_this()](beast::error_code ec) {
                             if (ec) {
                               ++self->totals_.errors;
@@ -107,7 +118,7 @@ class Caller : public std::enable_shared_from_this<Caller> {
 
   void send(http::verb verb, const std::string& target, std::string body, Then then) {
     request_ = {verb, target, 11};
-    request_.set(http::field::host, s_.host);
+    request_.set(http::field::host, endpoint_.host);
     request_.body() = std::move(body);
     request_.prepare_payload();
     then_ = then;
@@ -191,6 +202,7 @@ class Caller : public std::enable_shared_from_this<Caller> {
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;
   const Settings& s_;
+  const Endpoint& endpoint_;
   Totals& totals_;
   Clock::time_point end_;
   Clock::time_point started_;
@@ -208,10 +220,19 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--endpoint") {
-      const std::string hostport = value.substr(value.find("//") + 2);
-      s.host = hostport.substr(0, hostport.rfind(':'));
-      s.port = static_cast<unsigned short>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));
-    } else if (flag == "--workload") s.workload = value;
+      std::size_t from = 0;
+      while (from < value.size()) {
+        const std::size_t comma = std::min(value.find(',', from), value.size());
+        const std::string url = value.substr(from, comma - from);
+        const std::string hostport = url.substr(url.find("//") == std::string::npos ? 0 : url.find("//") + 2);
+        Endpoint endpoint;
+        endpoint.host = hostport.substr(0, hostport.rfind(':'));
+        endpoint.port = static_cast<unsigned short>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));
+        s.endpoints.push_back(endpoint);
+        from = comma + 1;
+      }
+    } else if (flag == "--system") s.system = value;
+    else if (flag == "--workload") s.workload = value;
     else if (flag == "--callers") s.callers = std::stoi(value);
     else if (flag == "--seconds") s.seconds = std::stod(value);
     else if (flag == "--names") s.names = std::stoi(value);
@@ -223,20 +244,23 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (s.endpoints.empty()) s.endpoints.push_back(Endpoint{});
   asio::io_context io(1);
   Totals totals;
   const auto started = Clock::now();
   const auto end = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
   std::vector<std::shared_ptr<Caller>> callers;
   for (int c = 0; c < s.callers; ++c) {
-    callers.push_back(std::make_shared<Caller>(io, s, totals, end, static_cast<unsigned>(c + 1)));
+    const Endpoint& endpoint = s.endpoints[static_cast<std::size_t>(c) % s.endpoints.size()];
+    callers.push_back(std::make_shared<Caller>(io, s, endpoint, totals, end, static_cast<unsigned>(c + 1)));
     callers.back()->start();
   }
   callers.clear();  // the callers keep themselves alive while they have work
   io.run_until(end + std::chrono::seconds(s.workload == "contended" ? 10 : 3));
   const double elapsed = std::chrono::duration<double>(std::min(Clock::now(), end + std::chrono::seconds(1)) - started).count();
 
-  json out{{"system", "fencelock"}, {"workload", s.workload}, {"callers", s.callers}, {"seconds", s.seconds},
+  json out{{"system", s.system}, {"instances", s.endpoints.size()}, {"workload", s.workload},
+           {"callers", s.callers}, {"seconds", s.seconds},
            {"ops", totals.ops}, {"ops_per_sec", static_cast<double>(totals.ops) / std::max(elapsed, s.seconds)},
            {"p50_ms", ms(totals.latency.quantile(0.5))}, {"p90_ms", ms(totals.latency.quantile(0.9))},
            {"p99_ms", ms(totals.latency.quantile(0.99))}, {"p999_ms", ms(totals.latency.quantile(0.999))},

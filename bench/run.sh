@@ -7,7 +7,9 @@
 #   ./bench/run.sh --quick   smoke test (~1 min): short runs, report in build/bench/ only
 #
 # Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
-# benchmarked), fencelockd (release build, SQLite tokens), one etcd member. Loopback only; every
+# benchmarked), fencelockd (release build, SQLite tokens), one etcd member; then, for the
+# scale-out runs, a token master (appendfsync always) and two more fencelockd on the same lock
+# nodes with the Redis token source. Loopback only; every
 # load run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +33,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fencelock-bench-XXXXXX")
 base=27300
 redis_ports=$(seq $((base + 1)) $((base + 5)))
 fencelockd_port=$((base + 80))
+pair_ports="$((base + 81)) $((base + 82))"  # two instances sharing lock nodes and a token master
+token_port=$((base + 9))
 etcd_port=$((base + 79))
 etcd_peer=$((base + 78))
 
@@ -86,6 +90,33 @@ for run in $contended_runs; do
     node bench/peers/etcd/bench.js --endpoint "http://127.0.0.1:$etcd_port" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
   done
 done
+say "two fencelockd instances (Redis token source) on the same lock nodes"
+redis-server --port "$token_port" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync always \
+  --daemonize yes --pidfile "$work/redis-$token_port.pid" --dir "$work" --logfile "$work/redis-$token_port.log" >/dev/null
+pair_endpoints=""
+for p in $pair_ports; do
+  "$bin/service/fencelockd" --listen "127.0.0.1:$p" --redis "$nodes" --tokens "redis://127.0.0.1:$token_port" \
+    --token-epoch-file "$work/epoch-$p" >"$work/fencelockd-$p.log" 2>&1 &
+  echo $! >"$work/fencelockd-$p.pid"
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$p/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+  pair_endpoints="$pair_endpoints${pair_endpoints:+,}http://127.0.0.1:$p"
+done
+pair_runs="1:16"
+[ "$quick" = 0 ] && pair_runs="1:16,64 0:16"
+for run in $pair_runs; do
+  hold=${run%%:*}
+  for c in $(echo "${run#*:}" | tr ',' ' '); do
+    say "fencelock x2 contended, $c callers split over both, hold $hold ms"
+    "$bin/bench/http_bench" --endpoint "$pair_endpoints" --system fencelock-x2 --workload contended --callers "$c" \
+      --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
+  done
+done
+pair_uncontended=$(echo "$levels" | awk '{print ($NF > 64 ? 64 : $NF)}')  # 64, or the largest quick level
+say "fencelock x2 uncontended, $pair_uncontended callers split over both"
+"$bin/bench/http_bench" --endpoint "$pair_endpoints" --system fencelock-x2 --workload uncontended \
+  --callers "$pair_uncontended" --seconds "$seconds" | record
+for p in $pair_ports; do kill -TERM "$(cat "$work/fencelockd-$p.pid")" 2>/dev/null || true; done
+
 for w in extend tokens; do
   for c in 1 64; do
     say "fencelock $w, $c callers"
