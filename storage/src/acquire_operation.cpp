@@ -28,7 +28,6 @@ AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequ
     : core_(std::move(core)),
       request_(std::move(request)),
       key_(core_->key_of(request_.name)),
-      marker_(core_->waiting_marker_of(request_.name)),
       secret_(std::move(secret)),
       done_(std::move(done)),
       retry_timer_(core_->strand()) {}
@@ -73,9 +72,8 @@ RespCommand AcquireOperation::attempt_command(bool marking, bool eval) const {
     set.arg("SET").arg(key_).arg(secret_).arg("NX").arg("PX").arg(ttl);
     return set;
   }
-  const std::string keys[] = {key_, marker_};
-  const std::string args[] = {secret_, ttl, core_->engine_id(),
-                              std::to_string(core_->waiting_marker_ttl().count())};
+  const std::string keys[] = {key_};
+  const std::string args[] = {secret_, ttl, core_->engine_id()};
   return EngineCore::script_command(Script::kAcquireAndMark, eval, keys, args);
 }
 

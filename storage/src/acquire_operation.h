@@ -5,7 +5,7 @@
 // in from an earlier attempt are ignored. Every failed attempt releases the key on every node;
 // on a node's connection the release is queued behind that attempt's SET, so it cannot overtake it.
 // An attempt that will wait if refused runs the acquire-and-mark script instead of the plain SET,
-// so that its refusal leaves a waiting marker (lua_scripts.h) and releases through other engines
+// so that its refusal marks the holder's value (lua_scripts.h) and releases through other engines
 // are announced to this one.
 #pragma once
 
@@ -50,7 +50,6 @@ class AcquireOperation : public ReplySink,
   std::shared_ptr<EngineCore> core_;
   AcquireRequest request_;
   std::string key_;
-  std::string marker_;
   std::string secret_;
   RedlockEngine::AcquireHandler done_;
   Phase phase_ = Phase::kVoting;

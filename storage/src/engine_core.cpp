@@ -1,7 +1,6 @@
 #include "engine_core.h"
 
 #include <boost/asio/steady_timer.hpp>
-#include <cstdio>
 
 namespace fencelock::storage {
 
@@ -10,18 +9,19 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::size_t kReleaseIdLength = 16;
+constexpr std::size_t kHex64 = 16;  // hex digits of a 64-bit number
+constexpr std::size_t kReleaseTagLength = 2 * kHex64;
 
-std::string hex64(std::uint64_t value) {
-  char text[kReleaseIdLength + 1];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return std::string(text, kReleaseIdLength);
+void append_hex64(std::string& out, std::uint64_t value) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (int shift = 60; shift >= 0; shift -= 4) out.push_back(kDigits[(value >> shift) & 0xf]);
 }
 
-// A marker must outlive the longest sleep of the waiter that set it, so that the next attempt
-// renews it before it lapses: the longest retry delay plus a slow attempt, with room to spare.
-std::chrono::milliseconds marker_ttl_for(const EngineOptions& options) {
-  return 2 * (options.retry_delay + options.retry_jitter + options.node_timeout) + std::chrono::milliseconds(100);
+std::string hex64(std::uint64_t value) {
+  std::string text;
+  text.reserve(kHex64);
+  append_hex64(text, value);
+  return text;
 }
 
 }  // namespace
@@ -35,16 +35,15 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       quarantine_(options_.nodes.size(), quarantine_window(options_), options_.quarantine_restarted_nodes),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       rng_(std::random_device{}()),
-      engine_id_(hex64(rng_())),
-      channel_(options_.key_prefix + "#released"),
-      marker_ttl_(marker_ttl_for(options_)),
+      engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
       grace_timer_(strand_) {
   RedisNodeOptions base;
   base.command_timeout = options_.node_timeout;
   base.connect_timeout = options_.connect_timeout;
   base.reconnect_min = options_.reconnect_min;
   base.reconnect_max = options_.reconnect_max;
-  for (const Script script : {Script::kRelease, Script::kExtend, Script::kInspect, Script::kAcquireAndMark}) {
+  for (const Script script : {Script::kRelease, Script::kReleaseSilently, Script::kExtend, Script::kInspect,
+                              Script::kAcquireAndMark}) {
     base.scripts.push_back({std::string(script_source(script)), std::string(script_sha(script))});
   }
   for (std::size_t i = 0; i < options_.nodes.size(); ++i) {
@@ -65,7 +64,7 @@ void EngineCore::start() {
     ReleaseSubscriberOptions sub;
     sub.host = node.host;
     sub.port = node.port;
-    sub.channel = channel_;
+    sub.channel = std::string(kAnnouncementChannel);
     sub.subscribe_timeout = options_.connect_timeout + options_.node_timeout;
     sub.reconnect_min = options_.reconnect_min;
     sub.reconnect_max = options_.reconnect_max;
@@ -154,42 +153,32 @@ RespCommand EngineCore::script_command(Script script, bool eval, std::span<const
 
 void EngineCore::release_everywhere(std::string_view name, std::string_view secret) {
   // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
-  broadcast(script_command(Script::kRelease, true, release_keys(name),
-                           release_args(name, secret, new_release_id(), /*announce=*/false)),
-            nullptr, 0);
+  const std::string keys[] = {key_of(name)};
+  const std::string args[] = {std::string(secret)};
+  broadcast(script_command(Script::kReleaseSilently, true, keys, args), nullptr, 0);
 }
 
-std::string EngineCore::waiting_marker_of(std::string_view name) const {
-  std::string marker = key_of(name);
-  marker.append("#waiting");
-  return marker;
-}
-
-std::string EngineCore::new_release_id() { return hex64(rng_()); }
-
-std::vector<std::string> EngineCore::release_keys(std::string_view name) const {
-  return {key_of(name), waiting_marker_of(name)};
-}
-
-std::vector<std::string> EngineCore::release_args(std::string_view name, std::string_view secret,
-                                                  std::string_view release_id, bool announce) const {
-  std::string message;
-  message.reserve(engine_id_.size() + release_id.size() + 1 + name.size());
-  message.append(engine_id_).append(release_id).append(" ").append(name);
-  return {std::string(secret), engine_id_, announce ? channel_ : std::string(), std::move(message)};
+std::string EngineCore::new_release_tag() {
+  std::string tag;
+  tag.reserve(kReleaseTagLength);
+  tag.append(engine_id_);
+  append_hex64(tag, ++releases_);
+  return tag;
 }
 
 void EngineCore::on_announcement(std::string_view message) {
-  // "<engine id><release id> <name>"; anything else on the channel is not ours to act on.
-  constexpr std::size_t kIds = 2 * kReleaseIdLength;
-  if (stopped_ || message.size() <= kIds + 1 || message[kIds] != ' ') return;
-  if (message.substr(0, kReleaseIdLength) == engine_id_) return;  // ours: woken directly
-  const std::string_view release_id = message.substr(kReleaseIdLength, kReleaseIdLength);
-  const std::string name(message.substr(kIds + 1));
+  // "<release tag> <key>"; anything else on the channel is not ours to act on (another key
+  // prefix: another deployment sharing these nodes).
+  if (stopped_ || message.size() <= kReleaseTagLength + 1 || message[kReleaseTagLength] != ' ') return;
+  const std::string_view tag = message.substr(0, kReleaseTagLength);
+  if (tag.substr(0, kHex64) == engine_id_) return;  // ours: our waiters were woken directly
+  const std::string_view key = message.substr(kReleaseTagLength + 1);
+  if (!key.starts_with(options_.key_prefix)) return;
+  const std::string name(key.substr(options_.key_prefix.size()));
   const auto it = waiters_.find(name);
   if (it == waiters_.end()) return;
-  if (it->second.last_release != release_id) {
-    wake_first_waiter(name, release_id);
+  if (it->second.last_release != tag) {
+    wake_first_waiter(name, tag);
   } else if (const auto woken = it->second.woken.lock()) {
     // Another node's copy: that node has now deleted the key too. If the woken waiter's attempt
     // is still out, it may have been refused there; this makes it try once more at once.
@@ -222,10 +211,10 @@ void EngineCore::remove_waiter(const std::string& name, const Waiter* waiter) {
   if (it->second.queue.empty()) waiters_.erase(it);
 }
 
-void EngineCore::wake_first_waiter(const std::string& name, std::string_view release_id) {
+void EngineCore::wake_first_waiter(const std::string& name, std::string_view release_tag) {
   const auto it = waiters_.find(name);
   if (it == waiters_.end()) return;
-  it->second.last_release.assign(release_id);
+  it->second.last_release.assign(release_tag);
   it->second.woken.reset();
   for (const auto& weak : it->second.queue) {
     if (const auto waiter = weak.lock(); waiter && waiter->wake_now()) {

@@ -93,26 +93,19 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   static RespCommand script_command(Script script, bool eval, std::span<const std::string> keys,
                                     std::span<const std::string> args);
 
-  // Compare-and-delete of `secret` under `name` on every node, answers ignored (announced like
-  // any release: it may free nodes another engine's waiter failed on).
+  // Compare-and-delete of `secret` under `name` on every node, answers ignored, never announced:
+  // the cleanup of a failed attempt.
   void release_everywhere(std::string_view name, std::string_view secret);
 
-  // Cross-instance hand-off. A waiting acquire marks the name on every node that refuses it
-  // (lua_scripts.h); a release that deletes a key whose marker names another engine publishes
-  // "<engine id><release id> <name>" (16 hex digits each) on announcement_channel(), and every
-  // engine subscribes to it on every node. A release is heard up to once per node: the first copy
-  // wakes the name's first waiter, later copies go to that same waiter (its attempt may have raced
-  // the release's stragglers), and an engine ignores its own announcements.
+  // Cross-instance hand-off. A waiting acquire marks the holder's value on every node that
+  // refuses it (lua_scripts.h); a release that deletes a value marked by another engine publishes
+  // "<release tag> <key>" on kAnnouncementChannel, and every engine subscribes to it on every
+  // node. A release tag is the engine id and a release number, 16 hex digits each. A release is
+  // heard up to once per node: the first copy wakes the name's first waiter, later copies go to
+  // that same waiter (its attempt may have raced the release's stragglers), and an engine ignores
+  // its own announcements.
   const std::string& engine_id() const noexcept { return engine_id_; }
-  const std::string& announcement_channel() const noexcept { return channel_; }
-  std::string waiting_marker_of(std::string_view name) const;  // key_of(name) + "#waiting"
-  std::chrono::milliseconds waiting_marker_ttl() const noexcept { return marker_ttl_; }
-  std::string new_release_id();
-  // KEYS and ARGV of the release script for one release of `secret` under `name`; `announce`
-  // false for the cleanup of a failed attempt, which frees nothing anyone waits for.
-  std::vector<std::string> release_keys(std::string_view name) const;
-  std::vector<std::string> release_args(std::string_view name, std::string_view secret,
-                                        std::string_view release_id, bool announce) const;
+  std::string new_release_tag();
 
   void track(Cancellable* operation, std::weak_ptr<Cancellable> handle);
   void untrack(Cancellable* operation);
@@ -123,8 +116,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   bool has_waiters(const std::string& name) const;
   void add_waiter(const std::string& name, std::weak_ptr<Waiter> waiter);
   void remove_waiter(const std::string& name, const Waiter* waiter);
-  // `release_id`: the release that freed the name; a later announcement of it is ignored.
-  void wake_first_waiter(const std::string& name, std::string_view release_id);
+  // `release_tag`: the release that freed the name; later copies of its announcement only reach
+  // the waiter this woke.
+  void wake_first_waiter(const std::string& name, std::string_view release_tag);
 
   // Readable from any thread.
   std::size_t voting_nodes() const noexcept { return voting_nodes_.load(std::memory_order_relaxed); }
@@ -134,7 +128,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
  private:
   struct NameWaiters {
     std::list<std::weak_ptr<Waiter>> queue;  // FIFO
-    std::string last_release;                // id of the last release that woke a waiter
+    std::string last_release;                // tag of the last release that woke a waiter
     std::weak_ptr<Waiter> woken;             // the waiter that release woke
   };
 
@@ -159,8 +153,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::unordered_map<std::string, NameWaiters> waiters_;
   std::mt19937_64 rng_;
   std::string engine_id_;
-  std::string channel_;
-  std::chrono::milliseconds marker_ttl_;
+  std::uint64_t releases_ = 0;
   bool stopped_ = false;
   bool nodes_closed_ = false;
   std::size_t in_flight_ = 0;

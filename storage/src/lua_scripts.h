@@ -1,11 +1,13 @@
 // The Lua scripts that give fencelock's lock keys their semantics. Every script runs atomically on
 // one node; the engine runs each on all nodes and counts the answers.
 //
-// KEYS[1] is always the lock key (key prefix + name). Acquire-and-mark and release also take
-// KEYS[2], the name's waiting marker (lock key + "#waiting"): "someone waits for this name", with
-// the id of the one engine whose waiters set it, or "*" when waiters of several engines did. It
-// lets a release through one fencelockd wake the waiters of another (PUBLISH, see EngineCore)
-// without publishing anything when nobody elsewhere waits.
+// KEYS[1] is always the lock key (key prefix + name); ARGV[1] is always the lease secret.
+// A lock key's value is the holder's secret, or "<secret>#<mark>" once a waiting acquire was
+// refused by it: the mark is the id of the one engine whose waiters were refused, or "*" for
+// several. Secrets are hex, so '#' separates unambiguously; every script that compares a secret
+// accepts both forms. The mark lets a release through one fencelockd wake the waiters of another
+// (PUBLISH, see EngineCore) at no cost when nobody elsewhere waits: the release reads the value
+// it compares anyway.
 // Scripts are SCRIPT LOADed on every new connection and invoked with EVALSHA; a NOSCRIPT answer
 // (someone ran SCRIPT FLUSH) is retried once with EVAL.
 #pragma once
@@ -15,55 +17,83 @@
 
 namespace fencelock::storage {
 
-enum class Script : std::uint8_t { kRelease = 0, kExtend = 1, kInspect = 2, kAcquireAndMark = 3 };
-inline constexpr std::size_t kScriptCount = 4;
+// Where releases are announced. One channel for every key prefix (the Lua scripts cannot know the
+// prefix); listeners match the key in the message against their own prefix.
+inline constexpr std::string_view kAnnouncementChannel = "fencelock:released";
 
-// Compare-and-delete: deletes the key only if it still holds our secret, so a release can never
-// delete a newer holder's key after ours expired. Returns 1 if deleted, 0 otherwise. Idempotent.
-// After a delete, if ARGV[3] (a channel) is not empty and the waiting marker (KEYS[2]) names
-// another engine (or "*"), publishes ARGV[4] on that channel; ARGV[2] is the releasing engine's
-// id. A failed attempt's cleanup passes an empty channel: it frees nothing anyone waits for, and
-// announcing it would wake waiters into the same split vote. Never publishes the secret.
+enum class Script : std::uint8_t { kRelease = 0, kReleaseSilently = 1, kExtend = 2, kInspect = 3, kAcquireAndMark = 4 };
+inline constexpr std::size_t kScriptCount = 5;
+
+// Compare-and-delete: deletes the key only if it still holds our secret (marked or not), so a
+// release can never delete a newer holder's key after ours expired. Returns 1 if deleted, 0
+// otherwise. Idempotent. If the deleted value was marked by a waiter of an engine other than the
+// releasing one, publishes "<tag> <KEYS[1]>" on kAnnouncementChannel. The tag is ARGV[2] — the
+// releasing engine's id and a release number, 16 hex digits each — which the engine passes only
+// when it has waiters of its own for the name (so that a mark of its own publishes nothing).
+// Without ARGV[2] the tag is sixteen zeros (no engine) and the first half of SHA-1(secret): the
+// same on every node, so listeners can tell copies of one release apart from the next; one-way,
+// so nothing about the secret leaks. The uncontended release — an unmarked value, one argument —
+// costs exactly what the plain compare-and-delete costs: on the engine's single strand and in
+// Redis's Lua GC, every extra per-call argument measurably lowers throughput.
 inline constexpr std::string_view kReleaseScript =
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+    "local value = redis.call('GET', KEYS[1])\n"
+    "if value == ARGV[1] then\n"
+    "  return redis.call('DEL', KEYS[1])\n"
+    "end\n"
+    "if not value or string.sub(value, 1, #ARGV[1] + 1) ~= ARGV[1] .. '#' then\n"
     "  return 0\n"
     "end\n"
     "redis.call('DEL', KEYS[1])\n"
-    "if ARGV[3] ~= '' then\n"
-    "  local marker = redis.call('GET', KEYS[2])\n"
-    "  if marker and marker ~= ARGV[2] then\n"
-    "    redis.call('PUBLISH', ARGV[3], ARGV[4])\n"
-    "  end\n"
+    "local tag = ARGV[2]\n"
+    "if not tag then\n"
+    "  tag = '0000000000000000' .. string.sub(redis.sha1hex(ARGV[1]), 1, 16)\n"
+    "end\n"
+    "if string.sub(value, #ARGV[1] + 2) ~= string.sub(tag, 1, 16) then\n"
+    "  redis.call('PUBLISH', 'fencelock:released', tag .. ' ' .. KEYS[1])\n"
     "end\n"
     "return 1\n";
 
+// The same compare-and-delete without any announcement: the cleanup of a failed attempt. It frees
+// nothing anyone waits for, and announcing it would wake other engines' waiters straight into the
+// same split vote, over and over while the lock is held.
+inline constexpr std::string_view kReleaseSilentlyScript =
+    "local value = redis.call('GET', KEYS[1])\n"
+    "if value == ARGV[1] or (value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. '#') then\n"
+    "  return redis.call('DEL', KEYS[1])\n"
+    "end\n"
+    "return 0\n";
+
+// Compare-and-PEXPIRE: resets the ttl (ARGV[2], ms) only if the key still holds our secret (marked
+// or not). PEXPIRE never creates a key, so a lease that vanished on a node is not resurrected
+// there. Returns 1 if extended, 0 otherwise.
+inline constexpr std::string_view kExtendScript =
+    "local value = redis.call('GET', KEYS[1])\n"
+    "if value == ARGV[1] or (value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. '#') then\n"
+    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "end\n"
+    "return 0\n";
+
 // The SET NX PX of an acquire that will wait if refused: on success returns 1, exactly like the
-// plain SET. On refusal it also keeps the waiting marker KEYS[2] — ARGV[3] (this engine's id), or
-// "*" if another engine's id is there — alive for ARGV[4] ms, and returns 0. Marking in the same
-// atomic step as the refusal means no release can slip between the two unannounced. The marker is
-// rewritten only when its value changes or half its ttl has passed, so most refusals write
-// nothing (no AOF entry, no fsync).
+// plain SET. On refusal it marks the holder's value with ARGV[3] (this engine's id), or "*" if
+// another engine's mark is there, keeping its ttl (KEEPTTL), and returns 0. Refusal and mark are
+// one atomic step, so no release can slip between the two unannounced; a value already marked so
+// is not written again (no AOF entry, no fsync). The secret part is never changed.
 inline constexpr std::string_view kAcquireAndMarkScript =
     "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
     "  return 1\n"
     "end\n"
-    "local marker = redis.call('GET', KEYS[2])\n"
+    "local value = redis.call('GET', KEYS[1])\n"
+    "local at = string.find(value, '#', 1, true)\n"
     "local wanted = ARGV[3]\n"
-    "if marker and marker ~= ARGV[3] then\n"
+    "if at then\n"
+    "  local mark = string.sub(value, at + 1)\n"
+    "  if mark == wanted or mark == '*' then\n"
+    "    return 0\n"
+    "  end\n"
     "  wanted = '*'\n"
+    "  value = string.sub(value, 1, at - 1)\n"
     "end\n"
-    "if marker ~= wanted or redis.call('PTTL', KEYS[2]) < tonumber(ARGV[4]) / 2 then\n"
-    "  redis.call('SET', KEYS[2], wanted, 'PX', ARGV[4])\n"
-    "end\n"
-    "return 0\n";
-
-// Compare-and-PEXPIRE: resets the ttl (ARGV[2], ms) only if the key still holds our secret.
-// PEXPIRE never creates a key, so a lease that vanished on a node is not resurrected there.
-// Returns 1 if extended, 0 otherwise.
-inline constexpr std::string_view kExtendScript =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "end\n"
+    "redis.call('SET', KEYS[1], value .. '#' .. wanted, 'KEEPTTL')\n"
     "return 0\n";
 
 // Inspect: the holder's value and remaining ttl, {value or nil, pttl}. The engine compares values
@@ -73,14 +103,16 @@ inline constexpr std::string_view kInspectScript =
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
-inline constexpr std::string_view kReleaseScriptSha = "feb634ac4c38f4add919bd8642689fe247c6b4ad";
-inline constexpr std::string_view kExtendScriptSha = "3a32323a05c08607e6bc7842cfeea9552d0b61f5";
+inline constexpr std::string_view kReleaseSilentlyScriptSha = "a6573291506a8c2e441cabf3c2d753eddd649307";
+inline constexpr std::string_view kReleaseScriptSha = "56bb74ebd8c0e17c7c7c30277544f8200b10102a";
+inline constexpr std::string_view kExtendScriptSha = "bcf9762907d59fd055e69aaf49ba50d20ff633a7";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
-inline constexpr std::string_view kAcquireAndMarkScriptSha = "9d781d46c5109e17a092acc6dcabc236f281f588";
+inline constexpr std::string_view kAcquireAndMarkScriptSha = "73d101bb7cc49ad3e8c9e352908b099ae9f228fd";
 
 constexpr std::string_view script_sha(Script script) {
   switch (script) {
     case Script::kRelease: return kReleaseScriptSha;
+    case Script::kReleaseSilently: return kReleaseSilentlyScriptSha;
     case Script::kExtend: return kExtendScriptSha;
     case Script::kInspect: return kInspectScriptSha;
     case Script::kAcquireAndMark: return kAcquireAndMarkScriptSha;
@@ -91,6 +123,7 @@ constexpr std::string_view script_sha(Script script) {
 constexpr std::string_view script_source(Script script) {
   switch (script) {
     case Script::kRelease: return kReleaseScript;
+    case Script::kReleaseSilently: return kReleaseSilentlyScript;
     case Script::kExtend: return kExtendScript;
     case Script::kInspect: return kInspectScript;
     case Script::kAcquireAndMark: return kAcquireAndMarkScript;

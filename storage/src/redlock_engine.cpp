@@ -21,10 +21,6 @@ Status check_name(const std::string& name) {
     return make_error(ErrorCode::kInvalidArgument,
                       "name must be 1 to " + std::to_string(kMaxLockNameBytes) + " bytes");
   }
-  // '#' is reserved: "<name>#waiting" is the name's waiting marker.
-  if (name.find('#') != std::string::npos) {
-    return make_error(ErrorCode::kInvalidArgument, "name must not contain '#'");
-  }
   return Done{};
 }
 

@@ -77,15 +77,20 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
 
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
                                    std::string secret, std::function<void(Result<bool>)> done)
-    : ReleaseOperation(core, name, secret, core->new_release_id(), std::move(done)) {}
+    : ReleaseOperation(core, name, secret,
+                       // Tagged only with waiters here: the tag lets the script skip announcing a
+                       // release that only our own waiters wait for (they are woken directly).
+                       core->has_waiters(std::string(name)) ? core->new_release_tag() : std::string(),
+                       std::move(done)) {}
 
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
-                                   std::string_view secret, std::string release_id,
+                                   std::string_view secret, std::string release_tag,
                                    std::function<void(Result<bool>)> done)
-    : ScriptOperation(core, OperationKind::kRelease, Script::kRelease, core->release_keys(name),
-                      core->release_args(name, secret, release_id, /*announce=*/true)),
+    : ScriptOperation(core, OperationKind::kRelease, Script::kRelease, {core->key_of(name)},
+                      release_tag.empty() ? std::vector<std::string>{std::string(secret)}
+                                          : std::vector<std::string>{std::string(secret), release_tag}),
       name_(name),
-      release_id_(std::move(release_id)),
+      release_tag_(std::move(release_tag)),
       done_(std::move(done)) {}
 
 void ReleaseOperation::on_answer(std::size_t node, const NodeReply& reply) {
@@ -98,7 +103,7 @@ void ReleaseOperation::decide() {
   if (tally_.outcome() == TallyOutcome::kReached) {
     finish(std::nullopt);
     core_->complete_later(std::move(done_), Result<bool>(true));
-    core_->wake_first_waiter(name_, release_id_);  // hand the lock over without a retry delay
+    core_->wake_first_waiter(name_, release_tag_);  // hand the lock over without a retry delay
   } else if (surely_not_held(tally_)) {
     finish(std::nullopt);
     core_->complete_later(std::move(done_), Result<bool>(false));
@@ -155,7 +160,8 @@ void InspectOperation::on_answer(std::size_t node, const NodeReply& reply) {
     tally_.record(node, Vote::kFailed);
   } else {
     const NodeReply& value = reply.elements[0];
-    if (value.kind == NodeReply::Kind::kString) holdings_[node].value = value.text;
+    // A waiter's mark ("<secret>#<mark>") does not change who holds the lock.
+    if (value.kind == NodeReply::Kind::kString) holdings_[node].value = value.text.substr(0, value.text.find('#'));
     holdings_[node].pttl_ms = reply.elements[1].integer;
     tally_.record(node, Vote::kYes);  // "answered"; holdings decide who holds what
   }

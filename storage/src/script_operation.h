@@ -55,11 +55,11 @@ class ReleaseOperation final : public ScriptOperation {
 
  private:
   ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, std::string_view secret,
-                   std::string release_id, std::function<void(Result<bool>)> done);
+                   std::string release_tag, std::function<void(Result<bool>)> done);
   void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
   std::string name_;        // to wake the name's first waiter once the lock is free
-  std::string release_id_;  // so that this engine ignores its own announcement
+  std::string release_tag_;  // engine id + release number, as announced
   std::function<void(Result<bool>)> done_;
 };
 

@@ -15,7 +15,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const std::string kChannel = "fencelock:lock:#released";
+const std::string kChannel = "fencelock:released";
 
 // A retry delay no waiter in these tests may sleep out: being granted well before it proves that
 // the waiter was woken by the release.
@@ -42,19 +42,24 @@ void wait_for_subscribers(RedisCluster& cluster, std::int64_t count) {
   }
 }
 
-// Until a quorum of nodes carry the name's waiting marker: the waiter has been refused and sleeps.
-// (Not every node: under load the holder may hold only a quorum, and a free node grants the
-// waiter's SET instead of marking.)
-void wait_for_marker(RedisCluster& cluster, const std::string& name) {
+// The holder's value on a node, as the waiters' marks left it ("<secret>#<mark>").
+std::string value_on(RedisCluster& cluster, std::size_t node, const std::string& name) {
+  return SyncRedis(cluster.node(node).port()).get("fencelock:lock:" + name).value_or("");
+}
+
+// Until a quorum of nodes carry a waiter's mark on the holder's value: the waiter has been refused
+// and sleeps. (Not every node: under load the holder may hold only a quorum, and a free node
+// grants the waiter's SET instead.)
+void wait_for_mark(RedisCluster& cluster, const std::string& name) {
   const auto deadline = Clock::now() + 10s;
   const std::size_t quorum = cluster.size() / 2 + 1;
   for (;;) {
     std::size_t marked = 0;
     for (std::size_t i = 0; i < cluster.size(); ++i) {
-      if (SyncRedis(cluster.node(i).port()).get("fencelock:lock:" + name + "#waiting")) ++marked;
+      if (value_on(cluster, i, name).find('#') != std::string::npos) ++marked;
     }
     if (marked >= quorum) return;
-    if (Clock::now() > deadline) FAIL("the waiting marker is on only " << marked << " nodes");
+    if (Clock::now() > deadline) FAIL("a waiter's mark is on only " << marked << " nodes");
     std::this_thread::sleep_for(5ms);
   }
 }
@@ -77,7 +82,7 @@ void expect_release_wakes_waiter(RedisCluster& cluster, EngineUnderTest& holder_
   auto holder = holder_engine.acquire(name, 30s);
   REQUIRE(holder.ok());
   auto waiter = acquire_in_background(waiter_engine, name);
-  wait_for_marker(cluster, name);  // the waiter was refused once and now sleeps
+  wait_for_mark(cluster, name);  // the waiter was refused once and now sleeps
   const auto released_at = Clock::now();
   REQUIRE(holder_engine.release(name, holder->secret).value());
   const Grant grant = waiter.get();
@@ -93,7 +98,7 @@ TEST_CASE("a release through another engine wakes a waiter at once", "[storage][
   EngineUnderTest a(slow_retry_options(cluster));
   EngineUnderTest b(slow_retry_options(cluster));
   wait_for_subscribers(cluster, 2);
-  // A name each way: a marker left by the first would satisfy the second's precondition early.
+  // A name each way keeps the two hand-offs independent of each other.
   expect_release_wakes_waiter(cluster, a, b, "a-to-b");
   expect_release_wakes_waiter(cluster, b, a, "b-to-a");
 }
@@ -122,7 +127,7 @@ TEST_CASE("refused attempts announce nothing, even when they took free nodes", "
   CHECK(calls < 50);
 }
 
-TEST_CASE("a release is announced only when another engine's waiter marked the name", "[storage][redis]") {
+TEST_CASE("a release is announced only when another engine's waiter marked the holder", "[storage][redis]") {
   RedisCluster cluster(3);
   EngineUnderTest a(slow_retry_options(cluster));
   EngineUnderTest b(slow_retry_options(cluster));
@@ -136,19 +141,19 @@ TEST_CASE("a release is announced only when another engine's waiter marked the n
   REQUIRE(a.release("solo", lease->secret).value());
   auto holder = a.acquire("solo", 30s);
   auto local_waiter = acquire_in_background(a, "solo");
-  wait_for_marker(cluster, "solo");
+  wait_for_mark(cluster, "solo");
   REQUIRE(a.release("solo", holder->secret).value());
   const Grant local = local_waiter.get();
   REQUIRE(local.lease.ok());
   CHECK(quiet.receive().kind == SyncReply::Kind::kNoAnswer);
 
-  // A waiter on another engine: the release is announced as "<engine id><release id> <name>"
+  // A waiter on another engine: the release is announced as "<engine id><release id> <key>"
   // (16 hex digits each), no secret.
   SyncRedis listener(cluster.node(0).port(), 5000ms);
   REQUIRE(listener.command({"SUBSCRIBE", kChannel}).kind == SyncReply::Kind::kArray);
   auto remote_waiter = acquire_in_background(b, "solo");
   const auto marked_deadline = Clock::now() + 10s;
-  while (SyncRedis(cluster.node(0).port()).get("fencelock:lock:solo#waiting") != "*") {
+  while (value_on(cluster, 0, "solo").find('#') == std::string::npos) {  // B's mark, on the node we hear
     REQUIRE(Clock::now() < marked_deadline);
     std::this_thread::sleep_for(5ms);
   }
@@ -158,8 +163,8 @@ TEST_CASE("a release is announced only when another engine's waiter marked the n
   REQUIRE(message.elements.size() == 3);
   CHECK(message.elements[0].text == "message");
   const std::string& text = message.elements[2].text;
-  CHECK(text.size() == 32 + 1 + 4);
-  CHECK(text.substr(32) == " solo");
+  CHECK(text.size() == 32 + 1 + 19);
+  CHECK(text.substr(32) == " fencelock:lock:solo");
   CHECK(text.find(local.lease->secret) == std::string::npos);
   const Grant remote = remote_waiter.get();
   CHECK(remote.lease.ok());
@@ -177,10 +182,25 @@ TEST_CASE("announcements resume after the subscriber connections are killed", "[
   expect_release_wakes_waiter(cluster, a, b, "again");
 }
 
-TEST_CASE("names containing '#' are refused: the waiting marker is <name>#waiting", "[storage][redis]") {
+TEST_CASE("a waiter's mark changes nothing for the holder: it still extends, shows and releases", "[storage][redis]") {
   RedisCluster cluster(3);
-  EngineUnderTest t(engine_options_for(cluster));
-  CHECK(t.acquire("a#waiting", 1s).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.inspect("a#b").error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.release("a#b", std::string(32, 'b')).error().code == ErrorCode::kInvalidArgument);
+  EngineUnderTest a(slow_retry_options(cluster));
+  EngineUnderTest b(slow_retry_options(cluster));
+  auto holder = a.acquire("marked", 30s);
+  REQUIRE(holder.ok());
+  CHECK(b.acquire("marked", 30s, /*wait=*/100ms).error().code == ErrorCode::kLocked);
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    const std::string value = value_on(cluster, i, "marked");
+    CHECK(value.starts_with(holder->secret + "#"));
+    CHECK(value.size() == holder->secret.size() + 1 + 16);
+  }
+  auto status = b.inspect("marked");
+  REQUIRE(status.ok());
+  CHECK(status->held);
+  CHECK(status->remaining > 25s);
+  CHECK(a.extend("marked", holder->secret, 60s).ok());
+  CHECK(SyncRedis(cluster.node(0).port()).command({"PTTL", "fencelock:lock:marked"}).integer > 55'000);
+  CHECK(b.release("marked", std::string(32, 'f')).value() == false);  // a wrong secret, marked or not
+  CHECK(a.release("marked", holder->secret).value());
+  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).dbsize() == 0);
 }

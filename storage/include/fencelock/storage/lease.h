@@ -9,7 +9,7 @@
 namespace fencelock::storage {
 
 struct AcquireRequest {
-  std::string name;                     // 1..kMaxLockNameBytes bytes, no '#' (reserved)
+  std::string name;                     // 1..kMaxLockNameBytes bytes
   std::chrono::milliseconds ttl{0};     // within [min_ttl, max_ttl]
   std::chrono::milliseconds wait{0};    // retry budget, within [0, max_wait]; 0 = one attempt
 };
