@@ -1,14 +1,21 @@
-// engine_bench: acquire+release pairs per second of the Redlock engine, in-process (no HTTP),
-// against real local redis-servers — fencelock's ceiling. Closed loop: C callers, each acquiring a
-// random name out of --names and releasing it as soon as it is granted.
+// engine_bench: the Redlock engine in-process (no HTTP, no token), against real local
+// redis-servers — fencelock's ceiling. Closed loop, C callers:
+//   uncontended (default)  each acquires a random name out of --names and releases it as soon as
+//                          it is granted (ops = pairs)
+//   contended              every caller on one name with --wait-ms, holds it --hold-ms, releases
+//                          (ops = hand-offs; handoff_* = time from a release's answer to the next
+//                          grant; "refused" = acquires that gave up)
 //
-//   engine_bench [--nodes 5] [--callers 1,16,64,256] [--seconds 5] [--names 10000]
-//                [--ttl-ms 10000] [--aof none|always] [--redis HOST:PORT,...] [--json]
+//   engine_bench [--workload uncontended|contended] [--nodes 5] [--callers 1,16,64,256]
+//                [--seconds 5] [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms 1]
+//                [--aof none|always] [--redis HOST:PORT,...] [--json]
 //
 // Without --redis it starts its own redis-servers on loopback (and stops them). Prints one
 // Markdown table row per caller count.
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -29,6 +36,9 @@ using namespace fencelock;
 using Clock = std::chrono::steady_clock;
 
 struct Settings {
+  bool contended = false;
+  std::chrono::milliseconds wait{5'000};
+  std::chrono::milliseconds hold{1};
   std::size_t nodes = 5;
   std::vector<int> callers = {1, 16, 64, 256};
   int seconds = 5;
@@ -46,21 +56,26 @@ struct RoundResult {
   std::map<std::string, std::uint64_t> failures;  // by message
   bench::LatencyHistogram acquire;
   bench::LatencyHistogram pair;
+  bench::LatencyHistogram handoff;  // contended: a release's answer → the next grant
+  Clock::time_point last_release{};
   double seconds = 0;
 };
 
-// One closed-loop caller: acquire → release → again, until the round ends.
+// One closed-loop caller: acquire → (hold) → release → again, until the round ends.
 class Caller : public std::enable_shared_from_this<Caller> {
  public:
-  Caller(storage::RedlockEngine& engine, RoundResult& result, const Settings& settings,
-         Clock::time_point end, unsigned seed)
-      : engine_(engine), result_(result), settings_(settings), end_(end), rng_(seed) {}
+  Caller(boost::asio::io_context& io, storage::RedlockEngine& engine, RoundResult& result,
+         const Settings& settings, Clock::time_point end, unsigned seed)
+      : engine_(engine), result_(result), settings_(settings), end_(end), rng_(seed), hold_timer_(io) {}
 
   void next() {
     if (Clock::now() >= end_) return;
     const auto started = Clock::now();
-    std::string name = "bench-" + std::to_string(rng_() % static_cast<unsigned>(settings_.names));
-    engine_.acquire({name, settings_.ttl, std::chrono::milliseconds(0)},
+    std::string name = settings_.contended
+                           ? std::string("hot")
+                           : "bench-" + std::to_string(rng_() % static_cast<unsigned>(settings_.names));
+    const auto wait = settings_.contended ? settings_.wait : std::chrono::milliseconds(0);
+    engine_.acquire({name, settings_.ttl, wait},
                     [self = shared_from_this(), started, name](storage::Result<storage::Lease> lease) {
                       self->on_acquired(started, name, std::move(lease));
                     });
@@ -79,11 +94,27 @@ class Caller : public std::enable_shared_from_this<Caller> {
       next();
       return;
     }
-    engine_.release(name, lease->secret, [self = shared_from_this(), started](storage::Result<bool> released) {
-      if (released.ok()) {
+    if (settings_.contended) {
+      const auto now = Clock::now();
+      if (result_.last_release != Clock::time_point{}) result_.handoff.record(now - result_.last_release);
+      ++result_.pairs;  // a hand-off
+      hold_timer_.expires_after(settings_.hold);
+      hold_timer_.async_wait([self = shared_from_this(), started, name, secret = lease->secret](
+                                 const boost::system::error_code&) { self->release(started, name, secret); });
+      return;
+    }
+    release(started, name, lease->secret);
+  }
+
+  void release(Clock::time_point started, const std::string& name, const std::string& secret) {
+    engine_.release(name, secret, [self = shared_from_this(), started](storage::Result<bool> released) {
+      if (self->settings_.contended) {
+        self->result_.last_release = Clock::now();
+      } else if (released.ok()) {
         ++self->result_.pairs;
         self->result_.pair.record(Clock::now() - started);
-      } else {
+      }
+      if (!released.ok()) {
         ++self->result_.failed;
         ++self->result_.failures["release: " + released.error().message];
       }
@@ -96,6 +127,7 @@ class Caller : public std::enable_shared_from_this<Caller> {
   const Settings& settings_;
   Clock::time_point end_;
   std::mt19937 rng_;
+  boost::asio::steady_timer hold_timer_;
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -120,7 +152,12 @@ Settings parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
     const std::string value = argv[++i];
-    if (flag == "--nodes") s.nodes = std::stoul(value);
+    if (flag == "--workload") {
+      if (value != "uncontended" && value != "contended") usage("--workload is uncontended or contended");
+      s.contended = value == "contended";
+    } else if (flag == "--wait-ms") s.wait = std::chrono::milliseconds(std::stol(value));
+    else if (flag == "--hold-ms") s.hold = std::chrono::milliseconds(std::stol(value));
+    else if (flag == "--nodes") s.nodes = std::stoul(value);
     else if (flag == "--callers") { s.callers.clear(); for (auto& c : split(value)) s.callers.push_back(std::stoi(c)); }
     else if (flag == "--seconds") s.seconds = std::stoi(value);
     else if (flag == "--names") s.names = std::stoi(value);
@@ -145,9 +182,11 @@ RoundResult run_round(storage::EngineOptions options, const Settings& settings, 
   const auto started = Clock::now();
   const auto end = started + std::chrono::seconds(settings.seconds);
   for (int c = 0; c < callers; ++c) {
-    std::make_shared<Caller>(*engine, result, settings, end, static_cast<unsigned>(c + 1))->next();
+    std::make_shared<Caller>(io, *engine, result, settings, end, static_cast<unsigned>(c + 1))->next();
   }
-  while (Clock::now() < end + std::chrono::seconds(1) && io.run_for(std::chrono::milliseconds(100)) > 0) {
+  // Contended waiters still queued at the end need up to their wait to drain.
+  const auto drain = settings.contended ? settings.wait + std::chrono::seconds(1) : std::chrono::seconds(1);
+  while (Clock::now() < end + drain && io.run_for(std::chrono::milliseconds(100)) > 0) {
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   engine->stop();
@@ -178,13 +217,22 @@ int main(int argc, char** argv) {
     auto us = [](std::chrono::microseconds d) { return static_cast<long long>(d.count()); };
     if (settings.json) {
       auto msf = [](std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1000.0; };
-      std::printf("{\"system\":\"fencelock-engine\",\"workload\":\"uncontended\",\"callers\":%d,\"seconds\":%d,"
-                  "\"ops\":%llu,\"ops_per_sec\":%.1f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
-                  "\"pair_p50_ms\":%.3f,\"pair_p99_ms\":%.3f,\"refused\":%llu,\"errors\":%llu}\n",
-                  callers, settings.seconds, static_cast<unsigned long long>(r.pairs), static_cast<double>(r.pairs) / r.seconds,
+      const double elapsed = std::min(r.seconds, static_cast<double>(settings.seconds) + 1.0);
+      std::printf("{\"system\":\"fencelock-engine\",\"workload\":\"%s\",\"callers\":%d,\"seconds\":%d,"
+                  "\"ops\":%llu,\"ops_per_sec\":%.1f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,",
+                  settings.contended ? "contended" : "uncontended", callers, settings.seconds,
+                  static_cast<unsigned long long>(r.pairs),
+                  static_cast<double>(r.pairs) / std::max(elapsed, static_cast<double>(settings.seconds)),
                   msf(r.acquire.quantile(0.5)), msf(r.acquire.quantile(0.9)), msf(r.acquire.quantile(0.99)),
-                  msf(r.acquire.quantile(0.999)), msf(r.pair.quantile(0.5)), msf(r.pair.quantile(0.99)),
-                  static_cast<unsigned long long>(r.refused), static_cast<unsigned long long>(r.failed));
+                  msf(r.acquire.quantile(0.999)));
+      if (settings.contended) {
+        std::printf("\"handoff_p50_ms\":%.3f,\"handoff_p90_ms\":%.3f,\"handoff_p99_ms\":%.3f,",
+                    msf(r.handoff.quantile(0.5)), msf(r.handoff.quantile(0.9)), msf(r.handoff.quantile(0.99)));
+      } else {
+        std::printf("\"pair_p50_ms\":%.3f,\"pair_p99_ms\":%.3f,", msf(r.pair.quantile(0.5)), msf(r.pair.quantile(0.99)));
+      }
+      std::printf("\"refused\":%llu,\"errors\":%llu}\n", static_cast<unsigned long long>(r.refused),
+                  static_cast<unsigned long long>(r.failed));
       std::fflush(stdout);
       continue;
     }

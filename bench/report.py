@@ -69,7 +69,8 @@ for c in levels:
 md.append("\nLatencies are of the acquire alone.\n")
 
 md.append("## 2. Contended: all callers on one name\n")
-md.append("fencelock waits with `wait_ms` (waiters queue in arrival order and a release wakes the next one); "
+md.append("fencelock waits with `wait_ms` (waiters queue in arrival order and a release wakes the next one); the "
+          "engine row is the same workload in-process, without HTTP or token (the ceiling); "
           "node-redlock uses its own retry settings; etcd's lock call blocks until the holder unlocks. Hand-off = "
           "time from one holder's release to the next grant. **Read hand-off times together with acquire p99 and "
           "failures:** node-redlock has no queue, so the caller that just released usually takes the lock straight "

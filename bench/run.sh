@@ -84,6 +84,8 @@ for run in $contended_runs; do
   for c in $(echo "${run#*:}" | tr ',' ' '); do
     say "fencelock contended, $c callers, hold $hold ms"
     "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
+    say "fencelock engine (in-process) contended, $c callers, hold $hold ms"
+    "$bin/bench/engine_bench" --redis "$nodes" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" --json | tag "$hold" | record
     say "node-redlock contended, $c callers, hold $hold ms"
     bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
     say "etcd contended, $c callers, hold $hold ms"
