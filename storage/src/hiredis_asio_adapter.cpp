@@ -6,6 +6,15 @@ namespace fencelock::storage {
 
 namespace asio = boost::asio;
 
+void free_detached(redisAsyncContext*& context) {
+  if (context == nullptr) return;
+  redisAsyncContext* detached = context;
+  context = nullptr;
+  detached->data = nullptr;
+  detached->onDisconnect = nullptr;
+  redisAsyncFree(detached);
+}
+
 std::shared_ptr<HiredisAsioAdapter> HiredisAsioAdapter::attach(redisAsyncContext* context,
                                                                asio::any_io_executor executor) {
   if (context->ev.data != nullptr) return nullptr;

@@ -59,4 +59,8 @@ class HiredisAsioAdapter : public std::enable_shared_from_this<HiredisAsioAdapte
   std::shared_ptr<HiredisAsioAdapter> keep_alive_;  // hiredis's reference, dropped in cleanup()
 };
 
+// Frees `context` (if any) so that nothing reaches its owner any more — no data pointer, no
+// disconnect callback — and sets it to null. For destructors of objects that own a context.
+void free_detached(redisAsyncContext*& context);
+
 }  // namespace fencelock::storage

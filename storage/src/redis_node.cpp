@@ -64,13 +64,7 @@ RedisNode::RedisNode(asio::any_io_executor strand, std::size_t index, RedisNodeO
 
 RedisNode::~RedisNode() {
   // stop() should have run; never leave hiredis holding a pointer to a dead node.
-  if (context_ != nullptr) {
-    redisAsyncContext* context = context_;
-    context_ = nullptr;
-    context->data = nullptr;
-    context->onDisconnect = nullptr;
-    redisAsyncFree(context);
-  }
+  free_detached(context_);
 }
 
 void RedisNode::start() {

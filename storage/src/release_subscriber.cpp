@@ -30,15 +30,7 @@ ReleaseSubscriber::ReleaseSubscriber(asio::any_io_executor strand, ReleaseSubscr
       reconnect_timer_(strand_),
       backoff_(options_.reconnect_min, options_.reconnect_max) {}
 
-ReleaseSubscriber::~ReleaseSubscriber() {
-  if (context_ != nullptr) {
-    redisAsyncContext* context = context_;
-    context_ = nullptr;
-    context->data = nullptr;
-    context->onDisconnect = nullptr;
-    redisAsyncFree(context);
-  }
-}
+ReleaseSubscriber::~ReleaseSubscriber() { free_detached(context_); }
 
 void ReleaseSubscriber::start() {
   if (state_ == State::kIdle && context_ == nullptr) connect();
