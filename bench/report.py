@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's results.jsonl into the side-by-side Markdown report and a gnuplot chart.
 
-usage: report.py RESULTS.jsonl ENVIRONMENT.txt OUT.md [CHART.svg or ""]
+usage: report.py RESULTS.jsonl ENVIRONMENT.txt OUT.md [CHART.svg or ""] [SUMMARY.md]
+
+SUMMARY.md (docs/benchmarks.md in a full run): its block between the two bench/run.sh markers is
+replaced by this run's targets table; everything else in it is left as written.
 """
 import json
 import os
@@ -10,6 +13,9 @@ import sys
 import tempfile
 
 results_path, env_path, out_md, chart = sys.argv[1:5]
+summary_md = sys.argv[5] if len(sys.argv) > 5 else None
+SUMMARY_START = "<!-- bench/run.sh: summary start -->"
+SUMMARY_END = "<!-- bench/run.sh: summary end -->"
 rows = [json.loads(line) for line in open(results_path) if line.strip()]
 environment = open(env_path).read().strip().splitlines()
 
@@ -120,6 +126,7 @@ if pair_runs:
 
 rss = pick("fencelock", "rss")
 md.append("\n## 5. Targets\n")
+targets_at = len(md) + 1  # the targets table starts at the next line
 md.append("| target | measured | met |")
 md.append("|---|---|---|")
 
@@ -130,10 +137,12 @@ def target(text, measured, ok):
 
 fl64, nr64, et64 = (pick(s, "uncontended", 64) for s in ("fencelock", "node-redlock", "etcd"))
 if fl64 and nr64:
-    target("uncontended pairs/s at 64 callers ≥ 2× node-redlock", ratio(fl64["ops_per_sec"], nr64["ops_per_sec"]),
+    target("uncontended pairs/s at 64 callers ≥ 2× node-redlock",
+           f"{num(fl64['ops_per_sec'])} vs {num(nr64['ops_per_sec'])}: **{ratio(fl64['ops_per_sec'], nr64['ops_per_sec'])}**",
            fl64["ops_per_sec"] >= 2 * nr64["ops_per_sec"])
 if fl64 and et64:
-    target("uncontended pairs/s at 64 callers ≥ 5× etcd", ratio(fl64["ops_per_sec"], et64["ops_per_sec"]),
+    target("uncontended pairs/s at 64 callers ≥ 5× etcd",
+           f"{num(fl64['ops_per_sec'])} vs {num(et64['ops_per_sec'])}: **{ratio(fl64['ops_per_sec'], et64['ops_per_sec'])}**",
            fl64["ops_per_sec"] >= 5 * et64["ops_per_sec"])
 fl1 = pick("fencelock", "uncontended", 1)
 if fl1:
@@ -149,7 +158,8 @@ for hold, c in contended_runs:
                f"acquire p99 {flc.get('p99_ms', 0):.1f} ms, {flc.get('refused', 0)} gave up",
                flc.get("refused", 1) == 0 and flc.get("p99_ms", 1e9) < 5000)
     if flc and etc_ and hold == 0:
-        target(f"contended ({c}): hand-offs/s ≥ 10× etcd", ratio(flc["ops_per_sec"], etc_["ops_per_sec"]),
+        target(f"contended ({c}): hand-offs/s ≥ 10× etcd",
+               f"{num(flc['ops_per_sec'])} vs {num(etc_['ops_per_sec'])}: **{ratio(flc['ops_per_sec'], etc_['ops_per_sec'])}**",
                flc["ops_per_sec"] >= 10 * etc_["ops_per_sec"])
     elif flc and etc_:
         # Reported, not judged: a hold of h ms caps every system at 1000/h hand-offs per second.
@@ -195,3 +205,12 @@ unset multiplot
         subprocess.run(["gnuplot"], input=script.encode(), check=True)
 
 open(out_md, "w").write("\n".join(md) + "\n")
+
+if summary_md:
+    targets = md[targets_at - 1:]
+    targets = targets[:targets.index("")] if "" in targets else targets
+    text = open(summary_md).read()
+    start, end = text.index(SUMMARY_START) + len(SUMMARY_START), text.index(SUMMARY_END)
+    block = ["", "", f"Written by `./bench/run.sh` ({environment[-1] if environment else 'latest run'}; "
+             f"{environment[0] if environment else ''}). All tables: `docs/benchmarks-side-by-side.md`.", ""]
+    open(summary_md, "w").write(text[:start] + "\n".join(block + targets + [""]) + "\n" + text[end:])

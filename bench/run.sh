@@ -2,8 +2,8 @@
 # Benchmarks fencelock side by side with node-redlock and etcd on this machine, in one run, on the
 # same five Redis masters, and writes the report.
 #
-#   ./bench/run.sh           full run (~10 min): writes docs/benchmarks-side-by-side.md and
-#                            docs/benchmarks.svg
+#   ./bench/run.sh           full run (~12 min): writes docs/benchmarks-side-by-side.md,
+#                            docs/benchmarks.svg and the targets table in docs/benchmarks.md
 #   ./bench/run.sh --quick   smoke test (~1 min): short runs, report in build/bench/ only
 #
 # Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
@@ -148,6 +148,7 @@ if [ "$quick" = 1 ]; then
   python3 bench/report.py "$results" "$out/environment.txt" "$out/benchmarks-quick.md" ""
   say "quick run done: $out/benchmarks-quick.md (docs untouched)"
 else
-  python3 bench/report.py "$results" "$out/environment.txt" docs/benchmarks-side-by-side.md docs/benchmarks.svg
+  python3 bench/report.py "$results" "$out/environment.txt" docs/benchmarks-side-by-side.md docs/benchmarks.svg \
+    docs/benchmarks.md
   say "done: docs/benchmarks-side-by-side.md, docs/benchmarks.svg"
 fi
