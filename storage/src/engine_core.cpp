@@ -42,8 +42,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   base.connect_timeout = options_.connect_timeout;
   base.reconnect_min = options_.reconnect_min;
   base.reconnect_max = options_.reconnect_max;
-  for (const Script script : {Script::kRelease, Script::kReleaseSilently, Script::kExtend, Script::kInspect,
-                              Script::kAcquireAndMark}) {
+  for (std::size_t i = 0; i < kScriptCount; ++i) {  // every script, loaded on every connection
+    const auto script = static_cast<Script>(i);
     base.scripts.push_back({std::string(script_source(script)), std::string(script_sha(script))});
   }
   for (std::size_t i = 0; i < options_.nodes.size(); ++i) {

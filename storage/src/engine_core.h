@@ -7,7 +7,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <initializer_list>
 #include <list>
 #include <memory>
 #include <random>

@@ -81,12 +81,7 @@ void ReleaseSubscriber::connect() {
 }
 
 void ReleaseSubscriber::teardown() {
-  redisAsyncContext* context = context_;
-  context_ = nullptr;  // marks the disconnect as ours for on_disconnected
-  if (context != nullptr) {
-    context->data = nullptr;  // the NULL replies hiredis hands the channel callback are not news
-    redisAsyncFree(context);
-  }
+  free_detached(context_);  // the NULL replies hiredis hands the channel callback are not news
   connection_lost();
 }
 
