@@ -63,13 +63,20 @@ inline constexpr std::string_view kReleaseSilentlyScript =
     "end\n"
     "return 0\n";
 
-// Compare-and-PEXPIRE: resets the ttl (ARGV[2], ms) only if the key still holds our secret (marked
-// or not). PEXPIRE never creates a key, so a lease that vanished on a node is not resurrected
-// there. Returns 1 if extended, 0 otherwise.
+// Compare-and-lengthen: if the key still holds our secret (marked or not), makes its remaining
+// ttl at least ARGV[2] ms and returns 1; otherwise returns 0. It never shortens a ttl: an extend
+// that fails (or is answered too late to count) may still run on a node later, and a shorter ttl
+// there would end the lease behind the holder's back, before the deadline it was last told. So an
+// extend to a shorter ttl leaves a longer remaining ttl in place (the holder is told the shorter
+// validity, which is conservative). PEXPIRE never creates a key, so a lease that vanished on a
+// node is not resurrected there. (PTTL/PEXPIRE rather than PEXPIRE GT: GT needs Redis 7.0.)
 inline constexpr std::string_view kExtendScript =
     "local value = redis.call('GET', KEYS[1])\n"
     "if value == ARGV[1] or (value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. '#') then\n"
-    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  end\n"
+    "  return 1\n"
     "end\n"
     "return 0\n";
 
@@ -105,7 +112,7 @@ inline constexpr std::string_view kInspectScript =
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha = "a6573291506a8c2e441cabf3c2d753eddd649307";
 inline constexpr std::string_view kReleaseScriptSha = "56bb74ebd8c0e17c7c7c30277544f8200b10102a";
-inline constexpr std::string_view kExtendScriptSha = "bcf9762907d59fd055e69aaf49ba50d20ff633a7";
+inline constexpr std::string_view kExtendScriptSha = "5ca45608defab12643a93d16abf7ca42ddaf8e38";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
 inline constexpr std::string_view kAcquireAndMarkScriptSha = "73d101bb7cc49ad3e8c9e352908b099ae9f228fd";
 

@@ -146,6 +146,48 @@ TEST_CASE("extend resets the ttl on every node and never resurrects a vanished k
   CHECK_FALSE(SyncRedis(cluster.node(0).port()).get("fencelock:lock:batch"));
 }
 
+TEST_CASE("no extend, answered or failed, shortens the lease on any node", "[storage][redis]") {
+  RedisCluster cluster(3);
+  const std::string key = "fencelock:lock:ledger";
+  auto shortest_ttl = [&] {
+    std::int64_t shortest = INT64_MAX;
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      shortest = std::min(shortest, SyncRedis(cluster.node(i).port()).command({"PTTL", key}).integer);
+    }
+    return shortest;
+  };
+
+  SECTION("an answered extend to a shorter ttl keeps the longer one and reports the shorter validity") {
+    EngineUnderTest t(engine_options_for(cluster));
+    auto lease = t.acquire("ledger", 60s);
+    REQUIRE(lease.ok());
+    auto extension = t.extend("ledger", lease->secret, 1s);
+    REQUIRE(extension.ok());
+    CHECK(extension->validity <= 1s);
+    CHECK(shortest_ttl() > 55'000);
+  }
+  SECTION("a failed extend that lands on paused nodes after its 503 leaves their ttl alone") {
+    EngineUnderTest t(engine_options_for(cluster));
+    auto lease = t.acquire("ledger", 60s);
+    REQUIRE(lease.ok());
+    cluster.node(1).pause();
+    cluster.node(2).pause();
+    auto extension = t.extend("ledger", lease->secret, 1s);
+    REQUIRE_FALSE(extension.ok());
+    CHECK(extension.error().code == ErrorCode::kUnavailable);
+    // The PEXPIRE sits in the paused nodes' sockets and runs when they resume.
+    cluster.node(1).resume();
+    cluster.node(2).resume();
+    t.wait_for_voting_nodes(3);
+    std::this_thread::sleep_for(1500ms);  // past the 1 s the failed extend asked for
+    CHECK(shortest_ttl() > 50'000);
+    EngineUnderTest other(engine_options_for(cluster));
+    auto intruder = other.acquire("ledger", 5s);
+    REQUIRE_FALSE(intruder.ok());
+    CHECK(intruder.error().code == ErrorCode::kLocked);
+  }
+}
+
 TEST_CASE("inspect reports holder and remaining time but never the secret", "[storage][redis]") {
   RedisCluster cluster(5);
   EngineUnderTest t(engine_options_for(cluster));

@@ -76,7 +76,8 @@ class RedlockEngine {
   // answered, the token source failed, or no validity was left), kInvalidArgument.
   void acquire(AcquireRequest request, AcquireHandler done);
 
-  // Resets the lease's ttl on every node that still holds it. Errors: kLeaseLost (a quorum
+  // Makes the lease's remaining ttl at least `ttl` on every node that still holds it; never
+  // shortens it, not even when the extend fails and reaches a node late. Errors: kLeaseLost (a quorum
   // answered and too few still hold the lease), kUnavailable (too few answered to tell, or no
   // validity left), kInvalidArgument (bad name, ttl or malformed secret).
   void extend(std::string name, std::string secret, std::chrono::milliseconds ttl, ExtendHandler done);
