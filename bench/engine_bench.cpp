@@ -99,15 +99,16 @@ class Caller : public std::enable_shared_from_this<Caller> {
       if (result_.last_release != Clock::time_point{}) result_.handoff.record(now - result_.last_release);
       ++result_.pairs;  // a hand-off
       hold_timer_.expires_after(settings_.hold);
-      hold_timer_.async_wait([self = shared_from_this(), started, name, secret = lease->secret](
-                                 const boost::system::error_code&) { self->release(started, name, secret); });
+      hold_timer_.async_wait(
+          [self = shared_from_this(), started, name, claim = storage::LeaseClaim{lease->token, lease->proof}](
+              const boost::system::error_code&) { self->release(started, name, claim); });
       return;
     }
-    release(started, name, lease->secret);
+    release(started, name, storage::LeaseClaim{lease->token, lease->proof});
   }
 
-  void release(Clock::time_point started, const std::string& name, const std::string& secret) {
-    engine_.release(name, secret, [self = shared_from_this(), started](storage::Result<bool> released) {
+  void release(Clock::time_point started, const std::string& name, const storage::LeaseClaim& claim) {
+    engine_.release(name, claim, [self = shared_from_this(), started](storage::Result<bool> released) {
       if (self->settings_.contended) {
         self->result_.last_release = Clock::now();
       } else if (released.ok()) {

@@ -8,7 +8,7 @@ set -euo pipefail
 # Everything the build needs; the Dockerfile's build stage installs exactly these.
 build_packages=(
   g++ cmake ninja-build pkg-config
-  libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libgoogle-perftools-dev
+  libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev
   catch2
 )
 # Needed to run the tests and the quickstart.

@@ -106,7 +106,7 @@ Result<json> expect_object(Result<HttpReply> reply) {
 
 Status check_name(std::string_view name) {
   if (!is_valid_lock_name(name)) {
-    return make(ErrorCode::kInvalidArgument, "name must be 1 to 200 characters from [A-Za-z0-9._:-]");
+    return make(ErrorCode::kInvalidArgument, std::string(kLockNameRule));
   }
   return Done{};
 }

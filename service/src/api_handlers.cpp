@@ -83,7 +83,7 @@ void ApiHandlers::acquire(std::string name, std::string_view body, Reply reply) 
   storage::AcquireRequest request{name, parsed->ttl, parsed->wait};
   engine_.acquire(std::move(request), [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
     if (lease.ok()) {
-      const std::string encoded = encode_lease(lease->token, lease->secret);
+      const std::string encoded = encode_lease(lease->token, lease->proof);
       return reply(ok(lease_body(name, encoded, lease->token, lease->ttl, lease->validity),
                       token_detail(lease->token) + owner_detail));
     }
@@ -100,24 +100,24 @@ void ApiHandlers::acquire(std::string name, std::string_view body, Reply reply) 
 void ApiHandlers::extend(std::string name, std::string_view body, Reply reply) {
   auto parsed = parse_extend_body(body, limits_);
   if (!parsed.ok()) return reply(from_storage_error(parsed.error()));
-  const auto lease = decode_lease(parsed->lease);
-  if (!lease) return reply(error_response(ApiError::kInvalidRequest, "lease is malformed"));
-  const std::uint64_t token = lease->token;
-  engine_.extend(name, std::string(lease->secret), parsed->ttl,
-                 [name, token, encoded = std::move(parsed->lease), reply = std::move(reply)](
-                     Result<storage::Extension> extension) {
+  auto claim = decode_lease(parsed->lease);
+  if (!claim) return reply(error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  // The answer's token and lease come from what the nodes verified, never from the request alone.
+  engine_.extend(name, *claim, parsed->ttl,
+                 [name, proof = claim->proof, reply = std::move(reply)](Result<storage::Extension> extension) {
                    if (!extension.ok()) return reply(from_storage_error(extension.error()));
-                   reply(ok(lease_body(name, encoded, token, extension->ttl, extension->validity),
-                            token_detail(token)));
+                   reply(ok(lease_body(name, encode_lease(extension->token, proof), extension->token,
+                                       extension->ttl, extension->validity),
+                            token_detail(extension->token)));
                  });
 }
 
 void ApiHandlers::release(std::string name, std::string_view body, Reply reply) {
   auto parsed = parse_release_body(body);
   if (!parsed.ok()) return reply(from_storage_error(parsed.error()));
-  const auto lease = decode_lease(parsed->lease);
-  if (!lease) return reply(error_response(ApiError::kInvalidRequest, "lease is malformed"));
-  engine_.release(name, std::string(lease->secret), [name, reply = std::move(reply)](Result<bool> released) {
+  auto claim = decode_lease(parsed->lease);
+  if (!claim) return reply(error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  engine_.release(name, std::move(*claim), [name, reply = std::move(reply)](Result<bool> released) {
     if (!released.ok()) return reply(from_storage_error(released.error()));
     reply(ok(json{{"name", name}, {"released", released.value()}}));
   });

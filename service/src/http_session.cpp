@@ -6,6 +6,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "fencelock/names.h"
 #include "http_server.h"
 #include "log.h"
 #include "router.h"
@@ -102,7 +103,7 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     }
     case RouteMatch::Kind::kBadName:
       return on_response(ApiHandlers::error_response(
-          ApiError::kInvalidRequest, "name must be 1 to 200 characters from [A-Za-z0-9._:-]"));
+          ApiError::kInvalidRequest, fencelock::kLockNameRule));
     case RouteMatch::Kind::kFound: break;
   }
   route_ = match.route;

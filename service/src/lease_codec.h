@@ -1,10 +1,9 @@
-// The lease string clients hold: "<token>.<secret>", e.g. "42.9f86d081884c7d659a2feaa0c55ad015".
+// The lease string clients hold: "<token>.<proof>", e.g. "42.9f86d081884c7d65a2feaa0c55ad0157e3f1a2b4c6d8e0f1".
 //
-// The secret (32 hex digits) is what release and extend prove ownership with; the token rides
-// along so that extend can answer with the lease's token without storing it anywhere. Clients
-// treat the string as opaque. Changing the token part gains nothing: only the secret is checked,
-// and a holder can already send any token it likes to its resource — fencing protects against
-// faulty clients, not malicious ones. Pure functions; thread-safe.
+// The proof (48 hex digits, lease_secret.h) is bound to the token: release and extend hand both to
+// the engine, and every node checks that the proof was made for that token, so a lease string whose
+// token was changed is refused and fencelockd never answers a token it has not verified. Clients
+// treat the string as opaque. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -12,17 +11,14 @@
 #include <string>
 #include <string_view>
 
+#include "fencelock/storage/lease.h"
+
 namespace fencelock::service {
 
-struct DecodedLease {
-  std::uint64_t token = 0;
-  std::string_view secret;  // a view into the decoded text
-};
-
-std::string encode_lease(std::uint64_t token, std::string_view secret);
+std::string encode_lease(std::uint64_t token, std::string_view proof);
 
 // nullopt unless `lease` is a positive decimal token (no leading zeros, fits 64 bits), a '.' and
-// a well-formed secret.
-std::optional<DecodedLease> decode_lease(std::string_view lease) noexcept;
+// a well-formed proof.
+std::optional<storage::LeaseClaim> decode_lease(std::string_view lease);
 
 }  // namespace fencelock::service

@@ -3,6 +3,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
+#include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/lease_timing.h"
 
 namespace fencelock::storage {
@@ -24,11 +25,11 @@ Vote vote_for_set(const NodeReply& reply) {
 }  // namespace
 
 AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request,
-                                   std::string secret, RedlockEngine::AcquireHandler done)
+                                   std::string value, RedlockEngine::AcquireHandler done)
     : core_(std::move(core)),
       request_(std::move(request)),
       key_(core_->key_of(request_.name)),
-      secret_(std::move(secret)),
+      value_(std::move(value)),
       done_(std::move(done)),
       retry_timer_(core_->strand()) {}
 
@@ -69,11 +70,11 @@ RespCommand AcquireOperation::attempt_command(bool marking, bool eval) const {
   const auto ttl = std::to_string(request_.ttl.count());
   if (!marking) {
     RespCommand set(6);
-    set.arg("SET").arg(key_).arg(secret_).arg("NX").arg("PX").arg(ttl);
+    set.arg("SET").arg(key_).arg(value_).arg("NX").arg("PX").arg(ttl);
     return set;
   }
   const std::string keys[] = {key_};
-  const std::string args[] = {secret_, ttl, core_->engine_id()};
+  const std::string args[] = {value_, ttl, core_->engine_id()};
   return EngineCore::script_command(Script::kAcquireAndMark, eval, keys, args);
 }
 
@@ -135,7 +136,7 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
   }
   Lease lease;
   lease.name = request_.name;
-  lease.secret = secret_;
+  lease.proof = lease_proof(value_, token.value());
   lease.token = token.value();
   lease.ttl = request_.ttl;
   lease.validity = validity;
@@ -144,7 +145,7 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
 }
 
 void AcquireOperation::attempt_failed(Error error) {
-  core_->release_everywhere(request_.name, secret_);
+  core_->release_everywhere(request_.name, value_);
   const bool retryable = error.code == ErrorCode::kLocked || error.code == ErrorCode::kUnavailable;
   const auto budget_end = call_started_ + request_.wait;
   const auto now = Clock::now();

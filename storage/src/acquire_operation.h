@@ -25,7 +25,7 @@ class AcquireOperation : public ReplySink,
                          public Waiter,
                          public std::enable_shared_from_this<AcquireOperation> {
  public:
-  AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request, std::string secret,
+  AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request, std::string value,
                    RedlockEngine::AcquireHandler done);
 
   void start();  // on the strand
@@ -50,7 +50,7 @@ class AcquireOperation : public ReplySink,
   std::shared_ptr<EngineCore> core_;
   AcquireRequest request_;
   std::string key_;
-  std::string secret_;
+  std::string value_;  // the lease value written on the nodes (lease_secret.h); never leaves here
   RedlockEngine::AcquireHandler done_;
   Phase phase_ = Phase::kVoting;
   bool queued_ = false;  // in the engine's waiter queue for the name

@@ -151,10 +151,10 @@ RespCommand EngineCore::script_command(Script script, bool eval, std::span<const
   return command;
 }
 
-void EngineCore::release_everywhere(std::string_view name, std::string_view secret) {
+void EngineCore::release_everywhere(std::string_view name, std::string_view value) {
   // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
   const std::string keys[] = {key_of(name)};
-  const std::string args[] = {std::string(secret)};
+  const std::string args[] = {std::string(value)};
   broadcast(script_command(Script::kReleaseSilently, true, keys, args), nullptr, 0);
 }
 

@@ -92,9 +92,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   static RespCommand script_command(Script script, bool eval, std::span<const std::string> keys,
                                     std::span<const std::string> args);
 
-  // Compare-and-delete of `secret` under `name` on every node, answers ignored, never announced:
-  // the cleanup of a failed attempt.
-  void release_everywhere(std::string_view name, std::string_view secret);
+  // Compare-and-delete of the lease `value` under `name` on every node, answers ignored, never
+  // announced: the cleanup of a failed attempt.
+  void release_everywhere(std::string_view name, std::string_view value);
 
   // Cross-instance hand-off. A waiting acquire marks the holder's value on every node that
   // refuses it (lua_scripts.h); a release that deletes a value marked by another engine publishes

@@ -1,5 +1,6 @@
 #include "fencelock/storage/lease_secret.h"
 
+#include <openssl/evp.h>
 #include <sys/random.h>
 
 #include <array>
@@ -8,34 +9,64 @@
 
 namespace fencelock::storage {
 
-Result<std::string> generate_lease_secret() {
-  std::array<unsigned char, kLeaseSecretBytes> bytes{};
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+void append_hex(std::string& out, const unsigned char* bytes, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    out.push_back(kHex[bytes[i] >> 4]);
+    out.push_back(kHex[bytes[i] & 0x0f]);
+  }
+}
+
+bool is_lower_hex(std::string_view text) noexcept {
+  for (const char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> random_hex(std::size_t bytes) {
+  std::array<unsigned char, 256> buffer{};
+  if (bytes > buffer.size()) return make_error(ErrorCode::kInternal, "random_hex: too many bytes");
   std::size_t filled = 0;
-  while (filled < bytes.size()) {
-    const ssize_t got = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+  while (filled < bytes) {
+    const ssize_t got = ::getrandom(buffer.data() + filled, bytes - filled, 0);
     if (got < 0) {
       if (errno == EINTR) continue;
-      return make_error(ErrorCode::kInternal,
-                        std::string("getrandom failed: ") + std::strerror(errno));
+      return make_error(ErrorCode::kInternal, std::string("getrandom failed: ") + std::strerror(errno));
     }
     filled += static_cast<std::size_t>(got);
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string secret(kLeaseSecretLength, '0');
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    secret[2 * i] = kHex[bytes[i] >> 4];
-    secret[2 * i + 1] = kHex[bytes[i] & 0x0f];
-  }
-  return secret;
+  std::string text;
+  text.reserve(2 * bytes);
+  append_hex(text, buffer.data(), bytes);
+  return text;
 }
 
-bool is_well_formed_lease_secret(std::string_view text) noexcept {
-  if (text.size() != kLeaseSecretLength) return false;
-  for (const char c : text) {
-    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    if (!hex) return false;
-  }
-  return true;
+Result<std::string> generate_lease_secret() { return random_hex(kLeaseSecretLength / 2); }
+
+Result<std::string> generate_lease_value() { return random_hex(kLeaseValueLength / 2); }
+
+std::string lease_proof(std::string_view value, std::uint64_t token) {
+  // The same text the scripts hash: "<token>:<value>" (Redis's sha1hex is lower-case hex).
+  std::string text = std::to_string(token);
+  text.push_back(':');
+  text.append(value.substr(0, kLeaseValueLength));
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha1(), nullptr);
+  std::string proof(value.substr(0, kLeaseIdLength));
+  proof.reserve(kLeaseProofLength);
+  append_hex(proof, digest.data(), (kLeaseProofLength - kLeaseIdLength) / 2);
+  return proof;
+}
+
+bool is_well_formed_lease_proof(std::string_view text) noexcept {
+  return text.size() == kLeaseProofLength && is_lower_hex(text);
 }
 
 }  // namespace fencelock::storage

@@ -1,13 +1,17 @@
 // The Lua scripts that give fencelock's lock keys their semantics. Every script runs atomically on
 // one node; the engine runs each on all nodes and counts the answers.
 //
-// KEYS[1] is always the lock key (key prefix + name); ARGV[1] is always the lease secret.
-// A lock key's value is the holder's secret, or "<secret>#<mark>" once a waiting acquire was
+// KEYS[1] is always the lock key (key prefix + name). A lock key's value is the lease value (48 hex
+// digits: lease id, then secret; lease_secret.h), or "<value>#<mark>" once a waiting acquire was
 // refused by it: the mark is the id of the one engine whose waiters were refused, or "*" for
-// several. Secrets are hex, so '#' separates unambiguously; every script that compares a secret
+// several. Values are hex, so '#' separates unambiguously; every script that compares a value
 // accepts both forms. The mark lets a release through one fencelockd wake the waiters of another
 // (PUBLISH, see EngineCore) at no cost when nobody elsewhere waits: the release reads the value
 // it compares anyway.
+// A holder's release and extend carry its *claim* in ARGV[1]: the proof (lease id + digest, 48 hex)
+// followed by the token in decimal. They answer 1 (done), 0 (the key is absent or holds another
+// lease) or -1 (this lease, but the claim's token is not the one it was granted with: the lease
+// string was altered; nothing is changed).
 // Scripts are SCRIPT LOADed on every new connection and invoked with EVALSHA; a NOSCRIPT answer
 // (someone ran SCRIPT FLUSH) is retried once with EVAL.
 #pragma once
@@ -24,37 +28,43 @@ inline constexpr std::string_view kAnnouncementChannel = "fencelock:released";
 enum class Script : std::uint8_t { kRelease = 0, kReleaseSilently = 1, kExtend = 2, kInspect = 3, kAcquireAndMark = 4 };
 inline constexpr std::size_t kScriptCount = 5;
 
-// Compare-and-delete: deletes the key only if it still holds our secret (marked or not), so a
-// release can never delete a newer holder's key after ours expired. Returns 1 if deleted, 0
-// otherwise. Idempotent. If the deleted value was marked by a waiter of an engine other than the
-// releasing one, publishes "<tag> <KEYS[1]>" on kAnnouncementChannel. The tag is ARGV[2] — the
-// releasing engine's id and a release number, 16 hex digits each — which the engine passes only
-// when it has waiters of its own for the name (so that a mark of its own publishes nothing).
-// Without ARGV[2] the tag is sixteen zeros (no engine) and the first half of SHA-1(secret): the
-// same on every node, so listeners can tell copies of one release apart from the next; one-way,
-// so nothing about the secret leaks. The uncontended release — an unmarked value, one argument —
-// costs exactly what the plain compare-and-delete costs: on the engine's single strand and in
-// Redis's Lua GC, every extra per-call argument measurably lowers throughput.
+// The start of every script that checks a holder's claim (see above): leaves the key's value in
+// `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on the
+// node, so only the token the lease was granted with passes.
+#define FENCELOCK_LUA_CHECK_CLAIM                                                                   \
+  "local value = redis.call('GET', KEYS[1])\n"                                                      \
+  "if not value or string.sub(value, 1, 16) ~= string.sub(ARGV[1], 1, 16) then\n"                  \
+  "  return 0\n"                                                                                    \
+  "end\n"                                                                                           \
+  "local digest = redis.sha1hex(string.sub(ARGV[1], 49) .. ':' .. string.sub(value, 1, 48))\n"      \
+  "if string.sub(digest, 1, 32) ~= string.sub(ARGV[1], 17, 48) then\n"                             \
+  "  return -1\n"                                                                                   \
+  "end\n"
+
+// Compare-and-delete: deletes the key only if it still holds the claimed lease (marked or not), so
+// a release can never delete a newer holder's key after ours expired. Returns 1 if deleted, 0 or -1
+// otherwise (see above). Idempotent. If the deleted value was marked by a waiter of an engine other
+// than the releasing one, publishes "<tag> <KEYS[1]>" on kAnnouncementChannel. The tag is ARGV[2] —
+// the releasing engine's id and a release number, 16 hex digits each — which the engine passes
+// only when it has waiters of its own for the name (so that a mark of its own publishes nothing).
+// Without ARGV[2] the tag is sixteen zeros (no engine) and the lease id: the same on every node, so
+// listeners can tell copies of one release apart from the next. The uncontended release — an
+// unmarked value, one argument — costs one GET, one digest and one DEL: on the engine's single
+// strand and in Redis's Lua GC, every extra per-call argument measurably lowers throughput.
 inline constexpr std::string_view kReleaseScript =
-    "local value = redis.call('GET', KEYS[1])\n"
-    "if value == ARGV[1] then\n"
-    "  return redis.call('DEL', KEYS[1])\n"
-    "end\n"
-    "if not value or string.sub(value, 1, #ARGV[1] + 1) ~= ARGV[1] .. '#' then\n"
-    "  return 0\n"
-    "end\n"
+    FENCELOCK_LUA_CHECK_CLAIM
     "redis.call('DEL', KEYS[1])\n"
-    "local tag = ARGV[2]\n"
-    "if not tag then\n"
-    "  tag = '0000000000000000' .. string.sub(redis.sha1hex(ARGV[1]), 1, 16)\n"
+    "if #value == 48 then\n"
+    "  return 1\n"
     "end\n"
-    "if string.sub(value, #ARGV[1] + 2) ~= string.sub(tag, 1, 16) then\n"
+    "local tag = ARGV[2] or ('0000000000000000' .. string.sub(ARGV[1], 1, 16))\n"
+    "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
     "  redis.call('PUBLISH', 'fencelock:released', tag .. ' ' .. KEYS[1])\n"
     "end\n"
     "return 1\n";
 
-// The same compare-and-delete without any announcement: the cleanup of a failed attempt. It frees
-// nothing anyone waits for, and announcing it would wake other engines' waiters straight into the
+// The cleanup of a failed attempt: a compare-and-delete on the lease value itself (ARGV[1], known
+// only to the engine), without any announcement. It frees nothing anyone waits for, and announcing it would wake other engines' waiters straight into the
 // same split vote, over and over while the lock is held.
 inline constexpr std::string_view kReleaseSilentlyScript =
     "local value = redis.call('GET', KEYS[1])\n"
@@ -63,22 +73,22 @@ inline constexpr std::string_view kReleaseSilentlyScript =
     "end\n"
     "return 0\n";
 
-// Compare-and-lengthen: if the key still holds our secret (marked or not), makes its remaining
-// ttl at least ARGV[2] ms and returns 1; otherwise returns 0. It never shortens a ttl: an extend
-// that fails (or is answered too late to count) may still run on a node later, and a shorter ttl
-// there would end the lease behind the holder's back, before the deadline it was last told. So an
-// extend to a shorter ttl leaves a longer remaining ttl in place (the holder is told the shorter
-// validity, which is conservative). PEXPIRE never creates a key, so a lease that vanished on a
-// node is not resurrected there. (PTTL/PEXPIRE rather than PEXPIRE GT: GT needs Redis 7.0.)
+// Compare-and-lengthen: if the key still holds the claimed lease (marked or not), makes its
+// remaining ttl at least ARGV[2] ms and returns 1; otherwise returns 0 or -1 (see above). It never
+// shortens a ttl: an extend that fails (or is answered too late to count) may still run on a node
+// later, and a shorter ttl there would end the lease behind the holder's back, before the deadline
+// it was last told. So an extend to a shorter ttl leaves a longer remaining ttl in place (the holder
+// is told the shorter validity, which is conservative). PEXPIRE never creates a key, so a lease
+// that vanished on a node is not resurrected there. (PTTL/PEXPIRE rather than PEXPIRE GT: GT needs
+// Redis 7.0.)
 inline constexpr std::string_view kExtendScript =
-    "local value = redis.call('GET', KEYS[1])\n"
-    "if value == ARGV[1] or (value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. '#') then\n"
-    "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
-    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "  end\n"
-    "  return 1\n"
+    FENCELOCK_LUA_CHECK_CLAIM
+    "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
     "end\n"
-    "return 0\n";
+    "return 1\n";
+
+#undef FENCELOCK_LUA_CHECK_CLAIM
 
 // The SET NX PX of an acquire that will wait if refused: on success returns 1, exactly like the
 // plain SET. On refusal it marks the holder's value with ARGV[3] (this engine's id), or "*" if
@@ -111,8 +121,8 @@ inline constexpr std::string_view kInspectScript =
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha = "a6573291506a8c2e441cabf3c2d753eddd649307";
-inline constexpr std::string_view kReleaseScriptSha = "56bb74ebd8c0e17c7c7c30277544f8200b10102a";
-inline constexpr std::string_view kExtendScriptSha = "5ca45608defab12643a93d16abf7ca42ddaf8e38";
+inline constexpr std::string_view kReleaseScriptSha = "7797fe2d67ec5c2f636223e45bf3d1353ab1eb17";
+inline constexpr std::string_view kExtendScriptSha = "695a7413ab7022461fb510be21271863095c5350";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
 inline constexpr std::string_view kAcquireAndMarkScriptSha = "73d101bb7cc49ad3e8c9e352908b099ae9f228fd";
 

@@ -33,8 +33,8 @@ Status check_ttl(const EngineOptions& options, milliseconds ttl) {
   return Done{};
 }
 
-Status check_secret(const std::string& secret) {
-  if (!is_well_formed_lease_secret(secret)) {
+Status check_claim(const LeaseClaim& claim) {
+  if (!is_well_formed_lease_proof(claim.proof)) {
     return make_error(ErrorCode::kInvalidArgument, "lease is malformed");
   }
   return Done{};
@@ -81,33 +81,33 @@ void RedlockEngine::acquire(AcquireRequest request, AcquireHandler done) {
                            std::to_string(core_->options().max_wait.count()) + " ms");
   }
   if (!valid.ok()) return answer_later(core_, std::move(done), Result<Lease>(std::move(valid).error()));
-  Result<std::string> secret = generate_lease_secret();
-  if (!secret.ok()) return answer_later(core_, std::move(done), Result<Lease>(std::move(secret).error()));
+  Result<std::string> value = generate_lease_value();
+  if (!value.ok()) return answer_later(core_, std::move(done), Result<Lease>(std::move(value).error()));
 
   asio::dispatch(core_->strand(), [core = core_, request = std::move(request),
-                                   secret = std::move(secret).value(), done = std::move(done)]() mutable {
-    std::make_shared<AcquireOperation>(core, std::move(request), std::move(secret), std::move(done))->start();
+                                   value = std::move(value).value(), done = std::move(done)]() mutable {
+    std::make_shared<AcquireOperation>(core, std::move(request), std::move(value), std::move(done))->start();
   });
 }
 
-void RedlockEngine::extend(std::string name, std::string secret, milliseconds ttl, ExtendHandler done) {
+void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl, ExtendHandler done) {
   Status valid = check_name(name);
-  if (valid.ok()) valid = check_secret(secret);
+  if (valid.ok()) valid = check_claim(claim);
   if (valid.ok()) valid = check_ttl(core_->options(), ttl);
   if (!valid.ok()) return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
-  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), secret = std::move(secret), ttl,
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim), ttl,
                                    done = std::move(done)]() mutable {
-    std::make_shared<ExtendOperation>(core, name, std::move(secret), ttl, std::move(done))->start();
+    std::make_shared<ExtendOperation>(core, name, std::move(claim), ttl, std::move(done))->start();
   });
 }
 
-void RedlockEngine::release(std::string name, std::string secret, ReleaseHandler done) {
+void RedlockEngine::release(std::string name, LeaseClaim claim, ReleaseHandler done) {
   Status valid = check_name(name);
-  if (valid.ok()) valid = check_secret(secret);
+  if (valid.ok()) valid = check_claim(claim);
   if (!valid.ok()) return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
-  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), secret = std::move(secret),
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
                                    done = std::move(done)]() mutable {
-    std::make_shared<ReleaseOperation>(core, name, std::move(secret), std::move(done))->start();
+    std::make_shared<ReleaseOperation>(core, name, std::move(claim), std::move(done))->start();
   });
 }
 

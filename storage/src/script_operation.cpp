@@ -11,7 +11,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Release and extend scripts answer 1 (done) or 0 (not ours, or gone).
+// Release and extend scripts answer 1 (done) or 0 (not ours, or gone); -1 is handled before.
 Vote vote_for_compare_and_set(const NodeReply& reply) {
   if (reply.kind != NodeReply::Kind::kInteger) return Vote::kFailed;
   return reply.integer == 1 ? Vote::kYes : Vote::kNo;
@@ -75,25 +75,32 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
   core_->operation_finished();
 }
 
+std::string ScriptOperation::claim_argument(const LeaseClaim& claim) {
+  std::string argument = claim.proof;
+  argument.append(std::to_string(claim.token));
+  return argument;
+}
+
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
-                                   std::string secret, std::function<void(Result<bool>)> done)
-    : ReleaseOperation(core, name, secret,
+                                   const LeaseClaim& claim, std::function<void(Result<bool>)> done)
+    : ReleaseOperation(core, name, claim,
                        // Tagged only with waiters here: the tag lets the script skip announcing a
                        // release that only our own waiters wait for (they are woken directly).
                        core->has_waiters(std::string(name)) ? core->new_release_tag() : std::string(),
                        std::move(done)) {}
 
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
-                                   std::string_view secret, std::string release_tag,
+                                   const LeaseClaim& claim, std::string release_tag,
                                    std::function<void(Result<bool>)> done)
     : ScriptOperation(core, OperationKind::kRelease, Script::kRelease, {core->key_of(name)},
-                      release_tag.empty() ? std::vector<std::string>{std::string(secret)}
-                                          : std::vector<std::string>{std::string(secret), release_tag}),
+                      release_tag.empty() ? std::vector<std::string>{claim_argument(claim)}
+                                          : std::vector<std::string>{claim_argument(claim), release_tag}),
       name_(name),
       release_tag_(std::move(release_tag)),
       done_(std::move(done)) {}
 
 void ReleaseOperation::on_answer(std::size_t node, const NodeReply& reply) {
+  if (claim_refused(reply)) return refuse_claim(done_);
   tally_.record(node, vote_for_compare_and_set(reply));
   decide();
 }
@@ -114,14 +121,16 @@ void ReleaseOperation::decide() {
 }
 
 ExtendOperation::ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name,
-                                 std::string secret, std::chrono::milliseconds ttl,
+                                 const LeaseClaim& claim, std::chrono::milliseconds ttl,
                                  std::function<void(Result<Extension>)> done)
     : ScriptOperation(core, OperationKind::kExtend, Script::kExtend, {core->key_of(name)},
-                      {std::move(secret), std::to_string(ttl.count())}),
+                      {claim_argument(claim), std::to_string(ttl.count())}),
+      token_(claim.token),
       ttl_(ttl),
       done_(std::move(done)) {}
 
 void ExtendOperation::on_answer(std::size_t node, const NodeReply& reply) {
+  if (claim_refused(reply)) return refuse_claim(done_);
   tally_.record(node, vote_for_compare_and_set(reply));
   decide();
 }
@@ -137,7 +146,7 @@ void ExtendOperation::decide() {
       return;
     }
     finish(std::nullopt);
-    core_->complete_later(std::move(done_), Result<Extension>(Extension{ttl_, validity, started_}));
+    core_->complete_later(std::move(done_), Result<Extension>(Extension{token_, ttl_, validity, started_}));
   } else if (surely_not_held(tally_)) {
     finish(ErrorCode::kLeaseLost);
     core_->complete_later(std::move(done_), Result<Extension>(make_error(ErrorCode::kLeaseLost, "the lease no longer holds a quorum of lock nodes")));
@@ -160,7 +169,7 @@ void InspectOperation::on_answer(std::size_t node, const NodeReply& reply) {
     tally_.record(node, Vote::kFailed);
   } else {
     const NodeReply& value = reply.elements[0];
-    // A waiter's mark ("<secret>#<mark>") does not change who holds the lock.
+    // A waiter's mark ("<value>#<mark>") does not change who holds the lock.
     if (value.kind == NodeReply::Kind::kString) holdings_[node].value = value.text.substr(0, value.text.find('#'));
     holdings_[node].pttl_ms = reply.elements[1].integer;
     tally_.record(node, Vote::kYes);  // "answered"; holdings decide who holds what

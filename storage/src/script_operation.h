@@ -32,6 +32,20 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
   // Marks the operation complete and tells the observer. Call exactly once, before the handler.
   void finish(std::optional<ErrorCode> error);
 
+  // A release's or extend's claim names this lease with a token that is not its own (the script
+  // answered -1, lua_scripts.h): the lease string was altered. No node changed anything.
+  static bool claim_refused(const NodeReply& reply) noexcept {
+    return reply.kind == NodeReply::Kind::kInteger && reply.integer == -1;
+  }
+  template <class T>
+  void refuse_claim(std::function<void(Result<T>)>& done) {
+    finish(ErrorCode::kInvalidArgument);
+    core_->complete_later(std::move(done), Result<T>(make_error(ErrorCode::kInvalidArgument,
+                                                                "the lease's token is not the token it was granted with")));
+  }
+  // The script argument that carries a claim: proof, then the token in decimal.
+  static std::string claim_argument(const LeaseClaim& claim);
+
   std::shared_ptr<EngineCore> core_;
   QuorumTally tally_;
   std::chrono::steady_clock::time_point started_;
@@ -50,11 +64,11 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
 // Compare-and-delete on every node (announced to other engines' waiters, see EngineCore).
 class ReleaseOperation final : public ScriptOperation {
  public:
-  ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, std::string secret,
+  ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
                    std::function<void(Result<bool>)> done);
 
  private:
-  ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, std::string_view secret,
+  ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
                    std::string release_tag, std::function<void(Result<bool>)> done);
   void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
@@ -66,12 +80,13 @@ class ReleaseOperation final : public ScriptOperation {
 // Compare-and-PEXPIRE on every node.
 class ExtendOperation final : public ScriptOperation {
  public:
-  ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name, std::string secret,
+  ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
                   std::chrono::milliseconds ttl, std::function<void(Result<Extension>)> done);
 
  private:
   void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
+  std::uint64_t token_;
   std::chrono::milliseconds ttl_;
   std::function<void(Result<Extension>)> done_;
 };

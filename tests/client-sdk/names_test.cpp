@@ -4,7 +4,7 @@
 
 using fencelock::is_valid_lock_name;
 
-TEST_CASE("lock names are 1 to 200 characters of [A-Za-z0-9._:-]", "[client]") {
+TEST_CASE("lock names are 1 to 200 characters of [A-Za-z0-9._:-], other than . and ..", "[client]") {
   const auto [name, ok] = GENERATE(table<std::string, bool>({
       {"orders", true},
       {"Orders.2026-11_21:batch", true},
@@ -17,6 +17,10 @@ TEST_CASE("lock names are 1 to 200 characters of [A-Za-z0-9._:-]", "[client]") {
       {"star*", false},
       {"caf\xc3\xa9", false},
       {std::string("nul\0byte", 8), false},
+      {".", false},
+      {"..", false},
+      {"...", true},
+      {".hidden", true},
   }));
   CHECK(is_valid_lock_name(name) == ok);
 }

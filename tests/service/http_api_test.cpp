@@ -100,6 +100,31 @@ TEST_CASE("http: a stale lease can neither extend nor release a newer holder's l
   CHECK(http.get("/v1/locks/report").json()["held"] == true);
 }
 
+TEST_CASE("http: a lease whose token was changed is refused, and its token is never echoed", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  REQUIRE(http.request("POST", "/v1/tokens/doc").status == 200);  // the lease below gets token 2
+  const json granted = http.post("/v1/locks/doc", {{"ttl_ms", 30000}}).json();
+  const std::string lease = granted["lease"];
+  const std::uint64_t token = granted["token"];
+  const std::string forged = std::to_string(token + 41) + lease.substr(lease.find('.'));
+
+  const HttpAnswer extend = http.post("/v1/locks/doc/extend", {{"lease", forged}, {"ttl_ms", 60000}});
+  CHECK(extend.status == 400);
+  CHECK(extend.error_code() == "invalid_request");
+  CHECK(extend.body.find(std::to_string(token + 41)) == std::string::npos);
+  const HttpAnswer release = http.del("/v1/locks/doc", {{"lease", forged}});
+  CHECK(release.status == 400);
+  CHECK(release.error_code() == "invalid_request");
+  CHECK(http.get("/v1/locks/doc").json()["held"] == true);
+  CHECK(http.get("/v1/locks/doc").json()["remaining_ms"].get<long>() <= 30000);
+
+  const HttpAnswer real = http.post("/v1/locks/doc/extend", {{"lease", lease}, {"ttl_ms", 60000}});
+  REQUIRE(real.status == 200);
+  CHECK(real.json()["token"] == token);
+  CHECK(real.json()["lease"] == lease);
+}
+
 TEST_CASE("http: every malformed request is refused with a stable code and changes nothing", "[service][redis]") {
   Service s;
   HttpClient http = s.client();
@@ -117,6 +142,9 @@ TEST_CASE("http: every malformed request is refused with a stable code and chang
       {"POST", "/v1/locks/x", R"({"ttl_ms": 1000, "owner": false})", 400, "invalid_request"},
       {"POST", "/v1/locks/bad%20name", R"({"ttl_ms": 1000})", 400, "invalid_request"},
       {"POST", "/v1/locks/" + std::string(201, 'n'), R"({"ttl_ms": 1000})", 400, "invalid_request"},
+      {"POST", "/v1/locks/.", R"({"ttl_ms": 1000})", 400, "invalid_request"},
+      {"POST", "/v1/locks/..", R"({"ttl_ms": 1000})", 400, "invalid_request"},
+      {"POST", "/v1/tokens/..", "", 400, "invalid_request"},
       {"POST", "/v1/locks/x/extend", R"({"ttl_ms": 1000})", 400, "invalid_request"},
       {"POST", "/v1/locks/x/extend", R"({"lease": "garbage", "ttl_ms": 1000})", 400, "invalid_request"},
       {"DELETE", "/v1/locks/x", R"({})", 400, "invalid_request"},

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine_under_test.h"
+#include "fencelock/storage/lease_secret.h"
 #include "sync_redis.h"
 
 using namespace fencelock::storage;
@@ -42,7 +43,7 @@ void wait_for_subscribers(RedisCluster& cluster, std::int64_t count) {
   }
 }
 
-// The holder's value on a node, as the waiters' marks left it ("<secret>#<mark>").
+// The holder's value on a node, as the waiters' marks left it ("<value>#<mark>").
 std::string value_on(RedisCluster& cluster, std::size_t node, const std::string& name) {
   return SyncRedis(cluster.node(node).port()).get("fencelock:lock:" + name).value_or("");
 }
@@ -84,11 +85,11 @@ void expect_release_wakes_waiter(RedisCluster& cluster, EngineUnderTest& holder_
   auto waiter = acquire_in_background(waiter_engine, name);
   wait_for_mark(cluster, name);  // the waiter was refused once and now sleeps
   const auto released_at = Clock::now();
-  REQUIRE(holder_engine.release(name, holder->secret).value());
+  REQUIRE(holder_engine.release(name, claim(holder)).value());
   const Grant grant = waiter.get();
   REQUIRE(grant.lease.ok());
   CHECK(grant.at - released_at < 1500ms);
-  CHECK(waiter_engine.release(name, grant.lease->secret).value());
+  CHECK(waiter_engine.release(name, claim(grant.lease)).value());
 }
 
 }  // namespace
@@ -138,11 +139,11 @@ TEST_CASE("a release is announced only when another engine's waiter marked the h
   REQUIRE(quiet.command({"SUBSCRIBE", kChannel}).kind == SyncReply::Kind::kArray);
   auto lease = a.acquire("solo", 30s);
   REQUIRE(lease.ok());
-  REQUIRE(a.release("solo", lease->secret).value());
+  REQUIRE(a.release("solo", claim(lease)).value());
   auto holder = a.acquire("solo", 30s);
   auto local_waiter = acquire_in_background(a, "solo");
   wait_for_mark(cluster, "solo");
-  REQUIRE(a.release("solo", holder->secret).value());
+  REQUIRE(a.release("solo", claim(holder)).value());
   const Grant local = local_waiter.get();
   REQUIRE(local.lease.ok());
   CHECK(quiet.receive().kind == SyncReply::Kind::kNoAnswer);
@@ -157,7 +158,7 @@ TEST_CASE("a release is announced only when another engine's waiter marked the h
     REQUIRE(Clock::now() < marked_deadline);
     std::this_thread::sleep_for(5ms);
   }
-  REQUIRE(a.release("solo", local.lease->secret).value());
+  REQUIRE(a.release("solo", claim(local.lease)).value());
   const SyncReply message = listener.receive();
   REQUIRE(message.kind == SyncReply::Kind::kArray);
   REQUIRE(message.elements.size() == 3);
@@ -165,7 +166,7 @@ TEST_CASE("a release is announced only when another engine's waiter marked the h
   const std::string& text = message.elements[2].text;
   CHECK(text.size() == 32 + 1 + 19);
   CHECK(text.substr(32) == " fencelock:lock:solo");
-  CHECK(text.find(local.lease->secret) == std::string::npos);
+  CHECK(text.find(local.lease->proof) == std::string::npos);
   const Grant remote = remote_waiter.get();
   CHECK(remote.lease.ok());
 }
@@ -191,16 +192,16 @@ TEST_CASE("a waiter's mark changes nothing for the holder: it still extends, sho
   CHECK(b.acquire("marked", 30s, /*wait=*/100ms).error().code == ErrorCode::kLocked);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     const std::string value = value_on(cluster, i, "marked");
-    CHECK(value.starts_with(holder->secret + "#"));
-    CHECK(value.size() == holder->secret.size() + 1 + 16);
+    CHECK(value.starts_with(holder->proof.substr(0, kLeaseIdLength)));  // the lease id, then the secret
+    CHECK(value.size() == kLeaseValueLength + 1 + 16);
   }
   auto status = b.inspect("marked");
   REQUIRE(status.ok());
   CHECK(status->held);
   CHECK(status->remaining > 25s);
-  CHECK(a.extend("marked", holder->secret, 60s).ok());
+  CHECK(a.extend("marked", claim(holder), 60s).ok());
   CHECK(SyncRedis(cluster.node(0).port()).command({"PTTL", "fencelock:lock:marked"}).integer > 55'000);
-  CHECK(b.release("marked", std::string(32, 'f')).value() == false);  // a wrong secret, marked or not
-  CHECK(a.release("marked", holder->secret).value());
+  CHECK(b.release("marked", LeaseClaim{1, std::string(kLeaseProofLength, 'f')}).value() == false);  // a wrong proof
+  CHECK(a.release("marked", claim(holder)).value());
   for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).dbsize() == 0);
 }

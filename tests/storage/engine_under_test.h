@@ -24,6 +24,10 @@ storage::Result<T> await(Start start) {
   return future.get();
 }
 
+// What the holder of `lease` presents to extend or release it.
+inline storage::LeaseClaim claim(const storage::Lease& lease) { return {lease.token, lease.proof}; }
+inline storage::LeaseClaim claim(const storage::Result<storage::Lease>& lease) { return claim(lease.value()); }
+
 inline storage::EngineOptions engine_options_for(RedisCluster& cluster) {
   storage::EngineOptions options;
   for (const auto& address : cluster.addresses()) {
@@ -76,12 +80,12 @@ class EngineUnderTest {
     return await<storage::Lease>(
         [&](auto done) { engine_->acquire(storage::AcquireRequest{name, ttl, wait}, std::move(done)); });
   }
-  storage::Result<storage::Extension> extend(const std::string& name, const std::string& secret,
+  storage::Result<storage::Extension> extend(const std::string& name, const storage::LeaseClaim& claim,
                                              std::chrono::milliseconds ttl) {
-    return await<storage::Extension>([&](auto done) { engine_->extend(name, secret, ttl, std::move(done)); });
+    return await<storage::Extension>([&](auto done) { engine_->extend(name, claim, ttl, std::move(done)); });
   }
-  storage::Result<bool> release(const std::string& name, const std::string& secret) {
-    return await<bool>([&](auto done) { engine_->release(name, secret, std::move(done)); });
+  storage::Result<bool> release(const std::string& name, const storage::LeaseClaim& claim) {
+    return await<bool>([&](auto done) { engine_->release(name, claim, std::move(done)); });
   }
   storage::Result<storage::LockStatus> inspect(const std::string& name) {
     return await<storage::LockStatus>([&](auto done) { engine_->inspect(name, std::move(done)); });

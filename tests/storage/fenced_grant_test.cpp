@@ -70,7 +70,7 @@ TEST_CASE("under contention the tokens of successive grants strictly increase", 
           continue;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1000));
-        (void)t.release("hot", lease->secret);
+        (void)t.release("hot", claim(lease));
       }
     });
   }
@@ -93,8 +93,8 @@ TEST_CASE("extend keeps a lease's token and a new acquire gets a new one", "[sto
   auto first = t.acquire("doc", 1s);
   REQUIRE(first.ok());
   CHECK(first->token == 1);
-  REQUIRE(t.extend("doc", first->secret, 1s).ok());
-  REQUIRE(t.release("doc", first->secret).value());
+  REQUIRE(t.extend("doc", claim(first), 1s).ok());
+  REQUIRE(t.release("doc", claim(first)).value());
   auto second = t.acquire("doc", 1s);
   REQUIRE(second.ok());
   CHECK(second->token == 2);

@@ -10,7 +10,10 @@
 #include <thread>
 
 #include "engine_under_test.h"
+#include "fencelock/storage/lease_secret.h"
+#include "fencelock/storage/sqlite_token_source.h"
 #include "sync_redis.h"
+#include "temp_dir.h"
 
 using namespace fencelock::storage;
 using namespace fencelock::testing;
@@ -44,7 +47,7 @@ TEST_CASE("a second acquire of a held lock is refused until the first lease is r
 
   auto first = t.acquire("orders", 10s);
   REQUIRE(first.ok());
-  CHECK(first->secret.size() == 32);
+  CHECK(first->proof.size() == kLeaseProofLength);
   CHECK(first->validity > 9000ms);
   CHECK(first->validity <= 10s);
   CHECK(nodes_holding(cluster, "fencelock:lock:orders") == 5);
@@ -53,14 +56,14 @@ TEST_CASE("a second acquire of a held lock is refused until the first lease is r
   REQUIRE_FALSE(second.ok());
   CHECK(second.error().code == ErrorCode::kLocked);
 
-  auto released = t.release("orders", first->secret);
+  auto released = t.release("orders", claim(first));
   REQUIRE(released.ok());
   CHECK(released.value());
   CHECK(nodes_holding(cluster, "fencelock:lock:orders") == 0);
 
   auto third = t.acquire("orders", 10s);
   REQUIRE(third.ok());
-  CHECK(third->secret != first->secret);
+  CHECK(third->proof != first->proof);
 }
 
 TEST_CASE("an expired lease frees the lock after its ttl", "[storage][redis]") {
@@ -93,12 +96,12 @@ TEST_CASE("a waiting acquire is granted once the holder releases", "[storage][re
   }
 }
 
-TEST_CASE("a wrong secret can neither extend nor release", "[storage][redis]") {
+TEST_CASE("a wrong proof can neither extend nor release", "[storage][redis]") {
   RedisCluster cluster(5);
   EngineUnderTest t(engine_options_for(cluster));
   auto lease = t.acquire("ledger", 5s);
   REQUIRE(lease.ok());
-  const std::string wrong(32, 'a');
+  const LeaseClaim wrong{lease->token, std::string(kLeaseProofLength, 'a')};
 
   auto extended = t.extend("ledger", wrong, 5s);
   REQUIRE_FALSE(extended.ok());
@@ -110,6 +113,33 @@ TEST_CASE("a wrong secret can neither extend nor release", "[storage][redis]") {
   CHECK(nodes_holding(cluster, "fencelock:lock:ledger") == 5);
 }
 
+TEST_CASE("a lease claimed with a token it was not granted with is refused and changes nothing", "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  SqliteTokenOptions token_options;
+  token_options.path = dir.path() / "tokens.db";
+  EngineUnderTest t(engine_options_for(cluster), SqliteTokenSource::open(token_options).value());
+  auto lease = t.acquire("forged", 30s);
+  REQUIRE(lease.ok());
+  const LeaseClaim forged{lease->token + 41, lease->proof};
+
+  auto extended = t.extend("forged", forged, 60s);
+  REQUIRE_FALSE(extended.ok());
+  CHECK(extended.error().code == ErrorCode::kInvalidArgument);
+  auto released = t.release("forged", forged);
+  REQUIRE_FALSE(released.ok());
+  CHECK(released.error().code == ErrorCode::kInvalidArgument);
+  CHECK(nodes_holding(cluster, "fencelock:lock:forged") == 3);
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    CHECK(SyncRedis(cluster.node(i).port()).command({"PTTL", "fencelock:lock:forged"}).integer <= 30'000);
+  }
+
+  auto extension = t.extend("forged", claim(lease), 60s);  // the real claim still works
+  REQUIRE(extension.ok());
+  CHECK(extension->token == lease->token);
+  CHECK(t.release("forged", claim(lease)).value());
+}
+
 TEST_CASE("a release after expiry does not delete a newer holder's key", "[storage][redis]") {
   RedisCluster cluster(5);
   EngineUnderTest t(engine_options_for(cluster));
@@ -119,12 +149,12 @@ TEST_CASE("a release after expiry does not delete a newer holder's key", "[stora
   auto new_lease = t.acquire("report", 5s);
   REQUIRE(new_lease.ok());
 
-  auto released = t.release("report", old_lease->secret);
+  auto released = t.release("report", claim(old_lease));
   REQUIRE(released.ok());
   CHECK_FALSE(released.value());
   CHECK(nodes_holding(cluster, "fencelock:lock:report") == 5);
-  CHECK(t.extend("report", old_lease->secret, 5s).error().code == ErrorCode::kLeaseLost);
-  CHECK(t.extend("report", new_lease->secret, 5s).ok());
+  CHECK(t.extend("report", claim(old_lease), 5s).error().code == ErrorCode::kLeaseLost);
+  CHECK(t.extend("report", claim(new_lease), 5s).ok());
 }
 
 TEST_CASE("extend resets the ttl on every node and never resurrects a vanished key", "[storage][redis]") {
@@ -133,7 +163,7 @@ TEST_CASE("extend resets the ttl on every node and never resurrects a vanished k
   auto lease = t.acquire("batch", 1s);
   REQUIRE(lease.ok());
 
-  auto extension = t.extend("batch", lease->secret, 30s);
+  auto extension = t.extend("batch", claim(lease), 30s);
   REQUIRE(extension.ok());
   CHECK(extension->ttl == 30s);
   CHECK(extension->validity > 29s);
@@ -142,7 +172,7 @@ TEST_CASE("extend resets the ttl on every node and never resurrects a vanished k
   }
 
   SyncRedis(cluster.node(0).port()).command({"DEL", "fencelock:lock:batch"});
-  REQUIRE(t.extend("batch", lease->secret, 30s).ok());  // four of five still hold it
+  REQUIRE(t.extend("batch", claim(lease), 30s).ok());  // four of five still hold it
   CHECK_FALSE(SyncRedis(cluster.node(0).port()).get("fencelock:lock:batch"));
 }
 
@@ -161,7 +191,7 @@ TEST_CASE("no extend, answered or failed, shortens the lease on any node", "[sto
     EngineUnderTest t(engine_options_for(cluster));
     auto lease = t.acquire("ledger", 60s);
     REQUIRE(lease.ok());
-    auto extension = t.extend("ledger", lease->secret, 1s);
+    auto extension = t.extend("ledger", claim(lease), 1s);
     REQUIRE(extension.ok());
     CHECK(extension->validity <= 1s);
     CHECK(shortest_ttl() > 55'000);
@@ -172,7 +202,7 @@ TEST_CASE("no extend, answered or failed, shortens the lease on any node", "[sto
     REQUIRE(lease.ok());
     cluster.node(1).pause();
     cluster.node(2).pause();
-    auto extension = t.extend("ledger", lease->secret, 1s);
+    auto extension = t.extend("ledger", claim(lease), 1s);
     REQUIRE_FALSE(extension.ok());
     CHECK(extension.error().code == ErrorCode::kUnavailable);
     // The PEXPIRE sits in the paused nodes' sockets and runs when they resume.
@@ -225,9 +255,9 @@ TEST_CASE("with two of five nodes dead every operation still works, without wait
   Result<Lease> lease = make_error(ErrorCode::kInternal, "not run");
   CHECK(timed([&] { lease = t.acquire("payments", 5s); }) < options.node_timeout + kMargin);
   REQUIRE(lease.ok());
-  CHECK(timed([&] { CHECK(t.extend("payments", lease->secret, 5s).ok()); }) < options.node_timeout + kMargin);
+  CHECK(timed([&] { CHECK(t.extend("payments", claim(lease), 5s).ok()); }) < options.node_timeout + kMargin);
   CHECK(timed([&] { CHECK(t.inspect("payments")->held); }) < options.node_timeout + kMargin);
-  CHECK(timed([&] { CHECK(t.release("payments", lease->secret).value()); }) < options.node_timeout + kMargin);
+  CHECK(timed([&] { CHECK(t.release("payments", claim(lease)).value()); }) < options.node_timeout + kMargin);
 }
 
 TEST_CASE("with three of five nodes dead acquire is cleanly unavailable and leaves no key behind", "[storage][redis]") {
@@ -275,9 +305,9 @@ TEST_CASE("a paused node delays no operation by more than the node timeout", "[s
     Result<Lease> lease = make_error(ErrorCode::kInternal, "not run");
     CHECK(timed([&] { lease = t.acquire(name, 5s); }) < options.node_timeout + kMargin);
     REQUIRE(lease.ok());
-    CHECK(timed([&] { CHECK(t.extend(name, lease->secret, 5s).ok()); }) < options.node_timeout + kMargin);
+    CHECK(timed([&] { CHECK(t.extend(name, claim(lease), 5s).ok()); }) < options.node_timeout + kMargin);
     CHECK(timed([&] { CHECK(t.inspect(name)->held); }) < options.node_timeout + kMargin);
-    CHECK(timed([&] { CHECK(t.release(name, lease->secret).value()); }) < options.node_timeout + kMargin);
+    CHECK(timed([&] { CHECK(t.release(name, claim(lease)).value()); }) < options.node_timeout + kMargin);
   }
   cluster.node(2).resume();
   t.wait_for_voting_nodes(5);
@@ -349,9 +379,9 @@ TEST_CASE("release and extend survive a SCRIPT FLUSH through the EVAL fallback",
   auto lease = t.acquire("flushed", 5s);
   REQUIRE(lease.ok());
   for (std::size_t i = 0; i < cluster.size(); ++i) SyncRedis(cluster.node(i).port()).command({"SCRIPT", "FLUSH"});
-  CHECK(t.extend("flushed", lease->secret, 5s).ok());
+  CHECK(t.extend("flushed", claim(lease), 5s).ok());
   CHECK(t.inspect("flushed")->held);
-  CHECK(t.release("flushed", lease->secret).value());
+  CHECK(t.release("flushed", claim(lease)).value());
 }
 
 TEST_CASE("the script digests match what Redis computes", "[storage][redis]") {
@@ -369,23 +399,25 @@ TEST_CASE("one and three nodes work too", "[storage][redis]") {
   auto lease = t.acquire("small", 5s);
   REQUIRE(lease.ok());
   CHECK(t.acquire("small", 5s).error().code == ErrorCode::kLocked);
-  CHECK(t.extend("small", lease->secret, 5s).ok());
-  CHECK(t.release("small", lease->secret).value());
+  CHECK(t.extend("small", claim(lease), 5s).ok());
+  CHECK(t.release("small", claim(lease)).value());
 }
 
 TEST_CASE("bad arguments are refused before any node is asked", "[storage][redis]") {
   RedisCluster cluster(3);
   EngineUnderTest t(engine_options_for(cluster));
-  const std::string secret(32, 'b');
+  const LeaseClaim well_formed{1, std::string(kLeaseProofLength, 'b')};
   CHECK(t.acquire("", 1s).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire(std::string(kMaxLockNameBytes + 1, 'n'), 1s).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 1ms).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 2h).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 1s, 2h).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 1s, -1ms).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.extend("n", "not-a-secret", 1s).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.extend("n", secret, 0ms).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.release("n", "").error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.extend("n", LeaseClaim{1, "not-a-proof"}, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.extend("n", well_formed, 0ms).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.release("n", LeaseClaim{1, ""}).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.release("n", LeaseClaim{1, std::string(kLeaseValueLength - 16, 'b')}).error().code ==
+        ErrorCode::kInvalidArgument);
   CHECK(t.inspect("").error().code == ErrorCode::kInvalidArgument);
   for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).dbsize() == 0);
 }
@@ -453,7 +485,7 @@ TEST_CASE("under contention no two leases of a name are ever valid at the same t
           std::lock_guard<std::mutex> lock(mutex);
           windows[name].push_back({granted_at, stop_trusting});
         }
-        (void)t.release(name, lease->secret);
+        (void)t.release(name, claim(lease));
       }
     });
   }
@@ -518,8 +550,8 @@ TEST_CASE("extend and release with too few voting nodes are unavailable, not los
   cluster.node(1).restart(/*keep_data=*/true);
   t.wait_until([&] { return t.node_up(0) && t.node_up(1); });
   REQUIRE(t.engine().voting_nodes() == 1);
-  CHECK(t.extend("quarantined", lease->secret, 2s).error().code == ErrorCode::kUnavailable);
-  CHECK(t.release("quarantined", lease->secret).error().code == ErrorCode::kUnavailable);
+  CHECK(t.extend("quarantined", claim(lease), 2s).error().code == ErrorCode::kUnavailable);
+  CHECK(t.release("quarantined", claim(lease)).error().code == ErrorCode::kUnavailable);
   CHECK(t.acquire("other", 2s).error().code == ErrorCode::kUnavailable);
 }
 
@@ -577,12 +609,12 @@ TEST_CASE("a release hands the lock to the first waiter at once, in arrival orde
         grants.emplace_back(i, Clock::now());
       }
       std::this_thread::sleep_for(20ms);
-      REQUIRE(t.release("queue", lease->secret).value());
+      REQUIRE(t.release("queue", claim(lease)).value());
     });
     std::this_thread::sleep_for(100ms);  // arrive in order 0, 1, 2
   }
   const auto released_at = Clock::now();
-  REQUIRE(t.release("queue", holder->secret).value());
+  REQUIRE(t.release("queue", claim(holder)).value());
   for (auto& w : waiters) w.join();
 
   REQUIRE(grants.size() == 3);
@@ -607,10 +639,10 @@ TEST_CASE("a newcomer with a wait queues behind the waiters instead of barging i
     auto lease = t.acquire("fair", 30s, 10s);
     first_position = order++;
     std::this_thread::sleep_for(50ms);
-    (void)t.release("fair", lease->secret);
+    (void)t.release("fair", claim(lease));
   });
   std::this_thread::sleep_for(100ms);
-  REQUIRE(t.release("fair", holder->secret).value());
+  REQUIRE(t.release("fair", claim(holder)).value());
   // The first waiter is being handed the lock right now; a newcomer must not take it from it.
   auto newcomer = t.acquire("fair", 30s, 10s);
   newcomer_position = order++;

@@ -1,4 +1,5 @@
-// Lock and counter names as API v1 accepts them: 1–200 characters from [A-Za-z0-9._:-].
+// Lock and counter names as API v1 accepts them: 1–200 characters from [A-Za-z0-9._:-], except
+// "." and ".." (path segments that a proxy normalising paths would route elsewhere).
 // The alphabet keeps names safe in URLs, Redis keys, log lines and metric labels without escaping.
 // One definition, used by the SDK before it sends and by fencelockd before it asks any node.
 #pragma once
@@ -9,6 +10,10 @@
 namespace fencelock {
 
 inline constexpr std::size_t kMaxNameLength = 200;
+
+// The rule in words, for error messages.
+inline constexpr std::string_view kLockNameRule =
+    "name must be 1 to 200 characters from [A-Za-z0-9._:-], other than \".\" and \"..\"";
 
 // Pure; thread-safe.
 bool is_valid_lock_name(std::string_view name) noexcept;

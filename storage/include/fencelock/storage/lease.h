@@ -14,10 +14,11 @@ struct AcquireRequest {
   std::chrono::milliseconds wait{0};    // retry budget, within [0, max_wait]; 0 = one attempt
 };
 
-// A granted lock. The secret is what release and extend prove ownership with: never log it.
+// A granted lock. The proof (with the token) is what release and extend prove ownership with:
+// never log it. See lease_secret.h.
 struct Lease {
   std::string name;
-  std::string secret;
+  std::string proof;        // kLeaseProofLength hex digits, bound to `token`
   std::uint64_t token = 0;  // fencing token; 0 only when the engine runs without a token source
   std::chrono::milliseconds ttl{0};
   // How long after `started` the lease may be trusted (ttl − elapsed − drift, whole ms, >= 1 ms).
@@ -28,9 +29,17 @@ struct Lease {
   std::chrono::steady_clock::time_point valid_until() const { return started + validity; }
 };
 
-// A successful extend: the lease's key expires `ttl` after the extend, and may be trusted for
-// `validity` after `started` (taken before the first Redis request of the extend).
+// What a holder presents to extend or release its lease: the token it was granted with and the
+// proof that came with it. A claim whose token is not the lease's own is refused (kInvalidArgument).
+struct LeaseClaim {
+  std::uint64_t token = 0;
+  std::string proof;
+};
+
+// A successful extend: the lease's key expires no earlier than `ttl` after the extend, and may be
+// trusted for `validity` after `started` (taken before the first Redis request of the extend).
 struct Extension {
+  std::uint64_t token = 0;  // the lease's token, verified by the nodes
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds validity{0};
   std::chrono::steady_clock::time_point started{};

@@ -1,10 +1,26 @@
-// Lease secrets: the random value a lease writes into its lock key on every node.
+// Lease values and lease proofs: what a lease writes into its lock key, and what its holder gets
+// to prove ownership — of the lease *and* of the fencing token it was granted with.
 //
-// Release and extend are compare-and-set on this value, so it must be unguessable and unique
-// across every client of every fencelockd: 128 bits from the kernel's CSPRNG (getrandom(2)),
-// never from a userspace PRNG. A secret is never logged and never returned by a read endpoint.
+// The value written on every node is a 64-bit lease id followed by a 128-bit secret, 48 lower-case
+// hex digits drawn from the kernel's CSPRNG (getrandom(2)). The secret never leaves fencelockd:
+// the holder gets a *proof* instead, the lease id followed by the first 128 bits of
+//     SHA-1("<token>:<value>")
+// as 32 hex digits. Release and extend send the proof with the token; each node recomputes the
+// digest from the value it holds (a Lua script, lua_scripts.h), so a proof is good for exactly the
+// token it was granted with. A lease string whose token was changed ("58.<proof>" for a lease
+// granted with 17) is refused on every node, and fencelockd never answers a token it has not
+// verified. The id is not secret; it tells "this lease, with a token that is not its own" apart
+// from "another lease holds the key".
+//
+// Why this construction: the token is drawn *after* the quorum (lease order must equal token
+// order), so it cannot be part of the value written by SET NX; a digest keyed by the value binds
+// the two without a second write. The secret is at the end of the hashed text (no length
+// extension), the attacker never sees the value, and only half of the digest is revealed.
+// Pure functions; thread-safe. A value or proof is never logged.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,17 +28,28 @@
 
 namespace fencelock::storage {
 
-inline constexpr std::size_t kLeaseSecretBytes = 16;                   // 128 bits
-inline constexpr std::size_t kLeaseSecretLength = 2 * kLeaseSecretBytes;  // lower-case hex
+inline constexpr std::size_t kLeaseIdLength = 16;                            // 64 bits, hex
+inline constexpr std::size_t kLeaseSecretLength = 32;                        // 128 bits, hex
+inline constexpr std::size_t kLeaseValueLength = kLeaseIdLength + kLeaseSecretLength;
+inline constexpr std::size_t kLeaseProofLength = kLeaseIdLength + 32;        // id + 128-bit digest
 
-// Returns 32 lower-case hex characters drawn from getrandom(2).
+// Returns 2 · bytes lower-case hex characters drawn from getrandom(2). Precondition: bytes <= 256.
 // Errors: kInternal if the kernel cannot supply randomness (getrandom fails other than EINTR).
-// Thread safety: safe to call from any thread; blocks only before the kernel's pool is seeded
-// (early boot), never afterwards.
+// Thread safety: safe from any thread; blocks only before the kernel's pool is seeded (early
+// boot), never afterwards.
+Result<std::string> random_hex(std::size_t bytes);
+
+// 128 random bits as 32 hex digits (random_hex(16)): a fresh secret or id. Errors as random_hex().
 Result<std::string> generate_lease_secret();
 
-// True iff `text` has the shape generate_lease_secret() produces. Cheap; used to refuse
-// malformed leases before any node is asked.
-bool is_well_formed_lease_secret(std::string_view text) noexcept;
+// A fresh lease value: kLeaseValueLength hex digits (id, then secret). Errors as random_hex().
+Result<std::string> generate_lease_value();
+
+// The proof for `value` (as generate_lease_value() makes it) granted with `token`.
+std::string lease_proof(std::string_view value, std::uint64_t token);
+
+// True iff `text` has the shape lease_proof() produces. Cheap; used to refuse malformed leases
+// before any node is asked.
+bool is_well_formed_lease_proof(std::string_view text) noexcept;
 
 }  // namespace fencelock::storage

@@ -77,14 +77,16 @@ class RedlockEngine {
   void acquire(AcquireRequest request, AcquireHandler done);
 
   // Makes the lease's remaining ttl at least `ttl` on every node that still holds it; never
-  // shortens it, not even when the extend fails and reaches a node late. Errors: kLeaseLost (a quorum
-  // answered and too few still hold the lease), kUnavailable (too few answered to tell, or no
-  // validity left), kInvalidArgument (bad name, ttl or malformed secret).
-  void extend(std::string name, std::string secret, std::chrono::milliseconds ttl, ExtendHandler done);
+  // shortens it, not even when the extend fails and reaches a node late. The answer's token is the
+  // lease's own, as verified by the nodes. Errors: kLeaseLost (a quorum answered and too few still
+  // hold the lease), kUnavailable (too few answered to tell, or no validity left),
+  // kInvalidArgument (bad name, ttl or malformed proof; or a claim whose token is not the lease's
+  // own — then nothing changes on any node).
+  void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl, ExtendHandler done);
 
   // Deletes the lease's key wherever it still holds it. Idempotent. Errors: kUnavailable (too
-  // few nodes answered to tell whether a quorum held it), kInvalidArgument.
-  void release(std::string name, std::string secret, ReleaseHandler done);
+  // few nodes answered to tell whether a quorum held it), kInvalidArgument (as for extend).
+  void release(std::string name, LeaseClaim claim, ReleaseHandler done);
 
   // Whether some lease holds `name` on a quorum, and for how long. Errors: kUnavailable,
   // kInvalidArgument.
