@@ -230,9 +230,17 @@ Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseco
   if (!token.ok()) return std::move(token).error();
   if (!validity.ok()) return std::move(validity).error();
   if (!parsed->contains("lease") || !parsed.value()["lease"].is_string()) return make(ErrorCode::kInternal, "the service's answer lacks the lease");
-  // Conservative: validity counts from our send time, which is before the service's start.
+  // How long the service waited before the attempt that won; absent from services that predate it.
+  milliseconds waited{0};
+  if (parsed->contains("waited_ms")) {
+    auto field_value = field<std::int64_t>(parsed.value(), "waited_ms");
+    if (!field_value.ok()) return std::move(field_value).error();
+    waited = milliseconds(field_value.value());
+  }
+  // Conservative: the validity counts from the start of the winning attempt, which is no earlier
+  // than our send time plus the time the service says it waited.
   return Lease(std::string(name), parsed.value()["lease"].get<std::string>(), token.value(), ttl,
-               sent_at + milliseconds(validity.value()));
+               sent_at + waited + milliseconds(validity.value()));
 }
 
 Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds> within) {

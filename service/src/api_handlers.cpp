@@ -83,9 +83,10 @@ void ApiHandlers::acquire(std::string name, std::string_view body, Reply reply) 
   storage::AcquireRequest request{name, parsed->ttl, parsed->wait};
   engine_.acquire(std::move(request), [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
     if (lease.ok()) {
-      const std::string encoded = encode_lease(lease->token, lease->proof);
-      return reply(ok(lease_body(name, encoded, lease->token, lease->ttl, lease->validity),
-                      token_detail(lease->token) + owner_detail));
+      json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token, lease->ttl,
+                             lease->validity);
+      answer["waited_ms"] = lease->waited.count();
+      return reply(ok(std::move(answer), token_detail(lease->token) + owner_detail));
     }
     if (lease.error().code != storage::ErrorCode::kLocked) return reply(from_storage_error(lease.error()));
     // Held by someone else: tell the caller when it is worth trying again, if we can tell.

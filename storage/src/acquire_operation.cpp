@@ -141,12 +141,15 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
   lease.ttl = request_.ttl;
   lease.validity = validity;
   lease.started = attempt_started_;
+  lease.waited = std::chrono::floor<std::chrono::milliseconds>(attempt_started_ - call_started_);
   complete(std::move(lease));
 }
 
 void AcquireOperation::attempt_failed(Error error) {
   core_->release_everywhere(request_.name, value_);
-  const bool retryable = error.code == ErrorCode::kLocked || error.code == ErrorCode::kUnavailable;
+  // Only a held lock is worth waiting for. An outage (too few nodes answered, no token, no
+  // validity left) is answered at once: waiting it out would hold the caller for its whole budget.
+  const bool retryable = error.code == ErrorCode::kLocked;
   const auto budget_end = call_started_ + request_.wait;
   const auto now = Clock::now();
   if (!retryable || core_->stopped() || now >= budget_end) {
@@ -178,8 +181,10 @@ void AcquireOperation::sleep_until_retry(Error error) {
       self->complete(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
       return;
     }
-    if (Clock::now() >= self->call_started_ + self->request_.wait) {
-      self->complete(std::move(error));  // the budget ran out while queued
+    // The budget ran out while queued. An acquire that queued behind others without trying yet
+    // still makes its one attempt: the lock may well be free by now.
+    if (Clock::now() >= self->call_started_ + self->request_.wait && self->attempt_ > 0) {
+      self->complete(std::move(error));
       return;
     }
     self->attempt();

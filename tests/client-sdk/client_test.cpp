@@ -67,6 +67,20 @@ TEST_CASE("sdk: every call works against the service", "[client][redis]") {
   CHECK(client.extend(lease.value(), 1s).error().code == ErrorCode::kNotHeld);
 }
 
+TEST_CASE("sdk: a lease granted after a long wait still has its validity ahead of it", "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  REQUIRE(client.acquire("queue", 1500ms).ok());  // expires by itself, found by the retry timer
+  const auto sent = Clock::now();
+  auto lease = client.acquire("queue", 1s, 10s);  // waits ~1.5 s for a 1 s lease
+  const auto answered = Clock::now();
+  REQUIRE(lease.ok());
+  CHECK(answered - sent >= 1400ms);
+  CHECK(lease->valid());
+  CHECK(lease->remaining() > 500ms);
+  CHECK(lease->deadline() <= answered + 1s);  // still conservative
+}
+
 TEST_CASE("sdk: bad input is refused before anything is sent", "[client]") {
   auto client = Client::create({}).value();
   CHECK(client.acquire("bad name", 1s).error().code == ErrorCode::kInvalidArgument);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -650,4 +651,48 @@ TEST_CASE("a newcomer with a wait queues behind the waiters instead of barging i
   CHECK(first_position == 0);
   CHECK(newcomer_position == 1);
   CHECK(newcomer.ok());
+}
+
+TEST_CASE("every acquire makes at least one attempt, however short its wait", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 3s;  // the queued waiter below sleeps far past the holder's expiry
+  options.retry_jitter = 0ms;
+  EngineUnderTest t(options);
+  REQUIRE(t.acquire("brief", 150ms).ok());
+  auto waiter = std::async(std::launch::async, [&] { return t.acquire("brief", 30s, 10s); });
+  std::this_thread::sleep_for(50ms);  // the waiter was refused and queued
+  // A newcomer queues behind the waiter; its budget ends after the holder's lease expired and
+  // long before the waiter's next try, so its one attempt finds the lock free.
+  auto newcomer = t.acquire("brief", 5s, 300ms);
+  REQUIRE(newcomer.ok());
+  CHECK(newcomer->waited >= 250ms);
+  CHECK(waiter.get().ok());  // granted after the newcomer's lease, not lost
+}
+
+TEST_CASE("a waiting acquire answers unavailable at once when a majority cannot be reached", "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+  for (std::size_t i = 0; i < 3; ++i) cluster.node(i).kill();
+  t.wait_until([&] { return t.engine().voting_nodes() == 2; });
+  Result<Lease> lease = make_error(ErrorCode::kInternal, "not run");
+  CHECK(timed([&] { lease = t.acquire("outage", 5s, 5s); }) < 1s);
+  REQUIRE_FALSE(lease.ok());
+  CHECK(lease.error().code == ErrorCode::kUnavailable);
+}
+
+TEST_CASE("a lease granted after a wait says how long it waited", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 20ms;
+  options.retry_jitter = 0ms;
+  EngineUnderTest t(options);
+  REQUIRE(t.acquire("slow", 300ms).ok());
+  const auto sent = Clock::now();
+  auto lease = t.acquire("slow", 2s, 5s);
+  REQUIRE(lease.ok());
+  CHECK(lease->waited >= 250ms);
+  // The client's rule — send time + waited + validity — is never later than the engine's deadline.
+  CHECK(sent + lease->waited + lease->validity <= lease->valid_until());
+  CHECK(lease->valid_until() > Clock::now());
 }

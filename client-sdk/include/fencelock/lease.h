@@ -1,7 +1,8 @@
 // A granted lock as the SDK holds it: name, fencing token, and a conservative deadline.
 //
 // The deadline is the client's own send time of the granting (or last extending) request plus the
-// validity_ms the service answered, on std::chrono::steady_clock — never later than the truth.
+// waited_ms (acquire only) and validity_ms the service answered, on std::chrono::steady_clock —
+// never later than the truth, however long a waiting acquire waited.
 // Send `token()` with every write to the protected resource. The lease string (lease_string())
 // proves ownership for extend and release: treat it as a secret, do not log it.
 //

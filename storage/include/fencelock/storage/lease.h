@@ -11,7 +11,10 @@ namespace fencelock::storage {
 struct AcquireRequest {
   std::string name;                     // 1..kMaxLockNameBytes bytes
   std::chrono::milliseconds ttl{0};     // within [min_ttl, max_ttl]
-  std::chrono::milliseconds wait{0};    // retry budget, within [0, max_wait]; 0 = one attempt
+  // How long to keep trying while the lock is held by another lease, within [0, max_wait]. Every
+  // acquire makes at least one attempt, however short its wait; it never waits out an outage
+  // (kUnavailable is answered as soon as an attempt finds too few nodes, or the token source down).
+  std::chrono::milliseconds wait{0};
 };
 
 // A granted lock. The proof (with the token) is what release and extend prove ownership with:
@@ -25,6 +28,10 @@ struct Lease {
   std::chrono::milliseconds validity{0};
   // Engine steady-clock time taken before the first Redis request of the granting attempt.
   std::chrono::steady_clock::time_point started{};
+  // Time from the start of the acquire call to `started` (whole ms, rounded down): how long it
+  // waited for the lock. A client that adds it and `validity` to its own send time gets a deadline
+  // never later than the truth, however long the acquire waited.
+  std::chrono::milliseconds waited{0};
 
   std::chrono::steady_clock::time_point valid_until() const { return started + validity; }
 };

@@ -5,10 +5,11 @@
 // nodes, quarantined nodes not counting) said yes *and* — after the fencing token has been drawn —
 // the lease still has positive validity (lease_timing.h). It decides as soon as the outcome is
 // known and never waits for stragglers. Any failed attempt releases the key on every node,
-// including those that did not answer. With a wait budget it retries after a jittered delay, or
-// at once when the lock is released: by a release through this engine (waiters queue per name in
+// including those that did not answer. With a wait budget it retries, while the lock is held by
+// another lease, after a jittered delay or at once when the lock is released: by a release through this engine (waiters queue per name in
 // arrival order and the first is woken), or through another engine on the same nodes (announced
 // over Redis pub/sub; see EngineCore and docs/architecture.md).
+// Every acquire makes at least one attempt; none waits out an outage (kUnavailable at once).
 //
 // Extend and release are compare-and-set Lua scripts (lua_scripts.h) on every node; inspect reads
 // the holder's value and ttl on every node and reports whether one value holds a quorum, never
