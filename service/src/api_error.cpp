@@ -12,6 +12,7 @@ unsigned http_status(ApiError error) noexcept {
     case ApiError::kPayloadTooLarge: return 413;
     case ApiError::kInternal: return 500;
     case ApiError::kUnavailable: return 503;
+    case ApiError::kClientGone: return 499;
   }
   return 500;
 }
@@ -26,6 +27,7 @@ std::string_view wire_code(ApiError error) noexcept {
     case ApiError::kPayloadTooLarge: return "payload_too_large";
     case ApiError::kInternal: return "internal";
     case ApiError::kUnavailable: return "unavailable";
+    case ApiError::kClientGone: return "client_gone";
   }
   return "internal";
 }
@@ -37,6 +39,7 @@ ApiError api_error_from(storage::ErrorCode code) noexcept {
     case storage::ErrorCode::kLeaseLost: return ApiError::kNotHeld;
     case storage::ErrorCode::kInvalidArgument: return ApiError::kInvalidRequest;
     case storage::ErrorCode::kInternal: return ApiError::kInternal;
+    case storage::ErrorCode::kCancelled: return ApiError::kClientGone;
   }
   return ApiError::kInternal;
 }

@@ -19,6 +19,7 @@ enum class ApiError {
   kPayloadTooLarge,   // 413: body over the configured limit
   kInternal,          // 500: a surprise; always logged
   kUnavailable,       // 503: fewer than a majority of lock nodes, or the token source, answered
+  kClientGone,        // 499 (logged only, never sent): the client closed its connection first
 };
 
 // The HTTP status for `error` (400, 404, ...).

@@ -55,38 +55,50 @@ ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message
   return response;
 }
 
-void ApiHandlers::handle(Route route, std::string_view name, std::string_view body, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::handle(Route route, std::string_view name, std::string_view body, Reply reply) {
   switch (route) {
     case Route::kAcquire: return acquire(std::string(name), body, std::move(reply));
-    case Route::kExtend: return extend(std::string(name), body, std::move(reply));
-    case Route::kRelease: return release(std::string(name), body, std::move(reply));
-    case Route::kLockStatus: return lock_status(std::string(name), std::move(reply));
-    case Route::kNextToken: return next_token(std::string(name), std::move(reply));
-    case Route::kCurrentToken: return current_token(std::string(name), std::move(reply));
-    case Route::kHealthz: return reply(ok(json{{"status", "ok"}}));
-    case Route::kReadyz: return reply(readiness());
+    case Route::kExtend: extend(std::string(name), body, std::move(reply)); return {};
+    case Route::kRelease: release(std::string(name), body, std::move(reply)); return {};
+    case Route::kLockStatus: lock_status(std::string(name), std::move(reply)); return {};
+    case Route::kNextToken: next_token(std::string(name), std::move(reply)); return {};
+    case Route::kCurrentToken: current_token(std::string(name), std::move(reply)); return {};
+    case Route::kHealthz: reply(ok(json{{"status", "ok"}})); return {};
+    case Route::kReadyz: reply(readiness()); return {};
     case Route::kMetrics: {
       ApiResponse response;
       response.body = metrics_ ? metrics_() : std::string();
       response.content_type = kMetricsContentType;
-      return reply(std::move(response));
+      reply(std::move(response));
+      return {};
     }
     case Route::kNotFound: break;
   }
   reply(error_response(ApiError::kNotFound, "no such endpoint"));
+  return {};
 }
 
-void ApiHandlers::acquire(std::string name, std::string_view body, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::acquire(std::string name, std::string_view body, Reply reply) {
   auto parsed = parse_acquire_body(body, limits_);
-  if (!parsed.ok()) return reply(from_storage_error(parsed.error()));
+  if (!parsed.ok()) {
+    reply(from_storage_error(parsed.error()));
+    return {};
+  }
   std::string owner_detail = parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
+  const bool waits = parsed->wait.count() > 0;
   storage::AcquireRequest request{name, parsed->ttl, parsed->wait};
-  engine_.acquire(std::move(request), [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+  const storage::AcquireTicket ticket = engine_.acquire(
+      std::move(request), [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
     if (lease.ok()) {
       json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token, lease->ttl,
-                             lease->validity);
+                               lease->validity);
       answer["waited_ms"] = lease->waited.count();
-      return reply(ok(std::move(answer), token_detail(lease->token) + owner_detail));
+      ApiResponse response = ok(std::move(answer), token_detail(lease->token) + owner_detail);
+      // Granted, but the client is gone: release at once rather than hold the name for the ttl.
+      response.undelivered = [this, name, claim = storage::LeaseClaim{lease->token, lease->proof}] {
+        engine_.release(name, claim, [](Result<bool>) {});
+      };
+      return reply(std::move(response));
     }
     if (lease.error().code != storage::ErrorCode::kLocked) return reply(from_storage_error(lease.error()));
     // Held by someone else: tell the caller when it is worth trying again, if we can tell.
@@ -96,6 +108,8 @@ void ApiHandlers::acquire(std::string name, std::string_view body, Reply reply) 
       reply(error_response(ApiError::kLocked, message, retry_after));
     });
   });
+  if (!waits) return {};  // one attempt: answered within about one node timeout anyway
+  return [ticket] { ticket.cancel(); };
 }
 
 void ApiHandlers::extend(std::string name, std::string_view body, Reply reply) {

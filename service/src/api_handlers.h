@@ -28,6 +28,9 @@ struct ApiResponse {
   std::string_view content_type = "application/json";
   std::string_view allow;  // the Allow header of a 405
   std::string log_detail;  // extra key=value pairs for the request log (never a secret)
+  // Runs if the answer cannot reach the client (it went away first): undoes what the answer hands
+  // out — an acquire's grant is released at once instead of holding the name for its whole ttl.
+  std::function<void()> undelivered;
 };
 
 // Whether the token source can draw right now, for /readyz.
@@ -38,19 +41,24 @@ using MetricsRenderer = std::function<std::string()>;
 class ApiHandlers {
  public:
   using Reply = std::function<void(ApiResponse)>;
+  // Stops a request that is still being worked on, because its client went away. Empty for
+  // requests that answer promptly anyway; only a waiting acquire returns one.
+  using Cancel = std::function<void()>;
 
   ApiHandlers(storage::RedlockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
               std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics);
 
   // Runs `route` (never kNotFound). `name` is a valid lock name for the routes that have one.
-  void handle(Route route, std::string_view name, std::string_view body, Reply reply);
+  // `reply` is called exactly once, also after a cancel (then with kClientGone, or with an answer
+  // whose `undelivered` must run).
+  Cancel handle(Route route, std::string_view name, std::string_view body, Reply reply);
 
   // {"error": {"code": ..., "message": ...}} with the error's status.
   static ApiResponse error_response(ApiError error, std::string_view message,
                                     std::optional<std::int64_t> retry_after_ms = std::nullopt);
 
  private:
-  void acquire(std::string name, std::string_view body, Reply reply);
+  Cancel acquire(std::string name, std::string_view body, Reply reply);
   void extend(std::string name, std::string_view body, Reply reply);
   void release(std::string name, std::string_view body, Reply reply);
   void lock_status(std::string name, Reply reply);

@@ -1,10 +1,13 @@
 #include "http_session.h"
 
+#include <sys/socket.h>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cerrno>
 
 #include "fencelock/names.h"
 #include "http_server.h"
@@ -108,12 +111,15 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   }
   route_ = match.route;
   name_.assign(match.name);
+  ++request_seq_;
   // The one catch per request: a surprise becomes a 500 and a log line, never a dead server.
   try {
-    server_.handlers().handle(match.route, name_, request_.body(), [self = shared_from_this()](ApiResponse response) {
+    cancel_ = server_.handlers().handle(match.route, name_, request_.body(), [self = shared_from_this()](ApiResponse response) {
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response)]() mutable { self->on_response(std::move(response)); });
     });
+    // The answer is always posted, so it cannot have arrived yet: watch while the request waits.
+    if (cancel_) watch_for_disconnect();
   } catch (const std::exception& e) {
     log_event(LogLevel::kError, "internal_error",
               "route=" + std::string(route_label(route_)) + " what=\"" + e.what() + "\"");
@@ -121,8 +127,51 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   }
 }
 
+void HttpSession::watch_for_disconnect() {
+  watching_ = true;
+  stream_.socket().async_wait(asio::ip::tcp::socket::wait_read,
+                              [self = shared_from_this(), request = request_seq_](beast::error_code ec) {
+                                self->on_readable(ec, request);
+                              });
+}
+
+void HttpSession::on_readable(beast::error_code ec, std::uint64_t request) {
+  if (request != request_seq_ || !cancel_ || closed_) return;  // answered meanwhile
+  watching_ = false;
+  if (ec) return;
+  char byte = 0;
+  const ssize_t got = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got > 0) return;  // a pipelined request: the client is still there (and the watch ends)
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return watch_for_disconnect();
+  // EOF or a reset: nobody will read the answer. Stop the request; its answer, when it comes,
+  // is logged and undone instead of written.
+  client_gone_ = true;
+  const ApiHandlers::Cancel cancel = std::move(cancel_);
+  cancel_ = nullptr;
+  cancel();
+}
+
 void HttpSession::on_response(ApiResponse response) {
-  if (closed_) return;
+  cancel_ = nullptr;
+  if (watching_) {  // the request is answered: the watch has nothing more to tell
+    watching_ = false;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
+  }
+  if (client_gone_) {
+    client_gone_ = false;
+    if (response.undelivered) response.undelivered();
+    server_.observe(RequestRecord{request_.method_string(), route_, name_, http_status(ApiError::kClientGone),
+                                  std::chrono::steady_clock::now() - started_,
+                                  "error=" + std::string(wire_code(ApiError::kClientGone))});
+    busy_ = false;
+    return close();
+  }
+  if (closed_) {
+    if (response.undelivered) response.undelivered();
+    return;
+  }
+  undelivered_ = std::move(response.undelivered);
   const bool keep = keep_alive_ && !server_.draining();
   response_ = {};
   response_.version(11);
@@ -151,6 +200,8 @@ void HttpSession::do_write() {
 }
 
 void HttpSession::on_write(beast::error_code ec, std::size_t) {
+  if (ec && undelivered_) undelivered_();  // the answer did not get out: undo what it hands out
+  undelivered_ = nullptr;
   server_.observe(RequestRecord{request_.method_string(), route_, name_, response_.result_int(),
                                 std::chrono::steady_clock::now() - started_, detail_});
   busy_ = false;

@@ -2,6 +2,11 @@
 // answer → read the next, until the client closes, a timeout, an unrecoverable request, or
 // shutdown. Each async step is a do_x/on_x pair on the connection's strand; the session lives as
 // long as an async operation holds its shared_from_this().
+//
+// While a request that may wait (an acquire with wait_ms) is being handled, the session watches
+// the socket: if the client closes it (EOF or reset; pipelined bytes end the watch), the request
+// is cancelled, and an answer that still arrives is not written — its `undelivered` step runs
+// instead (a grant is released at once) and the request is logged with status 499.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -10,8 +15,10 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <chrono>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -34,6 +41,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
  private:
   void do_read();
   void on_read(boost::beast::error_code ec, std::size_t bytes);
+  void watch_for_disconnect();
+  void on_readable(boost::beast::error_code ec, std::uint64_t request);
   void on_response(ApiResponse response);
   void do_write();
   void on_write(boost::beast::error_code ec, std::size_t bytes);
@@ -54,6 +63,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool keep_alive_ = true;
   bool busy_ = false;  // a request is being handled or answered
   bool closed_ = false;
+  std::uint64_t request_seq_ = 0;  // numbers requests, so a stale disconnect watch is ignored
+  ApiHandlers::Cancel cancel_;     // of the request being handled, while it may wait
+  bool watching_ = false;          // a disconnect watch is pending on the socket
+  bool client_gone_ = false;       // the client closed while its request was being handled
+  std::function<void()> undelivered_;  // of the answer being written
 };
 
 }  // namespace fencelock::service

@@ -22,9 +22,9 @@ std::size_t route_index(Route route) noexcept {
 
 // A fixed table keeps the label set, and so the number of series, bounded whatever a handler
 // answers; the statuses listed are every one the API documents.
-constexpr std::array<unsigned, 9> kStatuses{200, 400, 404, 405, 408, 409, 413, 500, 503};
+constexpr std::array<unsigned, 10> kStatuses{200, 400, 404, 405, 408, 409, 413, 499, 500, 503};
 constexpr std::array<std::string_view, kStatuses.size() + 1> kStatusLabels{
-    "200", "400", "404", "405", "408", "409", "413", "500", "503", "other"};
+    "200", "400", "404", "405", "408", "409", "413", "499", "500", "503", "other"};
 
 std::size_t status_index(unsigned status) noexcept {
   for (std::size_t i = 0; i < kStatuses.size(); ++i) {
@@ -33,8 +33,8 @@ std::size_t status_index(unsigned status) noexcept {
   return kStatuses.size();
 }
 
-constexpr std::array<std::string_view, 5> kAcquireOutcomes{"granted", "locked", "unavailable",
-                                                           "invalid", "internal"};
+constexpr std::array<std::string_view, 6> kAcquireOutcomes{"granted", "locked", "unavailable",
+                                                           "invalid", "internal", "cancelled"};
 
 std::size_t acquire_outcome(const std::optional<ErrorCode>& error) noexcept {
   if (!error) return 0;
@@ -44,6 +44,7 @@ std::size_t acquire_outcome(const std::optional<ErrorCode>& error) noexcept {
     case ErrorCode::kInvalidArgument: return 3;
     case ErrorCode::kLeaseLost:  // acquire never reports it: a broken invariant
     case ErrorCode::kInternal: return 4;
+    case ErrorCode::kCancelled: return 5;
   }
   return 4;
 }
@@ -58,7 +59,8 @@ std::size_t lock_outcome(const std::optional<ErrorCode>& error) noexcept {
     case ErrorCode::kLeaseLost: return 1;
     case ErrorCode::kUnavailable: return 2;
     case ErrorCode::kInvalidArgument: return 3;
-    case ErrorCode::kLocked:  // only acquire reports it
+    case ErrorCode::kLocked:  // only acquire reports them
+    case ErrorCode::kCancelled:
     case ErrorCode::kInternal: return 4;
   }
   return 4;

@@ -9,7 +9,8 @@
 // Families (all prefixed fencelock_; each has # HELP and # TYPE):
 //   http_requests_total{route,status}         counter; a route/status pair appears once nonzero
 //   http_request_duration_seconds{route}      histogram; every route, always
-//   acquire_total{outcome}                    counter; granted|locked|unavailable|invalid|internal
+//   acquire_total{outcome}                    counter; granted|locked|unavailable|invalid|internal|
+//                                                      cancelled (the client went away)
 //   acquire_duration_seconds                  histogram; every acquire, whatever its outcome
 //   token_draw_duration_seconds               histogram; acquires that drew (or tried to draw)
 //   lock_operations_total{operation,outcome}  counter; extend|release|inspect ×
@@ -85,8 +86,8 @@ class Metrics final : public storage::EngineObserver {
 
  private:
   using Counter = std::atomic<std::uint64_t>;
-  static constexpr std::size_t kStatusCount = 10;         // the nine statuses above + "other"
-  static constexpr std::size_t kAcquireOutcomeCount = 5;  // granted ... internal
+  static constexpr std::size_t kStatusCount = 11;         // the ten statuses above + "other"
+  static constexpr std::size_t kAcquireOutcomeCount = 6;  // granted ... internal, cancelled
   static constexpr std::size_t kLockOperationCount = 3;   // extend, release, inspect
   static constexpr std::size_t kLockOutcomeCount = 5;     // ok ... internal
   static constexpr std::size_t kNodeSlots = storage::kMaxLockNodes;

@@ -103,6 +103,10 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
 }
 
 void AcquireOperation::on_quorum() {
+  if (abandoned_) {
+    attempt_failed(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
+    return;
+  }
   TokenSource* tokens = core_->tokens();
   token_requested_ = Clock::now();
   if (tokens == nullptr) {
@@ -123,6 +127,10 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
   token_draw_ = Clock::now() - token_requested_;
   if (!token.ok()) {
     attempt_failed(make_error(ErrorCode::kUnavailable, "fencing token: " + token.error().message));
+    return;
+  }
+  if (abandoned_) {  // won while its caller went away: nobody would ever release it
+    attempt_failed(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
     return;
   }
   // The validity check covers the token draw: lease order then equals token order.
@@ -147,6 +155,12 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
 
 void AcquireOperation::attempt_failed(Error error) {
   core_->release_everywhere(request_.name, value_);
+  if (abandoned_) {
+    complete(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
+    // It may have held the lock a moment: the next waiter need not sleep out its retry delay.
+    core_->wake_first_waiter(request_.name, {});
+    return;
+  }
   // Only a held lock is worth waiting for. An outage (too few nodes answered, no token, no
   // validity left) is answered at once: waiting it out would hold the caller for its whole budget.
   const bool retryable = error.code == ErrorCode::kLocked;
@@ -216,6 +230,17 @@ void AcquireOperation::retry_now() {
   asio::post(core_->strand(), [self = shared_from_this()] {
     if (self->phase_ == Phase::kWoken) self->attempt();
   });
+}
+
+void AcquireOperation::abandon() {
+  switch (phase_) {
+    case Phase::kDone: return;
+    case Phase::kVoting:
+    case Phase::kDrawingToken: abandoned_ = true; return;  // decided when the attempt resolves
+    case Phase::kWaitingToRetry: retry_timer_.cancel(); break;
+    case Phase::kWoken: break;  // the posted attempt sees kDone and does nothing
+  }
+  complete(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
 }
 
 void AcquireOperation::cancel() {

@@ -29,6 +29,9 @@ class AcquireOperation : public ReplySink,
                    RedlockEngine::AcquireHandler done);
 
   void start();  // on the strand
+  // The caller gave up (AcquireTicket::cancel): complete with kCancelled, releasing a grant that an
+  // attempt in flight may still win. On the strand.
+  void abandon();
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -56,6 +59,7 @@ class AcquireOperation : public ReplySink,
   bool queued_ = false;  // in the engine's waiter queue for the name
   bool marking_ = false;  // the attempt in flight marks the name as waited for
   bool woken_during_attempt_ = false;  // a release came while an attempt was in flight
+  bool abandoned_ = false;  // the caller gave up; the attempt in flight decides nothing more
   std::uint32_t attempt_ = 0;
   Clock::time_point call_started_;
   Clock::time_point attempt_started_;

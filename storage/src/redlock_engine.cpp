@@ -72,7 +72,7 @@ void RedlockEngine::stop() {
   asio::dispatch(core_->strand(), [core = core_] { core->stop(); });
 }
 
-void RedlockEngine::acquire(AcquireRequest request, AcquireHandler done) {
+AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done) {
   Status valid = check_name(request.name);
   if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
   if (valid.ok() && (request.wait < milliseconds(0) || request.wait > core_->options().max_wait)) {
@@ -80,13 +80,23 @@ void RedlockEngine::acquire(AcquireRequest request, AcquireHandler done) {
                        "wait must be between 0 ms and " +
                            std::to_string(core_->options().max_wait.count()) + " ms");
   }
-  if (!valid.ok()) return answer_later(core_, std::move(done), Result<Lease>(std::move(valid).error()));
+  if (!valid.ok()) {
+    answer_later(core_, std::move(done), Result<Lease>(std::move(valid).error()));
+    return {};
+  }
   Result<std::string> value = generate_lease_value();
-  if (!value.ok()) return answer_later(core_, std::move(done), Result<Lease>(std::move(value).error()));
-
-  asio::dispatch(core_->strand(), [core = core_, request = std::move(request),
-                                   value = std::move(value).value(), done = std::move(done)]() mutable {
-    std::make_shared<AcquireOperation>(core, std::move(request), std::move(value), std::move(done))->start();
+  if (!value.ok()) {
+    answer_later(core_, std::move(done), Result<Lease>(std::move(value).error()));
+    return {};
+  }
+  auto operation =
+      std::make_shared<AcquireOperation>(core_, std::move(request), std::move(value).value(), std::move(done));
+  asio::dispatch(core_->strand(), [operation] { operation->start(); });
+  // Posted after the start above, so a cancel always finds the operation started.
+  return AcquireTicket([strand = core_->strand(), weak = std::weak_ptr<AcquireOperation>(operation)] {
+    asio::post(strand, [weak] {
+      if (const auto alive = weak.lock()) alive->abandon();
+    });
   });
 }
 

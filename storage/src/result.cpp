@@ -9,6 +9,7 @@ std::string_view error_code_name(ErrorCode code) noexcept {
     case ErrorCode::kLeaseLost: return "lease_lost";
     case ErrorCode::kInvalidArgument: return "invalid_argument";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kCancelled: return "cancelled";
   }
   return "internal";
 }

@@ -1,4 +1,9 @@
 // fencelockd as users meet it: the real binary, real redis-servers, real HTTP over loopback.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <mutex>
@@ -335,4 +340,32 @@ TEST_CASE("http: SIGTERM answers acquires that are waiting at once instead of ho
   CHECK(std::chrono::steady_clock::now() - started < 3s);
   CHECK(waited.status == 503);
   CHECK(waited.error_code() == "unavailable");
+}
+
+TEST_CASE("http: a waiting acquire whose client went away is cancelled, never granted", "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  const json holder = http.post("/v1/locks/gone", {{"ttl_ms", 60000}}).json();
+  REQUIRE(holder.contains("lease"));
+
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(s.port());
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  const std::string body = R"({"ttl_ms": 30000, "wait_ms": 10000})";
+  const std::string request = "POST /v1/locks/gone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+  std::this_thread::sleep_for(500ms);
+  ::close(fd);
+  std::this_thread::sleep_for(200ms);
+
+  REQUIRE(http.del("/v1/locks/gone", {{"lease", holder["lease"]}}).json()["released"] == true);
+  std::this_thread::sleep_for(300ms);
+  CHECK(http.get("/v1/locks/gone").json()["held"] == false);  // nobody holds a lease nobody knows
+  CHECK_THAT(s.daemon->log(), Catch::Contains("route=acquire name=gone status=499"));
+  CHECK(http.post("/v1/locks/gone", {{"ttl_ms", 1000}}).status == 200);
 }

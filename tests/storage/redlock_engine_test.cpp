@@ -696,3 +696,43 @@ TEST_CASE("a lease granted after a wait says how long it waited", "[storage][red
   CHECK(sent + lease->waited + lease->validity <= lease->valid_until());
   CHECK(lease->valid_until() > Clock::now());
 }
+
+TEST_CASE("a cancelled acquire holds nothing: waiting, or racing its own grant", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 3s;
+  options.retry_jitter = 0ms;
+  EngineUnderTest t(options);
+  auto start_acquire = [&](std::chrono::milliseconds wait, AcquireTicket& ticket) {
+    auto promise = std::make_shared<std::promise<Result<Lease>>>();
+    ticket = t.engine().acquire(AcquireRequest{"gone", 30s, wait},
+                                [promise](Result<Lease> result) { promise->set_value(std::move(result)); });
+    return promise->get_future();
+  };
+
+  SECTION("a waiting acquire ends at once and is not granted when the lock is released") {
+    auto holder = t.acquire("gone", 30s);
+    REQUIRE(holder.ok());
+    AcquireTicket ticket;
+    auto waiter = start_acquire(10s, ticket);
+    std::this_thread::sleep_for(100ms);
+    ticket.cancel();
+    REQUIRE(waiter.wait_for(1s) == std::future_status::ready);
+    const Result<Lease> result = waiter.get();
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().code == ErrorCode::kCancelled);
+    REQUIRE(t.release("gone", claim(holder)).value());
+    std::this_thread::sleep_for(200ms);
+    CHECK(nodes_holding(cluster, "fencelock:lock:gone") == 0);
+  }
+  SECTION("an attempt that wins after the cancel releases its grant instead of handing it out") {
+    AcquireTicket ticket;
+    auto acquire = start_acquire(10s, ticket);
+    ticket.cancel();  // the attempt is already on its way to the nodes
+    const Result<Lease> result = acquire.get();
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().code == ErrorCode::kCancelled);
+    t.wait_until([&] { return nodes_holding(cluster, "fencelock:lock:gone") == 0; }, 2s);
+    ticket.cancel();  // after completion: nothing happens
+  }
+}

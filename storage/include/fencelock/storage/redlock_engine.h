@@ -50,6 +50,23 @@ struct NodeStatus {
   std::uint64_t commands = 0, errors = 0, timeouts = 0, disconnects = 0;
 };
 
+// Cancels the acquire it was returned for: the caller no longer wants the lock (its client went
+// away). An acquire waiting between attempts completes with kCancelled at once; an attempt in
+// flight completes with kCancelled when it resolves, and a grant it won is released on every node
+// instead of being handed out. A no-op once the acquire completed, and for an empty ticket.
+// Copyable; cancel() is safe from any thread, any number of times.
+class AcquireTicket {
+ public:
+  AcquireTicket() = default;
+  explicit AcquireTicket(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
+  void cancel() const {
+    if (cancel_) cancel_();
+  }
+
+ private:
+  std::function<void()> cancel_;
+};
+
 class RedlockEngine {
  public:
   using AcquireHandler = std::function<void(Result<Lease>)>;
@@ -74,8 +91,9 @@ class RedlockEngine {
   void stop();
 
   // Errors: kLocked (another lease holds it on too many nodes), kUnavailable (too few nodes
-  // answered, the token source failed, or no validity was left), kInvalidArgument.
-  void acquire(AcquireRequest request, AcquireHandler done);
+  // answered, the token source failed, or no validity was left), kInvalidArgument, kCancelled
+  // (through the returned ticket).
+  AcquireTicket acquire(AcquireRequest request, AcquireHandler done);
 
   // Makes the lease's remaining ttl at least `ttl` on every node that still holds it; never
   // shortens it, not even when the extend fails and reaches a node late. The answer's token is the

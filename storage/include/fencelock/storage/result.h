@@ -19,6 +19,7 @@ enum class ErrorCode {
   kLeaseLost,        // extend/release: the lease no longer holds a quorum (expired or never held)
   kInvalidArgument,  // the caller passed a value outside the documented bounds
   kInternal,         // a broken invariant or an unexpected reply; always worth a log line
+  kCancelled,        // acquire: the caller cancelled it (its client went away); nothing is held
 };
 
 // A stable, lower-case name for logs and metrics ("locked", "unavailable", ...).
