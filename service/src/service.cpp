@@ -37,8 +37,11 @@ class LoggingObserver final : public storage::EngineObserver {
   }
   void on_node_quarantined(std::size_t node, const std::string& address, std::chrono::milliseconds duration) override {
     log_event(LogLevel::kWarning, "lock_node_quarantined",
-              "node=" + address + " restarted=true votes_ignored_for_ms=" + std::to_string(duration.count()));
+              "node=" + address + " may_have_lost_keys=true votes_ignored_for_ms=" + std::to_string(duration.count()));
     metrics_.on_node_quarantined(node, address, duration);
+  }
+  void on_node_refused(std::size_t, const std::string& address, const std::string& why) override {
+    log_event(LogLevel::kError, "lock_node_refused", "node=" + address + " reason=\"" + why + "\"");
   }
   void on_operation(const storage::OperationReport& report) override { metrics_.on_operation(report); }
 

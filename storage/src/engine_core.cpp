@@ -1,6 +1,7 @@
 #include "engine_core.h"
 
 #include <boost/asio/steady_timer.hpp>
+#include <charconv>
 
 namespace fencelock::storage {
 
@@ -32,7 +33,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       options_(std::move(options)),
       tokens_(std::move(tokens)),
       observer_(observer),
-      quarantine_(options_.nodes.size(), quarantine_window(options_), options_.quarantine_restarted_nodes),
+      trust_(options_.nodes.size(),
+             NodeTrust::Settings{options_.max_ttl, options_.drift_factor, options_.quarantine_restarted_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
@@ -42,6 +44,11 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   base.connect_timeout = options_.connect_timeout;
   base.reconnect_min = options_.reconnect_min;
   base.reconnect_max = options_.reconnect_max;
+  base.min_version = {6, 0};  // the scripts use SET ... KEEPTTL
+  base.read_persistence = true;
+  RespCommand probe(5);
+  probe.arg("EVAL").arg(kNodeMarkerScript).arg(std::int64_t{1}).arg(kNodeMarkerKey).arg(options_.max_ttl.count());
+  base.probe = std::move(probe);
   for (std::size_t i = 0; i < kScriptCount; ++i) {  // every script, loaded on every connection
     const auto script = static_cast<Script>(i);
     base.scripts.push_back({std::string(script_source(script)), std::string(script_sha(script))});
@@ -122,7 +129,7 @@ QuorumTally EngineCore::new_tally() {
   QuorumTally tally(nodes_.size(), quorum());
   const auto now = Clock::now();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (quarantine_.quarantined(i, now)) tally.exclude(i);
+    if (!trust_.voting(i, now)) tally.exclude(i);
   }
   return tally;
 }
@@ -225,18 +232,39 @@ void EngineCore::wake_first_waiter(const std::string& name, std::string_view rel
 }
 
 void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
-  const bool restarted = quarantine_.observe(node, identity.run_id, Clock::now());
-  if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
-  if (restarted) {
-    quarantined_flags_[node] = true;
-    if (observer_ != nullptr) {
-      observer_->on_node_quarantined(
-          node, nodes_[node]->address(),
-          std::chrono::ceil<std::chrono::milliseconds>(quarantine_window(options_)));
-    }
-    schedule_quarantine_end(node);
+  NodeTrust::Handshake handshake;
+  handshake.run_id = identity.run_id;
+  handshake.uptime = identity.uptime;
+  handshake.durable = identity.durable;
+  // The marker probe's answer: {admitted or "", max_ttl_ms}.
+  const NodeReply& marker = identity.probe;
+  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() == 2) {
+    handshake.admitted = marker.elements[0].text;
+    long long max_ttl = 0;
+    const std::string& text = marker.elements[1].text;
+    std::from_chars(text.data(), text.data() + text.size(), max_ttl);
+    handshake.marked_max_ttl = std::chrono::milliseconds(max_ttl);
   }
-  refresh_voting_count();
+  const auto now = Clock::now();
+  record_admissions(trust_.observe(node, handshake, now));
+  if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
+  if (const auto until = trust_.quarantined_until(node); until && observer_ != nullptr) {
+    observer_->on_node_quarantined(node, nodes_[node]->address(),
+                                   std::chrono::ceil<std::chrono::milliseconds>(*until - now));
+  }
+  refresh_quarantines();
+}
+
+void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
+  for (const std::size_t node : nodes) {
+    RespCommand admit(4);
+    admit.arg("HSET").arg(kNodeMarkerKey).arg("admitted").arg(trust_.run_id(node));
+    nodes_[node]->send(admit, nullptr, 0);
+  }
+}
+
+void EngineCore::on_node_refused(std::size_t node, const std::string& why) {
+  if (observer_ != nullptr) observer_->on_node_refused(node, nodes_[node]->address(), why);
 }
 
 void EngineCore::on_node_down(std::size_t node, const std::string& why) {
@@ -244,22 +272,33 @@ void EngineCore::on_node_down(std::size_t node, const std::string& why) {
   refresh_voting_count();
 }
 
-void EngineCore::schedule_quarantine_end(std::size_t node) {
-  // Only refreshes the flag that metrics and readiness read; votes consult the tracker directly.
-  asio::steady_timer& timer = *quarantine_timers_[node];
-  timer.expires_at(quarantine_.quarantined_until(node));  // cancels an earlier wait
-  timer.async_wait([self = shared_from_this(), node](const boost::system::error_code& ec) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!self->quarantine_.quarantined(node, Clock::now())) self->quarantined_flags_[node] = false;
-    self->refresh_voting_count();
-  });
+void EngineCore::refresh_quarantines() {
+  // Votes consult trust_ directly; the flags and the voting count are what metrics and readiness
+  // read, and the timers end each quarantine on time (and record the admission).
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto until = trust_.quarantined_until(i);
+    const bool was_quarantined = quarantined_flags_[i].exchange(until.has_value());
+    if (!until) {
+      if (was_quarantined) quarantine_timers_[i]->cancel();
+      continue;
+    }
+    asio::steady_timer& timer = *quarantine_timers_[i];
+    if (was_quarantined && timer.expiry() == *until) continue;
+    timer.expires_at(*until);  // cancels an earlier wait
+    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec == asio::error::operation_aborted || self->stopped_) return;
+      self->record_admissions(self->trust_.refresh(Clock::now()));
+      self->refresh_quarantines();
+    });
+  }
+  refresh_voting_count();
 }
 
 void EngineCore::refresh_voting_count() {
   std::size_t voting = 0;
   const auto now = Clock::now();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i]->ready() && !quarantine_.quarantined(i, now)) ++voting;
+    if (nodes_[i]->ready() && trust_.voting(i, now)) ++voting;
   }
   voting_nodes_ = voting;
 }

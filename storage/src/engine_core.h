@@ -21,7 +21,7 @@
 #include "fencelock/storage/quorum.h"
 #include "fencelock/storage/token_source.h"
 #include "lua_scripts.h"
-#include "quarantine_tracker.h"
+#include "node_trust.h"
 #include "redis_node.h"
 #include "release_subscriber.h"
 
@@ -134,9 +134,13 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void on_announcement(std::string_view message);
   void on_node_ready(std::size_t node, const NodeIdentity& identity) override;
   void on_node_down(std::size_t node, const std::string& why) override;
+  void on_node_refused(std::size_t node, const std::string& why) override;
   void refresh_voting_count();
   void close_nodes();
-  void schedule_quarantine_end(std::size_t node);
+  // Records on each node that its current incarnation votes (node_trust.h, rule 2).
+  void record_admissions(const std::vector<std::size_t>& nodes);
+  // Brings the quarantine flags and end-of-quarantine timers in line with trust_.
+  void refresh_quarantines();
 
   boost::asio::any_io_executor strand_;
   EngineOptions options_;
@@ -144,7 +148,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   EngineObserver* observer_;
   std::vector<std::shared_ptr<RedisNode>> nodes_;
   std::vector<std::shared_ptr<ReleaseSubscriber>> subscribers_;  // one per node
-  QuarantineTracker quarantine_;
+  NodeTrust trust_;
   std::unique_ptr<std::atomic<bool>[]> quarantined_flags_;
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node
   std::atomic<std::size_t> voting_nodes_{0};

@@ -111,9 +111,4 @@ Status validate_engine_options(const EngineOptions& o) {
   return Done{};
 }
 
-std::chrono::microseconds quarantine_window(const EngineOptions& options) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(options.max_ttl) +
-         drift_allowance(options.max_ttl, options.drift_factor);
-}
-
 }  // namespace fencelock::storage

@@ -118,6 +118,22 @@ inline constexpr std::string_view kAcquireAndMarkScript =
 inline constexpr std::string_view kInspectScript =
     "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}\n";
 
+// The node's marker (node_trust.h): a hash that every engine reads in its handshake with the node.
+// One per node, shared by every key prefix ('#' never occurs in a lock name). Fields: max_ttl_ms,
+// the largest --max-ttl of any engine that met the node; admitted, the run_id of the node's
+// incarnation that some engine let vote (written by the engine with HSET).
+inline constexpr std::string_view kNodeMarkerKey = "fencelock:#node";
+
+// Handshake probe (EVAL, not loaded): raises max_ttl_ms to ARGV[1] (this engine's max ttl, ms) and
+// returns {admitted or "", max_ttl_ms as a string}. Writes only when the maximum grows.
+inline constexpr std::string_view kNodeMarkerScript =
+    "local max = tonumber(redis.call('HGET', KEYS[1], 'max_ttl_ms')) or 0\n"
+    "if tonumber(ARGV[1]) > max then\n"
+    "  max = tonumber(ARGV[1])\n"
+    "  redis.call('HSET', KEYS[1], 'max_ttl_ms', ARGV[1])\n"
+    "end\n"
+    "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max)}\n";
+
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha = "a6573291506a8c2e441cabf3c2d753eddd649307";

@@ -15,8 +15,18 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Handshake cookies: INFO first, then one per script.
+// Handshake cookies: INFO first, the optional persistence reads and probe, then one per script.
 constexpr std::uint32_t kHandshakeInfo = 0;
+constexpr std::uint32_t kHandshakeAppendonly = 1;
+constexpr std::uint32_t kHandshakeAppendfsync = 2;
+constexpr std::uint32_t kHandshakeProbe = 3;
+constexpr std::uint32_t kHandshakeFirstScript = 16;
+
+// CONFIG GET's answer ["name", "value"] → value; "" when refused or malformed.
+std::string config_value(const NodeReply& reply) {
+  if (reply.kind != NodeReply::Kind::kArray || reply.elements.size() != 2) return {};
+  return reply.elements[1].text;
+}
 
 NodeReply copy_reply(const redisReply* reply) {
   NodeReply out;
@@ -50,6 +60,16 @@ std::string info_field(std::string_view info, std::string_view field) {
 }
 
 }  // namespace
+
+std::optional<std::pair<int, int>> parse_redis_version(std::string_view version) {
+  int major = 0, minor = 0;
+  const char* end = version.data() + version.size();
+  auto [after_major, ec1] = std::from_chars(version.data(), end, major);
+  if (ec1 != std::errc() || after_major == end || *after_major != '.') return std::nullopt;
+  auto [after_minor, ec2] = std::from_chars(after_major + 1, end, minor);
+  if (ec2 != std::errc()) return std::nullopt;
+  return std::make_pair(major, minor);
+}
 
 RedisNode::RedisNode(asio::any_io_executor strand, std::size_t index, RedisNodeOptions options,
                      NodeListener* listener)
@@ -112,14 +132,21 @@ void RedisNode::connect() {
   // Queued now, written once the socket connects. The handshake gets the connect timeout on top
   // of the command timeout; the deadline timer enforces both.
   const auto deadline = Clock::now() + options_.connect_timeout + options_.command_timeout;
-  handshake_left_ = 1 + options_.scripts.size();
+  handshake_left_ = 1 + options_.scripts.size() + (options_.read_persistence ? 2 : 0) + (options_.probe ? 1 : 0);
   handshake_identity_ = NodeIdentity{};
+  handshake_appendonly_.clear();
   auto self = std::static_pointer_cast<ReplySink>(shared_from_this());
   enqueue(RespCommand(2).arg("INFO").arg("server"), self, kHandshakeInfo, deadline);
+  if (options_.read_persistence) {
+    enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendonly"), self, kHandshakeAppendonly, deadline);
+    enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendfsync"), self, kHandshakeAppendfsync, deadline);
+  }
   for (std::size_t i = 0; i < options_.scripts.size(); ++i) {
     enqueue(RespCommand(3).arg("SCRIPT").arg("LOAD").arg(options_.scripts[i].source), self,
-            static_cast<std::uint32_t>(i + 1), deadline);
+            static_cast<std::uint32_t>(kHandshakeFirstScript + i), deadline);
   }
+  // Last: a probe that reads what the scripts' keys hold runs on a node that passed every check.
+  if (options_.probe) enqueue(*options_.probe, self, kHandshakeProbe, deadline);
 }
 
 void RedisNode::send(const RespCommand& command, std::shared_ptr<ReplySink> sink,
@@ -231,8 +258,13 @@ void RedisNode::schedule_reconnect(bool immediately) {
 
 void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply reply) {
   if (state_ != State::kHandshaking) return;  // a handshake of a connection already given up
-  if (!reply.answered() || reply.kind == NodeReply::Kind::kError) {
+  const bool config_read = cookie == kHandshakeAppendonly || cookie == kHandshakeAppendfsync;
+  if (!reply.answered()) {
     teardown("handshake failed: " + (reply.text.empty() ? std::string("no answer") : reply.text));
+    return;
+  }
+  if (reply.kind == NodeReply::Kind::kError && !config_read) {  // CONFIG may be refused: not durable
+    refuse("handshake failed: " + reply.text);
     return;
   }
   if (cookie == kHandshakeInfo) {
@@ -241,21 +273,41 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     long long seconds = 0;
     std::from_chars(uptime.data(), uptime.data() + uptime.size(), seconds);
     handshake_identity_.uptime = std::chrono::seconds(seconds);
+    handshake_identity_.version = info_field(reply.text, "redis_version");
     if (handshake_identity_.run_id.empty()) {
-      teardown("handshake failed: INFO server has no run_id");
+      refuse("handshake failed: INFO server has no run_id");
       return;
     }
-  }
-  if (cookie != kHandshakeInfo && reply.text != options_.scripts.at(cookie - 1).sha) {
-    teardown("handshake failed: SCRIPT LOAD answered " + reply.text + ", expected " +
-             options_.scripts.at(cookie - 1).sha);
+    const auto version = parse_redis_version(handshake_identity_.version);
+    if (!version || *version < options_.min_version) {
+      refuse("handshake failed: Redis " + handshake_identity_.version + " is too old; fencelock needs Redis " +
+               std::to_string(options_.min_version.first) + "." + std::to_string(options_.min_version.second) +
+               " or newer");
+      return;
+    }
+  } else if (cookie == kHandshakeAppendonly) {
+    handshake_appendonly_ = config_value(reply);
+  } else if (cookie == kHandshakeAppendfsync) {
+    handshake_identity_.durable = handshake_appendonly_ == "yes" && config_value(reply) == "always";
+  } else if (cookie == kHandshakeProbe) {
+    handshake_identity_.probe = std::move(reply);
+  } else if (reply.text != options_.scripts.at(cookie - kHandshakeFirstScript).sha) {
+    refuse("handshake failed: SCRIPT LOAD answered " + reply.text + ", expected " +
+             options_.scripts.at(cookie - kHandshakeFirstScript).sha);
     return;
   }
   if (--handshake_left_ != 0) return;
   state_ = State::kReady;
   backoff_.reset();
+  last_refusal_.clear();
   counters_.up = true;
   if (listener_ != nullptr) listener_->on_node_ready(index_, handshake_identity_);
+}
+
+void RedisNode::refuse(const std::string& why) {
+  if (why != last_refusal_ && listener_ != nullptr) listener_->on_node_refused(index_, why);
+  last_refusal_ = why;
+  teardown(why);
 }
 
 void RedisNode::on_connected(const redisAsyncContext* context, int status) {

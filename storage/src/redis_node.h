@@ -8,8 +8,9 @@
 // are ours, and they are what bounds an operation's wait on a bad node to the node timeout.
 //
 // Lifecycle: kIdle → kConnecting/handshake → kReady → (timeout, error, close) → kIdle → backoff →
-// kConnecting ... The handshake (INFO server + SCRIPT LOAD of every script) runs on every new
-// connection: the node counts as ready, and reports its run_id to the listener, only after it.
+// kConnecting ... The handshake (INFO server with a minimum version, optionally CONFIG GET of the
+// persistence settings, SCRIPT LOAD of every script, optionally a probe command) runs on every new
+// connection: the node counts as ready, and reports its identity to the listener, only after it.
 // A send() while the node is not ready is answered kDisconnected, asynchronously.
 //
 // Threading: every member function, and every callback it makes, runs on the strand given at
@@ -25,7 +26,10 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "node_reply.h"
@@ -48,12 +52,21 @@ class ReplySink {
 struct NodeIdentity {
   std::string run_id;  // changes whenever the redis-server process restarts
   std::chrono::seconds uptime{0};
+  std::string version;   // redis_version
+  bool durable = false;  // appendonly yes + appendfsync always (only with read_persistence)
+  NodeReply probe;       // the answer to RedisNodeOptions::probe, if any
 };
+
+// "7.0.15" → {7, 0}; nullopt if it does not start with "<major>.<minor>".
+std::optional<std::pair<int, int>> parse_redis_version(std::string_view version);
 
 class NodeListener {
  public:
   virtual void on_node_ready(std::size_t node, const NodeIdentity& identity) = 0;
   virtual void on_node_down(std::size_t node, const std::string& why) = 0;
+  // The server answered, but the handshake refused it (too old, a script digest mismatch, an
+  // error answer). Reported once per distinct reason; the node keeps retrying with backoff.
+  virtual void on_node_refused(std::size_t /*node*/, const std::string& /*why*/) {}
 
  public:
   virtual ~NodeListener() = default;
@@ -71,6 +84,14 @@ struct RedisNodeOptions {
     std::string sha;  // what SCRIPT LOAD must answer; a mismatch fails the handshake
   };
   std::vector<ScriptToLoad> scripts;  // SCRIPT LOADed on every connection
+  // Servers older than this (major, minor) fail the handshake with a message saying so; {0, 0}
+  // accepts any version.
+  std::pair<int, int> min_version{0, 0};
+  // Read appendonly/appendfsync (CONFIG GET) into NodeIdentity::durable. A server that refuses
+  // CONFIG (renamed, or not allowed by its ACL) counts as not durable.
+  bool read_persistence = false;
+  // Run last in every handshake, answer in NodeIdentity::probe; an error answer fails it.
+  std::optional<RespCommand> probe;
 };
 
 // Monotonic counters for metrics and logs.
@@ -119,6 +140,7 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   void arm_deadline_timer();
   void on_deadline();
   void teardown(const std::string& why);  // drop the connection, answer everything, reconnect later
+  void refuse(const std::string& why);    // a handshake the server failed: report, then teardown
   void connection_lost(const std::string& why);
   void schedule_reconnect(bool immediately);
   void fail_later(std::shared_ptr<ReplySink> sink, std::uint32_t cookie, NodeReply::Kind kind);
@@ -148,6 +170,8 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
 
   std::size_t handshake_left_ = 0;
   NodeIdentity handshake_identity_;
+  std::string handshake_appendonly_;  // CONFIG GET appendonly, until appendfsync arrives
+  std::string last_refusal_;          // reported to the listener; cleared once a handshake passes
   NodeCounters counters_;
 };
 

@@ -41,9 +41,3 @@ TEST_CASE("engine options are checked field by field", "[storage]") {
   SECTION("key prefix") { o.key_prefix = std::string(65, 'p'); CHECK_THAT(refused(o), Catch::Contains("key_prefix")); }
 }
 
-TEST_CASE("the quarantine lasts the longest ttl plus its drift allowance", "[storage]") {
-  EngineOptions o;
-  o.max_ttl = 10s;
-  o.drift_factor = 0.01;
-  CHECK(quarantine_window(o) == 10'102'000us);
-}

@@ -38,13 +38,15 @@ inline storage::EngineOptions engine_options_for(RedisCluster& cluster) {
 
 class EngineUnderTest {
  public:
+  // Waits until every node votes, unless `wait_for_nodes` is false.
   explicit EngineUnderTest(storage::EngineOptions options,
-                           std::shared_ptr<storage::TokenSource> tokens = nullptr) {
-    auto created = storage::RedlockEngine::create(io_.executor(), std::move(options), std::move(tokens));
+                           std::shared_ptr<storage::TokenSource> tokens = nullptr,
+                           storage::EngineObserver* observer = nullptr, bool wait_for_nodes = true) {
+    auto created = storage::RedlockEngine::create(io_.executor(), std::move(options), std::move(tokens), observer);
     if (!created.ok()) throw std::runtime_error(created.error().message);
     engine_ = std::move(created).value();
     engine_->start();
-    wait_for_voting_nodes(engine_->node_count());
+    if (wait_for_nodes) wait_for_voting_nodes(engine_->node_count());
   }
   ~EngineUnderTest() {
     engine_->stop();

@@ -361,17 +361,33 @@ TEST_CASE("a node restarted without its data cannot hand a held lock to a second
   }
 }
 
-TEST_CASE("a restart with persistence is still quarantined: the engine cannot tell what was lost", "[storage][redis]") {
-  RedisCluster cluster(3, Persistence::kAofAlways);
-  auto options = engine_options_for(cluster);
-  options.max_ttl = 500ms;
-  EngineUnderTest t(options);
-  cluster.node(1).restart(/*keep_data=*/true);
-  t.wait_until([&] { return t.node_up(1); });
-  CHECK(t.engine().voting_nodes() == 2);
-  CHECK(t.engine().node_statuses()[1].quarantined);
-  t.wait_for_voting_nodes(3, 5s);
-  CHECK_FALSE(t.engine().node_statuses()[1].quarantined);
+TEST_CASE("a restart loses nothing on an appendfsync-always node, which votes at once; everysec still waits", "[storage][redis]") {
+  SECTION("appendfsync always") {
+    RedisCluster cluster(3, Persistence::kAofAlways);
+    auto options = engine_options_for(cluster);
+    options.max_ttl = 60s;
+    EngineUnderTest t(options);
+    auto lease = t.acquire("kept", 30s);
+    REQUIRE(lease.ok());
+    cluster.node(1).restart(/*keep_data=*/true);
+    cluster.node(2).restart(/*keep_data=*/true);
+    t.wait_for_voting_nodes(3, 5s);
+    CHECK_FALSE(t.engine().node_statuses()[1].quarantined);
+    CHECK(t.acquire("kept", 1s).error().code == ErrorCode::kLocked);  // the nodes kept the lease
+    CHECK(t.extend("kept", claim(lease), 30s).ok());
+  }
+  SECTION("appendfsync everysec") {
+    RedisCluster cluster(3, Persistence::kAofEverySec);
+    auto options = engine_options_for(cluster);
+    options.max_ttl = 500ms;
+    EngineUnderTest t(options);
+    cluster.node(1).restart(/*keep_data=*/true);
+    t.wait_until([&] { return t.node_up(1); });
+    CHECK(t.engine().voting_nodes() == 2);
+    CHECK(t.engine().node_statuses()[1].quarantined);
+    t.wait_for_voting_nodes(3, 5s);
+    CHECK_FALSE(t.engine().node_statuses()[1].quarantined);
+  }
 }
 
 TEST_CASE("release and extend survive a SCRIPT FLUSH through the EVAL fallback", "[storage][redis]") {
@@ -420,7 +436,7 @@ TEST_CASE("bad arguments are refused before any node is asked", "[storage][redis
   CHECK(t.release("n", LeaseClaim{1, std::string(kLeaseValueLength - 16, 'b')}).error().code ==
         ErrorCode::kInvalidArgument);
   CHECK(t.inspect("").error().code == ErrorCode::kInvalidArgument);
-  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).dbsize() == 0);
+  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).count_keys() == 0);
 }
 
 TEST_CASE("stopping the engine ends a waiting acquire at once", "[storage][redis]") {
@@ -572,7 +588,7 @@ TEST_CASE("stopping the engine mid-acquire still releases the key on the nodes t
   engine->stop();
   CHECK(outcome.get_future().get().error().code == ErrorCode::kUnavailable);
   std::this_thread::sleep_for(options.node_timeout * 4);
-  CHECK(SyncRedis(cluster.node(2).port()).dbsize() == 0);
+  CHECK(SyncRedis(cluster.node(2).port()).count_keys() == 0);
   cluster.node(0).resume();
   cluster.node(1).resume();
 }
@@ -586,7 +602,7 @@ TEST_CASE("a failed acquire releases its key even on a node whose scripts were f
   SyncRedis(cluster.node(2).port()).command({"SCRIPT", "FLUSH"});
   CHECK(t.acquire("flush", 60s).error().code == ErrorCode::kLocked);
   std::this_thread::sleep_for(50ms);
-  CHECK(SyncRedis(cluster.node(2).port()).dbsize() == 0);
+  CHECK(SyncRedis(cluster.node(2).port()).count_keys() == 0);
 }
 
 TEST_CASE("a release hands the lock to the first waiter at once, in arrival order", "[storage][redis]") {

@@ -110,6 +110,11 @@ std::int64_t SyncRedis::dbsize() {
   return r.kind == SyncReply::Kind::kInteger ? r.integer : -1;
 }
 
+std::int64_t SyncRedis::count_keys(std::string_view pattern) {
+  const SyncReply r = command({"KEYS", pattern});
+  return r.kind == SyncReply::Kind::kArray ? static_cast<std::int64_t>(r.elements.size()) : -1;
+}
+
 std::string SyncRedis::info_field(std::string_view section, std::string_view field) {
   const SyncReply r = command({"INFO", section});
   if (r.kind != SyncReply::Kind::kString) return {};

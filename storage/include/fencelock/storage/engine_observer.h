@@ -35,6 +35,9 @@ class EngineObserver {
                             const std::string& /*why*/) {}
   virtual void on_node_quarantined(std::size_t /*node*/, const std::string& /*address*/,
                                    std::chrono::milliseconds /*duration*/) {}
+  // The node answered but cannot be used (too old, scripts refused): why, once per reason.
+  virtual void on_node_refused(std::size_t /*node*/, const std::string& /*address*/,
+                               const std::string& /*why*/) {}
   virtual void on_operation(const OperationReport& /*report*/) {}
 };
 

@@ -62,9 +62,10 @@ struct EngineOptions {
   // Longest wait an acquire may ask for. Default 60 s; 0 .. 1 h.
   std::chrono::milliseconds max_wait{60'000};
 
-  // Do not count the votes of a node whose run_id changed (it restarted and may have lost keys)
-  // for max_ttl · (1 + drift_factor) + 2 ms. Default on. Turn off only with persistence that
-  // cannot lose acknowledged writes (appendfsync always) on every node.
+  // Keep a node that may have lost keys (it restarted without durable persistence) from voting
+  // until every lease it could have held has expired — across instances and their restarts; see
+  // node_trust.h and docs/architecture.md. Default on. Nodes with appendfsync always are never
+  // quarantined anyway; turning this off trusts every node as soon as it answers.
   bool quarantine_restarted_nodes = true;
 
   // Prefix of every lock key: key = prefix + name. Default "fencelock:lock:"; at most 64 bytes.
@@ -73,8 +74,5 @@ struct EngineOptions {
 
 // Checks every field against its bounds. Errors: kInvalidArgument naming the field.
 Status validate_engine_options(const EngineOptions& options);
-
-// How long a restarted node stays out of the quorum under `options`.
-std::chrono::microseconds quarantine_window(const EngineOptions& options);
 
 }  // namespace fencelock::storage

@@ -1,0 +1,109 @@
+// The restarted-node quarantine across engines (node_trust.h) against real redis-servers: a freshly
+// started engine never grants over a lease another engine granted before lock nodes lost their keys.
+#include <catch2/catch.hpp>
+#include <mutex>
+#include <thread>
+
+#include "engine_under_test.h"
+#include "fake_old_redis.h"
+#include "sync_redis.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::unique_ptr<EngineUnderTest> start_engine(RedisCluster& cluster, std::chrono::milliseconds max_ttl,
+                                              bool wait_for_nodes = true) {
+  auto options = engine_options_for(cluster);
+  options.max_ttl = max_ttl;
+  return std::make_unique<EngineUnderTest>(options, nullptr, nullptr, wait_for_nodes);
+}
+
+// A lease through one engine, then two of three nodes lose everything and that engine goes away
+// (a rolling restart of fencelockd).
+Lease hold_then_lose_two_nodes(RedisCluster& cluster, std::chrono::milliseconds max_ttl, std::chrono::milliseconds ttl) {
+  auto a = start_engine(cluster, max_ttl);
+  auto lease = a->acquire("vault", ttl);
+  REQUIRE(lease.ok());
+  cluster.node(1).restart(/*keep_data=*/false);
+  cluster.node(2).restart(/*keep_data=*/false);
+  a.reset();
+  return std::move(lease).value();
+}
+
+}  // namespace
+
+TEST_CASE("a fresh engine does not grant over a lease granted before two nodes lost their keys", "[storage][redis]") {
+  RedisCluster cluster(3);
+  const Lease holder = hold_then_lose_two_nodes(cluster, 3s, 3s);
+
+  auto b = start_engine(cluster, 3s, /*wait_for_nodes=*/false);
+  b->wait_until([&] { return b->node_up(0) && b->node_up(1) && b->node_up(2); });
+  CHECK(b->engine().voting_nodes() == 1);  // the two amnesiac nodes wait out the window
+  CHECK(b->engine().node_statuses()[1].quarantined);
+  while (Clock::now() < holder.valid_until()) {
+    const auto intruder = b->acquire("vault", 1s);
+    REQUIRE_FALSE(intruder.ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  b->wait_for_voting_nodes(3, 5s);
+  CHECK(b->acquire("vault", 1s).ok());
+}
+
+TEST_CASE("an engine with a shorter max ttl waits out the longest window another engine declared", "[storage][redis]") {
+  RedisCluster cluster(3);
+  const Lease holder = hold_then_lose_two_nodes(cluster, 4s, 4s);
+
+  auto b = start_engine(cluster, 1s, /*wait_for_nodes=*/false);  // would trust the nodes after ~1 s
+  std::this_thread::sleep_for(1500ms);
+  CHECK(b->engine().voting_nodes() == 1);
+  while (Clock::now() < holder.valid_until()) {
+    REQUIRE_FALSE(b->acquire("vault", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  b->wait_for_voting_nodes(3, 5s);
+}
+
+TEST_CASE("a brand-new cluster is usable at once, even with an hour's max ttl", "[storage][redis]") {
+  RedisCluster cluster(3);
+  const auto started = Clock::now();
+  auto a = start_engine(cluster, 1h);
+  CHECK(Clock::now() - started < 5s);
+  CHECK(a->acquire("first", 1s).ok());
+  // The birth was recorded on the nodes: another fresh engine trusts them at once too.
+  auto b = start_engine(cluster, 1h);
+  CHECK(b->engine().voting_nodes() == 3);
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis node(cluster.node(i).port());
+    CHECK(node.command({"HGET", "fencelock:#node", "admitted"}).text == node.info_field("server", "run_id"));
+    CHECK(node.command({"HGET", "fencelock:#node", "max_ttl_ms"}).text == "3600000");
+  }
+}
+
+TEST_CASE("a lock node older than Redis 6.0 is refused at the handshake, with the reason", "[storage]") {
+  // A RESP peer that introduces itself as Redis 5.0.14: the handshake must refuse it by version,
+  // not count script errors as failed votes.
+  FakeOldRedis old_redis("5.0.14");
+  struct Refusals : EngineObserver {
+    std::mutex mutex;
+    std::vector<std::string> reasons;
+    void on_node_refused(std::size_t, const std::string&, const std::string& why) override {
+      std::lock_guard<std::mutex> lock(mutex);
+      reasons.push_back(why);
+    }
+  } refusals;
+  EngineOptions options;
+  options.nodes.push_back(parse_node_address("127.0.0.1:" + std::to_string(old_redis.port())).value());
+  EngineUnderTest t(options, nullptr, &refusals, /*wait_for_nodes=*/false);
+  t.wait_until([&] {
+    std::lock_guard<std::mutex> lock(refusals.mutex);
+    return !refusals.reasons.empty();
+  });
+  std::this_thread::sleep_for(300ms);  // a few reconnects: still one report
+  std::lock_guard<std::mutex> lock(refusals.mutex);
+  CHECK(refusals.reasons.size() == 1);
+  CHECK_THAT(refusals.reasons.front(), Catch::Contains("Redis 5.0.14 is too old") && Catch::Contains("6.0"));
+  CHECK(t.engine().voting_nodes() == 0);
+}
