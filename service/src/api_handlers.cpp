@@ -172,6 +172,10 @@ void ApiHandlers::lock_status(std::string name, Reply reply) {
 }
 
 void ApiHandlers::next_token(std::string name, Reply reply) {
+  // The same counters as the grants: an embedded source may not draw while another instance runs.
+  if (auto refusal = engine_.grant_refusal()) {
+    return reply(error_response(ApiError::kUnavailable, *refusal));
+  }
   tokens_->next(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
     reply(ok(json{{"name", name}, {"token", token.value()}}, token_detail(token.value())));
@@ -188,13 +192,16 @@ void ApiHandlers::current_token(std::string name, Reply reply) {
 ApiResponse ApiHandlers::readiness() const {
   const std::size_t voting = engine_.voting_nodes();
   const bool nodes_ok = voting >= engine_.quorum();
-  const bool tokens_ok = token_ready_ ? token_ready_() : true;
+  const auto refusal = engine_.grant_refusal();
+  const bool tokens_ok = (token_ready_ ? token_ready_() : true) && !refusal;
+  json token_source{{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}};
+  if (refusal) token_source["reason"] = *refusal;
   json body{{"status", nodes_ok && tokens_ok ? "ok" : "unavailable"},
             {"lock_nodes", {{"status", nodes_ok ? "ok" : "unavailable"},
                             {"voting", voting},
                             {"total", engine_.node_count()},
                             {"quorum", engine_.quorum()}}},
-            {"token_source", {{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}}}};
+            {"token_source", std::move(token_source)}};
   ApiResponse response = ok(std::move(body));
   if (!nodes_ok || !tokens_ok) response.status = 503;
   return response;

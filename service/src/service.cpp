@@ -1,5 +1,6 @@
 #include "service.h"
 
+#include <filesystem>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
@@ -53,6 +54,7 @@ struct OpenedTokens {
   std::shared_ptr<storage::TokenSource> source;
   std::shared_ptr<storage::RedisTokenSource> redis;  // set for the Redis backend
   std::string label;
+  std::string exclusive_id;  // set for a store only this process draws from (EngineOptions)
 };
 
 Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& io) {
@@ -61,7 +63,9 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
     options.path = config.sqlite_path;
     auto source = storage::SqliteTokenSource::open(options);
     if (!source.ok()) return std::move(source).error();
-    return OpenedTokens{source.value(), nullptr, "sqlite"};
+    // Per process: the engine refuses to grant while another instance shares the lock nodes.
+    const auto file = std::filesystem::absolute(options.path).string();
+    return OpenedTokens{source.value(), nullptr, "sqlite", "sqlite:" + std::to_string(std::hash<std::string>{}(file))};
   }
   storage::RedisTokenOptions options;
   options.master = config.token_master;
@@ -75,7 +79,7 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
               "detail=\"" + source.value()->persistence_warning() +
                   "\" consequence=\"fencing tokens may repeat after a counter crash\"");
   }
-  return OpenedTokens{source.value(), source.value(), "redis"};
+  return OpenedTokens{source.value(), source.value(), "redis", ""};
 }
 
 }  // namespace
@@ -86,10 +90,12 @@ storage::Status run_service(const ServiceConfig& config) {
 
   auto tokens = open_tokens(config, io);
   if (!tokens.ok()) return std::move(tokens).error();
+  storage::EngineOptions engine_options = config.engine;
+  engine_options.exclusive_tokens = tokens->exclusive_id;
 
   Metrics metrics;
   LoggingObserver observer(metrics);
-  auto created = storage::RedlockEngine::create(io.get_executor(), config.engine, tokens->source, &observer);
+  auto created = storage::RedlockEngine::create(io.get_executor(), std::move(engine_options), tokens->source, &observer);
   if (!created.ok()) return std::move(created).error();
   std::unique_ptr<storage::RedlockEngine> engine = std::move(created).value();
 

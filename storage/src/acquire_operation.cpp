@@ -50,6 +50,10 @@ void AcquireOperation::attempt() {
     complete(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
     return;
   }
+  if (auto refusal = core_->grant_refusal()) {  // nothing is sent: no node is touched
+    complete(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
+    return;
+  }
   ++attempt_;
   phase_ = Phase::kVoting;
   woken_during_attempt_ = false;

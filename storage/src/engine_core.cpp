@@ -39,6 +39,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
       grace_timer_(strand_) {
+  registry_ = std::make_shared<InstanceRegistry>(*this, options_.exclusive_tokens);
   RedisNodeOptions base;
   base.command_timeout = options_.node_timeout;
   base.connect_timeout = options_.connect_timeout;
@@ -66,6 +67,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
 void EngineCore::start() {
   if (stopped_ || !subscribers_.empty()) return;  // stopped, or started already
   for (auto& node : nodes_) node->start();
+  registry_->start();
   // Subscribers are made here, not in the constructor: their handler holds a weak reference.
   for (const auto& node : options_.nodes) {
     ReleaseSubscriberOptions sub;
@@ -88,6 +90,7 @@ void EngineCore::stop() {
   if (stopped_) return;
   stopped_ = true;
   voting_nodes_ = 0;
+  registry_->stop();
   for (auto& subscriber : subscribers_) subscriber->stop();
   for (auto& timer : quarantine_timers_) timer->cancel();
   // Acquires waiting between retries finish now (their last attempt was already released).
@@ -124,6 +127,8 @@ std::string EngineCore::key_of(std::string_view name) const {
   key.append(options_.key_prefix).append(name);
   return key;
 }
+
+std::optional<std::string> EngineCore::grant_refusal() const { return registry_->refusal(Clock::now()); }
 
 QuorumTally EngineCore::new_tally() {
   QuorumTally tally(nodes_.size(), quorum());

@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <list>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -20,6 +21,7 @@
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/quorum.h"
 #include "fencelock/storage/token_source.h"
+#include "instance_registry.h"
 #include "lua_scripts.h"
 #include "node_trust.h"
 #include "redis_node.h"
@@ -79,6 +81,10 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::mt19937_64& rng() noexcept { return rng_; }
 
   std::string key_of(std::string_view name) const;
+
+  // Why no grant may be made now (an embedded token source and another instance on these nodes,
+  // or no recent check; instance_registry.h), or nullopt. Safe from any thread.
+  std::optional<std::string> grant_refusal() const;
 
   // A tally for a new operation: quarantined nodes excluded.
   QuorumTally new_tally();
@@ -148,6 +154,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   EngineObserver* observer_;
   std::vector<std::shared_ptr<RedisNode>> nodes_;
   std::vector<std::shared_ptr<ReleaseSubscriber>> subscribers_;  // one per node
+  std::shared_ptr<InstanceRegistry> registry_;  // made in the constructor, started by start()
   NodeTrust trust_;
   std::unique_ptr<std::atomic<bool>[]> quarantined_flags_;
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node

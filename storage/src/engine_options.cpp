@@ -108,6 +108,9 @@ Status validate_engine_options(const EngineOptions& o) {
     return invalid(bound_message("max_wait", milliseconds(0), milliseconds(3'600'000)));
   }
   if (o.key_prefix.size() > 64) return invalid("key_prefix must be at most 64 bytes");
+  if (o.exclusive_tokens.size() > 128 || o.exclusive_tokens.find(' ') != std::string::npos) {
+    return invalid("exclusive_tokens must be at most 128 bytes without spaces");
+  }
   return Done{};
 }
 

@@ -134,6 +134,28 @@ inline constexpr std::string_view kNodeMarkerScript =
     "end\n"
     "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max)}\n";
 
+// Registry heartbeat (instance_registry.h; EVAL, once a second per node). KEYS[1]: the registry
+// hash; ARGV[1]: this engine's id; ARGV[2]: its token identity; ARGV[3]: entry lifetime (ms).
+// Writes this engine's entry "<expiry ms> <identity>" (the node's clock), deletes expired entries
+// of others, and returns the identities of the other live ones.
+inline constexpr std::string_view kRegistryHeartbeatScript =
+    "local time = redis.call('TIME')\n"
+    "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
+    "redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[3])) .. ' ' .. ARGV[2])\n"
+    "local others = {}\n"
+    "local entries = redis.call('HGETALL', KEYS[1])\n"
+    "for i = 1, #entries, 2 do\n"
+    "  if entries[i] ~= ARGV[1] then\n"
+    "    local space = string.find(entries[i + 1], ' ', 1, true)\n"
+    "    if not space or tonumber(string.sub(entries[i + 1], 1, space - 1)) < now then\n"
+    "      redis.call('HDEL', KEYS[1], entries[i])\n"
+    "    else\n"
+    "      table.insert(others, string.sub(entries[i + 1], space + 1))\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return others\n";
+
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha = "a6573291506a8c2e441cabf3c2d753eddd649307";

@@ -133,6 +133,7 @@ std::size_t RedlockEngine::node_count() const noexcept { return core_->node_coun
 std::size_t RedlockEngine::quorum() const noexcept { return core_->quorum(); }
 std::size_t RedlockEngine::voting_nodes() const noexcept { return core_->voting_nodes(); }
 const EngineOptions& RedlockEngine::options() const noexcept { return core_->options(); }
+std::optional<std::string> RedlockEngine::grant_refusal() const { return core_->grant_refusal(); }
 
 std::vector<NodeStatus> RedlockEngine::node_statuses() const {
   std::vector<NodeStatus> out;

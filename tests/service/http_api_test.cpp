@@ -93,8 +93,9 @@ TEST_CASE("http: tokens can be drawn and read without a lock", "[service][redis]
 TEST_CASE("http: a stale lease can neither extend nor release a newer holder's lock", "[service][redis]") {
   Service s;
   HttpClient http = s.client();
-  const json old_lease = http.post("/v1/locks/report", {{"ttl_ms", 50}}).json();
-  std::this_thread::sleep_for(80ms);
+  const json old_lease = http.post("/v1/locks/report", {{"ttl_ms", 200}}).json();
+  REQUIRE(old_lease.contains("lease"));
+  std::this_thread::sleep_for(300ms);
   const json new_lease = http.post("/v1/locks/report", {{"ttl_ms", 10000}}).json();
   REQUIRE(new_lease.contains("lease"));
 
@@ -368,4 +369,45 @@ TEST_CASE("http: a waiting acquire whose client went away is cancelled, never gr
   CHECK(http.get("/v1/locks/gone").json()["held"] == false);  // nobody holds a lease nobody knows
   CHECK_THAT(s.daemon->log(), Catch::Contains("route=acquire name=gone status=499"));
   CHECK(http.post("/v1/locks/gone", {{"ttl_ms", 1000}}).status == 200);
+}
+
+TEST_CASE("http: two fencelockd with separate SQLite token files on the same nodes never hand out a token twice", "[service][redis]") {
+  Service a;
+  HttpClient http_a = a.client();
+  std::set<std::uint64_t> tokens;
+  for (int i = 0; i < 2; ++i) {
+    const json lease = http_a.post("/v1/locks/doc", {{"ttl_ms", 1000}}).json();
+    REQUIRE(lease.contains("token"));
+    CHECK(tokens.insert(lease["token"].get<std::uint64_t>()).second);
+    REQUIRE(http_a.del("/v1/locks/doc", {{"lease", lease["lease"]}}).json()["released"] == true);
+  }
+  TempDir other_dir;
+  Fencelockd b(other_dir.path(), {"--redis", join(a.cluster.addresses()), "--tokens",
+                                   "sqlite:" + (other_dir.path() / "tokens.db").string()});
+  HttpClient http_b(b.port());
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  HttpAnswer ready;
+  do {  // B answers, but is never ready: it shares the nodes with A
+    ready = http_b.get("/readyz");
+    std::this_thread::sleep_for(50ms);
+  } while (ready.status == 0 && std::chrono::steady_clock::now() < deadline);
+  CHECK(ready.status == 503);
+  const HttpAnswer refused = http_b.post("/v1/locks/doc", {{"ttl_ms", 1000}});
+  CHECK(refused.status == 503);
+  CHECK(refused.error_code() == "unavailable");
+  CHECK(http_b.request("POST", "/v1/tokens/doc").status == 503);
+  // A notices B within a registry round or two and stops granting as well.
+  const auto a_deadline = std::chrono::steady_clock::now() + 5s;
+  HttpAnswer from_a;
+  for (int i = 0;; ++i) {
+    from_a = http_a.post("/v1/locks/a-" + std::to_string(i), {{"ttl_ms", 1000}});
+    if (from_a.status != 200) break;
+    REQUIRE(std::chrono::steady_clock::now() < a_deadline);
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK(from_a.status == 503);
+  CHECK_THAT(from_a.json()["error"]["message"].get<std::string>(), Catch::Contains("another fencelockd"));
+  const json readiness = http_b.get("/readyz").json();
+  CHECK(readiness["token_source"]["status"] == "unavailable");
+  CHECK_THAT(readiness["token_source"]["reason"].get<std::string>(), Catch::Contains("shared token source"));
 }

@@ -107,3 +107,55 @@ TEST_CASE("a lock node older than Redis 6.0 is refused at the handshake, with th
   CHECK_THAT(refusals.reasons.front(), Catch::Contains("Redis 5.0.14 is too old") && Catch::Contains("6.0"));
   CHECK(t.engine().voting_nodes() == 0);
 }
+
+TEST_CASE("an engine with an embedded token source refuses to grant while another instance shares its nodes", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options_for = [&](std::string tokens) {
+    auto options = engine_options_for(cluster);
+    options.exclusive_tokens = std::move(tokens);
+    return options;
+  };
+  auto a = std::make_unique<EngineUnderTest>(options_for("sqlite:a"));
+  a->wait_until([&] { return !a->engine().grant_refusal(); });
+  REQUIRE(a->acquire("first", 1s).ok());
+
+  SECTION("a second embedded source: the newcomer never grants, the first stops within a round") {
+    EngineUnderTest b(options_for("sqlite:b"), nullptr, nullptr);
+    const auto refused = b.acquire("second", 1s);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kUnavailable);
+    b.wait_until([&] { return b.engine().grant_refusal().has_value() &&
+                              b.engine().grant_refusal()->find("another fencelockd") != std::string::npos; });
+    CHECK_THAT(*b.engine().grant_refusal(), Catch::Contains("shared token source"));
+    a->wait_until([&] { return a->engine().grant_refusal().has_value(); }, 5s);
+    CHECK(a->acquire("third", 1s).error().code == ErrorCode::kUnavailable);
+  }
+  SECTION("an instance with a shared token source: the embedded one refuses") {
+    EngineUnderTest shared(options_for(""));
+    CHECK_FALSE(shared.engine().grant_refusal().has_value());
+    a->wait_until([&] { return a->engine().grant_refusal().has_value(); }, 5s);
+    CHECK(shared.acquire("shared", 1s).ok());
+  }
+  SECTION("the same store again (a restart) is no conflict, and a clean stop frees the nodes at once") {
+    EngineUnderTest again(options_for("sqlite:a"));
+    again.wait_until([&] { return !again.engine().grant_refusal(); });
+    CHECK(again.acquire("again", 1s).ok());
+    EngineUnderTest b(options_for("sqlite:b"), nullptr, nullptr, /*wait_for_nodes=*/true);
+    b.wait_until([&] { return b.engine().grant_refusal().has_value(); });
+  }
+}
+
+TEST_CASE("an engine whose registry checks cannot reach a majority stops granting", "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.exclusive_tokens = "sqlite:only";
+  EngineUnderTest t(options);
+  t.wait_until([&] { return !t.engine().grant_refusal(); });
+  cluster.node(0).pause();
+  cluster.node(1).pause();
+  t.wait_until([&] { return t.engine().grant_refusal().has_value(); }, 6s);  // no fresh check
+  cluster.node(0).resume();
+  cluster.node(1).resume();
+  t.wait_until([&] { return !t.engine().grant_refusal(); }, 6s);
+  CHECK(t.acquire("back", 1s).ok());
+}

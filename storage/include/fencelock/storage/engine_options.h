@@ -70,6 +70,13 @@ struct EngineOptions {
 
   // Prefix of every lock key: key = prefix + name. Default "fencelock:lock:"; at most 64 bytes.
   std::string key_prefix = "fencelock:lock:";
+
+  // Empty (the default): the token source is shared by every instance on these lock nodes (Redis
+  // INCR), or there is none. Otherwise the id of a token store only this process draws from (the
+  // embedded SQLite file): the engine then refuses to grant — kUnavailable, saying why — while
+  // another fencelockd is registered on the lock nodes, or until it has checked (at start, and
+  // again after a pause). At most 128 bytes, no spaces.
+  std::string exclusive_tokens;
 };
 
 // Checks every field against its bounds. Errors: kInvalidArgument naming the field.

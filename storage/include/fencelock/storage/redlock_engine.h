@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,9 @@ class RedlockEngine {
   std::size_t voting_nodes() const noexcept;
   std::vector<NodeStatus> node_statuses() const;
   const EngineOptions& options() const noexcept;
+  // Why this engine refuses every grant right now (EngineOptions::exclusive_tokens and another
+  // instance on the lock nodes, or no recent check), or nullopt. For readiness.
+  std::optional<std::string> grant_refusal() const;
 
  private:
   explicit RedlockEngine(std::shared_ptr<EngineCore> core);

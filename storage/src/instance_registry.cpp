@@ -1,0 +1,88 @@
+#include "instance_registry.h"
+
+#include "engine_core.h"
+#include "lua_scripts.h"
+
+namespace fencelock::storage {
+
+namespace {
+constexpr std::string_view kSharedIdentity = "shared";
+}  // namespace
+
+InstanceRegistry::InstanceRegistry(EngineCore& core, std::string exclusive_tokens)
+    : core_(core),
+      identity_(exclusive_tokens.empty() ? std::string(kSharedIdentity) : std::move(exclusive_tokens)),
+      exclusive_(identity_ != kSharedIdentity),
+      key_("fencelock:#instances:" + core.options().key_prefix),
+      timer_(core.strand()) {}
+
+void InstanceRegistry::start() { schedule(std::chrono::milliseconds(0)); }
+
+void InstanceRegistry::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  timer_.cancel();
+  RespCommand remove(3);
+  remove.arg("HDEL").arg(key_).arg(core_.engine_id());
+  core_.broadcast(remove, nullptr, 0);
+}
+
+std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) const {
+  if (!exclusive_) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!conflict_.empty()) {
+    return "another fencelockd shares these lock nodes (its tokens come from " + conflict_ +
+           "); an embedded (SQLite) token source serves one instance only: give every instance the "
+           "same shared token source (--tokens redis://...)";
+  }
+  if (!checked_at_ || now - *checked_at_ > kFreshness) {
+    return "this fencelockd has an embedded (SQLite) token source and has not confirmed recently that "
+           "it is the only instance on these lock nodes";
+  }
+  return std::nullopt;
+}
+
+void InstanceRegistry::schedule(std::chrono::milliseconds delay) {
+  timer_.expires_after(delay);
+  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec == boost::asio::error::operation_aborted || self->stopped_) return;
+    self->round();
+  });
+}
+
+void InstanceRegistry::round() {
+  ++round_;
+  round_started_ = Clock::now();
+  answers_ = 0;
+  replies_ = 0;
+  round_conflict_.clear();
+  RespCommand heartbeat(7);
+  heartbeat.arg("EVAL").arg(kRegistryHeartbeatScript).arg(std::int64_t{1}).arg(key_).arg(core_.engine_id())
+      .arg(identity_).arg(kEntryLifetime.count());
+  core_.broadcast(heartbeat, shared_from_this(), round_);
+}
+
+void InstanceRegistry::on_reply(std::size_t, std::uint32_t cookie, NodeReply reply) {
+  if (stopped_ || cookie != round_) return;
+  ++replies_;
+  if (reply.kind == NodeReply::Kind::kArray) {
+    ++answers_;
+    for (const NodeReply& other : reply.elements) {
+      if (other.text != identity_) round_conflict_ = other.text;
+    }
+  }
+  // Every node answers within the node timeout (or is answered as timed out), so waiting for all
+  // of them costs at most that, and a conflict on any node is seen.
+  if (replies_ == core_.node_count()) finish_round(answers_ >= core_.quorum());
+}
+
+void InstanceRegistry::finish_round(bool reached_quorum) {
+  if (reached_quorum) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    checked_at_ = round_started_;
+    conflict_ = round_conflict_;
+  }
+  schedule(reached_quorum ? kInterval : kRetry);
+}
+
+}  // namespace fencelock::storage

@@ -1,0 +1,81 @@
+// Which fencelockd instances share these lock nodes, and whether this one may grant.
+//
+// Every engine keeps an entry in a registry hash on every lock node ("fencelock:#instances:" +
+// key prefix, one per deployment; '#' never occurs in a lock name): its engine id → "<expiry, node clock ms> <token identity>", renewed
+// every second by a script that also drops expired entries and returns the identities of the other
+// live ones (lua_scripts.h). The token identity says where the engine's fencing tokens come from:
+// "shared" for a store any number of instances draw from (Redis INCR), or the id of a store only
+// this process draws from (the embedded SQLite file, EngineOptions::exclusive_tokens).
+//
+// Why: two instances with separate per-process counters on the same lock nodes hand out the same
+// tokens (token 1 via A, 2 via A, then 1 via B). The file lock on a SQLite file only stops two
+// processes on one file. So an engine with an exclusive token source grants only while
+//   - its last registry round that reached a quorum of nodes started less than kFreshness ago
+//     (a paused or partitioned engine must look again before it grants), and
+//   - that round found no other live entry with a different identity.
+// Registration and the check are one atomic script per node, and the rounds of two engines meet on
+// at least one node of any two quorums, so two engines never both see the nodes empty. A later
+// restart of the same instance carries the same store id and is no conflict; a clean stop removes
+// the entry at once, a crash leaves it to expire (kEntryLifetime).
+//
+// Limits: an engine paused between its last check and a grant for longer than kFreshness may still
+// complete that one grant (as with any pause between quorum and answer; fencing tokens of the
+// other instance are then the ones that may repeat — which is why the refusal exists at all).
+// Threading: on the engine's strand.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "redis_node.h"
+
+namespace fencelock::storage {
+
+class EngineCore;
+
+class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<InstanceRegistry> {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kInterval{1000};
+  static constexpr std::chrono::milliseconds kRetry{100};  // after a round without a quorum
+  static constexpr std::chrono::milliseconds kEntryLifetime{10'000};
+  static constexpr std::chrono::milliseconds kFreshness{3000};
+
+  // `exclusive_tokens`: EngineOptions::exclusive_tokens ("" = shared).
+  InstanceRegistry(EngineCore& core, std::string exclusive_tokens);
+
+  void start();
+  void stop();  // removes this engine's entry (fire and forget)
+
+  // Why this engine must not grant right now, or nullopt. Always nullopt with shared tokens.
+  // Safe from any thread.
+  std::optional<std::string> refusal(Clock::time_point now) const;
+
+ private:
+  void round();
+  void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
+  void finish_round(bool reached_quorum);
+  void schedule(std::chrono::milliseconds delay);
+
+  EngineCore& core_;
+  std::string identity_;
+  bool exclusive_;
+  std::string key_;
+  boost::asio::steady_timer timer_;
+  bool stopped_ = false;
+
+  std::uint32_t round_ = 0;
+  Clock::time_point round_started_{};
+  std::size_t answers_ = 0, replies_ = 0;
+  std::string round_conflict_;  // another identity seen in this round
+
+  mutable std::mutex mutex_;                      // guards the two below, read from any thread
+  std::optional<Clock::time_point> checked_at_;  // start of the last round that reached a quorum
+  std::string conflict_;                          // what that round found ("" = none)
+};
+
+}  // namespace fencelock::storage
