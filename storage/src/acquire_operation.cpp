@@ -236,6 +236,10 @@ void AcquireOperation::retry_now() {
   });
 }
 
+void AcquireOperation::cancel_from_any_thread() {
+  asio::post(core_->strand(), [self = shared_from_this()] { self->abandon(); });
+}
+
 void AcquireOperation::abandon() {
   switch (phase_) {
     case Phase::kDone: return;

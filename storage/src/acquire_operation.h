@@ -23,14 +23,17 @@ namespace fencelock::storage {
 class AcquireOperation : public ReplySink,
                          public Cancellable,
                          public Waiter,
+                         public detail::CancellableAcquire,
                          public std::enable_shared_from_this<AcquireOperation> {
  public:
   AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request, std::string value,
                    RedlockEngine::AcquireHandler done);
 
   void start();  // on the strand
-  // The caller gave up (AcquireTicket::cancel): complete with kCancelled, releasing a grant that an
-  // attempt in flight may still win. On the strand.
+  // AcquireTicket::cancel: abandon() on the strand.
+  void cancel_from_any_thread() override;
+  // The caller gave up: complete with kCancelled, releasing a grant that an attempt in flight may
+  // still win. On the strand.
   void abandon();
 
  private:

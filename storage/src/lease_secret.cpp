@@ -21,10 +21,16 @@ void append_hex(std::string& out, const unsigned char* bytes, std::size_t count)
 }
 
 bool is_lower_hex(std::string_view text) noexcept {
-  for (const char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
+  bool hex = true;
+  for (const char c : text) hex &= (c >= '0' && c <= '9') | (c >= 'a' && c <= 'f');  // no early exit: branch-free
+  return hex;
+}
+
+// Fetched once: an implicit fetch per digest (EVP_sha1() in EVP_Digest) takes OpenSSL 3's provider
+// locks and name lookups on every call, which showed up in the engine's profile.
+const EVP_MD* sha1_md() {
+  static const EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA1", nullptr);
+  return md;
 }
 
 }  // namespace
@@ -58,7 +64,7 @@ std::string lease_proof(std::string_view value, std::uint64_t token) {
   text.append(value.substr(0, kLeaseValueLength));
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
-  EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha1(), nullptr);
+  EVP_Digest(text.data(), text.size(), digest.data(), &length, sha1_md(), nullptr);
   std::string proof(value.substr(0, kLeaseIdLength));
   proof.reserve(kLeaseProofLength);
   append_hex(proof, digest.data(), (kLeaseProofLength - kLeaseIdLength) / 2);

@@ -30,15 +30,25 @@ inline constexpr std::size_t kScriptCount = 5;
 
 // The start of every script that checks a holder's claim (see above): leaves the key's value in
 // `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on the
-// node, so only the token the lease was granted with passes.
-#define FENCELOCK_LUA_CHECK_CLAIM                                                                   \
-  "local value = redis.call('GET', KEYS[1])\n"                                                      \
-  "if not value or string.sub(value, 1, 16) ~= string.sub(ARGV[1], 1, 16) then\n"                  \
-  "  return 0\n"                                                                                    \
-  "end\n"                                                                                           \
-  "local digest = redis.sha1hex(string.sub(ARGV[1], 49) .. ':' .. string.sub(value, 1, 48))\n"      \
-  "if string.sub(digest, 1, 32) ~= string.sub(ARGV[1], 17, 48) then\n"                             \
-  "  return -1\n"                                                                                   \
+// node, so only the token the lease was granted with passes. The lease id is compared only when
+// the digest does not match (to tell an altered claim from another holder): the common path
+// creates as few Lua strings as it can.
+#define FENCELOCK_LUA_CHECK_CLAIM                                                               \
+  "local value = redis.call('GET', KEYS[1])\n"                                                  \
+  "if not value then\n"                                                                         \
+  "  return 0\n"                                                                                \
+  "end\n"                                                                                       \
+  "local held = value\n"                                                                        \
+  "if #value ~= 48 then\n"                                                                      \
+  "  held = string.sub(value, 1, 48)\n"                                                         \
+  "end\n"                                                                                       \
+  "local claim = ARGV[1]\n"                                                                     \
+  "local digest = redis.sha1hex(string.sub(claim, 49) .. ':' .. held)\n"                        \
+  "if string.sub(digest, 1, 32) ~= string.sub(claim, 17, 48) then\n"                            \
+  "  if string.sub(held, 1, 16) == string.sub(claim, 1, 16) then\n"                            \
+  "    return -1\n"                                                                             \
+  "  end\n"                                                                                     \
+  "  return 0\n"                                                                                \
   "end\n"
 
 // Compare-and-delete: deletes the key only if it still holds the claimed lease (marked or not), so
@@ -57,7 +67,7 @@ inline constexpr std::string_view kReleaseScript =
     "if #value == 48 then\n"
     "  return 1\n"
     "end\n"
-    "local tag = ARGV[2] or ('0000000000000000' .. string.sub(ARGV[1], 1, 16))\n"
+    "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n"
     "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
     "  redis.call('PUBLISH', 'fencelock:released', tag .. ' ' .. KEYS[1])\n"
     "end\n"
@@ -159,8 +169,8 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha = "a6573291506a8c2e441cabf3c2d753eddd649307";
-inline constexpr std::string_view kReleaseScriptSha = "7797fe2d67ec5c2f636223e45bf3d1353ab1eb17";
-inline constexpr std::string_view kExtendScriptSha = "695a7413ab7022461fb510be21271863095c5350";
+inline constexpr std::string_view kReleaseScriptSha = "ac0e9a2693df72e8f9864610396db3aaf6e71093";
+inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
 inline constexpr std::string_view kAcquireAndMarkScriptSha = "73d101bb7cc49ad3e8c9e352908b099ae9f228fd";
 

@@ -92,12 +92,8 @@ AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done
   auto operation =
       std::make_shared<AcquireOperation>(core_, std::move(request), std::move(value).value(), std::move(done));
   asio::dispatch(core_->strand(), [operation] { operation->start(); });
-  // Posted after the start above, so a cancel always finds the operation started.
-  return AcquireTicket([strand = core_->strand(), weak = std::weak_ptr<AcquireOperation>(operation)] {
-    asio::post(strand, [weak] {
-      if (const auto alive = weak.lock()) alive->abandon();
-    });
-  });
+  // A cancel is posted to the strand after the start above, so it always finds the operation started.
+  return AcquireTicket(std::weak_ptr<detail::CancellableAcquire>(operation));
 }
 
 void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl, ExtendHandler done) {

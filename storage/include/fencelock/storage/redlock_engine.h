@@ -56,16 +56,27 @@ struct NodeStatus {
 // flight completes with kCancelled when it resolves, and a grant it won is released on every node
 // instead of being handed out. A no-op once the acquire completed, and for an empty ticket.
 // Copyable; cancel() is safe from any thread, any number of times.
+namespace detail {
+// What a ticket cancels: implemented by the engine's acquire operation.
+class CancellableAcquire {
+ public:
+  virtual void cancel_from_any_thread() = 0;
+
+ protected:
+  ~CancellableAcquire() = default;
+};
+}  // namespace detail
+
 class AcquireTicket {
  public:
   AcquireTicket() = default;
-  explicit AcquireTicket(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
+  explicit AcquireTicket(std::weak_ptr<detail::CancellableAcquire> target) : target_(std::move(target)) {}
   void cancel() const {
-    if (cancel_) cancel_();
+    if (const auto target = target_.lock()) target->cancel_from_any_thread();
   }
 
  private:
-  std::function<void()> cancel_;
+  std::weak_ptr<detail::CancellableAcquire> target_;  // no allocation per acquire
 };
 
 class RedlockEngine {
