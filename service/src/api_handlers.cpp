@@ -4,7 +4,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "fencelock/names.h"
 #include "lease_codec.h"
+#include "log.h"
 #include "metrics.h"
 
 namespace fencelock::service {
@@ -33,9 +35,15 @@ json lease_body(const std::string& name, const std::string& lease, std::uint64_t
 
 std::string token_detail(std::uint64_t token) { return "token=" + std::to_string(token); }
 
+// Answers at once; for handlers that have nothing to cancel.
+ApiHandlers::Cancel answer(ApiHandlers::Reply& reply, ApiResponse response) {
+  reply(std::move(response));
+  return {};
+}
+
 }  // namespace
 
-ApiHandlers::ApiHandlers(storage::RedlockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
+ApiHandlers::ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
                          std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics)
     : engine_(engine),
       tokens_(std::move(tokens)),
@@ -55,35 +63,81 @@ ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message
   return response;
 }
 
-ApiHandlers::Cancel ApiHandlers::handle(Route route, std::string_view name, std::string_view body, Reply reply) {
-  switch (route) {
-    case Route::kAcquire: return acquire(std::string(name), body, std::move(reply));
-    case Route::kExtend: extend(std::string(name), body, std::move(reply)); return {};
-    case Route::kRelease: release(std::string(name), body, std::move(reply)); return {};
-    case Route::kLockStatus: lock_status(std::string(name), std::move(reply)); return {};
-    case Route::kNextToken: next_token(std::string(name), std::move(reply)); return {};
-    case Route::kCurrentToken: current_token(std::string(name), std::move(reply)); return {};
-    case Route::kHealthz: reply(ok(json{{"status", "ok"}})); return {};
-    case Route::kReadyz: reply(readiness()); return {};
-    case Route::kMetrics: {
-      ApiResponse response;
-      response.body = metrics_ ? metrics_() : std::string();
-      response.content_type = kMetricsContentType;
-      reply(std::move(response));
-      return {};
-    }
-    case Route::kNotFound: break;
+ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit, std::string_view detail) {
+  switch (fault) {
+    case RequestFault::kBodyTooLarge:
+      return error_response(ApiError::kPayloadTooLarge,
+                            "the body exceeds the limit of " + std::to_string(body_limit) + " bytes");
+    case RequestFault::kMalformed:
+      return error_response(ApiError::kInvalidRequest, "malformed HTTP request: " + std::string(detail));
+    case RequestFault::kUnsupportedTransferEncoding:
+      return error_response(ApiError::kInvalidRequest, "unsupported Transfer-Encoding");
   }
-  reply(error_response(ApiError::kNotFound, "no such endpoint"));
-  return {};
+  return error_response(ApiError::kInvalidRequest, "malformed HTTP request");
 }
 
-ApiHandlers::Cancel ApiHandlers::acquire(std::string name, std::string_view body, Reply reply) {
-  auto parsed = parse_acquire_body(body, limits_);
-  if (!parsed.ok()) {
-    reply(from_storage_error(parsed.error()));
-    return {};
+const std::array<RouteEntry<ApiHandlers::Handler>, 9>& ApiHandlers::routes() {
+  static const std::array<RouteEntry<Handler>, 9> table{{
+      {Method::kPost, "/v1/locks/{name}/extend", Route::kExtend, &ApiHandlers::extend},
+      {Method::kPost, "/v1/locks/{name}", Route::kAcquire, &ApiHandlers::acquire},
+      {Method::kDelete, "/v1/locks/{name}", Route::kRelease, &ApiHandlers::release},
+      {Method::kGet, "/v1/locks/{name}", Route::kLockStatus, &ApiHandlers::lock_status},
+      {Method::kPost, "/v1/tokens/{name}", Route::kNextToken, &ApiHandlers::next_token},
+      {Method::kGet, "/v1/tokens/{name}", Route::kCurrentToken, &ApiHandlers::current_token},
+      {Method::kGet, "/healthz", Route::kHealthz, &ApiHandlers::healthz},
+      {Method::kGet, "/readyz", Route::kReadyz, &ApiHandlers::readyz},
+      {Method::kGet, "/metrics", Route::kMetrics, &ApiHandlers::metrics},
+  }};
+  return table;
+}
+
+ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view target, std::string_view body,
+                                              Reply reply) {
+  Dispatched dispatched;
+  if (method == Method::kHead) {
+    // No HEAD in API v1; answered without a body (a HEAD response carries none), then closed.
+    ApiResponse response = error_response(ApiError::kMethodNotAllowed, "HEAD is not supported");
+    response.body.clear();
+    response.allow = "GET, POST, DELETE";
+    response.close = true;
+    reply(std::move(response));
+    return dispatched;
   }
+  const auto match = match_route(routes(), method, target);
+  using Kind = RouteMatch<Handler>::Kind;
+  switch (match.kind) {
+    case Kind::kNotFound: reply(error_response(ApiError::kNotFound, "no such endpoint")); return dispatched;
+    case Kind::kBadName: reply(error_response(ApiError::kInvalidRequest, fencelock::kLockNameRule)); return dispatched;
+    case Kind::kMethodNotAllowed: {
+      const std::string_view name = method_name(method);
+      ApiResponse response = error_response(
+          ApiError::kMethodNotAllowed, (name.empty() ? std::string("this method") : std::string(name)) + " is not allowed here");
+      response.allow = match.allow;
+      reply(std::move(response));
+      return dispatched;
+    }
+    case Kind::kFound: break;
+  }
+  dispatched.route = match.entry->route;
+  dispatched.name = match.name;
+  // The one catch per request: a surprise becomes a 500 and a log line, never a dead server. The
+  // handler may have handed `reply` on before it threw, so the 500 goes through a copy; should the
+  // handed-on one answer too, the connection keeps only the first answer.
+  const Reply fallback = reply;
+  try {
+    dispatched.cancel = (this->*(match.entry->handler))(match.name, body, reply);
+  } catch (const std::exception& e) {
+    log_event(LogLevel::kError, "internal_error",
+              "route=" + std::string(route_label(dispatched.route)) + " what=\"" + e.what() + "\"");
+    fallback(error_response(ApiError::kInternal, "internal error"));
+  }
+  return dispatched;
+}
+
+ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string_view body, Reply& reply) {
+  const std::string name(name_view);
+  auto parsed = parse_acquire_body(body, limits_);
+  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
   std::string owner_detail = parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
   const bool waits = parsed->wait.count() > 0;
   storage::AcquireRequest request{name, parsed->ttl, parsed->wait};
@@ -112,11 +166,12 @@ ApiHandlers::Cancel ApiHandlers::acquire(std::string name, std::string_view body
   return [ticket] { ticket.cancel(); };
 }
 
-void ApiHandlers::extend(std::string name, std::string_view body, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::extend(std::string_view name_view, std::string_view body, Reply& reply) {
+  const std::string name(name_view);
   auto parsed = parse_extend_body(body, limits_);
-  if (!parsed.ok()) return reply(from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
   auto claim = decode_lease(parsed->lease);
-  if (!claim) return reply(error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   // The answer's token and lease come from what the nodes verified, never from the request alone.
   engine_.extend(name, *claim, parsed->ttl,
                  [name, proof = claim->proof, reply = std::move(reply)](Result<storage::Extension> extension) {
@@ -125,20 +180,24 @@ void ApiHandlers::extend(std::string name, std::string_view body, Reply reply) {
                                        extension->ttl, extension->validity),
                             token_detail(extension->token)));
                  });
+  return {};
 }
 
-void ApiHandlers::release(std::string name, std::string_view body, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::release(std::string_view name_view, std::string_view body, Reply& reply) {
+  const std::string name(name_view);
   auto parsed = parse_release_body(body);
-  if (!parsed.ok()) return reply(from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
   auto claim = decode_lease(parsed->lease);
-  if (!claim) return reply(error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   engine_.release(name, std::move(*claim), [name, reply = std::move(reply)](Result<bool> released) {
     if (!released.ok()) return reply(from_storage_error(released.error()));
     reply(ok(json{{"name", name}, {"released", released.value()}}));
   });
+  return {};
 }
 
-void ApiHandlers::lock_status(std::string name, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::string_view, Reply& reply) {
+  const std::string name(name_view);
   // Inspect the nodes and read the token counter at once; answer when both are in.
   struct Join {
     std::mutex mutex;
@@ -169,27 +228,41 @@ void ApiHandlers::lock_status(std::string name, Reply reply) {
     join->token.emplace(std::move(token));
     join->finish_if_done();
   });
+  return {};
 }
 
-void ApiHandlers::next_token(std::string name, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::string_view, Reply& reply) {
+  const std::string name(name_view);
   // The same counters as the grants: an embedded source may not draw while another instance runs.
-  if (auto refusal = engine_.grant_refusal()) {
-    return reply(error_response(ApiError::kUnavailable, *refusal));
-  }
+  if (auto refusal = engine_.grant_refusal()) return answer(reply, error_response(ApiError::kUnavailable, *refusal));
   tokens_->next(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
     reply(ok(json{{"name", name}, {"token", token.value()}}, token_detail(token.value())));
   });
+  return {};
 }
 
-void ApiHandlers::current_token(std::string name, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::current_token(std::string_view name_view, std::string_view, Reply& reply) {
+  const std::string name(name_view);
   tokens_->current(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
     reply(ok(json{{"name", name}, {"token", token.value()}}));
   });
+  return {};
 }
 
-ApiResponse ApiHandlers::readiness() const {
+ApiHandlers::Cancel ApiHandlers::healthz(std::string_view, std::string_view, Reply& reply) {
+  return answer(reply, ok(json{{"status", "ok"}}));
+}
+
+ApiHandlers::Cancel ApiHandlers::metrics(std::string_view, std::string_view, Reply& reply) {
+  ApiResponse response;
+  response.body = metrics_ ? metrics_() : std::string();
+  response.content_type = kMetricsContentType;
+  return answer(reply, std::move(response));
+}
+
+ApiHandlers::Cancel ApiHandlers::readyz(std::string_view, std::string_view, Reply& reply) {
   const std::size_t voting = engine_.voting_nodes();
   const bool nodes_ok = voting >= engine_.quorum();
   const auto refusal = engine_.grant_refusal();
@@ -204,7 +277,7 @@ ApiResponse ApiHandlers::readiness() const {
             {"token_source", std::move(token_source)}};
   ApiResponse response = ok(std::move(body));
   if (!nodes_ok || !tokens_ok) response.status = 503;
-  return response;
+  return answer(reply, std::move(response));
 }
 
 }  // namespace fencelock::service

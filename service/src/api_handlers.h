@@ -1,12 +1,15 @@
-// The handlers of API v1, independent of HTTP framing: each takes the route's {name} and the
-// request body, and answers asynchronously with a status and a JSON body. Parse → validate → call
-// the engine or the token source → map errors, for every route.
+// The handlers of API v1, independent of HTTP framing: dispatch() routes a request through the
+// route table (method + path → handler, the one place that maps them; router.h), answers 404, 405,
+// a bad name and HEAD itself, and runs the handler: parse → validate → call the lock engine or the
+// token source → map errors. Every answer, error or not, carries the API's envelope.
 //
-// Lease secrets appear only in the acquire and extend answers, never in logs or read endpoints.
-// Threading: handle() may be called from any thread; `reply` runs on the engine's strand or the
+// Lease proofs appear only in the acquire and extend answers, never in logs or read endpoints.
+// Threading: dispatch() may be called from any thread; `reply` runs on the engine's strand or the
 // token source's thread and must only post work back to the connection.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,10 +18,11 @@
 #include <string_view>
 
 #include "api_error.h"
-#include "fencelock/storage/redlock_engine.h"
+#include "fencelock/storage/lock_engine.h"
 #include "fencelock/storage/token_source.h"
 #include "request_body.h"
 #include "route.h"
+#include "router.h"
 
 namespace fencelock::service {
 
@@ -26,12 +30,16 @@ struct ApiResponse {
   unsigned status = 200;
   std::string body;
   std::string_view content_type = "application/json";
-  std::string_view allow;  // the Allow header of a 405
+  std::string allow;       // the Allow header of a 405
   std::string log_detail;  // extra key=value pairs for the request log (never a secret)
+  bool close = false;      // close the connection after this answer (HEAD)
   // Runs if the answer cannot reach the client (it went away first): undoes what the answer hands
   // out — an acquire's grant is released at once instead of holding the name for its whole ttl.
   std::function<void()> undelivered;
 };
+
+// Why a request could not even be read as one; the session tells, the handlers word the answer.
+enum class RequestFault { kBodyTooLarge, kMalformed, kUnsupportedTransferEncoding };
 
 // Whether the token source can draw right now, for /readyz.
 using TokenReadiness = std::function<bool()>;
@@ -45,28 +53,44 @@ class ApiHandlers {
   // requests that answer promptly anyway; only a waiting acquire returns one.
   using Cancel = std::function<void()>;
 
-  ApiHandlers(storage::RedlockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
+  // What dispatch() did with a request: the route it took (kNotFound for 404/405/400/HEAD), the
+  // {name} it named (a view into the target), and how to cancel it while it waits.
+  struct Dispatched {
+    Route route = Route::kNotFound;
+    std::string_view name;
+    Cancel cancel;
+  };
+
+  ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
               std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics);
 
-  // Runs `route` (never kNotFound). `name` is a valid lock name for the routes that have one.
-  // `reply` is called exactly once, also after a cancel (then with kClientGone, or with an answer
-  // whose `undelivered` must run).
-  Cancel handle(Route route, std::string_view name, std::string_view body, Reply reply);
+  // Routes and handles one request. `reply` is called once, also after a cancel (then with
+  // kClientGone, or with an answer whose `undelivered` must run); an exception from a handler
+  // becomes a 500 and a log line — and, if the handler had already handed `reply` on, possibly a
+  // second answer later, which the caller must drop (running its `undelivered`).
+  Dispatched dispatch(Method method, std::string_view target, std::string_view body, Reply reply);
 
   // {"error": {"code": ..., "message": ...}} with the error's status.
   static ApiResponse error_response(ApiError error, std::string_view message,
                                     std::optional<std::int64_t> retry_after_ms = std::nullopt);
+  // The answer to a request that could not be read as one (`body_limit` words the 413).
+  static ApiResponse refuse(RequestFault fault, std::size_t body_limit, std::string_view detail = {});
 
  private:
-  Cancel acquire(std::string name, std::string_view body, Reply reply);
-  void extend(std::string name, std::string_view body, Reply reply);
-  void release(std::string name, std::string_view body, Reply reply);
-  void lock_status(std::string name, Reply reply);
-  void next_token(std::string name, Reply reply);
-  void current_token(std::string name, Reply reply);
-  ApiResponse readiness() const;
+  using Handler = Cancel (ApiHandlers::*)(std::string_view name, std::string_view body, Reply& reply);
+  static const std::array<RouteEntry<Handler>, 9>& routes();
 
-  storage::RedlockEngine& engine_;
+  Cancel acquire(std::string_view name, std::string_view body, Reply& reply);
+  Cancel extend(std::string_view name, std::string_view body, Reply& reply);
+  Cancel release(std::string_view name, std::string_view body, Reply& reply);
+  Cancel lock_status(std::string_view name, std::string_view body, Reply& reply);
+  Cancel next_token(std::string_view name, std::string_view body, Reply& reply);
+  Cancel current_token(std::string_view name, std::string_view body, Reply& reply);
+  Cancel healthz(std::string_view name, std::string_view body, Reply& reply);
+  Cancel readyz(std::string_view name, std::string_view body, Reply& reply);
+  Cancel metrics(std::string_view name, std::string_view body, Reply& reply);
+
+  storage::LockEngine& engine_;
   std::shared_ptr<storage::TokenSource> tokens_;
   std::string token_backend_;
   TokenReadiness token_ready_;

@@ -9,10 +9,8 @@
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
 
-#include "fencelock/names.h"
 #include "http_server.h"
 #include "log.h"
-#include "router.h"
 
 namespace fencelock::service {
 
@@ -27,6 +25,7 @@ Method method_of(http::verb verb) {
     case http::verb::get: return Method::kGet;
     case http::verb::post: return Method::kPost;
     case http::verb::delete_: return Method::kDelete;
+    case http::verb::head: return Method::kHead;
     default: return Method::kOther;
   }
 }
@@ -69,62 +68,33 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   }
   started_ = std::chrono::steady_clock::now();
   busy_ = true;
+  ++request_seq_;
+  answered_ = false;
   route_ = Route::kNotFound;
-  name_.clear();
+  name_ = {};
   if (ec == http::error::body_limit) {
-    return respond_and_close(ApiHandlers::error_response(
-        ApiError::kPayloadTooLarge,
-        "the body exceeds the limit of " + std::to_string(server_.options().body_limit) + " bytes"));
+    return respond_and_close(ApiHandlers::refuse(RequestFault::kBodyTooLarge, server_.options().body_limit));
   }
-  if (ec) {
-    return respond_and_close(ApiHandlers::error_response(ApiError::kInvalidRequest, "malformed HTTP request: " + ec.message()));
-  }
+  if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
   // Transfer-Encoding other than chunked cannot be framed: refuse it rather than read what follows
   // as another request (RFC 9112 §6.1; request smuggling behind a proxy otherwise).
   if (parser_->get().find(http::field::transfer_encoding) != parser_->get().end() && !parser_->chunked()) {
-    return respond_and_close(ApiHandlers::error_response(ApiError::kInvalidRequest, "unsupported Transfer-Encoding"));
+    return respond_and_close(ApiHandlers::refuse(RequestFault::kUnsupportedTransferEncoding, 0));
   }
   request_ = parser_->release();
   keep_alive_ = request_.keep_alive();
-  if (request_.method() == http::verb::head) {
-    // No HEAD in API v1; answered without a body (a HEAD response carries none) and closed.
-    ApiResponse response = ApiHandlers::error_response(ApiError::kMethodNotAllowed, "HEAD is not supported");
-    response.body.clear();
-    response.allow = "GET, POST, DELETE";
-    return respond_and_close(std::move(response));
-  }
-
-  const RouteMatch match = match_route(method_of(request_.method()), request_.target());
-  switch (match.kind) {
-    case RouteMatch::Kind::kNotFound:
-      return on_response(ApiHandlers::error_response(ApiError::kNotFound, "no such endpoint"));
-    case RouteMatch::Kind::kMethodNotAllowed: {
-      ApiResponse response = ApiHandlers::error_response(
-          ApiError::kMethodNotAllowed, std::string(request_.method_string()) + " is not allowed here");
-      response.allow = match.allow;
-      return on_response(std::move(response));
-    }
-    case RouteMatch::Kind::kBadName:
-      return on_response(ApiHandlers::error_response(
-          ApiError::kInvalidRequest, fencelock::kLockNameRule));
-    case RouteMatch::Kind::kFound: break;
-  }
-  route_ = match.route;
-  name_.assign(match.name);
-  ++request_seq_;
-  // The one catch per request: a surprise becomes a 500 and a log line, never a dead server.
-  try {
-    cancel_ = server_.handlers().handle(match.route, name_, request_.body(), [self = shared_from_this()](ApiResponse response) {
-      asio::post(self->stream_.get_executor(),
-                 [self, response = std::move(response)]() mutable { self->on_response(std::move(response)); });
-    });
-    // The answer is always posted, so it cannot have arrived yet: watch while the request waits.
-    if (cancel_) watch_for_disconnect();
-  } catch (const std::exception& e) {
-    log_event(LogLevel::kError, "internal_error",
-              "route=" + std::string(route_label(route_)) + " what=\"" + e.what() + "\"");
-    on_response(ApiHandlers::error_response(ApiError::kInternal, "internal error"));
-  }
+  ApiHandlers::Dispatched dispatched = server_.handlers().dispatch(
+      method_of(request_.method()), request_.target(), request_.body(),
+      [self = shared_from_this(), request = request_seq_](ApiResponse response) {
+        asio::post(self->stream_.get_executor(), [self, request, response = std::move(response)]() mutable {
+          self->on_response(request, std::move(response));
+        });
+      });
+  route_ = dispatched.route;
+  name_ = dispatched.name;
+  cancel_ = std::move(dispatched.cancel);
+  // The answer is always posted, so it cannot have arrived yet: watch while the request waits.
+  if (cancel_) watch_for_disconnect();
 }
 
 void HttpSession::watch_for_disconnect() {
@@ -151,7 +121,12 @@ void HttpSession::on_readable(beast::error_code ec, std::uint64_t request) {
   cancel();
 }
 
-void HttpSession::on_response(ApiResponse response) {
+void HttpSession::on_response(std::uint64_t request, ApiResponse response) {
+  if (request != request_seq_ || answered_) {  // a second answer to one request: never written
+    if (response.undelivered) response.undelivered();
+    return;
+  }
+  answered_ = true;
   cancel_ = nullptr;
   if (watching_) {  // the request is answered: the watch has nothing more to tell
     watching_ = false;
@@ -172,6 +147,7 @@ void HttpSession::on_response(ApiResponse response) {
     return;
   }
   undelivered_ = std::move(response.undelivered);
+  if (response.close) keep_alive_ = false;
   const bool keep = keep_alive_ && !server_.draining();
   response_ = {};
   response_.version(11);
@@ -190,7 +166,7 @@ void HttpSession::on_response(ApiResponse response) {
 
 void HttpSession::respond_and_close(ApiResponse response) {
   keep_alive_ = false;
-  on_response(std::move(response));
+  on_response(request_seq_, std::move(response));
 }
 
 void HttpSession::do_write() {

@@ -43,7 +43,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   void watch_for_disconnect();
   void on_readable(boost::beast::error_code ec, std::uint64_t request);
-  void on_response(ApiResponse response);
+  void on_response(std::uint64_t request, ApiResponse response);
   void do_write();
   void on_write(boost::beast::error_code ec, std::size_t bytes);
   void respond_and_close(ApiResponse response);
@@ -57,7 +57,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::http::request<boost::beast::http::string_body> request_;
   boost::beast::http::response<boost::beast::http::string_body> response_;
   Route route_ = Route::kNotFound;
-  std::string name_;
+  std::string_view name_;  // the route's {name}: a view into request_'s target
   std::string detail_;
   std::chrono::steady_clock::time_point started_;
   bool keep_alive_ = true;
@@ -67,6 +67,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ApiHandlers::Cancel cancel_;     // of the request being handled, while it may wait
   bool watching_ = false;          // a disconnect watch is pending on the socket
   bool client_gone_ = false;       // the client closed while its request was being handled
+  bool answered_ = false;          // the current request has its answer (later ones are dropped)
   std::function<void()> undelivered_;  // of the answer being written
 };
 

@@ -1,9 +1,13 @@
-// The route table of API v1, as data, and the one place that decides 404 versus 405.
+// The route table of API v1 is data: each entry maps (method, path pattern) to a route label and
+// a handler, and is the only place that does (ApiHandlers owns the table). match_route() is the
+// one place that decides found / 404 / 405 / bad name.
 //
-// match() looks only at the method and the path (a query string is ignored). It never touches the
-// network and allocates nothing beyond the result; pure, thread-safe.
+// A pattern is a literal path or has one "{name}" segment ("/v1/locks/{name}/extend"); {name}
+// never contains '/' and must be a valid lock name (fencelock/names.h), else the match is kBadName.
+// The query string is ignored. Pure and thread-safe; allocates only the Allow text of a 405.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 
@@ -11,21 +15,71 @@
 
 namespace fencelock::service {
 
-enum class Method { kGet, kPost, kDelete, kOther };
+enum class Method { kGet, kPost, kDelete, kHead, kOther };
 
-struct RouteMatch {
-  enum class Kind {
-    kFound,             // route and name are set
-    kBadName,           // the path has the shape of a route but {name} is not a valid name: 400
-    kNotFound,          // no route has this path: 404
-    kMethodNotAllowed,  // the path exists with other methods: 405, `allow` lists them
-  };
-  Kind kind = Kind::kNotFound;
-  Route route = Route::kNotFound;
-  std::string_view name;   // a view into the target passed to match()
-  std::string_view allow;  // "GET, POST, DELETE" etc. for kMethodNotAllowed
+// "GET", "POST", "DELETE", "HEAD", "" for kOther.
+std::string_view method_name(Method method) noexcept;
+
+template <class Handler>
+struct RouteEntry {
+  Method method;
+  std::string_view pattern;
+  Route route;
+  Handler handler;
 };
 
-RouteMatch match_route(Method method, std::string_view target) noexcept;
+template <class Handler>
+struct RouteMatch {
+  enum class Kind {
+    kFound,             // entry and name are set
+    kBadName,           // the path has a route's shape but {name} is not a valid name: 400
+    kNotFound,          // no route has this path: 404
+    kMethodNotAllowed,  // the path exists with other methods: 405; `allow` lists them
+  };
+  Kind kind = Kind::kNotFound;
+  const RouteEntry<Handler>* entry = nullptr;
+  std::string_view name;  // a view into the target passed to match_route()
+  std::string allow;      // "GET, POST, DELETE" etc. for kMethodNotAllowed
+};
+
+// Whether `path` has the shape of `pattern`; on success `name` is its {name} part (not validated;
+// empty for a literal pattern).
+bool path_fits(std::string_view pattern, std::string_view path, std::string_view& name) noexcept;
+bool valid_route_name(std::string_view name) noexcept;
+
+template <class Handler, std::size_t N>
+RouteMatch<Handler> match_route(const std::array<RouteEntry<Handler>, N>& table, Method method,
+                                std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  RouteMatch<Handler> match;
+  bool path_known = false;
+  for (const RouteEntry<Handler>& entry : table) {
+    std::string_view name;
+    if (!path_fits(entry.pattern, path, name)) continue;
+    path_known = true;
+    if (entry.method != method) continue;
+    if (!name.empty() && !valid_route_name(name)) {
+      match.kind = RouteMatch<Handler>::Kind::kBadName;
+      return match;
+    }
+    match.kind = RouteMatch<Handler>::Kind::kFound;
+    match.entry = &entry;
+    match.name = name;
+    return match;
+  }
+  if (!path_known) return match;
+  // The methods this path answers, in a fixed order.
+  match.kind = RouteMatch<Handler>::Kind::kMethodNotAllowed;
+  for (const Method allowed : {Method::kGet, Method::kPost, Method::kDelete}) {
+    for (const RouteEntry<Handler>& entry : table) {
+      std::string_view name;
+      if (entry.method != allowed || !path_fits(entry.pattern, path, name)) continue;
+      if (!match.allow.empty()) match.allow += ", ";
+      match.allow += method_name(allowed);
+      break;
+    }
+  }
+  return match;
+}
 
 }  // namespace fencelock::service

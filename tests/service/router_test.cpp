@@ -1,9 +1,31 @@
 #include "router.h"
 
+#include <array>
 #include <catch2/catch.hpp>
+#include <string>
 
 using namespace fencelock::service;
-using Kind = RouteMatch::Kind;
+using Kind = RouteMatch<int>::Kind;
+
+namespace {
+
+// A table of the API's shape; the handler is just a number here (the real table carries
+// ApiHandlers' member functions and is exercised through dispatch() in api_handlers_test.cpp).
+const std::array<RouteEntry<int>, 9> kTable{{
+    {Method::kPost, "/v1/locks/{name}/extend", Route::kExtend, 1},
+    {Method::kPost, "/v1/locks/{name}", Route::kAcquire, 2},
+    {Method::kDelete, "/v1/locks/{name}", Route::kRelease, 3},
+    {Method::kGet, "/v1/locks/{name}", Route::kLockStatus, 4},
+    {Method::kPost, "/v1/tokens/{name}", Route::kNextToken, 5},
+    {Method::kGet, "/v1/tokens/{name}", Route::kCurrentToken, 6},
+    {Method::kGet, "/healthz", Route::kHealthz, 7},
+    {Method::kGet, "/readyz", Route::kReadyz, 8},
+    {Method::kGet, "/metrics", Route::kMetrics, 9},
+}};
+
+RouteMatch<int> match(Method method, const std::string& target) { return match_route(kTable, method, target); }
+
+}  // namespace
 
 TEST_CASE("every API v1 route is found by method and path", "[service]") {
   const auto [method, target, route, name] = GENERATE(table<Method, std::string, Route, std::string>({
@@ -19,10 +41,11 @@ TEST_CASE("every API v1 route is found by method and path", "[service]") {
       {Method::kGet, "/v1/locks/a.b_c:d-E?verbose=1", Route::kLockStatus, "a.b_c:d-E"},
       {Method::kPost, "/v1/locks/extend", Route::kAcquire, "extend"},  // a lock may be called "extend"
   }));
-  const RouteMatch match = match_route(method, target);
-  CHECK(match.kind == Kind::kFound);
-  CHECK(match.route == route);
-  CHECK(match.name == name);
+  const RouteMatch<int> found = match(method, target);
+  CHECK(found.kind == Kind::kFound);
+  REQUIRE(found.entry != nullptr);
+  CHECK(found.entry->route == route);
+  CHECK(found.name == name);
 }
 
 TEST_CASE("a known path with the wrong method is 405 with the allowed methods", "[service]") {
@@ -33,21 +56,21 @@ TEST_CASE("a known path with the wrong method is 405 with the allowed methods", 
       {Method::kPost, "/healthz", "GET"},
       {Method::kDelete, "/metrics", "GET"},
   }));
-  const RouteMatch match = match_route(method, target);
-  CHECK(match.kind == Kind::kMethodNotAllowed);
-  CHECK(match.allow == allow);
+  const RouteMatch<int> refused = match(method, target);
+  CHECK(refused.kind == Kind::kMethodNotAllowed);
+  CHECK(refused.allow == allow);
 }
 
 TEST_CASE("unknown paths are 404 and bad names are 400", "[service]") {
   for (const char* target : {"/", "/v1", "/v1/locks", "/v1/locks/", "/v2/locks/x", "/v1/locks/x/renew",
                              "/v1/locks/a/b/extend", "/healthz/", "/v1/tokens/"}) {
     INFO(target);
-    CHECK(match_route(Method::kGet, target).kind == Kind::kNotFound);
+    CHECK(match(Method::kGet, target).kind == Kind::kNotFound);
   }
   for (const char* target : {"/v1/locks/a%20b", "/v1/locks/caf%C3%A9", "/v1/tokens/star*"}) {
     INFO(target);
-    CHECK(match_route(Method::kGet, target).kind == Kind::kBadName);
+    CHECK(match(Method::kGet, target).kind == Kind::kBadName);
   }
-  CHECK(match_route(Method::kGet, "/v1/locks/" + std::string(201, 'a')).kind == Kind::kBadName);
-  CHECK(match_route(Method::kGet, "/v1/locks/" + std::string(200, 'a')).kind == Kind::kFound);
+  CHECK(match(Method::kGet, "/v1/locks/" + std::string(201, 'a')).kind == Kind::kBadName);
+  CHECK(match(Method::kGet, "/v1/locks/" + std::string(200, 'a')).kind == Kind::kFound);
 }

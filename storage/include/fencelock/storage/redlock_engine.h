@@ -36,6 +36,7 @@
 #include "fencelock/storage/engine_observer.h"
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/lease.h"
+#include "fencelock/storage/lock_engine.h"
 #include "fencelock/storage/result.h"
 #include "fencelock/storage/token_source.h"
 
@@ -51,42 +52,8 @@ struct NodeStatus {
   std::uint64_t commands = 0, errors = 0, timeouts = 0, disconnects = 0;
 };
 
-// Cancels the acquire it was returned for: the caller no longer wants the lock (its client went
-// away). An acquire waiting between attempts completes with kCancelled at once; an attempt in
-// flight completes with kCancelled when it resolves, and a grant it won is released on every node
-// instead of being handed out. A no-op once the acquire completed, and for an empty ticket.
-// Copyable; cancel() is safe from any thread, any number of times.
-namespace detail {
-// What a ticket cancels: implemented by the engine's acquire operation.
-class CancellableAcquire {
+class RedlockEngine final : public LockEngine {
  public:
-  virtual void cancel_from_any_thread() = 0;
-
- protected:
-  ~CancellableAcquire() = default;
-};
-}  // namespace detail
-
-class AcquireTicket {
- public:
-  AcquireTicket() = default;
-  explicit AcquireTicket(std::weak_ptr<detail::CancellableAcquire> target) : target_(std::move(target)) {}
-  void cancel() const {
-    if (const auto target = target_.lock()) target->cancel_from_any_thread();
-  }
-
- private:
-  std::weak_ptr<detail::CancellableAcquire> target_;  // no allocation per acquire
-};
-
-class RedlockEngine {
- public:
-  using AcquireHandler = std::function<void(Result<Lease>)>;
-  using ExtendHandler = std::function<void(Result<Extension>)>;
-  // true iff a quorum of voting nodes still held the lease and deleted it.
-  using ReleaseHandler = std::function<void(Result<bool>)>;
-  using InspectHandler = std::function<void(Result<LockStatus>)>;
-
   // Validates `options` and builds the engine; connections open in the background once start()
   // is called. `tokens` (may be null: leases then carry token 0) is drawn from between quorum and
   // the final validity check. `observer` (may be null) must outlive the engine.
@@ -95,7 +62,7 @@ class RedlockEngine {
                                                        EngineOptions options,
                                                        std::shared_ptr<TokenSource> tokens = nullptr,
                                                        EngineObserver* observer = nullptr);
-  ~RedlockEngine();  // stops the engine if still running
+  ~RedlockEngine() override;  // stops the engine if still running
   RedlockEngine(const RedlockEngine&) = delete;
   RedlockEngine& operator=(const RedlockEngine&) = delete;
 
@@ -105,7 +72,7 @@ class RedlockEngine {
   // Errors: kLocked (another lease holds it on too many nodes), kUnavailable (too few nodes
   // answered, the token source failed, or no validity was left), kInvalidArgument, kCancelled
   // (through the returned ticket).
-  AcquireTicket acquire(AcquireRequest request, AcquireHandler done);
+  AcquireTicket acquire(AcquireRequest request, AcquireHandler done) override;
 
   // Makes the lease's remaining ttl at least `ttl` on every node that still holds it; never
   // shortens it, not even when the extend fails and reaches a node late. The answer's token is the
@@ -113,25 +80,25 @@ class RedlockEngine {
   // hold the lease), kUnavailable (too few answered to tell, or no validity left),
   // kInvalidArgument (bad name, ttl or malformed proof; or a claim whose token is not the lease's
   // own — then nothing changes on any node).
-  void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl, ExtendHandler done);
+  void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl, ExtendHandler done) override;
 
   // Deletes the lease's key wherever it still holds it. Idempotent. Errors: kUnavailable (too
   // few nodes answered to tell whether a quorum held it), kInvalidArgument (as for extend).
-  void release(std::string name, LeaseClaim claim, ReleaseHandler done);
+  void release(std::string name, LeaseClaim claim, ReleaseHandler done) override;
 
   // Whether some lease holds `name` on a quorum, and for how long. Errors: kUnavailable,
   // kInvalidArgument.
-  void inspect(std::string name, InspectHandler done);
+  void inspect(std::string name, InspectHandler done) override;
 
-  std::size_t node_count() const noexcept;
-  std::size_t quorum() const noexcept;
+  std::size_t node_count() const noexcept override;
+  std::size_t quorum() const noexcept override;
   // Nodes that are up and voting; a quorum of them is needed for any grant.
-  std::size_t voting_nodes() const noexcept;
+  std::size_t voting_nodes() const noexcept override;
   std::vector<NodeStatus> node_statuses() const;
-  const EngineOptions& options() const noexcept;
+  const EngineOptions& options() const noexcept override;
   // Why this engine refuses every grant right now (EngineOptions::exclusive_tokens and another
   // instance on the lock nodes, or no recent check), or nullopt. For readiness.
-  std::optional<std::string> grant_refusal() const;
+  std::optional<std::string> grant_refusal() const override;
 
  private:
   explicit RedlockEngine(std::shared_ptr<EngineCore> core);

@@ -1,0 +1,78 @@
+// What the HTTP service needs from a lock engine: the four lock operations and the state that
+// readiness reports. RedlockEngine implements it over Redis (redlock_engine.h, which documents the
+// behaviour and errors of each call); the service's unit tests implement it in memory.
+//
+// Contract for every implementation: each handler runs exactly once, never inside the call that
+// started the operation, and on a thread where it must not block; calls are safe from any thread.
+// A lease's proof and secret are never logged.
+// Errors of every call: kInvalidArgument (bad name, ttl, wait or claim), kUnavailable; acquire also
+// kLocked and kCancelled; extend kLeaseLost.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/lease.h"
+#include "fencelock/storage/result.h"
+
+namespace fencelock::storage {
+
+namespace detail {
+// What a ticket cancels: implemented by an engine's acquire operation.
+class CancellableAcquire {
+ public:
+  virtual void cancel_from_any_thread() = 0;
+
+ protected:
+  ~CancellableAcquire() = default;
+};
+}  // namespace detail
+
+// Cancels the acquire it was returned for: the caller no longer wants the lock (its client went
+// away). An acquire waiting between attempts completes with kCancelled at once; an attempt in
+// flight completes with kCancelled when it resolves, and a grant it won is released on every node
+// instead of being handed out. A no-op once the acquire completed, and for an empty ticket.
+// Copyable; cancel() is safe from any thread, any number of times.
+class AcquireTicket {
+ public:
+  AcquireTicket() = default;
+  explicit AcquireTicket(std::weak_ptr<detail::CancellableAcquire> target) : target_(std::move(target)) {}
+  void cancel() const {
+    if (const auto target = target_.lock()) target->cancel_from_any_thread();
+  }
+
+ private:
+  std::weak_ptr<detail::CancellableAcquire> target_;  // no allocation per acquire
+};
+
+class LockEngine {
+ public:
+  using AcquireHandler = std::function<void(Result<Lease>)>;
+  using ExtendHandler = std::function<void(Result<Extension>)>;
+  // true iff a quorum of voting nodes still held the lease and deleted it.
+  using ReleaseHandler = std::function<void(Result<bool>)>;
+  using InspectHandler = std::function<void(Result<LockStatus>)>;
+
+  virtual ~LockEngine() = default;
+
+  virtual AcquireTicket acquire(AcquireRequest request, AcquireHandler done) = 0;
+  virtual void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl, ExtendHandler done) = 0;
+  virtual void release(std::string name, LeaseClaim claim, ReleaseHandler done) = 0;
+  virtual void inspect(std::string name, InspectHandler done) = 0;
+
+  virtual std::size_t node_count() const noexcept = 0;
+  virtual std::size_t quorum() const noexcept = 0;
+  // Nodes that are up and voting; a quorum of them is needed for any grant.
+  virtual std::size_t voting_nodes() const noexcept = 0;
+  // Why every grant is refused right now, or nullopt (redlock_engine.h).
+  virtual std::optional<std::string> grant_refusal() const = 0;
+  // The bounds requests are checked against (min_ttl, max_ttl, max_wait).
+  virtual const EngineOptions& options() const noexcept = 0;
+};
+
+}  // namespace fencelock::storage
