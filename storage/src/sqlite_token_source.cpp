@@ -1,5 +1,21 @@
+// The SQLite token source (design in sqlite_token_source.h).
+//
+// The one invariant everything rests on: no token is ever answered above the durable reserved
+// mark R. Two paths hand out tokens, both under mutex_:
+//   - the fast path, on the caller's thread: the name's next value is <= R, nothing is queued or
+//     being reserved, so the value can be answered at once;
+//   - a batch, on the worker: every queued draw is *assigned* its value first, in arrival order,
+//     under the lock (so cache evictions that raise the floor mid-batch are accounted for: the
+//     batch's highest value is known exactly, not predicted); then, if that highest value is
+//     above R, R is raised past it by one durable write; only then are the values answered, each
+//     checked against R once more. A failed write answers nothing: the assigned values are
+//     skipped (a gap, which fencing allows), and since each counter stays advanced, a later draw
+//     of the name gets a still larger value that the next batch must reserve before answering.
+// current() never reports above R either: min(last assigned, R) is at least every value handed
+// out, and below every value handed out later — also after a restart, which continues above R.
 #include "fencelock/storage/sqlite_token_source.h"
 
+#include <cassert>
 #include <condition_variable>
 #include <limits>
 #include <list>
@@ -80,17 +96,20 @@ class SqliteTokenSource::Impl {
       done(make_error(ErrorCode::kUnavailable, "the token source is closed"));
       return;
     }
-    auto it = cache_.find(std::string(name));
-    const std::uint64_t last = it != cache_.end() ? it->second.last : floor_;
+    const std::uint64_t last = last_of(std::string(name));
     if (!is_next) {
+      // A counter can be ahead of R only by values never handed out (a batch being reserved, or
+      // one whose write failed); R itself is above every value handed out.
+      const std::uint64_t current = std::min(last, reserved_);
       guard.unlock();
-      done(last);
+      done(current);
       return;
     }
     // Fast path: the next value is inside the durable reservation, no reservation is being
     // committed, and nobody is queued ahead.
     if (!reserving_ && queue_.empty() && last < reserved_) {
       const std::uint64_t token = last + 1;
+      assert(token <= reserved_);
       remember(std::string(name), token);
       ++stats_.draws;
       guard.unlock();
@@ -117,6 +136,12 @@ class SqliteTokenSource::Impl {
     Callback done;
   };
 
+  // The name's last assigned value, or the floor for a name not in the cache. Caller holds mutex_.
+  std::uint64_t last_of(const std::string& name) const {
+    const auto it = cache_.find(name);
+    return it != cache_.end() ? it->second.last : floor_;
+  }
+
   // Records `token` as `name`'s last; keeps the cache bounded. An evicted name's last raises the
   // floor, so the name, if drawn again, continues above it. Caller holds mutex_.
   void remember(const std::string& name, std::uint64_t token) {
@@ -139,7 +164,9 @@ class SqliteTokenSource::Impl {
   void run() {
     for (;;) {
       std::vector<Request> batch;
-      std::uint64_t needed = 0;
+      std::vector<std::uint64_t> tokens;
+      std::uint64_t highest = 0;
+      std::uint64_t reserved = 0;
       {
         std::unique_lock<std::mutex> guard(mutex_);
         wake_.wait(guard, [this] { return stopping_ || !queue_.empty(); });
@@ -147,61 +174,65 @@ class SqliteTokenSource::Impl {
         batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
         queue_.clear();
         reserving_ = true;  // until the batch is answered, every draw queues behind it
-        // The highest value this batch will hand out, if served in order from the cache.
-        std::unordered_map<std::string, std::uint64_t> last_by_name;
+        // Assigned here, not predicted: remember() may evict a name of this very batch and raise
+        // the floor, so a later draw of that name lands higher than a count of draws would say.
+        tokens.reserve(batch.size());
         for (const auto& request : batch) {
-          auto [it, fresh] = last_by_name.try_emplace(request.name, 0);
-          if (fresh) {
-            const auto cached = cache_.find(request.name);
-            it->second = cached != cache_.end() ? cached->second.last : floor_;
-          }
-          needed = std::max(needed, ++it->second);
+          const std::uint64_t token = last_of(request.name) + 1;
+          remember(request.name, token);
+          tokens.push_back(token);
+          highest = std::max(highest, token);
         }
+        reserved = reserved_;
       }
-      serve(std::move(batch), needed);
+      answer(std::move(batch), tokens, highest > reserved ? reserve_past(highest) : Status(Done{}));
     }
   }
 
-  // Raises the durable mark past `needed` (one transaction, one fsync for the whole batch), then
-  // hands out the batch in arrival order.
-  void serve(std::vector<Request> batch, std::uint64_t needed) {
-    std::uint64_t reserved = 0;
+  // Durably raises the mark to `highest` plus a block, so that the draws after this batch can take
+  // the fast path. One statement: one transaction, one fsync for the whole batch (group commit).
+  Status reserve_past(std::uint64_t highest) {
+    constexpr auto kLimit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (highest > kLimit - options_.reserve_block) {
+      return make_error(ErrorCode::kInternal, "the token counter is exhausted");
+    }
+    const std::uint64_t target = highest + options_.reserve_block;
+    Status committed = commit(target);
+    if (committed.ok()) {
+      std::lock_guard<std::mutex> guard(mutex_);
+      reserved_ = std::max(reserved_, target);
+      ++stats_.commits;
+      ++stats_.reservations;
+    }
+    return committed;
+  }
+
+  // Hands out the batch's assigned tokens — none if the reservation failed, and never one above
+  // the durable mark.
+  void answer(std::vector<Request> batch, const std::vector<std::uint64_t>& tokens,
+              const Status& reserved) {
+    std::vector<std::pair<Callback, Result<std::uint64_t>>> answers;
+    answers.reserve(batch.size());
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      reserved = reserved_;
-    }
-    if (needed > reserved) {
-      const std::uint64_t target = needed + options_.reserve_block;
-      Status committed = target > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
-                             ? Status(make_error(ErrorCode::kInternal, "the token counter is exhausted"))
-                             : commit(target);
-      if (!committed.ok()) {
-        {
-          std::lock_guard<std::mutex> guard(mutex_);
-          reserving_ = false;
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (!reserved.ok()) {
+          answers.emplace_back(std::move(batch[i].done), reserved.error());
+        } else if (tokens[i] > reserved_) {
+          assert(false && "a token above the durable mark");
+          answers.emplace_back(
+              std::move(batch[i].done),
+              make_error(ErrorCode::kInternal, "token " + std::to_string(tokens[i]) +
+                                                   " is above the durable mark " +
+                                                   std::to_string(reserved_)));
+        } else {
+          ++stats_.draws;
+          answers.emplace_back(std::move(batch[i].done), tokens[i]);
         }
-        return fail(batch, committed.error());
-      }
-      reserved = target;
-    }
-    std::vector<std::pair<Callback, std::uint64_t>> answers;
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      if (reserved > reserved_) {
-        reserved_ = reserved;
-        ++stats_.commits;
-        ++stats_.reservations;
-      }
-      for (auto& request : batch) {
-        const auto cached = cache_.find(request.name);
-        const std::uint64_t token = (cached != cache_.end() ? cached->second.last : floor_) + 1;
-        remember(request.name, token);
-        ++stats_.draws;
-        answers.emplace_back(std::move(request.done), token);
       }
       reserving_ = false;
     }
-    for (auto& [done, value] : answers) done(value);
+    for (auto& [done, token] : answers) done(std::move(token));
   }
 
   Status commit(std::uint64_t reserved) {
@@ -214,10 +245,6 @@ class SqliteTokenSource::Impl {
     return Done{};
   }
 
-  void fail(std::vector<Request>& batch, const Error& error) {
-    for (auto& request : batch) request.done(error);
-  }
-
   const SqliteTokenOptions options_;
   ExclusiveFileLock lock_;  // held until the file is closed
   SqliteDatabase db_;
@@ -228,8 +255,9 @@ class SqliteTokenSource::Impl {
   std::vector<Request> queue_;
   std::unordered_map<std::string, Entry> cache_;
   std::list<std::string> lru_;  // most recently used first
-  std::uint64_t reserved_;      // durable: no token above it has been handed out
-  std::uint64_t floor_;         // every name not in the cache continues above this
+  std::uint64_t reserved_;      // durable: no token above it has been handed out, ever
+  std::uint64_t floor_;         // every name not in the cache continues above this (may pass
+                                // reserved_ only by values that were never handed out)
   TokenSourceStats stats_;
   bool stopping_ = false;
   bool reserving_ = false;  // a batch is being reserved and answered
