@@ -13,6 +13,9 @@
 //     of the name gets a still larger value that the next batch must reserve before answering.
 // current() never reports above R either: min(last assigned, R) is at least every value handed
 // out, and below every value handed out later — also after a restart, which continues above R.
+//
+// The file also carries the store's identity: a random id written once, when the file is first
+// opened by this code, and read back on every open.
 #include "fencelock/storage/sqlite_token_source.h"
 
 #include <cassert>
@@ -29,6 +32,7 @@
 
 #include "exclusive_file_lock.h"
 #include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/lease_secret.h"
 #include "sqlite_handle.h"
 
 namespace fencelock::storage {
@@ -44,7 +48,16 @@ constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS token_mark ("
     "  id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  reserved INTEGER NOT NULL CHECK (reserved >= 0)"
+    ");"
+    "CREATE TABLE IF NOT EXISTS token_store ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  store_id TEXT NOT NULL"
     ");";
+
+// Written once: the first open of a file (new, or older than the table) keeps its id for good.
+constexpr const char* kInsertStoreId =
+    "INSERT OR IGNORE INTO token_store(id, store_id) VALUES(1, ?1)";
+constexpr const char* kSelectStoreId = "SELECT store_id FROM token_store WHERE id = 1";
 
 // Monotonic in SQL too: a reservation can only raise the mark.
 constexpr const char* kUpsert =
@@ -63,9 +76,10 @@ Error invalid_name() {
 
 class SqliteTokenSource::Impl {
  public:
-  Impl(SqliteTokenOptions options, ExclusiveFileLock lock, SqliteDatabase db, SqliteStatement upsert,
-       std::uint64_t mark)
+  Impl(SqliteTokenOptions options, ExclusiveFileLock lock, SqliteDatabase db,
+       SqliteStatement upsert, std::uint64_t mark, std::string store_id)
       : options_(std::move(options)),
+        store_id_(std::move(store_id)),
         lock_(std::move(lock)),
         db_(std::move(db)),
         upsert_(std::move(upsert)),
@@ -125,6 +139,8 @@ class SqliteTokenSource::Impl {
     std::lock_guard<std::mutex> guard(mutex_);
     return stats_;
   }
+
+  const std::string& store_id() const noexcept { return store_id_; }
 
  private:
   struct Entry {
@@ -246,6 +262,7 @@ class SqliteTokenSource::Impl {
   }
 
   const SqliteTokenOptions options_;
+  const std::string store_id_;
   ExclusiveFileLock lock_;  // held until the file is closed
   SqliteDatabase db_;
   SqliteStatement upsert_;
@@ -263,6 +280,35 @@ class SqliteTokenSource::Impl {
   bool reserving_ = false;  // a batch is being reserved and answered
   std::thread worker_;  // last: starts after everything above exists
 };
+
+namespace {
+
+// The file's id: written with a fresh random value the first time (one statement, durable like
+// every commit here, so a crash leaves either no id or the final one), then only ever read.
+Result<std::string> read_store_id(SqliteDatabase& db, const std::filesystem::path& path) {
+  auto fresh = generate_lease_secret();
+  if (!fresh.ok()) return std::move(fresh).error();
+  auto insert = db.prepare(kInsertStoreId);
+  if (!insert.ok()) return std::move(insert).error();
+  if (insert->bind(1, std::string_view(fresh.value())).step() != SQLITE_DONE) {
+    return make_error(ErrorCode::kUnavailable,
+                      "token store " + path.string() + ": " + db.last_error());
+  }
+  auto select = db.prepare(kSelectStoreId);
+  if (!select.ok()) return std::move(select).error();
+  if (select->step() != SQLITE_ROW) {
+    return make_error(ErrorCode::kUnavailable,
+                      "token store " + path.string() + ": " + db.last_error());
+  }
+  std::string id = select->column_text(0);
+  if (!is_well_formed_lease_secret(id)) {
+    return make_error(ErrorCode::kInternal,
+                      "token store " + path.string() + " has a malformed store id");
+  }
+  return id;
+}
+
+}  // namespace
 
 Result<std::shared_ptr<SqliteTokenSource>> SqliteTokenSource::open(SqliteTokenOptions options) {
   if (options.reserve_block < 1 || options.reserve_block > 1'000'000) {
@@ -290,8 +336,11 @@ Result<std::shared_ptr<SqliteTokenSource>> SqliteTokenSource::open(SqliteTokenOp
     return make_error(ErrorCode::kUnavailable, "token store " + options.path.string() + ": " + db->last_error());
   }
   select->reset();
-  auto impl = std::make_unique<Impl>(std::move(options), std::move(lock).value(), std::move(db).value(),
-                                     std::move(upsert).value(), mark);
+  auto store_id = read_store_id(db.value(), options.path);
+  if (!store_id.ok()) return std::move(store_id).error();
+  auto impl =
+      std::make_unique<Impl>(std::move(options), std::move(lock).value(), std::move(db).value(),
+                             std::move(upsert).value(), mark, std::move(store_id).value());
   return std::make_shared<SqliteTokenSource>(std::move(impl));
 }
 
@@ -301,5 +350,8 @@ SqliteTokenSource::~SqliteTokenSource() = default;
 void SqliteTokenSource::next(std::string_view name, Callback done) { impl_->submit(true, name, std::move(done)); }
 void SqliteTokenSource::current(std::string_view name, Callback done) { impl_->submit(false, name, std::move(done)); }
 TokenSourceStats SqliteTokenSource::stats() const { return impl_->stats(); }
+const std::string& SqliteTokenSource::store_id() const noexcept {
+  return impl_->store_id();
+}
 
 }  // namespace fencelock::storage

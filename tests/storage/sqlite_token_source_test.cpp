@@ -314,3 +314,41 @@ TEST_CASE("a reservation that cannot be written hands out nothing, and later dra
   auto reopened = open_small(path, 2, 1);
   for (const char* name : {"a", "b", "c"}) CHECK(draw_one(*reopened, name).value() > greatest);
 }
+
+TEST_CASE("a token file keeps one random store id across reopens, and another file has another",
+          "[storage]") {
+  TempDir dir;
+  std::string first_id;
+  {
+    auto source = open_source(dir.path() / "tokens.db");
+    first_id = source->store_id();
+    REQUIRE(draw_one(*source, "a").ok());
+  }
+  CHECK(first_id.size() == 32);
+  CHECK(first_id.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(open_source(dir.path() / "tokens.db")->store_id() == first_id);
+  CHECK(open_source(dir.path() / "tokens.db")->store_id() == first_id);
+  CHECK(open_source(dir.path() / "other.db")->store_id() != first_id);
+}
+
+TEST_CASE("a token file from before store ids gets one on its next open and keeps its tokens",
+          "[storage]") {
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  std::uint64_t before = 0;
+  {
+    auto source = open_source(path, 10);
+    for (int i = 0; i < 25; ++i) before = draw_one(*source, "old").value();
+  }
+  {
+    auto db = SqliteDatabase::open(path);
+    REQUIRE(db.ok());
+    REQUIRE(db->exec("DROP TABLE token_store").ok());
+  }
+  auto reopened = open_source(path, 10);
+  const std::string id = reopened->store_id();
+  CHECK(id.size() == 32);
+  CHECK(draw_one(*reopened, "old").value() > before);
+  reopened.reset();
+  CHECK(open_source(path, 10)->store_id() == id);
+}

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "fencelock/storage/result.h"
 #include "fencelock/storage/token_source.h"
@@ -57,8 +58,9 @@ struct TokenSourceStats {
 class SqliteTokenSource final : public TokenSource {
  public:
   // Opens (creating) the file and takes ownership of it. Errors: kUnavailable (another process
-  // owns the file; it cannot be opened or created), kInvalidArgument (an option out of bounds),
-  // kInternal (the schema cannot be set up).
+  // owns the file; it cannot be opened, created or written), kInvalidArgument (an option out of
+  // bounds), kInternal (the schema cannot be set up, the file's store id is malformed, or the OS
+  // has no randomness for a new store id).
   static Result<std::shared_ptr<SqliteTokenSource>> open(SqliteTokenOptions options);
 
   // Finishes the batch in progress, answers every queued request with kUnavailable, closes the
@@ -69,6 +71,14 @@ class SqliteTokenSource final : public TokenSource {
   void current(std::string_view name, Callback done) override;
 
   TokenSourceStats stats() const;
+
+  // The identity of the token file: 32 lower-case hex digits (128 bits from getrandom(2)),
+  // written into the file the first time it is opened (a file from before this id existed gets
+  // one then) and the same on every later open, across restarts. Two sources reporting the same
+  // id use one file — or copies of it, which would hand out the same tokens just as unsafely;
+  // two files created separately do not (128 random bits). Not a secret.
+  // Thread safety: immutable after open(); safe from any thread.
+  const std::string& store_id() const noexcept;
 
   class Impl;
   explicit SqliteTokenSource(std::unique_ptr<Impl> impl);
