@@ -1,6 +1,5 @@
 #include "service.h"
 
-#include <filesystem>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
@@ -64,8 +63,7 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
     auto source = storage::SqliteTokenSource::open(options);
     if (!source.ok()) return std::move(source).error();
     // Per process: the engine refuses to grant while another instance shares the lock nodes.
-    const auto file = std::filesystem::absolute(options.path).string();
-    return OpenedTokens{source.value(), nullptr, "sqlite", "sqlite:" + std::to_string(std::hash<std::string>{}(file))};
+    return OpenedTokens{source.value(), nullptr, "sqlite", "sqlite:" + source.value()->store_id()};
   }
   storage::RedisTokenOptions options;
   options.master = config.token_master;

@@ -4,10 +4,12 @@
 #include <sys/time.h>
 
 #include <atomic>
-#include <optional>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "epoch_file.h"
 #include "redis_node.h"
@@ -58,6 +60,18 @@ Result<std::string> check_persistence(const RedisTokenOptions& o) {
          ": a crash can lose acknowledged increments (needs appendonly yes, appendfsync always)";
 }
 
+// The run_id line of an INFO server answer, "" if there is none.
+std::string info_run_id(std::string_view info) {
+  constexpr std::string_view kField = "run_id:";
+  for (std::size_t at = info.find(kField); at != std::string_view::npos;
+       at = info.find(kField, at + 1)) {
+    if (at != 0 && info[at - 1] != '\n') continue;
+    const std::size_t begin = at + kField.size();
+    return std::string(info.substr(begin, info.find_first_of("\r\n", begin) - begin));
+  }
+  return {};
+}
+
 Error invalid_name() {
   return make_error(ErrorCode::kInvalidArgument,
                     "token name must be 1 to " + std::to_string(kMaxLockNameBytes) + " bytes");
@@ -80,6 +94,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
     node.connect_timeout = options_.connect_timeout;
     if (options_.regression_guard) {
       node.scripts.push_back({std::string(kTokenEpochScript), std::string(kTokenEpochScriptSha)});
+      node.scripts.push_back({std::string(kTokenDrawScript), std::string(kTokenDrawScriptSha)});
     }
     node_ = std::make_shared<RedisNode>(strand_, 0, std::move(node), this);
     asio::dispatch(strand_, [self = shared_from_this()] { self->node_->start(); });
@@ -89,6 +104,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
     asio::dispatch(strand_, [self = shared_from_this()] {
       self->stopped_ = true;
       self->epoch_ = -1;
+      self->fail_waiting("the token source is stopped");
       self->node_->stop();
     });
   }
@@ -98,18 +114,10 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
       asio::post(strand_, [done = std::move(done)] { done(invalid_name()); });
       return;
     }
-    asio::dispatch(strand_, [self = shared_from_this(), is_next, key = options_.key_prefix + std::string(name),
-                             done = std::move(done)]() mutable {
-      const long long epoch = self->epoch_.load();
-      if (epoch < 0) {
-        asio::post(self->strand_, [done = std::move(done)] {
-          done(make_error(ErrorCode::kUnavailable, "the token master is not connected"));
-        });
-        return;
-      }
-      RespCommand command(2);
-      command.arg(is_next ? "INCR" : "GET").arg(key);
-      self->node_->send(command, std::make_shared<DrawSink>(self, std::move(done), static_cast<std::uint64_t>(epoch)), 0);
+    asio::dispatch(strand_, [self = shared_from_this(),
+                             request = Request{is_next, options_.key_prefix + std::string(name),
+                                               std::move(done)}]() mutable {
+      self->send(std::move(request));
     });
   }
 
@@ -117,12 +125,33 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   long long epoch() const noexcept { return epoch_.load(); }
 
  private:
-  // Answers one INCR or GET with epoch · 2^40 + counter.
+  // One next() or current() on its way to the master.
+  struct Request {
+    bool is_next = true;
+    std::string key;
+    Callback done;
+    bool retried = false;  // already drew once under an epoch the record did not hold
+    bool eval = false;     // the master forgot the script (SCRIPT FLUSH): send it whole
+  };
+
+  // Answers one draw with epoch · 2^40 + counter, or hands it back to the source when the master's
+  // epoch record holds another epoch than the one it was drawn under.
   class DrawSink final : public ReplySink {
    public:
-    DrawSink(std::shared_ptr<Impl> owner, Callback done, std::uint64_t epoch)
-        : owner_(std::move(owner)), done_(std::move(done)), epoch_(epoch) {}
+    DrawSink(std::shared_ptr<Impl> owner, Request request, std::uint64_t epoch)
+        : owner_(std::move(owner)), request_(std::move(request)), epoch_(epoch) {}
     void on_reply(std::size_t, std::uint32_t, NodeReply reply) override {
+      if (owner_->options_.regression_guard && !request_.eval &&
+          reply.is_error_prefix("NOSCRIPT")) {
+        request_.eval = true;  // EVAL cannot answer NOSCRIPT: this happens once per draw
+        owner_->send(std::move(request_));
+        return;
+      }
+      if (owner_->options_.regression_guard && reply.kind == NodeReply::Kind::kInteger &&
+          reply.integer < 0) {
+        owner_->on_epoch_mismatch(std::move(request_), epoch_);
+        return;
+      }
       Result<std::uint64_t> token = make_error(ErrorCode::kUnavailable, "token master: " + describe(reply));
       if (reply.kind == NodeReply::Kind::kInteger || reply.kind == NodeReply::Kind::kNil ||
           reply.kind == NodeReply::Kind::kString) {
@@ -133,9 +162,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
                     ? Result<std::uint64_t>(make_error(ErrorCode::kInternal, "token counter exhausted in this epoch"))
                     : Result<std::uint64_t>((epoch_ << kTokenEpochShift) + counter);
       }
-      asio::post(owner_->strand_, [done = std::move(done_), token = std::move(token)]() mutable {
-        done(std::move(token));
-      });
+      owner_->answer(std::move(request_.done), std::move(token));
     }
 
    private:
@@ -145,47 +172,195 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
       return reply.text.empty() ? "unexpected reply" : reply.text;
     }
     std::shared_ptr<Impl> owner_;
-    Callback done_;
+    Request request_;
     std::uint64_t epoch_;
   };
 
-  // Takes the epoch script's answer for the connection whose handshake saw `run_id`.
+  // Takes one step of an epoch negotiation: the handshake's script answer, or — when a draw found
+  // the record changed — the fresh INFO server and then the script answer.
   class EpochSink final : public ReplySink {
    public:
-    explicit EpochSink(std::shared_ptr<Impl> owner) : owner_(std::move(owner)) {}
+    enum class Step { kHandshake, kInfo, kScript };
+    EpochSink(std::shared_ptr<Impl> owner, Step step, std::uint64_t connection)
+        : owner_(std::move(owner)), step_(step), connection_(connection) {}
     void on_reply(std::size_t, std::uint32_t, NodeReply reply) override {
-      owner_->on_epoch(reply);
+      if (connection_ != owner_->connection_) return;  // for a connection that is gone
+      switch (step_) {
+        case Step::kHandshake:
+          owner_->adopt_epoch(reply);
+          break;
+        case Step::kInfo:
+          owner_->on_renegotiation_info(reply);
+          break;
+        case Step::kScript:
+          owner_->finish_renegotiation(owner_->adopt_epoch(reply));
+          break;
+      }
     }
 
    private:
     std::shared_ptr<Impl> owner_;
+    Step step_;
+    std::uint64_t connection_;
   };
+
+  // Strand only. Sends `request` under the current epoch — or parks it while a renegotiation runs.
+  void send(Request request) {
+    const long long epoch = epoch_.load();
+    if (stopped_ || epoch < 0) {
+      answer(std::move(request.done),
+             make_error(ErrorCode::kUnavailable, "the token master is not connected"));
+      return;
+    }
+    if (renegotiating_) {
+      waiting_.push_back(std::move(request));
+      return;
+    }
+    if (!options_.regression_guard) {
+      RespCommand command(2);
+      command.arg(request.is_next ? "INCR" : "GET").arg(request.key);
+      node_->send(command, std::make_shared<DrawSink>(shared_from_this(), std::move(request), 0),
+                  0);
+      return;
+    }
+    RespCommand command(7);
+    if (request.eval) {
+      command.arg("EVAL").arg(kTokenDrawScript);
+    } else {
+      command.arg("EVALSHA").arg(kTokenDrawScriptSha);
+    }
+    command.arg("2")
+        .arg(request.key)
+        .arg(kEpochKey)
+        .arg(static_cast<std::int64_t>(epoch))
+        .arg(request.is_next ? "next" : "current");
+    node_->send(command,
+                std::make_shared<DrawSink>(shared_from_this(), std::move(request),
+                                           static_cast<std::uint64_t>(epoch)),
+                0);
+  }
+
+  // Answers off the current call stack: a callback never runs inside next()/current().
+  void answer(Callback done, Result<std::uint64_t> token) {
+    asio::post(strand_, [done = std::move(done), token = std::move(token)]() mutable {
+      done(std::move(token));
+    });
+  }
+
+  // The record no longer holds the epoch `request` was drawn under: someone changed it (a source
+  // that found it gone or from another incarnation), or the master lost it. Nothing was drawn.
+  // Negotiate again on this connection, then retry the draw once; a second mismatch fails it.
+  void on_epoch_mismatch(Request request, std::uint64_t drawn_under) {
+    if (request.retried) {
+      answer(std::move(request.done),
+             make_error(ErrorCode::kUnavailable,
+                        "the token master's epoch record kept changing; try again"));
+      return;
+    }
+    request.retried = true;
+    const long long epoch = epoch_.load();
+    if (renegotiating_ || stopped_ || epoch < 0 ||
+        static_cast<std::uint64_t>(epoch) != drawn_under) {
+      // Parked behind the renegotiation under way, failed (stopped, disconnected), or sent under
+      // the epoch a renegotiation since this draw left has agreed on.
+      send(std::move(request));
+      return;
+    }
+    waiting_.push_back(std::move(request));
+    renegotiating_ = true;
+    // INFO first: the run_id behind this connection may not be the one its handshake read (a proxy
+    // may now point at another master). Negotiating with a stale run_id would make two sources
+    // keep bumping the epoch past each other.
+    node_->send(
+        RespCommand(2).arg("INFO").arg("server"),
+        std::make_shared<EpochSink>(shared_from_this(), EpochSink::Step::kInfo, connection_), 0);
+  }
+
+  void on_renegotiation_info(const NodeReply& reply) {
+    std::string run_id =
+        reply.kind == NodeReply::Kind::kString ? info_run_id(reply.text) : std::string();
+    if (run_id.empty()) {
+      finish_renegotiation(false);
+      return;
+    }
+    run_id_ = run_id;
+    // EVAL, not EVALSHA: this is rare, and EVAL cannot answer NOSCRIPT.
+    node_->send(
+        epoch_command(true),
+        std::make_shared<EpochSink>(shared_from_this(), EpochSink::Step::kScript, connection_), 0);
+  }
+
+  // The parked draws go out under the new epoch, or fail if there is none.
+  void finish_renegotiation(bool agreed) {
+    renegotiating_ = false;
+    if (!agreed) {
+      fail_waiting("the token master's epoch could not be renegotiated");
+      return;
+    }
+    std::vector<Request> parked;
+    parked.swap(waiting_);
+    for (auto& request : parked) send(std::move(request));
+  }
+
+  void fail_waiting(const std::string& why) {
+    std::vector<Request> parked;
+    parked.swap(waiting_);
+    for (auto& request : parked) {
+      answer(std::move(request.done), make_error(ErrorCode::kUnavailable, why));
+    }
+  }
+
+  RespCommand epoch_command(bool eval) const {
+    RespCommand command(6);
+    if (eval) {
+      command.arg("EVAL").arg(kTokenEpochScript);
+    } else {
+      command.arg("EVALSHA").arg(kTokenEpochScriptSha);
+    }
+    command.arg("1").arg(kEpochKey).arg(run_id_).arg(used_ ? static_cast<std::int64_t>(*used_)
+                                                           : std::int64_t{-1});
+    return command;
+  }
 
   void on_node_ready(std::size_t, const NodeIdentity& identity) override {
     if (stopped_) return;
+    ++connection_;
     if (!options_.regression_guard) {
       epoch_ = 0;
       return;
     }
     // Draws wait (fail fast) until the epoch for this incarnation is known and recorded.
-    RespCommand command(6);
-    command.arg("EVALSHA").arg(kTokenEpochScriptSha).arg("1").arg(kEpochKey).arg(identity.run_id)
-        .arg(used_ ? static_cast<std::int64_t>(*used_) : std::int64_t{-1});
-    node_->send(command, std::make_shared<EpochSink>(shared_from_this()), 0);
+    run_id_ = identity.run_id;
+    node_->send(
+        epoch_command(false),
+        std::make_shared<EpochSink>(shared_from_this(), EpochSink::Step::kHandshake, connection_),
+        0);
   }
 
-  void on_node_down(std::size_t, const std::string&) override { epoch_ = -1; }
+  void on_node_down(std::size_t, const std::string&) override {
+    epoch_ = -1;
+    ++connection_;  // answers still due on the old connection are ignored
+    if (renegotiating_) {
+      renegotiating_ = false;
+      fail_waiting("the token master disconnected");
+    }
+  }
 
-  void on_epoch(const NodeReply& reply) {
-    if (stopped_ || reply.kind != NodeReply::Kind::kInteger || reply.integer < 0) return;  // reconnects retry
+  // Takes the epoch script's answer; false if there is none to draw under. Leaves epoch_ as it
+  // was on failure: after a handshake that is -1 (unavailable until the next connection), after a
+  // renegotiation an epoch the record no longer holds, so every draw under it is refused by the
+  // master and starts another attempt.
+  bool adopt_epoch(const NodeReply& reply) {
+    if (stopped_ || reply.kind != NodeReply::Kind::kInteger || reply.integer < 0) return false;
     const auto epoch = static_cast<std::uint64_t>(reply.integer);
     // Durable before the first token of this epoch leaves: a restarted fencelockd must know it.
     // A rare write (only when the epoch changes); it is a small file, not the token path.
     if (!used_ || epoch > *used_) {
-      if (Status saved = epoch_file_.write(epoch); !saved.ok()) return;  // stays unavailable
+      if (Status saved = epoch_file_.write(epoch); !saved.ok()) return false;
       used_ = epoch;
     }
     epoch_ = static_cast<long long>(epoch);
+    return true;
   }
 
   asio::any_io_executor strand_;
@@ -195,6 +370,12 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   std::optional<std::uint64_t> used_;  // highest epoch this source has drawn under (strand only)
   std::atomic<long long> epoch_{-1};
   bool stopped_ = false;
+  // Strand only: the run_id the epoch was negotiated for, which connection is current, and the
+  // draws parked while a renegotiation runs.
+  std::string run_id_;
+  std::uint64_t connection_ = 0;
+  bool renegotiating_ = false;
+  std::vector<Request> waiting_;
   std::shared_ptr<RedisNode> node_;
 };
 

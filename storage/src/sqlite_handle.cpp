@@ -7,6 +7,12 @@ SqliteStatement& SqliteStatement::bind(int index, std::int64_t value) {
   return *this;
 }
 
+SqliteStatement& SqliteStatement::bind(int index, std::string_view text) {
+  sqlite3_bind_text(statement_.get(), index, text.data(), static_cast<int>(text.size()),
+                    SQLITE_TRANSIENT);
+  return *this;
+}
+
 int SqliteStatement::step() { return sqlite3_step(statement_.get()); }
 
 void SqliteStatement::reset() {
@@ -16,6 +22,13 @@ void SqliteStatement::reset() {
 
 std::int64_t SqliteStatement::column_int64(int index) const {
   return sqlite3_column_int64(statement_.get(), index);
+}
+
+std::string SqliteStatement::column_text(int index) const {
+  const auto* text = sqlite3_column_text(statement_.get(), index);
+  if (text == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(text),
+                     static_cast<std::size_t>(sqlite3_column_bytes(statement_.get(), index)));
 }
 
 Result<SqliteDatabase> SqliteDatabase::open(const std::filesystem::path& path) {

@@ -29,11 +29,15 @@ class SqliteStatement {
   explicit SqliteStatement(sqlite3_stmt* statement) : statement_(statement) {}
 
   SqliteStatement& bind(int index, std::int64_t value);
+  // Binds a copy of `text` (SQLITE_TRANSIENT): the caller's buffer may go away at once.
+  SqliteStatement& bind(int index, std::string_view text);
   // SQLITE_ROW: a row is ready (read it with column_*); SQLITE_DONE: finished; anything else:
   // an error code. The statement is reset by reset(), which also clears bindings.
   int step();
   void reset();
   std::int64_t column_int64(int index) const;
+  // A copy of the column as text; "" for NULL.
+  std::string column_text(int index) const;
 
  private:
   std::unique_ptr<sqlite3_stmt, SqliteFinalizer> statement_;

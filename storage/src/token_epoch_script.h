@@ -1,17 +1,20 @@
-// The Redis token source's epoch script (see redis_token_source.h for the design).
+// The Redis token source's scripts (see redis_token_source.h for the design).
 //
-// KEYS[1]: the epoch record, a hash {epoch, run_id}. ARGV[1]: the master's run_id as this
-// connection's handshake read it. ARGV[2]: the highest epoch the calling source has drawn under,
-// or -1 if it never drew (so "used epoch 0" and "used nothing" stay apart).
-// Returns the epoch to draw under. Idempotent per incarnation: every source meeting the same
-// run_id gets the same epoch, and only the first one writes. A record with no epoch and a caller
-// that never drew is a fresh deployment: epoch 0.
+// Each is SCRIPT LOADed by the connection's handshake, which checks the digest below against
+// what Redis computed — a script edited without its digest fails loudly at connect.
 #pragma once
 
 #include <string_view>
 
 namespace fencelock::storage {
 
+// The epoch negotiation. KEYS[1]: the epoch record, a hash {epoch, run_id}. ARGV[1]: the master's
+// run_id as the caller last read it (INFO server). ARGV[2]: the highest epoch the calling source
+// has drawn under, or -1 if it never drew (so "used epoch 0" and "used nothing" stay apart).
+// Returns the epoch to draw under. Idempotent per incarnation: every source meeting the same
+// run_id gets the same epoch, and only the first one writes. A record with no epoch and a caller
+// that never drew is a fresh deployment: epoch 0. A record that is gone while the caller drew
+// before (a wiped master) moves to the caller's highest epoch + 1.
 inline constexpr std::string_view kTokenEpochScript =
     "local rec = redis.call('HMGET', KEYS[1], 'epoch', 'run_id')\n"
     "local recorded = tonumber(rec[1])\n"
@@ -23,5 +26,20 @@ inline constexpr std::string_view kTokenEpochScript =
     "return epoch\n";
 
 inline constexpr std::string_view kTokenEpochScriptSha = "ee96048759e2a8edd73dab582471a87000559a91";
+
+// One draw (INCR) or read (GET) of a counter, only under the recorded epoch. KEYS[1]: the name's
+// counter; KEYS[2]: the epoch record. ARGV[1]: the epoch the caller draws under; ARGV[2]: "next"
+// to increment, anything else to read. Returns the counter (0 for a counter never drawn) when the
+// record holds exactly ARGV[1]; otherwise -1 — never a counter, which is never negative — and
+// touches nothing. Checking the record in the same atomic step as the INCR is what keeps two
+// sources from ever drawing under two epochs: whoever changes the record, every later draw of
+// any source that has not adopted the new epoch is refused.
+inline constexpr std::string_view kTokenDrawScript =
+    "local recorded = tonumber(redis.call('HGET', KEYS[2], 'epoch'))\n"
+    "if recorded == nil or recorded ~= tonumber(ARGV[1]) then return -1 end\n"
+    "if ARGV[2] == 'next' then return redis.call('INCR', KEYS[1]) end\n"
+    "return tonumber(redis.call('GET', KEYS[1])) or 0\n";
+
+inline constexpr std::string_view kTokenDrawScriptSha = "870aba17f28efb6ef75c4a9d1936e3f11444a886";
 
 }  // namespace fencelock::storage

@@ -4,14 +4,17 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "io_thread.h"
 #include "redis_cluster.h"
 #include "sync_redis.h"
+#include "tcp_proxy.h"
 #include "temp_dir.h"
 #include "token_checks.h"
+#include "token_epoch_script.h"
 
 using namespace fencelock::storage;
 using namespace fencelock::testing;
@@ -227,4 +230,156 @@ TEST_CASE("redis tokens: an unreachable master fails at start and draws fail fas
   CHECK(draw_one(*source, "x").error().code == ErrorCode::kUnavailable);
   CHECK(std::chrono::steady_clock::now() - started < 250ms);
   CHECK(draw_one(*source, "").error().code == ErrorCode::kInvalidArgument);
+}
+
+namespace {
+
+// Draws until one succeeds (a master coming back is reconnected to in the background), for at
+// most 10 s.
+std::uint64_t draw_eventually(RedisTokenSource& source, const std::string& name) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    auto token = draw_one(source, name);
+    if (token.ok()) return token.value();
+    if (std::chrono::steady_clock::now() > deadline)
+      FAIL("no draw succeeded in 10 s: " << token.error().message);
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("redis tokens: two instances never split into two epochs when the master loses its epoch record",
+          "[storage][redis]") {
+  RedisCluster master(1, Persistence::kAofAlways);
+  TempDir dir;
+  IoThread io;
+  auto a = create_ready(io, options_for(master.node(0), dir.path() / "epoch-a"));
+  auto b = create_ready(io, options_for(master.node(0), dir.path() / "epoch-b"));
+  const std::vector<std::string> names{"shared", "other"};
+
+  std::map<std::string, std::set<std::uint64_t>> seen;  // tokens are unique per name
+  std::uint64_t greatest_before = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string& name = names[static_cast<std::size_t>(i / 2) % 2];
+    const std::uint64_t token = draw_one(i % 2 == 0 ? *a : *b, name).value();
+    REQUIRE(seen[name].insert(token).second);
+    greatest_before = std::max(greatest_before, token);
+  }
+  const long long epoch_before = a->epoch();
+  REQUIRE(b->epoch() == epoch_before);
+
+  bool restarted = false;
+  SECTION("FLUSHALL: the connections stay up, only the data is gone") {
+    REQUIRE(SyncRedis(master.node(0).port()).command({"FLUSHALL"}).kind ==
+            SyncReply::Kind::kStatus);
+  }
+  SECTION("a restart without data") {
+    master.node(0).restart(/*keep_data=*/false);
+    restarted = true;
+  }
+
+  // The first answer after the wipe, from either instance, whether a read or a draw, is already
+  // above everything handed out before.
+  if (!restarted) CHECK(current_of(*b, "shared").value() > greatest_before);
+  for (int i = 0; i < 200; ++i) {
+    RedisTokenSource& source = i % 3 == 0 ? *a : *b;
+    const std::string& name = names[static_cast<std::size_t>(i) % 2];
+    const std::uint64_t token =
+        restarted ? draw_eventually(source, name) : draw_one(source, name).value();
+    INFO("draw " << i << " after the wipe: " << token << ", greatest before " << greatest_before);
+    REQUIRE(token > greatest_before);  // above every token before, of every name
+    REQUIRE(seen[name].insert(token).second);
+  }
+  CHECK(a->epoch() == b->epoch());
+  CHECK(a->epoch() > epoch_before);
+  CHECK(current_of(*a, "shared").value() == current_of(*b, "shared").value());
+}
+
+TEST_CASE("redis tokens: the token script digests match what Redis computes", "[storage][redis]") {
+  // The handshake refuses a master whose SCRIPT LOAD answers another digest; this names the
+  // culprit.
+  RedisCluster master(1);
+  SyncRedis redis(master.node(0).port());
+  const auto digest_of = [&redis](std::string_view source) {
+    return redis.command({"SCRIPT", "LOAD", source}).text;
+  };
+  CHECK(digest_of(kTokenEpochScript) == kTokenEpochScriptSha);
+  CHECK(digest_of(kTokenDrawScript) == kTokenDrawScriptSha);
+}
+
+TEST_CASE("redis tokens: a draw under an epoch the record does not hold is refused and changes nothing",
+          "[storage][redis]") {
+  RedisCluster master(1);
+  SyncRedis redis(master.node(0).port());
+  REQUIRE(redis.command({"HSET", "epoch-record", "epoch", "3", "run_id", "r"}).kind ==
+          SyncReply::Kind::kInteger);
+  const auto draw = [&redis](std::string_view epoch, std::string_view mode) {
+    return redis.command({"EVAL", kTokenDrawScript, "2", "counter", "epoch-record", epoch, mode})
+        .integer;
+  };
+  CHECK(draw("3", "next") == 1);
+  CHECK(draw("3", "next") == 2);
+  CHECK(draw("3", "current") == 2);
+  CHECK(draw("2", "next") == -1);
+  CHECK(draw("4", "current") == -1);
+  CHECK(redis.get("counter") == "2");
+  REQUIRE(redis.command({"DEL", "epoch-record"}).integer == 1);
+  CHECK(draw("3", "next") == -1);
+  CHECK(redis.get("counter") == "2");
+}
+
+TEST_CASE("redis tokens: instances behind a proxy that swaps the master settle on one new epoch",
+          "[storage][redis]") {
+  RedisCluster masters(2, Persistence::kAofAlways);
+  TempDir dir;
+  IoThread io;
+  TcpProxy proxy(masters.node(0).port());
+  auto through_proxy = [&](const std::string& file) {
+    auto options = options_for(masters.node(0), dir.path() / file);
+    options.master.port = proxy.port();
+    options.timeout = 1s;  // a proxy hop on a loaded machine; this test is not about timeouts
+    return options;
+  };
+  auto a = create_ready(io, through_proxy("epoch-a"));
+  auto b = create_ready(io, through_proxy("epoch-b"));
+
+  std::set<std::uint64_t> seen;
+  std::uint64_t greatest_before = 0;
+  for (int i = 0; i < 100; ++i) {
+    const std::uint64_t token = draw_one(i % 2 == 0 ? *a : *b, "shared").value();
+    REQUIRE(seen.insert(token).second);
+    greatest_before = std::max(greatest_before, token);
+  }
+  const long long epoch_before = a->epoch();
+
+  proxy.retarget(masters.node(1).port());  // same address, another (empty) master; nothing drops
+  const std::uint64_t first_after = draw_one(*a, "shared").value();
+  CHECK(first_after > greatest_before);
+  // A third instance meets the new master with a fresh handshake, the first two with theirs from
+  // the old one: all three must settle on one epoch, not keep raising it past each other.
+  auto c = create_ready(io, through_proxy("epoch-c"));
+  RedisTokenSource* sources[] = {a.get(), b.get(), c.get()};
+  for (int i = 0; i < 150; ++i) {
+    const std::uint64_t token = draw_one(*sources[i % 3], "shared").value();
+    REQUIRE(token > greatest_before);
+    REQUIRE(seen.insert(token).second);
+  }
+  CHECK(a->epoch() == b->epoch());
+  CHECK(b->epoch() == c->epoch());
+  CHECK(a->epoch() > epoch_before);
+  CHECK(a->epoch() <= epoch_before + 2);  // the swap once, the fresh handshake once at most
+}
+
+TEST_CASE("redis tokens: draws go on after the master's script cache is flushed",
+          "[storage][redis]") {
+  RedisCluster master(1, Persistence::kAofAlways);
+  TempDir dir;
+  IoThread io;
+  auto source = create_ready(io, options_for(master.node(0), dir.path() / "epoch"));
+  const std::uint64_t before = draw_one(*source, "x").value();
+  REQUIRE(SyncRedis(master.node(0).port()).command({"SCRIPT", "FLUSH"}).kind ==
+          SyncReply::Kind::kStatus);
+  CHECK(draw_one(*source, "x").value() == before + 1);  // NOSCRIPT, then the same draw with EVAL
+  CHECK(current_of(*source, "x").value() == before + 1);
 }

@@ -8,8 +8,10 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
+#include <random>
 #include <set>
 
+#include "sqlite_handle.h"
 #include "temp_dir.h"
 #include "token_checks.h"
 
@@ -186,4 +188,167 @@ TEST_CASE("token sources refuse bad names and bad options", "[storage]") {
   options.reserve_block = 10;
   options.path = dir.path() / "missing-dir" / "tokens.db";
   CHECK(SqliteTokenSource::open(options).error().code == ErrorCode::kUnavailable);
+}
+
+namespace {
+
+std::shared_ptr<SqliteTokenSource> open_small(const std::filesystem::path& path,
+                                              std::uint64_t block, std::size_t cached) {
+  SqliteTokenOptions options;
+  options.path = path;
+  options.reserve_block = block;
+  options.max_cached_names = cached;
+  auto source = SqliteTokenSource::open(options);
+  if (!source.ok()) FAIL(source.error().message);
+  return source.value();
+}
+
+}  // namespace
+
+TEST_CASE("a batch whose draws evict each other never hands out a token above the durable mark",
+          "[storage]") {
+  // One name cached, one token reserved per commit: every draw of a new name in a batch evicts the
+  // previous one and raises the floor, so the batch climbs past what a count of its draws predicts.
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  std::uint64_t greatest = 0;
+  for (int round = 0; round < 5; ++round) {
+    auto source = open_small(path, 1, 1);
+    std::vector<std::string> names;
+    for (int i = 0; i < 24; ++i) names.push_back("n" + std::to_string(i % 12));
+    for (const auto& token : draw_burst(*source, names)) {
+      REQUIRE(token.ok());
+      greatest = std::max(greatest, token.value());
+    }
+    source.reset();
+
+    auto reopened = open_small(path, 1, 1);
+    for (int i = 0; i < 12; ++i) {
+      const std::uint64_t token = draw_one(*reopened, "n" + std::to_string(i)).value();
+      INFO("round " << round << ", name n" << i);
+      REQUIRE(token > greatest);
+    }
+    for (int i = 0; i < 12; ++i)
+      greatest = std::max(greatest, current_of(*reopened, "n" + std::to_string(i)).value());
+  }
+}
+
+TEST_CASE("after a reopen every name continues above every token handed out, whatever the block and cache sizes",
+          "[storage]") {
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  const std::uint32_t seed = 20240601;
+  std::mt19937 random(seed);
+  auto pick = [&random](std::uint64_t low, std::uint64_t high) {
+    return std::uniform_int_distribution<std::uint64_t>(low, high)(random);
+  };
+  std::uint64_t greatest = 0;
+  std::map<std::string, std::uint64_t> last_of_name;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int reopen = 0; reopen < 40 && std::chrono::steady_clock::now() < give_up; ++reopen) {
+    const std::uint64_t block = pick(1, 5);
+    const std::size_t cached = pick(1, 4);
+    const std::size_t name_count = pick(1, 8);
+    INFO("seed " << seed << ", reopen " << reopen << ", block " << block << ", cache " << cached);
+    auto source = open_small(path, block, cached);
+
+    // The first draw of each name after the reopen: above everything handed out before.
+    for (std::size_t n = 0; n < name_count; ++n) {
+      const std::string name = "name-" + std::to_string(n);
+      const std::uint64_t token = draw_one(*source, name).value();
+      REQUIRE(token > greatest);
+      last_of_name[name] = token;
+    }
+    for (const auto& [name, last] : last_of_name) greatest = std::max(greatest, last);
+
+    for (int burst = 0, bursts = static_cast<int>(pick(1, 4)); burst < bursts; ++burst) {
+      std::vector<std::string> names(pick(1, 16));
+      for (auto& name : names) name = "name-" + std::to_string(pick(0, name_count - 1));
+      const auto tokens = draw_burst(*source, names);
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        REQUIRE(tokens[i].ok());
+        REQUIRE(tokens[i].value() >
+                last_of_name[names[i]]);  // per name: increasing, never repeated
+        last_of_name[names[i]] = tokens[i].value();
+        greatest = std::max(greatest, tokens[i].value());
+      }
+      for (std::size_t n = 0; n < name_count; ++n) {
+        const std::string name = "name-" + std::to_string(n);
+        const std::uint64_t current = current_of(*source, name).value();
+        CHECK(current >= last_of_name[name]);    // never below what was handed out
+        greatest = std::max(greatest, current);  // and a later draw must pass it too
+      }
+    }
+  }
+}
+
+TEST_CASE("a reservation that cannot be written hands out nothing, and later draws stay below the mark",
+          "[storage]") {
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  auto source = open_small(path, 2, 1);
+  std::uint64_t greatest = draw_one(*source, "a").value();  // reserves up to 3
+
+  // Another connection holds SQLite's write lock: the worker's reservation fails at once
+  // (SQLITE_BUSY).
+  auto blocker = SqliteDatabase::open(path);
+  REQUIRE(blocker.ok());
+  REQUIRE(blocker->exec("BEGIN IMMEDIATE").ok());
+  std::vector<std::string> names{"a", "b", "a", "c", "a", "b"};
+  bool some_failed = false;
+  for (const auto& token : draw_burst(*source, names)) {
+    if (token.ok()) {
+      greatest = std::max(greatest, token.value());
+      CHECK(token.value() <= 3);  // only what the first reservation covered
+    } else {
+      CHECK(token.error().code == ErrorCode::kUnavailable);
+      some_failed = true;
+    }
+  }
+  CHECK(some_failed);
+  for (const char* name : {"a", "b", "c"}) CHECK(current_of(*source, name).value() <= 3);
+  REQUIRE(blocker->exec("COMMIT").ok());
+
+  for (const auto& token : draw_burst(*source, names)) greatest = std::max(greatest, token.value());
+  source.reset();
+  auto reopened = open_small(path, 2, 1);
+  for (const char* name : {"a", "b", "c"}) CHECK(draw_one(*reopened, name).value() > greatest);
+}
+
+TEST_CASE("a token file keeps one random store id across reopens, and another file has another",
+          "[storage]") {
+  TempDir dir;
+  std::string first_id;
+  {
+    auto source = open_source(dir.path() / "tokens.db");
+    first_id = source->store_id();
+    REQUIRE(draw_one(*source, "a").ok());
+  }
+  CHECK(first_id.size() == 32);
+  CHECK(first_id.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(open_source(dir.path() / "tokens.db")->store_id() == first_id);
+  CHECK(open_source(dir.path() / "tokens.db")->store_id() == first_id);
+  CHECK(open_source(dir.path() / "other.db")->store_id() != first_id);
+}
+
+TEST_CASE("a token file from before store ids gets one on its next open and keeps its tokens",
+          "[storage]") {
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  std::uint64_t before = 0;
+  {
+    auto source = open_source(path, 10);
+    for (int i = 0; i < 25; ++i) before = draw_one(*source, "old").value();
+  }
+  {
+    auto db = SqliteDatabase::open(path);
+    REQUIRE(db.ok());
+    REQUIRE(db->exec("DROP TABLE token_store").ok());
+  }
+  auto reopened = open_source(path, 10);
+  const std::string id = reopened->store_id();
+  CHECK(id.size() == 32);
+  CHECK(draw_one(*reopened, "old").value() > before);
+  reopened.reset();
+  CHECK(open_source(path, 10)->store_id() == id);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <string>
@@ -31,6 +32,29 @@ inline storage::Result<std::uint64_t> current_of(storage::TokenSource& source, c
   std::promise<storage::Result<std::uint64_t>> read;
   source.current(name, [&](storage::Result<std::uint64_t> token) { read.set_value(std::move(token)); });
   return read.get_future().get();
+}
+
+// Calls next() for every name in `names`, in order, without waiting for any answer — so that the
+// draws pile up behind each other and a source that batches serves many of them together — then
+// waits for every answer. Answers are in the order of `names`. A source that leaves a draw
+// unanswered for 30 s aborts the test run: the pending callbacks refer to this frame.
+inline std::vector<storage::Result<std::uint64_t>> draw_burst(
+    storage::TokenSource& source, const std::vector<std::string>& names) {
+  std::vector<std::promise<storage::Result<std::uint64_t>>> answers(names.size());
+  std::vector<std::future<storage::Result<std::uint64_t>>> futures;
+  for (auto& answer : answers) futures.push_back(answer.get_future());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    source.next(names[i], [&answers, i](storage::Result<std::uint64_t> token) {
+      answers[i].set_value(std::move(token));
+    });
+  }
+  std::vector<storage::Result<std::uint64_t>> out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (auto& future : futures) {
+    if (future.wait_until(deadline) != std::future_status::ready) std::abort();
+    out.push_back(future.get());
+  }
+  return out;
 }
 
 // `threads` threads each draw `per_thread` tokens of `name` one after another. Failed draws are

@@ -9,20 +9,34 @@
 // master's run_id changes on every restart, and every connection (re)starts with a handshake that
 // reads it. Before drawing on a new connection, each source runs an epoch script: if the master's
 // epoch record names a different run_id, it sets the epoch to max(recorded, the highest epoch this
-// source has used) + 1, with the new run_id; otherwise it adopts the recorded epoch. All sources
-// meeting the same incarnation therefore agree on one epoch, greater than every epoch any of them
-// used before — so every new token is greater than every token of earlier incarnations, even if
-// the counters themselves went back. Each source keeps the highest epoch it used durably in a local
+// source has used) + 1, with the new run_id; if the record is missing and the source drew before,
+// to that source's highest epoch + 1; otherwise it adopts the recorded epoch. All sources meeting
+// the same incarnation therefore agree on one epoch, greater than every epoch any of them used
+// before — so every new token is greater than every token of earlier incarnations, even if the
+// counters themselves went back. Each source keeps the highest epoch it used durably in a local
 // file (`epoch_file`), so the guard holds across a fencelockd restart too. A fresh deployment (no
 // record anywhere) starts at epoch 0, so tokens stay small until the first master restart; tokens
 // stay below 2^53 (safe in JavaScript) for the first 8191 restarts.
 //
-// Limits: if the master loses even its epoch record, the guard relies on at least one source that
-// used the latest epoch (or its epoch file) reconnecting before a source that never saw it draws.
+// Every draw checks the epoch too: INCR (and the GET of current()) runs in one script that first
+// compares the record's epoch with the epoch this source draws under, and on a mismatch touches
+// nothing and answers -1 (a mismatch) instead of a counter. The record can change without this
+// source's connection dropping — a FLUSHALL, a proxy now pointing the same address at another
+// master, or another source that renegotiated after either — and no token is ever handed out
+// under an epoch the record does not hold, so two sources never interleave two epochs. On a
+// mismatch the source re-reads the master's run_id (INFO server) and runs the epoch script again
+// on the same connection, then retries the draw once; draws arriving meanwhile wait for it. A
+// draw that mismatches twice, or whose renegotiation fails, fails with kUnavailable.
+//
+// Limits: if the master loses its epoch record, the guard relies on the first source to
+// renegotiate having adopted the latest epoch — true of every source that drew, or connected,
+// since the record last changed — or on a source that used it reconnecting with its epoch file.
+// A source idle across two losses of the record could come back one epoch short.
 // A counter reaching 2^40 within one epoch fails with kInternal.
 //
-// current(name) = epoch · 2^40 + GET(<prefix><name>) — in a later epoch a name that was never
-// drawn reports epoch · 2^40, as if the counter had jumped there; a later next() is still greater.
+// current(name) = epoch · 2^40 + GET(<prefix><name>), under the same check — in a later epoch a
+// name that was never drawn reports epoch · 2^40, as if the counter had jumped there; a later
+// next() is still greater.
 //
 // Threading: thread-safe; callbacks run on the source's strand.
 #pragma once
@@ -72,8 +86,9 @@ class RedisTokenSource final : public TokenSource {
   // Ends the connection; draws fail with kUnavailable afterwards. Called by the destructor.
   void stop();
 
-  // Errors: kUnavailable (master down, reconnecting, or slower than the timeout), kInternal
-  // (counter exhausted within an epoch), kInvalidArgument.
+  // Errors: kUnavailable (master down, reconnecting, slower than the timeout, or its epoch record
+  // changed and could not be agreed on again — see above), kInternal (counter exhausted within
+  // an epoch), kInvalidArgument.
   void next(std::string_view name, Callback done) override;
   void current(std::string_view name, Callback done) override;
 
