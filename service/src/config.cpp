@@ -134,11 +134,9 @@ Problem read_text(const Input& in, std::string_view expected, std::string_view& 
   return std::nullopt;
 }
 
-// parse_node_address() says "node address '<text>': <reason>"; keep the reason, clip the text.
+// parse_node_address() says what is wrong; name the text.
 std::string address_problem(std::string_view text, const storage::Error& error) {
-  const std::size_t reason = error.message.find("': ");
-  if (reason == std::string::npos) return error.message;
-  return in_quotes(text) + ": " + error.message.substr(reason + 3);
+  return in_quotes(text) + ": " + error.message;
 }
 
 std::optional<bool> parse_switch_word(std::string_view text) {
@@ -581,33 +579,24 @@ Problem read_config_file(const std::string& path, std::string& text) {
 
 // --- Engine validation. -------------------------------------------------------------------------
 
-// validate_engine_options() starts its messages with the fields concerned ("nodes: ...",
-// "node_timeout must ...", "min_ttl/max_ttl must ..."); name the flags instead.
-std::string engine_message(const std::string& message,
+// The engine's bounds are its own (find_option_problem); name the flags of the fields concerned.
+std::string engine_message(const storage::OptionProblem& problem,
                            const std::map<std::string_view, std::string>& origins) {
-  const std::size_t end = std::min(message.find_first_of(" :"), message.size());
-  const std::string_view fields = std::string_view(message).substr(0, end);
   std::vector<const FlagSpec*> specs;
-  for (std::size_t start = 0; start <= fields.size();) {
-    const std::size_t slash = std::min(fields.find('/', start), fields.size());
-    std::string flag(fields.substr(start, slash - start));
+  for (const std::string_view field : problem.fields) {
+    std::string flag(field);
     std::replace(flag.begin(), flag.end(), '_', '-');
     const FlagSpec* spec = find_flag(flag == "nodes" ? std::string("redis") : flag);
-    if (spec == nullptr) return "engine options: " + message;  // a field without a flag
+    if (spec == nullptr) return "engine options: " + std::string(field) + ": " + problem.reason;  // no flag
     specs.push_back(spec);
-    start = slash + 1;
   }
   std::string flags;
-  for (const FlagSpec* spec : specs)
-    flags += (flags.empty() ? "" : "/--") + std::string(spec->name);
-  std::string_view rest = std::string_view(message).substr(end);
-  while (!rest.empty() && (rest.front() == ':' || rest.front() == ' ')) rest.remove_prefix(1);
+  for (const FlagSpec* spec : specs) flags += (flags.empty() ? "" : "/--") + std::string(spec->name);
   std::string origin;
   if (specs.size() == 1) {
-    if (const auto found = origins.find(specs[0]->name); found != origins.end())
-      origin = found->second;
+    if (const auto found = origins.find(specs[0]->name); found != origins.end()) origin = found->second;
   }
-  return flag_message(flags, origin, rest);
+  return flag_message(flags, origin, problem.reason);
 }
 
 // Applies the sources in precedence order to `parsed`; the first problem ends it.
@@ -664,8 +653,9 @@ class ConfigBuilder {
       return "--redis: required: the Redis lock nodes as HOST:PORT[,HOST:PORT...] (or "
              "FENCELOCK_REDIS, or \"redis\" in the --config file)";
     }
-    const storage::Status engine = storage::validate_engine_options(parsed_.config.engine);
-    if (!engine) return engine_message(engine.error().message, origins_);
+    if (const auto problem = storage::find_option_problem(parsed_.config.engine)) {
+      return engine_message(*problem, origins_);
+    }
     return std::nullopt;
   }
 

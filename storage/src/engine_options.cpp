@@ -23,9 +23,8 @@ bool is_numeric_host(const std::string& host) {
   return ::inet_pton(AF_INET, host.c_str(), scratch) == 1 || ::inet_pton(AF_INET6, host.c_str(), scratch) == 1;
 }
 
-std::string bound_message(const char* field, milliseconds low, milliseconds high) {
-  return std::string(field) + " must be between " + std::to_string(low.count()) + " ms and " +
-         std::to_string(high.count()) + " ms";
+std::string bound_message(milliseconds low, milliseconds high) {
+  return "must be between " + std::to_string(low.count()) + " ms and " + std::to_string(high.count()) + " ms";
 }
 
 }  // namespace
@@ -40,78 +39,88 @@ Result<NodeAddress> parse_node_address(std::string_view text) {
   std::string_view port_text;
   if (text.starts_with('[')) {
     const std::size_t close = text.find("]:");
-    if (close == std::string_view::npos) return invalid("node address '" + std::string(text) + "': expected [IPV6]:PORT");
+    if (close == std::string_view::npos) return invalid("expected [IPV6]:PORT");
     host = text.substr(1, close - 1);
     port_text = text.substr(close + 2);
   } else {
     const std::size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return invalid("node address '" + std::string(text) + "': expected HOST:PORT");
+    if (colon == std::string_view::npos) return invalid("expected HOST:PORT");
     host = text.substr(0, colon);
     port_text = text.substr(colon + 1);
     if (host.find(':') != std::string_view::npos) {
-      return invalid("node address '" + std::string(text) + "': write IPv6 addresses as [IPV6]:PORT");
+      return invalid("write IPv6 addresses as [IPV6]:PORT");
     }
   }
   unsigned port = 0;
   const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535) {
-    return invalid("node address '" + std::string(text) + "': port must be 1..65535");
+    return invalid("port must be 1..65535");
   }
   std::string host_string(host == "localhost" ? std::string_view("127.0.0.1") : host);
   if (!is_numeric_host(host_string)) {
-    return invalid("node address '" + std::string(text) +
-                   "': host must be a numeric IP address or localhost");
+    return invalid("host must be a numeric IP address or localhost");
   }
   return NodeAddress{std::move(host_string), static_cast<std::uint16_t>(port)};
 }
 
-Status validate_engine_options(const EngineOptions& o) {
+std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
+  auto problem = [](std::initializer_list<std::string_view> fields, std::string reason) {
+    return std::optional<OptionProblem>(OptionProblem{std::vector<std::string_view>(fields), std::move(reason)});
+  };
   if (o.nodes.empty() || o.nodes.size() > kMaxLockNodes) {
-    return invalid("nodes: need 1 to " + std::to_string(kMaxLockNodes) + " Redis nodes, got " +
-                   std::to_string(o.nodes.size()));
+    return problem({"nodes"}, "need 1 to " + std::to_string(kMaxLockNodes) + " Redis nodes, got " +
+                                  std::to_string(o.nodes.size()));
   }
   for (std::size_t i = 0; i < o.nodes.size(); ++i) {
     if (!is_numeric_host(o.nodes[i].host) || o.nodes[i].port == 0) {
-      return invalid("nodes: '" + o.nodes[i].to_string() +
-                     "' needs a numeric IP address and a port (names would block the event loop)");
+      return problem({"nodes"}, "'" + o.nodes[i].to_string() +
+                                    "' needs a numeric IP address and a port (names would block the event loop)");
     }
     for (std::size_t j = i + 1; j < o.nodes.size(); ++j) {
       if (o.nodes[i].host == o.nodes[j].host && o.nodes[i].port == o.nodes[j].port) {
-        return invalid("nodes: " + o.nodes[i].to_string() + " is listed twice");
+        return problem({"nodes"}, o.nodes[i].to_string() + " is listed twice");
       }
     }
   }
   if (!in_range(o.node_timeout, milliseconds(1), milliseconds(10'000))) {
-    return invalid(bound_message("node_timeout", milliseconds(1), milliseconds(10'000)));
+    return problem({"node_timeout"}, bound_message(milliseconds(1), milliseconds(10'000)));
   }
   if (!in_range(o.connect_timeout, milliseconds(1), milliseconds(60'000))) {
-    return invalid(bound_message("connect_timeout", milliseconds(1), milliseconds(60'000)));
+    return problem({"connect_timeout"}, bound_message(milliseconds(1), milliseconds(60'000)));
   }
   if (!in_range(o.reconnect_min, milliseconds(1), milliseconds(60'000)) ||
       !in_range(o.reconnect_max, o.reconnect_min, milliseconds(60'000))) {
-    return invalid("reconnect_min/reconnect_max must satisfy 1 ms <= min <= max <= 60000 ms");
+    return problem({"reconnect_min", "reconnect_max"}, "must satisfy 1 ms <= min <= max <= 60000 ms");
   }
   if (!(o.drift_factor >= 0.0 && o.drift_factor <= 0.5)) {
-    return invalid("drift_factor must be between 0 and 0.5");
+    return problem({"drift_factor"}, "must be between 0 and 0.5");
   }
   if (!in_range(o.retry_delay, milliseconds(0), milliseconds(60'000))) {
-    return invalid(bound_message("retry_delay", milliseconds(0), milliseconds(60'000)));
+    return problem({"retry_delay"}, bound_message(milliseconds(0), milliseconds(60'000)));
   }
   if (!in_range(o.retry_jitter, milliseconds(0), milliseconds(60'000))) {
-    return invalid(bound_message("retry_jitter", milliseconds(0), milliseconds(60'000)));
+    return problem({"retry_jitter"}, bound_message(milliseconds(0), milliseconds(60'000)));
   }
   if (!in_range(o.min_ttl, milliseconds(1), milliseconds(86'400'000)) ||
       !in_range(o.max_ttl, o.min_ttl, milliseconds(86'400'000))) {
-    return invalid("min_ttl/max_ttl must satisfy 1 ms <= min_ttl <= max_ttl <= 86400000 ms");
+    return problem({"min_ttl", "max_ttl"}, "must satisfy 1 ms <= min_ttl <= max_ttl <= 86400000 ms");
   }
   if (!in_range(o.max_wait, milliseconds(0), milliseconds(3'600'000))) {
-    return invalid(bound_message("max_wait", milliseconds(0), milliseconds(3'600'000)));
+    return problem({"max_wait"}, bound_message(milliseconds(0), milliseconds(3'600'000)));
   }
-  if (o.key_prefix.size() > 64) return invalid("key_prefix must be at most 64 bytes");
+  if (o.key_prefix.size() > 64) return problem({"key_prefix"}, "must be at most 64 bytes");
   if (o.exclusive_tokens.size() > 128 || o.exclusive_tokens.find(' ') != std::string::npos) {
-    return invalid("exclusive_tokens must be at most 128 bytes without spaces");
+    return problem({"exclusive_tokens"}, "must be at most 128 bytes without spaces");
   }
-  return Done{};
+  return std::nullopt;
+}
+
+Status validate_engine_options(const EngineOptions& o) {
+  const auto found = find_option_problem(o);
+  if (!found) return Done{};
+  std::string fields;
+  for (const std::string_view field : found->fields) fields.append(fields.empty() ? "" : "/").append(field);
+  return invalid(fields + ": " + found->reason);
 }
 
 }  // namespace fencelock::storage

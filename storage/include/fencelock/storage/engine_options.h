@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,7 +22,8 @@ struct NodeAddress {
 
 // Parses "HOST:PORT" (IPv4 or "localhost") or "[IPV6]:PORT". Host names other than localhost
 // are refused: hiredis 0.14 would resolve them with a blocking getaddrinfo on the event loop.
-// Errors: kInvalidArgument naming what is wrong.
+// Errors: kInvalidArgument, the message saying what is wrong ("port must be 1..65535"); the caller
+// names the text.
 Result<NodeAddress> parse_node_address(std::string_view text);
 
 inline constexpr std::size_t kMaxLockNodes = 15;
@@ -79,7 +81,15 @@ struct EngineOptions {
   std::string exclusive_tokens;
 };
 
-// Checks every field against its bounds. Errors: kInvalidArgument naming the field.
+// The first option out of bounds: the fields concerned (as named in EngineOptions; two for a
+// bound between fields, "min_ttl" and "max_ttl") and what is wrong with them ("must be ...").
+struct OptionProblem {
+  std::vector<std::string_view> fields;
+  std::string reason;
+};
+std::optional<OptionProblem> find_option_problem(const EngineOptions& options);
+
+// Checks every field against its bounds. Errors: kInvalidArgument, "<fields>: <reason>".
 Status validate_engine_options(const EngineOptions& options);
 
 }  // namespace fencelock::storage
