@@ -13,21 +13,21 @@ using asio::ip::tcp;
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, ApiHandlers& handlers,
                        RequestObserver observer)
     : io_(io),
-      options_(std::move(options)),
-      handlers_(handlers),
-      observer_(std::move(observer)),
+      host_(std::make_shared<SessionHost>(std::move(options), handlers, std::move(observer))),
       acceptor_(asio::make_strand(io)),
       accept_retry_(acceptor_.get_executor()),
       grace_timer_(io) {}
 
-HttpServer::~HttpServer() { *alive_ = false; }
+// Sessions may outlive the server (the io_context discards their handlers later): the drain
+// callback, which calls into the server, must not run then.
+HttpServer::~HttpServer() { host_->take_drained(); }
 
 storage::Status HttpServer::listen() {
   boost::system::error_code ec;
-  const auto address = asio::ip::make_address(options_.listen.host, ec);
+  const auto address = asio::ip::make_address(options().listen.host, ec);
   if (ec) return storage::make_error(storage::ErrorCode::kInvalidArgument, "listen address: " + ec.message());
-  const tcp::endpoint endpoint(address, options_.listen.port);
-  const std::string where = options_.listen.to_string();
+  const tcp::endpoint endpoint(address, options().listen.port);
+  const std::string where = options().listen.to_string();
   if (acceptor_.open(endpoint.protocol(), ec); ec) {
     return storage::make_error(storage::ErrorCode::kUnavailable, "cannot open " + where + ": " + ec.message());
   }
@@ -54,19 +54,10 @@ void HttpServer::do_accept() {
       accept_later();
       return;
     }
-    if (open_.load(std::memory_order_relaxed) >= options_.max_connections) {
-      boost::system::error_code ignored;
-      socket.close(ignored);  // over the limit: refuse by closing, before reading anything
-    } else {
-      socket.set_option(tcp::no_delay(true), ec);
-      auto session = std::make_shared<HttpSession>(std::move(socket), *this);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        sessions_.emplace(session.get(), session);
-      }
-      open_.fetch_add(1, std::memory_order_relaxed);
-      session->run();
-    }
+    socket.set_option(tcp::no_delay(true), ec);
+    auto session = std::make_shared<HttpSession>(std::move(socket), host_);
+    // Over the limit: refuse by closing, before reading anything (the session closes its socket).
+    if (host_->add(session)) session->run();
     do_accept();
   });
 }
@@ -78,64 +69,27 @@ void HttpServer::accept_later() {
   });
 }
 
-void HttpServer::observe(const RequestRecord& record) const {
-  if (observer_) observer_(record);
-}
-
-void HttpServer::forget(HttpSession* session) {
-  open_.fetch_sub(1, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.erase(session);
-  }
-  check_drained();
-}
-
 void HttpServer::shutdown(std::chrono::milliseconds grace, std::function<void()> done) {
-  draining_ = true;
   asio::post(acceptor_.get_executor(), [this] {  // the acceptor is only touched on its strand
     boost::system::error_code ignored;
     accept_retry_.cancel();
     acceptor_.close(ignored);
   });
-  std::vector<std::shared_ptr<HttpSession>> live;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    drained_ = std::move(done);
-    for (auto& [raw, weak] : sessions_) {
-      if (auto session = weak.lock()) live.push_back(std::move(session));
-    }
-  }
+  auto live = host_->drain([this, done = std::move(done)] {
+    asio::post(io_, [this] { grace_timer_.cancel(); });
+    done();
+  });
   for (auto& session : live) session->drain();
   live.clear();
   grace_timer_.expires_after(grace);
   grace_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec == asio::error::operation_aborted) return;
-    std::function<void()> finish;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      finish = std::move(drained_);
-      drained_ = nullptr;
-    }
-    if (finish) {
+    if (std::function<void()> finish = host_->take_drained()) {
       log_event(LogLevel::kWarning, "shutdown_grace_expired",
                 "open_connections=" + std::to_string(open_connections()));
       finish();
     }
   });
-  check_drained();
-}
-
-void HttpServer::check_drained() {
-  std::function<void()> done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!draining_ || !sessions_.empty() || !drained_) return;
-    done = std::move(drained_);
-    drained_ = nullptr;
-  }
-  asio::post(io_, [this] { grace_timer_.cancel(); });
-  done();
 }
 
 }  // namespace fencelock::service

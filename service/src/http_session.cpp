@@ -9,7 +9,6 @@
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
 
-#include "http_server.h"
 #include "log.h"
 
 namespace fencelock::service {
@@ -32,12 +31,10 @@ Method method_of(http::verb verb) {
 
 }  // namespace
 
-HttpSession::HttpSession(asio::ip::tcp::socket&& socket, HttpServer& server)
-    : stream_(std::move(socket)), server_(server), server_alive_(server.liveness()) {}
+HttpSession::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host)
+    : stream_(std::move(socket)), host_(std::move(host)) {}
 
-HttpSession::~HttpSession() {
-  if (*server_alive_) server_.forget(this);
-}
+HttpSession::~HttpSession() { host_->forget(this); }
 
 void HttpSession::run() {
   asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
@@ -52,11 +49,11 @@ void HttpSession::drain() {
 
 void HttpSession::do_read() {
   if (closed_) return;
-  if (server_.draining()) return close();
+  if (host_->draining()) return close();
   parser_.emplace();
-  parser_->body_limit(server_.options().body_limit);
-  parser_->header_limit(static_cast<std::uint32_t>(server_.options().header_limit));
-  stream_.expires_after(server_.options().idle_timeout);
+  parser_->body_limit(host_->options().body_limit);
+  parser_->header_limit(static_cast<std::uint32_t>(host_->options().header_limit));
+  stream_.expires_after(host_->options().idle_timeout);
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t bytes) { self->on_read(ec, bytes); });
 }
@@ -73,7 +70,7 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   route_ = Route::kNotFound;
   name_ = {};
   if (ec == http::error::body_limit) {
-    return respond_and_close(ApiHandlers::refuse(RequestFault::kBodyTooLarge, server_.options().body_limit));
+    return respond_and_close(ApiHandlers::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
   }
   if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
   // Transfer-Encoding other than chunked cannot be framed: refuse it rather than read what follows
@@ -83,7 +80,7 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   }
   request_ = parser_->release();
   keep_alive_ = request_.keep_alive();
-  ApiHandlers::Dispatched dispatched = server_.handlers().dispatch(
+  ApiHandlers::Dispatched dispatched = host_->handlers().dispatch(
       method_of(request_.method()), request_.target(), request_.body(),
       [self = shared_from_this(), request = request_seq_](ApiResponse response) {
         asio::post(self->stream_.get_executor(), [self, request, response = std::move(response)]() mutable {
@@ -136,7 +133,7 @@ void HttpSession::on_response(std::uint64_t request, ApiResponse response) {
   if (client_gone_) {
     client_gone_ = false;
     if (response.undelivered) response.undelivered();
-    server_.observe(RequestRecord{request_.method_string(), route_, name_, http_status(ApiError::kClientGone),
+    host_->observe(RequestRecord{request_.method_string(), route_, name_, http_status(ApiError::kClientGone),
                                   std::chrono::steady_clock::now() - started_,
                                   "error=" + std::string(wire_code(ApiError::kClientGone))});
     busy_ = false;
@@ -148,7 +145,7 @@ void HttpSession::on_response(std::uint64_t request, ApiResponse response) {
   }
   undelivered_ = std::move(response.undelivered);
   if (response.close) keep_alive_ = false;
-  const bool keep = keep_alive_ && !server_.draining();
+  const bool keep = keep_alive_ && !host_->draining();
   response_ = {};
   response_.version(11);
   response_.result(response.status);
@@ -170,7 +167,7 @@ void HttpSession::respond_and_close(ApiResponse response) {
 }
 
 void HttpSession::do_write() {
-  stream_.expires_after(server_.options().write_timeout);
+  stream_.expires_after(host_->options().write_timeout);
   http::async_write(stream_, response_,
                     [self = shared_from_this()](beast::error_code ec, std::size_t bytes) { self->on_write(ec, bytes); });
 }
@@ -178,7 +175,7 @@ void HttpSession::do_write() {
 void HttpSession::on_write(beast::error_code ec, std::size_t) {
   if (ec && undelivered_) undelivered_();  // the answer did not get out: undo what it hands out
   undelivered_ = nullptr;
-  server_.observe(RequestRecord{request_.method_string(), route_, name_, response_.result_int(),
+  host_->observe(RequestRecord{request_.method_string(), route_, name_, response_.result_int(),
                                 std::chrono::steady_clock::now() - started_, detail_});
   busy_ = false;
   request_ = {};

@@ -24,14 +24,14 @@
 
 #include "api_handlers.h"
 #include "route.h"
+#include "session_host.h"
 
 namespace fencelock::service {
 
-class HttpServer;
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(boost::asio::ip::tcp::socket&& socket, HttpServer& server);
+  HttpSession(boost::asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host);
   ~HttpSession();
 
   void run();
@@ -51,8 +51,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
-  HttpServer& server_;
-  std::shared_ptr<const std::atomic<bool>> server_alive_;
+  std::shared_ptr<SessionHost> host_;  // outlives this session, whatever happens to the server
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   boost::beast::http::request<boost::beast::http::string_body> request_;
   boost::beast::http::response<boost::beast::http::string_body> response_;
