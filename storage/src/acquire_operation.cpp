@@ -84,9 +84,8 @@ RespCommand AcquireOperation::attempt_command(bool marking, bool eval) const {
 
 void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
-  if (marking_ && reply.is_error_prefix("NOSCRIPT")) {
-    // Someone flushed the script cache. EVAL cannot answer NOSCRIPT, so this happens once.
-    core_->send_to(node, attempt_command(true, /*eval=*/true), shared_from_this(), attempt_);
+  if (marking_ && core_->resend_on_noscript(node, reply, [this] { return attempt_command(true, /*eval=*/true); },
+                                             shared_from_this(), attempt_)) {
     return;
   }
   tally_->record(node, vote_for_set(reply));
@@ -96,11 +95,7 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     case TallyOutcome::kImpossible: break;
   }
   if (tally_->unavailable()) {
-    attempt_failed(make_error(ErrorCode::kUnavailable,
-                              "only " + std::to_string(tally_->answered_voters()) + " of " +
-                                  std::to_string(tally_->node_count()) +
-                                  " lock nodes answered; a quorum of " +
-                                  std::to_string(tally_->quorum()) + " is needed"));
+    attempt_failed(make_error(ErrorCode::kUnavailable, tally_->shortfall()));
   } else {
     attempt_failed(make_error(ErrorCode::kLocked, "the lock is held by another lease"));
   }
@@ -260,18 +255,8 @@ void AcquireOperation::complete(Result<Lease> result) {
   phase_ = Phase::kDone;
   core_->untrack(this);
   if (queued_) core_->remove_waiter(request_.name, this);
-  if (EngineObserver* observer = core_->observer()) {
-    OperationReport report{OperationKind::kAcquire,
-                           result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code),
-                           Clock::now() - call_started_,
-                           attempt_,
-                           {},
-                           token_draw_};
-    if (tally_) {
-      for (std::size_t i = 0; i < tally_->node_count(); ++i) report.votes.push_back(tally_->vote_of(i));
-    }
-    observer->on_operation(report);
-  }
+  core_->report(OperationKind::kAcquire, result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code),
+                Clock::now() - call_started_, attempt_, tally_ ? &*tally_ : nullptr, token_draw_);
   core_->complete_later(std::move(done_), std::move(result));
   core_->operation_finished();
 }

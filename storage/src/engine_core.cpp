@@ -163,6 +163,24 @@ RespCommand EngineCore::script_command(Script script, bool eval, std::span<const
   return command;
 }
 
+bool EngineCore::resend_on_noscript(std::size_t node, const NodeReply& reply,
+                                    const std::function<RespCommand()>& eval,
+                                    const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie) {
+  if (!reply.is_error_prefix("NOSCRIPT")) return false;
+  send_to(node, eval(), sink, cookie);
+  return true;
+}
+
+void EngineCore::report(OperationKind kind, std::optional<ErrorCode> error, Clock::duration elapsed,
+                        std::uint32_t attempts, const QuorumTally* tally, Clock::duration token_draw) {
+  if (observer_ == nullptr) return;
+  OperationReport report{kind, error, elapsed, attempts, {}, token_draw};
+  if (tally != nullptr) {
+    for (std::size_t i = 0; i < tally->node_count(); ++i) report.votes.push_back(tally->vote_of(i));
+  }
+  observer_->on_operation(report);
+}
+
 void EngineCore::release_everywhere(std::string_view name, std::string_view value) {
   // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
   const std::string keys[] = {key_of(name)};

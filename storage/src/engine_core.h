@@ -7,6 +7,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -97,6 +98,17 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // EVALSHA (or, for the NOSCRIPT fallback, EVAL) of `script` on `keys` with `args`.
   static RespCommand script_command(Script script, bool eval, std::span<const std::string> keys,
                                     std::span<const std::string> args);
+
+  // The NOSCRIPT fallback of every operation: if `reply` says the node lost its scripts (someone
+  // ran SCRIPT FLUSH), sends the EVAL form (which cannot answer NOSCRIPT) to that node with
+  // `cookie` and returns true. `eval` builds that command. Callers use it once per command.
+  bool resend_on_noscript(std::size_t node, const NodeReply& reply, const std::function<RespCommand()>& eval,
+                          const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie);
+
+  // Tells the observer (if any) how an operation ended; `tally` (may be null) gives the votes of
+  // its last round.
+  void report(OperationKind kind, std::optional<ErrorCode> error, std::chrono::steady_clock::duration elapsed,
+              std::uint32_t attempts, const QuorumTally* tally, std::chrono::steady_clock::duration token_draw);
 
   // Compare-and-delete of the lease `value` under `name` on every node, answers ignored, never
   // announced: the cleanup of a failed attempt.

@@ -23,7 +23,8 @@ namespace fencelock::storage {
 
 // Where releases are announced. One channel for every key prefix (the Lua scripts cannot know the
 // prefix); listeners match the key in the message against their own prefix.
-inline constexpr std::string_view kAnnouncementChannel = "fencelock:released";
+#define FENCELOCK_ANNOUNCEMENT_CHANNEL "fencelock:released"  // spelled once, for C++ and Lua
+inline constexpr std::string_view kAnnouncementChannel = FENCELOCK_ANNOUNCEMENT_CHANNEL;
 
 enum class Script : std::uint8_t { kRelease = 0, kReleaseSilently = 1, kExtend = 2, kInspect = 3, kAcquireAndMark = 4 };
 inline constexpr std::size_t kScriptCount = 5;
@@ -69,7 +70,7 @@ inline constexpr std::string_view kReleaseScript =
     "end\n"
     "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n"
     "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
-    "  redis.call('PUBLISH', 'fencelock:released', tag .. ' ' .. KEYS[1])\n"
+    "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL "', tag .. ' ' .. KEYS[1])\n"
     "end\n"
     "return 1\n";
 

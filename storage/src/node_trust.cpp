@@ -19,8 +19,11 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   Node& n = nodes_.at(node);
   const bool restarted = n.seen && n.run_id != handshake.run_id;
   if (restarted || !n.seen) n.trusted = false;
-  // Restarted at most `uptime` ago, and, if we saw it restart, no earlier than we noticed.
-  Clock::time_point suspect = now - handshake.uptime;
+  // Restarted at most `uptime` ago, and, if we saw it restart, no earlier than we noticed. Redis
+  // counts uptime in whole seconds from a start time in whole seconds, so it can overstate the
+  // truth by up to a second: take that second off (a shorter uptime only lengthens the wait).
+  const Clock::duration uptime = std::max<Clock::duration>(handshake.uptime - std::chrono::seconds(1), Clock::duration::zero());
+  Clock::time_point suspect = now - uptime;
   if (restarted) suspect = std::max(suspect, now);
   if (restarted || !n.seen) n.suspect_since = suspect;
   n.seen = true;

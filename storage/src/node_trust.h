@@ -57,7 +57,7 @@ class NodeTrust {
   // What one handshake showed.
   struct Handshake {
     std::string run_id;
-    std::chrono::seconds uptime{0};
+    std::chrono::seconds uptime{0};  // uptime_in_seconds, as INFO says (may overstate by < 1 s)
     bool durable = false;
     std::string admitted;                       // the marker's admitted run_id; "" when none
     std::chrono::milliseconds marked_max_ttl{0};  // the marker's max ttl, ours merged in

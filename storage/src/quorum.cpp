@@ -43,6 +43,11 @@ TallyOutcome QuorumTally::outcome() const noexcept {
   return TallyOutcome::kUndecided;
 }
 
+std::string QuorumTally::shortfall() const {
+  return "only " + std::to_string(answered_voters()) + " of " + std::to_string(node_count()) +
+         " lock nodes answered; a quorum of " + std::to_string(quorum()) + " is needed";
+}
+
 std::size_t QuorumTally::pending() const noexcept {
   return static_cast<std::size_t>(std::count(votes_.begin(), votes_.end(), Vote::kPending));
 }

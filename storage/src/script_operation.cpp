@@ -11,17 +11,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Release and extend scripts answer 1 (done) or 0 (not ours, or gone); -1 is handled before.
-Vote vote_for_compare_and_set(const NodeReply& reply) {
-  if (reply.kind != NodeReply::Kind::kInteger) return Vote::kFailed;
-  return reply.integer == 1 ? Vote::kYes : Vote::kNo;
-}
-
-std::string too_few_answered(const QuorumTally& tally) {
-  return "only " + std::to_string(tally.answered_voters()) + " of " + std::to_string(tally.node_count()) +
-         " lock nodes answered; a quorum of " + std::to_string(tally.quorum()) + " is needed";
-}
-
 // The lease is known not to hold a quorum: not even the nodes that failed to answer could have
 // made up the difference, and it is not merely that too few nodes vote (then: unavailable).
 bool surely_not_held(const QuorumTally& tally) {
@@ -58,8 +47,8 @@ void ScriptOperation::start() {
 
 void ScriptOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (finished_) return;
-  if (cookie == 0 && reply.is_error_prefix("NOSCRIPT")) {
-    core_->send_to(node, command(true), shared_from_this(), 1);  // once: cookie 1 is never retried
+  // Once: the EVAL goes out with cookie 1, which is never resent.
+  if (cookie == 0 && core_->resend_on_noscript(node, reply, [this] { return command(true); }, shared_from_this(), 1)) {
     return;
   }
   on_answer(node, reply);
@@ -67,18 +56,8 @@ void ScriptOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply
 
 void ScriptOperation::finish(std::optional<ErrorCode> error) {
   finished_ = true;
-  if (EngineObserver* observer = core_->observer()) {
-    OperationReport report{kind_, error, Clock::now() - started_, 1, {}, Clock::duration{0}};
-    for (std::size_t i = 0; i < tally_.node_count(); ++i) report.votes.push_back(tally_.vote_of(i));
-    observer->on_operation(report);
-  }
+  core_->report(kind_, error, Clock::now() - started_, 1, &tally_, Clock::duration{0});
   core_->operation_finished();
-}
-
-std::string ScriptOperation::claim_argument(const LeaseClaim& claim) {
-  std::string argument = claim.proof;
-  argument.append(std::to_string(claim.token));
-  return argument;
 }
 
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
@@ -92,48 +71,32 @@ ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string
 ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
                                    const LeaseClaim& claim, std::string release_tag,
                                    std::function<void(Result<bool>)> done)
-    : ScriptOperation(core, OperationKind::kRelease, Script::kRelease, {core->key_of(name)},
-                      release_tag.empty() ? std::vector<std::string>{claim_argument(claim)}
-                                          : std::vector<std::string>{claim_argument(claim), release_tag}),
+    : ClaimOperation(core, OperationKind::kRelease, Script::kRelease, core->key_of(name),
+                     release_tag.empty() ? std::vector<std::string>{claim_argument(claim)}
+                                         : std::vector<std::string>{claim_argument(claim), release_tag},
+                     std::move(done)),
       name_(name),
-      release_tag_(std::move(release_tag)),
-      done_(std::move(done)) {}
-
-void ReleaseOperation::on_answer(std::size_t node, const NodeReply& reply) {
-  if (claim_refused(reply)) return refuse_claim(done_);
-  tally_.record(node, vote_for_compare_and_set(reply));
-  decide();
-}
+      release_tag_(std::move(release_tag)) {}
 
 void ReleaseOperation::decide() {
   if (finished()) return;
   if (tally_.outcome() == TallyOutcome::kReached) {
-    finish(std::nullopt);
-    core_->complete_later(std::move(done_), Result<bool>(true));
+    complete(true);
     core_->wake_first_waiter(name_, release_tag_);  // hand the lock over without a retry delay
   } else if (surely_not_held(tally_)) {
-    finish(std::nullopt);
-    core_->complete_later(std::move(done_), Result<bool>(false));
+    complete(false);
   } else if (cannot_tell(tally_)) {
-    finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_), Result<bool>(make_error(ErrorCode::kUnavailable, too_few_answered(tally_))));
+    complete(make_error(ErrorCode::kUnavailable, tally_.shortfall()));
   }
 }
 
 ExtendOperation::ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name,
                                  const LeaseClaim& claim, std::chrono::milliseconds ttl,
                                  std::function<void(Result<Extension>)> done)
-    : ScriptOperation(core, OperationKind::kExtend, Script::kExtend, {core->key_of(name)},
-                      {claim_argument(claim), std::to_string(ttl.count())}),
+    : ClaimOperation(core, OperationKind::kExtend, Script::kExtend, core->key_of(name),
+                     {claim_argument(claim), std::to_string(ttl.count())}, std::move(done)),
       token_(claim.token),
-      ttl_(ttl),
-      done_(std::move(done)) {}
-
-void ExtendOperation::on_answer(std::size_t node, const NodeReply& reply) {
-  if (claim_refused(reply)) return refuse_claim(done_);
-  tally_.record(node, vote_for_compare_and_set(reply));
-  decide();
-}
+      ttl_(ttl) {}
 
 void ExtendOperation::decide() {
   if (finished()) return;
@@ -141,18 +104,14 @@ void ExtendOperation::decide() {
     const auto validity = reportable_validity(
         remaining_validity(ttl_, Clock::now() - started_, core_->options().drift_factor));
     if (validity < std::chrono::milliseconds(1)) {
-      finish(ErrorCode::kUnavailable);
-      core_->complete_later(std::move(done_), Result<Extension>(make_error(ErrorCode::kUnavailable, "the extend took longer than the ttl allows")));
-      return;
+      complete(make_error(ErrorCode::kUnavailable, "the extend took longer than the ttl allows"));
+    } else {
+      complete(Extension{token_, ttl_, validity, started_});
     }
-    finish(std::nullopt);
-    core_->complete_later(std::move(done_), Result<Extension>(Extension{token_, ttl_, validity, started_}));
   } else if (surely_not_held(tally_)) {
-    finish(ErrorCode::kLeaseLost);
-    core_->complete_later(std::move(done_), Result<Extension>(make_error(ErrorCode::kLeaseLost, "the lease no longer holds a quorum of lock nodes")));
+    complete(make_error(ErrorCode::kLeaseLost, "the lease no longer holds a quorum of lock nodes"));
   } else if (cannot_tell(tally_)) {
-    finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_), Result<Extension>(make_error(ErrorCode::kUnavailable, too_few_answered(tally_))));
+    complete(make_error(ErrorCode::kUnavailable, tally_.shortfall()));
   }
 }
 
@@ -181,7 +140,7 @@ void InspectOperation::decide() {
   if (finished() || tally_.pending_voters() != 0) return;
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_), Result<LockStatus>(make_error(ErrorCode::kUnavailable, too_few_answered(tally_))));
+    core_->complete_later(std::move(done_), Result<LockStatus>(make_error(ErrorCode::kUnavailable, tally_.shortfall())));
     return;
   }
   // Group the voting nodes' remaining ttls by the value they hold.

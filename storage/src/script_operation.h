@@ -32,20 +32,6 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
   // Marks the operation complete and tells the observer. Call exactly once, before the handler.
   void finish(std::optional<ErrorCode> error);
 
-  // A release's or extend's claim names this lease with a token that is not its own (the script
-  // answered -1, lua_scripts.h): the lease string was altered. No node changed anything.
-  static bool claim_refused(const NodeReply& reply) noexcept {
-    return reply.kind == NodeReply::Kind::kInteger && reply.integer == -1;
-  }
-  template <class T>
-  void refuse_claim(std::function<void(Result<T>)>& done) {
-    finish(ErrorCode::kInvalidArgument);
-    core_->complete_later(std::move(done), Result<T>(make_error(ErrorCode::kInvalidArgument,
-                                                                "the lease's token is not the token it was granted with")));
-  }
-  // The script argument that carries a claim: proof, then the token in decimal.
-  static std::string claim_argument(const LeaseClaim& claim);
-
   std::shared_ptr<EngineCore> core_;
   QuorumTally tally_;
   std::chrono::steady_clock::time_point started_;
@@ -61,8 +47,40 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
   bool finished_ = false;
 };
 
+// Base of release and extend: scripts that check the holder's claim (lua_scripts.h) and answer 1
+// (done), 0 (not this lease, or gone) or -1 (this lease, but not its token: refused at once with
+// kInvalidArgument, nothing changed anywhere); the subclass decides from the tally.
+template <class T>
+class ClaimOperation : public ScriptOperation {
+ protected:
+  ClaimOperation(std::shared_ptr<EngineCore> core, OperationKind kind, Script script, std::string key,
+                 std::vector<std::string> args, std::function<void(Result<T>)> done)
+      : ScriptOperation(std::move(core), kind, script, {std::move(key)}, std::move(args)), done_(std::move(done)) {}
+
+  // The script argument that carries a claim: proof, then the token in decimal.
+  static std::string claim_argument(const LeaseClaim& claim) { return claim.proof + std::to_string(claim.token); }
+
+  // Finishes (the observer learns the error code, if any) and answers the handler.
+  void complete(Result<T> result) {
+    finish(result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code));
+    core_->complete_later(std::move(done_), std::move(result));
+  }
+
+ private:
+  void on_answer(std::size_t node, const NodeReply& reply) final {
+    if (reply.kind == NodeReply::Kind::kInteger && reply.integer == -1) {
+      return complete(make_error(ErrorCode::kInvalidArgument, "the lease's token is not the token it was granted with"));
+    }
+    const bool answered = reply.kind == NodeReply::Kind::kInteger;
+    tally_.record(node, !answered ? Vote::kFailed : reply.integer == 1 ? Vote::kYes : Vote::kNo);
+    decide();
+  }
+
+  std::function<void(Result<T>)> done_;
+};
+
 // Compare-and-delete on every node (announced to other engines' waiters, see EngineCore).
-class ReleaseOperation final : public ScriptOperation {
+class ReleaseOperation final : public ClaimOperation<bool> {
  public:
   ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
                    std::function<void(Result<bool>)> done);
@@ -70,25 +88,21 @@ class ReleaseOperation final : public ScriptOperation {
  private:
   ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
                    std::string release_tag, std::function<void(Result<bool>)> done);
-  void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
-  std::string name_;        // to wake the name's first waiter once the lock is free
+  std::string name_;         // to wake the name's first waiter once the lock is free
   std::string release_tag_;  // engine id + release number, as announced
-  std::function<void(Result<bool>)> done_;
 };
 
-// Compare-and-PEXPIRE on every node.
-class ExtendOperation final : public ScriptOperation {
+// Compare-and-lengthen on every node.
+class ExtendOperation final : public ClaimOperation<Extension> {
  public:
   ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
                   std::chrono::milliseconds ttl, std::function<void(Result<Extension>)> done);
 
  private:
-  void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
   std::uint64_t token_;
   std::chrono::milliseconds ttl_;
-  std::function<void(Result<Extension>)> done_;
 };
 
 // {value, pttl} from every node; waits for every voting node (bounded by the node timeout).

@@ -44,10 +44,11 @@ TEST_CASE("a node that lost its data waits out the window from its restart, by i
   // Restarted 10 s ago without persistence: its marker is gone.
   CHECK(trust.observe(2, node("c2", 10s, "", milliseconds(0)), t0).empty());
   CHECK_FALSE(trust.voting(2, t0));
-  CHECK(*trust.quarantined_until(2) == t0 - 10s + seconds(60) + milliseconds(2));
-  CHECK_FALSE(trust.voting(2, t0 + 50s));
-  CHECK(trust.voting(2, t0 + 51s));
-  CHECK(trust.refresh(t0 + 51s) == std::vector<std::size_t>{2});
+  // Redis's whole-second uptime may overstate by up to a second: one is taken off.
+  CHECK(*trust.quarantined_until(2) == t0 - 9s + seconds(60) + milliseconds(2));
+  CHECK_FALSE(trust.voting(2, t0 + 51s));
+  CHECK(trust.voting(2, t0 + 52s));
+  CHECK(trust.refresh(t0 + 52s) == std::vector<std::size_t>{2});
   CHECK_FALSE(trust.quarantined_until(2).has_value());
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace fencelock::storage {
@@ -61,6 +62,9 @@ class QuorumTally {
   std::size_t quorum() const noexcept { return quorum_; }
   std::size_t node_count() const noexcept { return votes_.size(); }
   Vote vote_of(std::size_t node) const { return votes_.at(node); }
+  // Why too few answered, for an error message: "only A of N lock nodes answered; a quorum of Q
+  // is needed".
+  std::string shortfall() const;
   bool is_voter(std::size_t node) const { return voter_.at(node); }
 
  private:
