@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+struct redisReply;
+
 namespace fencelock::storage {
 
 struct NodeReply {
@@ -29,6 +31,9 @@ struct NodeReply {
   bool is_error_prefix(const char* prefix) const;  // kError whose text starts with `prefix`
 
   static NodeReply failure(Kind kind, std::string why = {});
+  // A deep copy of hiredis's reply (which lives only inside its callback); never kTimeout or
+  // kDisconnected.
+  static NodeReply from_hiredis(const redisReply* reply);
 };
 
 }  // namespace fencelock::storage

@@ -28,23 +28,6 @@ std::string config_value(const NodeReply& reply) {
   return reply.elements[1].text;
 }
 
-NodeReply copy_reply(const redisReply* reply) {
-  NodeReply out;
-  switch (reply->type) {
-    case REDIS_REPLY_STATUS: out.kind = NodeReply::Kind::kStatus; break;
-    case REDIS_REPLY_ERROR: out.kind = NodeReply::Kind::kError; break;
-    case REDIS_REPLY_INTEGER: out.kind = NodeReply::Kind::kInteger; break;
-    case REDIS_REPLY_NIL: out.kind = NodeReply::Kind::kNil; break;
-    case REDIS_REPLY_STRING: out.kind = NodeReply::Kind::kString; break;
-    case REDIS_REPLY_ARRAY: out.kind = NodeReply::Kind::kArray; break;
-    default: out.kind = NodeReply::Kind::kError; out.text = "unexpected reply type"; return out;
-  }
-  out.integer = reply->integer;
-  if (reply->str != nullptr && reply->type != REDIS_REPLY_INTEGER) out.text.assign(reply->str, reply->len);
-  for (std::size_t i = 0; i < reply->elements; ++i) out.elements.push_back(copy_reply(reply->element[i]));
-  return out;
-}
-
 std::string info_field(std::string_view info, std::string_view field) {
   std::size_t at = 0;
   while ((at = info.find(field, at)) != std::string_view::npos) {
@@ -347,7 +330,7 @@ void RedisNode::on_command_reply(redisAsyncContext* context, void* raw_reply, vo
                                                                : NodeReply::Kind::kDisconnected,
                                "no answer before the connection closed");
   } else {
-    reply = copy_reply(static_cast<const redisReply*>(raw_reply));
+    reply = NodeReply::from_hiredis(static_cast<const redisReply*>(raw_reply));
     if (reply.kind == NodeReply::Kind::kError) node->counters_.errors.fetch_add(1, std::memory_order_relaxed);
   }
   if (entry.sink) entry.sink->on_reply(node->index_, entry.cookie, std::move(reply));

@@ -7,23 +7,6 @@ namespace fencelock::testing {
 
 namespace {
 
-SyncReply convert(const redisReply* reply) {
-  SyncReply out;
-  switch (reply->type) {
-    case REDIS_REPLY_STATUS: out.kind = SyncReply::Kind::kStatus; break;
-    case REDIS_REPLY_ERROR: out.kind = SyncReply::Kind::kError; break;
-    case REDIS_REPLY_INTEGER: out.kind = SyncReply::Kind::kInteger; break;
-    case REDIS_REPLY_STRING: out.kind = SyncReply::Kind::kString; break;
-    case REDIS_REPLY_NIL: out.kind = SyncReply::Kind::kNil; break;
-    case REDIS_REPLY_ARRAY: out.kind = SyncReply::Kind::kArray; break;
-    default: out.kind = SyncReply::Kind::kNoAnswer; break;
-  }
-  out.integer = reply->integer;
-  if (reply->str != nullptr) out.text.assign(reply->str, reply->len);
-  for (std::size_t i = 0; i < reply->elements; ++i) out.elements.push_back(convert(reply->element[i]));
-  return out;
-}
-
 timeval to_timeval(std::chrono::milliseconds timeout) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
@@ -42,7 +25,7 @@ SyncRedis::~SyncRedis() = default;
 
 SyncReply SyncRedis::run(std::vector<const char*>& argv,
                          const std::vector<std::size_t>& lengths) {
-  SyncReply failed;
+  SyncReply failed = SyncReply::failure(SyncReply::Kind::kDisconnected);
   if (!context_ || context_->err != 0) {
     failed.text = context_ ? context_->errstr : "out of memory";
     return failed;
@@ -53,13 +36,13 @@ SyncReply SyncRedis::run(std::vector<const char*>& argv,
     failed.text = context_->errstr;
     return failed;
   }
-  SyncReply out = convert(raw);
+  SyncReply out = SyncReply::from_hiredis(raw);
   freeReplyObject(raw);
   return out;
 }
 
 SyncReply SyncRedis::receive() {
-  SyncReply failed;
+  SyncReply failed = SyncReply::failure(SyncReply::Kind::kDisconnected);
   if (!context_ || context_->err != 0) {
     failed.text = context_ ? context_->errstr : "out of memory";
     return failed;
@@ -69,7 +52,7 @@ SyncReply SyncRedis::receive() {
     failed.text = context_->errstr;
     return failed;
   }
-  SyncReply out = convert(static_cast<redisReply*>(raw));
+  SyncReply out = SyncReply::from_hiredis(static_cast<redisReply*>(raw));
   freeReplyObject(raw);
   return out;
 }

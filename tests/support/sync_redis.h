@@ -11,22 +11,20 @@
 #include <string_view>
 #include <vector>
 
+#include "node_reply.h"
+
 struct redisContext;
 
 namespace fencelock::testing {
 
-struct SyncReply {
-  enum class Kind { kStatus, kError, kInteger, kString, kNil, kArray, kNoAnswer };
-  Kind kind = Kind::kNoAnswer;
-  std::int64_t integer = 0;
-  std::string text;               // status, error or bulk string; the error text for kNoAnswer
-  std::vector<SyncReply> elements;  // kArray
-};
+// The engine's own reply type: answers of a dead or silent node are kDisconnected (answered()
+// is false), with the reason in text.
+using SyncReply = storage::NodeReply;
 
 class SyncRedis {
  public:
   // Connects to 127.0.0.1:port. A failed connection is not an error here: every command then
-  // answers kNoAnswer, which is what a test of a dead node wants to see.
+  // answers kDisconnected, which is what a test of a dead node wants to see.
   explicit SyncRedis(std::uint16_t port,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
   ~SyncRedis();
@@ -36,7 +34,7 @@ class SyncRedis {
   SyncReply command(std::initializer_list<std::string_view> args);
   SyncReply command(const std::vector<std::string>& args);
 
-  // The next reply nobody asked for (a pub/sub message after SUBSCRIBE), or kNoAnswer once the
+  // The next reply nobody asked for (a pub/sub message after SUBSCRIBE), or kDisconnected once the
   // timeout passes — after which this connection answers nothing more.
   SyncReply receive();
 
