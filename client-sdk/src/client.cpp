@@ -1,13 +1,13 @@
 #include "fencelock/client.h"
 
-#include <arpa/inet.h>
-
 #include <charconv>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "fencelock/host_port.h"
 #include "fencelock/names.h"
+#include "fencelock/wire_error.h"
 #include "http_connection.h"
 
 namespace fencelock {
@@ -22,10 +22,7 @@ Error make(ErrorCode code, std::string message, unsigned status = 0) {
   return Error{code, std::move(message), status, std::nullopt};
 }
 
-struct Endpoint {
-  std::string host;
-  std::uint16_t port = 0;
-};
+using Endpoint = HostPort;
 
 Result<Endpoint> parse_endpoint(std::string_view url) {
   const std::string original(url);
@@ -33,30 +30,25 @@ Result<Endpoint> parse_endpoint(std::string_view url) {
   if (!url.starts_with(kScheme)) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "' must start with http://");
   url.remove_prefix(kScheme.size());
   if (url.ends_with('/')) url.remove_suffix(1);
-  std::string_view host;
-  std::string_view port;
-  if (url.starts_with('[')) {
-    const auto close = url.find("]:");
-    if (close == std::string_view::npos) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': expected http://[IPV6]:PORT");
-    host = url.substr(1, close - 1);
-    port = url.substr(close + 2);
-  } else {
-    const auto colon = url.rfind(':');
-    if (colon == std::string_view::npos) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': expected http://HOST:PORT");
-    host = url.substr(0, colon);
-    port = url.substr(colon + 1);
+  auto address = parse_host_port(url);
+  if (!address) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': " + address.error());
+  return std::move(address).value();
+}
+
+// How the SDK files each wire error: what a caller does about it.
+ErrorCode sdk_code_for(WireError error) {
+  switch (error) {
+    case WireError::kLocked: return ErrorCode::kLocked;
+    case WireError::kNotHeld: return ErrorCode::kNotHeld;
+    case WireError::kUnavailable: return ErrorCode::kUnavailable;
+    case WireError::kInvalidRequest:
+    case WireError::kPayloadTooLarge:
+    case WireError::kNotFound:
+    case WireError::kMethodNotAllowed: return ErrorCode::kInvalidArgument;
+    case WireError::kInternal:
+    case WireError::kClientGone: return ErrorCode::kInternal;
   }
-  unsigned number = 0;
-  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
-  if (ec != std::errc() || end != port.data() + port.size() || number == 0 || number > 65535) {
-    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': port must be 1..65535");
-  }
-  std::string address(host == "localhost" ? std::string_view("127.0.0.1") : host);
-  unsigned char scratch[sizeof(in6_addr)];
-  if (::inet_pton(AF_INET, address.c_str(), scratch) != 1 && ::inet_pton(AF_INET6, address.c_str(), scratch) != 1) {
-    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': host must be a numeric IP or localhost");
-  }
-  return Endpoint{std::move(address), static_cast<std::uint16_t>(number)};
+  return ErrorCode::kInternal;
 }
 
 // The service's error body → an SDK error.
@@ -73,12 +65,15 @@ Error error_from_reply(const HttpReply& reply) {
       retry_after = milliseconds(e["retry_after_ms"].get<std::int64_t>());
     }
   }
+  // The code decides; a body without a code this version knows is filed by its status.
   ErrorCode mapped = ErrorCode::kInternal;
-  if (code == "locked") mapped = ErrorCode::kLocked;
-  else if (code == "not_held") mapped = ErrorCode::kNotHeld;
-  else if (code == "unavailable" || reply.status == 503) mapped = ErrorCode::kUnavailable;
-  else if (code == "invalid_request" || code == "payload_too_large" || code == "not_found" ||
-           code == "method_not_allowed" || (reply.status >= 400 && reply.status < 500)) mapped = ErrorCode::kInvalidArgument;
+  if (const auto wire = wire_error_from_code(code)) {
+    mapped = sdk_code_for(*wire);
+  } else if (reply.status == 503) {
+    mapped = ErrorCode::kUnavailable;
+  } else if (reply.status >= 400 && reply.status < 500) {
+    mapped = ErrorCode::kInvalidArgument;
+  }
   return Error{mapped, std::move(message), reply.status, retry_after};
 }
 

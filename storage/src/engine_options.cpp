@@ -1,7 +1,5 @@
 #include "fencelock/storage/engine_options.h"
 
-#include <arpa/inet.h>
-
 #include <charconv>
 
 #include "fencelock/storage/lease_timing.h"
@@ -18,49 +16,16 @@ bool in_range(milliseconds value, milliseconds low, milliseconds high) {
   return value >= low && value <= high;
 }
 
-bool is_numeric_host(const std::string& host) {
-  unsigned char scratch[sizeof(in6_addr)];
-  return ::inet_pton(AF_INET, host.c_str(), scratch) == 1 || ::inet_pton(AF_INET6, host.c_str(), scratch) == 1;
-}
-
 std::string bound_message(milliseconds low, milliseconds high) {
   return "must be between " + std::to_string(low.count()) + " ms and " + std::to_string(high.count()) + " ms";
 }
 
 }  // namespace
 
-std::string NodeAddress::to_string() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 Result<NodeAddress> parse_node_address(std::string_view text) {
-  std::string_view host;
-  std::string_view port_text;
-  if (text.starts_with('[')) {
-    const std::size_t close = text.find("]:");
-    if (close == std::string_view::npos) return invalid("expected [IPV6]:PORT");
-    host = text.substr(1, close - 1);
-    port_text = text.substr(close + 2);
-  } else {
-    const std::size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return invalid("expected HOST:PORT");
-    host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos) {
-      return invalid("write IPv6 addresses as [IPV6]:PORT");
-    }
-  }
-  unsigned port = 0;
-  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535) {
-    return invalid("port must be 1..65535");
-  }
-  std::string host_string(host == "localhost" ? std::string_view("127.0.0.1") : host);
-  if (!is_numeric_host(host_string)) {
-    return invalid("host must be a numeric IP address or localhost");
-  }
-  return NodeAddress{std::move(host_string), static_cast<std::uint16_t>(port)};
+  auto parsed = parse_host_port(text);
+  if (!parsed) return invalid(std::move(parsed).error());
+  return std::move(parsed).value();
 }
 
 std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
@@ -72,7 +37,7 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
                                   std::to_string(o.nodes.size()));
   }
   for (std::size_t i = 0; i < o.nodes.size(); ++i) {
-    if (!is_numeric_host(o.nodes[i].host) || o.nodes[i].port == 0) {
+    if (!parse_host_port(o.nodes[i].to_string()).ok()) {
       return problem({"nodes"}, "'" + o.nodes[i].to_string() +
                                     "' needs a numeric IP address and a port (names would block the event loop)");
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "epoch_file.h"
+#include "fencelock/names.h"
 #include "redis_node.h"
 #include "token_epoch_script.h"
 
@@ -72,10 +73,7 @@ std::string info_run_id(std::string_view info) {
   return {};
 }
 
-Error invalid_name() {
-  return make_error(ErrorCode::kInvalidArgument,
-                    "token name must be 1 to " + std::to_string(kMaxLockNameBytes) + " bytes");
-}
+Error invalid_name() { return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule)); }
 
 }  // namespace
 
@@ -110,7 +108,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   }
 
   void draw(bool is_next, std::string_view name, Callback done) {
-    if (name.empty() || name.size() > kMaxLockNameBytes) {
+    if (!is_valid_lock_name(name)) {
       asio::post(strand_, [done = std::move(done)] { done(invalid_name()); });
       return;
     }

@@ -6,6 +6,7 @@
 
 #include "acquire_operation.h"
 #include "engine_core.h"
+#include "fencelock/names.h"
 #include "fencelock/storage/lease_secret.h"
 #include "script_operation.h"
 
@@ -17,10 +18,7 @@ using std::chrono::milliseconds;
 namespace {
 
 Status check_name(const std::string& name) {
-  if (name.empty() || name.size() > kMaxLockNameBytes) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "name must be 1 to " + std::to_string(kMaxLockNameBytes) + " bytes");
-  }
+  if (!is_valid_lock_name(name)) return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule));
   return Done{};
 }
 

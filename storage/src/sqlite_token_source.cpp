@@ -16,6 +16,7 @@
 //
 // The file also carries the store's identity: a random id written once, when the file is first
 // opened by this code, and read back on every open.
+#include "fencelock/names.h"
 #include "fencelock/storage/sqlite_token_source.h"
 
 #include <cassert>
@@ -67,10 +68,7 @@ constexpr const char* kUpsert =
 
 constexpr const char* kSelect = "SELECT reserved FROM token_mark WHERE id = 1";
 
-Error invalid_name() {
-  return make_error(ErrorCode::kInvalidArgument,
-                    "token name must be 1 to " + std::to_string(kMaxLockNameBytes) + " bytes");
-}
+Error invalid_name() { return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule)); }
 
 }  // namespace
 
@@ -100,7 +98,7 @@ class SqliteTokenSource::Impl {
   }
 
   void submit(bool is_next, std::string_view name, Callback done) {
-    if (name.empty() || name.size() > kMaxLockNameBytes) {
+    if (!is_valid_lock_name(name)) {
       done(invalid_name());
       return;
     }

@@ -15,9 +15,16 @@ TEST_CASE("every API error has its fixed status and wire code", "[service]") {
       {ApiError::kPayloadTooLarge, 413, "payload_too_large"},
       {ApiError::kInternal, 500, "internal"},
       {ApiError::kUnavailable, 503, "unavailable"},
+      {ApiError::kClientGone, 499, "client_gone"},
   }));
   CHECK(http_status(error) == status);
   CHECK(wire_code(error) == code);
+  CHECK(fencelock::wire_error_from_code(code) == error);  // the SDK reads it back the same way
+}
+
+TEST_CASE("a wire code this version does not know is not an error it knows", "[service]") {
+  CHECK_FALSE(fencelock::wire_error_from_code("teapot").has_value());
+  CHECK_FALSE(fencelock::wire_error_from_code("").has_value());
 }
 
 TEST_CASE("storage errors map onto API errors", "[service]") {
@@ -27,6 +34,7 @@ TEST_CASE("storage errors map onto API errors", "[service]") {
       {ErrorCode::kLeaseLost, ApiError::kNotHeld},
       {ErrorCode::kInvalidArgument, ApiError::kInvalidRequest},
       {ErrorCode::kInternal, ApiError::kInternal},
+      {ErrorCode::kCancelled, ApiError::kClientGone},
   }));
   CHECK(api_error_from(storage_code) == api);
 }

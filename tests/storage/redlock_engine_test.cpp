@@ -425,7 +425,8 @@ TEST_CASE("bad arguments are refused before any node is asked", "[storage][redis
   EngineUnderTest t(engine_options_for(cluster));
   const LeaseClaim well_formed{1, std::string(kLeaseProofLength, 'b')};
   CHECK(t.acquire("", 1s).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.acquire(std::string(kMaxLockNameBytes + 1, 'n'), 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.acquire(std::string(201, 'n'), 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.acquire("..", 1s).error().code == ErrorCode::kInvalidArgument);  // one name rule everywhere
   CHECK(t.acquire("n", 1ms).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 2h).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 1s, 2h).error().code == ErrorCode::kInvalidArgument);

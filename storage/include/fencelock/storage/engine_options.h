@@ -9,16 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "fencelock/host_port.h"
 #include "fencelock/storage/result.h"
 
 namespace fencelock::storage {
 
-struct NodeAddress {
-  std::string host;  // numeric IPv4 or IPv6 (no brackets); "localhost" is turned into 127.0.0.1
-  std::uint16_t port = 6379;
-
-  std::string to_string() const;  // "127.0.0.1:6379", "[::1]:6379"
-};
+// A lock node's (or the token master's) address: numeric host and port (fencelock/host_port.h).
+using NodeAddress = fencelock::HostPort;
 
 // Parses "HOST:PORT" (IPv4 or "localhost") or "[IPV6]:PORT". Host names other than localhost
 // are refused: hiredis 0.14 would resolve them with a blocking getaddrinfo on the event loop.
@@ -27,7 +24,6 @@ struct NodeAddress {
 Result<NodeAddress> parse_node_address(std::string_view text);
 
 inline constexpr std::size_t kMaxLockNodes = 15;
-inline constexpr std::size_t kMaxLockNameBytes = 1024;
 
 struct EngineOptions {
   // The independent Redis masters holding the locks. 1..15 nodes; an odd count is recommended

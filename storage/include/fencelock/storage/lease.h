@@ -9,7 +9,7 @@
 namespace fencelock::storage {
 
 struct AcquireRequest {
-  std::string name;                     // 1..kMaxLockNameBytes bytes
+  std::string name;                     // a valid lock name (fencelock/names.h)
   std::chrono::milliseconds ttl{0};     // within [min_ttl, max_ttl]
   // How long to keep trying while the lock is held by another lease, within [0, max_wait]. Every
   // acquire makes at least one attempt, however short its wait; it never waits out an outage

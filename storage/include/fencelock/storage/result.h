@@ -9,7 +9,8 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
+
+#include "fencelock/basic_result.h"
 
 namespace fencelock::storage {
 
@@ -31,31 +32,10 @@ struct Error {
 };
 
 template <class T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
-  Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
-
-  bool ok() const noexcept { return state_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-
-  // Precondition: ok(). Calling value() on an error is a programming error (std::bad_variant_access).
-  T& value() & { return std::get<0>(state_); }
-  const T& value() const& { return std::get<0>(state_); }
-  T&& value() && { return std::get<0>(std::move(state_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  // Precondition: !ok().
-  const Error& error() const& { return std::get<1>(state_); }
-  Error&& error() && { return std::get<1>(std::move(state_)); }
-
- private:
-  std::variant<T, Error> state_;
-};
+using Result = BasicResult<T, Error>;
 
 // Result<void>: success carries nothing.
-struct Done {};
+using fencelock::Done;
 using Status = Result<Done>;
 
 inline Error make_error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }

@@ -6,7 +6,7 @@ using namespace std::chrono;
 using fencelock::format_duration;
 using fencelock::parse_duration;
 
-TEST_CASE("durations take a whole number and one of ms, s, m", "[client]") {
+TEST_CASE("durations take a whole number and one of ms, s, m", "[protocol]") {
   const auto [text, expected] = GENERATE(table<std::string, long long>({
       {"500ms", 500}, {"30s", 30'000}, {"2m", 120'000}, {"0s", 0}, {"999999999999ms", 999'999'999'999},
   }));
@@ -15,13 +15,13 @@ TEST_CASE("durations take a whole number and one of ms, s, m", "[client]") {
   CHECK(parsed->count() == expected);
 }
 
-TEST_CASE("anything else is not a duration", "[client]") {
+TEST_CASE("anything else is not a duration", "[protocol]") {
   const std::string text = GENERATE(as<std::string>{}, "", "30", "s", "1.5s", "-1s", "+1s", " 1s",
                                     "1s ", "1h", "1S", "10sec", "1ms2", "1000000000000ms");
   CHECK_FALSE(parse_duration(text).has_value());
 }
 
-TEST_CASE("a duration formats to the shortest exact spelling", "[client]") {
+TEST_CASE("a duration formats to the shortest exact spelling", "[protocol]") {
   CHECK(format_duration(milliseconds(120'000)) == "2m");
   CHECK(format_duration(milliseconds(30'000)) == "30s");
   CHECK(format_duration(milliseconds(1500)) == "1500ms");

@@ -1,0 +1,47 @@
+#include "fencelock/wire_error.h"
+
+#include <array>
+
+namespace fencelock {
+
+namespace {
+
+struct Entry {
+  WireError error;
+  unsigned status;
+  std::string_view code;
+};
+
+constexpr std::array<Entry, 9> kTable{{
+    {WireError::kInvalidRequest, 400, "invalid_request"},
+    {WireError::kNotFound, 404, "not_found"},
+    {WireError::kMethodNotAllowed, 405, "method_not_allowed"},
+    {WireError::kLocked, 409, "locked"},
+    {WireError::kNotHeld, 409, "not_held"},
+    {WireError::kPayloadTooLarge, 413, "payload_too_large"},
+    {WireError::kInternal, 500, "internal"},
+    {WireError::kUnavailable, 503, "unavailable"},
+    {WireError::kClientGone, 499, "client_gone"},
+}};
+
+const Entry& entry_of(WireError error) noexcept {
+  for (const Entry& entry : kTable) {
+    if (entry.error == error) return entry;
+  }
+  return kTable[6];  // internal
+}
+
+}  // namespace
+
+unsigned http_status(WireError error) noexcept { return entry_of(error).status; }
+
+std::string_view wire_code(WireError error) noexcept { return entry_of(error).code; }
+
+std::optional<WireError> wire_error_from_code(std::string_view code) noexcept {
+  for (const Entry& entry : kTable) {
+    if (entry.code == code) return entry.error;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fencelock
