@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "node_reply.h"
+#include "redis/node_reply.h"
 
 struct redisContext;
 

@@ -31,10 +31,10 @@
 #include <utility>
 #include <vector>
 
-#include "exclusive_file_lock.h"
+#include "tokens/exclusive_file_lock.h"
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/lease_secret.h"
-#include "sqlite_handle.h"
+#include "tokens/sqlite_handle.h"
 
 namespace fencelock::storage {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine_core.h"
+#include "engine/engine_core.h"
 #include "fencelock/storage/lease.h"
 
 namespace fencelock::storage {

@@ -1,10 +1,10 @@
-#include "release_subscriber.h"
+#include "redis/release_subscriber.h"
 
 #include <hiredis/hiredis.h>
 
 #include <string_view>
 
-#include "hiredis_asio_adapter.h"
+#include "redis/hiredis_asio_adapter.h"
 
 namespace fencelock::storage {
 

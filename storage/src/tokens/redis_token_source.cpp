@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "epoch_file.h"
+#include "tokens/epoch_file.h"
 #include "fencelock/names.h"
-#include "redis_node.h"
-#include "token_epoch_script.h"
+#include "redis/redis_node.h"
+#include "tokens/token_epoch_script.h"
 
 namespace fencelock::storage {
 

@@ -1,4 +1,4 @@
-#include "resp_command.h"
+#include "redis/resp_command.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "sqlite_handle.h"
+#include "tokens/sqlite_handle.h"
 
 namespace fencelock::storage {
 

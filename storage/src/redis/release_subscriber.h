@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "reconnect_backoff.h"
+#include "redis/reconnect_backoff.h"
 
 namespace fencelock::storage {
 

@@ -1,7 +1,7 @@
-#include "instance_registry.h"
+#include "engine/instance_registry.h"
 
-#include "engine_core.h"
-#include "lua_scripts.h"
+#include "engine/engine_core.h"
+#include "engine/lua_scripts.h"
 
 namespace fencelock::storage {
 

@@ -1,4 +1,4 @@
-#include "engine_core.h"
+#include "engine/engine_core.h"
 
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "acquire_operation.h"
+#include "engine/acquire_operation.h"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>

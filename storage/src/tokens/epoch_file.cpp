@@ -1,4 +1,4 @@
-#include "epoch_file.h"
+#include "tokens/epoch_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -14,7 +14,7 @@
 #include "tcp_proxy.h"
 #include "temp_dir.h"
 #include "token_checks.h"
-#include "token_epoch_script.h"
+#include "tokens/token_epoch_script.h"
 
 using namespace fencelock::storage;
 using namespace fencelock::testing;

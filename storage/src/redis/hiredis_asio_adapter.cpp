@@ -1,4 +1,4 @@
-#include "hiredis_asio_adapter.h"
+#include "redis/hiredis_asio_adapter.h"
 
 #include <boost/asio/error.hpp>
 

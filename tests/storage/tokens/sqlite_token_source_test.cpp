@@ -11,7 +11,7 @@
 #include <random>
 #include <set>
 
-#include "sqlite_handle.h"
+#include "tokens/sqlite_handle.h"
 #include "temp_dir.h"
 #include "token_checks.h"
 

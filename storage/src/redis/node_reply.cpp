@@ -1,4 +1,4 @@
-#include "node_reply.h"
+#include "redis/node_reply.h"
 
 #include <hiredis/hiredis.h>
 

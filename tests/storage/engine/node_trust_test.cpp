@@ -1,6 +1,6 @@
 // NodeTrust: which lock nodes may vote, with injected time (no Redis).
-#include "node_trust.h"
-#include "redis_node.h"
+#include "engine/node_trust.h"
+#include "redis/redis_node.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "redis_node.h"
+#include "redis/redis_node.h"
 
 #include <hiredis/hiredis.h>
 
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <string_view>
 
-#include "hiredis_asio_adapter.h"
+#include "redis/hiredis_asio_adapter.h"
 
 namespace fencelock::storage {
 

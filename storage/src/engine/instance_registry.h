@@ -31,7 +31,7 @@
 #include <optional>
 #include <string>
 
-#include "redis_node.h"
+#include "redis/redis_node.h"
 
 namespace fencelock::storage {
 

@@ -1,4 +1,4 @@
-#include "exclusive_file_lock.h"
+#include "tokens/exclusive_file_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -22,11 +22,11 @@
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/quorum.h"
 #include "fencelock/storage/token_source.h"
-#include "instance_registry.h"
-#include "lua_scripts.h"
-#include "node_trust.h"
-#include "redis_node.h"
-#include "release_subscriber.h"
+#include "engine/instance_registry.h"
+#include "engine/lua_scripts.h"
+#include "engine/node_trust.h"
+#include "redis/redis_node.h"
+#include "redis/release_subscriber.h"
 
 namespace fencelock::storage {
 

@@ -32,9 +32,9 @@
 #include <utility>
 #include <vector>
 
-#include "node_reply.h"
-#include "reconnect_backoff.h"
-#include "resp_command.h"
+#include "redis/node_reply.h"
+#include "redis/reconnect_backoff.h"
+#include "redis/resp_command.h"
 
 namespace fencelock::storage {
 

@@ -1,4 +1,4 @@
-#include "node_trust.h"
+#include "engine/node_trust.h"
 
 #include <algorithm>
 

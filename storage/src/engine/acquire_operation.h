@@ -14,7 +14,7 @@
 #include <memory>
 #include <optional>
 
-#include "engine_core.h"
+#include "engine/engine_core.h"
 #include "fencelock/storage/lease.h"
 #include "fencelock/storage/redlock_engine.h"
 

@@ -4,11 +4,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "acquire_operation.h"
-#include "engine_core.h"
+#include "engine/acquire_operation.h"
+#include "engine/engine_core.h"
 #include "fencelock/names.h"
 #include "fencelock/storage/lease_secret.h"
-#include "script_operation.h"
+#include "engine/script_operation.h"
 
 namespace fencelock::storage {
 

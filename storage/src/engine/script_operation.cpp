@@ -1,4 +1,4 @@
-#include "script_operation.h"
+#include "engine/script_operation.h"
 
 #include <algorithm>
 #include <map>
