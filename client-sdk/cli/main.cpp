@@ -38,7 +38,9 @@ json lease_json(const Lease& lease) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto parsed = parse_cli(args, env("FENCELOCK_ENDPOINT"), env("FENCELOCK_LEASE"));
   if (!parsed.ok()) {
@@ -96,4 +98,16 @@ int main(int argc, char** argv) {
     case Command::kVersion: break;
   }
   return kExitOk;
+}
+
+}  // namespace
+
+// The one catch of the program: a surprise (out of memory, a bug) is reported, not a terminate().
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s\n", "fencelock", e.what());
+    return kExitError;
+  }
 }

@@ -48,6 +48,7 @@ pid_t start_child(const CliArgs& args, std::uint64_t token) {
   env_strings.push_back("FENCELOCK_NAME=" + args.name);
   env_strings.push_back("FENCELOCK_TOKEN=" + std::to_string(token));
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<char*> argv;

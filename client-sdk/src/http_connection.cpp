@@ -80,7 +80,7 @@ Result<HttpReply> HttpConnection::round_trip(std::string_view method, std::strin
   }
 
   http::response_parser<http::string_body> parser;
-  parser.body_limit(16 * 1024 * 1024);
+  parser.body_limit(std::uint64_t{16} * 1024 * 1024);
   bool read = false;
   http::async_read(socket_, buffer_, parser, [&](boost::system::error_code e, std::size_t) {
     ec = e;

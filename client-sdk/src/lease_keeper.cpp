@@ -59,7 +59,7 @@ void LeaseKeeper::declare_lost(Error why) {
   lost_.request_stop();
 }
 
-void LeaseKeeper::run(std::stop_token stop) {
+void LeaseKeeper::run(const std::stop_token& stop) {
   const std::string lease_string = lease_.lease_string();
   std::optional<Error> last_failure;      // set while renewal keeps failing transiently
   Clock::time_point retry_at{};           // when to try again after such a failure

@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 using storage::Result;
 
-ApiResponse ok(json body, std::string detail = {}) {
+ApiResponse ok(const json& body, std::string detail = {}) {
   ApiResponse response;
   response.body = body.dump();
   response.log_detail = std::move(detail);
@@ -125,7 +125,7 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   // handed-on one answer too, the connection keeps only the first answer.
   const Reply fallback = reply;
   try {
-    dispatched.cancel = (this->*(match.entry->handler))(match.name, body, reply);
+    dispatched.cancel = (this->*(match.entry->handler))(match.name, body, std::move(reply));
   } catch (const std::exception& e) {
     log_event(LogLevel::kError, "internal_error",
               "route=" + std::string(route_label(dispatched.route)) + " what=\"" + e.what() + "\"");
@@ -134,7 +134,7 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   return dispatched;
 }
 
-ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string_view body, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string_view body, Reply reply) {
   const std::string name(name_view);
   auto parsed = parse_acquire_body(body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
@@ -147,10 +147,10 @@ ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string
       json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token, lease->ttl,
                                lease->validity);
       answer["waited_ms"] = lease->waited.count();
-      ApiResponse response = ok(std::move(answer), token_detail(lease->token) + owner_detail);
+      ApiResponse response = ok(answer, token_detail(lease->token) + owner_detail);
       // Granted, but the client is gone: release at once rather than hold the name for the ttl.
       response.undelivered = [this, name, claim = storage::LeaseClaim{lease->token, lease->proof}] {
-        engine_.release(name, claim, [](Result<bool>) {});
+        engine_.release(name, claim, [](const Result<bool>&) {});
       };
       return reply(std::move(response));
     }
@@ -166,7 +166,7 @@ ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string
   return [ticket] { ticket.cancel(); };
 }
 
-ApiHandlers::Cancel ApiHandlers::extend(std::string_view name_view, std::string_view body, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::extend(std::string_view name_view, std::string_view body, Reply reply) {
   const std::string name(name_view);
   auto parsed = parse_extend_body(body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
@@ -183,7 +183,7 @@ ApiHandlers::Cancel ApiHandlers::extend(std::string_view name_view, std::string_
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::release(std::string_view name_view, std::string_view body, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::release(std::string_view name_view, std::string_view body, Reply reply) {
   const std::string name(name_view);
   auto parsed = parse_release_body(body);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
@@ -196,7 +196,7 @@ ApiHandlers::Cancel ApiHandlers::release(std::string_view name_view, std::string
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::string_view, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::string_view, Reply reply) {
   const std::string name(name_view);
   // Inspect the nodes and read the token counter at once; answer when both are in.
   struct Join {
@@ -212,7 +212,7 @@ ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::st
       json body{{"name", name}, {"held", status->value().held}, {"remaining_ms", nullptr},
                 {"last_token", token->value()}};
       if (status->value().remaining) body["remaining_ms"] = status->value().remaining->count();
-      reply(ok(std::move(body)));
+      reply(ok(body));
     }
   };
   auto join = std::make_shared<Join>();
@@ -231,7 +231,7 @@ ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::st
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::string_view, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::string_view, Reply reply) {
   const std::string name(name_view);
   // The same counters as the grants: an embedded source may not draw while another instance runs.
   if (auto refusal = engine_.grant_refusal()) return answer(reply, error_response(ApiError::kUnavailable, *refusal));
@@ -242,7 +242,7 @@ ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::str
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::current_token(std::string_view name_view, std::string_view, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::current_token(std::string_view name_view, std::string_view, Reply reply) {
   const std::string name(name_view);
   tokens_->current(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
@@ -251,18 +251,18 @@ ApiHandlers::Cancel ApiHandlers::current_token(std::string_view name_view, std::
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::healthz(std::string_view, std::string_view, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::healthz(std::string_view, std::string_view, Reply reply) {
   return answer(reply, ok(json{{"status", "ok"}}));
 }
 
-ApiHandlers::Cancel ApiHandlers::metrics(std::string_view, std::string_view, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::metrics(std::string_view, std::string_view, Reply reply) {
   ApiResponse response;
   response.body = metrics_ ? metrics_() : std::string();
   response.content_type = kMetricsContentType;
   return answer(reply, std::move(response));
 }
 
-ApiHandlers::Cancel ApiHandlers::readyz(std::string_view, std::string_view, Reply& reply) {
+ApiHandlers::Cancel ApiHandlers::readyz(std::string_view, std::string_view, Reply reply) {
   const std::size_t voting = engine_.voting_nodes();
   const bool nodes_ok = voting >= engine_.quorum();
   const auto refusal = engine_.grant_refusal();
@@ -275,7 +275,7 @@ ApiHandlers::Cancel ApiHandlers::readyz(std::string_view, std::string_view, Repl
                             {"total", engine_.node_count()},
                             {"quorum", engine_.quorum()}}},
             {"token_source", std::move(token_source)}};
-  ApiResponse response = ok(std::move(body));
+  ApiResponse response = ok(body);
   if (!nodes_ok || !tokens_ok) response.status = 503;
   return answer(reply, std::move(response));
 }

@@ -77,18 +77,18 @@ class ApiHandlers {
   static ApiResponse refuse(RequestFault fault, std::size_t body_limit, std::string_view detail = {});
 
  private:
-  using Handler = Cancel (ApiHandlers::*)(std::string_view name, std::string_view body, Reply& reply);
+  using Handler = Cancel (ApiHandlers::*)(std::string_view name, std::string_view body, Reply reply);
   static const std::array<RouteEntry<Handler>, 9>& routes();
 
-  Cancel acquire(std::string_view name, std::string_view body, Reply& reply);
-  Cancel extend(std::string_view name, std::string_view body, Reply& reply);
-  Cancel release(std::string_view name, std::string_view body, Reply& reply);
-  Cancel lock_status(std::string_view name, std::string_view body, Reply& reply);
-  Cancel next_token(std::string_view name, std::string_view body, Reply& reply);
-  Cancel current_token(std::string_view name, std::string_view body, Reply& reply);
-  Cancel healthz(std::string_view name, std::string_view body, Reply& reply);
-  Cancel readyz(std::string_view name, std::string_view body, Reply& reply);
-  Cancel metrics(std::string_view name, std::string_view body, Reply& reply);
+  Cancel acquire(std::string_view name, std::string_view body, Reply reply);
+  Cancel extend(std::string_view name, std::string_view body, Reply reply);
+  Cancel release(std::string_view name, std::string_view body, Reply reply);
+  Cancel lock_status(std::string_view name, std::string_view body, Reply reply);
+  Cancel next_token(std::string_view name, std::string_view body, Reply reply);
+  Cancel current_token(std::string_view name, std::string_view body, Reply reply);
+  Cancel healthz(std::string_view name, std::string_view body, Reply reply);
+  Cancel readyz(std::string_view name, std::string_view body, Reply reply);
+  Cancel metrics(std::string_view name, std::string_view body, Reply reply);
 
   storage::LockEngine& engine_;
   std::shared_ptr<storage::TokenSource> tokens_;

@@ -41,7 +41,9 @@ void fit_connections_to_file_limit(fencelock::service::ServiceConfig& config) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace fencelock::service;
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto parsed = parse_config(args, [](std::string_view name) -> std::optional<std::string> {
@@ -74,4 +76,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// The one catch of the program: a surprise (out of memory, a bug) is reported, not a terminate().
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s\n", "fencelockd", e.what());
+    return 1;
+  }
 }

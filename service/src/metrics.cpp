@@ -243,7 +243,7 @@ void Metrics::on_operation(const storage::OperationReport& report) {
 std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
                             const std::vector<std::pair<std::string, double>>& extra_gauges) const {
   std::string out;
-  out.reserve(16 * 1024);
+  out.reserve(std::size_t{16} * 1024);
   Exposition text(out);
 
   text.family("fencelock_http_requests_total", "counter",

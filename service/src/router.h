@@ -22,10 +22,10 @@ std::string_view method_name(Method method) noexcept;
 
 template <class Handler>
 struct RouteEntry {
-  Method method;
+  Method method = Method::kOther;
   std::string_view pattern;
-  Route route;
-  Handler handler;
+  Route route = Route::kNotFound;
+  Handler handler{};
 };
 
 template <class Handler>

@@ -65,7 +65,7 @@ class LeaseKeeper {
   Result<bool> release();
 
  private:
-  void run(std::stop_token stop);
+  void run(const std::stop_token& stop);
   void declare_lost(Error why);
   std::chrono::milliseconds margin() const noexcept;
 

@@ -48,12 +48,12 @@ void answer_later(const std::shared_ptr<EngineCore>& core, Handler done, Value v
 
 }  // namespace
 
-Result<std::unique_ptr<RedlockEngine>> RedlockEngine::create(asio::any_io_executor executor,
+Result<std::unique_ptr<RedlockEngine>> RedlockEngine::create(const asio::any_io_executor& executor,
                                                              EngineOptions options,
                                                              std::shared_ptr<TokenSource> tokens,
                                                              EngineObserver* observer) {
   if (Status valid = validate_engine_options(options); !valid.ok()) return std::move(valid).error();
-  asio::any_io_executor strand = asio::make_strand(std::move(executor));
+  asio::any_io_executor strand = asio::make_strand(executor);
   auto core = std::make_shared<EngineCore>(strand, std::move(options), std::move(tokens), observer);
   return std::unique_ptr<RedlockEngine>(new RedlockEngine(std::move(core)));
 }

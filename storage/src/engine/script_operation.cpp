@@ -25,9 +25,9 @@ bool cannot_tell(const QuorumTally& tally) {
 
 }  // namespace
 
-ScriptOperation::ScriptOperation(std::shared_ptr<EngineCore> core, OperationKind kind, Script script,
+ScriptOperation::ScriptOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind, Script script,
                                  std::vector<std::string> keys, std::vector<std::string> args)
-    : core_(std::move(core)),
+    : core_(core),
       tally_(core_->new_tally()),
       kind_(kind),
       script_(script),
@@ -60,7 +60,7 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
   core_->operation_finished();
 }
 
-ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                                    const LeaseClaim& claim, std::function<void(Result<bool>)> done)
     : ReleaseOperation(core, name, claim,
                        // Tagged only with waiters here: the tag lets the script skip announcing a
@@ -68,7 +68,7 @@ ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string
                        core->has_waiters(std::string(name)) ? core->new_release_tag() : std::string(),
                        std::move(done)) {}
 
-ReleaseOperation::ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                                    const LeaseClaim& claim, std::string release_tag,
                                    std::function<void(Result<bool>)> done)
     : ClaimOperation(core, OperationKind::kRelease, Script::kRelease, core->key_of(name),
@@ -90,7 +90,7 @@ void ReleaseOperation::decide() {
   }
 }
 
-ExtendOperation::ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+ExtendOperation::ExtendOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                                  const LeaseClaim& claim, std::chrono::milliseconds ttl,
                                  std::function<void(Result<Extension>)> done)
     : ClaimOperation(core, OperationKind::kExtend, Script::kExtend, core->key_of(name),
@@ -115,7 +115,7 @@ void ExtendOperation::decide() {
   }
 }
 
-InspectOperation::InspectOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+InspectOperation::InspectOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                                    std::function<void(Result<LockStatus>)> done)
     : ScriptOperation(core, OperationKind::kInspect, Script::kInspect, {core->key_of(name)}, {}),
       holdings_(tally_.node_count()),

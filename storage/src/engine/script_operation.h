@@ -19,7 +19,7 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
   void start();  // on the strand
 
  protected:
-  ScriptOperation(std::shared_ptr<EngineCore> core, OperationKind kind, Script script,
+  ScriptOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind, Script script,
                   std::vector<std::string> keys, std::vector<std::string> args);
 
   // One node's answer (never NOSCRIPT). Record it in tally_ and call decide().
@@ -53,9 +53,9 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
 template <class T>
 class ClaimOperation : public ScriptOperation {
  protected:
-  ClaimOperation(std::shared_ptr<EngineCore> core, OperationKind kind, Script script, std::string key,
+  ClaimOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind, Script script, std::string key,
                  std::vector<std::string> args, std::function<void(Result<T>)> done)
-      : ScriptOperation(std::move(core), kind, script, {std::move(key)}, std::move(args)), done_(std::move(done)) {}
+      : ScriptOperation(core, kind, script, {std::move(key)}, std::move(args)), done_(std::move(done)) {}
 
   // The script argument that carries a claim: proof, then the token in decimal.
   static std::string claim_argument(const LeaseClaim& claim) { return claim.proof + std::to_string(claim.token); }
@@ -82,11 +82,11 @@ class ClaimOperation : public ScriptOperation {
 // Compare-and-delete on every node (announced to other engines' waiters, see EngineCore).
 class ReleaseOperation final : public ClaimOperation<bool> {
  public:
-  ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
+  ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name, const LeaseClaim& claim,
                    std::function<void(Result<bool>)> done);
 
  private:
-  ReleaseOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
+  ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name, const LeaseClaim& claim,
                    std::string release_tag, std::function<void(Result<bool>)> done);
   void decide() override;
   std::string name_;         // to wake the name's first waiter once the lock is free
@@ -96,7 +96,7 @@ class ReleaseOperation final : public ClaimOperation<bool> {
 // Compare-and-lengthen on every node.
 class ExtendOperation final : public ClaimOperation<Extension> {
  public:
-  ExtendOperation(std::shared_ptr<EngineCore> core, std::string_view name, const LeaseClaim& claim,
+  ExtendOperation(const std::shared_ptr<EngineCore>& core, std::string_view name, const LeaseClaim& claim,
                   std::chrono::milliseconds ttl, std::function<void(Result<Extension>)> done);
 
  private:
@@ -108,7 +108,7 @@ class ExtendOperation final : public ClaimOperation<Extension> {
 // {value, pttl} from every node; waits for every voting node (bounded by the node timeout).
 class InspectOperation final : public ScriptOperation {
  public:
-  InspectOperation(std::shared_ptr<EngineCore> core, std::string_view name,
+  InspectOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                    std::function<void(Result<LockStatus>)> done);
 
  private:

@@ -29,8 +29,8 @@ std::shared_ptr<HiredisAsioAdapter> HiredisAsioAdapter::attach(redisAsyncContext
   return adapter;
 }
 
-HiredisAsioAdapter::HiredisAsioAdapter(redisAsyncContext* context, asio::any_io_executor executor)
-    : context_(context), socket_(std::move(executor), context->c.fd) {}
+HiredisAsioAdapter::HiredisAsioAdapter(redisAsyncContext* context, const asio::any_io_executor& executor)
+    : context_(context), socket_(executor, context->c.fd) {}
 
 HiredisAsioAdapter::~HiredisAsioAdapter() {
   // Never close hiredis's socket: if cleanup() did not run, give the descriptor back unclosed.

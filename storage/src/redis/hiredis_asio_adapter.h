@@ -29,7 +29,7 @@ class HiredisAsioAdapter : public std::enable_shared_from_this<HiredisAsioAdapte
   static std::shared_ptr<HiredisAsioAdapter> attach(redisAsyncContext* context,
                                                     boost::asio::any_io_executor executor);
 
-  HiredisAsioAdapter(redisAsyncContext* context, boost::asio::any_io_executor executor);
+  HiredisAsioAdapter(redisAsyncContext* context, const boost::asio::any_io_executor& executor);
   HiredisAsioAdapter(const HiredisAsioAdapter&) = delete;
   HiredisAsioAdapter& operator=(const HiredisAsioAdapter&) = delete;
   ~HiredisAsioAdapter();

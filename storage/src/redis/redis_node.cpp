@@ -148,7 +148,8 @@ void RedisNode::enqueue(const RespCommand& command, std::shared_ptr<ReplySink> s
   const std::string_view wire = command.wire();
   // privdata carries the sequence number so that every reply is checked against the FIFO.
   const int status = redisAsyncFormattedCommand(context_, &RedisNode::on_command_reply,
-                                                reinterpret_cast<void*>(seq), wire.data(), wire.size());
+                                                reinterpret_cast<void*>(seq),  // NOLINT(performance-no-int-to-ptr): an id, never dereferenced
+                                                wire.data(), wire.size());
   if (status != REDIS_OK) {
     fail_later(std::move(sink), cookie, NodeReply::Kind::kDisconnected);
     return;

@@ -107,7 +107,7 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
  public:
   RedisNode(boost::asio::any_io_executor strand, std::size_t index, RedisNodeOptions options,
             NodeListener* listener);
-  ~RedisNode();
+  ~RedisNode() override;
   RedisNode(const RedisNode&) = delete;
   RedisNode& operator=(const RedisNode&) = delete;
 

@@ -377,7 +377,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   std::shared_ptr<RedisNode> node_;
 };
 
-Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(asio::any_io_executor executor,
+Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(const asio::any_io_executor& executor,
                                                                    RedisTokenOptions options) {
   if (options.timeout < std::chrono::milliseconds(1) || options.timeout > std::chrono::milliseconds(10'000)) {
     return make_error(ErrorCode::kInvalidArgument, "token timeout must be between 1 ms and 10000 ms");
@@ -396,7 +396,7 @@ Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(asio::any_io_
   if (!problem.value().empty() && !options.allow_unsafe_persistence) {
     return make_error(ErrorCode::kUnavailable, problem.value() + "; refusing to start without the unsafe flag");
   }
-  auto impl = std::make_shared<Impl>(asio::make_strand(std::move(executor)), std::move(options),
+  auto impl = std::make_shared<Impl>(asio::make_strand(executor), std::move(options),
                                      std::move(problem).value(), used);
   impl->start();
   return std::shared_ptr<RedisTokenSource>(new RedisTokenSource(std::move(impl)));

@@ -58,7 +58,7 @@ class RedlockEngine final : public LockEngine {
   // is called. `tokens` (may be null: leases then carry token 0) is drawn from between quorum and
   // the final validity check. `observer` (may be null) must outlive the engine.
   // Errors: kInvalidArgument (a bad option, naming it).
-  static Result<std::unique_ptr<RedlockEngine>> create(boost::asio::any_io_executor executor,
+  static Result<std::unique_ptr<RedlockEngine>> create(const boost::asio::any_io_executor& executor,
                                                        EngineOptions options,
                                                        std::shared_ptr<TokenSource> tokens = nullptr,
                                                        EngineObserver* observer = nullptr);
