@@ -3,7 +3,8 @@
 //
 //   http_bench --endpoint http://127.0.0.1:8080[,http://127.0.0.1:8081...]
 //              --workload uncontended|contended|extend|tokens|idle
-//              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms 1]
+//              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms
+//              1]
 //              [--system fencelock]
 //
 //   Several endpoints (fencelockd instances sharing lock nodes): caller i talks to endpoint
@@ -15,12 +16,12 @@
 //   extend       each caller holds its own name and extends it in a loop (ops = extends)
 //   tokens       POST /v1/tokens/{random name} (ops = draws)
 //   idle         open C connections, send one /healthz each, keep them open for S seconds
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -68,7 +69,13 @@ class Caller : public std::enable_shared_from_this<Caller> {
  public:
   Caller(asio::io_context& io, const Settings& s, const Endpoint& endpoint, Totals& totals,
          Clock::time_point end, unsigned seed)
-      : stream_(io), timer_(io), s_(s), endpoint_(endpoint), totals_(totals), end_(end), rng_(seed) {}
+      : stream_(io),
+        timer_(io),
+        s_(s),
+        endpoint_(endpoint),
+        totals_(totals),
+        end_(end),
+        rng_(seed) {}
 
   void start() {
     stream_.async_connect(tcp::endpoint(asio::ip::make_address(endpoint_.host), endpoint_.port),
@@ -88,7 +95,8 @@ class Caller : public std::enable_shared_from_this<Caller> {
   void begin() {
     if (s_.workload == "extend") {
       name_ = "extend-" + std::to_string(rng_());
-      send(http::verb::post, "/v1/locks/" + name_, json{{"ttl_ms", s_.ttl_ms}}.dump(), &Caller::on_extend_held);
+      send(http::verb::post, "/v1/locks/" + name_, json{{"ttl_ms", s_.ttl_ms}}.dump(),
+           &Caller::on_extend_held);
       return;
     }
     if (s_.workload == "idle") {
@@ -103,16 +111,19 @@ class Caller : public std::enable_shared_from_this<Caller> {
     started_ = Clock::now();
     if (s_.workload == "uncontended") {
       name_ = "bench-" + std::to_string(rng_() % static_cast<unsigned>(s_.names));
-      send(http::verb::post, "/v1/locks/" + name_, json{{"ttl_ms", s_.ttl_ms}}.dump(), &Caller::on_acquired);
+      send(http::verb::post, "/v1/locks/" + name_, json{{"ttl_ms", s_.ttl_ms}}.dump(),
+           &Caller::on_acquired);
     } else if (s_.workload == "contended") {
       name_ = "hot";
-      send(http::verb::post, "/v1/locks/hot", json{{"ttl_ms", s_.ttl_ms}, {"wait_ms", s_.wait_ms}}.dump(), &Caller::on_acquired);
+      send(http::verb::post, "/v1/locks/hot",
+           json{{"ttl_ms", s_.ttl_ms}, {"wait_ms", s_.wait_ms}}.dump(), &Caller::on_acquired);
     } else if (s_.workload == "tokens") {
-      send(http::verb::post, "/v1/tokens/bench-" + std::to_string(rng_() % static_cast<unsigned>(s_.names)), "",
+      send(http::verb::post,
+           "/v1/tokens/bench-" + std::to_string(rng_() % static_cast<unsigned>(s_.names)), "",
            &Caller::on_simple);
     } else if (s_.workload == "extend") {
-      send(http::verb::post, "/v1/locks/" + name_ + "/extend", json{{"lease", lease_}, {"ttl_ms", s_.ttl_ms}}.dump(),
-           &Caller::on_simple);
+      send(http::verb::post, "/v1/locks/" + name_ + "/extend",
+           json{{"lease", lease_}, {"ttl_ms", s_.ttl_ms}}.dump(), &Caller::on_simple);
     }
   }
 
@@ -122,21 +133,24 @@ class Caller : public std::enable_shared_from_this<Caller> {
     request_.body() = std::move(body);
     request_.prepare_payload();
     then_ = then;
-    http::async_write(stream_, request_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) {
-        ++self->totals_.errors;
-        return;
-      }
-      self->response_ = {};
-      http::async_read(self->stream_, self->buffer_, self->response_, [self](beast::error_code read_ec, std::size_t) {
-        if (read_ec) {
-          ++self->totals_.errors;
-          return;
-        }
-        const json answer = json::parse(self->response_.body(), nullptr, false);
-        (self.get()->*(self->then_))(self->response_.result_int(), answer);
-      });
-    });
+    http::async_write(
+        stream_, request_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+          if (ec) {
+            ++self->totals_.errors;
+            return;
+          }
+          self->response_ = {};
+          http::async_read(self->stream_, self->buffer_, self->response_,
+                           [self](beast::error_code read_ec, std::size_t) {
+                             if (read_ec) {
+                               ++self->totals_.errors;
+                               return;
+                             }
+                             const json answer =
+                                 json::parse(self->response_.body(), nullptr, false);
+                             (self.get()->*(self->then_))(self->response_.result_int(), answer);
+                           });
+        });
   }
 
   void on_acquired(unsigned status, const json& body) {
@@ -147,7 +161,8 @@ class Caller : public std::enable_shared_from_this<Caller> {
       return next();
     }
     if (s_.workload == "contended") {
-      if (totals_.last_release != Clock::time_point{}) totals_.handoff.record(now - totals_.last_release);
+      if (totals_.last_release != Clock::time_point{})
+        totals_.handoff.record(now - totals_.last_release);
       ++totals_.ops;
       lease_ = body.value("lease", "");
       timer_.expires_after(std::chrono::milliseconds(s_.hold_ms));
@@ -159,7 +174,8 @@ class Caller : public std::enable_shared_from_this<Caller> {
   }
 
   void release() {
-    send(http::verb::delete_, "/v1/locks/" + name_, json{{"lease", lease_}}.dump(), &Caller::on_released);
+    send(http::verb::delete_, "/v1/locks/" + name_, json{{"lease", lease_}}.dump(),
+         &Caller::on_released);
   }
 
   void on_released(unsigned status, const json&) {
@@ -185,15 +201,18 @@ class Caller : public std::enable_shared_from_this<Caller> {
 
   void on_simple(unsigned status, const json&) {
     totals_.latency.record(Clock::now() - started_);
-    if (status == 200) ++totals_.ops;
-    else ++totals_.errors;
+    if (status == 200)
+      ++totals_.ops;
+    else
+      ++totals_.errors;
     next();
   }
 
   void on_idle(unsigned status, const json&) {
     if (status == 200) ++totals_.ops;
     timer_.expires_at(end_);
-    timer_.async_wait([self = shared_from_this()](beast::error_code) {});  // hold the connection open
+    timer_.async_wait(
+        [self = shared_from_this()](beast::error_code) {});  // hold the connection open
   }
 
   beast::tcp_stream stream_;
@@ -211,7 +230,9 @@ class Caller : public std::enable_shared_from_this<Caller> {
   Then then_ = nullptr;
 };
 
-double ms(std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1000.0; }
+double ms(std::chrono::microseconds d) {
+  return static_cast<double>(d.count()) / 1000.0;
+}
 
 }  // namespace
 
@@ -224,23 +245,34 @@ int main(int argc, char** argv) {
       while (from < value.size()) {
         const std::size_t comma = std::min(value.find(',', from), value.size());
         const std::string url = value.substr(from, comma - from);
-        const std::string hostport = url.substr(url.find("//") == std::string::npos ? 0 : url.find("//") + 2);
+        const std::string hostport =
+            url.substr(url.find("//") == std::string::npos ? 0 : url.find("//") + 2);
         Endpoint endpoint;
         endpoint.host = hostport.substr(0, hostport.rfind(':'));
-        endpoint.port = static_cast<unsigned short>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));
+        endpoint.port =
+            static_cast<unsigned short>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));
         s.endpoints.push_back(endpoint);
         from = comma + 1;
       }
-    } else if (flag == "--system") s.system = value;
-    else if (flag == "--workload") s.workload = value;
-    else if (flag == "--callers") s.callers = std::stoi(value);
-    else if (flag == "--seconds") s.seconds = std::stod(value);
-    else if (flag == "--names") s.names = std::stoi(value);
-    else if (flag == "--ttl-ms") s.ttl_ms = std::stol(value);
-    else if (flag == "--wait-ms") s.wait_ms = std::stol(value);
-    else if (flag == "--hold-ms") s.hold_ms = std::stol(value);
+    } else if (flag == "--system")
+      s.system = value;
+    else if (flag == "--workload")
+      s.workload = value;
+    else if (flag == "--callers")
+      s.callers = std::stoi(value);
+    else if (flag == "--seconds")
+      s.seconds = std::stod(value);
+    else if (flag == "--names")
+      s.names = std::stoi(value);
+    else if (flag == "--ttl-ms")
+      s.ttl_ms = std::stol(value);
+    else if (flag == "--wait-ms")
+      s.wait_ms = std::stol(value);
+    else if (flag == "--hold-ms")
+      s.hold_ms = std::stol(value);
     else {
-      std::fprintf(stderr, "http_bench: unknown flag %s (see the comment at the top)\n", flag.c_str());
+      std::fprintf(stderr, "http_bench: unknown flag %s (see the comment at the top)\n",
+                   flag.c_str());
       return 2;
     }
   }
@@ -248,23 +280,34 @@ int main(int argc, char** argv) {
   asio::io_context io(1);
   Totals totals;
   const auto started = Clock::now();
-  const auto end = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.seconds));
+  const auto end = started + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(s.seconds));
   std::vector<std::shared_ptr<Caller>> callers;
   for (int c = 0; c < s.callers; ++c) {
     const Endpoint& endpoint = s.endpoints[static_cast<std::size_t>(c) % s.endpoints.size()];
-    callers.push_back(std::make_shared<Caller>(io, s, endpoint, totals, end, static_cast<unsigned>(c + 1)));
+    callers.push_back(
+        std::make_shared<Caller>(io, s, endpoint, totals, end, static_cast<unsigned>(c + 1)));
     callers.back()->start();
   }
   callers.clear();  // the callers keep themselves alive while they have work
   io.run_until(end + std::chrono::seconds(s.workload == "contended" ? 10 : 3));
-  const double elapsed = std::chrono::duration<double>(std::min(Clock::now(), end + std::chrono::seconds(1)) - started).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::min(Clock::now(), end + std::chrono::seconds(1)) - started)
+          .count();
 
-  json out{{"system", s.system}, {"instances", s.endpoints.size()}, {"workload", s.workload},
-           {"callers", s.callers}, {"seconds", s.seconds},
-           {"ops", totals.ops}, {"ops_per_sec", static_cast<double>(totals.ops) / std::max(elapsed, s.seconds)},
-           {"p50_ms", ms(totals.latency.quantile(0.5))}, {"p90_ms", ms(totals.latency.quantile(0.9))},
-           {"p99_ms", ms(totals.latency.quantile(0.99))}, {"p999_ms", ms(totals.latency.quantile(0.999))},
-           {"refused", totals.refused}, {"errors", totals.errors}};
+  json out{{"system", s.system},
+           {"instances", s.endpoints.size()},
+           {"workload", s.workload},
+           {"callers", s.callers},
+           {"seconds", s.seconds},
+           {"ops", totals.ops},
+           {"ops_per_sec", static_cast<double>(totals.ops) / std::max(elapsed, s.seconds)},
+           {"p50_ms", ms(totals.latency.quantile(0.5))},
+           {"p90_ms", ms(totals.latency.quantile(0.9))},
+           {"p99_ms", ms(totals.latency.quantile(0.99))},
+           {"p999_ms", ms(totals.latency.quantile(0.999))},
+           {"refused", totals.refused},
+           {"errors", totals.errors}};
   if (s.workload == "uncontended") {
     out["pair_p50_ms"] = ms(totals.pair.quantile(0.5));
     out["pair_p99_ms"] = ms(totals.pair.quantile(0.99));

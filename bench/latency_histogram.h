@@ -18,9 +18,9 @@ class LatencyHistogram {
   std::chrono::microseconds quantile(double q) const noexcept;
 
  private:
-  static constexpr int kSubBuckets = 64;   // per power of two above 1024 µs
-  static constexpr int kLinear = 1024;     // 1 µs buckets below 1024 µs
-  static constexpr int kOctaves = 24;      // up to ~4.7 hours
+  static constexpr int kSubBuckets = 64;  // per power of two above 1024 µs
+  static constexpr int kLinear = 1024;    // 1 µs buckets below 1024 µs
+  static constexpr int kOctaves = 24;     // up to ~4.7 hours
   static std::size_t bucket_of(std::uint64_t micros) noexcept;
   static std::uint64_t upper_edge(std::size_t bucket) noexcept;
 

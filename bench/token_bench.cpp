@@ -4,8 +4,8 @@
 //
 // sqlite: a fresh file in a temp dir (default reserve block 1000). redis: its own redis-server
 // with appendonly yes + appendfsync always (what the source insists on). Markdown rows on stdout.
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <cstdio>
 #include <memory>
@@ -35,8 +35,8 @@ struct Round {
 // answers synchronously (SQLite with tokens in memory) cannot recurse.
 class Caller : public std::enable_shared_from_this<Caller> {
  public:
-  Caller(boost::asio::io_context& io, storage::TokenSource& source, Round& round, Clock::time_point end,
-         int names, unsigned seed)
+  Caller(boost::asio::io_context& io, storage::TokenSource& source, Round& round,
+         Clock::time_point end, int names, unsigned seed)
       : io_(io), source_(source), round_(round), end_(end), names_(names), rng_(seed) {}
   void next() {
     if (Clock::now() >= end_) return;
@@ -66,7 +66,8 @@ void run(const char* label, storage::TokenSource& source, boost::asio::io_contex
     Round round;
     const auto started = Clock::now();
     const auto end = started + std::chrono::seconds(seconds);
-    for (int i = 0; i < c; ++i) std::make_shared<Caller>(io, source, round, end, names, static_cast<unsigned>(i + 1))->next();
+    for (int i = 0; i < c; ++i)
+      std::make_shared<Caller>(io, source, round, end, names, static_cast<unsigned>(i + 1))->next();
     io.restart();
     {
       // Answers may come from another thread (SQLite's worker): keep the loop alive meanwhile.
@@ -76,7 +77,8 @@ void run(const char* label, storage::TokenSource& source, boost::asio::io_contex
     io.run_for(std::chrono::seconds(1));  // the last draws in flight
     const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
     std::printf("| %s | %d | %.0f | %lld µs | %lld µs | %lld µs | %llu |\n", label, c,
-                static_cast<double>(round.draws) / elapsed, static_cast<long long>(round.latency.quantile(0.5).count()),
+                static_cast<double>(round.draws) / elapsed,
+                static_cast<long long>(round.latency.quantile(0.5).count()),
                 static_cast<long long>(round.latency.quantile(0.99).count()),
                 static_cast<long long>(round.latency.quantile(0.999).count()),
                 static_cast<unsigned long long>(round.failed));
@@ -101,13 +103,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
-    if (flag == "--source") which = value;
-    else if (flag == "--callers") callers = split_ints(value);
-    else if (flag == "--seconds") seconds = std::stoi(value);
-    else if (flag == "--names") names = std::stoi(value);
-    else { std::fprintf(stderr, "token_bench: unknown flag %s\n", flag.c_str()); return 2; }
+    if (flag == "--source")
+      which = value;
+    else if (flag == "--callers")
+      callers = split_ints(value);
+    else if (flag == "--seconds")
+      seconds = std::stoi(value);
+    else if (flag == "--names")
+      names = std::stoi(value);
+    else {
+      std::fprintf(stderr, "token_bench: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
   }
-  std::printf("| source | callers | draws/s | p50 | p99 | p99.9 | failed |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "| source | callers | draws/s | p50 | p99 | p99.9 | failed "
+      "|\n|---|---:|---:|---:|---:|---:|---:|\n");
   testing::TempDir dir;
   if (which == "sqlite" || which == "both") {
     boost::asio::io_context io(1);

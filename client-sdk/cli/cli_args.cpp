@@ -6,7 +6,9 @@ namespace fencelock::cli {
 
 namespace {
 
-Error usage_error(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message), 0, std::nullopt}; }
+Error usage_error(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message), 0, std::nullopt};
+}
 
 }  // namespace
 
@@ -47,33 +49,42 @@ Exit codes:
 
 int exit_code_for(const Error& error) noexcept {
   switch (error.code) {
-    case ErrorCode::kLocked: return kExitLocked;
-    case ErrorCode::kNotHeld: return kExitNotHeld;
+    case ErrorCode::kLocked:
+      return kExitLocked;
+    case ErrorCode::kNotHeld:
+      return kExitNotHeld;
     case ErrorCode::kUnavailable:
-    case ErrorCode::kTransport: return kExitUnavailable;
-    case ErrorCode::kInvalidArgument: return kExitUsage;
-    case ErrorCode::kInternal: return kExitError;
+    case ErrorCode::kTransport:
+      return kExitUnavailable;
+    case ErrorCode::kInvalidArgument:
+      return kExitUsage;
+    case ErrorCode::kInternal:
+      return kExitError;
   }
   return kExitError;
 }
 
-Result<CliArgs> parse_cli(const std::vector<std::string>& args, const std::optional<std::string>& endpoint_env,
+Result<CliArgs> parse_cli(const std::vector<std::string>& args,
+                          const std::optional<std::string>& endpoint_env,
                           const std::optional<std::string>& lease_env) {
   CliArgs out;
   if (endpoint_env && !endpoint_env->empty()) out.endpoint = *endpoint_env;
   std::vector<std::string> positional;
   bool seen_command = false;
 
-  auto duration_of = [](const std::string& flag, const std::string& text) -> Result<std::chrono::milliseconds> {
+  auto duration_of = [](const std::string& flag,
+                        const std::string& text) -> Result<std::chrono::milliseconds> {
     auto parsed = parse_duration(text);
-    if (!parsed) return usage_error(flag + ": expected a duration like 500ms, 30s or 2m, got '" + text + "'");
+    if (!parsed)
+      return usage_error(flag + ": expected a duration like 500ms, 30s or 2m, got '" + text + "'");
     return *parsed;
   };
 
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
-      if (out.command != Command::kRun) return usage_error("'--' is only for run: fencelock run NAME -- CMD");
+      if (out.command != Command::kRun)
+        return usage_error("'--' is only for run: fencelock run NAME -- CMD");
       out.command_line.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
@@ -106,7 +117,10 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args, const std::optio
       } else if (flag == "--timeout" || flag == "--ttl" || flag == "--wait" || flag == "--grace") {
         auto d = duration_of(flag, value);
         if (!d.ok()) return std::move(d).error();
-        (flag == "--timeout" ? out.timeout : flag == "--ttl" ? out.ttl : flag == "--wait" ? out.wait : out.grace) = d.value();
+        (flag == "--timeout" ? out.timeout
+         : flag == "--ttl"   ? out.ttl
+         : flag == "--wait"  ? out.wait
+                             : out.grace) = d.value();
       } else {
         return usage_error("unknown option " + flag + " (see fencelock --help)");
       }
@@ -114,13 +128,20 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args, const std::optio
     }
     if (!seen_command) {
       seen_command = true;
-      if (arg == "run") out.command = Command::kRun;
-      else if (arg == "acquire") out.command = Command::kAcquire;
-      else if (arg == "extend") out.command = Command::kExtend;
-      else if (arg == "release") out.command = Command::kRelease;
-      else if (arg == "status") out.command = Command::kStatus;
-      else if (arg == "token") out.command = Command::kToken;
-      else return usage_error("unknown command '" + arg + "' (see fencelock --help)");
+      if (arg == "run")
+        out.command = Command::kRun;
+      else if (arg == "acquire")
+        out.command = Command::kAcquire;
+      else if (arg == "extend")
+        out.command = Command::kExtend;
+      else if (arg == "release")
+        out.command = Command::kRelease;
+      else if (arg == "status")
+        out.command = Command::kStatus;
+      else if (arg == "token")
+        out.command = Command::kToken;
+      else
+        return usage_error("unknown command '" + arg + "' (see fencelock --help)");
       continue;
     }
     positional.push_back(arg);
@@ -130,15 +151,21 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args, const std::optio
   const bool takes_lease = out.command == Command::kExtend || out.command == Command::kRelease;
   const std::size_t most = takes_lease ? 2 : 1;
   if (positional.empty()) return usage_error("missing NAME");
-  if (positional.size() > most) return usage_error("unexpected argument '" + positional[most] + "'");
+  if (positional.size() > most)
+    return usage_error("unexpected argument '" + positional[most] + "'");
   out.name = positional[0];
   if (takes_lease) {
-    if (positional.size() == 2) out.lease = positional[1];
-    else if (lease_env && !lease_env->empty()) out.lease = *lease_env;
-    else return usage_error("missing LEASE (an argument or $FENCELOCK_LEASE)");
+    if (positional.size() == 2)
+      out.lease = positional[1];
+    else if (lease_env && !lease_env->empty())
+      out.lease = *lease_env;
+    else
+      return usage_error("missing LEASE (an argument or $FENCELOCK_LEASE)");
   }
-  if (out.command == Command::kRun && out.command_line.empty()) return usage_error("run needs a command: fencelock run NAME -- CMD [ARGS...]");
-  if (out.next_token && out.command != Command::kToken) return usage_error("--next is only for token");
+  if (out.command == Command::kRun && out.command_line.empty())
+    return usage_error("run needs a command: fencelock run NAME -- CMD [ARGS...]");
+  if (out.next_token && out.command != Command::kToken)
+    return usage_error("--next is only for token");
   return out;
 }
 

@@ -24,15 +24,15 @@ enum class Command { kHelp, kVersion, kRun, kAcquire, kExtend, kRelease, kStatus
 struct CliArgs {
   Command command = Command::kHelp;
   std::string endpoint = "http://127.0.0.1:8080";  // --endpoint, FENCELOCK_ENDPOINT
-  std::chrono::milliseconds timeout{5000};        // --timeout: one request's round trip
+  std::chrono::milliseconds timeout{5000};         // --timeout: one request's round trip
   std::string name;
-  std::chrono::milliseconds ttl{30'000};           // --ttl
-  std::chrono::milliseconds wait{0};               // --wait (run: default 0 too)
-  std::chrono::milliseconds grace{10'000};         // run --grace: SIGTERM → SIGKILL
-  std::string owner;                               // --owner
-  std::string lease;                               // extend/release: argument or FENCELOCK_LEASE
-  bool next_token = false;                         // token --next
-  std::vector<std::string> command_line;           // run: CMD [ARGS...] after --
+  std::chrono::milliseconds ttl{30'000};    // --ttl
+  std::chrono::milliseconds wait{0};        // --wait (run: default 0 too)
+  std::chrono::milliseconds grace{10'000};  // run --grace: SIGTERM → SIGKILL
+  std::string owner;                        // --owner
+  std::string lease;                        // extend/release: argument or FENCELOCK_LEASE
+  bool next_token = false;                  // token --next
+  std::vector<std::string> command_line;    // run: CMD [ARGS...] after --
 };
 
 // `args` excludes argv[0]. `env` looks up FENCELOCK_ENDPOINT and FENCELOCK_LEASE.

@@ -32,8 +32,11 @@ int print(const json& body) {
 }
 
 json lease_json(const Lease& lease) {
-  return json{{"name", lease.name()}, {"lease", lease.lease_string()}, {"token", lease.token()},
-              {"ttl_ms", lease.ttl().count()}, {"validity_ms", lease.remaining().count()}};
+  return json{{"name", lease.name()},
+              {"lease", lease.lease_string()},
+              {"token", lease.token()},
+              {"ttl_ms", lease.ttl().count()},
+              {"validity_ms", lease.remaining().count()}};
 }
 
 }  // namespace
@@ -64,7 +67,8 @@ int run(int argc, char** argv) {
   Client& client = created.value();
 
   switch (a.command) {
-    case Command::kRun: return run_command(client, a);
+    case Command::kRun:
+      return run_command(client, a);
     case Command::kAcquire: {
       auto lease = client.acquire(a.name, a.ttl, a.wait, a.owner);
       if (!lease.ok()) return fail(lease.error(), ("acquire " + a.name).c_str());
@@ -74,7 +78,8 @@ int run(int argc, char** argv) {
       Lease lease(a.name, a.lease, 0, a.ttl, Lease::Clock::now());
       auto extended = client.extend(lease, a.ttl);
       if (!extended.ok()) return fail(extended.error(), ("extend " + a.name).c_str());
-      return print(json{{"name", a.name}, {"ttl_ms", a.ttl.count()}, {"validity_ms", lease.remaining().count()}});
+      return print(json{
+          {"name", a.name}, {"ttl_ms", a.ttl.count()}, {"validity_ms", lease.remaining().count()}});
     }
     case Command::kRelease: {
       Lease lease(a.name, a.lease, 0, a.ttl, Lease::Clock::now());
@@ -85,7 +90,10 @@ int run(int argc, char** argv) {
     case Command::kStatus: {
       auto status = client.status(a.name);
       if (!status.ok()) return fail(status.error(), ("status " + a.name).c_str());
-      json body{{"name", a.name}, {"held", status->held}, {"remaining_ms", nullptr}, {"last_token", status->last_token}};
+      json body{{"name", a.name},
+                {"held", status->held},
+                {"remaining_ms", nullptr},
+                {"last_token", status->last_token}};
       if (status->remaining) body["remaining_ms"] = status->remaining->count();
       return print(body);
     }
@@ -95,7 +103,8 @@ int run(int argc, char** argv) {
       return print(json{{"name", a.name}, {"token", token.value()}});
     }
     case Command::kHelp:
-    case Command::kVersion: break;
+    case Command::kVersion:
+      break;
   }
   return kExitOk;
 }

@@ -23,7 +23,9 @@ namespace {
 
 std::atomic<int> g_forward_signal{0};
 
-extern "C" void remember_signal(int signal_number) { g_forward_signal.store(signal_number); }
+extern "C" void remember_signal(int signal_number) {
+  g_forward_signal.store(signal_number);
+}
 
 int exit_status_of(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -74,7 +76,8 @@ int run_command(Client& client, const CliArgs& args) {
       std::fprintf(stderr, "fencelock: '%s' is held by another lease%s\n", args.name.c_str(),
                    args.wait.count() > 0 ? " and the wait ran out" : "");
     } else {
-      std::fprintf(stderr, "fencelock: cannot acquire '%s': %s\n", args.name.c_str(), lease.error().message.c_str());
+      std::fprintf(stderr, "fencelock: cannot acquire '%s': %s\n", args.name.c_str(),
+                   lease.error().message.c_str());
     }
     return exit_code_for(lease.error());
   }
@@ -105,8 +108,8 @@ int run_command(Client& client, const CliArgs& args) {
     if (!lost && keeper.lost()) {
       lost = true;
       const auto reason = keeper.lost_reason();
-      std::fprintf(stderr, "fencelock: lost the lease on '%s' (%s); stopping the command\n", args.name.c_str(),
-                   reason ? reason->message.c_str() : "unknown");
+      std::fprintf(stderr, "fencelock: lost the lease on '%s' (%s); stopping the command\n",
+                   args.name.c_str(), reason ? reason->message.c_str() : "unknown");
       ::kill(-child, SIGTERM);
       kill_at = std::chrono::steady_clock::now() + args.grace;
     }

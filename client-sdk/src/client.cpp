@@ -27,26 +27,33 @@ using Endpoint = HostPort;
 Result<Endpoint> parse_endpoint(std::string_view url) {
   const std::string original(url);
   constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme)) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "' must start with http://");
+  if (!url.starts_with(kScheme))
+    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "' must start with http://");
   url.remove_prefix(kScheme.size());
   if (url.ends_with('/')) url.remove_suffix(1);
   auto address = parse_host_port(url);
-  if (!address) return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': " + address.error());
+  if (!address)
+    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': " + address.error());
   return std::move(address).value();
 }
 
 // How the SDK files each wire error: what a caller does about it.
 ErrorCode sdk_code_for(WireError error) {
   switch (error) {
-    case WireError::kLocked: return ErrorCode::kLocked;
-    case WireError::kNotHeld: return ErrorCode::kNotHeld;
-    case WireError::kUnavailable: return ErrorCode::kUnavailable;
+    case WireError::kLocked:
+      return ErrorCode::kLocked;
+    case WireError::kNotHeld:
+      return ErrorCode::kNotHeld;
+    case WireError::kUnavailable:
+      return ErrorCode::kUnavailable;
     case WireError::kInvalidRequest:
     case WireError::kPayloadTooLarge:
     case WireError::kNotFound:
-    case WireError::kMethodNotAllowed: return ErrorCode::kInvalidArgument;
+    case WireError::kMethodNotAllowed:
+      return ErrorCode::kInvalidArgument;
     case WireError::kInternal:
-    case WireError::kClientGone: return ErrorCode::kInternal;
+    case WireError::kClientGone:
+      return ErrorCode::kInternal;
   }
   return ErrorCode::kInternal;
 }
@@ -60,7 +67,8 @@ Error error_from_reply(const HttpReply& reply) {
   if (body.is_object() && body.contains("error") && body["error"].is_object()) {
     const json& e = body["error"];
     if (e.contains("code") && e["code"].is_string()) code = e["code"].get<std::string>();
-    if (e.contains("message") && e["message"].is_string()) message = e["message"].get<std::string>();
+    if (e.contains("message") && e["message"].is_string())
+      message = e["message"].get<std::string>();
     if (e.contains("retry_after_ms") && e["retry_after_ms"].is_number_integer()) {
       retry_after = milliseconds(e["retry_after_ms"].get<std::int64_t>());
     }
@@ -79,7 +87,9 @@ Error error_from_reply(const HttpReply& reply) {
 
 Result<json> json_body(const HttpReply& reply) {
   json body = json::parse(reply.body, nullptr, false);
-  if (!body.is_object()) return make(ErrorCode::kInternal, "the service answered something that is not a JSON object", reply.status);
+  if (!body.is_object())
+    return make(ErrorCode::kInternal, "the service answered something that is not a JSON object",
+                reply.status);
   return body;
 }
 
@@ -87,7 +97,8 @@ Result<json> json_body(const HttpReply& reply) {
 template <class T>
 Result<T> field(const json& body, const char* name) {
   if (!body.contains(name) || !body[name].is_number_integer()) {
-    return make(ErrorCode::kInternal, std::string("the service's answer lacks the integer '") + name + "'");
+    return make(ErrorCode::kInternal,
+                std::string("the service's answer lacks the integer '") + name + "'");
   }
   return body[name].get<T>();
 }
@@ -119,20 +130,23 @@ class Client::Impl {
 
   // One call with retries. `extra` lengthens each attempt (an acquire's wait). `within` bounds
   // the whole call. `sent_at` gets the send time of the attempt that answered.
-  Result<HttpReply> call(std::string_view method, const std::string& target, const std::string& body, Retry retry,
-                         milliseconds extra, std::optional<milliseconds> within, Clock::time_point& sent_at) {
+  Result<HttpReply> call(std::string_view method, const std::string& target,
+                         const std::string& body, Retry retry, milliseconds extra,
+                         std::optional<milliseconds> within, Clock::time_point& sent_at) {
     const auto started = Clock::now();
     const Clock::time_point overall = within ? started + *within : Clock::time_point::max();
     milliseconds backoff = options_.retry_backoff;
     std::optional<Error> last;
     for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
-      const std::size_t e = (preferred_.load() + static_cast<std::size_t>(attempt)) % endpoints_.size();
+      const std::size_t e =
+          (preferred_.load() + static_cast<std::size_t>(attempt)) % endpoints_.size();
       auto connection = take(e);
       sent_at = Clock::now();
       auto deadline = sent_at + options_.request_timeout + extra;
       deadline = std::min(deadline, overall);
       bool maybe_delivered = false;
-      auto reply = connection->round_trip(method, target, body, sent_at + options_.connect_timeout, deadline, maybe_delivered);
+      auto reply = connection->round_trip(method, target, body, sent_at + options_.connect_timeout,
+                                          deadline, maybe_delivered);
       if (reply.ok()) {
         give_back(e, std::move(connection));
         preferred_ = e;
@@ -175,7 +189,8 @@ class Client::Impl {
   void give_back(std::size_t e, std::unique_ptr<HttpConnection> connection) {
     if (!connection->is_open()) return;
     std::lock_guard<std::mutex> lock(pools_[e]->mutex);
-    if (pools_[e]->idle.size() < options_.max_idle_connections) pools_[e]->idle.push_back(std::move(connection));
+    if (pools_[e]->idle.size() < options_.max_idle_connections)
+      pools_[e]->idle.push_back(std::move(connection));
   }
 
   ClientOptions options_;
@@ -189,11 +204,16 @@ Result<Client> Client::create(ClientOptions options) {
     return make(ErrorCode::kInvalidArgument, "endpoints: need 1 to 16 fencelockd URLs");
   }
   auto in = [](milliseconds v, milliseconds lo, milliseconds hi) { return v >= lo && v <= hi; };
-  if (!in(options.connect_timeout, milliseconds(1), milliseconds(60'000))) return make(ErrorCode::kInvalidArgument, "connect_timeout must be 1 ms .. 60 s");
-  if (!in(options.request_timeout, milliseconds(1), milliseconds(600'000))) return make(ErrorCode::kInvalidArgument, "request_timeout must be 1 ms .. 10 min");
-  if (options.max_retries < 0 || options.max_retries > 10) return make(ErrorCode::kInvalidArgument, "max_retries must be 0..10");
-  if (!in(options.retry_backoff, milliseconds(0), milliseconds(10'000))) return make(ErrorCode::kInvalidArgument, "retry_backoff must be 0 .. 10 s");
-  if (options.max_idle_connections > 1024) return make(ErrorCode::kInvalidArgument, "max_idle_connections must be 0..1024");
+  if (!in(options.connect_timeout, milliseconds(1), milliseconds(60'000)))
+    return make(ErrorCode::kInvalidArgument, "connect_timeout must be 1 ms .. 60 s");
+  if (!in(options.request_timeout, milliseconds(1), milliseconds(600'000)))
+    return make(ErrorCode::kInvalidArgument, "request_timeout must be 1 ms .. 10 min");
+  if (options.max_retries < 0 || options.max_retries > 10)
+    return make(ErrorCode::kInvalidArgument, "max_retries must be 0..10");
+  if (!in(options.retry_backoff, milliseconds(0), milliseconds(10'000)))
+    return make(ErrorCode::kInvalidArgument, "retry_backoff must be 0 .. 10 s");
+  if (options.max_idle_connections > 1024)
+    return make(ErrorCode::kInvalidArgument, "max_idle_connections must be 0..1024");
   std::vector<Endpoint> endpoints;
   for (const auto& url : options.endpoints) {
     auto endpoint = parse_endpoint(url);
@@ -208,23 +228,29 @@ Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 Client::~Client() = default;
 
-const ClientOptions& Client::options() const noexcept { return impl_->options(); }
+const ClientOptions& Client::options() const noexcept {
+  return impl_->options();
+}
 
-Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseconds wait, std::string_view owner) {
+Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseconds wait,
+                              std::string_view owner) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
-  if (ttl.count() <= 0 || wait.count() < 0) return make(ErrorCode::kInvalidArgument, "ttl must be positive and wait not negative");
+  if (ttl.count() <= 0 || wait.count() < 0)
+    return make(ErrorCode::kInvalidArgument, "ttl must be positive and wait not negative");
   json body{{"ttl_ms", ttl.count()}};
   if (wait.count() > 0) body["wait_ms"] = wait.count();
   if (!owner.empty()) body["owner"] = std::string(owner);
   Clock::time_point sent_at;
-  auto parsed = expect_object(impl_->call("POST", "/v1/locks/" + std::string(name), body.dump(),
-                                          Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
+  auto parsed =
+      expect_object(impl_->call("POST", "/v1/locks/" + std::string(name), body.dump(),
+                                Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto token = field<std::uint64_t>(parsed.value(), "token");
   auto validity = field<std::int64_t>(parsed.value(), "validity_ms");
   if (!token.ok()) return std::move(token).error();
   if (!validity.ok()) return std::move(validity).error();
-  if (!parsed->contains("lease") || !parsed.value()["lease"].is_string()) return make(ErrorCode::kInternal, "the service's answer lacks the lease");
+  if (!parsed->contains("lease") || !parsed.value()["lease"].is_string())
+    return make(ErrorCode::kInternal, "the service's answer lacks the lease");
   // How long the service waited before the attempt that won; absent from services that predate it.
   milliseconds waited{0};
   if (parsed->contains("waited_ms")) {
@@ -242,8 +268,9 @@ Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds
   if (ttl.count() <= 0) return make(ErrorCode::kInvalidArgument, "ttl must be positive");
   const json body{{"lease", lease.lease_string()}, {"ttl_ms", ttl.count()}};
   Clock::time_point sent_at;
-  auto parsed = expect_object(impl_->call("POST", "/v1/locks/" + lease.name() + "/extend", body.dump(),
-                                          Impl::Retry::kSafe, milliseconds(0), within, sent_at));
+  auto parsed =
+      expect_object(impl_->call("POST", "/v1/locks/" + lease.name() + "/extend", body.dump(),
+                                Impl::Retry::kSafe, milliseconds(0), within, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto validity = field<std::int64_t>(parsed.value(), "validity_ms");
   if (!validity.ok()) return std::move(validity).error();
@@ -254,18 +281,21 @@ Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds
 Result<bool> Client::release(const Lease& lease) {
   const json body{{"lease", lease.lease_string()}};
   Clock::time_point sent_at;
-  auto parsed = expect_object(impl_->call("DELETE", "/v1/locks/" + lease.name(), body.dump(), Impl::Retry::kSafe,
-                                          milliseconds(0), std::nullopt, sent_at));
+  auto parsed =
+      expect_object(impl_->call("DELETE", "/v1/locks/" + lease.name(), body.dump(),
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
-  if (!parsed->contains("released") || !parsed.value()["released"].is_boolean()) return make(ErrorCode::kInternal, "the service's answer lacks 'released'");
+  if (!parsed->contains("released") || !parsed.value()["released"].is_boolean())
+    return make(ErrorCode::kInternal, "the service's answer lacks 'released'");
   return parsed.value()["released"].get<bool>();
 }
 
 Result<LockStatus> Client::status(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto parsed = expect_object(
-      impl_->call("GET", "/v1/locks/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  auto parsed =
+      expect_object(impl_->call("GET", "/v1/locks/" + std::string(name), {}, Impl::Retry::kSafe,
+                                milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto last = field<std::uint64_t>(parsed.value(), "last_token");
   if (!last.ok()) return std::move(last).error();
@@ -281,8 +311,9 @@ Result<LockStatus> Client::status(std::string_view name) {
 Result<std::uint64_t> Client::next_token(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto parsed = expect_object(
-      impl_->call("POST", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  auto parsed =
+      expect_object(impl_->call("POST", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe,
+                                milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   return field<std::uint64_t>(parsed.value(), "token");
 }
@@ -290,8 +321,9 @@ Result<std::uint64_t> Client::next_token(std::string_view name) {
 Result<std::uint64_t> Client::current_token(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto parsed = expect_object(
-      impl_->call("GET", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  auto parsed =
+      expect_object(impl_->call("GET", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe,
+                                milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   return field<std::uint64_t>(parsed.value(), "token");
 }

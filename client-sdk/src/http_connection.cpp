@@ -12,7 +12,9 @@ using asio::ip::tcp;
 
 namespace {
 
-Error transport(std::string message) { return Error{ErrorCode::kTransport, std::move(message), 0, std::nullopt}; }
+Error transport(std::string message) {
+  return Error{ErrorCode::kTransport, std::move(message), 0, std::nullopt};
+}
 
 }  // namespace
 
@@ -38,7 +40,8 @@ bool HttpConnection::run_until(const bool& done, Clock::time_point deadline) {
 }
 
 Result<HttpReply> HttpConnection::round_trip(std::string_view method, std::string_view target,
-                                             std::string_view body, Clock::time_point connect_deadline,
+                                             std::string_view body,
+                                             Clock::time_point connect_deadline,
                                              Clock::time_point deadline, bool& maybe_delivered) {
   maybe_delivered = false;
   boost::system::error_code ec;
@@ -55,7 +58,8 @@ Result<HttpReply> HttpConnection::round_trip(std::string_view method, std::strin
     }
     if (ec) {
       close();
-      return transport("cannot connect to " + host_ + ":" + std::to_string(port_) + ": " + ec.message());
+      return transport("cannot connect to " + host_ + ":" + std::to_string(port_) + ": " +
+                       ec.message());
     }
     socket_.set_option(tcp::no_delay(true), ec);
   }

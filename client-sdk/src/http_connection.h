@@ -29,9 +29,9 @@ class HttpConnection {
   // Connects if needed (by connect_deadline), sends, reads the answer (by deadline).
   // Errors: kTransport. `maybe_delivered` is set when the request may have reached the server
   // (it was written, at least partly), so a caller knows whether repeating it is safe.
-  Result<HttpReply> round_trip(std::string_view method, std::string_view target, std::string_view body,
-                               Clock::time_point connect_deadline, Clock::time_point deadline,
-                               bool& maybe_delivered);
+  Result<HttpReply> round_trip(std::string_view method, std::string_view target,
+                               std::string_view body, Clock::time_point connect_deadline,
+                               Clock::time_point deadline, bool& maybe_delivered);
 
   bool is_open() const noexcept { return socket_.is_open(); }
   void close() noexcept;

@@ -9,7 +9,9 @@ namespace {
 using Clock = Lease::Clock;
 using std::chrono::milliseconds;
 
-Clock::time_point from_ticks(Clock::rep ticks) { return Clock::time_point(Clock::duration(ticks)); }
+Clock::time_point from_ticks(Clock::rep ticks) {
+  return Clock::time_point(Clock::duration(ticks));
+}
 
 }  // namespace
 
@@ -31,7 +33,9 @@ LeaseKeeper::~LeaseKeeper() {
   }
 }
 
-Clock::time_point LeaseKeeper::deadline() const noexcept { return from_ticks(deadline_ticks_.load()); }
+Clock::time_point LeaseKeeper::deadline() const noexcept {
+  return from_ticks(deadline_ticks_.load());
+}
 
 std::optional<Error> LeaseKeeper::lost_reason() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -61,17 +65,20 @@ void LeaseKeeper::declare_lost(Error why) {
 
 void LeaseKeeper::run(const std::stop_token& stop) {
   const std::string lease_string = lease_.lease_string();
-  std::optional<Error> last_failure;      // set while renewal keeps failing transiently
-  Clock::time_point retry_at{};           // when to try again after such a failure
+  std::optional<Error> last_failure;  // set while renewal keeps failing transiently
+  Clock::time_point retry_at{};       // when to try again after such a failure
   for (;;) {
     const milliseconds ttl = lease_.ttl();
     const Clock::time_point deadline = this->deadline();
     const Clock::time_point lost_at = deadline - margin();
-    const auto renew_at = deadline - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(
-                                         static_cast<double>(ttl.count()) * options_.renew_when_left));
+    const auto renew_at =
+        deadline -
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(
+            static_cast<double>(ttl.count()) * options_.renew_when_left));
     const bool bounded = (options_.max_renewals && renewals_.load() >= *options_.max_renewals) ||
                          (options_.max_hold && Clock::now() - acquired_ >= *options_.max_hold);
-    const Clock::time_point next = bounded ? lost_at : std::min(last_failure ? retry_at : renew_at, lost_at);
+    const Clock::time_point next =
+        bounded ? lost_at : std::min(last_failure ? retry_at : renew_at, lost_at);
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait_until(lock, stop, next, [] { return false; });
@@ -79,18 +86,22 @@ void LeaseKeeper::run(const std::stop_token& stop) {
     if (stop.stop_requested()) return;
     const auto now = Clock::now();
     if (now >= lost_at) {
-      declare_lost(last_failure ? *last_failure
-                                : Error{ErrorCode::kNotHeld,
-                                        bounded ? "the renewal bound was reached; the lease is about to expire"
-                                                : "the lease could not be renewed in time",
-                                        0, std::nullopt});
+      declare_lost(last_failure
+                       ? *last_failure
+                       : Error{ErrorCode::kNotHeld,
+                               bounded
+                                   ? "the renewal bound was reached; the lease is about to expire"
+                                   : "the lease could not be renewed in time",
+                               0, std::nullopt});
       return;
     }
     if (bounded) continue;
 
     // The extend may take at most until the lost signal is due, so the signal is never late.
     Lease attempt(name_, lease_string, token_, ttl, deadline);
-    auto extended = client_.extend(attempt, ttl, std::max(std::chrono::duration_cast<milliseconds>(lost_at - now), milliseconds(1)));
+    auto extended = client_.extend(
+        attempt, ttl,
+        std::max(std::chrono::duration_cast<milliseconds>(lost_at - now), milliseconds(1)));
     if (extended.ok()) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -117,7 +128,9 @@ Status with_lease(Client& client, std::string_view name, milliseconds ttl, milli
   work(keeper);
   const auto reason = keeper.lost_reason();
   (void)keeper.release();
-  if (reason) return Error{ErrorCode::kNotHeld, "the lease was lost while the work ran: " + reason->message, 0, std::nullopt};
+  if (reason)
+    return Error{ErrorCode::kNotHeld, "the lease was lost while the work ran: " + reason->message,
+                 0, std::nullopt};
   return Done{};
 }
 

@@ -5,7 +5,9 @@
 namespace fencelock {
 
 LockGuard::LockGuard(Client& client, Lease lease, ReleaseFailed on_release_failed)
-    : client_(&client), lease_(std::move(lease)), on_release_failed_(std::move(on_release_failed)) {}
+    : client_(&client),
+      lease_(std::move(lease)),
+      on_release_failed_(std::move(on_release_failed)) {}
 
 LockGuard::LockGuard(LockGuard&& other) noexcept
     : client_(other.client_),
@@ -28,8 +30,9 @@ LockGuard::~LockGuard() {
     if (on_release_failed_) {
       on_release_failed_(*lease_, result.error());
     } else {
-      std::fprintf(stderr, "fencelock: releasing lock '%s' failed (%s); it frees itself when its ttl ends\n",
-                   lease_->name().c_str(), result.error().message.c_str());
+      std::fprintf(
+          stderr, "fencelock: releasing lock '%s' failed (%s); it frees itself when its ttl ends\n",
+          lease_->name().c_str(), result.error().message.c_str());
     }
   } catch (...) {  // a destructor never throws; the ttl frees the lock
   }

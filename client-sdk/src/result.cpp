@@ -4,12 +4,18 @@ namespace fencelock {
 
 std::string_view error_code_name(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::kLocked: return "locked";
-    case ErrorCode::kNotHeld: return "not_held";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kTransport: return "transport";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kLocked:
+      return "locked";
+    case ErrorCode::kNotHeld:
+      return "not_held";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kTransport:
+      return "transport";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "internal";
 }

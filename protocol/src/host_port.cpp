@@ -10,7 +10,8 @@ namespace {
 
 bool is_numeric_host(const std::string& host) {
   unsigned char scratch[sizeof(in6_addr)];
-  return ::inet_pton(AF_INET, host.c_str(), scratch) == 1 || ::inet_pton(AF_INET6, host.c_str(), scratch) == 1;
+  return ::inet_pton(AF_INET, host.c_str(), scratch) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), scratch) == 1;
 }
 
 }  // namespace
@@ -33,15 +34,19 @@ BasicResult<HostPort, std::string> parse_host_port(std::string_view text) {
     if (colon == std::string_view::npos) return std::string("expected HOST:PORT");
     host = text.substr(0, colon);
     port_text = text.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos) return std::string("write IPv6 addresses as [IPV6]:PORT");
+    if (host.find(':') != std::string_view::npos)
+      return std::string("write IPv6 addresses as [IPV6]:PORT");
   }
   unsigned port = 0;
-  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535) {
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
+      port > 65535) {
     return std::string("port must be 1..65535");
   }
   std::string host_string(host == "localhost" ? std::string_view("127.0.0.1") : host);
-  if (!is_numeric_host(host_string)) return std::string("host must be a numeric IP address or localhost");
+  if (!is_numeric_host(host_string))
+    return std::string("host must be a numeric IP address or localhost");
   return HostPort{std::move(host_string), static_cast<std::uint16_t>(port)};
 }
 

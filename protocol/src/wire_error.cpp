@@ -33,9 +33,13 @@ const Entry& entry_of(WireError error) noexcept {
 
 }  // namespace
 
-unsigned http_status(WireError error) noexcept { return entry_of(error).status; }
+unsigned http_status(WireError error) noexcept {
+  return entry_of(error).status;
+}
 
-std::string_view wire_code(WireError error) noexcept { return entry_of(error).code; }
+std::string_view wire_code(WireError error) noexcept {
+  return entry_of(error).code;
+}
 
 std::optional<WireError> wire_error_from_code(std::string_view code) noexcept {
   for (const Entry& entry : kTable) {

@@ -29,11 +29,16 @@ ApiResponse from_storage_error(const storage::Error& error) {
 
 json lease_body(const std::string& name, const std::string& lease, std::uint64_t token,
                 std::chrono::milliseconds ttl, std::chrono::milliseconds validity) {
-  return json{{"name", name}, {"lease", lease}, {"token", token}, {"ttl_ms", ttl.count()},
+  return json{{"name", name},
+              {"lease", lease},
+              {"token", token},
+              {"ttl_ms", ttl.count()},
               {"validity_ms", validity.count()}};
 }
 
-std::string token_detail(std::uint64_t token) { return "token=" + std::to_string(token); }
+std::string token_detail(std::uint64_t token) {
+  return "token=" + std::to_string(token);
+}
 
 // Answers at once; for handlers that have nothing to cancel.
 ApiHandlers::Cancel answer(ApiHandlers::Reply& reply, ApiResponse response) {
@@ -44,7 +49,8 @@ ApiHandlers::Cancel answer(ApiHandlers::Reply& reply, ApiResponse response) {
 }  // namespace
 
 ApiHandlers::ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
-                         std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics)
+                         std::string token_backend, TokenReadiness token_ready,
+                         MetricsRenderer metrics)
     : engine_(engine),
       tokens_(std::move(tokens)),
       token_backend_(std::move(token_backend)),
@@ -63,13 +69,15 @@ ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message
   return response;
 }
 
-ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit, std::string_view detail) {
+ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit,
+                                std::string_view detail) {
   switch (fault) {
     case RequestFault::kBodyTooLarge:
-      return error_response(ApiError::kPayloadTooLarge,
-                            "the body exceeds the limit of " + std::to_string(body_limit) + " bytes");
+      return error_response(ApiError::kPayloadTooLarge, "the body exceeds the limit of " +
+                                                            std::to_string(body_limit) + " bytes");
     case RequestFault::kMalformed:
-      return error_response(ApiError::kInvalidRequest, "malformed HTTP request: " + std::string(detail));
+      return error_response(ApiError::kInvalidRequest,
+                            "malformed HTTP request: " + std::string(detail));
     case RequestFault::kUnsupportedTransferEncoding:
       return error_response(ApiError::kInvalidRequest, "unsupported Transfer-Encoding");
   }
@@ -91,8 +99,8 @@ const std::array<RouteEntry<ApiHandlers::Handler>, 9>& ApiHandlers::routes() {
   return table;
 }
 
-ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view target, std::string_view body,
-                                              Reply reply) {
+ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view target,
+                                              std::string_view body, Reply reply) {
   Dispatched dispatched;
   if (method == Method::kHead) {
     // No HEAD in API v1; answered without a body (a HEAD response carries none), then closed.
@@ -106,17 +114,23 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   const auto match = match_route(routes(), method, target);
   using Kind = RouteMatch<Handler>::Kind;
   switch (match.kind) {
-    case Kind::kNotFound: reply(error_response(ApiError::kNotFound, "no such endpoint")); return dispatched;
-    case Kind::kBadName: reply(error_response(ApiError::kInvalidRequest, fencelock::kLockNameRule)); return dispatched;
+    case Kind::kNotFound:
+      reply(error_response(ApiError::kNotFound, "no such endpoint"));
+      return dispatched;
+    case Kind::kBadName:
+      reply(error_response(ApiError::kInvalidRequest, fencelock::kLockNameRule));
+      return dispatched;
     case Kind::kMethodNotAllowed: {
       const std::string_view name = method_name(method);
       ApiResponse response = error_response(
-          ApiError::kMethodNotAllowed, (name.empty() ? std::string("this method") : std::string(name)) + " is not allowed here");
+          ApiError::kMethodNotAllowed,
+          (name.empty() ? std::string("this method") : std::string(name)) + " is not allowed here");
       response.allow = match.allow;
       reply(std::move(response));
       return dispatched;
     }
-    case Kind::kFound: break;
+    case Kind::kFound:
+      break;
   }
   dispatched.route = match.entry->route;
   dispatched.name = match.name;
@@ -134,56 +148,66 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   return dispatched;
 }
 
-ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string_view body, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string_view body,
+                                         Reply reply) {
   const std::string name(name_view);
   auto parsed = parse_acquire_body(body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
-  std::string owner_detail = parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
+  std::string owner_detail =
+      parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
   const bool waits = parsed->wait.count() > 0;
   storage::AcquireRequest request{name, parsed->ttl, parsed->wait};
   const storage::AcquireTicket ticket = engine_.acquire(
-      std::move(request), [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
-    if (lease.ok()) {
-      json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token, lease->ttl,
-                               lease->validity);
-      answer["waited_ms"] = lease->waited.count();
-      ApiResponse response = ok(answer, token_detail(lease->token) + owner_detail);
-      // Granted, but the client is gone: release at once rather than hold the name for the ttl.
-      response.undelivered = [this, name, claim = storage::LeaseClaim{lease->token, lease->proof}] {
-        engine_.release(name, claim, [](const Result<bool>&) {});
-      };
-      return reply(std::move(response));
-    }
-    if (lease.error().code != storage::ErrorCode::kLocked) return reply(from_storage_error(lease.error()));
-    // Held by someone else: tell the caller when it is worth trying again, if we can tell.
-    engine_.inspect(name, [message = lease.error().message, reply = std::move(reply)](Result<storage::LockStatus> status) {
-      std::optional<std::int64_t> retry_after;
-      if (status.ok() && status->held && status->remaining) retry_after = status->remaining->count();
-      reply(error_response(ApiError::kLocked, message, retry_after));
-    });
-  });
+      std::move(request),
+      [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+        if (lease.ok()) {
+          json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token,
+                                   lease->ttl, lease->validity);
+          answer["waited_ms"] = lease->waited.count();
+          ApiResponse response = ok(answer, token_detail(lease->token) + owner_detail);
+          // Granted, but the client is gone: release at once rather than hold the name for the ttl.
+          response.undelivered = [this, name,
+                                  claim = storage::LeaseClaim{lease->token, lease->proof}] {
+            engine_.release(name, claim, [](const Result<bool>&) {});
+          };
+          return reply(std::move(response));
+        }
+        if (lease.error().code != storage::ErrorCode::kLocked)
+          return reply(from_storage_error(lease.error()));
+        // Held by someone else: tell the caller when it is worth trying again, if we can tell.
+        engine_.inspect(name, [message = lease.error().message,
+                               reply = std::move(reply)](Result<storage::LockStatus> status) {
+          std::optional<std::int64_t> retry_after;
+          if (status.ok() && status->held && status->remaining)
+            retry_after = status->remaining->count();
+          reply(error_response(ApiError::kLocked, message, retry_after));
+        });
+      });
   if (!waits) return {};  // one attempt: answered within about one node timeout anyway
   return [ticket] { ticket.cancel(); };
 }
 
-ApiHandlers::Cancel ApiHandlers::extend(std::string_view name_view, std::string_view body, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::extend(std::string_view name_view, std::string_view body,
+                                        Reply reply) {
   const std::string name(name_view);
   auto parsed = parse_extend_body(body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
   auto claim = decode_lease(parsed->lease);
   if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   // The answer's token and lease come from what the nodes verified, never from the request alone.
-  engine_.extend(name, *claim, parsed->ttl,
-                 [name, proof = claim->proof, reply = std::move(reply)](Result<storage::Extension> extension) {
-                   if (!extension.ok()) return reply(from_storage_error(extension.error()));
-                   reply(ok(lease_body(name, encode_lease(extension->token, proof), extension->token,
-                                       extension->ttl, extension->validity),
-                            token_detail(extension->token)));
-                 });
+  engine_.extend(
+      name, *claim, parsed->ttl,
+      [name, proof = claim->proof, reply = std::move(reply)](Result<storage::Extension> extension) {
+        if (!extension.ok()) return reply(from_storage_error(extension.error()));
+        reply(ok(lease_body(name, encode_lease(extension->token, proof), extension->token,
+                            extension->ttl, extension->validity),
+                 token_detail(extension->token)));
+      });
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::release(std::string_view name_view, std::string_view body, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::release(std::string_view name_view, std::string_view body,
+                                         Reply reply) {
   const std::string name(name_view);
   auto parsed = parse_release_body(body);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
@@ -196,7 +220,8 @@ ApiHandlers::Cancel ApiHandlers::release(std::string_view name_view, std::string
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::string_view, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::string_view,
+                                             Reply reply) {
   const std::string name(name_view);
   // Inspect the nodes and read the token counter at once; answer when both are in.
   struct Join {
@@ -209,7 +234,9 @@ ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::st
       if (!status || !token) return;
       if (!status->ok()) return reply(from_storage_error(status->error()));
       if (!token->ok()) return reply(from_storage_error(token->error()));
-      json body{{"name", name}, {"held", status->value().held}, {"remaining_ms", nullptr},
+      json body{{"name", name},
+                {"held", status->value().held},
+                {"remaining_ms", nullptr},
                 {"last_token", token->value()}};
       if (status->value().remaining) body["remaining_ms"] = status->value().remaining->count();
       reply(ok(body));
@@ -231,10 +258,12 @@ ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::st
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::string_view, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::string_view,
+                                            Reply reply) {
   const std::string name(name_view);
   // The same counters as the grants: an embedded source may not draw while another instance runs.
-  if (auto refusal = engine_.grant_refusal()) return answer(reply, error_response(ApiError::kUnavailable, *refusal));
+  if (auto refusal = engine_.grant_refusal())
+    return answer(reply, error_response(ApiError::kUnavailable, *refusal));
   tokens_->next(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
     reply(ok(json{{"name", name}, {"token", token.value()}}, token_detail(token.value())));
@@ -242,7 +271,8 @@ ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::str
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::current_token(std::string_view name_view, std::string_view, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::current_token(std::string_view name_view, std::string_view,
+                                               Reply reply) {
   const std::string name(name_view);
   tokens_->current(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
@@ -270,10 +300,11 @@ ApiHandlers::Cancel ApiHandlers::readyz(std::string_view, std::string_view, Repl
   json token_source{{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}};
   if (refusal) token_source["reason"] = *refusal;
   json body{{"status", nodes_ok && tokens_ok ? "ok" : "unavailable"},
-            {"lock_nodes", {{"status", nodes_ok ? "ok" : "unavailable"},
-                            {"voting", voting},
-                            {"total", engine_.node_count()},
-                            {"quorum", engine_.quorum()}}},
+            {"lock_nodes",
+             {{"status", nodes_ok ? "ok" : "unavailable"},
+              {"voting", voting},
+              {"total", engine_.node_count()},
+              {"quorum", engine_.quorum()}}},
             {"token_source", std::move(token_source)}};
   ApiResponse response = ok(body);
   if (!nodes_ok || !tokens_ok) response.status = 503;

@@ -74,10 +74,12 @@ class ApiHandlers {
   static ApiResponse error_response(ApiError error, std::string_view message,
                                     std::optional<std::int64_t> retry_after_ms = std::nullopt);
   // The answer to a request that could not be read as one (`body_limit` words the 413).
-  static ApiResponse refuse(RequestFault fault, std::size_t body_limit, std::string_view detail = {});
+  static ApiResponse refuse(RequestFault fault, std::size_t body_limit,
+                            std::string_view detail = {});
 
  private:
-  using Handler = Cancel (ApiHandlers::*)(std::string_view name, std::string_view body, Reply reply);
+  using Handler = Cancel (ApiHandlers::*)(std::string_view name, std::string_view body,
+                                          Reply reply);
   static const std::array<RouteEntry<Handler>, 9>& routes();
 
   Cancel acquire(std::string_view name, std::string_view body, Reply reply);

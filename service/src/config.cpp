@@ -587,14 +587,17 @@ std::string engine_message(const storage::OptionProblem& problem,
     std::string flag(field);
     std::replace(flag.begin(), flag.end(), '_', '-');
     const FlagSpec* spec = find_flag(flag == "nodes" ? std::string("redis") : flag);
-    if (spec == nullptr) return "engine options: " + std::string(field) + ": " + problem.reason;  // no flag
+    if (spec == nullptr)
+      return "engine options: " + std::string(field) + ": " + problem.reason;  // no flag
     specs.push_back(spec);
   }
   std::string flags;
-  for (const FlagSpec* spec : specs) flags += (flags.empty() ? "" : "/--") + std::string(spec->name);
+  for (const FlagSpec* spec : specs)
+    flags += (flags.empty() ? "" : "/--") + std::string(spec->name);
   std::string origin;
   if (specs.size() == 1) {
-    if (const auto found = origins.find(specs[0]->name); found != origins.end()) origin = found->second;
+    if (const auto found = origins.find(specs[0]->name); found != origins.end())
+      origin = found->second;
   }
   return flag_message(flags, origin, problem.reason);
 }

@@ -20,46 +20,59 @@ HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, ApiHandl
 
 // Sessions may outlive the server (the io_context discards their handlers later): the drain
 // callback, which calls into the server, must not run then.
-HttpServer::~HttpServer() { host_->take_drained(); }
+HttpServer::~HttpServer() {
+  host_->take_drained();
+}
 
 storage::Status HttpServer::listen() {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(options().listen.host, ec);
-  if (ec) return storage::make_error(storage::ErrorCode::kInvalidArgument, "listen address: " + ec.message());
+  if (ec)
+    return storage::make_error(storage::ErrorCode::kInvalidArgument,
+                               "listen address: " + ec.message());
   const tcp::endpoint endpoint(address, options().listen.port);
   const std::string where = options().listen.to_string();
   if (acceptor_.open(endpoint.protocol(), ec); ec) {
-    return storage::make_error(storage::ErrorCode::kUnavailable, "cannot open " + where + ": " + ec.message());
+    return storage::make_error(storage::ErrorCode::kUnavailable,
+                               "cannot open " + where + ": " + ec.message());
   }
   acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (acceptor_.bind(endpoint, ec); ec) {
-    return storage::make_error(storage::ErrorCode::kUnavailable, "cannot listen on " + where + ": " + ec.message());
+    return storage::make_error(storage::ErrorCode::kUnavailable,
+                               "cannot listen on " + where + ": " + ec.message());
   }
   if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec) {
-    return storage::make_error(storage::ErrorCode::kUnavailable, "cannot listen on " + where + ": " + ec.message());
+    return storage::make_error(storage::ErrorCode::kUnavailable,
+                               "cannot listen on " + where + ": " + ec.message());
   }
   port_ = acceptor_.local_endpoint().port();
   return storage::Done{};
 }
 
-void HttpServer::start_accepting() { do_accept(); }
+void HttpServer::start_accepting() {
+  do_accept();
+}
 
 void HttpServer::do_accept() {
-  acceptor_.async_accept(asio::make_strand(io_), [this](boost::system::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (ec) {
-      // Out of file descriptors (or similar): the listening socket stays readable, so accepting
-      // again at once would spin. Pause, say so, and try again.
-      log_event(LogLevel::kWarning, "accept_failed", "error=\"" + ec.message() + "\" retry_in_ms=100");
-      accept_later();
-      return;
-    }
-    socket.set_option(tcp::no_delay(true), ec);
-    auto session = std::make_shared<HttpSession>(std::move(socket), host_);
-    // Over the limit: refuse by closing, before reading anything (the session closes its socket).
-    if (host_->add(session)) session->run();
-    do_accept();
-  });
+  acceptor_.async_accept(asio::make_strand(io_),
+                         [this](boost::system::error_code ec, tcp::socket socket) {
+                           if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+                           if (ec) {
+                             // Out of file descriptors (or similar): the listening socket stays
+                             // readable, so accepting again at once would spin. Pause, say so, and
+                             // try again.
+                             log_event(LogLevel::kWarning, "accept_failed",
+                                       "error=\"" + ec.message() + "\" retry_in_ms=100");
+                             accept_later();
+                             return;
+                           }
+                           socket.set_option(tcp::no_delay(true), ec);
+                           auto session = std::make_shared<HttpSession>(std::move(socket), host_);
+                           // Over the limit: refuse by closing, before reading anything (the
+                           // session closes its socket).
+                           if (host_->add(session)) session->run();
+                           do_accept();
+                         });
 }
 
 void HttpServer::accept_later() {

@@ -20,10 +20,10 @@
 #include <unordered_map>
 
 #include "api_handlers.h"
-#include "session_host.h"
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/result.h"
 #include "route.h"
+#include "session_host.h"
 
 namespace fencelock::service {
 
@@ -53,9 +53,9 @@ class HttpServer {
   void accept_later();
 
   boost::asio::io_context& io_;
-  std::shared_ptr<SessionHost> host_;         // shared with every session
+  std::shared_ptr<SessionHost> host_;        // shared with every session
   boost::asio::ip::tcp::acceptor acceptor_;  // on its own strand: shutdown() posts to it
-  boost::asio::steady_timer accept_retry_;      // pause after an accept error (EMFILE, ...)
+  boost::asio::steady_timer accept_retry_;   // pause after an accept error (EMFILE, ...)
   std::uint16_t port_ = 0;
   boost::asio::steady_timer grace_timer_;  // touched only from handlers posted to io_
 };

@@ -21,11 +21,16 @@ namespace {
 
 Method method_of(http::verb verb) {
   switch (verb) {
-    case http::verb::get: return Method::kGet;
-    case http::verb::post: return Method::kPost;
-    case http::verb::delete_: return Method::kDelete;
-    case http::verb::head: return Method::kHead;
-    default: return Method::kOther;
+    case http::verb::get:
+      return Method::kGet;
+    case http::verb::post:
+      return Method::kPost;
+    case http::verb::delete_:
+      return Method::kDelete;
+    case http::verb::head:
+      return Method::kHead;
+    default:
+      return Method::kOther;
   }
 }
 
@@ -34,7 +39,9 @@ Method method_of(http::verb verb) {
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host)
     : stream_(std::move(socket)), host_(std::move(host)) {}
 
-HttpSession::~HttpSession() { host_->forget(this); }
+HttpSession::~HttpSession() {
+  host_->forget(this);
+}
 
 void HttpSession::run() {
   asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
@@ -55,12 +62,15 @@ void HttpSession::do_read() {
   parser_->header_limit(static_cast<std::uint32_t>(host_->options().header_limit));
   stream_.expires_after(host_->options().idle_timeout);
   http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code ec, std::size_t bytes) { self->on_read(ec, bytes); });
+                   [self = shared_from_this()](beast::error_code ec, std::size_t bytes) {
+                     self->on_read(ec, bytes);
+                   });
 }
 
 void HttpSession::on_read(beast::error_code ec, std::size_t) {
-  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
-      ec == asio::error::connection_reset || ec == asio::error::eof) {
+  if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+      ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+      ec == asio::error::eof) {
     return close();
   }
   started_ = std::chrono::steady_clock::now();
@@ -70,12 +80,14 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   route_ = Route::kNotFound;
   name_ = {};
   if (ec == http::error::body_limit) {
-    return respond_and_close(ApiHandlers::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
+    return respond_and_close(
+        ApiHandlers::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
   }
   if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
   // Transfer-Encoding other than chunked cannot be framed: refuse it rather than read what follows
   // as another request (RFC 9112 §6.1; request smuggling behind a proxy otherwise).
-  if (parser_->get().find(http::field::transfer_encoding) != parser_->get().end() && !parser_->chunked()) {
+  if (parser_->get().find(http::field::transfer_encoding) != parser_->get().end() &&
+      !parser_->chunked()) {
     return respond_and_close(ApiHandlers::refuse(RequestFault::kUnsupportedTransferEncoding, 0));
   }
   request_ = parser_->release();
@@ -83,9 +95,10 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   ApiHandlers::Dispatched dispatched = host_->handlers().dispatch(
       method_of(request_.method()), request_.target(), request_.body(),
       [self = shared_from_this(), request = request_seq_](ApiResponse response) {
-        asio::post(self->stream_.get_executor(), [self, request, response = std::move(response)]() mutable {
-          self->on_response(request, std::move(response));
-        });
+        asio::post(self->stream_.get_executor(),
+                   [self, request, response = std::move(response)]() mutable {
+                     self->on_response(request, std::move(response));
+                   });
       });
   route_ = dispatched.route;
   name_ = dispatched.name;
@@ -97,9 +110,8 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
 void HttpSession::watch_for_disconnect() {
   watching_ = true;
   stream_.socket().async_wait(asio::ip::tcp::socket::wait_read,
-                              [self = shared_from_this(), request = request_seq_](beast::error_code ec) {
-                                self->on_readable(ec, request);
-                              });
+                              [self = shared_from_this(), request = request_seq_](
+                                  beast::error_code ec) { self->on_readable(ec, request); });
 }
 
 void HttpSession::on_readable(beast::error_code ec, std::uint64_t request) {
@@ -109,7 +121,8 @@ void HttpSession::on_readable(beast::error_code ec, std::uint64_t request) {
   char byte = 0;
   const ssize_t got = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (got > 0) return;  // a pipelined request: the client is still there (and the watch ends)
-  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return watch_for_disconnect();
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return watch_for_disconnect();
   // EOF or a reset: nobody will read the answer. Stop the request; its answer, when it comes,
   // is logged and undone instead of written.
   client_gone_ = true;
@@ -133,9 +146,10 @@ void HttpSession::on_response(std::uint64_t request, ApiResponse response) {
   if (client_gone_) {
     client_gone_ = false;
     if (response.undelivered) response.undelivered();
-    host_->observe(RequestRecord{request_.method_string(), route_, name_, http_status(ApiError::kClientGone),
-                                  std::chrono::steady_clock::now() - started_,
-                                  "error=" + std::string(wire_code(ApiError::kClientGone))});
+    host_->observe(RequestRecord{request_.method_string(), route_, name_,
+                                 http_status(ApiError::kClientGone),
+                                 std::chrono::steady_clock::now() - started_,
+                                 "error=" + std::string(wire_code(ApiError::kClientGone))});
     busy_ = false;
     return close();
   }
@@ -169,14 +183,16 @@ void HttpSession::respond_and_close(ApiResponse response) {
 void HttpSession::do_write() {
   stream_.expires_after(host_->options().write_timeout);
   http::async_write(stream_, response_,
-                    [self = shared_from_this()](beast::error_code ec, std::size_t bytes) { self->on_write(ec, bytes); });
+                    [self = shared_from_this()](beast::error_code ec, std::size_t bytes) {
+                      self->on_write(ec, bytes);
+                    });
 }
 
 void HttpSession::on_write(beast::error_code ec, std::size_t) {
   if (ec && undelivered_) undelivered_();  // the answer did not get out: undo what it hands out
   undelivered_ = nullptr;
   host_->observe(RequestRecord{request_.method_string(), route_, name_, response_.result_int(),
-                                std::chrono::steady_clock::now() - started_, detail_});
+                               std::chrono::steady_clock::now() - started_, detail_});
   busy_ = false;
   request_ = {};
   if (ec || !keep_alive_) return close();

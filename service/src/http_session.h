@@ -9,13 +9,13 @@
 // instead (a grant is released at once) and the request is logged with status 499.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -27,7 +27,6 @@
 #include "session_host.h"
 
 namespace fencelock::service {
-
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:

@@ -20,7 +20,8 @@ std::optional<storage::LeaseClaim> decode_lease(std::string_view lease) {
   if (digits.size() > 1 && digits.front() == '0') return std::nullopt;
   storage::LeaseClaim claim;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), claim.token);
-  if (ec != std::errc() || end != digits.data() + digits.size() || claim.token == 0) return std::nullopt;
+  if (ec != std::errc() || end != digits.data() + digits.size() || claim.token == 0)
+    return std::nullopt;
   const std::string_view proof = lease.substr(dot + 1);
   if (!storage::is_well_formed_lease_proof(proof)) return std::nullopt;
   claim.proof.assign(proof);

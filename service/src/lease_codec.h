@@ -1,4 +1,5 @@
-// The lease string clients hold: "<token>.<proof>", e.g. "42.9f86d081884c7d65a2feaa0c55ad0157e3f1a2b4c6d8e0f1".
+// The lease string clients hold: "<token>.<proof>", e.g.
+// "42.9f86d081884c7d65a2feaa0c55ad0157e3f1a2b4c6d8e0f1".
 //
 // The proof (48 hex digits, lease_secret.h) is bound to the token: release and extend hand both to
 // the engine, and every node checks that the proof was made for that token, so a lease string whose

@@ -32,9 +32,10 @@ void fit_connections_to_file_limit(fencelock::service::ServiceConfig& config) {
   if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur <= kReserve) return;
   const auto usable = static_cast<std::size_t>(limit.rlim_cur - kReserve);
   if (config.max_connections > usable) {
-    fencelock::service::log_event(fencelock::service::LogLevel::kWarning, "max_connections_lowered",
-                                  "from=" + std::to_string(config.max_connections) + " to=" + std::to_string(usable) +
-                                      " reason=\"open file limit " + std::to_string(limit.rlim_cur) + "\"");
+    fencelock::service::log_event(
+        fencelock::service::LogLevel::kWarning, "max_connections_lowered",
+        "from=" + std::to_string(config.max_connections) + " to=" + std::to_string(usable) +
+            " reason=\"open file limit " + std::to_string(limit.rlim_cur) + "\"");
     config.max_connections = usable;
   }
 }
@@ -64,7 +65,8 @@ int run(int argc, char** argv) {
     case Command::kVersion:
       std::printf("fencelockd %s\n", kVersion);
       return 0;
-    case Command::kRun: break;
+    case Command::kRun:
+      break;
   }
   ServiceConfig config = parsed->config;
   fit_connections_to_file_limit(config);

@@ -33,18 +33,23 @@ std::size_t status_index(unsigned status) noexcept {
   return kStatuses.size();
 }
 
-constexpr std::array<std::string_view, 6> kAcquireOutcomes{"granted", "locked", "unavailable",
+constexpr std::array<std::string_view, 6> kAcquireOutcomes{"granted", "locked",   "unavailable",
                                                            "invalid", "internal", "cancelled"};
 
 std::size_t acquire_outcome(const std::optional<ErrorCode>& error) noexcept {
   if (!error) return 0;
   switch (*error) {
-    case ErrorCode::kLocked: return 1;
-    case ErrorCode::kUnavailable: return 2;
-    case ErrorCode::kInvalidArgument: return 3;
+    case ErrorCode::kLocked:
+      return 1;
+    case ErrorCode::kUnavailable:
+      return 2;
+    case ErrorCode::kInvalidArgument:
+      return 3;
     case ErrorCode::kLeaseLost:  // acquire never reports it: a broken invariant
-    case ErrorCode::kInternal: return 4;
-    case ErrorCode::kCancelled: return 5;
+    case ErrorCode::kInternal:
+      return 4;
+    case ErrorCode::kCancelled:
+      return 5;
   }
   return 4;
 }
@@ -56,12 +61,16 @@ constexpr std::array<std::string_view, 5> kLockOutcomes{"ok", "lease_lost", "una
 std::size_t lock_outcome(const std::optional<ErrorCode>& error) noexcept {
   if (!error) return 0;
   switch (*error) {
-    case ErrorCode::kLeaseLost: return 1;
-    case ErrorCode::kUnavailable: return 2;
-    case ErrorCode::kInvalidArgument: return 3;
+    case ErrorCode::kLeaseLost:
+      return 1;
+    case ErrorCode::kUnavailable:
+      return 2;
+    case ErrorCode::kInvalidArgument:
+      return 3;
     case ErrorCode::kLocked:  // only acquire reports them
     case ErrorCode::kCancelled:
-    case ErrorCode::kInternal: return 4;
+    case ErrorCode::kInternal:
+      return 4;
   }
   return 4;
 }
@@ -168,10 +177,17 @@ class Exposition {
     out_ += "=\"";
     for (const char c : label.value) {
       switch (c) {
-        case '\\': out_ += "\\\\"; break;
-        case '"': out_ += "\\\""; break;
-        case '\n': out_ += "\\n"; break;
-        default: out_ += c;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        default:
+          out_ += c;
       }
     }
     out_ += '"';
@@ -234,9 +250,15 @@ void Metrics::on_operation(const storage::OperationReport& report) {
         token_draw_duration_.observe(as_nanoseconds(report.token_draw));
       }
       return;
-    case OperationKind::kExtend: bump(lock_operations_[0][lock_outcome(report.error)]); return;
-    case OperationKind::kRelease: bump(lock_operations_[1][lock_outcome(report.error)]); return;
-    case OperationKind::kInspect: bump(lock_operations_[2][lock_outcome(report.error)]); return;
+    case OperationKind::kExtend:
+      bump(lock_operations_[0][lock_outcome(report.error)]);
+      return;
+    case OperationKind::kRelease:
+      bump(lock_operations_[1][lock_outcome(report.error)]);
+      return;
+    case OperationKind::kInspect:
+      bump(lock_operations_[2][lock_outcome(report.error)]);
+      return;
   }
 }
 
@@ -253,7 +275,8 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
       // Only pairs that happened: most route/status pairs never occur and would be noise.
       if (const std::uint64_t n = load(requests_[r][s]); n != 0) {
         text.sample("fencelock_http_requests_total",
-                    {{"route", route_label(static_cast<Route>(r))}, {"status", kStatusLabels[s]}}, n);
+                    {{"route", route_label(static_cast<Route>(r))}, {"status", kStatusLabels[s]}},
+                    n);
       }
     }
   }
@@ -261,8 +284,8 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
   text.family("fencelock_http_request_duration_seconds", "histogram",
               "Time from the first byte of a request to the last byte of its response.");
   for (std::size_t r = 0; r < kRouteCount; ++r) {
-    text.histogram("fencelock_http_request_duration_seconds", {{"route", route_label(static_cast<Route>(r))}},
-                   request_durations_[r]);
+    text.histogram("fencelock_http_request_duration_seconds",
+                   {{"route", route_label(static_cast<Route>(r))}}, request_durations_[r]);
   }
 
   text.family("fencelock_acquire_total", "counter", "Lock acquisitions finished, by outcome.");

@@ -15,21 +15,27 @@ using storage::Result;
 
 Result<json> parse_object(std::string_view body) {
   json parsed = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return make_error(ErrorCode::kInvalidArgument, "the body is not valid JSON");
-  if (!parsed.is_object()) return make_error(ErrorCode::kInvalidArgument, "the body must be a JSON object");
+  if (parsed.is_discarded())
+    return make_error(ErrorCode::kInvalidArgument, "the body is not valid JSON");
+  if (!parsed.is_object())
+    return make_error(ErrorCode::kInvalidArgument, "the body must be a JSON object");
   return parsed;
 }
 
 // An integer field in [low, high]. JSON floats (even 10.0), strings and booleans are refused.
-Result<std::optional<std::int64_t>> integer_field(const json& object, const char* name, std::int64_t low,
-                                                  std::int64_t high, bool required) {
+Result<std::optional<std::int64_t>> integer_field(const json& object, const char* name,
+                                                  std::int64_t low, std::int64_t high,
+                                                  bool required) {
   const auto it = object.find(name);
   if (it == object.end() || it->is_null()) {
-    if (required) return make_error(ErrorCode::kInvalidArgument, std::string(name) + " is required");
+    if (required)
+      return make_error(ErrorCode::kInvalidArgument, std::string(name) + " is required");
     return std::optional<std::int64_t>();
   }
-  const std::string range = " must be an integer between " + std::to_string(low) + " and " + std::to_string(high);
-  if (!it->is_number_integer()) return make_error(ErrorCode::kInvalidArgument, std::string(name) + range);
+  const std::string range =
+      " must be an integer between " + std::to_string(low) + " and " + std::to_string(high);
+  if (!it->is_number_integer())
+    return make_error(ErrorCode::kInvalidArgument, std::string(name) + range);
   std::int64_t value = 0;
   if (it->is_number_unsigned()) {
     const auto raw = it->get<std::uint64_t>();
@@ -40,22 +46,25 @@ Result<std::optional<std::int64_t>> integer_field(const json& object, const char
   } else {
     value = it->get<std::int64_t>();
   }
-  if (value < low || value > high) return make_error(ErrorCode::kInvalidArgument, std::string(name) + range);
+  if (value < low || value > high)
+    return make_error(ErrorCode::kInvalidArgument, std::string(name) + range);
   return std::optional<std::int64_t>(value);
 }
 
-Result<std::optional<std::string>> string_field(const json& object, const char* name, std::size_t max_length,
-                                                bool required) {
+Result<std::optional<std::string>> string_field(const json& object, const char* name,
+                                                std::size_t max_length, bool required) {
   const auto it = object.find(name);
   if (it == object.end() || it->is_null()) {
-    if (required) return make_error(ErrorCode::kInvalidArgument, std::string(name) + " is required");
+    if (required)
+      return make_error(ErrorCode::kInvalidArgument, std::string(name) + " is required");
     return std::optional<std::string>();
   }
-  if (!it->is_string()) return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be a string");
+  if (!it->is_string())
+    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be a string");
   const auto& text = it->get_ref<const std::string&>();
   if (text.size() > max_length) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      std::string(name) + " must be at most " + std::to_string(max_length) + " characters");
+    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be at most " +
+                                                       std::to_string(max_length) + " characters");
   }
   return std::optional<std::string>(text);
 }

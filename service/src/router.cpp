@@ -6,27 +6,42 @@ namespace fencelock::service {
 
 std::string_view route_label(Route route) noexcept {
   switch (route) {
-    case Route::kAcquire: return "acquire";
-    case Route::kExtend: return "extend";
-    case Route::kRelease: return "release";
-    case Route::kLockStatus: return "lock_status";
-    case Route::kNextToken: return "next_token";
-    case Route::kCurrentToken: return "current_token";
-    case Route::kHealthz: return "healthz";
-    case Route::kReadyz: return "readyz";
-    case Route::kMetrics: return "metrics";
-    case Route::kNotFound: return "not_found";
+    case Route::kAcquire:
+      return "acquire";
+    case Route::kExtend:
+      return "extend";
+    case Route::kRelease:
+      return "release";
+    case Route::kLockStatus:
+      return "lock_status";
+    case Route::kNextToken:
+      return "next_token";
+    case Route::kCurrentToken:
+      return "current_token";
+    case Route::kHealthz:
+      return "healthz";
+    case Route::kReadyz:
+      return "readyz";
+    case Route::kMetrics:
+      return "metrics";
+    case Route::kNotFound:
+      return "not_found";
   }
   return "not_found";
 }
 
 std::string_view method_name(Method method) noexcept {
   switch (method) {
-    case Method::kGet: return "GET";
-    case Method::kPost: return "POST";
-    case Method::kDelete: return "DELETE";
-    case Method::kHead: return "HEAD";
-    case Method::kOther: break;
+    case Method::kGet:
+      return "GET";
+    case Method::kPost:
+      return "POST";
+    case Method::kDelete:
+      return "DELETE";
+    case Method::kHead:
+      return "HEAD";
+    case Method::kOther:
+      break;
   }
   return "";
 }
@@ -40,7 +55,8 @@ bool path_fits(std::string_view pattern, std::string_view path, std::string_view
   }
   const std::string_view prefix = pattern.substr(0, at);
   const std::string_view suffix = pattern.substr(at + kName.size());
-  if (path.size() <= prefix.size() + suffix.size() || !path.starts_with(prefix) || !path.ends_with(suffix)) {
+  if (path.size() <= prefix.size() + suffix.size() || !path.starts_with(prefix) ||
+      !path.ends_with(suffix)) {
     return false;
   }
   name = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
@@ -48,6 +64,8 @@ bool path_fits(std::string_view pattern, std::string_view path, std::string_view
   return name.find('/') == std::string_view::npos;
 }
 
-bool valid_route_name(std::string_view name) noexcept { return fencelock::is_valid_lock_name(name); }
+bool valid_route_name(std::string_view name) noexcept {
+  return fencelock::is_valid_lock_name(name);
+}
 
 }  // namespace fencelock::service

@@ -27,7 +27,8 @@ namespace {
 class LoggingObserver final : public storage::EngineObserver {
  public:
   explicit LoggingObserver(Metrics& metrics) : metrics_(metrics) {}
-  void on_node_up(std::size_t node, const std::string& address, const std::string& run_id) override {
+  void on_node_up(std::size_t node, const std::string& address,
+                  const std::string& run_id) override {
     log_event(LogLevel::kInfo, "lock_node_up", "node=" + address + " run_id=" + run_id);
     metrics_.on_node_up(node, address, run_id);
   }
@@ -35,15 +36,19 @@ class LoggingObserver final : public storage::EngineObserver {
     log_event(LogLevel::kWarning, "lock_node_down", "node=" + address + " reason=\"" + why + "\"");
     metrics_.on_node_down(node, address, why);
   }
-  void on_node_quarantined(std::size_t node, const std::string& address, std::chrono::milliseconds duration) override {
+  void on_node_quarantined(std::size_t node, const std::string& address,
+                           std::chrono::milliseconds duration) override {
     log_event(LogLevel::kWarning, "lock_node_quarantined",
-              "node=" + address + " may_have_lost_keys=true votes_ignored_for_ms=" + std::to_string(duration.count()));
+              "node=" + address + " may_have_lost_keys=true votes_ignored_for_ms=" +
+                  std::to_string(duration.count()));
     metrics_.on_node_quarantined(node, address, duration);
   }
   void on_node_refused(std::size_t, const std::string& address, const std::string& why) override {
     log_event(LogLevel::kError, "lock_node_refused", "node=" + address + " reason=\"" + why + "\"");
   }
-  void on_operation(const storage::OperationReport& report) override { metrics_.on_operation(report); }
+  void on_operation(const storage::OperationReport& report) override {
+    metrics_.on_operation(report);
+  }
 
  private:
   Metrics& metrics_;
@@ -93,7 +98,8 @@ storage::Status run_service(const ServiceConfig& config) {
 
   Metrics metrics;
   LoggingObserver observer(metrics);
-  auto created = storage::RedlockEngine::create(io.get_executor(), std::move(engine_options), tokens->source, &observer);
+  auto created = storage::RedlockEngine::create(io.get_executor(), std::move(engine_options),
+                                                tokens->source, &observer);
   if (!created.ok()) return std::move(created).error();
   std::unique_ptr<storage::RedlockEngine> engine = std::move(created).value();
 
@@ -105,9 +111,11 @@ storage::Status run_service(const ServiceConfig& config) {
       [&metrics, &engine, &server_ptr] {
         std::vector<std::pair<std::string, double>> gauges;
         if (server_ptr != nullptr) {
-          gauges.emplace_back("fencelock_http_open_connections", static_cast<double>(server_ptr->open_connections()));
+          gauges.emplace_back("fencelock_http_open_connections",
+                              static_cast<double>(server_ptr->open_connections()));
         }
-        gauges.emplace_back("fencelock_lock_nodes_voting", static_cast<double>(engine->voting_nodes()));
+        gauges.emplace_back("fencelock_lock_nodes_voting",
+                            static_cast<double>(engine->voting_nodes()));
         return metrics.render(engine->node_statuses(), gauges);
       });
 
@@ -117,11 +125,15 @@ storage::Status run_service(const ServiceConfig& config) {
   server_options.max_connections = config.max_connections;
   server_options.idle_timeout = config.idle_timeout;
   HttpServer server(io, server_options, handlers, [&metrics](const RequestRecord& r) {
-    metrics.record_request(r.route, r.status, std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
-    std::string fields = "method=" + std::string(r.method) + " route=" + std::string(route_label(r.route));
+    metrics.record_request(r.route, r.status,
+                           std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
+    std::string fields =
+        "method=" + std::string(r.method) + " route=" + std::string(route_label(r.route));
     if (!r.name.empty()) fields += " name=" + std::string(r.name);
     fields += " status=" + std::to_string(r.status);
-    fields += " duration_us=" + std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count());
+    fields +=
+        " duration_us=" +
+        std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count());
     if (!r.detail.empty()) fields += " " + std::string(r.detail);
     log_event(LogLevel::kInfo, "request", fields);
   });
@@ -158,7 +170,8 @@ storage::Status run_service(const ServiceConfig& config) {
     server.shutdown(config.shutdown_grace, [&] {
       if (redis_tokens) redis_tokens->stop();
       // Whatever still holds the loop (a node's graceful close) gets a bounded moment, then stop.
-      auto last_call = std::make_shared<asio::steady_timer>(io, 2 * config.engine.node_timeout + std::chrono::milliseconds(200));
+      auto last_call = std::make_shared<asio::steady_timer>(
+          io, 2 * config.engine.node_timeout + std::chrono::milliseconds(200));
       last_call->async_wait([&io, last_call](const boost::system::error_code&) { io.stop(); });
     });
   };

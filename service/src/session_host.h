@@ -26,8 +26,9 @@ class HttpSession;
 
 struct HttpServerOptions {
   storage::NodeAddress listen{"127.0.0.1", 8080};
-  std::size_t body_limit = std::size_t{64} * 1024;   // bytes of request body; more → 413
-  std::size_t header_limit = std::size_t{8} * 1024;  // bytes of request line + headers; more → 431-ish 400
+  std::size_t body_limit = std::size_t{64} * 1024;  // bytes of request body; more → 413
+  std::size_t header_limit =
+      std::size_t{8} * 1024;             // bytes of request line + headers; more → 431-ish 400
   std::size_t max_connections = 10'000;  // further connections are closed at once
   std::chrono::milliseconds idle_timeout{60'000};  // waiting for (the rest of) a request
   std::chrono::milliseconds write_timeout{30'000};
@@ -63,7 +64,7 @@ class SessionHost {
   void forget(HttpSession* session);
 
   // Starts draining: returns the live sessions (to be told to drain) and runs `drained` once none
-  // is left (at once if none is). 
+  // is left (at once if none is).
   std::vector<std::shared_ptr<HttpSession>> drain(std::function<void()> drained);
   // Takes back the drained callback, if it has not run: for the grace timeout and for the server's
   // destruction. Returns it (empty if it already ran).

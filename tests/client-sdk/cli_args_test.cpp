@@ -6,15 +6,16 @@ using namespace fencelock::cli;
 using namespace std::chrono_literals;
 
 namespace {
-fencelock::Result<CliArgs> parse(std::vector<std::string> args, std::optional<std::string> endpoint = std::nullopt,
+fencelock::Result<CliArgs> parse(std::vector<std::string> args,
+                                 std::optional<std::string> endpoint = std::nullopt,
                                  std::optional<std::string> lease = std::nullopt) {
   return parse_cli(args, endpoint, lease);
 }
 }  // namespace
 
 TEST_CASE("cli: run takes its options, a name and the command after --", "[client]") {
-  auto a = parse({"--endpoint", "http://127.0.0.1:9", "run", "--ttl", "2m", "--wait=10s", "--grace", "500ms", "jobs",
-                  "--", "sh", "-c", "echo --ttl"});
+  auto a = parse({"--endpoint", "http://127.0.0.1:9", "run", "--ttl", "2m", "--wait=10s", "--grace",
+                  "500ms", "jobs", "--", "sh", "-c", "echo --ttl"});
   REQUIRE(a.ok());
   CHECK(a->command == Command::kRun);
   CHECK(a->endpoint == "http://127.0.0.1:9");
@@ -30,7 +31,9 @@ TEST_CASE("cli: the endpoint and the lease may come from the environment", "[cli
   REQUIRE(a.ok());
   CHECK(a->endpoint == "http://127.0.0.1:7777");
   CHECK(a->lease == "5.abc");
-  CHECK(parse({"--endpoint", "http://127.0.0.1:1", "status", "x"}, "http://127.0.0.1:2")->endpoint == "http://127.0.0.1:1");
+  CHECK(
+      parse({"--endpoint", "http://127.0.0.1:1", "status", "x"}, "http://127.0.0.1:2")->endpoint ==
+      "http://127.0.0.1:1");
   CHECK(parse({"extend", "jobs", "7.def"}, std::nullopt, "5.abc")->lease == "7.def");
   CHECK(parse({"token", "--next", "jobs"})->next_token);
 }

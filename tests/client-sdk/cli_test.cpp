@@ -25,8 +25,8 @@ std::string slurp(const std::filesystem::path& path) {
 }
 
 // Runs fencelock with FENCELOCK_ENDPOINT pointing at `s`.
-CliRun cli(ServiceUnderTest& s, const std::vector<std::string>& args, std::chrono::milliseconds limit = 20s,
-           const std::vector<std::string>& env = {}) {
+CliRun cli(ServiceUnderTest& s, const std::vector<std::string>& args,
+           std::chrono::milliseconds limit = 20s, const std::vector<std::string>& env = {}) {
   static int run = 0;
   const auto out = s.dir.path() / ("cli-" + std::to_string(++run) + ".out");
   std::vector<std::string> argv = {FENCELOCK_CLI_BINARY};
@@ -48,14 +48,17 @@ CliRun cli(ServiceUnderTest& s, const std::vector<std::string>& args, std::chron
   return result;
 }
 
-json first_json_line(const std::string& text) { return json::parse(text.substr(0, text.find('\n')), nullptr, false); }
+json first_json_line(const std::string& text) {
+  return json::parse(text.substr(0, text.find('\n')), nullptr, false);
+}
 
 }  // namespace
 
 TEST_CASE("cli: run passes the token, propagates the exit status and releases", "[client][redis]") {
   ServiceUnderTest s;
   const CliRun r = cli(s, {"run", "--ttl", "5s", "nightly", "--", "sh", "-c",
-                           "echo \"name=$FENCELOCK_NAME token=$FENCELOCK_TOKEN lease=${FENCELOCK_LEASE:-none}\"; exit 7"});
+                           "echo \"name=$FENCELOCK_NAME token=$FENCELOCK_TOKEN "
+                           "lease=${FENCELOCK_LEASE:-none}\"; exit 7"});
   CHECK(r.exit_code == 7);
   CHECK_THAT(r.output, Catch::Contains("name=nightly token=1 lease=none"));
   auto status = s.client().get("/v1/locks/nightly").json();
@@ -79,11 +82,14 @@ TEST_CASE("cli: run stops the command when the lease is lost and exits 4", "[cli
   std::thread killer([&] {
     // Once the command is running, take the lock nodes' majority away.
     const auto limit = std::chrono::steady_clock::now() + 10s;
-    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(5ms);
+    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit)
+      std::this_thread::sleep_for(5ms);
     for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
   });
-  const CliRun r = cli(s, {"run", "--ttl", "600ms", "--grace", "200ms", "fragile", "--", "sh", "-c",
-                           "echo $$ > " + marker.string() + "; trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done"});
+  const CliRun r =
+      cli(s, {"run", "--ttl", "600ms", "--grace", "200ms", "fragile", "--", "sh", "-c",
+              "echo $$ > " + marker.string() +
+                  "; trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done"});
   killer.join();
   CHECK(r.exit_code == 4);
   CHECK_THAT(r.output, Catch::Contains("lost the lease"));
@@ -92,16 +98,19 @@ TEST_CASE("cli: run stops the command when the lease is lost and exits 4", "[cli
   CHECK(::kill(child, 0) != 0);  // the command is gone
 }
 
-TEST_CASE("cli: a command that ignores SIGTERM is killed after the grace period", "[client][redis]") {
+TEST_CASE("cli: a command that ignores SIGTERM is killed after the grace period",
+          "[client][redis]") {
   ServiceUnderTest s;
   const auto marker = s.dir.path() / "stubborn.pid";
   std::thread killer([&] {
     const auto limit = std::chrono::steady_clock::now() + 10s;
-    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(5ms);
+    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit)
+      std::this_thread::sleep_for(5ms);
     for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
   });
-  const CliRun r = cli(s, {"run", "--ttl", "600ms", "--grace", "300ms", "stubborn", "--", "sh", "-c",
-                           "trap '' TERM; echo $$ > " + marker.string() + "; while true; do sleep 0.05; done"});
+  const CliRun r =
+      cli(s, {"run", "--ttl", "600ms", "--grace", "300ms", "stubborn", "--", "sh", "-c",
+              "trap '' TERM; echo $$ > " + marker.string() + "; while true; do sleep 0.05; done"});
   killer.join();
   CHECK(r.exit_code == 4);
   CHECK(::kill(std::stoi(slurp(marker)), 0) != 0);
@@ -114,7 +123,8 @@ TEST_CASE("cli: a command that cannot start exits 127 and releases the lock", "[
   CHECK(s.client().get("/v1/locks/gone").json()["held"] == false);
 }
 
-TEST_CASE("cli: acquire, extend, status, token and release print JSON for scripts", "[client][redis]") {
+TEST_CASE("cli: acquire, extend, status, token and release print JSON for scripts",
+          "[client][redis]") {
   ServiceUnderTest s;
   const CliRun acquired = cli(s, {"acquire", "--ttl", "30s", "report"});
   REQUIRE(acquired.exit_code == 0);
@@ -125,7 +135,8 @@ TEST_CASE("cli: acquire, extend, status, token and release print JSON for script
   const std::string lease_string = lease["lease"];
 
   CHECK(cli(s, {"acquire", "report"}).exit_code == 3);
-  const CliRun extended = cli(s, {"extend", "--ttl", "1m", "report"}, 20s, {"FENCELOCK_LEASE=" + lease_string});
+  const CliRun extended =
+      cli(s, {"extend", "--ttl", "1m", "report"}, 20s, {"FENCELOCK_LEASE=" + lease_string});
   CHECK(extended.exit_code == 0);
   CHECK(first_json_line(extended.output)["ttl_ms"] == 60000);
 
@@ -148,6 +159,7 @@ TEST_CASE("cli: usage errors exit 2 and an unreachable service exits 5", "[clien
   const CliRun help = cli(s, {"--help"});
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.output, Catch::Contains("Exit codes"));
-  const CliRun down = cli(s, {"--endpoint", "http://127.0.0.1:" + std::to_string(pick_free_port()), "status", "x"});
+  const CliRun down =
+      cli(s, {"--endpoint", "http://127.0.0.1:" + std::to_string(pick_free_port()), "status", "x"});
   CHECK(down.exit_code == 5);
 }

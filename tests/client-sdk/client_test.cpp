@@ -2,9 +2,9 @@
 #include "fencelock/client.h"
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <mutex>
 #include <set>
-#include <csignal>
 #include <thread>
 
 #include "fencelock/lease_keeper.h"
@@ -67,7 +67,8 @@ TEST_CASE("sdk: every call works against the service", "[client][redis]") {
   CHECK(client.extend(lease.value(), 1s).error().code == ErrorCode::kNotHeld);
 }
 
-TEST_CASE("sdk: a lease granted after a long wait still has its validity ahead of it", "[client][redis]") {
+TEST_CASE("sdk: a lease granted after a long wait still has its validity ahead of it",
+          "[client][redis]") {
   ServiceUnderTest s;
   Client client = client_for(s);
   REQUIRE(client.acquire("queue", 1500ms).ok());  // expires by itself, found by the retry timer
@@ -87,7 +88,8 @@ TEST_CASE("sdk: bad input is refused before anything is sent", "[client]") {
   CHECK(client.acquire("", 1s).error().code == ErrorCode::kInvalidArgument);
   CHECK(client.acquire("x", 0ms).error().code == ErrorCode::kInvalidArgument);
   CHECK(client.status("a/b").error().code == ErrorCode::kInvalidArgument);
-  for (const char* endpoint : {"127.0.0.1:8080", "https://127.0.0.1:8080", "http://example.com:80", "http://127.0.0.1"}) {
+  for (const char* endpoint :
+       {"127.0.0.1:8080", "https://127.0.0.1:8080", "http://example.com:80", "http://127.0.0.1"}) {
     ClientOptions options;
     options.endpoints = {endpoint};
     INFO(endpoint);
@@ -153,7 +155,9 @@ TEST_CASE("sdk: a lock guard releases when it goes out of scope", "[client][redi
     std::string reported;
     {
       LockGuard guard(client, client.acquire("orphan", 10s).value(),
-                      [&](const Lease& lease, const Error& error) { reported = lease.name() + ": " + std::string(error_code_name(error.code)); });
+                      [&](const Lease& lease, const Error& error) {
+                        reported = lease.name() + ": " + std::string(error_code_name(error.code));
+                      });
       s.daemon->stop(SIGKILL);
     }
     CHECK(reported == "orphan: transport");
@@ -184,14 +188,16 @@ TEST_CASE("sdk: auto-renew keeps a lease alive for five times its ttl", "[client
   CHECK_FALSE(client.status("long-job")->held);  // released when the keeper ended
 }
 
-TEST_CASE("sdk: the lost-lease signal fires before the deadline when the lock nodes die", "[client][redis]") {
+TEST_CASE("sdk: the lost-lease signal fires before the deadline when the lock nodes die",
+          "[client][redis]") {
   ServiceUnderTest s;
   ClientOptions options;
   options.request_timeout = 2s;
   Client client = client_for(s, options);
   LeaseKeeper keeper(client, client.acquire("fragile", 600ms).value());
   std::atomic<Clock::rep> fired_at{0};
-  std::stop_callback on_lost(keeper.lost_token(), [&] { fired_at = Clock::now().time_since_epoch().count(); });
+  std::stop_callback on_lost(keeper.lost_token(),
+                             [&] { fired_at = Clock::now().time_since_epoch().count(); });
 
   std::this_thread::sleep_for(100ms);
   for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
@@ -203,7 +209,8 @@ TEST_CASE("sdk: the lost-lease signal fires before the deadline when the lock no
   REQUIRE(keeper.lost_reason().has_value());
 }
 
-TEST_CASE("sdk: a renewal bound lets the lease run out, signalled before it does", "[client][redis]") {
+TEST_CASE("sdk: a renewal bound lets the lease run out, signalled before it does",
+          "[client][redis]") {
   ServiceUnderTest s;
   Client client = client_for(s);
   RenewOptions renew;

@@ -8,7 +8,11 @@ using fencelock::parse_duration;
 
 TEST_CASE("durations take a whole number and one of ms, s, m", "[protocol]") {
   const auto [text, expected] = GENERATE(table<std::string, long long>({
-      {"500ms", 500}, {"30s", 30'000}, {"2m", 120'000}, {"0s", 0}, {"999999999999ms", 999'999'999'999},
+      {"500ms", 500},
+      {"30s", 30'000},
+      {"2m", 120'000},
+      {"0s", 0},
+      {"999999999999ms", 999'999'999'999},
   }));
   const auto parsed = parse_duration(text);
   REQUIRE(parsed.has_value());

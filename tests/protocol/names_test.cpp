@@ -4,7 +4,8 @@
 
 using fencelock::is_valid_lock_name;
 
-TEST_CASE("lock names are 1 to 200 characters of [A-Za-z0-9._:-], other than . and ..", "[protocol]") {
+TEST_CASE("lock names are 1 to 200 characters of [A-Za-z0-9._:-], other than . and ..",
+          "[protocol]") {
   const auto [name, ok] = GENERATE(table<std::string, bool>({
       {"orders", true},
       {"Orders.2026-11_21:batch", true},

@@ -18,11 +18,13 @@ namespace {
 struct Api {
   std::shared_ptr<InMemoryTokens> tokens = std::make_shared<InMemoryTokens>();
   InMemoryEngine engine{tokens};
-  ApiHandlers handlers{engine, tokens, "memory", [] { return true; }, [] { return std::string("# metrics\n"); }};
+  ApiHandlers handlers{engine, tokens, "memory", [] { return true; },
+                       [] { return std::string("# metrics\n"); }};
 
   ApiResponse call(Method method, const std::string& target, const std::string& body = {}) {
     std::optional<ApiResponse> answer;
-    handlers.dispatch(method, target, body, [&](ApiResponse response) { answer = std::move(response); });
+    handlers.dispatch(method, target, body,
+                      [&](ApiResponse response) { answer = std::move(response); });
     engine.run_pending();
     REQUIRE(answer.has_value());
     return std::move(*answer);
@@ -36,9 +38,11 @@ std::string code_of(const ApiResponse& response) {
 
 }  // namespace
 
-TEST_CASE("api: every malformed request is refused with a stable code and never reaches the engine", "[service]") {
+TEST_CASE("api: every malformed request is refused with a stable code and never reaches the engine",
+          "[service]") {
   Api api;
-  const auto [method, target, body, status, code] = GENERATE(table<Method, std::string, std::string, unsigned, std::string>({
+  const auto [method, target, body, status,
+              code] = GENERATE(table<Method, std::string, std::string, unsigned, std::string>({
       {Method::kPost, "/v1/locks/x", "", 400, "invalid_request"},
       {Method::kPost, "/v1/locks/x", "{", 400, "invalid_request"},
       {Method::kPost, "/v1/locks/x", "[]", 400, "invalid_request"},
@@ -47,16 +51,21 @@ TEST_CASE("api: every malformed request is refused with a stable code and never 
       {Method::kPost, "/v1/locks/x", R"({"ttl_ms": 1.5})", 400, "invalid_request"},
       {Method::kPost, "/v1/locks/x", R"({"ttl_ms": 9})", 400, "invalid_request"},
       {Method::kPost, "/v1/locks/x", R"({"ttl_ms": 3600001})", 400, "invalid_request"},
-      {Method::kPost, "/v1/locks/x", R"({"ttl_ms": 1000, "wait_ms": 60001})", 400, "invalid_request"},
+      {Method::kPost, "/v1/locks/x", R"({"ttl_ms": 1000, "wait_ms": 60001})", 400,
+       "invalid_request"},
       {Method::kPost, "/v1/locks/x", R"({"ttl_ms": 1000, "wait_ms": -1})", 400, "invalid_request"},
       {Method::kPost, "/v1/locks/x", R"({"ttl_ms": 1000, "owner": false})", 400, "invalid_request"},
       {Method::kPost, "/v1/locks/bad%20name", R"({"ttl_ms": 1000})", 400, "invalid_request"},
-      {Method::kPost, "/v1/locks/" + std::string(201, 'n'), R"({"ttl_ms": 1000})", 400, "invalid_request"},
+      {Method::kPost, "/v1/locks/" + std::string(201, 'n'), R"({"ttl_ms": 1000})", 400,
+       "invalid_request"},
       {Method::kPost, "/v1/locks/.", R"({"ttl_ms": 1000})", 400, "invalid_request"},
       {Method::kPost, "/v1/locks/..", R"({"ttl_ms": 1000})", 400, "invalid_request"},
       {Method::kPost, "/v1/locks/x/extend", R"({"ttl_ms": 1000})", 400, "invalid_request"},
-      {Method::kPost, "/v1/locks/x/extend", R"({"lease": "garbage", "ttl_ms": 1000})", 400, "invalid_request"},
-      {Method::kPost, "/v1/locks/x/extend", R"({"lease": "1.0123456789abcdef0123456789abcdef", "ttl_ms": 1000})", 400, "invalid_request"},
+      {Method::kPost, "/v1/locks/x/extend", R"({"lease": "garbage", "ttl_ms": 1000})", 400,
+       "invalid_request"},
+      {Method::kPost, "/v1/locks/x/extend",
+       R"({"lease": "1.0123456789abcdef0123456789abcdef", "ttl_ms": 1000})", 400,
+       "invalid_request"},
       {Method::kDelete, "/v1/locks/x", R"({})", 400, "invalid_request"},
       {Method::kDelete, "/v1/locks/x", R"({"lease": "1.zz"})", 400, "invalid_request"},
       {Method::kGet, "/v1/nothing", "", 404, "not_found"},
@@ -74,7 +83,8 @@ TEST_CASE("api: every malformed request is refused with a stable code and never 
   CHECK(api.engine.calls() == 0);
 }
 
-TEST_CASE("api: 405 names the allowed methods; HEAD is 405 without a body and closes", "[service]") {
+TEST_CASE("api: 405 names the allowed methods; HEAD is 405 without a body and closes",
+          "[service]") {
   Api api;
   CHECK(api.call(Method::kOther, "/v1/locks/x").allow == "GET, POST, DELETE");
   CHECK(api.call(Method::kDelete, "/v1/tokens/x").allow == "GET, POST");
@@ -84,9 +94,11 @@ TEST_CASE("api: 405 names the allowed methods; HEAD is 405 without a body and cl
   CHECK(head.close);
 }
 
-TEST_CASE("api: acquire, refuse, extend, inspect and release answer the documented bodies", "[service]") {
+TEST_CASE("api: acquire, refuse, extend, inspect and release answer the documented bodies",
+          "[service]") {
   Api api;
-  const ApiResponse granted = api.call(Method::kPost, "/v1/locks/orders", R"({"ttl_ms": 10000, "owner": "w-1"})");
+  const ApiResponse granted =
+      api.call(Method::kPost, "/v1/locks/orders", R"({"ttl_ms": 10000, "owner": "w-1"})");
   REQUIRE(granted.status == 200);
   const json lease = json::parse(granted.body);
   CHECK(lease["name"] == "orders");
@@ -102,29 +114,38 @@ TEST_CASE("api: acquire, refuse, extend, inspect and release answer the document
   CHECK(json::parse(refused.body)["error"]["retry_after_ms"] == 5000);
 
   const json extend_body{{"lease", lease["lease"]}, {"ttl_ms", 20000}};
-  const ApiResponse extended = api.call(Method::kPost, "/v1/locks/orders/extend", extend_body.dump());
+  const ApiResponse extended =
+      api.call(Method::kPost, "/v1/locks/orders/extend", extend_body.dump());
   REQUIRE(extended.status == 200);
   CHECK(json::parse(extended.body)["token"] == 1);
   CHECK(json::parse(extended.body)["lease"] == lease["lease"]);
 
   const ApiResponse status = api.call(Method::kGet, "/v1/locks/orders");
-  CHECK(json::parse(status.body) == json{{"name", "orders"}, {"held", true}, {"remaining_ms", 5000}, {"last_token", 1}});
+  CHECK(json::parse(status.body) ==
+        json{{"name", "orders"}, {"held", true}, {"remaining_ms", 5000}, {"last_token", 1}});
 
   const json release_body{{"lease", lease["lease"]}};
-  CHECK(json::parse(api.call(Method::kDelete, "/v1/locks/orders", release_body.dump()).body)["released"] == true);
-  CHECK(json::parse(api.call(Method::kDelete, "/v1/locks/orders", release_body.dump()).body)["released"] == false);
+  CHECK(json::parse(
+            api.call(Method::kDelete, "/v1/locks/orders", release_body.dump()).body)["released"] ==
+        true);
+  CHECK(json::parse(
+            api.call(Method::kDelete, "/v1/locks/orders", release_body.dump()).body)["released"] ==
+        false);
   CHECK(api.engine.held() == 0);
 }
 
-TEST_CASE("api: engine outcomes map to the wire: lease lost, a forged token, unavailable", "[service]") {
+TEST_CASE("api: engine outcomes map to the wire: lease lost, a forged token, unavailable",
+          "[service]") {
   Api api;
-  const json lease = json::parse(api.call(Method::kPost, "/v1/locks/doc", R"({"ttl_ms": 10000})").body);
+  const json lease =
+      json::parse(api.call(Method::kPost, "/v1/locks/doc", R"({"ttl_ms": 10000})").body);
   const std::string text = lease["lease"];
   const std::string forged = "7" + text.substr(text.find('.'));
-  CHECK(code_of(api.call(Method::kPost, "/v1/locks/doc/extend", json{{"lease", forged}, {"ttl_ms", 1000}}.dump())) ==
-        "invalid_request");
+  CHECK(code_of(api.call(Method::kPost, "/v1/locks/doc/extend",
+                         json{{"lease", forged}, {"ttl_ms", 1000}}.dump())) == "invalid_request");
   const std::string other = "1." + std::string(48, 'b');
-  const ApiResponse lost = api.call(Method::kPost, "/v1/locks/doc/extend", json{{"lease", other}, {"ttl_ms", 1000}}.dump());
+  const ApiResponse lost = api.call(Method::kPost, "/v1/locks/doc/extend",
+                                    json{{"lease", other}, {"ttl_ms", 1000}}.dump());
   CHECK(lost.status == 409);
   CHECK(code_of(lost) == "not_held");
   api.engine.refusal = "another fencelockd shares these lock nodes";
@@ -134,10 +155,12 @@ TEST_CASE("api: engine outcomes map to the wire: lease lost, a forged token, una
   CHECK(api.call(Method::kPost, "/v1/tokens/other").status == 503);
   const ApiResponse ready = api.call(Method::kGet, "/readyz");
   CHECK(ready.status == 503);
-  CHECK(json::parse(ready.body)["token_source"]["reason"] == "another fencelockd shares these lock nodes");
+  CHECK(json::parse(ready.body)["token_source"]["reason"] ==
+        "another fencelockd shares these lock nodes");
 }
 
-TEST_CASE("api: a handler that throws answers 500 once, and the server keeps serving", "[service]") {
+TEST_CASE("api: a handler that throws answers 500 once, and the server keeps serving",
+          "[service]") {
   Api api;
   const ApiResponse answer = api.call(Method::kPost, "/v1/locks/boom", R"({"ttl_ms": 1000})");
   CHECK(answer.status == 500);

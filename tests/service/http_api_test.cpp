@@ -23,14 +23,17 @@ using nlohmann::json;
 
 namespace {
 using Service = ServiceUnderTest;
-std::string join(const std::vector<std::string>& parts) { return join_addresses(parts); }
+std::string join(const std::vector<std::string>& parts) {
+  return join_addresses(parts);
+}
 }  // namespace
 
 TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service][redis]") {
   Service s;
   HttpClient http = s.client();
 
-  const HttpAnswer first = http.post("/v1/locks/orders", {{"ttl_ms", 10000}, {"owner", "worker-1"}});
+  const HttpAnswer first =
+      http.post("/v1/locks/orders", {{"ttl_ms", 10000}, {"owner", "worker-1"}});
   REQUIRE(first.status == 200);
   CHECK(first.header("content-type") == "application/json");
   const json lease = first.json();
@@ -46,7 +49,8 @@ TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service
   CHECK(second.error_code() == "locked");
   CHECK(second.json()["error"]["retry_after_ms"].get<long>() > 9000);
 
-  const HttpAnswer extended = http.post("/v1/locks/orders/extend", {{"lease", lease_string}, {"ttl_ms", 20000}});
+  const HttpAnswer extended =
+      http.post("/v1/locks/orders/extend", {{"lease", lease_string}, {"ttl_ms", 20000}});
   REQUIRE(extended.status == 200);
   CHECK(extended.json()["token"] == lease["token"]);
   CHECK(extended.json()["lease"] == lease_string);
@@ -62,7 +66,8 @@ TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service
   const HttpAnswer released = http.del("/v1/locks/orders", {{"lease", lease_string}});
   REQUIRE(released.status == 200);
   CHECK(released.json() == json{{"name", "orders"}, {"released", true}});
-  CHECK(http.del("/v1/locks/orders", {{"lease", lease_string}}).json()["released"] == false);  // idempotent
+  CHECK(http.del("/v1/locks/orders", {{"lease", lease_string}}).json()["released"] ==
+        false);  // idempotent
 
   const HttpAnswer after = http.get("/v1/locks/orders");
   CHECK(after.json()["held"] == false);
@@ -90,7 +95,8 @@ TEST_CASE("http: tokens can be drawn and read without a lock", "[service][redis]
   CHECK(http.get("/v1/locks/batch").json()["last_token"] == 2);
 }
 
-TEST_CASE("http: a stale lease can neither extend nor release a newer holder's lock", "[service][redis]") {
+TEST_CASE("http: a stale lease can neither extend nor release a newer holder's lock",
+          "[service][redis]") {
   Service s;
   HttpClient http = s.client();
   const json old_lease = http.post("/v1/locks/report", {{"ttl_ms", 200}}).json();
@@ -99,14 +105,16 @@ TEST_CASE("http: a stale lease can neither extend nor release a newer holder's l
   const json new_lease = http.post("/v1/locks/report", {{"ttl_ms", 10000}}).json();
   REQUIRE(new_lease.contains("lease"));
 
-  const HttpAnswer extend = http.post("/v1/locks/report/extend", {{"lease", old_lease["lease"]}, {"ttl_ms", 10000}});
+  const HttpAnswer extend =
+      http.post("/v1/locks/report/extend", {{"lease", old_lease["lease"]}, {"ttl_ms", 10000}});
   CHECK(extend.status == 409);
   CHECK(extend.error_code() == "not_held");
   CHECK(http.del("/v1/locks/report", {{"lease", old_lease["lease"]}}).json()["released"] == false);
   CHECK(http.get("/v1/locks/report").json()["held"] == true);
 }
 
-TEST_CASE("http: a lease whose token was changed is refused, and its token is never echoed", "[service][redis]") {
+TEST_CASE("http: a lease whose token was changed is refused, and its token is never echoed",
+          "[service][redis]") {
   Service s;
   HttpClient http = s.client();
   REQUIRE(http.request("POST", "/v1/tokens/doc").status == 200);  // the lease below gets token 2
@@ -115,7 +123,8 @@ TEST_CASE("http: a lease whose token was changed is refused, and its token is ne
   const std::uint64_t token = granted["token"];
   const std::string forged = std::to_string(token + 41) + lease.substr(lease.find('.'));
 
-  const HttpAnswer extend = http.post("/v1/locks/doc/extend", {{"lease", forged}, {"ttl_ms", 60000}});
+  const HttpAnswer extend =
+      http.post("/v1/locks/doc/extend", {{"lease", forged}, {"ttl_ms", 60000}});
   CHECK(extend.status == 400);
   CHECK(extend.error_code() == "invalid_request");
   CHECK(extend.body.find(std::to_string(token + 41)) == std::string::npos);
@@ -131,10 +140,12 @@ TEST_CASE("http: a lease whose token was changed is refused, and its token is ne
   CHECK(real.json()["lease"] == lease);
 }
 
-TEST_CASE("http: every malformed request is refused with a stable code and changes nothing", "[service][redis]") {
+TEST_CASE("http: every malformed request is refused with a stable code and changes nothing",
+          "[service][redis]") {
   Service s;
   HttpClient http = s.client();
-  const auto [method, target, body, status, code] = GENERATE(table<std::string, std::string, std::string, unsigned, std::string>({
+  const auto [method, target, body, status,
+              code] = GENERATE(table<std::string, std::string, std::string, unsigned, std::string>({
       {"POST", "/v1/locks/x", "", 400, "invalid_request"},
       {"POST", "/v1/locks/x", "{", 400, "invalid_request"},
       {"POST", "/v1/locks/x", "[]", 400, "invalid_request"},
@@ -152,7 +163,8 @@ TEST_CASE("http: every malformed request is refused with a stable code and chang
       {"POST", "/v1/locks/..", R"({"ttl_ms": 1000})", 400, "invalid_request"},
       {"POST", "/v1/tokens/..", "", 400, "invalid_request"},
       {"POST", "/v1/locks/x/extend", R"({"ttl_ms": 1000})", 400, "invalid_request"},
-      {"POST", "/v1/locks/x/extend", R"({"lease": "garbage", "ttl_ms": 1000})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x/extend", R"({"lease": "garbage", "ttl_ms": 1000})", 400,
+       "invalid_request"},
       {"DELETE", "/v1/locks/x", R"({})", 400, "invalid_request"},
       {"DELETE", "/v1/locks/x", R"({"lease": "1.zz"})", 400, "invalid_request"},
       {"GET", "/v1/nothing", "", 404, "not_found"},
@@ -167,7 +179,8 @@ TEST_CASE("http: every malformed request is refused with a stable code and chang
   CHECK(answer.error_code() == code);
   CHECK(answer.json()["error"]["message"].is_string());
   if (status == 405) CHECK_FALSE(answer.header("allow").empty());
-  for (std::size_t i = 0; i < s.cluster.size(); ++i) CHECK(SyncRedis(s.cluster.node(i).port()).count_keys() == 0);
+  for (std::size_t i = 0; i < s.cluster.size(); ++i)
+    CHECK(SyncRedis(s.cluster.node(i).port()).count_keys() == 0);
 }
 
 TEST_CASE("http: 405 names the allowed methods and an oversized body is 413", "[service][redis]") {
@@ -182,7 +195,8 @@ TEST_CASE("http: 405 names the allowed methods and an oversized body is 413", "[
   CHECK(HttpClient(s.port()).get("/healthz").status == 200);  // still serving
 }
 
-TEST_CASE("http: concurrent clients on one name never hold it together and get rising tokens", "[service][redis]") {
+TEST_CASE("http: concurrent clients on one name never hold it together and get rising tokens",
+          "[service][redis]") {
   Service s;
   struct Grant {
     std::chrono::steady_clock::time_point from, to;
@@ -212,14 +226,16 @@ TEST_CASE("http: concurrent clients on one name never hold it together and get r
         const auto released_at = std::chrono::steady_clock::now();
         http.del("/v1/locks/shared", {{"lease", lease["lease"]}});
         std::lock_guard<std::mutex> lock(mutex);
-        grants.push_back({granted, std::min(valid_until, released_at), lease["token"].get<std::uint64_t>()});
+        grants.push_back(
+            {granted, std::min(valid_until, released_at), lease["token"].get<std::uint64_t>()});
       }
     });
   }
   for (auto& c : clients) c.join();
   CHECK(errors == 0);
   REQUIRE(grants.size() > 20);
-  std::sort(grants.begin(), grants.end(), [](const Grant& a, const Grant& b) { return a.from < b.from; });
+  std::sort(grants.begin(), grants.end(),
+            [](const Grant& a, const Grant& b) { return a.from < b.from; });
   for (std::size_t i = 1; i < grants.size(); ++i) {
     INFO("grant " << i);
     CHECK(grants[i].from >= grants[i - 1].to);
@@ -259,9 +275,10 @@ TEST_CASE("http: metrics are served in the Prometheus text format", "[service][r
   const HttpAnswer metrics = http.get("/metrics");
   REQUIRE(metrics.status == 200);
   CHECK_THAT(metrics.header("content-type"), Catch::StartsWith("text/plain; version=0.0.4"));
-  for (const char* family : {"fencelock_http_requests_total", "fencelock_acquire_total",
-                             "fencelock_acquire_duration_seconds_bucket", "fencelock_token_draw_duration_seconds",
-                             "fencelock_node_up", "fencelock_node_errors_total", "fencelock_http_open_connections"}) {
+  for (const char* family :
+       {"fencelock_http_requests_total", "fencelock_acquire_total",
+        "fencelock_acquire_duration_seconds_bucket", "fencelock_token_draw_duration_seconds",
+        "fencelock_node_up", "fencelock_node_errors_total", "fencelock_http_open_connections"}) {
     CHECK_THAT(metrics.body, Catch::Contains(family));
   }
   CHECK_THAT(metrics.body, Catch::Contains("fencelock_acquire_total{outcome=\"granted\"} 1"));
@@ -288,12 +305,14 @@ TEST_CASE("http: SIGTERM drains and exits 0", "[service][redis]") {
   CHECK_THAT(s.daemon->log(), Catch::Contains("stopped"));
 }
 
-TEST_CASE("http: bad configuration stops fencelockd at start with exit code 2", "[service][redis]") {
+TEST_CASE("http: bad configuration stops fencelockd at start with exit code 2",
+          "[service][redis]") {
   TempDir dir;
   const FinishedRun missing = run_fencelockd(dir.path(), {"--listen", "127.0.0.1:1"});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.output, Catch::Contains("--redis"));
-  const FinishedRun unknown = run_fencelockd(dir.path(), {"--redis", "127.0.0.1:7000", "--frobnicate"});
+  const FinishedRun unknown =
+      run_fencelockd(dir.path(), {"--redis", "127.0.0.1:7000", "--frobnicate"});
   CHECK(unknown.exit_code == 2);
   CHECK_THAT(unknown.output, Catch::Contains("--frobnicate"));
   const FinishedRun version = run_fencelockd(dir.path(), {"--version"});
@@ -304,11 +323,13 @@ TEST_CASE("http: bad configuration stops fencelockd at start with exit code 2", 
   CHECK_THAT(help.output, Catch::Contains("FENCELOCK_REDIS"));
 }
 
-TEST_CASE("http: a second fencelockd on the same token file is refused clearly", "[service][redis]") {
+TEST_CASE("http: a second fencelockd on the same token file is refused clearly",
+          "[service][redis]") {
   Service s;
-  const FinishedRun second = run_fencelockd(
-      s.dir.path(), {"--listen", "127.0.0.1:" + std::to_string(pick_free_port()), "--redis",
-                     join(s.cluster.addresses()), "--tokens", "sqlite:" + (s.dir.path() / "tokens.db").string()});
+  const FinishedRun second =
+      run_fencelockd(s.dir.path(), {"--listen", "127.0.0.1:" + std::to_string(pick_free_port()),
+                                    "--redis", join(s.cluster.addresses()), "--tokens",
+                                    "sqlite:" + (s.dir.path() / "tokens.db").string()});
   CHECK(second.exit_code != 0);
   CHECK_THAT(second.output, Catch::Contains("in use by another process"));
 }
@@ -328,12 +349,15 @@ TEST_CASE("http: a request that cannot be framed is refused, not read as two", "
   CHECK(head.body.empty());
 }
 
-TEST_CASE("http: SIGTERM answers acquires that are waiting at once instead of holding the shutdown", "[service][redis]") {
+TEST_CASE("http: SIGTERM answers acquires that are waiting at once instead of holding the shutdown",
+          "[service][redis]") {
   Service s({"--shutdown-grace", "60s"});
   HttpClient http = s.client();
   REQUIRE(http.post("/v1/locks/busy", {{"ttl_ms", 60000}}).status == 200);
   HttpAnswer waited;
-  std::thread waiter([&] { waited = s.client().post("/v1/locks/busy", {{"ttl_ms", 1000}, {"wait_ms", 30000}}); });
+  std::thread waiter([&] {
+    waited = s.client().post("/v1/locks/busy", {{"ttl_ms", 1000}, {"wait_ms", 30000}});
+  });
   std::this_thread::sleep_for(300ms);  // the waiter is queued on the held lock
   const auto started = std::chrono::steady_clock::now();
   CHECK(s.daemon->stop(SIGTERM, 10s) == std::optional<int>(0));
@@ -343,7 +367,8 @@ TEST_CASE("http: SIGTERM answers acquires that are waiting at once instead of ho
   CHECK(waited.error_code() == "unavailable");
 }
 
-TEST_CASE("http: a waiting acquire whose client went away is cancelled, never granted", "[service][redis]") {
+TEST_CASE("http: a waiting acquire whose client went away is cancelled, never granted",
+          "[service][redis]") {
   Service s;
   HttpClient http = s.client();
   const json holder = http.post("/v1/locks/gone", {{"ttl_ms", 60000}}).json();
@@ -357,8 +382,10 @@ TEST_CASE("http: a waiting acquire whose client went away is cancelled, never gr
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
   const std::string body = R"({"ttl_ms": 30000, "wait_ms": 10000})";
-  const std::string request = "POST /v1/locks/gone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string request =
+      "POST /v1/locks/gone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
   std::this_thread::sleep_for(500ms);
   ::close(fd);
@@ -371,7 +398,10 @@ TEST_CASE("http: a waiting acquire whose client went away is cancelled, never gr
   CHECK(http.post("/v1/locks/gone", {{"ttl_ms", 1000}}).status == 200);
 }
 
-TEST_CASE("http: two fencelockd with separate SQLite token files on the same nodes never hand out a token twice", "[service][redis]") {
+TEST_CASE(
+    "http: two fencelockd with separate SQLite token files on the same nodes never hand out a "
+    "token twice",
+    "[service][redis]") {
   Service a;
   HttpClient http_a = a.client();
   std::set<std::uint64_t> tokens;
@@ -383,7 +413,7 @@ TEST_CASE("http: two fencelockd with separate SQLite token files on the same nod
   }
   TempDir other_dir;
   Fencelockd b(other_dir.path(), {"--redis", join(a.cluster.addresses()), "--tokens",
-                                   "sqlite:" + (other_dir.path() / "tokens.db").string()});
+                                  "sqlite:" + (other_dir.path() / "tokens.db").string()});
   HttpClient http_b(b.port());
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   HttpAnswer ready;
@@ -406,8 +436,10 @@ TEST_CASE("http: two fencelockd with separate SQLite token files on the same nod
     std::this_thread::sleep_for(50ms);
   }
   CHECK(from_a.status == 503);
-  CHECK_THAT(from_a.json()["error"]["message"].get<std::string>(), Catch::Contains("another fencelockd"));
+  CHECK_THAT(from_a.json()["error"]["message"].get<std::string>(),
+             Catch::Contains("another fencelockd"));
   const json readiness = http_b.get("/readyz").json();
   CHECK(readiness["token_source"]["status"] == "unavailable");
-  CHECK_THAT(readiness["token_source"]["reason"].get<std::string>(), Catch::Contains("shared token source"));
+  CHECK_THAT(readiness["token_source"]["reason"].get<std::string>(),
+             Catch::Contains("shared token source"));
 }

@@ -20,7 +20,9 @@ namespace fencelock::testing {
 class InMemoryTokens final : public storage::TokenSource {
  public:
   void next(std::string_view name, Callback done) override { done(++counters_[std::string(name)]); }
-  void current(std::string_view name, Callback done) override { done(counters_[std::string(name)]); }
+  void current(std::string_view name, Callback done) override {
+    done(counters_[std::string(name)]);
+  }
 
  private:
   std::map<std::string, std::uint64_t> counters_;
@@ -30,7 +32,8 @@ class InMemoryEngine final : public storage::LockEngine {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit InMemoryEngine(std::shared_ptr<storage::TokenSource> tokens) : tokens_(std::move(tokens)) {
+  explicit InMemoryEngine(std::shared_ptr<storage::TokenSource> tokens)
+      : tokens_(std::move(tokens)) {
     options_.nodes.push_back({"127.0.0.1", 1});
   }
 
@@ -54,7 +57,8 @@ class InMemoryEngine final : public storage::LockEngine {
     later([this, request, done = std::move(done)] {
       if (refusal) return done(storage::make_error(storage::ErrorCode::kUnavailable, *refusal));
       if (locks_.count(request.name) != 0) {
-        return done(storage::make_error(storage::ErrorCode::kLocked, "the lock is held by another lease"));
+        return done(
+            storage::make_error(storage::ErrorCode::kLocked, "the lock is held by another lease"));
       }
       tokens_->next(request.name, [&](storage::Result<std::uint64_t> token) {
         const std::string proof = std::string(16, 'a') + std::to_string(next_proof_++);
@@ -71,15 +75,18 @@ class InMemoryEngine final : public storage::LockEngine {
     });
     return {};
   }
-  void extend(std::string name, storage::LeaseClaim claim, std::chrono::milliseconds ttl, ExtendHandler done) override {
+  void extend(std::string name, storage::LeaseClaim claim, std::chrono::milliseconds ttl,
+              ExtendHandler done) override {
     ++calls_;
     later([this, name, claim, ttl, done = std::move(done)] {
       const auto it = locks_.find(name);
       if (it == locks_.end() || it->second.proof != claim.proof) {
-        return done(storage::make_error(storage::ErrorCode::kLeaseLost, "the lease no longer holds the lock"));
+        return done(storage::make_error(storage::ErrorCode::kLeaseLost,
+                                        "the lease no longer holds the lock"));
       }
       if (it->second.token != claim.token) {
-        return done(storage::make_error(storage::ErrorCode::kInvalidArgument, "the lease's token is not its own"));
+        return done(storage::make_error(storage::ErrorCode::kInvalidArgument,
+                                        "the lease's token is not its own"));
       }
       done(storage::Extension{claim.token, ttl, ttl - std::chrono::milliseconds(1), Clock::now()});
     });
@@ -90,7 +97,8 @@ class InMemoryEngine final : public storage::LockEngine {
       const auto it = locks_.find(name);
       if (it == locks_.end() || it->second.proof != claim.proof) return done(false);
       if (it->second.token != claim.token) {
-        return done(storage::make_error(storage::ErrorCode::kInvalidArgument, "the lease's token is not its own"));
+        return done(storage::make_error(storage::ErrorCode::kInvalidArgument,
+                                        "the lease's token is not its own"));
       }
       locks_.erase(it);
       done(true);

@@ -8,7 +8,9 @@ using namespace fencelock::service;
 namespace {
 const BodyLimits kLimits{10ms, 3'600'000ms, 60'000ms};
 
-std::string refusal(const fencelock::storage::Result<AcquireBody>& r) { return r.ok() ? "" : r.error().message; }
+std::string refusal(const fencelock::storage::Result<AcquireBody>& r) {
+  return r.ok() ? "" : r.error().message;
+}
 }  // namespace
 
 TEST_CASE("an acquire body needs ttl_ms and may carry wait_ms and owner", "[service]") {
@@ -18,7 +20,8 @@ TEST_CASE("an acquire body needs ttl_ms and may carry wait_ms and owner", "[serv
   CHECK(body->wait == 0ms);
   CHECK(body->owner.empty());
 
-  body = parse_acquire_body(R"({"ttl_ms": 10, "wait_ms": 60000, "owner": "billing-7", "extra": [1]})", kLimits);
+  body = parse_acquire_body(
+      R"({"ttl_ms": 10, "wait_ms": 60000, "owner": "billing-7", "extra": [1]})", kLimits);
   REQUIRE(body.ok());
   CHECK(body->wait == 60s);
   CHECK(body->owner == "billing-7");
@@ -42,16 +45,20 @@ TEST_CASE("bad acquire bodies are refused naming the field", "[service]") {
       {R"({"ttl_ms": 1000, "wait_ms": 60001})", "wait_ms"},
       {R"({"ttl_ms": 1000, "wait_ms": -1})", "wait_ms"},
       {R"({"ttl_ms": 1000, "owner": 7})", "owner must be a string"},
-      {R"({"ttl_ms": 1000, "owner": ")" + std::string(201, 'o') + R"("})", "owner must be at most 200"},
+      {R"({"ttl_ms": 1000, "owner": ")" + std::string(201, 'o') + R"("})",
+       "owner must be at most 200"},
   }));
   CHECK_THAT(refusal(parse_acquire_body(text, kLimits)), Catch::Contains(field));
 }
 
 TEST_CASE("extend and release bodies need a lease string", "[service]") {
   CHECK(parse_extend_body(R"({"lease": "1.x", "ttl_ms": 1000})", kLimits).ok());
-  CHECK_THAT(parse_extend_body(R"({"ttl_ms": 1000})", kLimits).error().message, Catch::Contains("lease is required"));
-  CHECK_THAT(parse_extend_body(R"({"lease": "1.x"})", kLimits).error().message, Catch::Contains("ttl_ms"));
-  CHECK_THAT(parse_release_body(R"({"lease": 5})").error().message, Catch::Contains("lease must be a string"));
+  CHECK_THAT(parse_extend_body(R"({"ttl_ms": 1000})", kLimits).error().message,
+             Catch::Contains("lease is required"));
+  CHECK_THAT(parse_extend_body(R"({"lease": "1.x"})", kLimits).error().message,
+             Catch::Contains("ttl_ms"));
+  CHECK_THAT(parse_release_body(R"({"lease": 5})").error().message,
+             Catch::Contains("lease must be a string"));
   CHECK_THAT(parse_release_body(R"({"lease": ")" + std::string(65, 'l') + R"("})").error().message,
              Catch::Contains("at most 64"));
   CHECK(parse_release_body(R"({"lease": "1.x"})").ok());

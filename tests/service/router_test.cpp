@@ -23,24 +23,28 @@ const std::array<RouteEntry<int>, 9> kTable{{
     {Method::kGet, "/metrics", Route::kMetrics, 9},
 }};
 
-RouteMatch<int> match(Method method, const std::string& target) { return match_route(kTable, method, target); }
+RouteMatch<int> match(Method method, const std::string& target) {
+  return match_route(kTable, method, target);
+}
 
 }  // namespace
 
 TEST_CASE("every API v1 route is found by method and path", "[service]") {
-  const auto [method, target, route, name] = GENERATE(table<Method, std::string, Route, std::string>({
-      {Method::kPost, "/v1/locks/orders", Route::kAcquire, "orders"},
-      {Method::kPost, "/v1/locks/orders/extend", Route::kExtend, "orders"},
-      {Method::kDelete, "/v1/locks/orders", Route::kRelease, "orders"},
-      {Method::kGet, "/v1/locks/orders", Route::kLockStatus, "orders"},
-      {Method::kPost, "/v1/tokens/orders", Route::kNextToken, "orders"},
-      {Method::kGet, "/v1/tokens/orders", Route::kCurrentToken, "orders"},
-      {Method::kGet, "/healthz", Route::kHealthz, ""},
-      {Method::kGet, "/readyz", Route::kReadyz, ""},
-      {Method::kGet, "/metrics", Route::kMetrics, ""},
-      {Method::kGet, "/v1/locks/a.b_c:d-E?verbose=1", Route::kLockStatus, "a.b_c:d-E"},
-      {Method::kPost, "/v1/locks/extend", Route::kAcquire, "extend"},  // a lock may be called "extend"
-  }));
+  const auto [method, target, route, name] =
+      GENERATE(table<Method, std::string, Route, std::string>({
+          {Method::kPost, "/v1/locks/orders", Route::kAcquire, "orders"},
+          {Method::kPost, "/v1/locks/orders/extend", Route::kExtend, "orders"},
+          {Method::kDelete, "/v1/locks/orders", Route::kRelease, "orders"},
+          {Method::kGet, "/v1/locks/orders", Route::kLockStatus, "orders"},
+          {Method::kPost, "/v1/tokens/orders", Route::kNextToken, "orders"},
+          {Method::kGet, "/v1/tokens/orders", Route::kCurrentToken, "orders"},
+          {Method::kGet, "/healthz", Route::kHealthz, ""},
+          {Method::kGet, "/readyz", Route::kReadyz, ""},
+          {Method::kGet, "/metrics", Route::kMetrics, ""},
+          {Method::kGet, "/v1/locks/a.b_c:d-E?verbose=1", Route::kLockStatus, "a.b_c:d-E"},
+          {Method::kPost, "/v1/locks/extend", Route::kAcquire,
+           "extend"},  // a lock may be called "extend"
+      }));
   const RouteMatch<int> found = match(method, target);
   CHECK(found.kind == Kind::kFound);
   REQUIRE(found.entry != nullptr);
@@ -62,8 +66,9 @@ TEST_CASE("a known path with the wrong method is 405 with the allowed methods", 
 }
 
 TEST_CASE("unknown paths are 404 and bad names are 400", "[service]") {
-  for (const char* target : {"/", "/v1", "/v1/locks", "/v1/locks/", "/v2/locks/x", "/v1/locks/x/renew",
-                             "/v1/locks/a/b/extend", "/healthz/", "/v1/tokens/"}) {
+  for (const char* target :
+       {"/", "/v1", "/v1/locks", "/v1/locks/", "/v2/locks/x", "/v1/locks/x/renew",
+        "/v1/locks/a/b/extend", "/healthz/", "/v1/tokens/"}) {
     INFO(target);
     CHECK(match(Method::kGet, target).kind == Kind::kNotFound);
   }

@@ -21,7 +21,9 @@ int exit_code_of(int wait_status) {
   return -1;
 }
 
-ChildProcess::~ChildProcess() { kill(); }
+ChildProcess::~ChildProcess() {
+  kill();
+}
 
 void ChildProcess::start(const std::vector<std::string>& argv, const std::filesystem::path& output,
                          const std::vector<std::string>& extra_env) {

@@ -18,7 +18,8 @@ FakeOldRedis::FakeOldRedis(std::string version) : version_(std::move(version)) {
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t length = sizeof address;
-  if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), length) != 0 || ::listen(listener_, 16) != 0 ||
+  if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+      ::listen(listener_, 16) != 0 ||
       ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     ::close(listener_);
     throw std::runtime_error("FakeOldRedis: bind/listen");
@@ -34,8 +35,9 @@ FakeOldRedis::~FakeOldRedis() {
 }
 
 void FakeOldRedis::serve() {
-  const std::string info = "# Server\r\nredis_version:" + version_ +
-                           "\r\nrun_id:0123456789abcdef0123456789abcdef01234567\r\nuptime_in_seconds:100\r\n";
+  const std::string info =
+      "# Server\r\nredis_version:" + version_ +
+      "\r\nrun_id:0123456789abcdef0123456789abcdef01234567\r\nuptime_in_seconds:100\r\n";
   const std::string first = "$" + std::to_string(info.size()) + "\r\n" + info + "\r\n";
   std::vector<int> clients;
   while (!stopping_) {  // bounded by the owner's lifetime; each wait is 20 ms

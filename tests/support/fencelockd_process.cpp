@@ -33,7 +33,8 @@ Fencelockd::Fencelockd(const std::filesystem::path& dir, std::vector<std::string
   log_path_ = dir / ("fencelockd-" + std::to_string(++instance) + ".log");
   for (int attempt = 0; attempt < 3; ++attempt) {
     port_ = pick_free_port();
-    std::vector<std::string> argv = {fencelockd_binary(), "--listen", "127.0.0.1:" + std::to_string(port_)};
+    std::vector<std::string> argv = {fencelockd_binary(), "--listen",
+                                     "127.0.0.1:" + std::to_string(port_)};
     argv.insert(argv.end(), args.begin(), args.end());
     process_.start(argv, log_path_);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -57,7 +58,9 @@ Fencelockd::~Fencelockd() {
   if (process_.running()) process_.stop(SIGTERM, std::chrono::seconds(5));
 }
 
-std::string Fencelockd::log() const { return read_file(log_path_); }
+std::string Fencelockd::log() const {
+  return read_file(log_path_);
+}
 
 std::optional<int> Fencelockd::stop(int signal, std::chrono::milliseconds limit) {
   return process_.stop(signal, limit);

@@ -1,10 +1,11 @@
 #include "http_client.h"
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http.hpp>
-#include <sys/socket.h>
-#include <sys/time.h>
 
 namespace fencelock::testing {
 
@@ -12,7 +13,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using boost::asio::ip::tcp;
 
-nlohmann::json HttpAnswer::json() const { return nlohmann::json::parse(body, nullptr, false); }
+nlohmann::json HttpAnswer::json() const {
+  return nlohmann::json::parse(body, nullptr, false);
+}
 
 std::string HttpAnswer::header(const std::string& lower_case_name) const {
   const auto it = headers.find(lower_case_name);
@@ -28,7 +31,8 @@ std::string HttpAnswer::error_code() const {
   return {};
 }
 
-HttpClient::HttpClient(std::uint16_t port, std::chrono::milliseconds timeout) : port_(port), timeout_(timeout) {}
+HttpClient::HttpClient(std::uint16_t port, std::chrono::milliseconds timeout)
+    : port_(port), timeout_(timeout) {}
 HttpClient::~HttpClient() = default;
 
 bool HttpClient::connect() {
@@ -48,9 +52,11 @@ bool HttpClient::connect() {
   return true;
 }
 
-HttpAnswer HttpClient::request(const std::string& method, const std::string& target, const std::string& body,
+HttpAnswer HttpClient::request(const std::string& method, const std::string& target,
+                               const std::string& body,
                                const std::map<std::string, std::string>& headers) {
-  for (int attempt = 0; attempt < 2; ++attempt) {  // once more if a kept-alive connection was closed
+  for (int attempt = 0; attempt < 2;
+       ++attempt) {  // once more if a kept-alive connection was closed
     if (!stream_ && !connect()) return {};
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, "127.0.0.1");

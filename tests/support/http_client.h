@@ -3,8 +3,8 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -20,19 +20,25 @@ struct HttpAnswer {
   std::string body;
   nlohmann::json json() const;  // the body parsed; discarded value if it is not JSON
   std::string header(const std::string& lower_case_name) const;  // "" if absent
-  std::string error_code() const;  // body's error.code, or ""
+  std::string error_code() const;                                // body's error.code, or ""
 };
 
 class HttpClient {
  public:
-  explicit HttpClient(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  explicit HttpClient(std::uint16_t port,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
   ~HttpClient();
 
-  HttpAnswer request(const std::string& method, const std::string& target, const std::string& body = {},
+  HttpAnswer request(const std::string& method, const std::string& target,
+                     const std::string& body = {},
                      const std::map<std::string, std::string>& headers = {});
   HttpAnswer get(const std::string& target) { return request("GET", target); }
-  HttpAnswer post(const std::string& target, const nlohmann::json& body) { return request("POST", target, body.dump()); }
-  HttpAnswer del(const std::string& target, const nlohmann::json& body) { return request("DELETE", target, body.dump()); }
+  HttpAnswer post(const std::string& target, const nlohmann::json& body) {
+    return request("POST", target, body.dump());
+  }
+  HttpAnswer del(const std::string& target, const nlohmann::json& body) {
+    return request("DELETE", target, body.dump());
+  }
 
   // Sends raw bytes on a fresh connection and returns whatever answer comes back.
   HttpAnswer raw(const std::string& bytes);

@@ -15,7 +15,9 @@ double Exposition::value(const std::string& name, const Labels& labels) const {
   return std::nan("");
 }
 
-bool Exposition::has(const std::string& name, const Labels& labels) const { return !std::isnan(value(name, labels)); }
+bool Exposition::has(const std::string& name, const Labels& labels) const {
+  return !std::isnan(value(name, labels));
+}
 
 std::size_t Exposition::count_of(const std::string& name) const {
   std::size_t n = 0;
@@ -177,6 +179,5 @@ Exposition parse(const std::string& text) {
   }
   return out;
 }
-
 
 }  // namespace fencelock::testing

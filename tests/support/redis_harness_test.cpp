@@ -12,10 +12,13 @@ using fencelock::testing::RedisCluster;
 using fencelock::testing::SyncRedis;
 
 namespace {
-bool process_exists(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+bool process_exists(pid_t pid) {
+  return pid > 0 && ::kill(pid, 0) == 0;
+}
 }  // namespace
 
-TEST_CASE("a cluster of five nodes can lose two, get one back and pause another", "[support][redis]") {
+TEST_CASE("a cluster of five nodes can lose two, get one back and pause another",
+          "[support][redis]") {
   std::vector<pid_t> pids;
   std::filesystem::path dir;
   {
@@ -51,7 +54,8 @@ TEST_CASE("a cluster of five nodes can lose two, get one back and pause another"
   CHECK_FALSE(std::filesystem::exists(dir));
 }
 
-TEST_CASE("a restart changes the node's run_id and keeps or drops its data as asked", "[support][redis]") {
+TEST_CASE("a restart changes the node's run_id and keeps or drops its data as asked",
+          "[support][redis]") {
   SECTION("AOF with fsync always keeps acknowledged writes across kill -9") {
     RedisCluster cluster(1, Persistence::kAofAlways);
     SyncRedis before(cluster.node(0).port());

@@ -11,11 +11,11 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
-#include <mutex>
-#include <set>
 
 #include "sync_redis.h"
 
@@ -27,12 +27,27 @@ constexpr int kStartAttempts = 5;  // a port picked free can be taken by a paral
 constexpr auto kReadyTimeout = std::chrono::seconds(10);
 
 std::vector<std::string> server_arguments(std::uint16_t port, const std::filesystem::path& data_dir,
-                                          const std::filesystem::path& log, Persistence persistence) {
-  std::vector<std::string> args = {
-      redis_server_binary(), "--port", std::to_string(port), "--bind", "127.0.0.1",
-      "--dir", data_dir.string(), "--logfile", log.string(), "--daemonize", "no",
-      "--save", "", "--protected-mode", "no", "--enable-debug-command", "local",
-      "--databases", "1"};
+                                          const std::filesystem::path& log,
+                                          Persistence persistence) {
+  std::vector<std::string> args = {redis_server_binary(),
+                                   "--port",
+                                   std::to_string(port),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--dir",
+                                   data_dir.string(),
+                                   "--logfile",
+                                   log.string(),
+                                   "--daemonize",
+                                   "no",
+                                   "--save",
+                                   "",
+                                   "--protected-mode",
+                                   "no",
+                                   "--enable-debug-command",
+                                   "local",
+                                   "--databases",
+                                   "1"};
   switch (persistence) {
     case Persistence::kNone:
       args.insert(args.end(), {"--appendonly", "no"});
@@ -97,7 +112,9 @@ RedisServer::~RedisServer() {
   }
 }
 
-std::string RedisServer::address() const { return "127.0.0.1:" + std::to_string(port_); }
+std::string RedisServer::address() const {
+  return "127.0.0.1:" + std::to_string(port_);
+}
 
 std::string RedisServer::log_tail(std::size_t max_bytes) const {
   std::ifstream in(dir_ / "redis.log");
@@ -108,7 +125,8 @@ std::string RedisServer::log_tail(std::size_t max_bytes) const {
 void RedisServer::spawn() {
   if (running()) return;
   if (port_ == 0) port_ = pick_free_port();
-  process_.start(server_arguments(port_, data_dir_, dir_ / "redis.log", persistence_), dir_ / "console.log");
+  process_.start(server_arguments(port_, data_dir_, dir_ / "redis.log", persistence_),
+                 dir_ / "console.log");
   paused_ = false;
 }
 

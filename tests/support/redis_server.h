@@ -41,10 +41,10 @@ class RedisServer {
   void spawn();
   void wait_ready();
 
-  void kill();                      // SIGKILL and reap. No-op when not running.
-  void restart(bool keep_data);     // kill(), optionally wipe the data directory, start()
-  void pause();                     // SIGSTOP: the port stays open, nothing is answered
-  void resume();                    // SIGCONT
+  void kill();                   // SIGKILL and reap. No-op when not running.
+  void restart(bool keep_data);  // kill(), optionally wipe the data directory, start()
+  void pause();                  // SIGSTOP: the port stays open, nothing is answered
+  void resume();                 // SIGCONT
 
   bool running() const noexcept { return process_.running(); }
   bool paused() const noexcept { return paused_; }

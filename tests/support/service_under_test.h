@@ -41,7 +41,8 @@ struct ServiceUnderTest {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (client().get("/readyz").status != expected) {
       if (std::chrono::steady_clock::now() > deadline) {
-        throw std::runtime_error("readyz never answered " + std::to_string(expected) + ":\n" + daemon->log());
+        throw std::runtime_error("readyz never answered " + std::to_string(expected) + ":\n" +
+                                 daemon->log());
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }

@@ -23,8 +23,7 @@ SyncRedis::SyncRedis(std::uint16_t port, std::chrono::milliseconds timeout)
 
 SyncRedis::~SyncRedis() = default;
 
-SyncReply SyncRedis::run(std::vector<const char*>& argv,
-                         const std::vector<std::size_t>& lengths) {
+SyncReply SyncRedis::run(std::vector<const char*>& argv, const std::vector<std::size_t>& lengths) {
   SyncReply failed = SyncReply::failure(SyncReply::Kind::kDisconnected);
   if (!context_ || context_->err != 0) {
     failed.text = context_ ? context_->errstr : "out of memory";
@@ -103,7 +102,8 @@ std::string SyncRedis::info_field(std::string_view section, std::string_view fie
   if (r.kind != SyncReply::Kind::kString) return {};
   const std::string needle = std::string(field) + ":";
   std::size_t at = r.text.find(needle);
-  while (at != std::string::npos && at != 0 && r.text[at - 1] != '\n') at = r.text.find(needle, at + 1);
+  while (at != std::string::npos && at != 0 && r.text[at - 1] != '\n')
+    at = r.text.find(needle, at + 1);
   if (at == std::string::npos) return {};
   const std::size_t begin = at + needle.size();
   const std::size_t end = r.text.find_first_of("\r\n", begin);

@@ -39,9 +39,9 @@ class SyncRedis {
   SyncReply receive();
 
   // Conveniences for the questions tests ask most.
-  bool ping();                                    // true iff PONG came back in time
+  bool ping();  // true iff PONG came back in time
   std::optional<std::string> get(std::string_view key);
-  std::int64_t dbsize();                          // -1 when the node does not answer
+  std::int64_t dbsize();  // -1 when the node does not answer
   // Live keys matching `pattern` (KEYS: unlike DBSIZE, never counts an expired key); -1 when the
   // node does not answer. The default counts lock keys, not the node's fencelock marker.
   std::int64_t count_keys(std::string_view pattern = "fencelock:lock:*");

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   const long count = argc > 3 ? std::atol(argv[3]) : -1;
   for (long i = 0; count < 0 || i < count; ++i) {
     std::promise<Result<std::uint64_t>> drawn;
-    source.value()->next(argv[2], [&](Result<std::uint64_t> token) { drawn.set_value(std::move(token)); });
+    source.value()->next(argv[2],
+                         [&](Result<std::uint64_t> token) { drawn.set_value(std::move(token)); });
     auto token = drawn.get_future().get();
     if (!token.ok()) {
       std::fprintf(stderr, "fencelock_token_drawer: %s\n", token.error().message.c_str());

@@ -20,8 +20,8 @@ class Lease {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Lease(std::string name, std::string lease_string, std::uint64_t token, std::chrono::milliseconds ttl,
-        Clock::time_point deadline);
+  Lease(std::string name, std::string lease_string, std::uint64_t token,
+        std::chrono::milliseconds ttl, Clock::time_point deadline);
   Lease(Lease&&) noexcept = default;
   Lease& operator=(Lease&&) noexcept = default;
   Lease(const Lease&) = delete;

@@ -32,7 +32,7 @@ std::string_view error_code_name(ErrorCode code) noexcept;
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
-  unsigned http_status = 0;  // 0 when no HTTP answer was received
+  unsigned http_status = 0;                              // 0 when no HTTP answer was received
   std::optional<std::chrono::milliseconds> retry_after;  // kLocked: when the holder's lease ends
 };
 

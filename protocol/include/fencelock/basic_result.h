@@ -13,7 +13,8 @@ namespace fencelock {
 template <class T, class E>
 class [[nodiscard]] BasicResult {
  public:
-  BasicResult(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  BasicResult(T value)
+      : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
   BasicResult(E error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const noexcept { return state_.index() == 0; }

@@ -66,7 +66,8 @@ void AcquireOperation::attempt() {
   core_->broadcast(attempt_command(marking_, /*eval=*/false), shared_from_this(), attempt_);
   // A cluster with too few voting nodes is decided before any answer arrives.
   if (tally_->outcome() == TallyOutcome::kImpossible) {
-    attempt_failed(make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
+    attempt_failed(
+        make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
   }
 }
 
@@ -84,15 +85,20 @@ RespCommand AcquireOperation::attempt_command(bool marking, bool eval) const {
 
 void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
-  if (marking_ && core_->resend_on_noscript(node, reply, [this] { return attempt_command(true, /*eval=*/true); },
-                                             shared_from_this(), attempt_)) {
+  if (marking_ && core_->resend_on_noscript(
+                      node, reply, [this] { return attempt_command(true, /*eval=*/true); },
+                      shared_from_this(), attempt_)) {
     return;
   }
   tally_->record(node, vote_for_set(reply));
   switch (tally_->outcome()) {
-    case TallyOutcome::kUndecided: return;
-    case TallyOutcome::kReached: on_quorum(); return;
-    case TallyOutcome::kImpossible: break;
+    case TallyOutcome::kUndecided:
+      return;
+    case TallyOutcome::kReached:
+      on_quorum();
+      return;
+    case TallyOutcome::kImpossible:
+      break;
   }
   if (tally_->unavailable()) {
     attempt_failed(make_error(ErrorCode::kUnavailable, tally_->shortfall()));
@@ -114,11 +120,12 @@ void AcquireOperation::on_quorum() {
   }
   phase_ = Phase::kDrawingToken;
   // The token source may answer on another thread: come back to the strand.
-  tokens->next(request_.name, [self = shared_from_this(), attempt = attempt_](Result<std::uint64_t> token) {
-    asio::dispatch(self->core_->strand(), [self, attempt, token = std::move(token)]() mutable {
-      self->on_token(attempt, std::move(token));
-    });
-  });
+  tokens->next(
+      request_.name, [self = shared_from_this(), attempt = attempt_](Result<std::uint64_t> token) {
+        asio::dispatch(self->core_->strand(), [self, attempt, token = std::move(token)]() mutable {
+          self->on_token(attempt, std::move(token));
+        });
+      });
 }
 
 void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> token) {
@@ -133,9 +140,8 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
     return;
   }
   // The validity check covers the token draw: lease order then equals token order.
-  const auto validity =
-      reportable_validity(remaining_validity(request_.ttl, Clock::now() - attempt_started_,
-                                             core_->options().drift_factor));
+  const auto validity = reportable_validity(remaining_validity(
+      request_.ttl, Clock::now() - attempt_started_, core_->options().drift_factor));
   if (validity < std::chrono::milliseconds(1)) {
     attempt_failed(make_error(ErrorCode::kUnavailable,
                               "the quorum took longer than the ttl allows; no validity left"));
@@ -187,8 +193,8 @@ void AcquireOperation::sleep_until_retry(Error error) {
       retry_delay(options.retry_delay, options.retry_jitter, core_->rng()), budget_end - now);
   phase_ = Phase::kWaitingToRetry;
   retry_timer_.expires_after(delay);
-  retry_timer_.async_wait([self = shared_from_this(), error = std::move(error)](
-                              const boost::system::error_code& ec) mutable {
+  retry_timer_.async_wait([self = shared_from_this(),
+                           error = std::move(error)](const boost::system::error_code& ec) mutable {
     if (self->phase_ != Phase::kWaitingToRetry) return;  // woken by a release, or done
     if (ec == asio::error::operation_aborted || self->core_->stopped()) {
       self->complete(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
@@ -206,11 +212,16 @@ void AcquireOperation::sleep_until_retry(Error error) {
 
 bool AcquireOperation::wake_now() {
   switch (phase_) {
-    case Phase::kDone: return false;
-    case Phase::kWoken: return true;  // about to try anyway
+    case Phase::kDone:
+      return false;
+    case Phase::kWoken:
+      return true;  // about to try anyway
     case Phase::kVoting:
-    case Phase::kDrawingToken: woken_during_attempt_ = true; return true;
-    case Phase::kWaitingToRetry: break;
+    case Phase::kDrawingToken:
+      woken_during_attempt_ = true;
+      return true;
+    case Phase::kWaitingToRetry:
+      break;
   }
   retry_timer_.cancel();
   retry_now();
@@ -237,11 +248,17 @@ void AcquireOperation::cancel_from_any_thread() {
 
 void AcquireOperation::abandon() {
   switch (phase_) {
-    case Phase::kDone: return;
+    case Phase::kDone:
+      return;
     case Phase::kVoting:
-    case Phase::kDrawingToken: abandoned_ = true; return;  // decided when the attempt resolves
-    case Phase::kWaitingToRetry: retry_timer_.cancel(); break;
-    case Phase::kWoken: break;  // the posted attempt sees kDone and does nothing
+    case Phase::kDrawingToken:
+      abandoned_ = true;
+      return;  // decided when the attempt resolves
+    case Phase::kWaitingToRetry:
+      retry_timer_.cancel();
+      break;
+    case Phase::kWoken:
+      break;  // the posted attempt sees kDone and does nothing
   }
   complete(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
 }
@@ -255,7 +272,8 @@ void AcquireOperation::complete(Result<Lease> result) {
   phase_ = Phase::kDone;
   core_->untrack(this);
   if (queued_) core_->remove_waiter(request_.name, this);
-  core_->report(OperationKind::kAcquire, result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code),
+  core_->report(OperationKind::kAcquire,
+                result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code),
                 Clock::now() - call_started_, attempt_, tally_ ? &*tally_ : nullptr, token_draw_);
   core_->complete_later(std::move(done_), std::move(result));
   core_->operation_finished();

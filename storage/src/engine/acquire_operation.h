@@ -59,8 +59,8 @@ class AcquireOperation : public ReplySink,
   std::string value_;  // the lease value written on the nodes (lease_secret.h); never leaves here
   RedlockEngine::AcquireHandler done_;
   Phase phase_ = Phase::kVoting;
-  bool queued_ = false;  // in the engine's waiter queue for the name
-  bool marking_ = false;  // the attempt in flight marks the name as waited for
+  bool queued_ = false;                // in the engine's waiter queue for the name
+  bool marking_ = false;               // the attempt in flight marks the name as waited for
   bool woken_during_attempt_ = false;  // a release came while an attempt was in flight
   bool abandoned_ = false;  // the caller gave up; the attempt in flight decides nothing more
   std::uint32_t attempt_ = 0;

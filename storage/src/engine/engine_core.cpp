@@ -33,8 +33,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       options_(std::move(options)),
       tokens_(std::move(tokens)),
       observer_(observer),
-      trust_(options_.nodes.size(),
-             NodeTrust::Settings{options_.max_ttl, options_.drift_factor, options_.quarantine_restarted_nodes}),
+      trust_(options_.nodes.size(), NodeTrust::Settings{options_.max_ttl, options_.drift_factor,
+                                                        options_.quarantine_restarted_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
@@ -48,7 +48,11 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   base.min_version = {6, 0};  // the scripts use SET ... KEEPTTL
   base.read_persistence = true;
   RespCommand probe(5);
-  probe.arg("EVAL").arg(kNodeMarkerScript).arg(std::int64_t{1}).arg(kNodeMarkerKey).arg(options_.max_ttl.count());
+  probe.arg("EVAL")
+      .arg(kNodeMarkerScript)
+      .arg(std::int64_t{1})
+      .arg(kNodeMarkerKey)
+      .arg(options_.max_ttl.count());
   base.probe = std::move(probe);
   for (std::size_t i = 0; i < kScriptCount; ++i) {  // every script, loaded on every connection
     const auto script = static_cast<Script>(i);
@@ -128,7 +132,9 @@ std::string EngineCore::key_of(std::string_view name) const {
   return key;
 }
 
-std::optional<std::string> EngineCore::grant_refusal() const { return registry_->refusal(Clock::now()); }
+std::optional<std::string> EngineCore::grant_refusal() const {
+  return registry_->refusal(Clock::now());
+}
 
 QuorumTally EngineCore::new_tally() {
   QuorumTally tally(nodes_.size(), quorum());
@@ -172,7 +178,8 @@ bool EngineCore::resend_on_noscript(std::size_t node, const NodeReply& reply,
 }
 
 void EngineCore::report(OperationKind kind, std::optional<ErrorCode> error, Clock::duration elapsed,
-                        std::uint32_t attempts, const QuorumTally* tally, Clock::duration token_draw) {
+                        std::uint32_t attempts, const QuorumTally* tally,
+                        Clock::duration token_draw) {
   if (observer_ == nullptr) return;
   OperationReport report{kind, error, elapsed, attempts, {}, token_draw};
   if (tally != nullptr) {
@@ -199,7 +206,8 @@ std::string EngineCore::new_release_tag() {
 void EngineCore::on_announcement(std::string_view message) {
   // "<release tag> <key>"; anything else on the channel is not ours to act on (another key
   // prefix: another deployment sharing these nodes).
-  if (stopped_ || message.size() <= kReleaseTagLength + 1 || message[kReleaseTagLength] != ' ') return;
+  if (stopped_ || message.size() <= kReleaseTagLength + 1 || message[kReleaseTagLength] != ' ')
+    return;
   const std::string_view tag = message.substr(0, kReleaseTagLength);
   if (tag.substr(0, kHex64) == engine_id_) return;  // ours: our waiters were woken directly
   const std::string_view key = message.substr(kReleaseTagLength + 1);
@@ -220,7 +228,9 @@ void EngineCore::track(Cancellable* operation, std::weak_ptr<Cancellable> handle
   waiting_.emplace(operation, std::move(handle));
 }
 
-void EngineCore::untrack(Cancellable* operation) { waiting_.erase(operation); }
+void EngineCore::untrack(Cancellable* operation) {
+  waiting_.erase(operation);
+}
 
 bool EngineCore::has_waiters(const std::string& name) const {
   const auto it = waiters_.find(name);

@@ -18,13 +18,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/instance_registry.h"
+#include "engine/lua_scripts.h"
+#include "engine/node_trust.h"
 #include "fencelock/storage/engine_observer.h"
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/quorum.h"
 #include "fencelock/storage/token_source.h"
-#include "engine/instance_registry.h"
-#include "engine/lua_scripts.h"
-#include "engine/node_trust.h"
 #include "redis/redis_node.h"
 #include "redis/release_subscriber.h"
 
@@ -91,7 +91,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   QuorumTally new_tally();
 
   // Sends one command to every node. `sink` null: fire and forget.
-  void broadcast(const RespCommand& command, const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie);
+  void broadcast(const RespCommand& command, const std::shared_ptr<ReplySink>& sink,
+                 std::uint32_t cookie);
   void send_to(std::size_t node, const RespCommand& command, const std::shared_ptr<ReplySink>& sink,
                std::uint32_t cookie);
 
@@ -102,13 +103,15 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // The NOSCRIPT fallback of every operation: if `reply` says the node lost its scripts (someone
   // ran SCRIPT FLUSH), sends the EVAL form (which cannot answer NOSCRIPT) to that node with
   // `cookie` and returns true. `eval` builds that command. Callers use it once per command.
-  bool resend_on_noscript(std::size_t node, const NodeReply& reply, const std::function<RespCommand()>& eval,
+  bool resend_on_noscript(std::size_t node, const NodeReply& reply,
+                          const std::function<RespCommand()>& eval,
                           const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie);
 
   // Tells the observer (if any) how an operation ended; `tally` (may be null) gives the votes of
   // its last round.
-  void report(OperationKind kind, std::optional<ErrorCode> error, std::chrono::steady_clock::duration elapsed,
-              std::uint32_t attempts, const QuorumTally* tally, std::chrono::steady_clock::duration token_draw);
+  void report(OperationKind kind, std::optional<ErrorCode> error,
+              std::chrono::steady_clock::duration elapsed, std::uint32_t attempts,
+              const QuorumTally* tally, std::chrono::steady_clock::duration token_draw);
 
   // Compare-and-delete of the lease `value` under `name` on every node, answers ignored, never
   // announced: the cleanup of a failed attempt.
@@ -138,8 +141,12 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void wake_first_waiter(const std::string& name, std::string_view release_tag);
 
   // Readable from any thread.
-  std::size_t voting_nodes() const noexcept { return voting_nodes_.load(std::memory_order_relaxed); }
-  bool node_quarantined(std::size_t node) const { return quarantined_flags_[node].load(std::memory_order_relaxed); }
+  std::size_t voting_nodes() const noexcept {
+    return voting_nodes_.load(std::memory_order_relaxed);
+  }
+  bool node_quarantined(std::size_t node) const {
+    return quarantined_flags_[node].load(std::memory_order_relaxed);
+  }
   const RedisNode& node(std::size_t i) const { return *nodes_.at(i); }
 
  private:

@@ -10,14 +10,17 @@ namespace {
 
 using std::chrono::milliseconds;
 
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 bool in_range(milliseconds value, milliseconds low, milliseconds high) {
   return value >= low && value <= high;
 }
 
 std::string bound_message(milliseconds low, milliseconds high) {
-  return "must be between " + std::to_string(low.count()) + " ms and " + std::to_string(high.count()) + " ms";
+  return "must be between " + std::to_string(low.count()) + " ms and " +
+         std::to_string(high.count()) + " ms";
 }
 
 }  // namespace
@@ -30,7 +33,8 @@ Result<NodeAddress> parse_node_address(std::string_view text) {
 
 std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
   auto problem = [](std::initializer_list<std::string_view> fields, std::string reason) {
-    return std::optional<OptionProblem>(OptionProblem{std::vector<std::string_view>(fields), std::move(reason)});
+    return std::optional<OptionProblem>(
+        OptionProblem{std::vector<std::string_view>(fields), std::move(reason)});
   };
   if (o.nodes.empty() || o.nodes.size() > kMaxLockNodes) {
     return problem({"nodes"}, "need 1 to " + std::to_string(kMaxLockNodes) + " Redis nodes, got " +
@@ -38,8 +42,10 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
   }
   for (std::size_t i = 0; i < o.nodes.size(); ++i) {
     if (!parse_host_port(o.nodes[i].to_string()).ok()) {
-      return problem({"nodes"}, "'" + o.nodes[i].to_string() +
-                                    "' needs a numeric IP address and a port (names would block the event loop)");
+      return problem(
+          {"nodes"},
+          "'" + o.nodes[i].to_string() +
+              "' needs a numeric IP address and a port (names would block the event loop)");
     }
     for (std::size_t j = i + 1; j < o.nodes.size(); ++j) {
       if (o.nodes[i].host == o.nodes[j].host && o.nodes[i].port == o.nodes[j].port) {
@@ -55,7 +61,8 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
   }
   if (!in_range(o.reconnect_min, milliseconds(1), milliseconds(60'000)) ||
       !in_range(o.reconnect_max, o.reconnect_min, milliseconds(60'000))) {
-    return problem({"reconnect_min", "reconnect_max"}, "must satisfy 1 ms <= min <= max <= 60000 ms");
+    return problem({"reconnect_min", "reconnect_max"},
+                   "must satisfy 1 ms <= min <= max <= 60000 ms");
   }
   if (!(o.drift_factor >= 0.0 && o.drift_factor <= 0.5)) {
     return problem({"drift_factor"}, "must be between 0 and 0.5");
@@ -68,7 +75,8 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
   }
   if (!in_range(o.min_ttl, milliseconds(1), milliseconds(86'400'000)) ||
       !in_range(o.max_ttl, o.min_ttl, milliseconds(86'400'000))) {
-    return problem({"min_ttl", "max_ttl"}, "must satisfy 1 ms <= min_ttl <= max_ttl <= 86400000 ms");
+    return problem({"min_ttl", "max_ttl"},
+                   "must satisfy 1 ms <= min_ttl <= max_ttl <= 86400000 ms");
   }
   if (!in_range(o.max_wait, milliseconds(0), milliseconds(3'600'000))) {
     return problem({"max_wait"}, bound_message(milliseconds(0), milliseconds(3'600'000)));
@@ -84,7 +92,8 @@ Status validate_engine_options(const EngineOptions& o) {
   const auto found = find_option_problem(o);
   if (!found) return Done{};
   std::string fields;
-  for (const std::string_view field : found->fields) fields.append(fields.empty() ? "" : "/").append(field);
+  for (const std::string_view field : found->fields)
+    fields.append(fields.empty() ? "" : "/").append(field);
   return invalid(fields + ": " + found->reason);
 }
 

@@ -11,12 +11,15 @@ constexpr std::string_view kSharedIdentity = "shared";
 
 InstanceRegistry::InstanceRegistry(EngineCore& core, std::string exclusive_tokens)
     : core_(core),
-      identity_(exclusive_tokens.empty() ? std::string(kSharedIdentity) : std::move(exclusive_tokens)),
+      identity_(exclusive_tokens.empty() ? std::string(kSharedIdentity)
+                                         : std::move(exclusive_tokens)),
       exclusive_(identity_ != kSharedIdentity),
       key_("fencelock:#instances:" + core.options().key_prefix),
       timer_(core.strand()) {}
 
-void InstanceRegistry::start() { schedule(std::chrono::milliseconds(0)); }
+void InstanceRegistry::start() {
+  schedule(std::chrono::milliseconds(0));
+}
 
 void InstanceRegistry::stop() {
   if (stopped_) return;
@@ -36,7 +39,8 @@ std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) cons
            "same shared token source (--tokens redis://...)";
   }
   if (!checked_at_ || now - *checked_at_ > kFreshness) {
-    return "this fencelockd has an embedded (SQLite) token source and has not confirmed recently that "
+    return "this fencelockd has an embedded (SQLite) token source and has not confirmed recently "
+           "that "
            "it is the only instance on these lock nodes";
   }
   return std::nullopt;
@@ -57,8 +61,13 @@ void InstanceRegistry::round() {
   replies_ = 0;
   round_conflict_.clear();
   RespCommand heartbeat(7);
-  heartbeat.arg("EVAL").arg(kRegistryHeartbeatScript).arg(std::int64_t{1}).arg(key_).arg(core_.engine_id())
-      .arg(identity_).arg(kEntryLifetime.count());
+  heartbeat.arg("EVAL")
+      .arg(kRegistryHeartbeatScript)
+      .arg(std::int64_t{1})
+      .arg(key_)
+      .arg(core_.engine_id())
+      .arg(identity_)
+      .arg(kEntryLifetime.count());
   core_.broadcast(heartbeat, shared_from_this(), round_);
 }
 

@@ -1,11 +1,12 @@
 // Which fencelockd instances share these lock nodes, and whether this one may grant.
 //
 // Every engine keeps an entry in a registry hash on every lock node ("fencelock:#instances:" +
-// key prefix, one per deployment; '#' never occurs in a lock name): its engine id → "<expiry, node clock ms> <token identity>", renewed
-// every second by a script that also drops expired entries and returns the identities of the other
-// live ones (lua_scripts.h). The token identity says where the engine's fencing tokens come from:
-// "shared" for a store any number of instances draw from (Redis INCR), or the id of a store only
-// this process draws from (the embedded SQLite file, EngineOptions::exclusive_tokens).
+// key prefix, one per deployment; '#' never occurs in a lock name): its engine id → "<expiry, node
+// clock ms> <token identity>", renewed every second by a script that also drops expired entries and
+// returns the identities of the other live ones (lua_scripts.h). The token identity says where the
+// engine's fencing tokens come from: "shared" for a store any number of instances draw from (Redis
+// INCR), or the id of a store only this process draws from (the embedded SQLite file,
+// EngineOptions::exclusive_tokens).
 //
 // Why: two instances with separate per-process counters on the same lock nodes hand out the same
 // tokens (token 1 via A, 2 via A, then 1 via B). The file lock on a SQLite file only stops two
@@ -73,9 +74,9 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::size_t answers_ = 0, replies_ = 0;
   std::string round_conflict_;  // another identity seen in this round
 
-  mutable std::mutex mutex_;                      // guards the two below, read from any thread
+  mutable std::mutex mutex_;                     // guards the two below, read from any thread
   std::optional<Clock::time_point> checked_at_;  // start of the last round that reached a quorum
-  std::string conflict_;                          // what that round found ("" = none)
+  std::string conflict_;                         // what that round found ("" = none)
 };
 
 }  // namespace fencelock::storage

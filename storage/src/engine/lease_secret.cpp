@@ -22,7 +22,8 @@ void append_hex(std::string& out, const unsigned char* bytes, std::size_t count)
 
 bool is_lower_hex(std::string_view text) noexcept {
   bool hex = true;
-  for (const char c : text) hex &= (c >= '0' && c <= '9') | (c >= 'a' && c <= 'f');  // no early exit: branch-free
+  for (const char c : text)
+    hex &= (c >= '0' && c <= '9') | (c >= 'a' && c <= 'f');  // no early exit: branch-free
   return hex;
 }
 
@@ -43,7 +44,8 @@ Result<std::string> random_hex(std::size_t bytes) {
     const ssize_t got = ::getrandom(buffer.data() + filled, bytes - filled, 0);
     if (got < 0) {
       if (errno == EINTR) continue;
-      return make_error(ErrorCode::kInternal, std::string("getrandom failed: ") + std::strerror(errno));
+      return make_error(ErrorCode::kInternal,
+                        std::string("getrandom failed: ") + std::strerror(errno));
     }
     filled += static_cast<std::size_t>(got);
   }
@@ -53,9 +55,13 @@ Result<std::string> random_hex(std::size_t bytes) {
   return text;
 }
 
-Result<std::string> generate_lease_secret() { return random_hex(kLeaseSecretLength / 2); }
+Result<std::string> generate_lease_secret() {
+  return random_hex(kLeaseSecretLength / 2);
+}
 
-Result<std::string> generate_lease_value() { return random_hex(kLeaseValueLength / 2); }
+Result<std::string> generate_lease_value() {
+  return random_hex(kLeaseValueLength / 2);
+}
 
 std::string lease_proof(std::string_view value, std::uint64_t token) {
   // The same text the scripts hash: "<token>:<value>" (Redis's sha1hex is lower-case hex).

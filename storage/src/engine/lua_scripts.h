@@ -26,30 +26,36 @@ namespace fencelock::storage {
 #define FENCELOCK_ANNOUNCEMENT_CHANNEL "fencelock:released"  // spelled once, for C++ and Lua
 inline constexpr std::string_view kAnnouncementChannel = FENCELOCK_ANNOUNCEMENT_CHANNEL;
 
-enum class Script : std::uint8_t { kRelease = 0, kReleaseSilently = 1, kExtend = 2, kInspect = 3, kAcquireAndMark = 4 };
+enum class Script : std::uint8_t {
+  kRelease = 0,
+  kReleaseSilently = 1,
+  kExtend = 2,
+  kInspect = 3,
+  kAcquireAndMark = 4
+};
 inline constexpr std::size_t kScriptCount = 5;
 
 // The start of every script that checks a holder's claim (see above): leaves the key's value in
-// `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on the
-// node, so only the token the lease was granted with passes. The lease id is compared only when
+// `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on
+// the node, so only the token the lease was granted with passes. The lease id is compared only when
 // the digest does not match (to tell an altered claim from another holder): the common path
 // creates as few Lua strings as it can.
-#define FENCELOCK_LUA_CHECK_CLAIM                                                               \
-  "local value = redis.call('GET', KEYS[1])\n"                                                  \
-  "if not value then\n"                                                                         \
-  "  return 0\n"                                                                                \
-  "end\n"                                                                                       \
-  "local held = value\n"                                                                        \
-  "if #value ~= 48 then\n"                                                                      \
-  "  held = string.sub(value, 1, 48)\n"                                                         \
-  "end\n"                                                                                       \
-  "local claim = ARGV[1]\n"                                                                     \
-  "local digest = redis.sha1hex(string.sub(claim, 49) .. ':' .. held)\n"                        \
-  "if string.sub(digest, 1, 32) ~= string.sub(claim, 17, 48) then\n"                            \
-  "  if string.sub(held, 1, 16) == string.sub(claim, 1, 16) then\n"                            \
-  "    return -1\n"                                                                             \
-  "  end\n"                                                                                     \
-  "  return 0\n"                                                                                \
+#define FENCELOCK_LUA_CHECK_CLAIM                                        \
+  "local value = redis.call('GET', KEYS[1])\n"                           \
+  "if not value then\n"                                                  \
+  "  return 0\n"                                                         \
+  "end\n"                                                                \
+  "local held = value\n"                                                 \
+  "if #value ~= 48 then\n"                                               \
+  "  held = string.sub(value, 1, 48)\n"                                  \
+  "end\n"                                                                \
+  "local claim = ARGV[1]\n"                                              \
+  "local digest = redis.sha1hex(string.sub(claim, 49) .. ':' .. held)\n" \
+  "if string.sub(digest, 1, 32) ~= string.sub(claim, 17, 48) then\n"     \
+  "  if string.sub(held, 1, 16) == string.sub(claim, 1, 16) then\n"      \
+  "    return -1\n"                                                      \
+  "  end\n"                                                              \
+  "  return 0\n"                                                         \
   "end\n"
 
 // Compare-and-delete: deletes the key only if it still holds the claimed lease (marked or not), so
@@ -62,21 +68,22 @@ inline constexpr std::size_t kScriptCount = 5;
 // listeners can tell copies of one release apart from the next. The uncontended release — an
 // unmarked value, one argument — costs one GET, one digest and one DEL: on the engine's single
 // strand and in Redis's Lua GC, every extra per-call argument measurably lowers throughput.
-inline constexpr std::string_view kReleaseScript =
-    FENCELOCK_LUA_CHECK_CLAIM
+inline constexpr std::string_view kReleaseScript = FENCELOCK_LUA_CHECK_CLAIM
     "redis.call('DEL', KEYS[1])\n"
     "if #value == 48 then\n"
     "  return 1\n"
     "end\n"
     "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n"
     "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
-    "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL "', tag .. ' ' .. KEYS[1])\n"
+    "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL
+    "', tag .. ' ' .. KEYS[1])\n"
     "end\n"
     "return 1\n";
 
 // The cleanup of a failed attempt: a compare-and-delete on the lease value itself (ARGV[1], known
-// only to the engine), without any announcement. It frees nothing anyone waits for, and announcing it would wake other engines' waiters straight into the
-// same split vote, over and over while the lock is held.
+// only to the engine), without any announcement. It frees nothing anyone waits for, and announcing
+// it would wake other engines' waiters straight into the same split vote, over and over while the
+// lock is held.
 inline constexpr std::string_view kReleaseSilentlyScript =
     "local value = redis.call('GET', KEYS[1])\n"
     "if value == ARGV[1] or (value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. '#') then\n"
@@ -88,12 +95,11 @@ inline constexpr std::string_view kReleaseSilentlyScript =
 // remaining ttl at least ARGV[2] ms and returns 1; otherwise returns 0 or -1 (see above). It never
 // shortens a ttl: an extend that fails (or is answered too late to count) may still run on a node
 // later, and a shorter ttl there would end the lease behind the holder's back, before the deadline
-// it was last told. So an extend to a shorter ttl leaves a longer remaining ttl in place (the holder
-// is told the shorter validity, which is conservative). PEXPIRE never creates a key, so a lease
-// that vanished on a node is not resurrected there. (PTTL/PEXPIRE rather than PEXPIRE GT: GT needs
-// Redis 7.0.)
-inline constexpr std::string_view kExtendScript =
-    FENCELOCK_LUA_CHECK_CLAIM
+// it was last told. So an extend to a shorter ttl leaves a longer remaining ttl in place (the
+// holder is told the shorter validity, which is conservative). PEXPIRE never creates a key, so a
+// lease that vanished on a node is not resurrected there. (PTTL/PEXPIRE rather than PEXPIRE GT: GT
+// needs Redis 7.0.)
+inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
     "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
     "end\n"
@@ -169,30 +175,42 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
-inline constexpr std::string_view kReleaseSilentlyScriptSha = "a6573291506a8c2e441cabf3c2d753eddd649307";
+inline constexpr std::string_view kReleaseSilentlyScriptSha =
+    "a6573291506a8c2e441cabf3c2d753eddd649307";
 inline constexpr std::string_view kReleaseScriptSha = "ac0e9a2693df72e8f9864610396db3aaf6e71093";
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
-inline constexpr std::string_view kAcquireAndMarkScriptSha = "73d101bb7cc49ad3e8c9e352908b099ae9f228fd";
+inline constexpr std::string_view kAcquireAndMarkScriptSha =
+    "73d101bb7cc49ad3e8c9e352908b099ae9f228fd";
 
 constexpr std::string_view script_sha(Script script) {
   switch (script) {
-    case Script::kRelease: return kReleaseScriptSha;
-    case Script::kReleaseSilently: return kReleaseSilentlyScriptSha;
-    case Script::kExtend: return kExtendScriptSha;
-    case Script::kInspect: return kInspectScriptSha;
-    case Script::kAcquireAndMark: return kAcquireAndMarkScriptSha;
+    case Script::kRelease:
+      return kReleaseScriptSha;
+    case Script::kReleaseSilently:
+      return kReleaseSilentlyScriptSha;
+    case Script::kExtend:
+      return kExtendScriptSha;
+    case Script::kInspect:
+      return kInspectScriptSha;
+    case Script::kAcquireAndMark:
+      return kAcquireAndMarkScriptSha;
   }
   return {};
 }
 
 constexpr std::string_view script_source(Script script) {
   switch (script) {
-    case Script::kRelease: return kReleaseScript;
-    case Script::kReleaseSilently: return kReleaseSilentlyScript;
-    case Script::kExtend: return kExtendScript;
-    case Script::kInspect: return kInspectScript;
-    case Script::kAcquireAndMark: return kAcquireAndMarkScript;
+    case Script::kRelease:
+      return kReleaseScript;
+    case Script::kReleaseSilently:
+      return kReleaseSilentlyScript;
+    case Script::kExtend:
+      return kExtendScript;
+    case Script::kInspect:
+      return kInspectScript;
+    case Script::kAcquireAndMark:
+      return kAcquireAndMarkScript;
   }
   return {};
 }

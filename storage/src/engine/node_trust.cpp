@@ -11,18 +11,22 @@ NodeTrust::NodeTrust(std::size_t node_count, Settings settings)
 
 std::chrono::microseconds NodeTrust::window() const {
   // Until some marker kept its history, the largest --max-ttl in use is unknown.
-  const std::chrono::milliseconds ttl = history_seen_ ? longest_ttl_ : std::max(longest_ttl_, kTtlBound);
-  return std::chrono::duration_cast<std::chrono::microseconds>(ttl) + drift_allowance(ttl, settings_.drift_factor);
+  const std::chrono::milliseconds ttl =
+      history_seen_ ? longest_ttl_ : std::max(longest_ttl_, kTtlBound);
+  return std::chrono::duration_cast<std::chrono::microseconds>(ttl) +
+         drift_allowance(ttl, settings_.drift_factor);
 }
 
-std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& handshake, Clock::time_point now) {
+std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& handshake,
+                                            Clock::time_point now) {
   Node& n = nodes_.at(node);
   const bool restarted = n.seen && n.run_id != handshake.run_id;
   if (restarted || !n.seen) n.trusted = false;
   // Restarted at most `uptime` ago, and, if we saw it restart, no earlier than we noticed. Redis
   // counts uptime in whole seconds from a start time in whole seconds, so it can overstate the
   // truth by up to a second: take that second off (a shorter uptime only lengthens the wait).
-  const Clock::duration uptime = std::max<Clock::duration>(handshake.uptime - std::chrono::seconds(1), Clock::duration::zero());
+  const Clock::duration uptime = std::max<Clock::duration>(
+      handshake.uptime - std::chrono::seconds(1), Clock::duration::zero());
   Clock::time_point suspect = now - uptime;
   if (restarted) suspect = std::max(suspect, now);
   if (restarted || !n.seen) n.suspect_since = suspect;
@@ -78,7 +82,8 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
 
 bool NodeTrust::birth_possible() const {
   if (history_seen_) return false;
-  return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.seen && n.admitted.empty(); });
+  return std::all_of(nodes_.begin(), nodes_.end(),
+                     [](const Node& n) { return n.seen && n.admitted.empty(); });
 }
 
 bool NodeTrust::voting(std::size_t node, Clock::time_point now) const {

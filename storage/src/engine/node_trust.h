@@ -59,7 +59,7 @@ class NodeTrust {
     std::string run_id;
     std::chrono::seconds uptime{0};  // uptime_in_seconds, as INFO says (may overstate by < 1 s)
     bool durable = false;
-    std::string admitted;                       // the marker's admitted run_id; "" when none
+    std::string admitted;                         // the marker's admitted run_id; "" when none
     std::chrono::milliseconds marked_max_ttl{0};  // the marker's max ttl, ours merged in
   };
 
@@ -70,7 +70,8 @@ class NodeTrust {
 
   // Records node `node`'s handshake at `now`. Returns the nodes that may vote from now on and did
   // not before (this one, or every node at a cluster's birth): record them as admitted.
-  std::vector<std::size_t> observe(std::size_t node, const Handshake& handshake, Clock::time_point now);
+  std::vector<std::size_t> observe(std::size_t node, const Handshake& handshake,
+                                   Clock::time_point now);
 
   // Nodes whose quarantine has ended by `now` (and were not trusted yet): record them as admitted.
   std::vector<std::size_t> refresh(Clock::time_point now);

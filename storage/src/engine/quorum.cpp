@@ -20,10 +20,18 @@ void QuorumTally::exclude(std::size_t node) {
   voter_[node] = false;
   ++excluded_;
   switch (votes_[node]) {
-    case Vote::kPending: --pending_voters_; break;
-    case Vote::kYes: --yes_; break;
-    case Vote::kNo: --no_; break;
-    case Vote::kFailed: --failed_; break;
+    case Vote::kPending:
+      --pending_voters_;
+      break;
+    case Vote::kYes:
+      --yes_;
+      break;
+    case Vote::kNo:
+      --no_;
+      break;
+    case Vote::kFailed:
+      --failed_;
+      break;
   }
 }
 

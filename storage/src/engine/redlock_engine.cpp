@@ -6,9 +6,9 @@
 
 #include "engine/acquire_operation.h"
 #include "engine/engine_core.h"
+#include "engine/script_operation.h"
 #include "fencelock/names.h"
 #include "fencelock/storage/lease_secret.h"
-#include "engine/script_operation.h"
 
 namespace fencelock::storage {
 
@@ -18,15 +18,16 @@ using std::chrono::milliseconds;
 namespace {
 
 Status check_name(const std::string& name) {
-  if (!is_valid_lock_name(name)) return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule));
+  if (!is_valid_lock_name(name))
+    return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule));
   return Done{};
 }
 
 Status check_ttl(const EngineOptions& options, milliseconds ttl) {
   if (ttl < options.min_ttl || ttl > options.max_ttl) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "ttl must be between " + std::to_string(options.min_ttl.count()) + " ms and " +
-                          std::to_string(options.max_ttl.count()) + " ms");
+                      "ttl must be between " + std::to_string(options.min_ttl.count()) +
+                          " ms and " + std::to_string(options.max_ttl.count()) + " ms");
   }
   return Done{};
 }
@@ -60,7 +61,9 @@ Result<std::unique_ptr<RedlockEngine>> RedlockEngine::create(const asio::any_io_
 
 RedlockEngine::RedlockEngine(std::shared_ptr<EngineCore> core) : core_(std::move(core)) {}
 
-RedlockEngine::~RedlockEngine() { stop(); }
+RedlockEngine::~RedlockEngine() {
+  stop();
+}
 
 void RedlockEngine::start() {
   asio::dispatch(core_->strand(), [core = core_] { core->start(); });
@@ -87,20 +90,23 @@ AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done
     answer_later(core_, std::move(done), Result<Lease>(std::move(value).error()));
     return {};
   }
-  auto operation =
-      std::make_shared<AcquireOperation>(core_, std::move(request), std::move(value).value(), std::move(done));
+  auto operation = std::make_shared<AcquireOperation>(core_, std::move(request),
+                                                      std::move(value).value(), std::move(done));
   asio::dispatch(core_->strand(), [operation] { operation->start(); });
-  // A cancel is posted to the strand after the start above, so it always finds the operation started.
+  // A cancel is posted to the strand after the start above, so it always finds the operation
+  // started.
   return AcquireTicket(std::weak_ptr<detail::CancellableAcquire>(operation));
 }
 
-void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl, ExtendHandler done) {
+void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl,
+                           ExtendHandler done) {
   Status valid = check_name(name);
   if (valid.ok()) valid = check_claim(claim);
   if (valid.ok()) valid = check_ttl(core_->options(), ttl);
-  if (!valid.ok()) return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
-  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim), ttl,
-                                   done = std::move(done)]() mutable {
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
+                                   ttl, done = std::move(done)]() mutable {
     std::make_shared<ExtendOperation>(core, name, std::move(claim), ttl, std::move(done))->start();
   });
 }
@@ -108,7 +114,8 @@ void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl,
 void RedlockEngine::release(std::string name, LeaseClaim claim, ReleaseHandler done) {
   Status valid = check_name(name);
   if (valid.ok()) valid = check_claim(claim);
-  if (!valid.ok()) return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
   asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
                                    done = std::move(done)]() mutable {
     std::make_shared<ReleaseOperation>(core, name, std::move(claim), std::move(done))->start();
@@ -117,17 +124,29 @@ void RedlockEngine::release(std::string name, LeaseClaim claim, ReleaseHandler d
 
 void RedlockEngine::inspect(std::string name, InspectHandler done) {
   Status valid = check_name(name);
-  if (!valid.ok()) return answer_later(core_, std::move(done), Result<LockStatus>(std::move(valid).error()));
-  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), done = std::move(done)]() mutable {
-    std::make_shared<InspectOperation>(core, name, std::move(done))->start();
-  });
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<LockStatus>(std::move(valid).error()));
+  asio::dispatch(core_->strand(),
+                 [core = core_, name = std::move(name), done = std::move(done)]() mutable {
+                   std::make_shared<InspectOperation>(core, name, std::move(done))->start();
+                 });
 }
 
-std::size_t RedlockEngine::node_count() const noexcept { return core_->node_count(); }
-std::size_t RedlockEngine::quorum() const noexcept { return core_->quorum(); }
-std::size_t RedlockEngine::voting_nodes() const noexcept { return core_->voting_nodes(); }
-const EngineOptions& RedlockEngine::options() const noexcept { return core_->options(); }
-std::optional<std::string> RedlockEngine::grant_refusal() const { return core_->grant_refusal(); }
+std::size_t RedlockEngine::node_count() const noexcept {
+  return core_->node_count();
+}
+std::size_t RedlockEngine::quorum() const noexcept {
+  return core_->quorum();
+}
+std::size_t RedlockEngine::voting_nodes() const noexcept {
+  return core_->voting_nodes();
+}
+const EngineOptions& RedlockEngine::options() const noexcept {
+  return core_->options();
+}
+std::optional<std::string> RedlockEngine::grant_refusal() const {
+  return core_->grant_refusal();
+}
 
 std::vector<NodeStatus> RedlockEngine::node_statuses() const {
   std::vector<NodeStatus> out;

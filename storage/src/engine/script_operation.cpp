@@ -25,8 +25,9 @@ bool cannot_tell(const QuorumTally& tally) {
 
 }  // namespace
 
-ScriptOperation::ScriptOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind, Script script,
-                                 std::vector<std::string> keys, std::vector<std::string> args)
+ScriptOperation::ScriptOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind,
+                                 Script script, std::vector<std::string> keys,
+                                 std::vector<std::string> args)
     : core_(core),
       tally_(core_->new_tally()),
       kind_(kind),
@@ -48,7 +49,8 @@ void ScriptOperation::start() {
 void ScriptOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (finished_) return;
   // Once: the EVAL goes out with cookie 1, which is never resent.
-  if (cookie == 0 && core_->resend_on_noscript(node, reply, [this] { return command(true); }, shared_from_this(), 1)) {
+  if (cookie == 0 && core_->resend_on_noscript(
+                         node, reply, [this] { return command(true); }, shared_from_this(), 1)) {
     return;
   }
   on_answer(node, reply);
@@ -62,18 +64,20 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
 
 ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                                    const LeaseClaim& claim, std::function<void(Result<bool>)> done)
-    : ReleaseOperation(core, name, claim,
-                       // Tagged only with waiters here: the tag lets the script skip announcing a
-                       // release that only our own waiters wait for (they are woken directly).
-                       core->has_waiters(std::string(name)) ? core->new_release_tag() : std::string(),
-                       std::move(done)) {}
+    : ReleaseOperation(
+          core, name, claim,
+          // Tagged only with waiters here: the tag lets the script skip announcing a
+          // release that only our own waiters wait for (they are woken directly).
+          core->has_waiters(std::string(name)) ? core->new_release_tag() : std::string(),
+          std::move(done)) {}
 
 ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                                    const LeaseClaim& claim, std::string release_tag,
                                    std::function<void(Result<bool>)> done)
     : ClaimOperation(core, OperationKind::kRelease, Script::kRelease, core->key_of(name),
-                     release_tag.empty() ? std::vector<std::string>{claim_argument(claim)}
-                                         : std::vector<std::string>{claim_argument(claim), release_tag},
+                     release_tag.empty()
+                         ? std::vector<std::string>{claim_argument(claim)}
+                         : std::vector<std::string>{claim_argument(claim), release_tag},
                      std::move(done)),
       name_(name),
       release_tag_(std::move(release_tag)) {}
@@ -129,7 +133,8 @@ void InspectOperation::on_answer(std::size_t node, const NodeReply& reply) {
   } else {
     const NodeReply& value = reply.elements[0];
     // A waiter's mark ("<value>#<mark>") does not change who holds the lock.
-    if (value.kind == NodeReply::Kind::kString) holdings_[node].value = value.text.substr(0, value.text.find('#'));
+    if (value.kind == NodeReply::Kind::kString)
+      holdings_[node].value = value.text.substr(0, value.text.find('#'));
     holdings_[node].pttl_ms = reply.elements[1].integer;
     tally_.record(node, Vote::kYes);  // "answered"; holdings decide who holds what
   }
@@ -140,7 +145,8 @@ void InspectOperation::decide() {
   if (finished() || tally_.pending_voters() != 0) return;
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_), Result<LockStatus>(make_error(ErrorCode::kUnavailable, tally_.shortfall())));
+    core_->complete_later(std::move(done_), Result<LockStatus>(make_error(ErrorCode::kUnavailable,
+                                                                          tally_.shortfall())));
     return;
   }
   // Group the voting nodes' remaining ttls by the value they hold.

@@ -53,12 +53,16 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
 template <class T>
 class ClaimOperation : public ScriptOperation {
  protected:
-  ClaimOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind, Script script, std::string key,
-                 std::vector<std::string> args, std::function<void(Result<T>)> done)
-      : ScriptOperation(core, kind, script, {std::move(key)}, std::move(args)), done_(std::move(done)) {}
+  ClaimOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind, Script script,
+                 std::string key, std::vector<std::string> args,
+                 std::function<void(Result<T>)> done)
+      : ScriptOperation(core, kind, script, {std::move(key)}, std::move(args)),
+        done_(std::move(done)) {}
 
   // The script argument that carries a claim: proof, then the token in decimal.
-  static std::string claim_argument(const LeaseClaim& claim) { return claim.proof + std::to_string(claim.token); }
+  static std::string claim_argument(const LeaseClaim& claim) {
+    return claim.proof + std::to_string(claim.token);
+  }
 
   // Finishes (the observer learns the error code, if any) and answers the handler.
   void complete(Result<T> result) {
@@ -69,7 +73,8 @@ class ClaimOperation : public ScriptOperation {
  private:
   void on_answer(std::size_t node, const NodeReply& reply) final {
     if (reply.kind == NodeReply::Kind::kInteger && reply.integer == -1) {
-      return complete(make_error(ErrorCode::kInvalidArgument, "the lease's token is not the token it was granted with"));
+      return complete(make_error(ErrorCode::kInvalidArgument,
+                                 "the lease's token is not the token it was granted with"));
     }
     const bool answered = reply.kind == NodeReply::Kind::kInteger;
     tally_.record(node, !answered ? Vote::kFailed : reply.integer == 1 ? Vote::kYes : Vote::kNo);
@@ -82,12 +87,13 @@ class ClaimOperation : public ScriptOperation {
 // Compare-and-delete on every node (announced to other engines' waiters, see EngineCore).
 class ReleaseOperation final : public ClaimOperation<bool> {
  public:
-  ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name, const LeaseClaim& claim,
-                   std::function<void(Result<bool>)> done);
+  ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
+                   const LeaseClaim& claim, std::function<void(Result<bool>)> done);
 
  private:
-  ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name, const LeaseClaim& claim,
-                   std::string release_tag, std::function<void(Result<bool>)> done);
+  ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
+                   const LeaseClaim& claim, std::string release_tag,
+                   std::function<void(Result<bool>)> done);
   void decide() override;
   std::string name_;         // to wake the name's first waiter once the lock is free
   std::string release_tag_;  // engine id + release number, as announced
@@ -96,8 +102,9 @@ class ReleaseOperation final : public ClaimOperation<bool> {
 // Compare-and-lengthen on every node.
 class ExtendOperation final : public ClaimOperation<Extension> {
  public:
-  ExtendOperation(const std::shared_ptr<EngineCore>& core, std::string_view name, const LeaseClaim& claim,
-                  std::chrono::milliseconds ttl, std::function<void(Result<Extension>)> done);
+  ExtendOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
+                  const LeaseClaim& claim, std::chrono::milliseconds ttl,
+                  std::function<void(Result<Extension>)> done);
 
  private:
   void decide() override;

@@ -29,7 +29,8 @@ std::shared_ptr<HiredisAsioAdapter> HiredisAsioAdapter::attach(redisAsyncContext
   return adapter;
 }
 
-HiredisAsioAdapter::HiredisAsioAdapter(redisAsyncContext* context, const asio::any_io_executor& executor)
+HiredisAsioAdapter::HiredisAsioAdapter(redisAsyncContext* context,
+                                       const asio::any_io_executor& executor)
     : context_(context), socket_(executor, context->c.fd) {}
 
 HiredisAsioAdapter::~HiredisAsioAdapter() {
@@ -53,7 +54,8 @@ void HiredisAsioAdapter::arm_read() {
   socket_.async_wait(asio::posix::stream_descriptor::wait_read,
                      [self = shared_from_this()](const boost::system::error_code& ec) {
                        self->read_armed_ = false;
-                       if (ec == asio::error::operation_aborted || self->context_ == nullptr) return;
+                       if (ec == asio::error::operation_aborted || self->context_ == nullptr)
+                         return;
                        if (!self->want_read_) return;
                        // May re-arm through add_read(), or clean up and null context_.
                        redisAsyncHandleRead(self->context_);
@@ -66,7 +68,8 @@ void HiredisAsioAdapter::arm_write() {
   socket_.async_wait(asio::posix::stream_descriptor::wait_write,
                      [self = shared_from_this()](const boost::system::error_code& ec) {
                        self->write_armed_ = false;
-                       if (ec == asio::error::operation_aborted || self->context_ == nullptr) return;
+                       if (ec == asio::error::operation_aborted || self->context_ == nullptr)
+                         return;
                        if (!self->want_write_) return;
                        redisAsyncHandleWrite(self->context_);
                      });
@@ -80,10 +83,20 @@ void HiredisAsioAdapter::cleanup() {
   keep_alive_.reset();                       // may be the last owner: touch nothing after this
 }
 
-void HiredisAsioAdapter::hook_add_read(void* self) { static_cast<HiredisAsioAdapter*>(self)->add_read(); }
-void HiredisAsioAdapter::hook_del_read(void* self) { static_cast<HiredisAsioAdapter*>(self)->del_read(); }
-void HiredisAsioAdapter::hook_add_write(void* self) { static_cast<HiredisAsioAdapter*>(self)->add_write(); }
-void HiredisAsioAdapter::hook_del_write(void* self) { static_cast<HiredisAsioAdapter*>(self)->del_write(); }
-void HiredisAsioAdapter::hook_cleanup(void* self) { static_cast<HiredisAsioAdapter*>(self)->cleanup(); }
+void HiredisAsioAdapter::hook_add_read(void* self) {
+  static_cast<HiredisAsioAdapter*>(self)->add_read();
+}
+void HiredisAsioAdapter::hook_del_read(void* self) {
+  static_cast<HiredisAsioAdapter*>(self)->del_read();
+}
+void HiredisAsioAdapter::hook_add_write(void* self) {
+  static_cast<HiredisAsioAdapter*>(self)->add_write();
+}
+void HiredisAsioAdapter::hook_del_write(void* self) {
+  static_cast<HiredisAsioAdapter*>(self)->del_write();
+}
+void HiredisAsioAdapter::hook_cleanup(void* self) {
+  static_cast<HiredisAsioAdapter*>(self)->cleanup();
+}
 
 }  // namespace fencelock::storage

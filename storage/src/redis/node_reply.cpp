@@ -13,17 +13,34 @@ bool NodeReply::is_error_prefix(const char* prefix) const {
 NodeReply NodeReply::from_hiredis(const redisReply* reply) {
   NodeReply out;
   switch (reply->type) {
-    case REDIS_REPLY_STATUS: out.kind = NodeReply::Kind::kStatus; break;
-    case REDIS_REPLY_ERROR: out.kind = NodeReply::Kind::kError; break;
-    case REDIS_REPLY_INTEGER: out.kind = NodeReply::Kind::kInteger; break;
-    case REDIS_REPLY_NIL: out.kind = NodeReply::Kind::kNil; break;
-    case REDIS_REPLY_STRING: out.kind = NodeReply::Kind::kString; break;
-    case REDIS_REPLY_ARRAY: out.kind = NodeReply::Kind::kArray; break;
-    default: out.kind = NodeReply::Kind::kError; out.text = "unexpected reply type"; return out;
+    case REDIS_REPLY_STATUS:
+      out.kind = NodeReply::Kind::kStatus;
+      break;
+    case REDIS_REPLY_ERROR:
+      out.kind = NodeReply::Kind::kError;
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.kind = NodeReply::Kind::kInteger;
+      break;
+    case REDIS_REPLY_NIL:
+      out.kind = NodeReply::Kind::kNil;
+      break;
+    case REDIS_REPLY_STRING:
+      out.kind = NodeReply::Kind::kString;
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.kind = NodeReply::Kind::kArray;
+      break;
+    default:
+      out.kind = NodeReply::Kind::kError;
+      out.text = "unexpected reply type";
+      return out;
   }
   out.integer = reply->integer;
-  if (reply->str != nullptr && reply->type != REDIS_REPLY_INTEGER) out.text.assign(reply->str, reply->len);
-  for (std::size_t i = 0; i < reply->elements; ++i) out.elements.push_back(from_hiredis(reply->element[i]));
+  if (reply->str != nullptr && reply->type != REDIS_REPLY_INTEGER)
+    out.text.assign(reply->str, reply->len);
+  for (std::size_t i = 0; i < reply->elements; ++i)
+    out.elements.push_back(from_hiredis(reply->element[i]));
   return out;
 }
 

@@ -35,7 +35,8 @@ std::string info_field(std::string_view info, std::string_view field) {
     const std::size_t colon = at + field.size();
     if (line_start && colon < info.size() && info[colon] == ':') {
       const std::size_t end = info.find_first_of("\r\n", colon + 1);
-      return std::string(info.substr(colon + 1, end == std::string_view::npos ? end : end - colon - 1));
+      return std::string(
+          info.substr(colon + 1, end == std::string_view::npos ? end : end - colon - 1));
     }
     at = colon;
   }
@@ -80,7 +81,8 @@ void RedisNode::stop() {
   const bool was_ready = state_ == State::kReady;
   state_ = State::kStopped;
   reconnect_timer_.cancel();
-  if (counters_.up.exchange(false) && listener_ != nullptr) listener_->on_node_down(index_, "engine stopped");
+  if (counters_.up.exchange(false) && listener_ != nullptr)
+    listener_->on_node_down(index_, "engine stopped");
   listener_ = nullptr;  // nothing reaches the engine after this
   if (context_ == nullptr) {
     deadline_timer_.cancel();
@@ -115,14 +117,17 @@ void RedisNode::connect() {
   // Queued now, written once the socket connects. The handshake gets the connect timeout on top
   // of the command timeout; the deadline timer enforces both.
   const auto deadline = Clock::now() + options_.connect_timeout + options_.command_timeout;
-  handshake_left_ = 1 + options_.scripts.size() + (options_.read_persistence ? 2 : 0) + (options_.probe ? 1 : 0);
+  handshake_left_ =
+      1 + options_.scripts.size() + (options_.read_persistence ? 2 : 0) + (options_.probe ? 1 : 0);
   handshake_identity_ = NodeIdentity{};
   handshake_appendonly_.clear();
   auto self = std::static_pointer_cast<ReplySink>(shared_from_this());
   enqueue(RespCommand(2).arg("INFO").arg("server"), self, kHandshakeInfo, deadline);
   if (options_.read_persistence) {
-    enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendonly"), self, kHandshakeAppendonly, deadline);
-    enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendfsync"), self, kHandshakeAppendfsync, deadline);
+    enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendonly"), self, kHandshakeAppendonly,
+            deadline);
+    enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendfsync"), self, kHandshakeAppendfsync,
+            deadline);
   }
   for (std::size_t i = 0; i < options_.scripts.size(); ++i) {
     enqueue(RespCommand(3).arg("SCRIPT").arg("LOAD").arg(options_.scripts[i].source), self,
@@ -147,9 +152,10 @@ void RedisNode::enqueue(const RespCommand& command, std::shared_ptr<ReplySink> s
   const std::uint64_t seq = next_seq_++;
   const std::string_view wire = command.wire();
   // privdata carries the sequence number so that every reply is checked against the FIFO.
-  const int status = redisAsyncFormattedCommand(context_, &RedisNode::on_command_reply,
-                                                reinterpret_cast<void*>(seq),  // NOLINT(performance-no-int-to-ptr): an id, never dereferenced
-                                                wire.data(), wire.size());
+  const int status = redisAsyncFormattedCommand(
+      context_, &RedisNode::on_command_reply,
+      reinterpret_cast<void*>(seq),  // NOLINT(performance-no-int-to-ptr): an id, never dereferenced
+      wire.data(), wire.size());
   if (status != REDIS_OK) {
     fail_later(std::move(sink), cookie, NodeReply::Kind::kDisconnected);
     return;
@@ -233,7 +239,8 @@ void RedisNode::connection_lost(const std::string& why) {
 
 void RedisNode::schedule_reconnect(bool immediately) {
   if (state_ == State::kStopped) return;
-  reconnect_timer_.expires_after(immediately ? std::chrono::milliseconds(0) : backoff_.next_delay());
+  reconnect_timer_.expires_after(immediately ? std::chrono::milliseconds(0)
+                                             : backoff_.next_delay());
   reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec == asio::error::operation_aborted || self->state_ != State::kIdle) return;
     self->connect();
@@ -247,7 +254,8 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     teardown("handshake failed: " + (reply.text.empty() ? std::string("no answer") : reply.text));
     return;
   }
-  if (reply.kind == NodeReply::Kind::kError && !config_read) {  // CONFIG may be refused: not durable
+  if (reply.kind == NodeReply::Kind::kError &&
+      !config_read) {  // CONFIG may be refused: not durable
     refuse("handshake failed: " + reply.text);
     return;
   }
@@ -264,9 +272,9 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     }
     const auto version = parse_redis_version(handshake_identity_.version);
     if (!version || *version < options_.min_version) {
-      refuse("handshake failed: Redis " + handshake_identity_.version + " is too old; fencelock needs Redis " +
-               std::to_string(options_.min_version.first) + "." + std::to_string(options_.min_version.second) +
-               " or newer");
+      refuse("handshake failed: Redis " + handshake_identity_.version +
+             " is too old; fencelock needs Redis " + std::to_string(options_.min_version.first) +
+             "." + std::to_string(options_.min_version.second) + " or newer");
       return;
     }
   } else if (cookie == kHandshakeAppendonly) {
@@ -277,7 +285,7 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     handshake_identity_.probe = std::move(reply);
   } else if (reply.text != options_.scripts.at(cookie - kHandshakeFirstScript).sha) {
     refuse("handshake failed: SCRIPT LOAD answered " + reply.text + ", expected " +
-             options_.scripts.at(cookie - kHandshakeFirstScript).sha);
+           options_.scripts.at(cookie - kHandshakeFirstScript).sha);
     return;
   }
   if (--handshake_left_ != 0) return;
@@ -320,19 +328,22 @@ void RedisNode::on_command_reply(redisAsyncContext* context, void* raw_reply, vo
   if (entry.seq != reinterpret_cast<std::uint64_t>(privdata)) {
     // Replies out of FIFO order would pair answers with the wrong commands: never trust this
     // connection again.
-    if (entry.sink) entry.sink->on_reply(node->index_, entry.cookie,
-                                         NodeReply::failure(NodeReply::Kind::kDisconnected, "reply out of order"));
+    if (entry.sink)
+      entry.sink->on_reply(
+          node->index_, entry.cookie,
+          NodeReply::failure(NodeReply::Kind::kDisconnected, "reply out of order"));
     if (node->context_ == context) node->teardown("reply out of order");
     return;
   }
   NodeReply reply;
   if (raw_reply == nullptr) {
-    reply = NodeReply::failure(Clock::now() >= entry.deadline ? NodeReply::Kind::kTimeout
-                                                               : NodeReply::Kind::kDisconnected,
-                               "no answer before the connection closed");
+    reply = NodeReply::failure(
+        Clock::now() >= entry.deadline ? NodeReply::Kind::kTimeout : NodeReply::Kind::kDisconnected,
+        "no answer before the connection closed");
   } else {
     reply = NodeReply::from_hiredis(static_cast<const redisReply*>(raw_reply));
-    if (reply.kind == NodeReply::Kind::kError) node->counters_.errors.fetch_add(1, std::memory_order_relaxed);
+    if (reply.kind == NodeReply::Kind::kError)
+      node->counters_.errors.fetch_add(1, std::memory_order_relaxed);
   }
   if (entry.sink) entry.sink->on_reply(node->index_, entry.cookie, std::move(reply));
 }

@@ -30,7 +30,9 @@ ReleaseSubscriber::ReleaseSubscriber(asio::any_io_executor strand, ReleaseSubscr
       reconnect_timer_(strand_),
       backoff_(options_.reconnect_min, options_.reconnect_max) {}
 
-ReleaseSubscriber::~ReleaseSubscriber() { free_detached(context_); }
+ReleaseSubscriber::~ReleaseSubscriber() {
+  free_detached(context_);
+}
 
 void ReleaseSubscriber::start() {
   if (state_ == State::kIdle && context_ == nullptr) connect();
@@ -71,13 +73,14 @@ void ReleaseSubscriber::connect() {
   }
   // hiredis has no timeouts: a connect or SUBSCRIBE that hangs is ours to give up on.
   subscribe_timer_.expires_after(options_.subscribe_timeout);
-  subscribe_timer_.async_wait([self = shared_from_this(), generation = generation_](const boost::system::error_code& ec) {
-    if (ec == asio::error::operation_aborted || self->generation_ != generation ||
-        self->state_ != State::kSubscribing) {
-      return;
-    }
-    self->teardown();
-  });
+  subscribe_timer_.async_wait(
+      [self = shared_from_this(), generation = generation_](const boost::system::error_code& ec) {
+        if (ec == asio::error::operation_aborted || self->generation_ != generation ||
+            self->state_ != State::kSubscribing) {
+          return;
+        }
+        self->teardown();
+      });
 }
 
 void ReleaseSubscriber::teardown() {
@@ -95,7 +98,9 @@ void ReleaseSubscriber::connection_lost() {
 void ReleaseSubscriber::schedule_reconnect() {
   reconnect_timer_.expires_after(backoff_.next_delay());
   reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec == asio::error::operation_aborted || self->state_ != State::kIdle || self->context_ != nullptr) return;
+    if (ec == asio::error::operation_aborted || self->state_ != State::kIdle ||
+        self->context_ != nullptr)
+      return;
     self->connect();
   });
 }
@@ -115,7 +120,8 @@ void ReleaseSubscriber::on_disconnected(const redisAsyncContext* context, int /*
   self->connection_lost();
 }
 
-void ReleaseSubscriber::on_channel_reply(redisAsyncContext* context, void* raw_reply, void* /*privdata*/) {
+void ReleaseSubscriber::on_channel_reply(redisAsyncContext* context, void* raw_reply,
+                                         void* /*privdata*/) {
   auto* self = static_cast<ReleaseSubscriber*>(context->data);
   if (self == nullptr || raw_reply == nullptr || self->context_ != context) return;
   const auto* reply = static_cast<const redisReply*>(raw_reply);

@@ -14,7 +14,8 @@ namespace fencelock::storage {
 namespace {
 
 Error io_error(const std::string& what, const std::filesystem::path& path) {
-  return make_error(ErrorCode::kUnavailable, what + " " + path.string() + ": " + std::strerror(errno));
+  return make_error(ErrorCode::kUnavailable,
+                    what + " " + path.string() + ": " + std::strerror(errno));
 }
 
 bool fsync_path(const std::filesystem::path& path, int flags) {
@@ -51,7 +52,8 @@ Status EpochFile::write(std::uint64_t value) {
   const std::string text = std::to_string(value) + "\n";
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error("cannot create", temp);
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
   ::close(fd);
   if (!written) return io_error("cannot write", temp);
   if (::rename(temp.c_str(), path_.c_str()) != 0) return io_error("cannot rename onto", path_);

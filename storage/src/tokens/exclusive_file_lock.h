@@ -1,6 +1,7 @@
 // Proof that this process alone owns a file: an flock(2) on a sidecar "<path>.lock", held for the
 // lock object's lifetime and dropped by the kernel when the process dies (even by kill -9), so a
-// crash never leaves a stale lock behind. The sidecar carries the owner's pid for the error message.
+// crash never leaves a stale lock behind. The sidecar carries the owner's pid for the error
+// message.
 //
 // A sidecar, not the file itself: SQLite uses POSIX record locks on the database, and closing any
 // other descriptor of that file would silently drop them.

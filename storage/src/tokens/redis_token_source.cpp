@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tokens/epoch_file.h"
 #include "fencelock/names.h"
 #include "redis/redis_node.h"
+#include "tokens/epoch_file.h"
 #include "tokens/token_epoch_script.h"
 
 namespace fencelock::storage {
@@ -47,10 +47,12 @@ std::string config_value(redisContext* c, const char* name) {
 // Blocking, at startup only. Returns "" when the master is durable enough, else what is wrong.
 Result<std::string> check_persistence(const RedisTokenOptions& o) {
   std::unique_ptr<redisContext, void (*)(redisContext*)> c(
-      redisConnectWithTimeout(o.master.host.c_str(), o.master.port, to_timeval(o.connect_timeout)), &redisFree);
+      redisConnectWithTimeout(o.master.host.c_str(), o.master.port, to_timeval(o.connect_timeout)),
+      &redisFree);
   if (!c || c->err != 0) {
-    return make_error(ErrorCode::kUnavailable, "token master " + o.master.to_string() +
-                                                   " is unreachable: " + (c ? c->errstr : "out of memory"));
+    return make_error(ErrorCode::kUnavailable,
+                      "token master " + o.master.to_string() +
+                          " is unreachable: " + (c ? c->errstr : "out of memory"));
   }
   redisSetTimeout(c.get(), to_timeval(std::max(o.timeout, std::chrono::milliseconds(1000))));
   const std::string aof = config_value(c.get(), "appendonly");
@@ -73,7 +75,9 @@ std::string info_run_id(std::string_view info) {
   return {};
 }
 
-Error invalid_name() { return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule)); }
+Error invalid_name() {
+  return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule));
+}
 
 }  // namespace
 
@@ -81,8 +85,11 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
  public:
   Impl(asio::any_io_executor strand, RedisTokenOptions options, std::string warning,
        std::optional<std::uint64_t> used)
-      : strand_(std::move(strand)), options_(std::move(options)), warning_(std::move(warning)),
-        epoch_file_(options_.epoch_file), used_(used) {}
+      : strand_(std::move(strand)),
+        options_(std::move(options)),
+        warning_(std::move(warning)),
+        epoch_file_(options_.epoch_file),
+        used_(used) {}
 
   void start() {
     RedisNodeOptions node;
@@ -150,14 +157,18 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
         owner_->on_epoch_mismatch(std::move(request_), epoch_);
         return;
       }
-      Result<std::uint64_t> token = make_error(ErrorCode::kUnavailable, "token master: " + describe(reply));
+      Result<std::uint64_t> token =
+          make_error(ErrorCode::kUnavailable, "token master: " + describe(reply));
       if (reply.kind == NodeReply::Kind::kInteger || reply.kind == NodeReply::Kind::kNil ||
           reply.kind == NodeReply::Kind::kString) {
         std::uint64_t counter = 0;
-        if (reply.kind == NodeReply::Kind::kInteger) counter = static_cast<std::uint64_t>(reply.integer);
-        if (reply.kind == NodeReply::Kind::kString) counter = std::strtoull(reply.text.c_str(), nullptr, 10);
+        if (reply.kind == NodeReply::Kind::kInteger)
+          counter = static_cast<std::uint64_t>(reply.integer);
+        if (reply.kind == NodeReply::Kind::kString)
+          counter = std::strtoull(reply.text.c_str(), nullptr, 10);
         token = counter >= kCounterLimit
-                    ? Result<std::uint64_t>(make_error(ErrorCode::kInternal, "token counter exhausted in this epoch"))
+                    ? Result<std::uint64_t>(
+                          make_error(ErrorCode::kInternal, "token counter exhausted in this epoch"))
                     : Result<std::uint64_t>((epoch_ << kTokenEpochShift) + counter);
       }
       owner_->answer(std::move(request_.done), std::move(token));
@@ -377,13 +388,16 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   std::shared_ptr<RedisNode> node_;
 };
 
-Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(const asio::any_io_executor& executor,
-                                                                   RedisTokenOptions options) {
-  if (options.timeout < std::chrono::milliseconds(1) || options.timeout > std::chrono::milliseconds(10'000)) {
-    return make_error(ErrorCode::kInvalidArgument, "token timeout must be between 1 ms and 10000 ms");
+Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(
+    const asio::any_io_executor& executor, RedisTokenOptions options) {
+  if (options.timeout < std::chrono::milliseconds(1) ||
+      options.timeout > std::chrono::milliseconds(10'000)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "token timeout must be between 1 ms and 10000 ms");
   }
   if (options.regression_guard && options.epoch_file.empty()) {
-    return make_error(ErrorCode::kInvalidArgument, "the token regression guard needs an epoch file");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the token regression guard needs an epoch file");
   }
   std::optional<std::uint64_t> used;
   if (options.regression_guard) {
@@ -394,7 +408,8 @@ Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(const asio::a
   auto problem = check_persistence(options);
   if (!problem.ok()) return std::move(problem).error();
   if (!problem.value().empty() && !options.allow_unsafe_persistence) {
-    return make_error(ErrorCode::kUnavailable, problem.value() + "; refusing to start without the unsafe flag");
+    return make_error(ErrorCode::kUnavailable,
+                      problem.value() + "; refusing to start without the unsafe flag");
   }
   auto impl = std::make_shared<Impl>(asio::make_strand(executor), std::move(options),
                                      std::move(problem).value(), used);
@@ -402,11 +417,23 @@ Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(const asio::a
   return std::shared_ptr<RedisTokenSource>(new RedisTokenSource(std::move(impl)));
 }
 
-RedisTokenSource::~RedisTokenSource() { stop(); }
-void RedisTokenSource::stop() { impl_->stop(); }
-const std::string& RedisTokenSource::persistence_warning() const noexcept { return impl_->warning(); }
-void RedisTokenSource::next(std::string_view name, Callback done) { impl_->draw(true, name, std::move(done)); }
-void RedisTokenSource::current(std::string_view name, Callback done) { impl_->draw(false, name, std::move(done)); }
-long long RedisTokenSource::epoch() const noexcept { return impl_->epoch(); }
+RedisTokenSource::~RedisTokenSource() {
+  stop();
+}
+void RedisTokenSource::stop() {
+  impl_->stop();
+}
+const std::string& RedisTokenSource::persistence_warning() const noexcept {
+  return impl_->warning();
+}
+void RedisTokenSource::next(std::string_view name, Callback done) {
+  impl_->draw(true, name, std::move(done));
+}
+void RedisTokenSource::current(std::string_view name, Callback done) {
+  impl_->draw(false, name, std::move(done));
+}
+long long RedisTokenSource::epoch() const noexcept {
+  return impl_->epoch();
+}
 
 }  // namespace fencelock::storage

@@ -13,7 +13,9 @@ SqliteStatement& SqliteStatement::bind(int index, std::string_view text) {
   return *this;
 }
 
-int SqliteStatement::step() { return sqlite3_step(statement_.get()); }
+int SqliteStatement::step() {
+  return sqlite3_step(statement_.get());
+}
 
 void SqliteStatement::reset() {
   sqlite3_reset(statement_.get());
@@ -33,12 +35,14 @@ std::string SqliteStatement::column_text(int index) const {
 
 Result<SqliteDatabase> SqliteDatabase::open(const std::filesystem::path& path) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   SqliteDatabase db(raw);  // owns the handle even when opening failed
   if (rc != SQLITE_OK) {
-    return make_error(ErrorCode::kUnavailable,
-                      "cannot open " + path.string() + ": " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+    return make_error(
+        ErrorCode::kUnavailable,
+        "cannot open " + path.string() + ": " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   }
   return db;
 }
@@ -60,6 +64,8 @@ Result<SqliteStatement> SqliteDatabase::prepare(const char* sql) {
   return SqliteStatement(statement);
 }
 
-std::string SqliteDatabase::last_error() const { return sqlite3_errmsg(db_.get()); }
+std::string SqliteDatabase::last_error() const {
+  return sqlite3_errmsg(db_.get());
+}
 
 }  // namespace fencelock::storage

@@ -16,7 +16,6 @@
 //
 // The file also carries the store's identity: a random id written once, when the file is first
 // opened by this code, and read back on every open.
-#include "fencelock/names.h"
 #include "fencelock/storage/sqlite_token_source.h"
 
 #include <cassert>
@@ -31,9 +30,10 @@
 #include <utility>
 #include <vector>
 
-#include "tokens/exclusive_file_lock.h"
+#include "fencelock/names.h"
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/lease_secret.h"
+#include "tokens/exclusive_file_lock.h"
 #include "tokens/sqlite_handle.h"
 
 namespace fencelock::storage {
@@ -68,7 +68,9 @@ constexpr const char* kUpsert =
 
 constexpr const char* kSelect = "SELECT reserved FROM token_mark WHERE id = 1";
 
-Error invalid_name() { return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule)); }
+Error invalid_name() {
+  return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule));
+}
 
 }  // namespace
 
@@ -185,7 +187,8 @@ class SqliteTokenSource::Impl {
         std::unique_lock<std::mutex> guard(mutex_);
         wake_.wait(guard, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping with nothing left
-        batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+        batch.assign(std::make_move_iterator(queue_.begin()),
+                     std::make_move_iterator(queue_.end()));
         queue_.clear();
         reserving_ = true;  // until the batch is answered, every draw queues behind it
         // Assigned here, not predicted: remember() may evict a name of this very batch and raise
@@ -252,10 +255,12 @@ class SqliteTokenSource::Impl {
   Status commit(std::uint64_t reserved) {
     upsert_.reset();
     upsert_.bind(1, static_cast<std::int64_t>(reserved));
-    const int rc = upsert_.step();  // one statement: its own transaction, fsynced (synchronous=FULL)
+    const int rc =
+        upsert_.step();  // one statement: its own transaction, fsynced (synchronous=FULL)
     const std::string why = rc == SQLITE_DONE ? std::string() : db_.last_error();
     upsert_.reset();
-    if (rc != SQLITE_DONE) return make_error(ErrorCode::kUnavailable, "token store write failed: " + why);
+    if (rc != SQLITE_DONE)
+      return make_error(ErrorCode::kUnavailable, "token store write failed: " + why);
     return Done{};
   }
 
@@ -276,7 +281,7 @@ class SqliteTokenSource::Impl {
   TokenSourceStats stats_;
   bool stopping_ = false;
   bool reserving_ = false;  // a batch is being reserved and answered
-  std::thread worker_;  // last: starts after everything above exists
+  std::thread worker_;      // last: starts after everything above exists
 };
 
 namespace {
@@ -299,7 +304,8 @@ Result<std::string> read_store_id(SqliteDatabase& db, const std::filesystem::pat
                       "token store " + path.string() + ": " + db.last_error());
   }
   std::string id = select->column_text(0);
-  if (id.size() != kLeaseSecretLength || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+  if (id.size() != kLeaseSecretLength ||
+      id.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return make_error(ErrorCode::kInternal,
                       "token store " + path.string() + " has a malformed store id");
   }
@@ -313,14 +319,16 @@ Result<std::shared_ptr<SqliteTokenSource>> SqliteTokenSource::open(SqliteTokenOp
     return make_error(ErrorCode::kInvalidArgument, "reserve_block must be between 1 and 1000000");
   }
   if (options.max_cached_names < 1 || options.max_cached_names > 10'000'000) {
-    return make_error(ErrorCode::kInvalidArgument, "max_cached_names must be between 1 and 10000000");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "max_cached_names must be between 1 and 10000000");
   }
   auto lock = ExclusiveFileLock::acquire(options.path);
   if (!lock.ok()) return std::move(lock).error();
   auto db = SqliteDatabase::open(options.path);
   if (!db.ok()) return std::move(db).error();
   if (Status schema = db->exec(kSchema); !schema.ok()) {
-    return make_error(ErrorCode::kInternal, "token store " + options.path.string() + ": " + schema.error().message);
+    return make_error(ErrorCode::kInternal,
+                      "token store " + options.path.string() + ": " + schema.error().message);
   }
   auto upsert = db->prepare(kUpsert);
   if (!upsert.ok()) return std::move(upsert).error();
@@ -331,7 +339,8 @@ Result<std::shared_ptr<SqliteTokenSource>> SqliteTokenSource::open(SqliteTokenOp
   if (rc == SQLITE_ROW) {
     mark = static_cast<std::uint64_t>(select->column_int64(0));
   } else if (rc != SQLITE_DONE) {
-    return make_error(ErrorCode::kUnavailable, "token store " + options.path.string() + ": " + db->last_error());
+    return make_error(ErrorCode::kUnavailable,
+                      "token store " + options.path.string() + ": " + db->last_error());
   }
   select->reset();
   auto store_id = read_store_id(db.value(), options.path);
@@ -345,9 +354,15 @@ Result<std::shared_ptr<SqliteTokenSource>> SqliteTokenSource::open(SqliteTokenOp
 SqliteTokenSource::SqliteTokenSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SqliteTokenSource::~SqliteTokenSource() = default;
 
-void SqliteTokenSource::next(std::string_view name, Callback done) { impl_->submit(true, name, std::move(done)); }
-void SqliteTokenSource::current(std::string_view name, Callback done) { impl_->submit(false, name, std::move(done)); }
-TokenSourceStats SqliteTokenSource::stats() const { return impl_->stats(); }
+void SqliteTokenSource::next(std::string_view name, Callback done) {
+  impl_->submit(true, name, std::move(done));
+}
+void SqliteTokenSource::current(std::string_view name, Callback done) {
+  impl_->submit(false, name, std::move(done));
+}
+TokenSourceStats SqliteTokenSource::stats() const {
+  return impl_->stats();
+}
 const std::string& SqliteTokenSource::store_id() const noexcept {
   return impl_->store_id();
 }

@@ -28,7 +28,8 @@ EngineOptions slow_retry_options(RedisCluster& cluster) {
 }
 
 std::int64_t subscribers_on(RedisCluster& cluster, std::size_t node) {
-  const SyncReply reply = SyncRedis(cluster.node(node).port()).command({"PUBSUB", "NUMSUB", kChannel});
+  const SyncReply reply =
+      SyncRedis(cluster.node(node).port()).command({"PUBSUB", "NUMSUB", kChannel});
   if (reply.kind != SyncReply::Kind::kArray || reply.elements.size() != 2) return -1;
   return reply.elements[1].integer;
 }
@@ -113,7 +114,8 @@ TEST_CASE("refused attempts announce nothing, even when they took free nodes", "
   EngineUnderTest b(engine_options_for(cluster));
   wait_for_subscribers(cluster, 2);
   for (std::size_t i = 0; i < 3; ++i) {
-    SyncRedis(cluster.node(i).port()).command({"SET", "fencelock:lock:split", "theirs", "PX", "60000"});
+    SyncRedis(cluster.node(i).port())
+        .command({"SET", "fencelock:lock:split", "theirs", "PX", "60000"});
   }
   SyncRedis listener(cluster.node(3).port(), 300ms);
   REQUIRE(listener.command({"SUBSCRIBE", kChannel}).kind == SyncReply::Kind::kArray);
@@ -123,12 +125,14 @@ TEST_CASE("refused attempts announce nothing, even when they took free nodes", "
   CHECK(on_b.get().error().code == ErrorCode::kLocked);
   CHECK(listener.receive().answered() == false);
   // Each waiter retries every 200 ± 100 ms: a few attempts each, not a storm.
-  const std::string stats = SyncRedis(cluster.node(3).port()).info_field("commandstats", "cmdstat_evalsha");
+  const std::string stats =
+      SyncRedis(cluster.node(3).port()).info_field("commandstats", "cmdstat_evalsha");
   const auto calls = std::stoll(stats.substr(stats.find('=') + 1));
   CHECK(calls < 50);
 }
 
-TEST_CASE("a release is announced only when another engine's waiter marked the holder", "[storage][redis]") {
+TEST_CASE("a release is announced only when another engine's waiter marked the holder",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   EngineUnderTest a(slow_retry_options(cluster));
   EngineUnderTest b(slow_retry_options(cluster));
@@ -154,7 +158,8 @@ TEST_CASE("a release is announced only when another engine's waiter marked the h
   REQUIRE(listener.command({"SUBSCRIBE", kChannel}).kind == SyncReply::Kind::kArray);
   auto remote_waiter = acquire_in_background(b, "solo");
   const auto marked_deadline = Clock::now() + 10s;
-  while (value_on(cluster, 0, "solo").find('#') == std::string::npos) {  // B's mark, on the node we hear
+  while (value_on(cluster, 0, "solo").find('#') ==
+         std::string::npos) {  // B's mark, on the node we hear
     REQUIRE(Clock::now() < marked_deadline);
     std::this_thread::sleep_for(5ms);
   }
@@ -183,7 +188,8 @@ TEST_CASE("announcements resume after the subscriber connections are killed", "[
   expect_release_wakes_waiter(cluster, a, b, "again");
 }
 
-TEST_CASE("a waiter's mark changes nothing for the holder: it still extends, shows and releases", "[storage][redis]") {
+TEST_CASE("a waiter's mark changes nothing for the holder: it still extends, shows and releases",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   EngineUnderTest a(slow_retry_options(cluster));
   EngineUnderTest b(slow_retry_options(cluster));
@@ -192,7 +198,8 @@ TEST_CASE("a waiter's mark changes nothing for the holder: it still extends, sho
   CHECK(b.acquire("marked", 30s, /*wait=*/100ms).error().code == ErrorCode::kLocked);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     const std::string value = value_on(cluster, i, "marked");
-    CHECK(value.starts_with(holder->proof.substr(0, kLeaseIdLength)));  // the lease id, then the secret
+    CHECK(value.starts_with(
+        holder->proof.substr(0, kLeaseIdLength)));  // the lease id, then the secret
     CHECK(value.size() == kLeaseValueLength + 1 + 16);
   }
   auto status = b.inspect("marked");
@@ -200,8 +207,11 @@ TEST_CASE("a waiter's mark changes nothing for the holder: it still extends, sho
   CHECK(status->held);
   CHECK(status->remaining > 25s);
   CHECK(a.extend("marked", claim(holder), 60s).ok());
-  CHECK(SyncRedis(cluster.node(0).port()).command({"PTTL", "fencelock:lock:marked"}).integer > 55'000);
-  CHECK(b.release("marked", LeaseClaim{1, std::string(kLeaseProofLength, 'f')}).value() == false);  // a wrong proof
+  CHECK(SyncRedis(cluster.node(0).port()).command({"PTTL", "fencelock:lock:marked"}).integer >
+        55'000);
+  CHECK(b.release("marked", LeaseClaim{1, std::string(kLeaseProofLength, 'f')}).value() ==
+        false);  // a wrong proof
   CHECK(a.release("marked", claim(holder)).value());
-  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).count_keys() == 0);
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    CHECK(SyncRedis(cluster.node(i).port()).count_keys() == 0);
 }

@@ -25,8 +25,12 @@ storage::Result<T> await(Start start) {
 }
 
 // What the holder of `lease` presents to extend or release it.
-inline storage::LeaseClaim claim(const storage::Lease& lease) { return {lease.token, lease.proof}; }
-inline storage::LeaseClaim claim(const storage::Result<storage::Lease>& lease) { return claim(lease.value()); }
+inline storage::LeaseClaim claim(const storage::Lease& lease) {
+  return {lease.token, lease.proof};
+}
+inline storage::LeaseClaim claim(const storage::Result<storage::Lease>& lease) {
+  return claim(lease.value());
+}
 
 inline storage::EngineOptions engine_options_for(RedisCluster& cluster) {
   storage::EngineOptions options;
@@ -41,8 +45,10 @@ class EngineUnderTest {
   // Waits until every node votes, unless `wait_for_nodes` is false.
   explicit EngineUnderTest(storage::EngineOptions options,
                            std::shared_ptr<storage::TokenSource> tokens = nullptr,
-                           storage::EngineObserver* observer = nullptr, bool wait_for_nodes = true) {
-    auto created = storage::RedlockEngine::create(io_.executor(), std::move(options), std::move(tokens), observer);
+                           storage::EngineObserver* observer = nullptr,
+                           bool wait_for_nodes = true) {
+    auto created = storage::RedlockEngine::create(io_.executor(), std::move(options),
+                                                  std::move(tokens), observer);
     if (!created.ok()) throw std::runtime_error(created.error().message);
     engine_ = std::move(created).value();
     engine_->start();
@@ -71,7 +77,8 @@ class EngineUnderTest {
   void wait_until(Condition condition, std::chrono::milliseconds limit = 10s) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (!condition()) {
-      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("condition not reached in time");
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("condition not reached in time");
       std::this_thread::sleep_for(5ms);
     }
   }
@@ -79,12 +86,15 @@ class EngineUnderTest {
 
   storage::Result<storage::Lease> acquire(const std::string& name, std::chrono::milliseconds ttl,
                                           std::chrono::milliseconds wait = 0ms) {
-    return await<storage::Lease>(
-        [&](auto done) { engine_->acquire(storage::AcquireRequest{name, ttl, wait}, std::move(done)); });
+    return await<storage::Lease>([&](auto done) {
+      engine_->acquire(storage::AcquireRequest{name, ttl, wait}, std::move(done));
+    });
   }
-  storage::Result<storage::Extension> extend(const std::string& name, const storage::LeaseClaim& claim,
+  storage::Result<storage::Extension> extend(const std::string& name,
+                                             const storage::LeaseClaim& claim,
                                              std::chrono::milliseconds ttl) {
-    return await<storage::Extension>([&](auto done) { engine_->extend(name, claim, ttl, std::move(done)); });
+    return await<storage::Extension>(
+        [&](auto done) { engine_->extend(name, claim, ttl, std::move(done)); });
   }
   storage::Result<bool> release(const std::string& name, const storage::LeaseClaim& claim) {
     return await<bool>([&](auto done) { engine_->release(name, claim, std::move(done)); });

@@ -24,7 +24,8 @@ struct Grant {
 
 }  // namespace
 
-TEST_CASE("under contention the tokens of successive grants strictly increase", "[storage][redis]") {
+TEST_CASE("under contention the tokens of successive grants strictly increase",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   RedisCluster counter(1, Persistence::kAofAlways);
   TempDir dir;
@@ -56,13 +57,14 @@ TEST_CASE("under contention the tokens of successive grants strictly increase", 
       std::mt19937 rng(static_cast<unsigned>(c));
       while (Clock::now() < end) {
         auto lease = await<Lease>([&](auto done) {
-          t.engine().acquire({"hot", 200ms, 0ms}, [&, done = std::move(done)](Result<Lease> r) mutable {
-            if (r.ok()) {
-              std::lock_guard<std::mutex> lock(mutex);
-              grants.push_back({Clock::now(), r->token});
-            }
-            done(std::move(r));
-          });
+          t.engine().acquire({"hot", 200ms, 0ms},
+                             [&, done = std::move(done)](Result<Lease> r) mutable {
+                               if (r.ok()) {
+                                 std::lock_guard<std::mutex> lock(mutex);
+                                 grants.push_back({Clock::now(), r->token});
+                               }
+                               done(std::move(r));
+                             });
         });
         if (!lease.ok()) {
           ++refused;
@@ -120,5 +122,6 @@ TEST_CASE("a grant whose token comes too late is abandoned and released", "[stor
   REQUIRE_FALSE(lease.ok());
   CHECK(lease.error().code == ErrorCode::kUnavailable);
   std::this_thread::sleep_for(20ms);
-  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).count_keys() == 0);
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    CHECK(SyncRedis(cluster.node(i).port()).count_keys() == 0);
 }

@@ -9,7 +9,8 @@ TEST_CASE("validity is ttl minus elapsed minus the drift allowance", "[storage]"
   SECTION("the distlock formula with the default drift factor") {
     // 10 s ttl, 1% drift: allowance 100 ms + 2 ms; 5 ms elapsed → 9893 ms.
     CHECK(drift_allowance(milliseconds(10'000), 0.01) == microseconds(102'000));
-    CHECK(remaining_validity(milliseconds(10'000), milliseconds(5), 0.01) == microseconds(9'893'000));
+    CHECK(remaining_validity(milliseconds(10'000), milliseconds(5), 0.01) ==
+          microseconds(9'893'000));
   }
   SECTION("elapsed time is rounded up, never down") {
     CHECK(remaining_validity(milliseconds(1000), nanoseconds(1), 0.0) == microseconds(997'999));
@@ -44,7 +45,8 @@ TEST_CASE("retry delays are spread uniformly over delay ± jitter", "[storage]")
   CHECK(highest >= milliseconds(298));
 
   SECTION("jitter wider than the delay is clamped at zero") {
-    for (int i = 0; i < 1000; ++i) REQUIRE(retry_delay(milliseconds(10), milliseconds(50), rng) >= milliseconds(0));
+    for (int i = 0; i < 1000; ++i)
+      REQUIRE(retry_delay(milliseconds(10), milliseconds(50), rng) >= milliseconds(0));
   }
   SECTION("no jitter means exactly the delay") {
     CHECK(retry_delay(milliseconds(200), milliseconds(0), rng) == milliseconds(200));

@@ -1,5 +1,6 @@
 // The restarted-node quarantine across engines (node_trust.h) against real redis-servers: a freshly
-// started engine never grants over a lease another engine granted before lock nodes lost their keys.
+// started engine never grants over a lease another engine granted before lock nodes lost their
+// keys.
 #include <catch2/catch.hpp>
 #include <mutex>
 #include <thread>
@@ -14,7 +15,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::unique_ptr<EngineUnderTest> start_engine(RedisCluster& cluster, std::chrono::milliseconds max_ttl,
+std::unique_ptr<EngineUnderTest> start_engine(RedisCluster& cluster,
+                                              std::chrono::milliseconds max_ttl,
                                               bool wait_for_nodes = true) {
   auto options = engine_options_for(cluster);
   options.max_ttl = max_ttl;
@@ -23,7 +25,8 @@ std::unique_ptr<EngineUnderTest> start_engine(RedisCluster& cluster, std::chrono
 
 // A lease through one engine, then two of three nodes lose everything and that engine goes away
 // (a rolling restart of fencelockd).
-Lease hold_then_lose_two_nodes(RedisCluster& cluster, std::chrono::milliseconds max_ttl, std::chrono::milliseconds ttl) {
+Lease hold_then_lose_two_nodes(RedisCluster& cluster, std::chrono::milliseconds max_ttl,
+                               std::chrono::milliseconds ttl) {
   auto a = start_engine(cluster, max_ttl);
   auto lease = a->acquire("vault", ttl);
   REQUIRE(lease.ok());
@@ -35,7 +38,8 @@ Lease hold_then_lose_two_nodes(RedisCluster& cluster, std::chrono::milliseconds 
 
 }  // namespace
 
-TEST_CASE("a fresh engine does not grant over a lease granted before two nodes lost their keys", "[storage][redis]") {
+TEST_CASE("a fresh engine does not grant over a lease granted before two nodes lost their keys",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   const Lease holder = hold_then_lose_two_nodes(cluster, 3s, 3s);
 
@@ -52,7 +56,8 @@ TEST_CASE("a fresh engine does not grant over a lease granted before two nodes l
   CHECK(b->acquire("vault", 1s).ok());
 }
 
-TEST_CASE("an engine with a shorter max ttl waits out the longest window another engine declared", "[storage][redis]") {
+TEST_CASE("an engine with a shorter max ttl waits out the longest window another engine declared",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   const Lease holder = hold_then_lose_two_nodes(cluster, 4s, 4s);
 
@@ -66,7 +71,8 @@ TEST_CASE("an engine with a shorter max ttl waits out the longest window another
   b->wait_for_voting_nodes(3, 5s);
 }
 
-TEST_CASE("a brand-new cluster is usable at once, even with an hour's max ttl", "[storage][redis]") {
+TEST_CASE("a brand-new cluster is usable at once, even with an hour's max ttl",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   const auto started = Clock::now();
   auto a = start_engine(cluster, 1h);
@@ -77,12 +83,14 @@ TEST_CASE("a brand-new cluster is usable at once, even with an hour's max ttl", 
   CHECK(b->engine().voting_nodes() == 3);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     SyncRedis node(cluster.node(i).port());
-    CHECK(node.command({"HGET", "fencelock:#node", "admitted"}).text == node.info_field("server", "run_id"));
+    CHECK(node.command({"HGET", "fencelock:#node", "admitted"}).text ==
+          node.info_field("server", "run_id"));
     CHECK(node.command({"HGET", "fencelock:#node", "max_ttl_ms"}).text == "3600000");
   }
 }
 
-TEST_CASE("a lock node older than Redis 6.0 is refused at the handshake, with the reason", "[storage]") {
+TEST_CASE("a lock node older than Redis 6.0 is refused at the handshake, with the reason",
+          "[storage]") {
   // A RESP peer that introduces itself as Redis 5.0.14: the handshake must refuse it by version,
   // not count script errors as failed votes.
   FakeOldRedis old_redis("5.0.14");
@@ -95,7 +103,8 @@ TEST_CASE("a lock node older than Redis 6.0 is refused at the handshake, with th
     }
   } refusals;
   EngineOptions options;
-  options.nodes.push_back(parse_node_address("127.0.0.1:" + std::to_string(old_redis.port())).value());
+  options.nodes.push_back(
+      parse_node_address("127.0.0.1:" + std::to_string(old_redis.port())).value());
   EngineUnderTest t(options, nullptr, &refusals, /*wait_for_nodes=*/false);
   t.wait_until([&] {
     std::lock_guard<std::mutex> lock(refusals.mutex);
@@ -104,11 +113,15 @@ TEST_CASE("a lock node older than Redis 6.0 is refused at the handshake, with th
   std::this_thread::sleep_for(300ms);  // a few reconnects: still one report
   std::lock_guard<std::mutex> lock(refusals.mutex);
   CHECK(refusals.reasons.size() == 1);
-  CHECK_THAT(refusals.reasons.front(), Catch::Contains("Redis 5.0.14 is too old") && Catch::Contains("6.0"));
+  CHECK_THAT(refusals.reasons.front(),
+             Catch::Contains("Redis 5.0.14 is too old") && Catch::Contains("6.0"));
   CHECK(t.engine().voting_nodes() == 0);
 }
 
-TEST_CASE("an engine with an embedded token source refuses to grant while another instance shares its nodes", "[storage][redis]") {
+TEST_CASE(
+    "an engine with an embedded token source refuses to grant while another instance shares its "
+    "nodes",
+    "[storage][redis]") {
   RedisCluster cluster(3);
   auto options_for = [&](std::string tokens) {
     auto options = engine_options_for(cluster);
@@ -124,8 +137,10 @@ TEST_CASE("an engine with an embedded token source refuses to grant while anothe
     const auto refused = b.acquire("second", 1s);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().code == ErrorCode::kUnavailable);
-    b.wait_until([&] { return b.engine().grant_refusal().has_value() &&
-                              b.engine().grant_refusal()->find("another fencelockd") != std::string::npos; });
+    b.wait_until([&] {
+      return b.engine().grant_refusal().has_value() &&
+             b.engine().grant_refusal()->find("another fencelockd") != std::string::npos;
+    });
     CHECK_THAT(*b.engine().grant_refusal(), Catch::Contains("shared token source"));
     a->wait_until([&] { return a->engine().grant_refusal().has_value(); }, 5s);
     CHECK(a->acquire("third", 1s).error().code == ErrorCode::kUnavailable);
@@ -136,7 +151,8 @@ TEST_CASE("an engine with an embedded token source refuses to grant while anothe
     a->wait_until([&] { return a->engine().grant_refusal().has_value(); }, 5s);
     CHECK(shared.acquire("shared", 1s).ok());
   }
-  SECTION("the same store again (a restart) is no conflict, and a clean stop frees the nodes at once") {
+  SECTION(
+      "the same store again (a restart) is no conflict, and a clean stop frees the nodes at once") {
     EngineUnderTest again(options_for("sqlite:a"));
     again.wait_until([&] { return !again.engine().grant_refusal(); });
     CHECK(again.acquire("again", 1s).ok());
@@ -145,7 +161,8 @@ TEST_CASE("an engine with an embedded token source refuses to grant while anothe
   }
 }
 
-TEST_CASE("an engine whose registry checks cannot reach a majority stops granting", "[storage][redis]") {
+TEST_CASE("an engine whose registry checks cannot reach a majority stops granting",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   auto options = engine_options_for(cluster);
   options.exclusive_tokens = "sqlite:only";

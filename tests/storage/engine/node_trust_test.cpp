@@ -1,8 +1,9 @@
 // NodeTrust: which lock nodes may vote, with injected time (no Redis).
 #include "engine/node_trust.h"
-#include "redis/redis_node.h"
 
 #include <catch2/catch.hpp>
+
+#include "redis/redis_node.h"
 
 using namespace std::chrono;
 using fencelock::storage::NodeTrust;
@@ -12,10 +13,12 @@ namespace {
 
 const steady_clock::time_point t0{hours(100)};
 
-NodeTrust::Settings settings(milliseconds max_ttl = seconds(60)) { return {max_ttl, 0.0, true}; }
+NodeTrust::Settings settings(milliseconds max_ttl = seconds(60)) {
+  return {max_ttl, 0.0, true};
+}
 
-Handshake node(std::string run_id, seconds uptime, std::string admitted = "", milliseconds marked = seconds(60),
-               bool durable = false) {
+Handshake node(std::string run_id, seconds uptime, std::string admitted = "",
+               milliseconds marked = seconds(60), bool durable = false) {
   return Handshake{std::move(run_id), uptime, durable, std::move(admitted), marked};
 }
 
@@ -31,13 +34,15 @@ TEST_CASE("a new cluster is admitted at once once every node has answered", "[st
   for (std::size_t i = 0; i < 3; ++i) CHECK(trust.voting(i, t0));
 }
 
-TEST_CASE("a node admitted in its current incarnation votes at once, for any new engine", "[storage]") {
+TEST_CASE("a node admitted in its current incarnation votes at once, for any new engine",
+          "[storage]") {
   NodeTrust trust(3, settings());
   CHECK(trust.observe(0, node("a", 1s, "a"), t0).empty());  // already recorded: nothing to write
   CHECK(trust.voting(0, t0));
 }
 
-TEST_CASE("a node that lost its data waits out the window from its restart, by its uptime", "[storage]") {
+TEST_CASE("a node that lost its data waits out the window from its restart, by its uptime",
+          "[storage]") {
   NodeTrust trust(3, settings(seconds(60)));
   trust.observe(0, node("a", hours(5), "a"), t0);
   trust.observe(1, node("b", hours(5), "b"), t0);
@@ -52,7 +57,8 @@ TEST_CASE("a node that lost its data waits out the window from its restart, by i
   CHECK_FALSE(trust.quarantined_until(2).has_value());
 }
 
-TEST_CASE("a node up for longer than the window votes once some marker kept its history", "[storage]") {
+TEST_CASE("a node up for longer than the window votes once some marker kept its history",
+          "[storage]") {
   NodeTrust trust(3, settings(seconds(60)));
   CHECK(trust.observe(0, node("a", hours(5)), t0).empty());  // no history seen: 24 h assumed
   CHECK_FALSE(trust.voting(0, t0));
@@ -61,7 +67,8 @@ TEST_CASE("a node up for longer than the window votes once some marker kept its 
   CHECK(trust.voting(1, t0));
 }
 
-TEST_CASE("a restart the engine saw itself starts the window no earlier than it saw it", "[storage]") {
+TEST_CASE("a restart the engine saw itself starts the window no earlier than it saw it",
+          "[storage]") {
   NodeTrust trust(1, settings(seconds(60)));
   trust.observe(0, node("a", hours(5), "a"), t0);
   CHECK(trust.voting(0, t0));
@@ -74,20 +81,22 @@ TEST_CASE("a restart the engine saw itself starts the window no earlier than it 
 TEST_CASE("a durable node is never quarantined", "[storage]") {
   NodeTrust trust(3, settings());
   trust.observe(0, node("a", hours(5), "a"), t0);
-  CHECK(trust.observe(1, node("b2", 1s, "b", seconds(60), /*durable=*/true), t0) == std::vector<std::size_t>{1});
+  CHECK(trust.observe(1, node("b2", 1s, "b", seconds(60), /*durable=*/true), t0) ==
+        std::vector<std::size_t>{1});
   CHECK(trust.voting(1, t0));
 }
 
 TEST_CASE("engines with different max ttls never undercut the longest window", "[storage]") {
-  NodeTrust trust(3, settings(seconds(10)));  // this engine grants 10 s at most
+  NodeTrust trust(3, settings(seconds(10)));                 // this engine grants 10 s at most
   trust.observe(0, node("a", hours(5), "a", hours(1)), t0);  // another engine's max ttl: 1 h
   trust.observe(1, node("b2", 30s, "", seconds(10)), t0);
-  CHECK_FALSE(trust.voting(1, t0));           // 30 s of uptime would do for 10 s leases
+  CHECK_FALSE(trust.voting(1, t0));  // 30 s of uptime would do for 10 s leases
   CHECK_FALSE(trust.voting(1, t0 + 30min));
   CHECK(trust.voting(1, t0 + 1h));
 }
 
-TEST_CASE("with quarantine off every node votes as soon as it answers, and nothing is recorded", "[storage]") {
+TEST_CASE("with quarantine off every node votes as soon as it answers, and nothing is recorded",
+          "[storage]") {
   NodeTrust trust(2, NodeTrust::Settings{seconds(60), 0.0, false});
   CHECK(trust.observe(0, node("a", 1s), t0).empty());
   CHECK(trust.voting(0, t0));

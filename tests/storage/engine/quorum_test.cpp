@@ -5,8 +5,8 @@
 using namespace fencelock::storage;
 
 TEST_CASE("the quorum is a strict majority of all configured nodes", "[storage]") {
-  const auto [nodes, quorum] = GENERATE(table<std::size_t, std::size_t>(
-      {{1, 1}, {2, 2}, {3, 2}, {4, 3}, {5, 3}, {6, 4}, {7, 4}}));
+  const auto [nodes, quorum] = GENERATE(
+      table<std::size_t, std::size_t>({{1, 1}, {2, 2}, {3, 2}, {4, 3}, {5, 3}, {6, 4}, {7, 4}}));
   CHECK(quorum_size(nodes) == quorum);
 }
 

@@ -42,7 +42,8 @@ Clock::duration timed(F&& f) {
 
 }  // namespace
 
-TEST_CASE("a second acquire of a held lock is refused until the first lease is released", "[storage][redis]") {
+TEST_CASE("a second acquire of a held lock is refused until the first lease is released",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   EngineUnderTest t(engine_options_for(cluster));
 
@@ -91,7 +92,8 @@ TEST_CASE("a waiting acquire is granted once the holder releases", "[storage][re
     CHECK(waiter->started >= holder->started + 250ms);
   }
   SECTION("with a budget that runs out first") {
-    const auto took = timed([&] { CHECK(t.acquire("queue", 1s, /*wait=*/100ms).error().code == ErrorCode::kLocked); });
+    const auto took = timed(
+        [&] { CHECK(t.acquire("queue", 1s, /*wait=*/100ms).error().code == ErrorCode::kLocked); });
     CHECK(took >= 100ms);
     CHECK(took < 100ms + kMargin);
   }
@@ -114,7 +116,8 @@ TEST_CASE("a wrong proof can neither extend nor release", "[storage][redis]") {
   CHECK(nodes_holding(cluster, "fencelock:lock:ledger") == 5);
 }
 
-TEST_CASE("a lease claimed with a token it was not granted with is refused and changes nothing", "[storage][redis]") {
+TEST_CASE("a lease claimed with a token it was not granted with is refused and changes nothing",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   TempDir dir;
   SqliteTokenOptions token_options;
@@ -132,7 +135,8 @@ TEST_CASE("a lease claimed with a token it was not granted with is refused and c
   CHECK(released.error().code == ErrorCode::kInvalidArgument);
   CHECK(nodes_holding(cluster, "fencelock:lock:forged") == 3);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
-    CHECK(SyncRedis(cluster.node(i).port()).command({"PTTL", "fencelock:lock:forged"}).integer <= 30'000);
+    CHECK(SyncRedis(cluster.node(i).port()).command({"PTTL", "fencelock:lock:forged"}).integer <=
+          30'000);
   }
 
   auto extension = t.extend("forged", claim(lease), 60s);  // the real claim still works
@@ -158,7 +162,8 @@ TEST_CASE("a release after expiry does not delete a newer holder's key", "[stora
   CHECK(t.extend("report", claim(new_lease), 5s).ok());
 }
 
-TEST_CASE("extend resets the ttl on every node and never resurrects a vanished key", "[storage][redis]") {
+TEST_CASE("extend resets the ttl on every node and never resurrects a vanished key",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   EngineUnderTest t(engine_options_for(cluster));
   auto lease = t.acquire("batch", 1s);
@@ -169,7 +174,8 @@ TEST_CASE("extend resets the ttl on every node and never resurrects a vanished k
   CHECK(extension->ttl == 30s);
   CHECK(extension->validity > 29s);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
-    CHECK(SyncRedis(cluster.node(i).port()).command({"PTTL", "fencelock:lock:batch"}).integer > 29'000);
+    CHECK(SyncRedis(cluster.node(i).port()).command({"PTTL", "fencelock:lock:batch"}).integer >
+          29'000);
   }
 
   SyncRedis(cluster.node(0).port()).command({"DEL", "fencelock:lock:batch"});
@@ -183,12 +189,14 @@ TEST_CASE("no extend, answered or failed, shortens the lease on any node", "[sto
   auto shortest_ttl = [&] {
     std::int64_t shortest = INT64_MAX;
     for (std::size_t i = 0; i < cluster.size(); ++i) {
-      shortest = std::min(shortest, SyncRedis(cluster.node(i).port()).command({"PTTL", key}).integer);
+      shortest =
+          std::min(shortest, SyncRedis(cluster.node(i).port()).command({"PTTL", key}).integer);
     }
     return shortest;
   };
 
-  SECTION("an answered extend to a shorter ttl keeps the longer one and reports the shorter validity") {
+  SECTION(
+      "an answered extend to a shorter ttl keeps the longer one and reports the shorter validity") {
     EngineUnderTest t(engine_options_for(cluster));
     auto lease = t.acquire("ledger", 60s);
     REQUIRE(lease.ok());
@@ -238,14 +246,16 @@ TEST_CASE("inspect reports holder and remaining time but never the secret", "[st
   CHECK(*held->remaining <= 10s);
 
   SECTION("a value on a minority of nodes is not a holder") {
-    for (std::size_t i = 0; i < 3; ++i) SyncRedis(cluster.node(i).port()).command({"DEL", "fencelock:lock:inventory"});
+    for (std::size_t i = 0; i < 3; ++i)
+      SyncRedis(cluster.node(i).port()).command({"DEL", "fencelock:lock:inventory"});
     auto minority = t.inspect("inventory");
     REQUIRE(minority.ok());
     CHECK_FALSE(minority->held);
   }
 }
 
-TEST_CASE("with two of five nodes dead every operation still works, without waiting for them", "[storage][redis]") {
+TEST_CASE("with two of five nodes dead every operation still works, without waiting for them",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   auto options = engine_options_for(cluster);
   EngineUnderTest t(options);
@@ -256,12 +266,15 @@ TEST_CASE("with two of five nodes dead every operation still works, without wait
   Result<Lease> lease = make_error(ErrorCode::kInternal, "not run");
   CHECK(timed([&] { lease = t.acquire("payments", 5s); }) < options.node_timeout + kMargin);
   REQUIRE(lease.ok());
-  CHECK(timed([&] { CHECK(t.extend("payments", claim(lease), 5s).ok()); }) < options.node_timeout + kMargin);
+  CHECK(timed([&] { CHECK(t.extend("payments", claim(lease), 5s).ok()); }) <
+        options.node_timeout + kMargin);
   CHECK(timed([&] { CHECK(t.inspect("payments")->held); }) < options.node_timeout + kMargin);
-  CHECK(timed([&] { CHECK(t.release("payments", claim(lease)).value()); }) < options.node_timeout + kMargin);
+  CHECK(timed([&] { CHECK(t.release("payments", claim(lease)).value()); }) <
+        options.node_timeout + kMargin);
 }
 
-TEST_CASE("with three of five nodes dead acquire is cleanly unavailable and leaves no key behind", "[storage][redis]") {
+TEST_CASE("with three of five nodes dead acquire is cleanly unavailable and leaves no key behind",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   auto options = engine_options_for(cluster);
   EngineUnderTest t(options);
@@ -279,7 +292,8 @@ TEST_CASE("with three of five nodes dead acquire is cleanly unavailable and leav
   CHECK(t.inspect("payments").error().code == ErrorCode::kUnavailable);
 }
 
-TEST_CASE("a node killed while the engine runs is answered at once and rejoins when it returns", "[storage][redis]") {
+TEST_CASE("a node killed while the engine runs is answered at once and rejoins when it returns",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   auto options = engine_options_for(cluster);
   options.quarantine_restarted_nodes = false;
@@ -290,7 +304,8 @@ TEST_CASE("a node killed while the engine runs is answered at once and rejoins w
     CHECK(timed([&] { CHECK(t.acquire("x", 1s).error().code == ErrorCode::kUnavailable); }) <
           options.node_timeout + kMargin);
   }
-  for (int i = 0; i < 3; ++i) cluster.node(static_cast<std::size_t>(i)).restart(/*keep_data=*/false);
+  for (int i = 0; i < 3; ++i)
+    cluster.node(static_cast<std::size_t>(i)).restart(/*keep_data=*/false);
   t.wait_for_voting_nodes(5);
   CHECK(t.acquire("x", 1s).ok());
 }
@@ -306,16 +321,19 @@ TEST_CASE("a paused node delays no operation by more than the node timeout", "[s
     Result<Lease> lease = make_error(ErrorCode::kInternal, "not run");
     CHECK(timed([&] { lease = t.acquire(name, 5s); }) < options.node_timeout + kMargin);
     REQUIRE(lease.ok());
-    CHECK(timed([&] { CHECK(t.extend(name, claim(lease), 5s).ok()); }) < options.node_timeout + kMargin);
+    CHECK(timed([&] { CHECK(t.extend(name, claim(lease), 5s).ok()); }) <
+          options.node_timeout + kMargin);
     CHECK(timed([&] { CHECK(t.inspect(name)->held); }) < options.node_timeout + kMargin);
-    CHECK(timed([&] { CHECK(t.release(name, claim(lease)).value()); }) < options.node_timeout + kMargin);
+    CHECK(timed([&] { CHECK(t.release(name, claim(lease)).value()); }) <
+          options.node_timeout + kMargin);
   }
   cluster.node(2).resume();
   t.wait_for_voting_nodes(5);
   CHECK(t.acquire("after-resume", 1s).ok());
 }
 
-TEST_CASE("a node restarted without its data cannot hand a held lock to a second client", "[storage][redis]") {
+TEST_CASE("a node restarted without its data cannot hand a held lock to a second client",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   auto options = engine_options_for(cluster);
   options.max_ttl = 1500ms;  // sets the quarantine window: 1500 ms + 1% + 2 ms
@@ -350,7 +368,8 @@ TEST_CASE("a node restarted without its data cannot hand a held lock to a second
     CHECK(Clock::now() >= holder.started + 1500ms);
     CHECK(t.acquire("vault", 1000ms).ok());
   }
-  SECTION("without quarantine the same sequence grants a second holder (what quarantine prevents)") {
+  SECTION(
+      "without quarantine the same sequence grants a second holder (what quarantine prevents)") {
     options.quarantine_restarted_nodes = false;
     EngineUnderTest t(options);
     const Lease holder = prepare(t);
@@ -361,7 +380,10 @@ TEST_CASE("a node restarted without its data cannot hand a held lock to a second
   }
 }
 
-TEST_CASE("a restart loses nothing on an appendfsync-always node, which votes at once; everysec still waits", "[storage][redis]") {
+TEST_CASE(
+    "a restart loses nothing on an appendfsync-always node, which votes at once; everysec still "
+    "waits",
+    "[storage][redis]") {
   SECTION("appendfsync always") {
     RedisCluster cluster(3, Persistence::kAofAlways);
     auto options = engine_options_for(cluster);
@@ -390,12 +412,14 @@ TEST_CASE("a restart loses nothing on an appendfsync-always node, which votes at
   }
 }
 
-TEST_CASE("release and extend survive a SCRIPT FLUSH through the EVAL fallback", "[storage][redis]") {
+TEST_CASE("release and extend survive a SCRIPT FLUSH through the EVAL fallback",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   EngineUnderTest t(engine_options_for(cluster));
   auto lease = t.acquire("flushed", 5s);
   REQUIRE(lease.ok());
-  for (std::size_t i = 0; i < cluster.size(); ++i) SyncRedis(cluster.node(i).port()).command({"SCRIPT", "FLUSH"});
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    SyncRedis(cluster.node(i).port()).command({"SCRIPT", "FLUSH"});
   CHECK(t.extend("flushed", claim(lease), 5s).ok());
   CHECK(t.inspect("flushed")->held);
   CHECK(t.release("flushed", claim(lease)).value());
@@ -426,18 +450,21 @@ TEST_CASE("bad arguments are refused before any node is asked", "[storage][redis
   const LeaseClaim well_formed{1, std::string(kLeaseProofLength, 'b')};
   CHECK(t.acquire("", 1s).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire(std::string(201, 'n'), 1s).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.acquire("..", 1s).error().code == ErrorCode::kInvalidArgument);  // one name rule everywhere
+  CHECK(t.acquire("..", 1s).error().code ==
+        ErrorCode::kInvalidArgument);  // one name rule everywhere
   CHECK(t.acquire("n", 1ms).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 2h).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 1s, 2h).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 1s, -1ms).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.extend("n", LeaseClaim{1, "not-a-proof"}, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.extend("n", LeaseClaim{1, "not-a-proof"}, 1s).error().code ==
+        ErrorCode::kInvalidArgument);
   CHECK(t.extend("n", well_formed, 0ms).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.release("n", LeaseClaim{1, ""}).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.release("n", LeaseClaim{1, std::string(kLeaseValueLength - 16, 'b')}).error().code ==
         ErrorCode::kInvalidArgument);
   CHECK(t.inspect("").error().code == ErrorCode::kInvalidArgument);
-  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(SyncRedis(cluster.node(i).port()).count_keys() == 0);
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    CHECK(SyncRedis(cluster.node(i).port()).count_keys() == 0);
 }
 
 TEST_CASE("stopping the engine ends a waiting acquire at once", "[storage][redis]") {
@@ -449,7 +476,9 @@ TEST_CASE("stopping the engine ends a waiting acquire at once", "[storage][redis
   auto engine = RedlockEngine::create(io.executor(), options).value();
   engine->start();
   while (engine->voting_nodes() != 3) std::this_thread::sleep_for(5ms);
-  REQUIRE(await<Lease>([&](auto done) { engine->acquire({"held", 10s, 0ms}, std::move(done)); }).ok());
+  REQUIRE(await<Lease>([&](auto done) {
+            engine->acquire({"held", 10s, 0ms}, std::move(done));
+          }).ok());
 
   std::promise<Result<Lease>> waiting;
   engine->acquire({"held", 10s, 30s}, [&](Result<Lease> r) { waiting.set_value(std::move(r)); });
@@ -462,7 +491,8 @@ TEST_CASE("stopping the engine ends a waiting acquire at once", "[storage][redis
   CHECK(took < 1s);
 }
 
-TEST_CASE("under contention no two leases of a name are ever valid at the same time", "[storage][redis]") {
+TEST_CASE("under contention no two leases of a name are ever valid at the same time",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   EngineUnderTest t(engine_options_for(cluster));
   constexpr int kClients = 64;
@@ -515,9 +545,11 @@ TEST_CASE("under contention no two leases of a name are ever valid at the same t
   // node may really miss its 50 ms deadline now and then: that must surface as "unavailable",
   // never as anything else and never as two holders.
   CHECK(grants > 100);
-  for (const auto& [message, count] : error_messages) CHECK_THAT(message, Catch::Contains("lock nodes answered"));
+  for (const auto& [message, count] : error_messages)
+    CHECK_THAT(message, Catch::Contains("lock nodes answered"));
   for (auto& [name, list] : windows) {
-    std::sort(list.begin(), list.end(), [](const Window& a, const Window& b) { return a.from < b.from; });
+    std::sort(list.begin(), list.end(),
+              [](const Window& a, const Window& b) { return a.from < b.from; });
     for (std::size_t i = 1; i < list.size(); ++i) {
       INFO(name << " window " << i);
       CHECK(list[i].from >= list[i - 1].to);
@@ -525,7 +557,8 @@ TEST_CASE("under contention no two leases of a name are ever valid at the same t
   }
 }
 
-TEST_CASE("an engine stopped or destroyed from its own completion handler stays down", "[storage][redis]") {
+TEST_CASE("an engine stopped or destroyed from its own completion handler stays down",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   auto options = engine_options_for(cluster);
   IoThread io;
@@ -557,7 +590,8 @@ TEST_CASE("an engine stopped or destroyed from its own completion handler stays 
   cluster.node(2).resume();
 }
 
-TEST_CASE("extend and release with too few voting nodes are unavailable, not lost", "[storage][redis]") {
+TEST_CASE("extend and release with too few voting nodes are unavailable, not lost",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   auto options = engine_options_for(cluster);
   options.max_ttl = 5s;
@@ -573,7 +607,8 @@ TEST_CASE("extend and release with too few voting nodes are unavailable, not los
   CHECK(t.acquire("other", 2s).error().code == ErrorCode::kUnavailable);
 }
 
-TEST_CASE("stopping the engine mid-acquire still releases the key on the nodes that answered", "[storage][redis]") {
+TEST_CASE("stopping the engine mid-acquire still releases the key on the nodes that answered",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   auto options = engine_options_for(cluster);
   IoThread io;
@@ -594,19 +629,23 @@ TEST_CASE("stopping the engine mid-acquire still releases the key on the nodes t
   cluster.node(1).resume();
 }
 
-TEST_CASE("a failed acquire releases its key even on a node whose scripts were flushed", "[storage][redis]") {
+TEST_CASE("a failed acquire releases its key even on a node whose scripts were flushed",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   EngineUnderTest t(engine_options_for(cluster));
   // Someone else's value on two nodes: our SET succeeds only on node 2, and must be undone.
-  SyncRedis(cluster.node(0).port()).command({"SET", "fencelock:lock:flush", "theirs", "PX", "60000"});
-  SyncRedis(cluster.node(1).port()).command({"SET", "fencelock:lock:flush", "theirs", "PX", "60000"});
+  SyncRedis(cluster.node(0).port())
+      .command({"SET", "fencelock:lock:flush", "theirs", "PX", "60000"});
+  SyncRedis(cluster.node(1).port())
+      .command({"SET", "fencelock:lock:flush", "theirs", "PX", "60000"});
   SyncRedis(cluster.node(2).port()).command({"SCRIPT", "FLUSH"});
   CHECK(t.acquire("flush", 60s).error().code == ErrorCode::kLocked);
   std::this_thread::sleep_for(50ms);
   CHECK(SyncRedis(cluster.node(2).port()).count_keys() == 0);
 }
 
-TEST_CASE("a release hands the lock to the first waiter at once, in arrival order", "[storage][redis]") {
+TEST_CASE("a release hands the lock to the first waiter at once, in arrival order",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   auto options = engine_options_for(cluster);
   options.retry_delay = 2s;  // a waiter that had to sleep this out would be far too slow
@@ -643,7 +682,8 @@ TEST_CASE("a release hands the lock to the first waiter at once, in arrival orde
   CHECK(grants[2].second - released_at < 600ms);  // three hand-offs, no 2 s retry delay anywhere
 }
 
-TEST_CASE("a newcomer with a wait queues behind the waiters instead of barging in", "[storage][redis]") {
+TEST_CASE("a newcomer with a wait queues behind the waiters instead of barging in",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   auto options = engine_options_for(cluster);
   options.retry_delay = 2s;
@@ -687,7 +727,8 @@ TEST_CASE("every acquire makes at least one attempt, however short its wait", "[
   CHECK(waiter.get().ok());  // granted after the newcomer's lease, not lost
 }
 
-TEST_CASE("a waiting acquire answers unavailable at once when a majority cannot be reached", "[storage][redis]") {
+TEST_CASE("a waiting acquire answers unavailable at once when a majority cannot be reached",
+          "[storage][redis]") {
   RedisCluster cluster(5);
   EngineUnderTest t(engine_options_for(cluster));
   for (std::size_t i = 0; i < 3; ++i) cluster.node(i).kill();
@@ -714,7 +755,8 @@ TEST_CASE("a lease granted after a wait says how long it waited", "[storage][red
   CHECK(lease->valid_until() > Clock::now());
 }
 
-TEST_CASE("a cancelled acquire holds nothing: waiting, or racing its own grant", "[storage][redis]") {
+TEST_CASE("a cancelled acquire holds nothing: waiting, or racing its own grant",
+          "[storage][redis]") {
   RedisCluster cluster(3);
   auto options = engine_options_for(cluster);
   options.retry_delay = 3s;
@@ -722,8 +764,9 @@ TEST_CASE("a cancelled acquire holds nothing: waiting, or racing its own grant",
   EngineUnderTest t(options);
   auto start_acquire = [&](std::chrono::milliseconds wait, AcquireTicket& ticket) {
     auto promise = std::make_shared<std::promise<Result<Lease>>>();
-    ticket = t.engine().acquire(AcquireRequest{"gone", 30s, wait},
-                                [promise](Result<Lease> result) { promise->set_value(std::move(result)); });
+    ticket = t.engine().acquire(AcquireRequest{"gone", 30s, wait}, [promise](Result<Lease> result) {
+      promise->set_value(std::move(result));
+    });
     return promise->get_future();
   };
 

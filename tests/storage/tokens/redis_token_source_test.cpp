@@ -43,12 +43,14 @@ std::shared_ptr<RedisTokenSource> create_ready(IoThread& io, RedisTokenOptions o
 
 void wait_ready(RedisTokenSource& source) {
   const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (source.epoch() < 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(2ms);
+  while (source.epoch() < 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(2ms);
   REQUIRE(source.epoch() >= 0);
 }
 
 std::filesystem::path aof_incr_file(RedisServer& server) {
-  for (const auto& entry : std::filesystem::directory_iterator(server.data_dir() / "appendonlydir")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(server.data_dir() / "appendonlydir")) {
     if (entry.path().string().ends_with(".incr.aof")) return entry.path();
   }
   FAIL("no incremental AOF file");
@@ -79,7 +81,8 @@ TEST_CASE("redis tokens: eight threads get unique tokens in real-time order", "[
   CHECK(source->persistence_warning().empty());
 }
 
-TEST_CASE("redis tokens: a master without fsync-always persistence is refused unless allowed", "[storage][redis]") {
+TEST_CASE("redis tokens: a master without fsync-always persistence is refused unless allowed",
+          "[storage][redis]") {
   RedisCluster master(1, Persistence::kAofEverySec);
   TempDir dir;
   IoThread io;
@@ -93,7 +96,8 @@ TEST_CASE("redis tokens: a master without fsync-always persistence is refused un
   CHECK_THAT(allowed->persistence_warning(), Catch::Contains("appendfsync=everysec"));
 }
 
-TEST_CASE("redis tokens: kill -9 of the counter master during a draw storm repeats nothing", "[storage][redis]") {
+TEST_CASE("redis tokens: kill -9 of the counter master during a draw storm repeats nothing",
+          "[storage][redis]") {
   RedisCluster master(1, Persistence::kAofAlways);
   TempDir dir;
   IoThread io;
@@ -140,7 +144,8 @@ TEST_CASE("redis tokens: kill -9 of the counter master during a draw storm repea
   CHECK(all.size() > 100);
 }
 
-TEST_CASE("redis tokens: lost increments after a crash never repeat a token — with the guard", "[storage][redis]") {
+TEST_CASE("redis tokens: lost increments after a crash never repeat a token — with the guard",
+          "[storage][redis]") {
   RedisCluster master(1, Persistence::kAofEverySec);
   TempDir dir;
   IoThread io;
@@ -169,7 +174,8 @@ TEST_CASE("redis tokens: lost increments after a crash never repeat a token — 
   }
 }
 
-TEST_CASE("redis tokens: two instances share the counter and agree on the epoch after a restart", "[storage][redis]") {
+TEST_CASE("redis tokens: two instances share the counter and agree on the epoch after a restart",
+          "[storage][redis]") {
   RedisCluster master(1, Persistence::kAofAlways);
   TempDir dir;
   IoThread io;
@@ -194,7 +200,8 @@ TEST_CASE("redis tokens: two instances share the counter and agree on the epoch 
   }
 }
 
-TEST_CASE("redis tokens: a restarted instance remembers its epoch even if the master forgot it", "[storage][redis]") {
+TEST_CASE("redis tokens: a restarted instance remembers its epoch even if the master forgot it",
+          "[storage][redis]") {
   RedisCluster master(1, Persistence::kAofAlways);
   TempDir dir;
   IoThread io;
@@ -214,7 +221,8 @@ TEST_CASE("redis tokens: a restarted instance remembers its epoch even if the ma
   CHECK(draw_one(*restarted, "x").value() > before);
 }
 
-TEST_CASE("redis tokens: an unreachable master fails at start and draws fail fast when it dies", "[storage][redis]") {
+TEST_CASE("redis tokens: an unreachable master fails at start and draws fail fast when it dies",
+          "[storage][redis]") {
   TempDir dir;
   IoThread io;
   RedisTokenOptions options;
@@ -249,8 +257,10 @@ std::uint64_t draw_eventually(RedisTokenSource& source, const std::string& name)
 
 }  // namespace
 
-TEST_CASE("redis tokens: two instances never split into two epochs when the master loses its epoch record",
-          "[storage][redis]") {
+TEST_CASE(
+    "redis tokens: two instances never split into two epochs when the master loses its epoch "
+    "record",
+    "[storage][redis]") {
   RedisCluster master(1, Persistence::kAofAlways);
   TempDir dir;
   IoThread io;
@@ -308,8 +318,9 @@ TEST_CASE("redis tokens: the token script digests match what Redis computes", "[
   CHECK(digest_of(kTokenDrawScript) == kTokenDrawScriptSha);
 }
 
-TEST_CASE("redis tokens: a draw under an epoch the record does not hold is refused and changes nothing",
-          "[storage][redis]") {
+TEST_CASE(
+    "redis tokens: a draw under an epoch the record does not hold is refused and changes nothing",
+    "[storage][redis]") {
   RedisCluster master(1);
   SyncRedis redis(master.node(0).port());
   REQUIRE(redis.command({"HSET", "epoch-record", "epoch", "3", "run_id", "r"}).kind ==

@@ -11,16 +11,17 @@
 #include <random>
 #include <set>
 
-#include "tokens/sqlite_handle.h"
 #include "temp_dir.h"
 #include "token_checks.h"
+#include "tokens/sqlite_handle.h"
 
 using namespace fencelock::storage;
 using namespace fencelock::testing;
 
 namespace {
 
-std::shared_ptr<SqliteTokenSource> open_source(const std::filesystem::path& path, std::uint64_t block = 1000) {
+std::shared_ptr<SqliteTokenSource> open_source(const std::filesystem::path& path,
+                                               std::uint64_t block = 1000) {
   SqliteTokenOptions options;
   options.path = path;
   options.reserve_block = block;
@@ -41,7 +42,8 @@ struct Drawer {
     if (pid == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
       ::close(fds[0]);
-      ::execl(FENCELOCK_TOKEN_DRAWER, FENCELOCK_TOKEN_DRAWER, path.c_str(), name.c_str(), static_cast<char*>(nullptr));
+      ::execl(FENCELOCK_TOKEN_DRAWER, FENCELOCK_TOKEN_DRAWER, path.c_str(), name.c_str(),
+              static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(fds[1]);
@@ -138,14 +140,16 @@ TEST_CASE("a second process cannot own the same token file", "[storage]") {
   auto owner = open_source(path);
 
   SECTION("another process is refused with a clear message") {
-    const std::string command = std::string(FENCELOCK_TOKEN_DRAWER) + " " + path.string() + " x 1 2>&1";
+    const std::string command =
+        std::string(FENCELOCK_TOKEN_DRAWER) + " " + path.string() + " x 1 2>&1";
     FILE* pipe = ::popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);
     char buffer[512] = {};
     const std::size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, pipe);
     const int status = ::pclose(pipe);
     CHECK(WEXITSTATUS(status) == 2);
-    CHECK_THAT(std::string(buffer, n), Catch::Contains("in use by another process (pid " + std::to_string(::getpid())));
+    CHECK_THAT(std::string(buffer, n),
+               Catch::Contains("in use by another process (pid " + std::to_string(::getpid())));
   }
   SECTION("a second open in this process is refused too") {
     SqliteTokenOptions options;
@@ -233,8 +237,10 @@ TEST_CASE("a batch whose draws evict each other never hands out a token above th
   }
 }
 
-TEST_CASE("after a reopen every name continues above every token handed out, whatever the block and cache sizes",
-          "[storage]") {
+TEST_CASE(
+    "after a reopen every name continues above every token handed out, whatever the block and "
+    "cache sizes",
+    "[storage]") {
   TempDir dir;
   const auto path = dir.path() / "tokens.db";
   const std::uint32_t seed = 20240601;
@@ -282,8 +288,9 @@ TEST_CASE("after a reopen every name continues above every token handed out, wha
   }
 }
 
-TEST_CASE("a reservation that cannot be written hands out nothing, and later draws stay below the mark",
-          "[storage]") {
+TEST_CASE(
+    "a reservation that cannot be written hands out nothing, and later draws stay below the mark",
+    "[storage]") {
   TempDir dir;
   const auto path = dir.path() / "tokens.db";
   auto source = open_small(path, 2, 1);

@@ -22,15 +22,19 @@ struct Draw {
   int thread = 0;
 };
 
-inline storage::Result<std::uint64_t> draw_one(storage::TokenSource& source, const std::string& name) {
+inline storage::Result<std::uint64_t> draw_one(storage::TokenSource& source,
+                                               const std::string& name) {
   std::promise<storage::Result<std::uint64_t>> drawn;
-  source.next(name, [&](storage::Result<std::uint64_t> token) { drawn.set_value(std::move(token)); });
+  source.next(name,
+              [&](storage::Result<std::uint64_t> token) { drawn.set_value(std::move(token)); });
   return drawn.get_future().get();
 }
 
-inline storage::Result<std::uint64_t> current_of(storage::TokenSource& source, const std::string& name) {
+inline storage::Result<std::uint64_t> current_of(storage::TokenSource& source,
+                                                 const std::string& name) {
   std::promise<storage::Result<std::uint64_t>> read;
-  source.current(name, [&](storage::Result<std::uint64_t> token) { read.set_value(std::move(token)); });
+  source.current(name,
+                 [&](storage::Result<std::uint64_t> token) { read.set_value(std::move(token)); });
   return read.get_future().get();
 }
 
@@ -86,8 +90,10 @@ inline std::vector<Draw> draw_concurrently(storage::TokenSource& source, const s
 // Sweep: by call time, keep the greatest token among draws that returned earlier.
 inline bool real_time_ordered(std::vector<Draw> draws, std::string& why) {
   std::vector<Draw> by_return = draws;
-  std::sort(draws.begin(), draws.end(), [](const Draw& a, const Draw& b) { return a.called < b.called; });
-  std::sort(by_return.begin(), by_return.end(), [](const Draw& a, const Draw& b) { return a.returned < b.returned; });
+  std::sort(draws.begin(), draws.end(),
+            [](const Draw& a, const Draw& b) { return a.called < b.called; });
+  std::sort(by_return.begin(), by_return.end(),
+            [](const Draw& a, const Draw& b) { return a.returned < b.returned; });
   std::size_t done = 0;
   std::uint64_t greatest_returned = 0;
   for (const Draw& b : draws) {
@@ -96,7 +102,8 @@ inline bool real_time_ordered(std::vector<Draw> draws, std::string& why) {
       ++done;
     }
     if (b.token <= greatest_returned) {
-      why = "token " + std::to_string(b.token) + " was drawn after " + std::to_string(greatest_returned) + " had returned";
+      why = "token " + std::to_string(b.token) + " was drawn after " +
+            std::to_string(greatest_returned) + " had returned";
       return false;
     }
   }

@@ -19,10 +19,10 @@ enum class OperationKind : std::uint8_t { kAcquire, kExtend, kRelease, kInspect 
 
 struct OperationReport {
   OperationKind kind;
-  std::optional<ErrorCode> error;                // nullopt on success
-  std::chrono::steady_clock::duration elapsed;   // from the call to its completion
-  std::uint32_t attempts = 1;                    // acquire: tries made within the wait budget
-  std::vector<Vote> votes;                       // per node, of the last attempt
+  std::optional<ErrorCode> error;                     // nullopt on success
+  std::chrono::steady_clock::duration elapsed;        // from the call to its completion
+  std::uint32_t attempts = 1;                         // acquire: tries made within the wait budget
+  std::vector<Vote> votes;                            // per node, of the last attempt
   std::chrono::steady_clock::duration token_draw{0};  // acquire: time spent drawing the token
 };
 

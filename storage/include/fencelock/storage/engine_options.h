@@ -35,7 +35,8 @@ struct EngineOptions {
   // paused or slow delays an operation by at most this much; its connection is then replaced.
   std::chrono::milliseconds node_timeout{50};
 
-  // Extra time a new connection gets to connect and finish its handshake. Default 250 ms; 1 ms .. 60 s.
+  // Extra time a new connection gets to connect and finish its handshake. Default 250 ms; 1 ms ..
+  // 60 s.
   std::chrono::milliseconds connect_timeout{250};
 
   // Reconnect backoff after a lost connection: starts at the minimum, doubles per failure up to

@@ -9,8 +9,8 @@
 namespace fencelock::storage {
 
 struct AcquireRequest {
-  std::string name;                     // a valid lock name (fencelock/names.h)
-  std::chrono::milliseconds ttl{0};     // within [min_ttl, max_ttl]
+  std::string name;                  // a valid lock name (fencelock/names.h)
+  std::chrono::milliseconds ttl{0};  // within [min_ttl, max_ttl]
   // How long to keep trying while the lock is held by another lease, within [0, max_wait]. Every
   // acquire makes at least one attempt, however short its wait; it never waits out an outage
   // (kUnavailable is answered as soon as an attempt finds too few nodes, or the token source down).
@@ -37,7 +37,8 @@ struct Lease {
 };
 
 // What a holder presents to extend or release its lease: the token it was granted with and the
-// proof that came with it. A claim whose token is not the lease's own is refused (kInvalidArgument).
+// proof that came with it. A claim whose token is not the lease's own is refused
+// (kInvalidArgument).
 struct LeaseClaim {
   std::uint64_t token = 0;
   std::string proof;

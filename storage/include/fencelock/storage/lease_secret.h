@@ -28,10 +28,10 @@
 
 namespace fencelock::storage {
 
-inline constexpr std::size_t kLeaseIdLength = 16;                            // 64 bits, hex
-inline constexpr std::size_t kLeaseSecretLength = 32;                        // 128 bits, hex
+inline constexpr std::size_t kLeaseIdLength = 16;      // 64 bits, hex
+inline constexpr std::size_t kLeaseSecretLength = 32;  // 128 bits, hex
 inline constexpr std::size_t kLeaseValueLength = kLeaseIdLength + kLeaseSecretLength;
-inline constexpr std::size_t kLeaseProofLength = kLeaseIdLength + 32;        // id + 128-bit digest
+inline constexpr std::size_t kLeaseProofLength = kLeaseIdLength + 32;  // id + 128-bit digest
 
 // Returns 2 · bytes lower-case hex characters drawn from getrandom(2). Precondition: bytes <= 256.
 // Errors: kInternal if the kernel cannot supply randomness (getrandom fails other than EINTR).

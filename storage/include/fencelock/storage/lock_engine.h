@@ -41,7 +41,8 @@ class CancellableAcquire {
 class AcquireTicket {
  public:
   AcquireTicket() = default;
-  explicit AcquireTicket(std::weak_ptr<detail::CancellableAcquire> target) : target_(std::move(target)) {}
+  explicit AcquireTicket(std::weak_ptr<detail::CancellableAcquire> target)
+      : target_(std::move(target)) {}
   void cancel() const {
     if (const auto target = target_.lock()) target->cancel_from_any_thread();
   }
@@ -61,7 +62,8 @@ class LockEngine {
   virtual ~LockEngine() = default;
 
   virtual AcquireTicket acquire(AcquireRequest request, AcquireHandler done) = 0;
-  virtual void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl, ExtendHandler done) = 0;
+  virtual void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl,
+                      ExtendHandler done) = 0;
   virtual void release(std::string name, LeaseClaim claim, ReleaseHandler done) = 0;
   virtual void inspect(std::string name, InspectHandler done) = 0;
 

@@ -18,7 +18,9 @@
 namespace fencelock::storage {
 
 // N/2 + 1. Precondition: node_count >= 1.
-constexpr std::size_t quorum_size(std::size_t node_count) noexcept { return node_count / 2 + 1; }
+constexpr std::size_t quorum_size(std::size_t node_count) noexcept {
+  return node_count / 2 + 1;
+}
 
 // One node's answer to one operation.
 enum class Vote : std::uint8_t {

@@ -75,8 +75,8 @@ class RedisTokenSource final : public TokenSource {
   // anything is served), then connects in the background on a strand of `executor`.
   // Errors: kUnavailable (master unreachable, or persistence unsafe without the unsafe flag —
   // the message says what it found and what to change), kInvalidArgument (options).
-  static Result<std::shared_ptr<RedisTokenSource>> create(const boost::asio::any_io_executor& executor,
-                                                          RedisTokenOptions options);
+  static Result<std::shared_ptr<RedisTokenSource>> create(
+      const boost::asio::any_io_executor& executor, RedisTokenOptions options);
   ~RedisTokenSource() override;
 
   // Empty, or a warning about the master's persistence when it was accepted only because of

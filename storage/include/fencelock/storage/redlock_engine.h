@@ -6,9 +6,9 @@
 // the lease still has positive validity (lease_timing.h). It decides as soon as the outcome is
 // known and never waits for stragglers. Any failed attempt releases the key on every node,
 // including those that did not answer. With a wait budget it retries, while the lock is held by
-// another lease, after a jittered delay or at once when the lock is released: by a release through this engine (waiters queue per name in
-// arrival order and the first is woken), or through another engine on the same nodes (announced
-// over Redis pub/sub; see EngineCore and docs/architecture.md).
+// another lease, after a jittered delay or at once when the lock is released: by a release through
+// this engine (waiters queue per name in arrival order and the first is woken), or through another
+// engine on the same nodes (announced over Redis pub/sub; see EngineCore and docs/architecture.md).
 // Every acquire makes at least one attempt; none waits out an outage (kUnavailable at once).
 //
 // Extend and release are compare-and-set Lua scripts (lua_scripts.h) on every node; inspect reads
@@ -58,10 +58,9 @@ class RedlockEngine final : public LockEngine {
   // is called. `tokens` (may be null: leases then carry token 0) is drawn from between quorum and
   // the final validity check. `observer` (may be null) must outlive the engine.
   // Errors: kInvalidArgument (a bad option, naming it).
-  static Result<std::unique_ptr<RedlockEngine>> create(const boost::asio::any_io_executor& executor,
-                                                       EngineOptions options,
-                                                       std::shared_ptr<TokenSource> tokens = nullptr,
-                                                       EngineObserver* observer = nullptr);
+  static Result<std::unique_ptr<RedlockEngine>> create(
+      const boost::asio::any_io_executor& executor, EngineOptions options,
+      std::shared_ptr<TokenSource> tokens = nullptr, EngineObserver* observer = nullptr);
   ~RedlockEngine() override;  // stops the engine if still running
   RedlockEngine(const RedlockEngine&) = delete;
   RedlockEngine& operator=(const RedlockEngine&) = delete;
@@ -80,7 +79,8 @@ class RedlockEngine final : public LockEngine {
   // hold the lease), kUnavailable (too few answered to tell, or no validity left),
   // kInvalidArgument (bad name, ttl or malformed proof; or a claim whose token is not the lease's
   // own — then nothing changes on any node).
-  void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl, ExtendHandler done) override;
+  void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl,
+              ExtendHandler done) override;
 
   // Deletes the lease's key wherever it still holds it. Idempotent. Errors: kUnavailable (too
   // few nodes answered to tell whether a quorum held it), kInvalidArgument (as for extend).

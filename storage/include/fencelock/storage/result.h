@@ -38,6 +38,8 @@ using Result = BasicResult<T, Error>;
 using fencelock::Done;
 using Status = Result<Done>;
 
-inline Error make_error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+inline Error make_error(ErrorCode code, std::string message) {
+  return Error{code, std::move(message)};
+}
 
 }  // namespace fencelock::storage
