@@ -126,7 +126,7 @@ void RedisServer::spawn() {
   if (running()) return;
   if (port_ == 0) port_ = pick_free_port();
   process_.start(server_arguments(port_, data_dir_, dir_ / "redis.log", persistence_),
-                 dir_ / "console.log");
+                 dir_ / "console.log", env_);
   paused_ = false;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "child_process.h"
 
@@ -41,6 +42,10 @@ class RedisServer {
   void spawn();
   void wait_ready();
 
+  // "NAME=value" entries added to the server's environment from its next start on (e.g. an
+  // LD_PRELOAD clock shim, tests/faults/clock_shim.cpp).
+  void set_environment(std::vector<std::string> env) { env_ = std::move(env); }
+
   void kill();                   // SIGKILL and reap. No-op when not running.
   void restart(bool keep_data);  // kill(), optionally wipe the data directory, start()
   void pause();                  // SIGSTOP: the port stays open, nothing is answered
@@ -60,6 +65,7 @@ class RedisServer {
   Persistence persistence_;
   std::uint16_t port_ = 0;
   ChildProcess process_;
+  std::vector<std::string> env_;
   bool paused_ = false;
 };
 
