@@ -29,7 +29,8 @@ constexpr const char* kKeyParameter = ":fencelock_key";
 // Assignment strings are meant to be constants in the caller's code, so a handful are in use at a
 // time; the bound only stops a caller who builds them dynamically from growing the cache forever.
 constexpr std::size_t kMaxCachedUpdates = 64;
-constexpr std::uint64_t kMaxToken = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+constexpr std::uint64_t kMaxToken =
+    static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 
 Error make_error(ErrorCode code, std::string message) {
   Error error;
@@ -59,7 +60,9 @@ Error sqlite_error(sqlite3* db, int rc, std::string_view doing) {
 }
 
 bool is_identifier(std::string_view name) {
-  const auto letter = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  const auto letter = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
   const auto digit = [](char c) { return c >= '0' && c <= '9'; };
   if (name.empty() || !letter(name.front())) return false;
   for (const char c : name) {
@@ -71,7 +74,9 @@ bool is_identifier(std::string_view name) {
 // SQLite compares identifiers ASCII-case-insensitively, and ours are ASCII.
 bool same_identifier(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
-  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  const auto lower = [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  };
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (lower(a[i]) != lower(b[i])) return false;
   }
@@ -82,7 +87,9 @@ bool is_blank(std::string_view text) {
   return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
 }
 
-std::string quoted(const std::string& identifier) { return "\"" + identifier + "\""; }
+std::string quoted(const std::string& identifier) {
+  return "\"" + identifier + "\"";
+}
 
 // Resets and unbinds a statement on every path out of a call, so the connection holds no open
 // statement (COMMIT and schema changes need that) and no pointer to the caller's values.
@@ -124,7 +131,9 @@ bool rule_allows(TokenRule rule, std::int64_t stored, std::int64_t token) {
   return rule == TokenRule::kStrictlyNewer ? stored < token : stored <= token;
 }
 
-const char* comparison(TokenRule rule) { return rule == TokenRule::kStrictlyNewer ? " < " : " <= "; }
+const char* comparison(TokenRule rule) {
+  return rule == TokenRule::kStrictlyNewer ? " < " : " <= ";
+}
 
 }  // namespace
 
@@ -132,8 +141,12 @@ void FencedTable::StatementFinalizer::operator()(sqlite3_stmt* statement) const 
   sqlite3_finalize(statement);
 }
 
-FencedTable::FencedTable(sqlite3* db, std::string table, std::string key_column, std::string token_column)
-    : db_(db), table_(std::move(table)), key_column_(std::move(key_column)), token_column_(std::move(token_column)) {}
+FencedTable::FencedTable(sqlite3* db, std::string table, std::string key_column,
+                         std::string token_column)
+    : db_(db),
+      table_(std::move(table)),
+      key_column_(std::move(key_column)),
+      token_column_(std::move(token_column)) {}
 
 FencedTable::FencedTable(FencedTable&&) noexcept = default;
 FencedTable& FencedTable::operator=(FencedTable&&) noexcept = default;
@@ -142,8 +155,8 @@ FencedTable::~FencedTable() = default;
 Result<FencedTable::Statement> FencedTable::prepare(const std::string& sql) {
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
-  const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &raw,
-                                    &tail);
+  const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                    SQLITE_PREPARE_PERSISTENT, &raw, &tail);
   Statement statement(raw);
   if (rc != SQLITE_OK) {
     // SQLITE_ERROR here means the SQL does not compile against this schema: the caller's to fix.
@@ -151,7 +164,8 @@ Result<FencedTable::Statement> FencedTable::prepare(const std::string& sql) {
     return make_error(code, std::string("cannot prepare \"") + sql + "\": " + sqlite3_errmsg(db_));
   }
   if (statement == nullptr || (tail != nullptr && !is_blank(tail))) {
-    return make_error(ErrorCode::kInvalidArgument, "not exactly one SQL statement: \"" + sql + "\"");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "not exactly one SQL statement: \"" + sql + "\"");
   }
   return statement;
 }
@@ -161,36 +175,46 @@ Result<FencedTable> FencedTable::open(sqlite3* db, std::string table, std::strin
   if (db == nullptr) return make_error(ErrorCode::kInvalidArgument, "no database connection");
   for (const std::string* name : {&table, &key_column, &token_column}) {
     if (!is_identifier(*name)) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "\"" + *name + "\" is not an identifier of the form [A-Za-z_][A-Za-z0-9_]*");
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "\"" + *name + "\" is not an identifier of the form [A-Za-z_][A-Za-z0-9_]*");
     }
   }
   if (same_identifier(key_column, token_column)) {
-    return make_error(ErrorCode::kInvalidArgument, "the key and token columns are both \"" + key_column + "\"");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the key and token columns are both \"" + key_column + "\"");
   }
   FencedTable fenced(db, std::move(table), std::move(key_column), std::move(token_column));
 
   // Existence matters beyond a friendly message: SQLite reads a double-quoted name that matches
   // no column as a string literal, so a misspelt column would compile and silently match nothing.
-  auto is_table = fenced.prepare("SELECT count(*) FROM pragma_table_list(?1) WHERE type = 'table'");
+  auto is_table = fenced.prepare("SELECT wr FROM pragma_table_list(?1) WHERE type = 'table'");
   if (!is_table.ok()) return std::move(is_table).error();
+  bool without_rowid = false;
   {
     sqlite3_stmt* statement = is_table.value().get();
     const StatementReset reset(statement);
     sqlite3_bind_text(statement, 1, fenced.table_.c_str(), -1, SQLITE_STATIC);
     const int rc = sqlite3_step(statement);
-    if (rc != SQLITE_ROW) return sqlite_error(db, rc, "reading the schema");
-    if (sqlite3_column_int64(statement, 0) == 0) {
+    if (rc == SQLITE_DONE)
       return make_error(ErrorCode::kInvalidArgument, "no table named \"" + fenced.table_ + "\"");
-    }
+    if (rc != SQLITE_ROW) return sqlite_error(db, rc, "reading the schema");
+    without_rowid = sqlite3_column_int64(statement, 0) != 0;
   }
 
-  auto columns = fenced.prepare("SELECT name, pk FROM pragma_table_info(?1)");
+  auto columns = fenced.prepare(
+      "SELECT name, pk, \"notnull\", dflt_value IS NOT NULL, upper(type) = 'INTEGER' FROM "
+      "pragma_table_info(?1)");
   if (!columns.ok()) return std::move(columns).error();
   bool has_key = false;
   bool has_token = false;
   bool key_is_whole_primary_key = false;
   int primary_key_columns = 0;
+  // Columns a placeholder row (key and token only) would leave without a value SQLite can fill:
+  // NOT NULL without a default, or part of a primary key. An INTEGER PRIMARY KEY of a rowid
+  // table is the exception (SQLite assigns it), checked once the primary key is known.
+  int unfillable_columns = 0;
+  bool integer_primary_key = false;
   {
     sqlite3_stmt* statement = columns.value().get();
     const StatementReset reset(statement);
@@ -198,20 +222,36 @@ Result<FencedTable> FencedTable::open(sqlite3* db, std::string table, std::strin
     int rc = SQLITE_ROW;
     while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
       const auto* text = sqlite3_column_text(statement, 0);
-      const std::string_view name = text == nullptr ? std::string_view() : reinterpret_cast<const char*>(text);
+      const std::string_view name =
+          text == nullptr ? std::string_view() : reinterpret_cast<const char*>(text);
       const auto pk = sqlite3_column_int64(statement, 1);
+      const bool not_null = sqlite3_column_int64(statement, 2) != 0;
+      const bool has_default = sqlite3_column_int64(statement, 3) != 0;
       if (pk > 0) ++primary_key_columns;
-      if (same_identifier(name, fenced.key_column_)) {
+      const bool is_key = same_identifier(name, fenced.key_column_);
+      const bool is_token = same_identifier(name, fenced.token_column_);
+      if (is_key) {
         has_key = true;
         key_is_whole_primary_key = pk == 1;
       }
-      if (same_identifier(name, fenced.token_column_)) has_token = true;
+      if (is_token) has_token = true;
+      if (!is_key && !is_token) {
+        if (pk > 0) {
+          integer_primary_key = sqlite3_column_int64(statement, 4) != 0;
+          ++unfillable_columns;
+        } else if (not_null && !has_default) {
+          ++unfillable_columns;
+        }
+      }
     }
     if (rc != SQLITE_DONE) return sqlite_error(db, rc, "reading the columns of " + fenced.table_);
   }
-  for (const auto& [found, name] : {std::pair{has_key, &fenced.key_column_}, std::pair{has_token, &fenced.token_column_}}) {
+  if (integer_primary_key && primary_key_columns == 1 && !without_rowid) --unfillable_columns;
+  for (const auto& [found, name] :
+       {std::pair{has_key, &fenced.key_column_}, std::pair{has_token, &fenced.token_column_}}) {
     if (!found) {
-      return make_error(ErrorCode::kInvalidArgument, "table \"" + fenced.table_ + "\" has no column \"" + *name + "\"");
+      return make_error(ErrorCode::kInvalidArgument,
+                        "table \"" + fenced.table_ + "\" has no column \"" + *name + "\"");
     }
   }
 
@@ -232,8 +272,9 @@ Result<FencedTable> FencedTable::open(sqlite3* db, std::string table, std::strin
     const int rc = sqlite3_step(statement);
     if (rc != SQLITE_ROW) return sqlite_error(db, rc, "reading the indexes of " + fenced.table_);
     if (sqlite3_column_int64(statement, 0) == 0) {
-      return make_error(ErrorCode::kInvalidArgument, "column \"" + fenced.key_column_ +
-                                                         "\" is neither the primary key nor UNIQUE on its own");
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "column \"" + fenced.key_column_ + "\" is neither the primary key nor UNIQUE on its own");
     }
   }
 
@@ -241,14 +282,16 @@ Result<FencedTable> FencedTable::open(sqlite3* db, std::string table, std::strin
   const std::string key_sql = quoted(fenced.key_column_);
   const std::string token_sql = quoted(fenced.token_column_);
   const auto fence_sql = [&](TokenRule rule) {
-    return "UPDATE " + table_sql + " SET " + token_sql + " = " + kTokenParameter + " WHERE " + key_sql + " = " +
-           kKeyParameter + " AND " + token_sql + comparison(rule) + kTokenParameter;
+    return "UPDATE " + table_sql + " SET " + token_sql + " = " + kTokenParameter + " WHERE " +
+           key_sql + " = " + kKeyParameter + " AND " + token_sql + comparison(rule) +
+           kTokenParameter;
   };
   const std::pair<Statement*, std::string> statements[] = {
       {&fenced.begin_, "BEGIN IMMEDIATE"},
       {&fenced.commit_, "COMMIT"},
       {&fenced.rollback_, "ROLLBACK"},
-      {&fenced.select_token_, "SELECT " + token_sql + " FROM " + table_sql + " WHERE " + key_sql + " = " + kKeyParameter},
+      {&fenced.select_token_,
+       "SELECT " + token_sql + " FROM " + table_sql + " WHERE " + key_sql + " = " + kKeyParameter},
       {&fenced.fence_strictly_newer_, fence_sql(TokenRule::kStrictlyNewer)},
       {&fenced.fence_newer_or_same_, fence_sql(TokenRule::kNewerOrSame)},
   };
@@ -257,18 +300,25 @@ Result<FencedTable> FencedTable::open(sqlite3* db, std::string table, std::strin
     if (!statement.ok()) return std::move(statement).error();
     *slot = std::move(statement).value();
   }
+  if (unfillable_columns == 0) {
+    auto insert = fenced.prepare("INSERT INTO " + table_sql + "(" + key_sql + ", " + token_sql +
+                                 ") VALUES(" + kKeyParameter + ", " + kTokenParameter + ")");
+    if (!insert.ok()) return std::move(insert).error();
+    fenced.insert_placeholder_ = std::move(insert).value();
+  }
   return fenced;
 }
 
-Result<sqlite3_stmt*> FencedTable::assignment_statement(std::string_view assignments, TokenRule rule,
-                                                        std::size_t param_count) {
+Result<sqlite3_stmt*> FencedTable::assignment_statement(std::string_view assignments,
+                                                        TokenRule rule, std::size_t param_count) {
   std::string cache_key = (rule == TokenRule::kStrictlyNewer ? "<" : "<=");
   cache_key += '\n';
   cache_key += assignments;
   auto cached = update_cache_.find(cache_key);
   if (cached == update_cache_.end()) {
     if (is_blank(assignments)) {
-      return make_error(ErrorCode::kInvalidArgument, "no assignments: use fence_read() to move only the token");
+      return make_error(ErrorCode::kInvalidArgument,
+                        "no assignments: use fence_read() to move only the token");
     }
     // First the assignments alone, never run: they must be one statement whose parameters are
     // all positional, which also keeps our reserved names out of them.
@@ -278,15 +328,16 @@ Result<sqlite3_stmt*> FencedTable::assignment_statement(std::string_view assignm
     for (int i = 1; i <= user_count; ++i) {
       const char* name = sqlite3_bind_parameter_name(alone.value().get(), i);
       if (name != nullptr && name[0] != '?') {
-        return make_error(ErrorCode::kInvalidArgument,
-                          std::string("named parameter ") + name + " in assignments: use ?1, ?2, ...");
+        return make_error(ErrorCode::kInvalidArgument, std::string("named parameter ") + name +
+                                                           " in assignments: use ?1, ?2, ...");
       }
     }
 
     const std::string token_sql = quoted(token_column_);
-    auto prepared = prepare("UPDATE " + quoted(table_) + " SET " + std::string(assignments) + "\n, " + token_sql +
-                            " = " + kTokenParameter + " WHERE " + quoted(key_column_) + " = " + kKeyParameter +
-                            " AND " + token_sql + comparison(rule) + kTokenParameter);
+    auto prepared =
+        prepare("UPDATE " + quoted(table_) + " SET " + std::string(assignments) + "\n, " +
+                token_sql + " = " + kTokenParameter + " WHERE " + quoted(key_column_) + " = " +
+                kKeyParameter + " AND " + token_sql + comparison(rule) + kTokenParameter);
     if (!prepared.ok()) return std::move(prepared).error();
     // Then the whole: our two parameters must follow the caller's, token then key, as in our
     // suffix; otherwise a comment or a quote in the assignments swallowed the condition.
@@ -294,8 +345,9 @@ Result<sqlite3_stmt*> FencedTable::assignment_statement(std::string_view assignm
     if (sqlite3_bind_parameter_count(statement) != user_count + 2 ||
         sqlite3_bind_parameter_index(statement, kTokenParameter) != user_count + 1 ||
         sqlite3_bind_parameter_index(statement, kKeyParameter) != user_count + 2) {
-      return make_error(ErrorCode::kInvalidArgument, "assignments \"" + std::string(assignments) +
-                                                         "\" hide the fencing condition (an open comment or quote?)");
+      return make_error(ErrorCode::kInvalidArgument,
+                        "assignments \"" + std::string(assignments) +
+                            "\" hide the fencing condition (an open comment or quote?)");
     }
     if (update_cache_.size() >= kMaxCachedUpdates) update_cache_.clear();
     cached = update_cache_.emplace(std::move(cache_key), std::move(prepared).value()).first;
@@ -304,16 +356,18 @@ Result<sqlite3_stmt*> FencedTable::assignment_statement(std::string_view assignm
   const auto expected = static_cast<std::size_t>(sqlite3_bind_parameter_count(statement) - 2);
   if (param_count != expected) {
     return make_error(ErrorCode::kInvalidArgument, "assignments take " + std::to_string(expected) +
-                                                       " parameter(s) but " + std::to_string(param_count) +
-                                                       " were given");
+                                                       " parameter(s) but " +
+                                                       std::to_string(param_count) + " were given");
   }
   return statement;
 }
 
 Result<WriteResult> FencedTable::update(std::string_view key, std::string_view assignments,
-                                        const std::vector<SqlValue>& params, std::uint64_t token, TokenRule rule) {
+                                        const std::vector<SqlValue>& params, std::uint64_t token,
+                                        TokenRule rule) {
   if (token > kMaxToken) {
-    return make_error(ErrorCode::kInvalidArgument, "token " + std::to_string(token) + " is above INT64_MAX");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "token " + std::to_string(token) + " is above INT64_MAX");
   }
   auto statement = assignment_statement(assignments, rule, params.size());
   if (!statement.ok()) return std::move(statement).error();
@@ -321,33 +375,36 @@ Result<WriteResult> FencedTable::update(std::string_view key, std::string_view a
   const StatementReset reset(update);
   for (std::size_t i = 0; i < params.size(); ++i) {
     const int rc = bind_value(update, static_cast<int>(i + 1), params[i]);
-    if (rc != SQLITE_OK) return sqlite_error(db_, rc, "binding parameter ?" + std::to_string(i + 1));
+    if (rc != SQLITE_OK)
+      return sqlite_error(db_, rc, "binding parameter ?" + std::to_string(i + 1));
   }
-  return guarded(update, key, token, rule);
+  return guarded(update, key, token, rule, Absent::kReport);
 }
 
-Result<WriteResult> FencedTable::fence_read(std::string_view key, std::uint64_t token, TokenRule rule) {
+Result<WriteResult> FencedTable::fence_read(std::string_view key, std::uint64_t token,
+                                            TokenRule rule) {
   if (token > kMaxToken) {
-    return make_error(ErrorCode::kInvalidArgument, "token " + std::to_string(token) + " is above INT64_MAX");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "token " + std::to_string(token) + " is above INT64_MAX");
   }
   sqlite3_stmt* fence =
       rule == TokenRule::kStrictlyNewer ? fence_strictly_newer_.get() : fence_newer_or_same_.get();
   const StatementReset reset(fence);
-  return guarded(fence, key, token, rule);
+  return guarded(fence, key, token, rule, Absent::kInsertPlaceholder);
 }
 
-Result<WriteResult> FencedTable::guarded(sqlite3_stmt* statement, std::string_view key, std::uint64_t token,
-                                         TokenRule rule) {
+Result<WriteResult> FencedTable::guarded(sqlite3_stmt* statement, std::string_view key,
+                                         std::uint64_t token, TokenRule rule, Absent absent) {
   // Inside the caller's transaction we already hold the write lock once the UPDATE has run, so
   // the follow-up SELECT is consistent without a transaction of our own.
-  if (sqlite3_get_autocommit(db_) == 0) return run_guarded(statement, key, token, rule);
+  if (sqlite3_get_autocommit(db_) == 0) return run_guarded(statement, key, token, rule, absent);
 
   {
     const StatementReset reset(begin_.get());
     const int rc = sqlite3_step(begin_.get());
     if (rc != SQLITE_DONE) return sqlite_error(db_, rc, "BEGIN IMMEDIATE");
   }
-  auto result = run_guarded(statement, key, token, rule);
+  auto result = run_guarded(statement, key, token, rule, absent);
   if (result.ok()) {
     const StatementReset reset(commit_.get());
     const int rc = sqlite3_step(commit_.get());
@@ -361,35 +418,58 @@ Result<WriteResult> FencedTable::guarded(sqlite3_stmt* statement, std::string_vi
   return result;
 }
 
-Result<WriteResult> FencedTable::run_guarded(sqlite3_stmt* statement, std::string_view key, std::uint64_t token,
-                                             TokenRule rule) {
+Result<WriteResult> FencedTable::run_guarded(sqlite3_stmt* statement, std::string_view key,
+                                             std::uint64_t token, TokenRule rule, Absent absent) {
   const auto signed_token = static_cast<std::int64_t>(token);
   const int token_index = sqlite3_bind_parameter_index(statement, kTokenParameter);
   const int key_index = sqlite3_bind_parameter_index(statement, kKeyParameter);
   sqlite3_bind_int64(statement, token_index, signed_token);
-  int rc = sqlite3_bind_text64(statement, key_index, key.data(), key.size(), SQLITE_STATIC, SQLITE_UTF8);
+  int rc =
+      sqlite3_bind_text64(statement, key_index, key.data(), key.size(), SQLITE_STATIC, SQLITE_UTF8);
   if (rc != SQLITE_OK) return sqlite_error(db_, rc, "binding the key");
 
   rc = sqlite3_step(statement);
   // Rows changed by the UPDATE itself; rows that triggers touch are not counted.
   const int changed = sqlite3_changes(db_);
-  auto failure = rc == SQLITE_DONE ? std::optional<Error>() : sqlite_error(db_, rc, "guarded UPDATE of " + table_);
+  auto failure = rc == SQLITE_DONE ? std::optional<Error>()
+                                   : sqlite_error(db_, rc, "guarded UPDATE of " + table_);
   sqlite3_reset(statement);  // before COMMIT or ROLLBACK; the caller's guard unbinds it later
   if (failure) return *std::move(failure);
   if (changed == 1) return WriteResult{WriteOutcome::kApplied, token};
   if (changed != 0) {
-    return make_error(ErrorCode::kInternal, "guarded UPDATE changed " + std::to_string(changed) + " rows");
+    return make_error(ErrorCode::kInternal,
+                      "guarded UPDATE changed " + std::to_string(changed) + " rows");
   }
 
   auto stored = current_token(key);
   if (!stored.ok()) return std::move(stored).error();
-  if (!stored.value().has_value()) return WriteResult{WriteOutcome::kNoSuchRow, 0};
+  if (!stored.value().has_value()) {
+    if (absent == Absent::kInsertPlaceholder && insert_placeholder_ != nullptr) {
+      return insert_placeholder(key, signed_token);
+    }
+    return WriteResult{WriteOutcome::kNoSuchRow, 0};
+  }
   const std::uint64_t winner = *stored.value();
   if (rule_allows(rule, static_cast<std::int64_t>(winner), signed_token)) {
-    return make_error(ErrorCode::kInternal, "row token " + std::to_string(winner) + " admits token " +
-                                                std::to_string(token) + " yet the UPDATE changed nothing (a trigger?)");
+    return make_error(ErrorCode::kInternal, "row token " + std::to_string(winner) +
+                                                " admits token " + std::to_string(token) +
+                                                " yet the UPDATE changed nothing (a trigger?)");
   }
   return WriteResult{WriteOutcome::kStale, winner};
+}
+
+// Runs in the same transaction as the UPDATE that found no row, so no other writer can create the
+// row in between: the INSERT either adds the placeholder or fails on a constraint of the schema.
+Result<WriteResult> FencedTable::insert_placeholder(std::string_view key, std::int64_t token) {
+  sqlite3_stmt* insert = insert_placeholder_.get();
+  const StatementReset reset(insert);
+  sqlite3_bind_int64(insert, sqlite3_bind_parameter_index(insert, kTokenParameter), token);
+  int rc = sqlite3_bind_text64(insert, sqlite3_bind_parameter_index(insert, kKeyParameter),
+                               key.data(), key.size(), SQLITE_STATIC, SQLITE_UTF8);
+  if (rc != SQLITE_OK) return sqlite_error(db_, rc, "binding the key");
+  rc = sqlite3_step(insert);
+  if (rc != SQLITE_DONE) return sqlite_error(db_, rc, "inserting a placeholder row into " + table_);
+  return WriteResult{WriteOutcome::kApplied, static_cast<std::uint64_t>(token)};
 }
 
 Result<std::optional<std::uint64_t>> FencedTable::current_token(std::string_view key) {

@@ -1,5 +1,6 @@
 // FencedTable against real SQLite files: the fencing rule, Kleppmann's paused client, the
-// read-modify-write interleaving that needs fenced reads, and writers racing on separate connections.
+// read-modify-write interleaving that needs fenced reads, and writers racing on separate
+// connections.
 #include "fencelock/fenced_table.h"
 
 #include <sqlite3.h>
@@ -30,7 +31,8 @@ using Connection = std::unique_ptr<sqlite3, Closer>;
 
 Connection connect(const std::filesystem::path& path, int busy_timeout_ms = 10'000) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   Connection db(raw);
   if (rc != SQLITE_OK) FAIL("cannot open " << path << ": " << sqlite3_errstr(rc));
   sqlite3_busy_timeout(db.get(), busy_timeout_ms);
@@ -48,9 +50,11 @@ void exec(sqlite3* db, const char* sql) {
 // The one-column, one-row answer to `sql` with ?1 bound to `key`, as text ("NULL" for NULL).
 std::string query(sqlite3* db, const char* sql, const std::string& key = "") {
   sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db, sql, -1, &raw, nullptr) != SQLITE_OK) FAIL(sql << ": " << sqlite3_errmsg(db));
+  if (sqlite3_prepare_v2(db, sql, -1, &raw, nullptr) != SQLITE_OK)
+    FAIL(sql << ": " << sqlite3_errmsg(db));
   const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> statement(raw, sqlite3_finalize);
-  if (sqlite3_bind_parameter_count(raw) > 0) sqlite3_bind_text(raw, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_bind_parameter_count(raw) > 0)
+    sqlite3_bind_text(raw, 1, key.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(raw) != SQLITE_ROW) return "no row";
   const auto* text = sqlite3_column_text(raw, 0);
   return text == nullptr ? "NULL" : reinterpret_cast<const char*>(text);
@@ -101,8 +105,10 @@ TEST_CASE("a write with a newer token is applied and the row records that token"
   CHECK(stored_token(accounts.db.get(), "alice") == 33);
 }
 
-TEST_CASE("a write with an older or the same token is refused as stale with the newer token and changes nothing",
-          "[client]") {
+TEST_CASE(
+    "a write with an older or the same token is refused as stale with the newer token and changes "
+    "nothing",
+    "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
   const std::uint64_t token = GENERATE(31u, 32u, 1u, 0u);
@@ -116,12 +122,14 @@ TEST_CASE("a write with an older or the same token is refused as stale with the 
   CHECK(stored_token(accounts.db.get(), "alice") == 32);
 }
 
-TEST_CASE("kNewerOrSame lets one lease write several times but never lets an older token in", "[client]") {
+TEST_CASE("kNewerOrSame lets one lease write several times but never lets an older token in",
+          "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
 
   for (int i = 0; i < 2; ++i) {
-    const auto again = table.update("alice", "balance = balance + 1", kNoParams, 33, TokenRule::kNewerOrSame);
+    const auto again =
+        table.update("alice", "balance = balance + 1", kNoParams, 33, TokenRule::kNewerOrSame);
     REQUIRE(again.ok());
     CHECK(again->outcome == WriteOutcome::kApplied);
   }
@@ -132,14 +140,19 @@ TEST_CASE("kNewerOrSame lets one lease write several times but never lets an old
   CHECK(older->outcome == WriteOutcome::kStale);
   CHECK(older->current_token == 33);
 
-  const auto same_but_strict = table.update("alice", "balance = 0", kNoParams, 33, TokenRule::kStrictlyNewer);
+  const auto same_but_strict =
+      table.update("alice", "balance = 0", kNoParams, 33, TokenRule::kStrictlyNewer);
   REQUIRE(same_but_strict.ok());
   CHECK(same_but_strict->outcome == WriteOutcome::kStale);
   CHECK(balance(accounts.db.get(), "alice") == 102);
 }
 
-TEST_CASE("a write or fenced read of a key with no row reports kNoSuchRow and creates nothing", "[client]") {
-  Accounts accounts;
+TEST_CASE(
+    "in a table that cannot hold a placeholder row, a write or fenced read of a missing key "
+    "reports "
+    "kNoSuchRow and fences nothing",
+    "[client]") {
+  Accounts accounts;  // balance is NOT NULL without a default
   auto table = open_accounts(accounts.db.get());
 
   const auto written = table.update("bob", "balance = 1", kNoParams, 99);
@@ -154,6 +167,228 @@ TEST_CASE("a write or fenced read of a key with no row reports kNoSuchRow and cr
   const auto token = table.current_token("bob");
   REQUIRE(token.ok());
   CHECK_FALSE(token->has_value());
+
+  // Nothing was fenced: once the application creates the row, an older token still writes.
+  exec(accounts.db.get(), "INSERT INTO accounts(id, balance) VALUES ('bob', 0)");
+  const auto older = table.update("bob", "balance = 1", kNoParams, 98);
+  REQUIRE(older.ok());
+  CHECK(older->outcome == WriteOutcome::kApplied);
+}
+
+namespace {
+
+// documents.db, empty. Every column but the key and the token is nullable or has a default, so a
+// fenced read of a missing key can leave a placeholder row; a real document always has a body.
+struct Documents {
+  TempDir dir;
+  std::filesystem::path path = dir.path() / "documents.db";
+  Connection db = connect(path);
+
+  Documents() {
+    exec(db.get(),
+         "CREATE TABLE documents(id TEXT PRIMARY KEY, body TEXT, revision INTEGER NOT NULL DEFAULT "
+         "1,"
+         "                       current_token INTEGER NOT NULL DEFAULT 0);");
+  }
+};
+
+FencedTable open_documents(sqlite3* db) {
+  auto table = FencedTable::open(db, "documents");
+  if (!table.ok()) FAIL(table.error().message);
+  return std::move(table).value();
+}
+
+}  // namespace
+
+// Kleppmann's pause around a missing row: B (34) reads "no such document"; A (33), paused before
+// it could create the document, wakes and writes it. Without a record of B's read, A's write lands
+// and B, which read "absent", overwrites it unseen.
+TEST_CASE(
+    "a fenced read of a missing row leaves a placeholder holding its token, which refuses older "
+    "tokens",
+    "[client]") {
+  Documents documents;
+  sqlite3* db = documents.db.get();
+  auto table = open_documents(db);
+
+  const auto fenced = table.fence_read("report", 34);
+
+  REQUIRE(fenced.ok());
+  CHECK(fenced->outcome == WriteOutcome::kApplied);
+  CHECK(fenced->current_token == 34);
+  CHECK(query(db, "SELECT count(*) FROM documents") == "1");
+  CHECK(query(db, "SELECT current_token FROM documents WHERE id = ?1", "report") == "34");
+  CHECK(query(db, "SELECT body FROM documents WHERE id = ?1", "report") ==
+        "NULL");  // how to tell it apart
+  CHECK(query(db, "SELECT revision FROM documents WHERE id = ?1", "report") ==
+        "1");  // the column's default
+  const auto token = table.current_token("report");
+  REQUIRE(token.ok());
+  CHECK(token.value() == std::optional<std::uint64_t>(34));
+
+  SECTION("an older token is refused under either rule") {
+    const auto rule = GENERATE(TokenRule::kStrictlyNewer, TokenRule::kNewerOrSame);
+    const auto older = table.update("report", "body = ?1", {std::string("by 33")}, 33, rule);
+    REQUIRE(older.ok());
+    CHECK(older->outcome == WriteOutcome::kStale);
+    CHECK(older->current_token == 34);
+    const auto older_read = table.fence_read("report", 33, rule);
+    REQUIRE(older_read.ok());
+    CHECK(older_read->outcome == WriteOutcome::kStale);
+    CHECK(query(db, "SELECT body FROM documents WHERE id = ?1", "report") == "NULL");
+  }
+  SECTION("the reader writes with its own token under kNewerOrSame") {
+    const auto again = table.fence_read("report", 34);  // reading twice changes nothing
+    REQUIRE(again.ok());
+    CHECK(again->outcome == WriteOutcome::kApplied);
+    const auto own =
+        table.update("report", "body = ?1", {std::string("by 34")}, 34, TokenRule::kNewerOrSame);
+    REQUIRE(own.ok());
+    CHECK(own->outcome == WriteOutcome::kApplied);
+    CHECK(query(db, "SELECT body FROM documents WHERE id = ?1", "report") == "by 34");
+    CHECK(query(db, "SELECT current_token FROM documents WHERE id = ?1", "report") == "34");
+  }
+  CHECK(query(db, "SELECT count(*) FROM documents") == "1");
+}
+
+TEST_CASE(
+    "after its fenced read of a row, the reader writes with its token under kNewerOrSame; an older "
+    "token "
+    "is refused",
+    "[client]") {
+  Accounts accounts;
+  auto table = open_accounts(accounts.db.get());
+
+  const auto fenced = table.fence_read("alice", 33);
+  REQUIRE(fenced.ok());
+  REQUIRE(fenced->outcome == WriteOutcome::kApplied);
+  const auto older = table.update("alice", "balance = 0", kNoParams, 32, TokenRule::kNewerOrSame);
+  const auto own =
+      table.update("alice", "balance = balance + 10", kNoParams, 33, TokenRule::kNewerOrSame);
+
+  REQUIRE(older.ok());
+  CHECK(older->outcome == WriteOutcome::kStale);
+  CHECK(older->current_token == 33);
+  REQUIRE(own.ok());
+  CHECK(own->outcome == WriteOutcome::kApplied);
+  CHECK(balance(accounts.db.get(), "alice") == 110);
+  CHECK(stored_token(accounts.db.get(), "alice") == 33);
+}
+
+TEST_CASE("a placeholder inserted inside the caller's transaction shares its fate", "[client]") {
+  Documents documents;
+  sqlite3* db = documents.db.get();
+  auto table = open_documents(db);
+  exec(db, "BEGIN IMMEDIATE");
+
+  const auto fenced = table.fence_read("report", 34);
+  REQUIRE(fenced.ok());
+  CHECK(fenced->outcome == WriteOutcome::kApplied);
+  CHECK(sqlite3_get_autocommit(db) == 0);
+
+  SECTION("rolled back: no placeholder remains") {
+    exec(db, "ROLLBACK");
+    CHECK(query(db, "SELECT count(*) FROM documents") == "0");
+  }
+  SECTION("committed: the placeholder remains") {
+    exec(db, "COMMIT");
+    CHECK(query(db, "SELECT current_token FROM documents WHERE id = ?1", "report") == "34");
+  }
+}
+
+TEST_CASE("whether a table can hold a placeholder follows from its other columns", "[client]") {
+  TempDir dir;
+  const auto db = connect(dir.path() / "shapes.db");
+  struct Shape {
+    const char* create;
+    bool holds_placeholder;
+  };
+  const Shape shape = GENERATE(
+      // A rowid table's INTEGER PRIMARY KEY is assigned by SQLite; the key is UNIQUE on its own.
+      Shape{
+          "CREATE TABLE t(n INTEGER PRIMARY KEY, id TEXT UNIQUE, note TEXT, current_token INTEGER)",
+          true},
+      Shape{"CREATE TABLE t(id TEXT PRIMARY KEY, n INTEGER NOT NULL DEFAULT 7, current_token "
+            "INTEGER)",
+            true},
+      // A WITHOUT ROWID table's primary key must be given, and so must a NOT NULL column without a
+      // default.
+      Shape{"CREATE TABLE t(n INTEGER PRIMARY KEY, id TEXT UNIQUE, current_token INTEGER) WITHOUT "
+            "ROWID",
+            false},
+      Shape{"CREATE TABLE t(id TEXT PRIMARY KEY, n INTEGER NOT NULL, current_token INTEGER)",
+            false});
+  INFO(shape.create);
+  exec(db.get(), shape.create);
+  auto table = FencedTable::open(db.get(), "t");
+  REQUIRE(table.ok());
+
+  const auto fenced = table->fence_read("k", 5);
+
+  REQUIRE(fenced.ok());
+  CHECK(fenced->outcome ==
+        (shape.holds_placeholder ? WriteOutcome::kApplied : WriteOutcome::kNoSuchRow));
+  CHECK(query(db.get(), "SELECT count(*) FROM t") == (shape.holds_placeholder ? "1" : "0"));
+}
+
+TEST_CASE(
+    "a placeholder refused by a constraint the schema check cannot see is kInvalidArgument and "
+    "writes "
+    "nothing",
+    "[client]") {
+  TempDir dir;
+  const auto db = connect(dir.path() / "checked.db");
+  exec(db.get(),
+       "CREATE TABLE checked(id TEXT PRIMARY KEY, body TEXT CHECK (body IS NOT NULL),"
+       "                     current_token INTEGER NOT NULL DEFAULT 0);");
+  auto table = FencedTable::open(db.get(), "checked");
+  REQUIRE(table.ok());
+
+  const auto fenced = table->fence_read("report", 34);
+
+  REQUIRE_FALSE(fenced.ok());
+  CHECK(fenced.error().code == ErrorCode::kInvalidArgument);
+  CHECK(query(db.get(), "SELECT count(*) FROM checked") == "0");
+  CHECK(sqlite3_get_autocommit(db.get()) == 1);
+}
+
+TEST_CASE(
+    "fenced reads of one missing row racing on separate connections leave one placeholder at the "
+    "newest "
+    "token",
+    "[client]") {
+  constexpr std::size_t kThreads = 4;
+  Documents documents;
+  exec(documents.db.get(), "PRAGMA journal_mode = WAL;");
+  std::vector<std::optional<Result<WriteResult>>> results(kThreads);
+  std::latch start(kThreads);
+  std::vector<std::thread> readers;
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    readers.emplace_back([&, t] {
+      sqlite3* raw = nullptr;
+      sqlite3_open_v2(documents.path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+      const Connection db(raw);
+      sqlite3_busy_timeout(db.get(), 30'000);
+      auto table = FencedTable::open(db.get(), "documents");
+      start.arrive_and_wait();
+      if (table.ok()) results[t] = table->fence_read("report", 100 + t);
+    });
+  }
+  for (auto& reader : readers) reader.join();
+
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    INFO("token " << 100 + t);
+    REQUIRE(results[t].has_value());
+    const auto& result = *results[t];
+    REQUIRE(result.ok());
+    if (result->outcome != WriteOutcome::kApplied) {
+      CHECK(result->outcome == WriteOutcome::kStale);
+      CHECK(result->current_token > 100 + t);
+    }
+  }
+  CHECK(query(documents.db.get(), "SELECT count(*) FROM documents") == "1");
+  CHECK(query(documents.db.get(), "SELECT current_token FROM documents") ==
+        std::to_string(100 + kThreads - 1));
 }
 
 TEST_CASE("parameters of every SqlValue type bind to ?1 ... ?N in order", "[client]") {
@@ -161,7 +396,8 @@ TEST_CASE("parameters of every SqlValue type bind to ?1 ... ?N in order", "[clie
   const auto db = connect(dir.path() / "cells.db");
   // Columns without a declared type keep exactly the storage class they are given.
   exec(db.get(),
-       "CREATE TABLE cells(id TEXT PRIMARY KEY, n, i, r, t, b, e, current_token INTEGER NOT NULL DEFAULT 0);"
+       "CREATE TABLE cells(id TEXT PRIMARY KEY, n, i, r, t, b, e, current_token INTEGER NOT NULL "
+       "DEFAULT 0);"
        "INSERT INTO cells(id, n) VALUES ('c', 'not yet null');");
   auto table = FencedTable::open(db.get(), "cells");
   REQUIRE(table.ok());
@@ -172,12 +408,15 @@ TEST_CASE("parameters of every SqlValue type bind to ?1 ... ?N in order", "[clie
                                      std::string("grüße, 'quoted'"),
                                      std::vector<std::uint8_t>{0x00, 0xff, 0x10},
                                      std::vector<std::uint8_t>{}};
-  const auto result = table->update("c", "n = ?1, i = ?2, r = ?3, t = ?4, b = ?5, e = ?6", params, 1);
+  const auto result =
+      table->update("c", "n = ?1, i = ?2, r = ?3, t = ?4, b = ?5, e = ?6", params, 1);
 
   REQUIRE(result.ok());
   REQUIRE(result->outcome == WriteOutcome::kApplied);
-  CHECK(query(db.get(), "SELECT typeof(n) || ' ' || typeof(i) || ' ' || typeof(r) || ' ' || typeof(t) || ' ' ||"
-                        " typeof(b) || ' ' || typeof(e) FROM cells") == "null integer real text blob blob");
+  CHECK(
+      query(db.get(),
+            "SELECT typeof(n) || ' ' || typeof(i) || ' ' || typeof(r) || ' ' || typeof(t) || ' ' ||"
+            " typeof(b) || ' ' || typeof(e) FROM cells") == "null integer real text blob blob");
   CHECK(query(db.get(), "SELECT i FROM cells") == "-9007199254740993");
   CHECK(query(db.get(), "SELECT r FROM cells") == "2.5");
   CHECK(query(db.get(), "SELECT t FROM cells") == "grüße, 'quoted'");
@@ -185,11 +424,12 @@ TEST_CASE("parameters of every SqlValue type bind to ?1 ... ?N in order", "[clie
   CHECK(query(db.get(), "SELECT length(e) FROM cells") == "0");
 }
 
-TEST_CASE("a parameter count that differs from the assignments' placeholders is refused", "[client]") {
+TEST_CASE("a parameter count that differs from the assignments' placeholders is refused",
+          "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
-  const std::vector<SqlValue> params = GENERATE(std::vector<SqlValue>{},
-                                                std::vector<SqlValue>{std::int64_t{1}, std::int64_t{2}});
+  const std::vector<SqlValue> params =
+      GENERATE(std::vector<SqlValue>{}, std::vector<SqlValue>{std::int64_t{1}, std::int64_t{2}});
 
   const auto result = table.update("alice", "balance = ?1", params, 33);
 
@@ -199,19 +439,21 @@ TEST_CASE("a parameter count that differs from the assignments' placeholders is 
   CHECK(stored_token(accounts.db.get(), "alice") == 32);
 }
 
-TEST_CASE("assignments that are not one SET list, or could hide the fencing condition, are refused", "[client]") {
+TEST_CASE("assignments that are not one SET list, or could hide the fencing condition, are refused",
+          "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
-  const std::string assignments = GENERATE(as<std::string>{},
-                                           "",                                      // nothing to set
-                                           "balance = 0; DELETE FROM accounts",     // a second statement
-                                           "balance = 0 WHERE 1 --",                // a WHERE of its own
-                                           "balance = 0 WHERE 1 /* x",              // a comment eating ours
-                                           "balance = 0 /* a note",                 // the same, by mistake
-                                           "balance = '",                           // a string eating ours
-                                           "balance = :amount",                     // a named parameter
-                                           "balance = :fencelock_token",            // one of ours
-                                           "no_such_column = 1");                   // does not compile
+  const std::string assignments =
+      GENERATE(as<std::string>{},
+               "",                                   // nothing to set
+               "balance = 0; DELETE FROM accounts",  // a second statement
+               "balance = 0 WHERE 1 --",             // a WHERE of its own
+               "balance = 0 WHERE 1 /* x",           // a comment eating ours
+               "balance = 0 /* a note",              // the same, by mistake
+               "balance = '",                        // a string eating ours
+               "balance = :amount",                  // a named parameter
+               "balance = :fencelock_token",         // one of ours
+               "no_such_column = 1");                // does not compile
 
   const auto result = table.update("alice", assignments, kNoParams, 33);
 
@@ -223,13 +465,15 @@ TEST_CASE("assignments that are not one SET list, or could hide the fencing cond
   CHECK(stored_token(accounts.db.get(), "alice") == 32);
 }
 
-TEST_CASE("a token assignment or a trailing comment in the assignments cannot override the guarded token",
-          "[client]") {
+TEST_CASE(
+    "a token assignment or a trailing comment in the assignments cannot override the guarded token",
+    "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
 
   // SQLite keeps the rightmost assignment of a column, and ours comes last, on a line of its own.
-  const auto result = table.update("alice", "current_token = 1000, balance = ?1 -- a deposit", {std::int64_t{1}}, 33);
+  const auto result = table.update("alice", "current_token = 1000, balance = ?1 -- a deposit",
+                                   {std::int64_t{1}}, 33);
 
   REQUIRE(result.ok());
   CHECK(result->outcome == WriteOutcome::kApplied);
@@ -237,7 +481,8 @@ TEST_CASE("a token assignment or a trailing comment in the assignments cannot ov
   CHECK(stored_token(accounts.db.get(), "alice") == 33);
 }
 
-TEST_CASE("Kleppmann's paused client: its write with token 33 after token 34 wrote is refused", "[client]") {
+TEST_CASE("Kleppmann's paused client: its write with token 33 after token 34 wrote is refused",
+          "[client]") {
   Accounts accounts;
   const auto client1_db = connect(accounts.path);
   const auto client2_db = connect(accounts.path);
@@ -261,7 +506,8 @@ TEST_CASE("Kleppmann's paused client: its write with token 33 after token 34 wro
 
 // The interleaving documented in fenced_table.h. Row alice: balance 100, token 32. A holds 33,
 // pauses between its read and its write; B is granted 34 meanwhile. Each adds to what it read.
-TEST_CASE("without fenced reads, a paused holder's read-modify-write is applied and then lost", "[client]") {
+TEST_CASE("without fenced reads, a paused holder's read-modify-write is applied and then lost",
+          "[client]") {
   Accounts accounts;
   const auto a_db = connect(accounts.path);
   const auto b_db = connect(accounts.path);
@@ -280,7 +526,8 @@ TEST_CASE("without fenced reads, a paused holder's read-modify-write is applied 
   CHECK(balance(accounts.db.get(), "alice") == 120);  // ...but only B's +20 is left
 }
 
-TEST_CASE("with fenced reads, the paused holder's write is refused and no update is lost", "[client]") {
+TEST_CASE("with fenced reads, the paused holder's write is refused and no update is lost",
+          "[client]") {
   Accounts accounts;
   const auto a_db = connect(accounts.path);
   const auto b_db = connect(accounts.path);
@@ -291,16 +538,19 @@ TEST_CASE("with fenced reads, the paused holder's write is refused and no update
   REQUIRE(a_fence.ok());
   REQUIRE(a_fence->outcome == WriteOutcome::kApplied);
   const std::int64_t a_read = balance(a_db.get(), "alice");  //    A reads 100, then pauses
-  const auto b_fence = b.fence_read("alice", 34);              // 3. row 33 -> 34
+  const auto b_fence = b.fence_read("alice", 34);            // 3. row 33 -> 34
   REQUIRE(b_fence.ok());
   REQUIRE(b_fence->outcome == WriteOutcome::kApplied);
   const std::int64_t b_read = balance(b_db.get(), "alice");  //    B reads 100
-  const auto a_write = a.update("alice", "balance = ?1", {a_read + 10}, 33, TokenRule::kNewerOrSame);  // 4.
-  const auto b_write = b.update("alice", "balance = ?1", {b_read + 20}, 34, TokenRule::kNewerOrSame);  // 5.
+  const auto a_write =
+      a.update("alice", "balance = ?1", {a_read + 10}, 33, TokenRule::kNewerOrSame);  // 4.
+  const auto b_write =
+      b.update("alice", "balance = ?1", {b_read + 20}, 34, TokenRule::kNewerOrSame);  // 5.
 
   REQUIRE(a_write.ok());
   REQUIRE(b_write.ok());
-  CHECK(a_write->outcome == WriteOutcome::kStale);  // A learns it lost the lock; nothing of it landed
+  CHECK(a_write->outcome ==
+        WriteOutcome::kStale);  // A learns it lost the lock; nothing of it landed
   CHECK(a_write->current_token == 34);
   CHECK(b_write->outcome == WriteOutcome::kApplied);
   CHECK(balance(accounts.db.get(), "alice") == 120);  // exactly the one increment that was reported
@@ -343,7 +593,8 @@ TEST_CASE("current_token reports the row's token, or nothing when there is no ro
   CHECK_FALSE(bob->has_value());
 }
 
-TEST_CASE("writers racing on separate connections: the row never accepts a token after a newer one", "[client]") {
+TEST_CASE("writers racing on separate connections: the row never accepts a token after a newer one",
+          "[client]") {
   constexpr std::size_t kThreads = 4;
   constexpr std::size_t kWritesPerThread = 150;
   Accounts accounts;
@@ -401,10 +652,11 @@ TEST_CASE("writers racing on separate connections: the row never accepts a token
   std::vector<std::uint64_t> history;
   {
     sqlite3_stmt* raw = nullptr;
-    REQUIRE(sqlite3_prepare_v2(accounts.db.get(), "SELECT token FROM history ORDER BY seq", -1, &raw, nullptr) ==
-            SQLITE_OK);
+    REQUIRE(sqlite3_prepare_v2(accounts.db.get(), "SELECT token FROM history ORDER BY seq", -1,
+                               &raw, nullptr) == SQLITE_OK);
     const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> statement(raw, sqlite3_finalize);
-    while (sqlite3_step(raw) == SQLITE_ROW) history.push_back(static_cast<std::uint64_t>(sqlite3_column_int64(raw, 0)));
+    while (sqlite3_step(raw) == SQLITE_ROW)
+      history.push_back(static_cast<std::uint64_t>(sqlite3_column_int64(raw, 0)));
   }
   for (std::size_t i = 1; i < history.size(); ++i) {
     INFO("history position " << i);
@@ -417,7 +669,8 @@ TEST_CASE("writers racing on separate connections: the row never accepts a token
   CHECK(stored_token(accounts.db.get(), "alice") == static_cast<std::int64_t>(*applied.rbegin()));
 }
 
-TEST_CASE("names that are not plain identifiers are refused at open and change nothing", "[client]") {
+TEST_CASE("names that are not plain identifiers are refused at open and change nothing",
+          "[client]") {
   Accounts accounts;
   const auto [table_name, key, token] = GENERATE(table<std::string, std::string, std::string>({
       {"accounts; DROP TABLE accounts", "id", "current_token"},
@@ -440,11 +693,13 @@ TEST_CASE("names that are not plain identifiers are refused at open and change n
   CHECK(stored_token(accounts.db.get(), "alice") == 32);
 }
 
-TEST_CASE("open refuses a missing table or column and a key that does not pick one row", "[client]") {
+TEST_CASE("open refuses a missing table or column and a key that does not pick one row",
+          "[client]") {
   Accounts accounts;
   exec(accounts.db.get(),
        "CREATE VIEW rich AS SELECT * FROM accounts WHERE balance > 1000;"
-       "CREATE TABLE pairs(a TEXT, b TEXT, current_token INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (a, b));"
+       "CREATE TABLE pairs(a TEXT, b TEXT, current_token INTEGER NOT NULL DEFAULT 0, PRIMARY KEY "
+       "(a, b));"
        "CREATE TABLE loose(id TEXT, current_token INTEGER NOT NULL DEFAULT 0);"
        "CREATE TABLE partly(id TEXT, current_token INTEGER NOT NULL DEFAULT 0);"
        "CREATE UNIQUE INDEX partly_id ON partly(id) WHERE id <> '';");
@@ -472,7 +727,8 @@ TEST_CASE("open without a connection is refused", "[client]") {
   CHECK(result.error().code == ErrorCode::kInvalidArgument);
 }
 
-TEST_CASE("open accepts an INTEGER PRIMARY KEY or a single-column UNIQUE key, in any letter case", "[client]") {
+TEST_CASE("open accepts an INTEGER PRIMARY KEY or a single-column UNIQUE key, in any letter case",
+          "[client]") {
   Accounts accounts;
   exec(accounts.db.get(),
        "CREATE TABLE by_number(n INTEGER PRIMARY KEY, v TEXT, tok INTEGER NOT NULL DEFAULT 0);"
@@ -498,7 +754,8 @@ TEST_CASE("open accepts an INTEGER PRIMARY KEY or a single-column UNIQUE key, in
   }
 }
 
-TEST_CASE("tokens above INT64_MAX are refused with kInvalidArgument and change nothing", "[client]") {
+TEST_CASE("tokens above INT64_MAX are refused with kInvalidArgument and change nothing",
+          "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
   constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
@@ -520,7 +777,8 @@ TEST_CASE("tokens above INT64_MAX are refused with kInvalidArgument and change n
   CHECK(largest->current_token == kMax);
 }
 
-TEST_CASE("a database locked by another writer is kUnavailable, and the write can be retried", "[client]") {
+TEST_CASE("a database locked by another writer is kUnavailable, and the write can be retried",
+          "[client]") {
   Accounts accounts;
   const auto impatient = connect(accounts.path, 0);
   auto table = open_accounts(impatient.get());
@@ -545,7 +803,8 @@ TEST_CASE("a database locked by another writer is kUnavailable, and the write ca
   CHECK(retried->outcome == WriteOutcome::kApplied);
 }
 
-TEST_CASE("a constraint the assignments violate is kInvalidArgument and the token is not raised", "[client]") {
+TEST_CASE("a constraint the assignments violate is kInvalidArgument and the token is not raised",
+          "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
 
@@ -558,7 +817,8 @@ TEST_CASE("a constraint the assignments violate is kInvalidArgument and the toke
   CHECK(sqlite3_get_autocommit(accounts.db.get()) == 1);
 }
 
-TEST_CASE("inside the caller's transaction a guarded write joins it and shares its fate", "[client]") {
+TEST_CASE("inside the caller's transaction a guarded write joins it and shares its fate",
+          "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
   exec(accounts.db.get(), "BEGIN IMMEDIATE");

@@ -44,8 +44,19 @@
 //   CREATE TABLE accounts(id TEXT PRIMARY KEY, balance INTEGER NOT NULL,
 //                         current_token INTEGER NOT NULL DEFAULT 0);
 //
-// Rows are created by the application (FencedTable only updates); tokens are stored as SQLite
-// INTEGERs, so tokens above INT64_MAX are refused. Tokens increase per lock name, so every token
+// Rows are created by the application: update() never inserts. fence_read() of a key with no row
+// must still record its token, or it fences nothing: B (34) reads "no such row"; A (33), paused
+// before it could create the row, wakes and creates it; B, which saw "absent", then overwrites A's
+// row unseen. So when the table can hold a placeholder row — every column other than the key and
+// the token is nullable or has a default (or is a rowid table's INTEGER PRIMARY KEY) — fence_read()
+// of a missing key inserts one carrying only the key and the token. Give such a table a column
+// that tells a placeholder from a real row (say, a nullable body: NULL means "no object yet"), and
+// create real rows with update() (the placeholder is the row) or with an INSERT that respects a
+// placeholder's token. When the table cannot hold a placeholder, fence_read() of a missing key
+// reports kNoSuchRow and fences nothing: the application must then fence creation itself (for
+// example, create rows only with the token in the same statement, and refuse creation when a
+// newer token already read). Tokens are stored as SQLite INTEGERs, so tokens above INT64_MAX are
+// refused. Tokens increase per lock name, so every token
 // written to a row must come from the same lock name (say, lock "account:alice" for row alice);
 // tokens of different names are not comparable.
 //
@@ -95,7 +106,8 @@ struct WriteResult {
 
 // One bound value for the assignments' positional parameters ?1, ?2, ...: NULL, INTEGER, REAL,
 // TEXT (UTF-8) or BLOB. An empty vector binds a zero-length BLOB, not NULL.
-using SqlValue = std::variant<std::nullptr_t, std::int64_t, double, std::string, std::vector<std::uint8_t>>;
+using SqlValue =
+    std::variant<std::nullptr_t, std::int64_t, double, std::string, std::vector<std::uint8_t>>;
 
 class FencedTable {
  public:
@@ -131,8 +143,9 @@ class FencedTable {
   // parameter count that does not match, a constraint violated by the assignments),
   // kUnavailable (SQLITE_BUSY / SQLITE_LOCKED after the connection's busy timeout: retry),
   // kInternal (any other SQLite error, with SQLite's message).
-  Result<WriteResult> update(std::string_view key, std::string_view assignments, const std::vector<SqlValue>& params,
-                             std::uint64_t token, TokenRule rule = TokenRule::kStrictlyNewer);
+  Result<WriteResult> update(std::string_view key, std::string_view assignments,
+                             const std::vector<SqlValue>& params, std::uint64_t token,
+                             TokenRule rule = TokenRule::kStrictlyNewer);
 
   // Fenced read: raises the row's token to `token` (if `rule` allows) so that the caller's
   // following read counts as a touch by `token`: from now on, writes by older tokens are refused.
@@ -140,9 +153,12 @@ class FencedTable {
   //
   // Returns kApplied (the row now carries `token`: what you read next is fenced), kStale with the
   // newer token (a newer holder already read or wrote the row: do not act on what you read),
-  // or kNoSuchRow. The default rule is kNewerOrSame so that a holder may fence-read a row again
-  // or after its own write; the write that follows a fenced read must use kNewerOrSame.
-  // Transactions and errors as for update().
+  // or kNoSuchRow. A key with no row gets a placeholder row holding `token` (kApplied) when the
+  // table can hold one (see "Schema" above), and kNoSuchRow, with nothing fenced, when it cannot;
+  // a constraint the schema check cannot see (a CHECK, a trigger) refusing the placeholder is
+  // kInvalidArgument, with nothing written. The default rule is kNewerOrSame so that a holder may
+  // fence-read a row again or after its own write; the write that follows a fenced read must use
+  // kNewerOrSame. Transactions and errors as for update().
   Result<WriteResult> fence_read(std::string_view key, std::uint64_t token,
                                  TokenRule rule = TokenRule::kNewerOrSame);
 
@@ -165,10 +181,14 @@ class FencedTable {
 
   FencedTable(sqlite3* db, std::string table, std::string key_column, std::string token_column);
 
+  // What a guarded statement does when no row has the key.
+  enum class Absent { kReport, kInsertPlaceholder };
+
   Result<WriteResult> guarded(sqlite3_stmt* statement, std::string_view key, std::uint64_t token,
-                              TokenRule rule);
-  Result<WriteResult> run_guarded(sqlite3_stmt* statement, std::string_view key, std::uint64_t token,
-                                  TokenRule rule);
+                              TokenRule rule, Absent absent);
+  Result<WriteResult> run_guarded(sqlite3_stmt* statement, std::string_view key,
+                                  std::uint64_t token, TokenRule rule, Absent absent);
+  Result<WriteResult> insert_placeholder(std::string_view key, std::int64_t token);
   Result<sqlite3_stmt*> assignment_statement(std::string_view assignments, TokenRule rule,
                                              std::size_t param_count);
   Result<Statement> prepare(const std::string& sql);
@@ -183,6 +203,7 @@ class FencedTable {
   Statement select_token_;
   Statement fence_strictly_newer_;
   Statement fence_newer_or_same_;
+  Statement insert_placeholder_;  // null when the table cannot hold a placeholder row
   // Key: the rule (0 or 1) followed by the assignments text.
   std::map<std::string, Statement, std::less<>> update_cache_;
 };
