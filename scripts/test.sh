@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything with ASan+UBSan and runs every
 # test (unit and integration against real redis-server processes) through ctest; then builds the
-# optimised preset, runs the quickstart's start → ready → demo → stop cycle on it, validates the
+# optimised preset, checks the style (scripts/check-style.sh), runs the quickstart's start → ready → demo → stop cycle on it, validates the
 # container files and smoke-tests the benchmark harness (bench/run.sh --quick). Exits non-zero on any failure, and also if a test left a process behind.
 #   ./scripts/test.sh              everything
 #   ./scripts/test.sh -R quorum    extra arguments go to ctest (the later stages are skipped)
@@ -27,6 +27,9 @@ if pgrep -f 'redis-server .*fencelock-test-' >/dev/null; then
   status=1
 fi
 [ $# -gt 0 ] && exit "$status"
+
+# Formatting and clang-tidy over the tree (uses the asan build's compile commands).
+scripts/check-style.sh || status=1
 
 echo "test.sh: release build, quickstart cycle, container files"
 quickstart_dir=$PWD/build/quickstart-ci

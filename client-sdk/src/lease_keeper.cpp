@@ -23,7 +23,7 @@ LeaseKeeper::LeaseKeeper(Client& client, Lease lease, RenewOptions options)
       acquired_(Clock::now()),
       lease_(std::move(lease)),
       deadline_ticks_(lease_.deadline().time_since_epoch().count()),
-      renewer_([this](std::stop_token stop) { run(stop); }) {}
+      renewer_([this](const std::stop_token& stop) { run(stop); }) {}
 
 LeaseKeeper::~LeaseKeeper() {
   renewer_.request_stop();

@@ -10,19 +10,19 @@
 // store's operation log, not from what the clients say.
 //
 // Exit code 0 only if the fenced store kept client 2's data.
+#include <fencelock/client.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fencelock/client.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -44,7 +44,8 @@ struct HttpAnswer {
 };
 
 // One request to "http://HOST:PORT" (numeric host), on a fresh connection.
-HttpAnswer request(const std::string& base, http::verb verb, const std::string& target, const std::string& body = {},
+HttpAnswer request(const std::string& base, http::verb verb, const std::string& target,
+                   const std::string& body = {},
                    std::optional<std::uint64_t> token = std::nullopt) {
   const std::string hostport = base.substr(base.find("//") + 2);
   const auto colon = hostport.rfind(':');
@@ -52,7 +53,8 @@ HttpAnswer request(const std::string& base, http::verb verb, const std::string& 
   asio::ip::tcp::socket socket(io);
   beast::error_code ec;
   socket.connect({asio::ip::make_address(hostport.substr(0, colon)),
-                  static_cast<unsigned short>(std::stoi(hostport.substr(colon + 1)))}, ec);
+                  static_cast<unsigned short>(std::stoi(hostport.substr(colon + 1)))},
+                 ec);
   if (ec) return {};
   http::request<http::string_body> req(verb, target, 11);
   req.set(http::field::host, hostport);
@@ -69,7 +71,8 @@ HttpAnswer request(const std::string& base, http::verb verb, const std::string& 
 
 // Events go to stdout as "<monotonic ns> <who> <text>" so the orchestrator can merge them.
 void event(const char* who, const std::string& text) {
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   std::printf("%lld %s %s\n", static_cast<long long>(ns), who, text.c_str());
   std::fflush(stdout);
 }
@@ -103,7 +106,8 @@ int run_client(const Settings& s) {
   const std::string value = "written by " + s.who;
   const HttpAnswer put = request(s.store, http::verb::put, "/objects/" + s.key, value, token);
   if (put.status == 200) {
-    event(s.who.c_str(), "write \"" + value + "\" with token " + std::to_string(token) + " -> accepted");
+    event(s.who.c_str(),
+          "write \"" + value + "\" with token " + std::to_string(token) + " -> accepted");
   } else {
     const json body = json::parse(put.body, nullptr, false);
     std::string why = put.body;
@@ -111,7 +115,8 @@ int run_client(const Settings& s) {
       why = body["error"].value("code", "") + " (store has seen token " +
             std::to_string(body["error"].value("current_token", 0ull)) + ")";
     }
-    event(s.who.c_str(), "write \"" + value + "\" with token " + std::to_string(token) + " -> REJECTED: " + why);
+    event(s.who.c_str(),
+          "write \"" + value + "\" with token " + std::to_string(token) + " -> REJECTED: " + why);
   }
   (void)client->release(lease.value());
   return 0;
@@ -121,10 +126,16 @@ int run_client(const Settings& s) {
 pid_t spawn_client(const Settings& s, const char* who, bool pause, int& out) {
   int fds[2];
   if (::pipe(fds) != 0) return -1;
-  std::vector<std::string> args = {"/proc/self/exe", "client", "--fencelock", s.fencelock, "--store", s.store,
-                                   "--lock", s.lock, "--key", s.key, "--who", who,
-                                   "--ttl-ms", std::to_string(s.ttl.count()), "--pause", pause ? "1" : "0"};
+  std::vector<std::string> args = {"/proc/self/exe", "client",
+                                   "--fencelock",    s.fencelock,
+                                   "--store",        s.store,
+                                   "--lock",         s.lock,
+                                   "--key",          s.key,
+                                   "--who",          who,
+                                   "--ttl-ms",       std::to_string(s.ttl.count()),
+                                   "--pause",        pause ? "1" : "0"};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t pid = ::fork();
@@ -143,7 +154,8 @@ std::string drain(int fd) {
   std::string text;
   char buffer[4096];
   ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  while ((n = ::read(fd, buffer, sizeof(buffer))) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
   ::close(fd);
   return text;
 }
@@ -160,21 +172,25 @@ Verdict verdict_from_log(const std::string& store, const std::string& key) {
   std::stringstream log(request(store, http::verb::get, "/log").body);
   for (std::string line; std::getline(log, line);) {
     const json entry = json::parse(line, nullptr, false);
-    if (!entry.is_object() || entry.value("key", "") != key || entry.value("op", "") != "write") continue;
+    if (!entry.is_object() || entry.value("key", "") != key || entry.value("op", "") != "write")
+      continue;
     const std::string value = entry.value("value", "");
     const std::string outcome = entry.value("outcome", "");
     if (value == "written by client 1" && outcome == "rejected_stale") v.client1_rejected = true;
     if (value == "written by client 2" && outcome.starts_with("applied")) v.client2_applied = true;
   }
-  const json object = json::parse(request(store, http::verb::get, "/objects/" + key).body, nullptr, false);
+  const json object =
+      json::parse(request(store, http::verb::get, "/objects/" + key).body, nullptr, false);
   if (object.is_object()) v.final_value = object.value("value", "");
   return v;
 }
 
 Verdict run_scenario(Settings s, const std::string& store, const char* title) {
   s.store = store;
-  const std::string run_id = std::to_string(::getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count() % 100000);
-  s.lock = std::string("kleppmann-") + (std::strcmp(title, "fenced") == 0 ? "fenced-" : "unfenced-") + run_id;
+  const std::string run_id = std::to_string(::getpid()) + "-" +
+                             std::to_string(Clock::now().time_since_epoch().count() % 100000);
+  s.lock = std::string("kleppmann-") +
+           (std::strcmp(title, "fenced") == 0 ? "fenced-" : "unfenced-") + run_id;
   s.key = "invoice-" + run_id;
   std::printf("\n=== %s store (%s) ===\n", title, store.c_str());
 
@@ -202,29 +218,37 @@ Verdict run_scenario(Settings s, const std::string& store, const char* title) {
   }
   std::sort(events.begin(), events.end());
   const long long origin = events.empty() ? 0 : events.front().first;
-  for (const auto& [ns, text] : events) std::printf("  t=%6.3fs  %s\n", static_cast<double>(ns - origin) / 1e9, text.c_str());
+  for (const auto& [ns, text] : events)
+    std::printf("  t=%6.3fs  %s\n", static_cast<double>(ns - origin) / 1e9, text.c_str());
 
-  const Verdict v = verdict_from_log(store, s.key);
+  Verdict v = verdict_from_log(store, s.key);
   std::printf("  store now holds: \"%s\"\n", v.final_value.c_str());
   return v;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   Settings s;
   const bool client_role = argc > 1 && std::strcmp(argv[1], "client") == 0;
   for (int i = client_role ? 2 : 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--fencelock") s.fencelock = value;
-    else if (flag == "--fenced-store") s.fenced_store = value;
-    else if (flag == "--unfenced-store") s.unfenced_store = value;
-    else if (flag == "--store") s.store = value;
-    else if (flag == "--lock") s.lock = value;
-    else if (flag == "--key") s.key = value;
-    else if (flag == "--who") s.who = value;
-    else if (flag == "--ttl-ms") s.ttl = std::chrono::milliseconds(std::stol(value));
-    else if (flag == "--pause") s.pause = value == "1";
+    if (flag == "--fencelock")
+      s.fencelock = value;
+    else if (flag == "--fenced-store")
+      s.fenced_store = value;
+    else if (flag == "--unfenced-store")
+      s.unfenced_store = value;
+    else if (flag == "--store")
+      s.store = value;
+    else if (flag == "--lock")
+      s.lock = value;
+    else if (flag == "--key")
+      s.key = value;
+    else if (flag == "--who")
+      s.who = value;
+    else if (flag == "--ttl-ms")
+      s.ttl = std::chrono::milliseconds(std::stol(value));
+    else if (flag == "--pause")
+      s.pause = value == "1";
     else {
       std::fprintf(stderr, "kleppmann-demo: unknown flag %s\n", flag.c_str());
       return 2;
@@ -232,18 +256,35 @@ int main(int argc, char** argv) {
   }
   if (client_role) return run_client(s);
   if (s.fencelock.empty() || s.fenced_store.empty() || s.unfenced_store.empty()) {
-    std::fprintf(stderr, "usage: kleppmann-demo --fencelock URL --fenced-store URL --unfenced-store URL [--ttl-ms 1000]\n");
+    std::fprintf(stderr,
+                 "usage: kleppmann-demo --fencelock URL --fenced-store URL --unfenced-store URL "
+                 "[--ttl-ms 1000]\n");
     return 2;
   }
-  std::printf("Kleppmann's scenario: client 1 is paused past its lease; client 2 takes over and writes;\n"
-              "client 1 wakes up and writes with its old token.\n");
+  std::printf(
+      "Kleppmann's scenario: client 1 is paused past its lease; client 2 takes over and writes;\n"
+      "client 1 wakes up and writes with its old token.\n");
   const Verdict unfenced = run_scenario(s, s.unfenced_store, "unfenced");
   std::printf("  -> %s\n", unfenced.final_value == "written by client 1"
                                ? "LOST UPDATE: client 1's stale write overwrote client 2's data"
                                : "(the race did not show this time)");
   const Verdict fenced = run_scenario(s, s.fenced_store, "fenced");
-  const bool safe = fenced.client1_rejected && fenced.client2_applied && fenced.final_value == "written by client 2";
+  const bool safe = fenced.client1_rejected && fenced.client2_applied &&
+                    fenced.final_value == "written by client 2";
   std::printf("  -> %s\n", safe ? "SAFE: the stale token was rejected; client 2's data survived"
-                                  : "UNSAFE: the fenced store did not keep client 2's data");
+                                : "UNSAFE: the fenced store did not keep client 2's data");
   return safe ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a malformed number in a flag, out of memory
+    std::fprintf(stderr, "kleppmann-demo: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "kleppmann-demo: unknown error\n");
+  }
+  return 1;
 }

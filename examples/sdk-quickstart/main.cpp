@@ -23,13 +23,15 @@ int main(int argc, char** argv) {
 
   auto done = fencelock::with_lease(client.value(), "nightly-report", 10s, /*wait=*/5s,
                                     [](fencelock::LeaseKeeper& lease) {
-    for (int step = 0; step < 3 && !lease.lost(); ++step) {
-      // Every write to the protected resource carries lease.token(); the resource refuses older
-      // tokens (see docs/sdk.md, "Guarded writes").
-      std::printf("step %d under token %llu\n", step, static_cast<unsigned long long>(lease.token()));
-      std::this_thread::sleep_for(100ms);
-    }
-  });
+                                      for (int step = 0; step < 3 && !lease.lost(); ++step) {
+                                        // Every write to the protected resource carries
+                                        // lease.token(); the resource refuses older tokens (see
+                                        // docs/sdk.md, "Guarded writes").
+                                        std::printf("step %d under token %llu\n", step,
+                                                    static_cast<unsigned long long>(lease.token()));
+                                        std::this_thread::sleep_for(100ms);
+                                      }
+                                    });
   if (!done) {
     std::fprintf(stderr, "not done: %s (%s)\n", done.error().message.c_str(),
                  std::string(fencelock::error_code_name(done.error().code)).c_str());

@@ -15,10 +15,10 @@ void free_detached(redisAsyncContext*& context) {
   redisAsyncFree(detached);
 }
 
-std::shared_ptr<HiredisAsioAdapter> HiredisAsioAdapter::attach(redisAsyncContext* context,
-                                                               asio::any_io_executor executor) {
+std::shared_ptr<HiredisAsioAdapter> HiredisAsioAdapter::attach(
+    redisAsyncContext* context, const asio::any_io_executor& executor) {
   if (context->ev.data != nullptr) return nullptr;
-  auto adapter = std::make_shared<HiredisAsioAdapter>(context, std::move(executor));
+  auto adapter = std::make_shared<HiredisAsioAdapter>(context, executor);
   adapter->keep_alive_ = adapter;
   context->ev.data = adapter.get();
   context->ev.addRead = &hook_add_read;

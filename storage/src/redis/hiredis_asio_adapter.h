@@ -27,7 +27,7 @@ class HiredisAsioAdapter : public std::enable_shared_from_this<HiredisAsioAdapte
   // Attaches to `context`, whose socket must already exist (redisAsyncConnect succeeded without
   // an immediate error). Returns nullptr if the context already has event hooks.
   static std::shared_ptr<HiredisAsioAdapter> attach(redisAsyncContext* context,
-                                                    boost::asio::any_io_executor executor);
+                                                    const boost::asio::any_io_executor& executor);
 
   HiredisAsioAdapter(redisAsyncContext* context, const boost::asio::any_io_executor& executor);
   HiredisAsioAdapter(const HiredisAsioAdapter&) = delete;
