@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything with ASan+UBSan and runs every
-# test (unit and integration against real redis-server processes) through ctest; then builds the
-# optimised preset, checks the style (scripts/check-style.sh), runs the quickstart's start → ready → demo → stop cycle on it, validates the
-# container files and smoke-tests the benchmark harness (bench/run.sh --quick). Exits non-zero on any failure, and also if a test left a process behind.
+# test (unit and integration against real redis-server processes) through ctest; then checks the
+# style (scripts/check-style.sh), builds the optimised preset, runs the quickstart's start → ready →
+# demo → stop cycle on it, validates the container files, runs the fault campaign once
+# (scripts/faults.sh --quick) and smoke-tests the benchmark harness (bench/run.sh --quick). Exits
+# non-zero on any failure, and also if a test left a process behind.
 #   ./scripts/test.sh              everything
 #   ./scripts/test.sh -R quorum    extra arguments go to ctest (the later stages are skipped)
 set -euo pipefail
@@ -46,6 +48,12 @@ if pgrep -f "$quickstart_dir" >/dev/null; then
   status=1
 fi
 scripts/check-compose.sh || status=1
+# The fault campaign, every scenario and negative control once (~5 min; docs/safety.md).
+if ! scripts/faults.sh --quick >"$PWD/build/faults-quick.log" 2>&1; then
+  echo "test.sh: the fault campaign failed:" >&2
+  grep -vE '^PASS' "$PWD/build/faults-quick.log" | tail -n 60 >&2
+  status=1
+fi
 # The benchmark harness as a smoke test: everything starts, runs and stops; no timing is asserted.
 if ! bench/run.sh --quick >"$PWD/build/bench-quick.log" 2>&1; then
   echo "test.sh: bench/run.sh --quick failed:" >&2

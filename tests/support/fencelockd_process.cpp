@@ -28,7 +28,8 @@ std::string fencelockd_binary() {
 #endif
 }
 
-Fencelockd::Fencelockd(const std::filesystem::path& dir, std::vector<std::string> args) {
+Fencelockd::Fencelockd(const std::filesystem::path& dir, std::vector<std::string> args,
+                       const std::vector<std::string>& env) {
   static int instance = 0;
   log_path_ = dir / ("fencelockd-" + std::to_string(++instance) + ".log");
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -36,7 +37,7 @@ Fencelockd::Fencelockd(const std::filesystem::path& dir, std::vector<std::string
     std::vector<std::string> argv = {fencelockd_binary(), "--listen",
                                      "127.0.0.1:" + std::to_string(port_)};
     argv.insert(argv.end(), args.begin(), args.end());
-    process_.start(argv, log_path_);
+    process_.start(argv, log_path_, env);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
       if (auto code = process_.poll_exit()) {

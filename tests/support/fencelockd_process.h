@@ -16,8 +16,10 @@ namespace fencelock::testing {
 class Fencelockd {
  public:
   // Starts fencelockd with `args` plus --listen 127.0.0.1:<free port> and waits until /healthz
-  // answers (10 s). Throws std::runtime_error with the log if it exits or never answers.
-  Fencelockd(const std::filesystem::path& dir, std::vector<std::string> args);
+  // answers (10 s); `env` ("NAME=value") is added to its environment. Throws std::runtime_error
+  // with the log if it exits or never answers.
+  Fencelockd(const std::filesystem::path& dir, std::vector<std::string> args,
+             const std::vector<std::string>& env = {});
   ~Fencelockd();
 
   std::uint16_t port() const noexcept { return port_; }
@@ -25,6 +27,7 @@ class Fencelockd {
   // SIGTERM (or `signal`), wait up to `limit`; the exit code, nullopt if it had to be killed.
   std::optional<int> stop(int signal, std::chrono::milliseconds limit = std::chrono::seconds(10));
   bool running() const noexcept { return process_.running(); }
+  pid_t pid() const noexcept { return process_.pid(); }
 
  private:
   std::filesystem::path log_path_;

@@ -1,0 +1,64 @@
+// The properties a campaign run must keep, checked over its history. Pure functions of the
+// history; each answers how many operations it judged and every violation with the operations
+// that show it.
+//
+//   tokens    per name, tokens answered by acquires and draws are unique, and a grant or draw that
+//             completed before another was invoked has the smaller token (real-time order).
+//   leases    per name, no two validity windows overlap. A window opens when the acquire's answer
+//             arrived and closes at the client's own deadline — invoke + waited_ms + validity_ms,
+//             pushed out by successful extends (extend invoke + validity_ms) — or when the client
+//             invoked its release, whichever is first. Both ends are conservative (the real lease
+//             began before the answer and ended after the deadline), so an overlap is a real
+//             violation of what the service promised.
+//   store     per key, the resource store never applied a write whose token is older than a token
+//             it had applied or fence-read before (read from the store's own operation log).
+//   set       every element whose write the store acknowledged is in the final set (lock-set).
+//   liveness  after `healed_ns`, some acquire succeeds within `bound`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "history.h"
+
+namespace fencelock::faults {
+
+struct Violation {
+  std::string message;
+  std::vector<std::size_t> operations;  // indices into the history that show it
+};
+
+struct CheckResult {
+  std::string property;
+  std::size_t checked = 0;  // operations (or log entries) judged
+  std::vector<Violation> violations;
+  bool ok() const { return violations.empty(); }
+};
+
+// One line of the resource store's log (examples/resource-store).
+struct StoreEntry {
+  std::uint64_t seq = 0;
+  std::string op;  // "write" or "fenced_read"
+  std::string key;
+  std::uint64_t token = 0;
+  std::string outcome;  // "applied", "applied_unfenced", "rejected_stale", "fenced"
+};
+
+CheckResult check_tokens(const std::vector<Operation>& history);
+CheckResult check_leases(const std::vector<Operation>& history);
+CheckResult check_store(const std::vector<StoreEntry>& log);
+// `final_value` is the set as last read: elements separated by ','.
+CheckResult check_set(const std::vector<Operation>& history, const std::string& final_value);
+CheckResult check_liveness(const std::vector<Operation>& history, std::int64_t healed_ns,
+                           std::chrono::milliseconds bound);
+
+// Parses the store's JSON-lines log; malformed lines are skipped.
+std::vector<StoreEntry> parse_store_log(const std::string& text);
+
+// The smallest window of the history that shows a violation: the operations it names and every
+// operation on the same names that overlaps them in time, one per line, in invoke order.
+std::string describe(const std::vector<Operation>& history, const Violation& violation);
+
+}  // namespace fencelock::faults

@@ -1,0 +1,98 @@
+// The system under test, all real processes on loopback: N lock nodes (redis-server, each with its
+// own wall clock through the clock shim), a counter master (appendfsync always) for the Redis
+// token source, K fencelockd instances whose every link to a lock node runs through a FaultProxy,
+// and a resource store. Everything lives in one temporary directory and is stopped when the
+// Cluster is destroyed — also when a check fails or an exception unwinds.
+//
+// Not thread-safe: the nemesis drives it from one thread; workload threads only read ports
+// (instance_port and store_port are safe to call from any thread).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "fault_proxy.h"
+#include "fencelockd_process.h"
+#include "redis_server.h"
+#include "temp_dir.h"
+
+namespace fencelock::faults {
+
+struct ClusterSettings {
+  std::size_t nodes = 5;
+  std::size_t instances = 2;
+  bool quarantine = true;
+  std::chrono::milliseconds max_ttl{3000};  // also the quarantine window of a restarted node
+  std::string store_mode = "fenced";        // resource-store --mode
+  std::uint64_t seed = 1;
+  std::string bin_dir;  // where fencelockd, resource-store and the clock shim are
+};
+
+class Cluster {
+ public:
+  explicit Cluster(ClusterSettings settings);
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  const ClusterSettings& settings() const noexcept { return settings_; }
+  const std::filesystem::path& dir() const noexcept { return dir_.path(); }
+
+  // Lock nodes.
+  std::size_t node_count() const noexcept { return nodes_.size(); }
+  testing::RedisServer& node(std::size_t i) { return *nodes_.at(i); }
+  // Sets node i's wall clock: `offset_ms` from the host's, running `drift_ppm` fast.
+  void set_node_clock(std::size_t i, std::int64_t offset_ms, std::int64_t drift_ppm = 0);
+
+  // The counter master behind the Redis token source.
+  testing::RedisServer& counter() { return *counter_; }
+
+  // fencelockd instances. A port of 0 means the instance is down.
+  std::size_t instance_count() const noexcept { return instances_.size(); }
+  std::uint16_t instance_port(std::size_t i) const noexcept { return ports_.at(i).load(); }
+  void kill_instance(std::size_t i);
+  void start_instance(std::size_t i);
+  void pause_instance(std::size_t i);
+  void resume_instance(std::size_t i);
+  void set_instance_clock(std::size_t i, std::int64_t offset_ms);
+  std::string instance_log(std::size_t i) const;
+
+  // The link from instance i to node j.
+  FaultProxy& link(std::size_t instance, std::size_t node) { return *links_.at(instance).at(node); }
+
+  // Resource store.
+  std::uint16_t store_port() const noexcept { return store_port_; }
+  std::string store_log() const;
+
+  // Ends every fault: links healthy, paused processes resumed, stopped ones started. Clocks stay
+  // where they are (moving one back is a fault of its own).
+  void heal();
+
+ private:
+  std::vector<std::string> instance_args(std::size_t i) const;
+
+  ClusterSettings settings_;
+  testing::TempDir dir_;  // first: removed last, after every process is gone
+  std::vector<std::unique_ptr<testing::RedisServer>> nodes_;
+  std::unique_ptr<testing::RedisServer> counter_;
+  std::vector<std::vector<std::unique_ptr<FaultProxy>>> links_;  // [instance][node]
+  std::vector<std::unique_ptr<testing::Fencelockd>> instances_;
+  std::vector<bool> instance_paused_;
+  struct Ports {
+    std::vector<std::unique_ptr<std::atomic<std::uint16_t>>> slots;
+    const std::atomic<std::uint16_t>& at(std::size_t i) const { return *slots.at(i); }
+    std::atomic<std::uint16_t>& at(std::size_t i) { return *slots.at(i); }
+  } ports_;
+  testing::ChildProcess store_;
+  std::uint16_t store_port_ = 0;
+};
+
+}  // namespace fencelock::faults

@@ -1,0 +1,281 @@
+#include "scenarios.h"
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <numeric>
+#include <thread>
+
+namespace fencelock::faults {
+
+namespace {
+
+using std::chrono::milliseconds;
+using namespace std::chrono_literals;
+
+std::string list(const std::vector<std::size_t>& nodes) {
+  std::string text;
+  for (const std::size_t n : nodes) text += (text.empty() ? "" : ",") + std::to_string(n);
+  return text;
+}
+
+// Nemeses. Each runs until the context's `until`.
+
+void calm(NemesisContext& c) {
+  c.pause_for(milliseconds::max());
+}
+
+// SIGKILL a minority of nodes and start them again empty (no persistence), over and over.
+void kill_minority(NemesisContext& c) {
+  while (c.pause_for(milliseconds(300 + c.random() % 700))) {
+    const auto nodes = c.pick_nodes(2);
+    c.history.note("kill", "nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.node(n).kill();
+    c.pause_for(milliseconds(500 + c.random() % 1000));
+    c.history.note("start-empty", "nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.node(n).start();
+  }
+}
+
+// A majority restarts empty at once, while leases are held; quarantine must keep them from voting.
+void restart_majority_empty(NemesisContext& c, std::chrono::milliseconds every) {
+  while (c.pause_for(every)) {
+    const auto nodes = c.pick_nodes(3);
+    c.history.note("restart-empty", "nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.node(n).restart(false);
+  }
+}
+
+void pause_nodes(NemesisContext& c, std::size_t count) {
+  while (c.pause_for(milliseconds(200 + c.random() % 500))) {
+    const auto nodes = c.pick_nodes(count);
+    c.history.note("pause", "nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.node(n).pause();
+    c.pause_for(milliseconds(500 + c.random() % 1500));
+    c.history.note("resume", "nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.node(n).resume();
+  }
+}
+
+// Instance i cut off from `count` nodes (both directions), then the other instance.
+void partition(NemesisContext& c, std::size_t count) {
+  std::size_t instance = 0;
+  while (c.pause_for(milliseconds(300 + c.random() % 500))) {
+    const auto nodes = c.pick_nodes(count);
+    c.history.note("partition",
+                   "instance " + std::to_string(instance) + " from nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.link(instance, n).set_fault(LinkFault::blackhole());
+    c.pause_for(milliseconds(1000 + c.random() % 1500));
+    c.history.note("heal-partition", "instance " + std::to_string(instance));
+    for (const auto n : nodes) c.cluster.link(instance, n).heal();
+    instance = (instance + 1) % c.cluster.instance_count();
+  }
+}
+
+// Every link gets a random fault every half second: delay 75 ± 50 ms, one direction cut, or its
+// connections dropped.
+void link_chaos(NemesisContext& c) {
+  while (c.pause_for(500ms)) {
+    for (std::size_t i = 0; i < c.cluster.instance_count(); ++i) {
+      for (std::size_t n = 0; n < c.cluster.node_count(); ++n) {
+        FaultProxy& link = c.cluster.link(i, n);
+        switch (c.random() % 6) {
+          case 0:
+            link.set_fault({false, false, 75ms, 50ms});
+            break;
+          case 1:
+            link.set_fault({true, false, {}, {}});
+            break;
+          case 2:
+            link.set_fault({false, true, {}, {}});
+            break;
+          case 3:
+            link.drop_connections();
+            break;
+          default:
+            link.heal();
+        }
+      }
+    }
+    c.history.note("link-chaos");
+  }
+}
+
+// Forward jumps, each beyond every ttl, on `count` nodes.
+void clock_jumps(NemesisContext& c, std::size_t count, std::chrono::milliseconds every) {
+  std::int64_t offset = 0;
+  while (c.pause_for(every)) {
+    offset += 10'000;
+    const auto nodes = c.pick_nodes(count);
+    c.history.note("clock-jump", "+" + std::to_string(offset) + " ms on nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.set_node_clock(n, offset);
+  }
+}
+
+void clock_drift(NemesisContext& c) {
+  const auto nodes = c.pick_nodes(1);
+  c.history.note("clock-drift", "+50 % on node " + list(nodes));
+  c.cluster.set_node_clock(nodes[0], 0, 500'000);
+  c.pause_for(milliseconds::max());
+}
+
+// fencelockd paused mid-flight (between a quorum and its answer, among others), then resumed.
+void pause_instances(NemesisContext& c) {
+  while (c.pause_for(milliseconds(300 + c.random() % 700))) {
+    const std::size_t i = c.random() % c.cluster.instance_count();
+    c.history.note("pause-instance", std::to_string(i));
+    c.cluster.pause_instance(i);
+    c.pause_for(milliseconds(500 + c.random() % 2000));
+    c.history.note("resume-instance", std::to_string(i));
+    c.cluster.resume_instance(i);
+  }
+}
+
+void kill_instances(NemesisContext& c) {
+  while (c.pause_for(milliseconds(500 + c.random() % 1000))) {
+    const std::size_t i = c.random() % c.cluster.instance_count();
+    c.history.note("kill-instance", std::to_string(i));
+    c.cluster.kill_instance(i);
+    c.pause_for(milliseconds(300 + c.random() % 700));
+    c.history.note("start-instance", std::to_string(i));
+    c.cluster.start_instance(i);
+  }
+}
+
+// fencelockd's own wall clock jumps an hour either way: it must not care (it times with the
+// steady clock).
+void instance_clocks(NemesisContext& c) {
+  std::int64_t sign = 1;
+  while (c.pause_for(1000ms)) {
+    for (std::size_t i = 0; i < c.cluster.instance_count(); ++i) {
+      c.cluster.set_instance_clock(i, sign * 3'600'000);
+      sign = -sign;
+    }
+    c.history.note("instance-clocks", "±1 h");
+  }
+}
+
+void kill_counter(NemesisContext& c) {
+  while (c.pause_for(milliseconds(800 + c.random() % 800))) {
+    c.history.note("kill-counter");
+    c.cluster.counter().kill();
+    c.pause_for(milliseconds(300 + c.random() % 700));
+    c.history.note("start-counter");
+    c.cluster.counter().start();
+  }
+}
+
+// The counter master loses its last acknowledged writes: kill -9, and start it from a copy of its
+// files taken a while before.
+void counter_loses_tail(NemesisContext& c) {
+  namespace fs = std::filesystem;
+  const fs::path copy = c.cluster.dir() / "counter-copy";
+  while (c.pause_for(500ms)) {
+    fs::remove_all(copy);
+    fs::copy(c.cluster.counter().data_dir(), copy, fs::copy_options::recursive);
+    c.history.note("copy-counter-files");
+    if (!c.pause_for(milliseconds(800 + c.random() % 800))) break;
+    c.cluster.counter().kill();
+    fs::remove_all(c.cluster.counter().data_dir());
+    fs::copy(copy, c.cluster.counter().data_dir(), fs::copy_options::recursive);
+    c.history.note("counter-restored-from-copy", "the writes since the copy are lost");
+    c.cluster.counter().start();
+  }
+}
+
+}  // namespace
+
+bool NemesisContext::pause_for(std::chrono::milliseconds d) const {
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= until) return false;
+  const auto wake = (until - now) < d ? until : now + d;
+  std::this_thread::sleep_until(wake);
+  return std::chrono::steady_clock::now() < until;
+}
+
+std::vector<std::size_t> NemesisContext::pick_nodes(std::size_t count) const {
+  std::vector<std::size_t> nodes(cluster.node_count());
+  std::iota(nodes.begin(), nodes.end(), 0);
+  std::shuffle(nodes.begin(), nodes.end(), random);
+  nodes.resize(std::min(count, nodes.size()));
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+namespace {
+
+Scenario make(std::string name, std::string faults, std::function<void(NemesisContext&)> nemesis) {
+  Scenario s;
+  s.name = std::move(name);
+  s.faults = std::move(faults);
+  s.nemesis = std::move(nemesis);
+  return s;
+}
+
+// A negative control: `must_fail` are the properties that must report violations.
+Scenario control(std::string name, std::string faults, std::function<void(NemesisContext&)> nemesis,
+                 std::vector<std::string> must_fail) {
+  Scenario s = make(std::move(name), std::move(faults), std::move(nemesis));
+  s.must_fail = std::move(must_fail);
+  return s;
+}
+
+Scenario with_liveness(Scenario s, std::chrono::milliseconds bound) {
+  s.liveness = bound;
+  return s;
+}
+
+}  // namespace
+
+std::vector<Scenario> all_scenarios() {
+  // A node restarted without persistence votes again after max-ttl plus drift by its own uptime
+  // (whole seconds, taken a second short): about 5 s with the campaign's 3 s max-ttl.
+  constexpr auto kAfterQuarantine = 7000ms;
+  std::vector<Scenario> s;
+  s.push_back(make("calm", "no faults (baseline)", calm));
+  s.push_back(with_liveness(
+      make("kill-minority", "SIGKILL 2 of 5 nodes, restart empty, repeatedly", kill_minority),
+      kAfterQuarantine));
+  s.push_back(
+      with_liveness(make("restart-majority-empty", "3 of 5 nodes restart empty at once while held",
+                         [](NemesisContext& c) { restart_majority_empty(c, 3000ms); }),
+                    kAfterQuarantine));
+  s.push_back(make("pause-minority", "SIGSTOP 2 of 5 nodes for 0.5-2 s, repeatedly",
+                   [](NemesisContext& c) { pause_nodes(c, 2); }));
+  s.push_back(make("pause-majority", "SIGSTOP 3 of 5 nodes for 0.5-2 s, repeatedly",
+                   [](NemesisContext& c) { pause_nodes(c, 3); }));
+  s.push_back(make("partition-minority", "one instance cut off from 2 nodes, alternating",
+                   [](NemesisContext& c) { partition(c, 2); }));
+  s.push_back(make("partition-majority", "one instance cut off from 3 nodes, alternating",
+                   [](NemesisContext& c) { partition(c, 3); }));
+  s.push_back(make("link-chaos", "every link: delay 75±50 ms, one-way cuts, dropped connections",
+                   link_chaos));
+  s.push_back(make("clock-jump-one", "one node's clock jumps forward past every ttl, repeatedly",
+                   [](NemesisContext& c) { clock_jumps(c, 1, 1500ms); }));
+  s.push_back(make("clock-drift-one", "one node's clock runs 50 % fast", clock_drift));
+  s.push_back(
+      make("pause-instance", "SIGSTOP a fencelockd for 0.5-2.5 s, repeatedly", pause_instances));
+  s.push_back(make("kill-instance", "SIGKILL a fencelockd and start it again", kill_instances));
+  s.push_back(make("instance-clock", "fencelockd wall clocks jump ±1 h", instance_clocks));
+  s.push_back(
+      make("kill-counter", "SIGKILL the token counter master, restart (AOF always)", kill_counter));
+  s.push_back(make("counter-loses-tail",
+                   "the counter master restarts from an older copy of its files",
+                   counter_loses_tail));
+  // Negative controls: each MUST show violations, or the checkers are blind.
+  Scenario quarantine_off =
+      control("control-quarantine-off", "quarantine off; 3 of 5 nodes restart empty while held",
+              [](NemesisContext& c) { restart_majority_empty(c, 1000ms); }, {"leases"});
+  quarantine_off.quarantine = false;
+  s.push_back(quarantine_off);
+  s.push_back(control("control-clock-majority", "3 of 5 nodes' clocks jump forward past every ttl",
+                      [](NemesisContext& c) { clock_jumps(c, 3, 1000ms); }, {"leases"}));
+  Scenario unfenced =
+      control("control-unfenced-store", "as control-clock-majority, against the unfenced store",
+              [](NemesisContext& c) { clock_jumps(c, 3, 1000ms); }, {"leases", "set"});
+  unfenced.store_mode = "unfenced";
+  s.push_back(unfenced);
+  return s;
+}
+
+}  // namespace fencelock::faults

@@ -1,0 +1,45 @@
+// The campaign's table: each scenario is a nemesis (the faults, on a seeded schedule) with the
+// cluster settings it needs, and — for a negative control — the properties that MUST report
+// violations (a control that finds nothing means the checker is blind, and fails the run).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cluster.h"
+#include "history.h"
+
+namespace fencelock::faults {
+
+// What a nemesis gets: the cluster, the history (to note its steps), a seeded random source and
+// the end of the fault phase. It returns when the phase is over; the runner heals afterwards.
+struct NemesisContext {
+  Cluster& cluster;
+  History& history;
+  std::mt19937_64& random;
+  std::chrono::steady_clock::time_point until;
+
+  // Sleeps `d` but never past `until`; false once `until` has come.
+  bool pause_for(std::chrono::milliseconds d) const;
+  // `count` distinct node indexes, at random.
+  std::vector<std::size_t> pick_nodes(std::size_t count) const;
+};
+
+struct Scenario {
+  std::string name;
+  std::string faults;  // one line for the report
+  std::function<void(NemesisContext&)> nemesis;
+  bool quarantine = true;
+  std::string store_mode = "fenced";
+  std::vector<std::string> must_fail;  // non-empty: a negative control
+  // How long after healing an acquire must succeed: a restarted node's quarantine, or a lease
+  // that survived the fault, and the retry delay.
+  std::chrono::milliseconds liveness{4000};
+};
+
+std::vector<Scenario> all_scenarios();
+
+}  // namespace fencelock::faults

@@ -1,0 +1,225 @@
+#include "workload.h"
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "http_client.h"
+
+namespace fencelock::faults {
+
+namespace {
+
+using testing::HttpAnswer;
+using testing::HttpClient;
+
+std::string detail(const HttpAnswer& answer) {
+  if (answer.status == 0) return "no answer";
+  const std::string code = answer.error_code();
+  return std::to_string(answer.status) + (code.empty() ? "" : " " + code);
+}
+
+// One keep-alive client per instance, made on first use and again when the instance moved.
+class Clients {
+ public:
+  Clients(const Cluster& cluster, std::chrono::milliseconds timeout)
+      : cluster_(cluster), timeout_(timeout) {}
+  // nullptr when instance i is down.
+  HttpClient* instance(std::size_t i) {
+    const std::uint16_t port = cluster_.instance_port(i);
+    if (port == 0) return nullptr;
+    auto& slot = clients_[i];
+    if (!slot.client || slot.port != port)
+      slot = {port, std::make_unique<HttpClient>(port, timeout_)};
+    return slot.client.get();
+  }
+  HttpClient& store() {
+    if (!store_) store_ = std::make_unique<HttpClient>(cluster_.store_port(), timeout_);
+    return *store_;
+  }
+
+ private:
+  struct Slot {
+    std::uint16_t port = 0;
+    std::unique_ptr<HttpClient> client;
+  };
+  const Cluster& cluster_;
+  std::chrono::milliseconds timeout_;
+  std::map<std::size_t, Slot> clients_;
+  std::unique_ptr<HttpClient> store_;
+};
+
+Outcome outcome_of(const HttpAnswer& answer, unsigned refused_status) {
+  if (answer.status == 200) return Outcome::kOk;
+  if (answer.status == refused_status || answer.status == 400) return Outcome::kFail;
+  return Outcome::kInfo;  // 503, a timeout, a dropped connection: it may have happened
+}
+
+}  // namespace
+
+Workload::Workload(Cluster& cluster, History& history, WorkloadSettings settings)
+    : cluster_(cluster), history_(history), settings_(std::move(settings)) {}
+
+Workload::~Workload() {
+  stop();
+}
+
+void Workload::start(std::chrono::steady_clock::time_point deadline) {
+  deadline_ = deadline;
+  int process = 0;
+  for (std::size_t i = 0; i < settings_.lock_clients; ++i, ++process) {
+    threads_.emplace_back([this, process] {
+      lock_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
+    });
+  }
+  for (std::size_t i = 0; i < settings_.draw_clients; ++i, ++process) {
+    threads_.emplace_back([this, process] {
+      draw_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
+    });
+  }
+}
+
+void Workload::stop() {
+  stop_ = true;
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+  threads_.clear();
+}
+
+bool Workload::running() const {
+  return !stop_ && std::chrono::steady_clock::now() < deadline_;
+}
+
+void Workload::lock_client(int process, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  Clients clients(cluster_, settings_.request_timeout);
+  std::uniform_int_distribution<std::int64_t> ttl_ms(settings_.min_ttl.count(),
+                                                     settings_.max_ttl.count());
+  std::uint64_t element = 0;
+  const std::string lock_path = "/v1/locks/" + settings_.lock_name;
+  const std::string set_path = "/objects/" + settings_.set_key;
+  while (running()) {
+    HttpClient* http = clients.instance(random() % cluster_.instance_count());
+    if (http == nullptr) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    const std::int64_t ttl = ttl_ms(random);
+    Operation acquire;
+    acquire.process = process;
+    acquire.f = "acquire";
+    acquire.name = settings_.lock_name;
+    const std::size_t lease = history_.begin(acquire);
+    const HttpAnswer granted =
+        http->post(lock_path, {{"ttl_ms", ttl}, {"wait_ms", settings_.wait.count()}});
+    const nlohmann::json body = granted.json();
+    history_.end(lease, outcome_of(granted, 409), [&](Operation& op) {
+      op.detail = detail(granted);
+      if (granted.status != 200) return;
+      op.token = body.value("token", std::uint64_t{0});
+      op.validity_ms = body.value("validity_ms", std::int64_t{0});
+      op.waited_ms = body.value("waited_ms", std::int64_t{0});
+    });
+    if (granted.status != 200) {
+      if (granted.status != 409) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    const std::string secret = body.value("lease", "");
+    const std::uint64_t token = body.value("token", std::uint64_t{0});
+    const auto lease_index = static_cast<std::int64_t>(lease);
+
+    // Lock-set (Jepsen's): a fenced read early in the lease, then, after holding a while, the
+    // write of what was read plus one new element. Sometimes an extend.
+    const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(token)}};
+    Operation read;
+    read.process = process;
+    read.f = "read";
+    read.name = settings_.set_key;
+    read.token = token;
+    read.lease = lease_index;
+    const std::size_t read_index = history_.begin(read);
+    const HttpAnswer seen = clients.store().request("GET", set_path, "", fencing);
+    const bool read_ok = seen.status == 200 || seen.status == 404;
+    const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
+    history_.end(read_index, read_ok ? Outcome::kOk : outcome_of(seen, 409), [&](Operation& op) {
+      op.value = before;
+      op.detail = detail(seen);
+    });
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 2 + 1)));
+    if (read_ok) {
+      Operation write;
+      write.process = process;
+      write.f = "write";
+      write.name = settings_.set_key;
+      write.token = token;
+      write.lease = lease_index;
+      write.value = before + (before.empty() ? "" : ",") + "p" + std::to_string(process) + "-" +
+                    std::to_string(++element);
+      const std::size_t write_index = history_.begin(write);
+      const HttpAnswer written = clients.store().request("PUT", set_path, write.value, fencing);
+      history_.end(write_index, outcome_of(written, 409),
+                   [&](Operation& op) { op.detail = detail(written); });
+    }
+    if (random() % 2 == 0 && running()) {
+      Operation extend;
+      extend.process = process;
+      extend.f = "extend";
+      extend.name = settings_.lock_name;
+      extend.lease = lease_index;
+      const std::size_t index = history_.begin(extend);
+      const HttpAnswer extended =
+          http->post(lock_path + "/extend", {{"lease", secret}, {"ttl_ms", ttl}});
+      history_.end(index, outcome_of(extended, 409), [&](Operation& op) {
+        op.detail = detail(extended);
+        if (extended.status == 200)
+          op.validity_ms = extended.json().value("validity_ms", std::int64_t{0});
+      });
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 4 + 1)));
+    }
+    Operation release;
+    release.process = process;
+    release.f = "release";
+    release.name = settings_.lock_name;
+    release.lease = lease_index;
+    const std::size_t index = history_.begin(release);
+    const HttpAnswer released = http->del(lock_path, {{"lease", secret}});
+    history_.end(index, outcome_of(released, 409),
+                 [&](Operation& op) { op.detail = detail(released); });
+  }
+}
+
+void Workload::draw_client(int process, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  Clients clients(cluster_, settings_.request_timeout);
+  const std::string path = "/v1/tokens/" + settings_.counter_name;
+  while (running()) {
+    HttpClient* http = clients.instance(random() % cluster_.instance_count());
+    if (http == nullptr) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    Operation draw;
+    draw.process = process;
+    draw.f = "draw";
+    draw.name = settings_.counter_name;
+    const std::size_t index = history_.begin(draw);
+    const HttpAnswer drawn = http->request("POST", path);
+    history_.end(index, outcome_of(drawn, 0), [&](Operation& op) {
+      op.detail = detail(drawn);
+      if (drawn.status == 200) op.token = drawn.json().value("token", std::uint64_t{0});
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 20));
+  }
+}
+
+std::string Workload::final_set() const {
+  HttpClient store(cluster_.store_port(), std::chrono::seconds(5));
+  const HttpAnswer answer = store.get("/objects/" + settings_.set_key);
+  return answer.status == 200 ? answer.json().value("value", "") : "";
+}
+
+}  // namespace fencelock::faults

@@ -1,0 +1,145 @@
+// The fault campaign's checkers on small hand-made histories: each property is reported when it
+// breaks and only then (a blind checker would make every campaign run pass).
+#include "checkers.h"
+
+#include <catch2/catch.hpp>
+
+using namespace fencelock::faults;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+Operation op(const std::string& f, std::int64_t invoke_ms, std::int64_t complete_ms,
+             Outcome outcome, std::uint64_t token = 0) {
+  Operation o;
+  o.f = f;
+  o.name = "n";
+  o.invoke_ns = invoke_ms * kMs;
+  o.complete_ns = complete_ms * kMs;
+  o.outcome = outcome;
+  o.token = token;
+  return o;
+}
+
+Operation grant(std::int64_t invoke_ms, std::int64_t complete_ms, std::uint64_t token,
+                std::int64_t validity_ms, std::int64_t waited_ms = 0) {
+  Operation o = op("acquire", invoke_ms, complete_ms, Outcome::kOk, token);
+  o.validity_ms = validity_ms;
+  o.waited_ms = waited_ms;
+  return o;
+}
+
+Operation on_lease(const std::string& f, std::int64_t lease, std::int64_t invoke_ms,
+                   std::int64_t complete_ms, Outcome outcome, std::int64_t validity_ms = -1) {
+  Operation o = op(f, invoke_ms, complete_ms, outcome);
+  o.lease = lease;
+  o.validity_ms = validity_ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("checkers: tokens must be unique and follow real-time order", "[faults]") {
+  SECTION("overlapping draws may complete in either order") {
+    CHECK(
+        check_tokens({op("draw", 0, 10, Outcome::kOk, 2), op("draw", 1, 5, Outcome::kOk, 1)}).ok());
+  }
+  SECTION("a draw invoked after another completed must be larger") {
+    const auto result =
+        check_tokens({op("draw", 0, 5, Outcome::kOk, 2), op("draw", 6, 9, Outcome::kOk, 1)});
+    REQUIRE(result.violations.size() == 1);
+    CHECK(result.violations[0].operations == std::vector<std::size_t>{0, 1});
+  }
+  SECTION("a token answered twice") {
+    const auto result = check_tokens({grant(0, 5, 7, 100), op("draw", 1, 3, Outcome::kOk, 7)});
+    CHECK_FALSE(result.ok());
+  }
+  SECTION("unknown and failed operations are not judged") {
+    CHECK(check_tokens({op("draw", 0, 5, Outcome::kOk, 2), op("draw", 6, 9, Outcome::kInfo, 1)})
+              .ok());
+  }
+}
+
+TEST_CASE("checkers: two leases of one name must never be valid at once", "[faults]") {
+  SECTION("back to back is fine") {
+    CHECK(check_leases({grant(0, 10, 1, 100), grant(5, 120, 2, 100)}).ok());
+  }
+  SECTION("the second granted inside the first's validity") {
+    const auto result = check_leases({grant(0, 10, 1, 100), grant(5, 50, 2, 100)});
+    REQUIRE(result.violations.size() == 1);
+    CHECK(result.violations[0].operations == std::vector<std::size_t>{0, 1});
+  }
+  SECTION("a release cuts the window where it was invoked") {
+    CHECK(check_leases({grant(0, 10, 1, 100), on_lease("release", 0, 40, 41, Outcome::kInfo),
+                        grant(30, 45, 2, 100)})
+              .ok());
+  }
+  SECTION("a successful extend pushes the deadline out; a failed one does not") {
+    const auto extended =
+        check_leases({grant(0, 10, 1, 100), on_lease("extend", 0, 90, 91, Outcome::kOk, 100),
+                      grant(95, 150, 2, 100)});
+    CHECK_FALSE(extended.ok());
+    CHECK(check_leases({grant(0, 10, 1, 100), on_lease("extend", 0, 90, 91, Outcome::kInfo),
+                        grant(95, 150, 2, 100)})
+              .ok());
+  }
+  SECTION("waited_ms counts toward the deadline") {
+    CHECK_FALSE(check_leases({grant(0, 60, 1, 50, 40), grant(70, 80, 2, 100)}).ok());
+  }
+  SECTION("an answer that arrived after its own deadline held nothing") {
+    CHECK(check_leases({grant(0, 200, 1, 100), grant(150, 160, 2, 100)}).ok());
+  }
+}
+
+TEST_CASE("checkers: the store must never apply a write older than what it had seen", "[faults]") {
+  const auto entry = [](std::uint64_t seq, const std::string& op, std::uint64_t token,
+                        const std::string& outcome) {
+    return StoreEntry{seq, op, "k", token, outcome};
+  };
+  CHECK(check_store({entry(1, "write", 3, "applied"), entry(2, "write", 3, "applied"),
+                     entry(3, "write", 2, "rejected_stale")})
+            .ok());
+  CHECK_FALSE(
+      check_store({entry(1, "fenced_read", 5, "fenced"), entry(2, "write", 4, "applied")}).ok());
+  CHECK_FALSE(check_store({entry(2, "write", 4, "applied_unfenced"),
+                           entry(1, "write", 5, "applied_unfenced")})
+                  .ok());
+
+  const auto parsed = parse_store_log(
+      "{\"seq\":1,\"op\":\"write\",\"key\":\"k\",\"token\":9,\"outcome\":\"applied\"}\nnot json\n");
+  REQUIRE(parsed.size() == 1);
+  CHECK(parsed[0].token == 9);
+  CHECK(parsed[0].outcome == "applied");
+}
+
+TEST_CASE("checkers: every acknowledged set element must survive", "[faults]") {
+  Operation written = op("write", 0, 1, Outcome::kOk, 3);
+  written.value = "a,b";
+  Operation unknown = op("write", 2, 3, Outcome::kInfo, 4);
+  unknown.value = "a,b,c";
+  CHECK(check_set({written, unknown}, "a,b").ok());
+  const auto lost = check_set({written}, "a");
+  REQUIRE(lost.violations.size() == 1);
+  CHECK(lost.violations[0].message.find("b") != std::string::npos);
+}
+
+TEST_CASE("checkers: grants must resume within the bound after the faults heal", "[faults]") {
+  using std::chrono::milliseconds;
+  const std::vector<Operation> history{
+      grant(100, 200, 1, 50), op("acquire", 1000, 4000, Outcome::kInfo), grant(4000, 4500, 2, 50)};
+  CHECK(check_liveness(history, 1000 * kMs, milliseconds(4000)).ok());
+  CHECK_FALSE(check_liveness(history, 1000 * kMs, milliseconds(3000)).ok());
+  CHECK_FALSE(check_liveness(history, 5000 * kMs, milliseconds(3000)).ok());
+}
+
+TEST_CASE("checkers: a violation is shown with the operations around it", "[faults]") {
+  const std::vector<Operation> history{grant(0, 10, 1, 100), op("draw", 20, 21, Outcome::kOk, 9),
+                                       grant(5, 50, 2, 100)};
+  const auto result = check_leases(history);
+  REQUIRE(result.violations.size() == 1);
+  const std::string text = describe(history, result.violations[0]);
+  CHECK(text.find("* #0") != std::string::npos);
+  CHECK(text.find("* #2") != std::string::npos);
+  CHECK(text.find("#1 ") != std::string::npos);  // same name, in the window
+}
