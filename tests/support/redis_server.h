@@ -45,6 +45,8 @@ class RedisServer {
   // "NAME=value" entries added to the server's environment from its next start on (e.g. an
   // LD_PRELOAD clock shim, tests/faults/clock_shim.cpp).
   void set_environment(std::vector<std::string> env) { env_ = std::move(env); }
+  // The persistence of the next start (a node whose operator changed its config across a restart).
+  void set_persistence(Persistence persistence) { persistence_ = persistence; }
 
   void kill();                   // SIGKILL and reap. No-op when not running.
   void restart(bool keep_data);  // kill(), optionally wipe the data directory, start()

@@ -42,7 +42,12 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     n.trusted = true;
     return admitted;
   }
-  if (handshake.durable || handshake.admitted == handshake.run_id) {
+  // Durable now is not enough: a node may have run without persistence when it took the writes
+  // it lost and restart with it on. A durable node kept its data only if it kept its marker (the
+  // marker, like every lock key, lives in the same dataset); one that lost the marker waits out
+  // its quarantine or is admitted with a newborn cluster, like any node.
+  const bool kept_history = !handshake.admitted.empty();
+  if ((handshake.durable && kept_history) || handshake.admitted == handshake.run_id) {
     if (handshake.admitted != handshake.run_id) admitted.push_back(node);
     admit(node);
     return admitted;

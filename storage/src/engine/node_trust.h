@@ -7,8 +7,11 @@
 // the longest ttl; fencelock enforces it instead. An engine lets a node vote only when it can show
 // the node has not lost keys that a live lease may hold — one of:
 //
-//   1. Durable: the node runs appendonly yes + appendfsync always (read at every handshake); it
-//      never loses an acknowledged write, so a restart costs nothing.
+//   1. Durable: the node runs appendonly yes + appendfsync always (read at every handshake) AND
+//      its marker survived (names an admitted run_id of any incarnation): it never loses an
+//      acknowledged write, so a restart costs nothing. Durable config alone is not proof — a node
+//      that ran without persistence and restarted with it on lost its keys and its marker with
+//      them, so it is quarantined like any other.
 //   2. Admitted in this incarnation: the node's marker (a hash the nodes keep, lua_scripts.h) names
 //      the node's current run_id, which some engine wrote when it let this incarnation vote.
 //   3. Up long enough: the node's own uptime (INFO server) is at least the window — the longest
@@ -29,6 +32,9 @@
 // record with it.
 //
 // Limits: a node that loses data without restarting (FLUSHALL, a replica resync) is not noticed.
+// Durability is read at the handshake, so a node whose persistence is switched off at runtime
+// (CONFIG SET appendonly no) after its marker was persisted, and which then crashes and restarts
+// durable, keeps the marker but not the later lock writes: run nodes with a fixed config.
 // If every node loses its data at once, an engine that did not see them restart cannot tell the
 // cluster from a new one (rule 4). Uptime is counted by the node's clock: a forward jump on a
 // node ends its quarantine early, as it would expire its keys early anyway.

@@ -56,6 +56,30 @@ TEST_CASE("a fresh engine does not grant over a lease granted before two nodes l
   CHECK(b->acquire("vault", 1s).ok());
 }
 
+// Review of #12: nodes ran without persistence; two lose their keys in a restart and come back
+// with appendfsync always. Durable config now says nothing about the writes lost before it.
+TEST_CASE("a node that comes back durable after losing its keys is quarantined all the same",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto a = start_engine(cluster, 3s);
+  const auto holder = a->acquire("vault", 3s);
+  REQUIRE(holder.ok());
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    cluster.node(n).set_persistence(Persistence::kAofAlways);
+    cluster.node(n).restart(/*keep_data=*/false);
+  }
+  a->wait_until([&] { return a->node_up(1) && a->node_up(2); });
+  auto fresh = start_engine(cluster, 3s, /*wait_for_nodes=*/false);
+  fresh->wait_until([&] { return fresh->node_up(0) && fresh->node_up(1) && fresh->node_up(2); });
+  while (Clock::now() < holder->valid_until()) {
+    REQUIRE_FALSE(a->acquire("vault", 1s).ok());
+    REQUIRE_FALSE(fresh->acquire("vault", 1s).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  fresh->wait_for_voting_nodes(3, 6s);
+  CHECK(fresh->acquire("vault", 1s).ok());
+}
+
 TEST_CASE("an engine with a shorter max ttl waits out the longest window another engine declared",
           "[storage][redis]") {
   RedisCluster cluster(3);

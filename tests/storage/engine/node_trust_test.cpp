@@ -78,12 +78,30 @@ TEST_CASE("a restart the engine saw itself starts the window no earlier than it 
   CHECK(trust.voting(0, t0 + 62s));
 }
 
-TEST_CASE("a durable node is never quarantined", "[storage]") {
+TEST_CASE("a durable node that kept its marker is never quarantined", "[storage]") {
   NodeTrust trust(3, settings());
   trust.observe(0, node("a", hours(5), "a"), t0);
   CHECK(trust.observe(1, node("b2", 1s, "b", seconds(60), /*durable=*/true), t0) ==
         std::vector<std::size_t>{1});
   CHECK(trust.voting(1, t0));
+}
+
+// Review of #12: a node ran without persistence, lost its keys in a restart and came back with
+// appendfsync always. Its config is durable now; its data (and marker) are gone all the same.
+TEST_CASE("a durable node that lost its marker is quarantined like any other", "[storage]") {
+  NodeTrust trust(3, settings());
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  CHECK(trust.observe(1, node("b2", 1s, "", seconds(60), /*durable=*/true), t0).empty());
+  CHECK_FALSE(trust.voting(1, t0));
+  CHECK(trust.voting(1, t0 + 61s));
+}
+
+TEST_CASE("a newborn cluster of durable nodes votes at once", "[storage]") {
+  NodeTrust trust(2, settings());
+  CHECK(trust.observe(0, node("a", 1s, "", seconds(60), /*durable=*/true), t0).empty());
+  CHECK(trust.observe(1, node("b", 1s, "", seconds(60), /*durable=*/true), t0) ==
+        std::vector<std::size_t>{0, 1});
+  CHECK(trust.voting(0, t0));
 }
 
 TEST_CASE("engines with different max ttls never undercut the longest window", "[storage]") {
