@@ -49,7 +49,8 @@ Response reply(unsigned status, const json& body, unsigned version, bool keep_al
   Response response(static_cast<http::status>(status), version);
   response.set(http::field::content_type, "application/json");
   response.keep_alive(keep_alive);
-  response.body() = body.dump();
+  // Values are bytes, not necessarily UTF-8: invalid sequences are answered as U+FFFD.
+  response.body() = body.dump(-1, ' ', false, json::error_handler_t::replace);
   response.prepare_payload();
   return response;
 }

@@ -174,7 +174,10 @@ void ObjectStore::append_log(const std::string& op, const std::string& key, std:
                              {"outcome", outcome},
                              {"current_token", current_token},
                              {"value", value}};
-  log_ << entry.dump() << '\n' << std::flush;
+  // A value that is not UTF-8 is logged with U+FFFD; it must never stop the log (the write is
+  // already committed).
+  log_ << entry.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n'
+       << std::flush;
 }
 
 Result<PutOutcome> ObjectStore::put(const std::string& key, const std::string& value,
@@ -259,8 +262,11 @@ Result<std::optional<Object>> ObjectStore::get(const std::string& key,
   std::optional<Object> object;
   const int rc = select.text(1, key).step();
   if (rc == SQLITE_ROW) {
-    object = Object{reinterpret_cast<const char*>(sqlite3_column_text(select.get(), 0)),
-                    static_cast<std::uint64_t>(sqlite3_column_int64(select.get(), 1))};
+    // By length, not up to the first NUL: values are bytes.
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(select.get(), 0));
+    object =
+        Object{std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(select.get(), 0))),
+               static_cast<std::uint64_t>(sqlite3_column_int64(select.get(), 1))};
   } else if (rc != SQLITE_DONE) {
     return failure(db_, "select");
   }

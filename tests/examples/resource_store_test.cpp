@@ -344,3 +344,20 @@ TEST_CASE("demo: Kleppmann's pause loses data without fencing and is refused wit
   CHECK(fenced_writes.at("written by client 1") == "rejected_stale");
   CHECK(fenced_writes.at("written by client 2") == "applied");
 }
+
+// Review of #12: a value that is not UTF-8 aborted the store after its write had been committed
+// (the log could not encode it), and a NUL cut a value short on read. Values are bytes.
+TEST_CASE("store: values are bytes — not UTF-8 or with NULs — and never stop the store",
+          "[examples]") {
+  TempDir dir;
+  Store store(dir.path(), "fenced");
+
+  CHECK(store.put("raw", "\xff\xfe", 1).status == 200);
+  const HttpAnswer raw = store.get("raw");
+  CHECK(raw.status == 200);
+  CHECK(raw.json()["value"] == "\xef\xbf\xbd\xef\xbf\xbd");  // answered as U+FFFD U+FFFD
+  CHECK(store.put("nul", std::string("a\0b", 3), 1).status == 200);
+  CHECK(store.get("nul").json()["value"] == std::string("a\0b", 3));
+  CHECK(HttpClient(store.port).get("/healthz").status == 200);
+  CHECK(HttpClient(store.port).get("/log").body.find("\"raw\"") != std::string::npos);
+}
