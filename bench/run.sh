@@ -97,8 +97,10 @@ redis-server --port "$token_port" --bind 127.0.0.1 --save "" --appendonly yes --
   --daemonize yes --pidfile "$work/redis-$token_port.pid" --dir "$work" --logfile "$work/redis-$token_port.log" >/dev/null
 pair_endpoints=""
 for p in $pair_ports; do
+  # A deployment of its own on the same nodes (its own key prefix): the nodes remember that the
+  # first fencelockd's SQLite file served the default prefix, and refuse another token store there.
   "$bin/service/fencelockd" --listen "127.0.0.1:$p" --redis "$nodes" --tokens "redis://127.0.0.1:$token_port" \
-    --token-epoch-file "$work/epoch-$p" >"$work/fencelockd-$p.log" 2>&1 &
+    --token-epoch-file "$work/epoch-$p" --key-prefix "bench-pair:" >"$work/fencelockd-$p.log" 2>&1 &
   echo $! >"$work/fencelockd-$p.pid"
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$p/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
   pair_endpoints="$pair_endpoints${pair_endpoints:+,}http://127.0.0.1:$p"

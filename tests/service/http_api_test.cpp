@@ -443,3 +443,42 @@ TEST_CASE(
   CHECK_THAT(readiness["token_source"]["reason"].get<std::string>(),
              Catch::Contains("shared token source"));
 }
+
+// Review of #12: the registry only saw instances alive at the same time. fencelockd restarted
+// with a fresh token file (another working directory, say) granted token 1 again for a name the
+// nodes had already granted up to 3 — a stale holder's token would then look newer than the new
+// holders'. The nodes now remember which token store they served.
+TEST_CASE("http: fencelockd with a fresh token file on nodes another file served refuses to grant",
+          "[service][redis]") {
+  Service a;
+  {
+    HttpClient http_a = a.client();
+    for (int i = 0; i < 3; ++i) {
+      const json lease = http_a.post("/v1/locks/dup1", {{"ttl_ms", 1000}}).json();
+      REQUIRE(lease.value("token", 0) == i + 1);
+      REQUIRE(http_a.del("/v1/locks/dup1", {{"lease", lease["lease"]}}).json()["released"] == true);
+    }
+  }
+  REQUIRE(a.daemon->stop(SIGTERM) == 0);
+  a.daemon.reset();
+
+  TempDir other_dir;
+  Fencelockd b(other_dir.path(), {"--redis", join(a.cluster.addresses()), "--tokens",
+                                  "sqlite:" + (other_dir.path() / "tokens.db").string()});
+  HttpClient http_b(b.port());
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  json readiness;
+  for (;;) {
+    readiness = http_b.get("/readyz").json();
+    const std::string reason =
+        readiness.contains("token_source") ? readiness["token_source"].value("reason", "") : "";
+    if (reason.find("another token store") != std::string::npos) break;
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(50ms);
+  }
+  const HttpAnswer refused = http_b.post("/v1/locks/dup1", {{"ttl_ms", 1000}});
+  CHECK(refused.status == 503);
+  CHECK_THAT(refused.json()["error"]["message"].get<std::string>(),
+             Catch::Contains("another token store"));
+  CHECK(http_b.request("POST", "/v1/tokens/dup1").status == 503);
+}

@@ -31,17 +31,21 @@ void InstanceRegistry::stop() {
 }
 
 std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) const {
-  if (!exclusive_) return std::nullopt;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!conflict_.empty()) {
+  if (exclusive_ && !conflict_.empty()) {
     return "another fencelockd shares these lock nodes (its tokens come from " + conflict_ +
            "); an embedded (SQLite) token source serves one instance only: give every instance the "
            "same shared token source (--tokens redis://...)";
   }
-  if (!checked_at_ || now - *checked_at_ > kFreshness) {
+  if (!bound_elsewhere_.empty()) {
+    return "these lock nodes have granted with tokens from another token store (" +
+           bound_elsewhere_ + ", this fencelockd: " + identity_ +
+           "); tokens from this one could repeat or go backwards. Use the token source the nodes "
+           "were used with (docs/operations.md, \"Token source\")";
+  }
+  if (exclusive_ && (!checked_at_ || now - *checked_at_ > kFreshness)) {
     return "this fencelockd has an embedded (SQLite) token source and has not confirmed recently "
-           "that "
-           "it is the only instance on these lock nodes";
+           "that it is the only instance on these lock nodes";
   }
   return std::nullopt;
 }
@@ -60,6 +64,7 @@ void InstanceRegistry::round() {
   answers_ = 0;
   replies_ = 0;
   round_conflict_.clear();
+  round_bound_elsewhere_.clear();
   RespCommand heartbeat(7);
   heartbeat.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
@@ -74,9 +79,10 @@ void InstanceRegistry::round() {
 void InstanceRegistry::on_reply(std::size_t, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
-  if (reply.kind == NodeReply::Kind::kArray) {
+  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 2) {
     ++answers_;
-    for (const NodeReply& other : reply.elements) {
+    if (reply.elements[0].text != identity_) round_bound_elsewhere_ = reply.elements[0].text;
+    for (const NodeReply& other : reply.elements[1].elements) {
       if (other.text != identity_) round_conflict_ = other.text;
     }
   }
@@ -90,6 +96,7 @@ void InstanceRegistry::finish_round(bool reached_quorum) {
     std::lock_guard<std::mutex> lock(mutex_);
     checked_at_ = round_started_;
     conflict_ = round_conflict_;
+    bound_elsewhere_ = round_bound_elsewhere_;
   }
   schedule(reached_quorum ? kInterval : kRetry);
 }

@@ -19,6 +19,15 @@
 // restart of the same instance carries the same store id and is no conflict; a clean stop removes
 // the entry at once, a crash leaves it to expire (kEntryLifetime).
 //
+// Over time, too: the first engine to reach a node binds it to its token identity (a "#tokens"
+// field in the same hash, never expiring), and an engine whose identity differs refuses to grant
+// while any node it reaches is bound elsewhere — an instance started later with a fresh SQLite
+// file (or a shared source after an embedded one, or the reverse) would otherwise start again at
+// token 1 for names the nodes already granted. A node that loses its data loses its binding and
+// is bound again by the next engine; if every node loses it at once, the next engine binds them
+// all (the same limit as NodeTrust's). Replacing a token source deliberately means deleting the
+// field on every node (docs/operations.md).
+//
 // Limits: an engine paused between its last check and a grant for longer than kFreshness may still
 // complete that one grant (as with any pause between quorum and answer; fencing tokens of the
 // other instance are then the ones that may repeat — which is why the refusal exists at all).
@@ -52,8 +61,9 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   void start();
   void stop();  // removes this engine's entry (fire and forget)
 
-  // Why this engine must not grant right now, or nullopt. Always nullopt with shared tokens.
-  // Safe from any thread.
+  // Why this engine must not grant right now, or nullopt: lock nodes bound to another token
+  // identity (any engine), or, with an exclusive source, another live instance or no recent
+  // check. Safe from any thread.
   std::optional<std::string> refusal(Clock::time_point now) const;
 
  private:
@@ -72,11 +82,13 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::uint32_t round_ = 0;
   Clock::time_point round_started_{};
   std::size_t answers_ = 0, replies_ = 0;
-  std::string round_conflict_;  // another identity seen in this round
+  std::string round_conflict_;         // another identity seen in this round
+  std::string round_bound_elsewhere_;  // a node bound to another identity, this round
 
   mutable std::mutex mutex_;                     // guards the two below, read from any thread
   std::optional<Clock::time_point> checked_at_;  // start of the last round that reached a quorum
   std::string conflict_;                         // what that round found ("" = none)
+  std::string bound_elsewhere_;                  // a node it found bound to another identity
 };
 
 }  // namespace fencelock::storage

@@ -153,16 +153,22 @@ inline constexpr std::string_view kNodeMarkerScript =
 
 // Registry heartbeat (instance_registry.h; EVAL, once a second per node). KEYS[1]: the registry
 // hash; ARGV[1]: this engine's id; ARGV[2]: its token identity; ARGV[3]: entry lifetime (ms).
-// Writes this engine's entry "<expiry ms> <identity>" (the node's clock), deletes expired entries
-// of others, and returns the identities of the other live ones.
+// Binds the node to a token identity if it has none yet (field "#tokens", kept for good), writes
+// this engine's entry "<expiry ms> <identity>" (the node's clock), deletes expired entries of
+// others, and returns {the bound identity, {the identities of the other live entries}}.
 inline constexpr std::string_view kRegistryHeartbeatScript =
+    "local bound = redis.call('HGET', KEYS[1], '#tokens')\n"
+    "if not bound then\n"
+    "  bound = ARGV[2]\n"
+    "  redis.call('HSET', KEYS[1], '#tokens', bound)\n"
+    "end\n"
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
     "redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[3])) .. ' ' .. ARGV[2])\n"
     "local others = {}\n"
     "local entries = redis.call('HGETALL', KEYS[1])\n"
     "for i = 1, #entries, 2 do\n"
-    "  if entries[i] ~= ARGV[1] then\n"
+    "  if entries[i] ~= ARGV[1] and entries[i] ~= '#tokens' then\n"
     "    local space = string.find(entries[i + 1], ' ', 1, true)\n"
     "    if not space or tonumber(string.sub(entries[i + 1], 1, space - 1)) < now then\n"
     "      redis.call('HDEL', KEYS[1], entries[i])\n"
@@ -171,7 +177,7 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "    end\n"
     "  end\n"
     "end\n"
-    "return others\n";
+    "return {bound, others}\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.

@@ -169,11 +169,30 @@ TEST_CASE(
     a->wait_until([&] { return a->engine().grant_refusal().has_value(); }, 5s);
     CHECK(a->acquire("third", 1s).error().code == ErrorCode::kUnavailable);
   }
-  SECTION("an instance with a shared token source: the embedded one refuses") {
-    EngineUnderTest shared(options_for(""));
-    CHECK_FALSE(shared.engine().grant_refusal().has_value());
+  SECTION("an instance with a shared token source: both refuse (the nodes are bound to a's)") {
+    EngineUnderTest shared(options_for(""), nullptr, nullptr);
+    shared.wait_until([&] {
+      const auto why = shared.engine().grant_refusal();
+      return why && why->find("another token store") != std::string::npos;
+    });
+    CHECK_THAT(*shared.engine().grant_refusal(), Catch::Contains("another token store (sqlite:a"));
     a->wait_until([&] { return a->engine().grant_refusal().has_value(); }, 5s);
-    CHECK(shared.acquire("shared", 1s).ok());
+    CHECK(shared.acquire("shared", 1s).error().code == ErrorCode::kUnavailable);
+  }
+  // Review of #12: the registry only saw instances alive at the same time, so a second embedded
+  // source started after the first had stopped handed out token 1 again.
+  SECTION("after the first stops, another embedded source still never grants: the nodes remember") {
+    a.reset();  // a clean stop: its registry entry is gone at once
+    EngineUnderTest b(options_for("sqlite:b"), nullptr, nullptr);
+    b.wait_until([&] {
+      const auto why = b.engine().grant_refusal();
+      return why && why->find("another token store") != std::string::npos;
+    });
+    CHECK_THAT(*b.engine().grant_refusal(), Catch::Contains("another token store (sqlite:a"));
+    CHECK(b.acquire("second", 1s).error().code == ErrorCode::kUnavailable);
+    cluster.node(0).restart(/*keep_data=*/false);  // one node forgets: the others still remember
+    std::this_thread::sleep_for(1500ms);
+    CHECK(b.engine().grant_refusal().has_value());
   }
   SECTION(
       "the same store again (a restart) is no conflict, and a clean stop frees the nodes at once") {
