@@ -12,29 +12,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "loopback.h"
+
 namespace fencelock::testing {
 
 namespace {
-
-sockaddr_in loopback(std::uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  return addr;
-}
-
-// A blocking connection to 127.0.0.1:port, or -1.
-int connect_to(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  const sockaddr_in addr = loopback(port);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Copies what is readable on `from` to `to`; false when either side is finished.
 bool relay(int from, int to) {
@@ -54,7 +36,7 @@ bool relay(int from, int to) {
 
 TcpProxy::TcpProxy(std::uint16_t target) : target_(target) {
   listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr = loopback(0);
+  sockaddr_in addr = loopback_address(0);
   socklen_t len = sizeof(addr);
   if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::listen(listener_, 64) != 0 ||
@@ -106,7 +88,7 @@ void TcpProxy::switch_upstreams() {
   std::vector<Pair> kept;
   for (Pair pair : pairs_) {
     ::close(pair.upstream);
-    pair.upstream = connect_to(target);
+    pair.upstream = connect_loopback(target);
     if (pair.upstream < 0) {
       ::close(pair.client);
       continue;
@@ -165,7 +147,7 @@ void TcpProxy::run() {
           std::lock_guard<std::mutex> guard(mutex_);
           target = target_;
         }
-        const int upstream = connect_to(target);
+        const int upstream = connect_loopback(target);
         if (upstream < 0) {
           ::close(client);
         } else {

@@ -12,34 +12,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "loopback.h"
+
 namespace fencelock::faults {
 
 namespace {
-
-sockaddr_in loopback(std::uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  return addr;
-}
-
-void make_nonblocking(int fd) {
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-// A connection to 127.0.0.1:port made non-blocking once connected, or -1.
-int connect_to(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  const sockaddr_in addr = loopback(port);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  make_nonblocking(fd);
-  return fd;
-}
 
 void close_link(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -50,7 +27,7 @@ void close_link(int& fd) {
 
 FaultProxy::FaultProxy(std::uint16_t target, std::uint64_t seed) : target_(target), random_(seed) {
   listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr = loopback(0);
+  sockaddr_in addr = testing::loopback_address(0);
   socklen_t len = sizeof(addr);
   if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::listen(listener_, 64) != 0 ||
@@ -190,7 +167,7 @@ void FaultProxy::run() {
     if (fds[1].revents != 0) {
       const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (client >= 0) {
-        const int node = connect_to(target_);
+        const int node = testing::connect_loopback(target_, /*nonblocking=*/true);
         if (node < 0) {
           ::close(client);
         } else {

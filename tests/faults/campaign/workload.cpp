@@ -56,6 +56,18 @@ Outcome outcome_of(const HttpAnswer& answer, unsigned refused_status) {
   return Outcome::kInfo;  // 503, a timeout, a dropped connection: it may have happened
 }
 
+// An operation about to be invoked.
+Operation operation(int process, std::string f, std::string name, std::int64_t lease = -1,
+                    std::uint64_t token = 0) {
+  Operation op;
+  op.process = process;
+  op.f = std::move(f);
+  op.name = std::move(name);
+  op.lease = lease;
+  op.token = token;
+  return op;
+}
+
 }  // namespace
 
 Workload::Workload(Cluster& cluster, History& history, WorkloadSettings settings)
@@ -107,10 +119,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
       continue;
     }
     const std::int64_t ttl = ttl_ms(random);
-    Operation acquire;
-    acquire.process = process;
-    acquire.f = "acquire";
-    acquire.name = settings_.lock_name;
+    Operation acquire = operation(process, "acquire", settings_.lock_name);
     const std::size_t lease = history_.begin(acquire);
     const HttpAnswer granted =
         http->post(lock_path, {{"ttl_ms", ttl}, {"wait_ms", settings_.wait.count()}});
@@ -133,12 +142,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
     // Lock-set (Jepsen's): a fenced read early in the lease, then, after holding a while, the
     // write of what was read plus one new element. Sometimes an extend.
     const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(token)}};
-    Operation read;
-    read.process = process;
-    read.f = "read";
-    read.name = settings_.set_key;
-    read.token = token;
-    read.lease = lease_index;
+    Operation read = operation(process, "read", settings_.set_key, lease_index, token);
     const std::size_t read_index = history_.begin(read);
     const HttpAnswer seen = clients.store().request("GET", set_path, "", fencing);
     const bool read_ok = seen.status == 200 || seen.status == 404;
@@ -150,12 +154,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 2 + 1)));
     if (read_ok) {
-      Operation write;
-      write.process = process;
-      write.f = "write";
-      write.name = settings_.set_key;
-      write.token = token;
-      write.lease = lease_index;
+      Operation write = operation(process, "write", settings_.set_key, lease_index, token);
       write.value = before + (before.empty() ? "" : ",") + "p" + std::to_string(process) + "-" +
                     std::to_string(++element);
       const std::size_t write_index = history_.begin(write);
@@ -164,11 +163,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
                    [&](Operation& op) { op.detail = detail(written); });
     }
     if (random() % 2 == 0 && running()) {
-      Operation extend;
-      extend.process = process;
-      extend.f = "extend";
-      extend.name = settings_.lock_name;
-      extend.lease = lease_index;
+      Operation extend = operation(process, "extend", settings_.lock_name, lease_index);
       const std::size_t index = history_.begin(extend);
       const HttpAnswer extended =
           http->post(lock_path + "/extend", {{"lease", secret}, {"ttl_ms", ttl}});
@@ -180,11 +175,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 4 + 1)));
     }
-    Operation release;
-    release.process = process;
-    release.f = "release";
-    release.name = settings_.lock_name;
-    release.lease = lease_index;
+    Operation release = operation(process, "release", settings_.lock_name, lease_index);
     const std::size_t index = history_.begin(release);
     const HttpAnswer released = http->del(lock_path, {{"lease", secret}});
     history_.end(index, outcome_of(released, 409),
@@ -202,10 +193,7 @@ void Workload::draw_client(int process, std::uint64_t seed) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
-    Operation draw;
-    draw.process = process;
-    draw.f = "draw";
-    draw.name = settings_.counter_name;
+    Operation draw = operation(process, "draw", settings_.counter_name);
     const std::size_t index = history_.begin(draw);
     const HttpAnswer drawn = http->request("POST", path);
     history_.end(index, outcome_of(drawn, 0), [&](Operation& op) {
