@@ -35,6 +35,9 @@ struct Scenario {
   bool quarantine = true;
   std::string store_mode = "fenced";
   std::vector<std::string> must_fail;  // non-empty: a negative control
+  // Properties the service does not promise under these faults (they break a stated assumption):
+  // reported with their counts, never judged.
+  std::vector<std::string> unpromised;
   // How long after healing an acquire must succeed: a restarted node's quarantine, or a lease
   // that survived the fault, and the retry delay.
   std::chrono::milliseconds liveness{4000};
