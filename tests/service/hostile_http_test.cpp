@@ -1,0 +1,286 @@
+// Hostile input against the real fencelockd over raw loopback sockets (issue #14): request
+// smuggling, malformed framing, oversized parts, slow clients and a JSON corpus. Each must get the
+// right 4xx (or a closed connection where HTTP cannot answer), never crash the service, never write
+// anything on a lock node, and leave memory, descriptors and other clients' service unharmed.
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loopback.h"
+#include "service_under_test.h"
+#include "sync_redis.h"
+
+using namespace fencelock::testing;
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+using nlohmann::json;
+
+namespace {
+
+// One raw connection with a receive timeout; closes itself.
+class RawSocket {
+ public:
+  explicit RawSocket(std::uint16_t port) : fd_(connect_loopback(port)) {
+    timeval timeout{};
+    timeout.tv_usec = 200'000;
+    if (fd_ >= 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  }
+  ~RawSocket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawSocket(const RawSocket&) = delete;
+  RawSocket& operator=(const RawSocket&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  // False once the peer has closed (or reset) the connection.
+  bool send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // Everything the server sends until it closes, or until `limit` passes.
+  std::string read_until_closed(std::chrono::milliseconds limit) {
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buffer[4096];
+    while (std::chrono::steady_clock::now() < deadline) {
+      const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
+      if (n == 0) {
+        closed_ = true;
+        break;
+      }
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+        closed_ = true;  // reset
+        break;
+      }
+      got.append(buffer, static_cast<std::size_t>(n));
+    }
+    return got;
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  bool closed_ = false;
+};
+
+// The status code of the first response in `bytes`, 0 when there is none.
+unsigned first_status(const std::string& bytes) {
+  if (bytes.rfind("HTTP/1.1 ", 0) != 0 || bytes.size() < 12) return 0;
+  return static_cast<unsigned>(std::stoi(bytes.substr(9, 3)));
+}
+
+std::size_t count_responses(const std::string& bytes) {
+  std::size_t count = 0;
+  for (std::size_t at = bytes.find("HTTP/1.1 "); at != std::string::npos;
+       at = bytes.find("HTTP/1.1 ", at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+json body_of(const std::string& bytes) {
+  const auto start = bytes.find("\r\n\r\n");
+  if (start == std::string::npos) return json();
+  return json::parse(bytes.substr(start + 4), nullptr, false);
+}
+
+std::int64_t keys_on_nodes(ServiceUnderTest& service) {
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < service.cluster.size(); ++i) {
+    SyncRedis redis(service.cluster.node(i).port());
+    total += redis.count_keys("fencelock:lock:*");
+  }
+  return total;
+}
+
+std::int64_t open_descriptors(pid_t pid) {
+  std::int64_t count = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    ++count;
+  }
+  return count;
+}
+
+std::int64_t resident_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
+struct RawCase {
+  const char* what;
+  std::string bytes;
+};
+
+}  // namespace
+
+TEST_CASE("hostile: malformed framing gets a 4xx or a closed connection and writes nothing",
+          "[service][redis][hostile]") {
+  ServiceUnderTest service({"--idle-timeout", "1s"});
+  const pid_t pid = service.daemon->pid();
+  const std::int64_t descriptors_before = open_descriptors(pid);
+  const std::int64_t rss_before = resident_kib(pid);
+  const std::string acquire = "POST /v1/locks/victim HTTP/1.1\r\nHost: x\r\n";
+  const std::string body = R"({"ttl_ms":10000})";
+  const std::vector<RawCase> cases = {
+      {"Content-Length and Transfer-Encoding together (CL.TE smuggling)",
+       acquire + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + acquire +
+           "Content-Length: 16\r\n\r\n" + body},
+      {"two different Content-Length headers",
+       acquire + "Content-Length: 16\r\nContent-Length: 17\r\n\r\n" + body + " "},
+      {"a chunk size that is not hex",
+       acquire + "Transfer-Encoding: chunked\r\n\r\nzz\r\n" + body + "\r\n0\r\n\r\n"},
+      {"a Transfer-Encoding that is not chunked",
+       acquire + "Transfer-Encoding: gzip\r\n\r\n" + body},
+      {"a NUL in the request target", "POST /v1/locks/vic\0tim HTTP/1.1\r\nHost: x\r\n\r\n"s},
+      {"a NUL in a header value",
+       "POST /v1/locks/victim HTTP/1.1\r\nHost: x\0y\r\nContent-Length: 16\r\n\r\n"s + body},
+      {"bare LF line endings",
+       "POST /v1/locks/victim HTTP/1.1\nHost: x\nContent-Length: 16\n\n" + body},
+      {"an HTTP/2 connection preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"},
+      {"a header of 100 KiB", acquire + "X-Pad: " + std::string(100 * 1024, 'a') + "\r\n\r\n"},
+      {"Content-Length 2^62", acquire + "Content-Length: 4611686018427387904\r\n\r\n" + body},
+      {"a negative Content-Length", acquire + "Content-Length: -16\r\n\r\n" + body},
+      {"an absolute-form target for another host",
+       "POST http://evil.example/v1/locks/victim HTTP/1.1\r\nHost: x\r\nContent-Length: "
+       "16\r\n\r\n" +
+           body},
+      {"a request line of garbage",
+       "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 TLS hello\r\n\r\n"},
+  };
+  for (const RawCase& c : cases) {
+    INFO(c.what);
+    RawSocket socket(service.port());
+    REQUIRE(socket.ok());
+    socket.send(c.bytes);
+    const std::string answer = socket.read_until_closed(3s);
+    const unsigned status = first_status(answer);
+    INFO("answer: " << answer.substr(0, 300));
+    // An answer is a 4xx with the JSON error envelope; otherwise the connection was closed.
+    if (status != 0) {
+      CHECK(status >= 400);
+      CHECK(status < 500);
+      const json error = body_of(answer);
+      CHECK(error.is_object());
+      CHECK(error.contains("error"));
+    } else {
+      CHECK(socket.closed());
+    }
+    CHECK(count_responses(answer) <= 1);  // nothing smuggled behind the first request
+    CHECK(keys_on_nodes(service) == 0);
+  }
+
+  SECTION("an endless chunked body is cut off at the body limit") {
+    RawSocket socket(service.port());
+    REQUIRE(socket.ok());
+    socket.send(acquire + "Transfer-Encoding: chunked\r\n\r\n");
+    const std::string chunk = "400\r\n" + std::string(1024, ' ') + "\r\n";
+    bool open = true;
+    for (int i = 0; i < 1024 && open; ++i) open = socket.send(chunk);  // at most 1 MiB
+    const std::string answer = socket.read_until_closed(3s);
+    const unsigned status = first_status(answer);
+    CHECK((status == 413 || (status == 0 && socket.closed())));
+    CHECK(keys_on_nodes(service) == 0);
+  }
+
+  CHECK(service.client().get("/healthz").status == 200);
+  std::this_thread::sleep_for(1500ms);  // idle connections time out
+  CHECK(open_descriptors(pid) <= descriptors_before + 5);
+  CHECK(resident_kib(pid) <= rss_before + 64 * 1024);
+}
+
+TEST_CASE("hostile: a JSON corpus is refused with invalid_request and writes nothing",
+          "[service][redis][hostile]") {
+  ServiceUnderTest service;
+  HttpClient http = service.client();
+  const std::vector<std::string> bodies = {
+      std::string(10'000, '['),
+      std::string(10'000, '[') + std::string(10'000, ']'),
+      R"({"ttl_ms": 1e400})",
+      R"({"ttl_ms": 99999999999999999999999999})",
+      R"({"ttl_ms": -1})",
+      R"({"ttl_ms": 1000.5})",
+      R"({"ttl_ms": "1000"})",
+      R"({"ttl_ms": [1000]})",
+      R"({"ttl_ms": {"value": 1000}})",
+      R"({"ttl_ms": null})",
+      R"({"ttl_ms": 1000, "wait_ms": true})",
+      R"({"ttl_ms": 1000, "owner": 7})",
+      R"({"ttl_ms": 1000, "owner": ")" + std::string(500, 'o') + R"("})",
+      R"({"ttl_ms": 1000, "ttl_ms": "x"})",
+      R"([{"ttl_ms": 1000}])",
+      R"("ttl_ms")",
+      "",
+      "null",
+      "{",
+      R"({"ttl_ms": 1000} trailing)",
+      "{\"ttl_ms\": 1000, \"owner\": \"\xff\xfe\"}",
+  };
+  for (const std::string& body : bodies) {
+    INFO("body: " << body.substr(0, 80));
+    const HttpAnswer answer = http.request("POST", "/v1/locks/victim", body);
+    CHECK(answer.status == 400);
+    CHECK(answer.error_code() == "invalid_request");
+  }
+  const std::vector<std::string> names = {
+      "a%0D%0Ab", "%2A", "%7B%7D", "a%00b", "..", ".", "a/b", "%2E%2E", std::string(201, 'n')};
+  for (const std::string& name : names) {
+    INFO("name: " << name);
+    const HttpAnswer answer = http.post("/v1/locks/" + name, {{"ttl_ms", 1000}});
+    CHECK(answer.status >= 400);
+    CHECK(answer.status < 500);
+    CHECK(answer.json().is_object());
+  }
+  CHECK(keys_on_nodes(service) == 0);
+  CHECK(http.get("/healthz").status == 200);
+}
+
+TEST_CASE("hostile: slow clients are cut off and never starve the others",
+          "[service][redis][hostile]") {
+  ServiceUnderTest service({"--idle-timeout", "1s"});
+  const pid_t pid = service.daemon->pid();
+  constexpr int kSlowClients = 200;
+  std::vector<std::unique_ptr<RawSocket>> slow;
+  for (int i = 0; i < kSlowClients; ++i) {
+    slow.push_back(std::make_unique<RawSocket>(service.port()));
+    REQUIRE(slow.back()->ok());
+    slow.back()->send("POST /v1/locks/slow HTTP/1.1\r\n");
+  }
+  // A byte per client every 200 ms for 3 s: a slowloris. Meanwhile others are served.
+  HttpClient http = service.client();
+  int served = 0;
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  while (std::chrono::steady_clock::now() < until) {
+    for (auto& socket : slow) socket->send("X");
+    const json lease = http.post("/v1/locks/fast", {{"ttl_ms", 1000}}).json();
+    if (lease.contains("lease")) {
+      CHECK(http.del("/v1/locks/fast", {{"lease", lease["lease"]}}).json()["released"] == true);
+      ++served;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  CHECK(served >= 5);
+  // Each slow request had a second to arrive whole (--idle-timeout): all were closed.
+  int closed = 0;
+  for (auto& socket : slow) {
+    socket->read_until_closed(1s);
+    if (socket->closed()) ++closed;
+  }
+  CHECK(closed == kSlowClients);
+  CHECK(keys_on_nodes(service) == 0);
+  slow.clear();
+  std::this_thread::sleep_for(200ms);
+  CHECK(open_descriptors(pid) < 64);
+}
