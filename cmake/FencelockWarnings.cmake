@@ -6,7 +6,7 @@ target_compile_options(fencelock_warnings INTERFACE
   -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual
   -Wconversion -Wsign-conversion -Wimplicit-fallthrough
   # g++ 12 reports false -Wrestrict positives at -O3 for `"literal" + std::string&&` (GCC PR 105329).
-  -Wno-restrict)
+  $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
 
 # Asio with C++20 coroutines on g++ 12 needs no extra flag; Boost.Asio is header-only here.
 add_library(fencelock_asio INTERFACE)
