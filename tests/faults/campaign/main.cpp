@@ -61,6 +61,10 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
   History history;
   WorkloadSettings load;
   load.seed = seed;
+  if (scenario.naive_counter) {
+    load.naive_draw_clients = 1;
+    load.draw_clients = 0;
+  }
   Workload workload(cluster, history, load);
   const auto began = Clock::now();
   const auto heal_at = began + 1s + fault_phase;

@@ -283,6 +283,13 @@ std::vector<Scenario> all_scenarios() {
               [](NemesisContext& c) { clock_jumps(c, 3, 1000ms); }, {"leases", "set"});
   unfenced.store_mode = "unfenced";
   s.push_back(unfenced);
+  // The token checker is not blind to repeats: a bare INCR counter (what the epoch guard of the
+  // Redis token source protects against) under the same loss of acknowledged writes.
+  Scenario naive = control("control-naive-counter",
+                           "counter-loses-tail, drawing with a bare INCR (no epoch guard)",
+                           counter_loses_tail, {"tokens"});
+  naive.naive_counter = true;
+  s.push_back(naive);
   return s;
 }
 

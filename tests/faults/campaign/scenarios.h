@@ -38,6 +38,8 @@ struct Scenario {
   // Properties the service does not promise under these faults (they break a stated assumption):
   // reported with their counts, never judged.
   std::vector<std::string> unpromised;
+  // Draw from a naive counter (a bare INCR on the counter master) instead of the service's.
+  bool naive_counter = false;
   // How long after healing an acquire must succeed: a restarted node's quarantine, or a lease
   // that survived the fault, and the retry delay.
   std::chrono::milliseconds liveness{4000};

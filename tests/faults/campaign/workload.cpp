@@ -6,6 +6,7 @@
 #include <random>
 
 #include "http_client.h"
+#include "sync_redis.h"
 
 namespace fencelock::faults {
 
@@ -83,6 +84,12 @@ void Workload::start(std::chrono::steady_clock::time_point deadline) {
   for (std::size_t i = 0; i < settings_.lock_clients; ++i, ++process) {
     threads_.emplace_back([this, process] {
       lock_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
+    });
+  }
+  counter_port_ = cluster_.counter().port();
+  for (std::size_t i = 0; i < settings_.naive_draw_clients; ++i, ++process) {
+    threads_.emplace_back([this, process] {
+      naive_draw_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
     });
   }
   for (std::size_t i = 0; i < settings_.draw_clients; ++i, ++process) {
@@ -200,6 +207,26 @@ void Workload::draw_client(int process, std::uint64_t seed) {
       op.detail = detail(drawn);
       if (drawn.status == 200) op.token = drawn.json().value("token", std::uint64_t{0});
     });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 20));
+  }
+}
+
+void Workload::naive_draw_client(int process, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  const std::string name = "naive-" + settings_.counter_name;
+  auto redis = std::make_unique<testing::SyncRedis>(counter_port_, settings_.request_timeout);
+  while (running()) {
+    const std::size_t index = history_.begin(operation(process, "draw", name));
+    const testing::SyncReply reply = redis->command({"INCR", name});
+    const bool ok = reply.kind == storage::NodeReply::Kind::kInteger && reply.integer > 0;
+    history_.end(index, ok ? Outcome::kOk : Outcome::kInfo, [&](Operation& op) {
+      if (ok) op.token = static_cast<std::uint64_t>(reply.integer);
+      op.detail = ok ? "INCR" : "no answer";
+    });
+    if (!reply.answered()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      redis = std::make_unique<testing::SyncRedis>(counter_port_, settings_.request_timeout);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 20));
   }
 }

@@ -5,6 +5,7 @@
 //                     read the set with the token, add a unique element, write it back with the
 //                     token); sometimes extend; release.
 //   counter           draw tokens from a counter (POST /v1/tokens/{name}).
+//   naive counter     (controls only) INCR on the counter master itself, no epoch guard.
 //
 // Every request has a timeout; every loop stops at stop() or at its deadline, whichever is first.
 #pragma once
@@ -24,6 +25,10 @@ namespace fencelock::faults {
 struct WorkloadSettings {
   std::size_t lock_clients = 4;
   std::size_t draw_clients = 1;
+  // Clients drawing from a naive counter — a bare INCR on the counter master, without the epoch
+  // guard of fencelock's Redis token source — for the control that shows the token checker sees
+  // repeated tokens when a counter loses acknowledged writes.
+  std::size_t naive_draw_clients = 0;
   std::string lock_name = "campaign-lock";
   std::string counter_name = "campaign-counter";
   std::string set_key = "campaign-set";
@@ -49,6 +54,7 @@ class Workload {
  private:
   void lock_client(int process, std::uint64_t seed);
   void draw_client(int process, std::uint64_t seed);
+  void naive_draw_client(int process, std::uint64_t seed);
   bool running() const;
 
   Cluster& cluster_;
@@ -56,6 +62,7 @@ class Workload {
   WorkloadSettings settings_;
   std::atomic<bool> stop_{false};
   std::chrono::steady_clock::time_point deadline_;
+  std::uint16_t counter_port_ = 0;
   std::vector<std::thread> threads_;
 };
 
