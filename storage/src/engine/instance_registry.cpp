@@ -9,6 +9,10 @@ namespace {
 constexpr std::string_view kSharedIdentity = "shared";
 }  // namespace
 
+const std::string_view InstanceRegistry::kNotYetChecked =
+    "this fencelockd has not yet confirmed with a majority of lock nodes which token store they "
+    "serve";
+
 InstanceRegistry::InstanceRegistry(EngineCore& core, std::string exclusive_tokens)
     : core_(core),
       identity_(exclusive_tokens.empty() ? std::string(kSharedIdentity)
@@ -43,7 +47,8 @@ std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) cons
            "); tokens from this one could repeat or go backwards. Use the token source the nodes "
            "were used with (docs/operations.md, \"Token source\")";
   }
-  if (exclusive_ && (!checked_at_ || now - *checked_at_ > kFreshness)) {
+  if (!checked_at_ || !bound_quorum_) return std::string(kNotYetChecked);
+  if (exclusive_ && now - *checked_at_ > kFreshness) {
     return "this fencelockd has an embedded (SQLite) token source and has not confirmed recently "
            "that it is the only instance on these lock nodes";
   }
@@ -65,14 +70,17 @@ void InstanceRegistry::round() {
   replies_ = 0;
   round_conflict_.clear();
   round_bound_elsewhere_.clear();
-  RespCommand heartbeat(7);
+  round_bound_here_ = 0;
+  round_binds_ = may_bind_;
+  RespCommand heartbeat(8);
   heartbeat.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
       .arg(std::int64_t{1})
       .arg(key_)
       .arg(core_.engine_id())
       .arg(identity_)
-      .arg(kEntryLifetime.count());
+      .arg(kEntryLifetime.count())
+      .arg(round_binds_ ? "1" : "0");
   core_.broadcast(heartbeat, shared_from_this(), round_);
 }
 
@@ -81,7 +89,12 @@ void InstanceRegistry::on_reply(std::size_t, std::uint32_t cookie, NodeReply rep
   ++replies_;
   if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 2) {
     ++answers_;
-    if (reply.elements[0].text != identity_) round_bound_elsewhere_ = reply.elements[0].text;
+    const std::string& bound = reply.elements[0].text;
+    if (bound == identity_) {
+      ++round_bound_here_;
+    } else if (!bound.empty()) {
+      round_bound_elsewhere_ = bound;
+    }
     for (const NodeReply& other : reply.elements[1].elements) {
       if (other.text != identity_) round_conflict_ = other.text;
     }
@@ -92,13 +105,18 @@ void InstanceRegistry::on_reply(std::size_t, std::uint32_t cookie, NodeReply rep
 }
 
 void InstanceRegistry::finish_round(bool reached_quorum) {
+  bool bind_now = false;
   if (reached_quorum) {
     std::lock_guard<std::mutex> lock(mutex_);
     checked_at_ = round_started_;
     conflict_ = round_conflict_;
-    bound_elsewhere_ = round_bound_elsewhere_;
+    if (!round_bound_elsewhere_.empty()) bound_elsewhere_ = round_bound_elsewhere_;
+    bound_quorum_ = round_bound_here_ >= core_.quorum();
+    may_bind_ = bound_elsewhere_.empty() && conflict_.empty();
+    // Some node answered unbound to a round that could not bind it: bind at once.
+    bind_now = may_bind_ && !round_binds_ && round_bound_here_ < answers_;
   }
-  schedule(reached_quorum ? kInterval : kRetry);
+  schedule(bind_now ? std::chrono::milliseconds(0) : reached_quorum ? kInterval : kRetry);
 }
 
 }  // namespace fencelock::storage

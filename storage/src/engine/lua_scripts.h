@@ -152,13 +152,14 @@ inline constexpr std::string_view kNodeMarkerScript =
     "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max)}\n";
 
 // Registry heartbeat (instance_registry.h; EVAL, once a second per node). KEYS[1]: the registry
-// hash; ARGV[1]: this engine's id; ARGV[2]: its token identity; ARGV[3]: entry lifetime (ms).
-// Binds the node to a token identity if it has none yet (field "#tokens", kept for good), writes
-// this engine's entry "<expiry ms> <identity>" (the node's clock), deletes expired entries of
-// others, and returns {the bound identity, {the identities of the other live entries}}.
+// hash; ARGV[1]: this engine's id; ARGV[2]: its token identity; ARGV[3]: entry lifetime (ms);
+// ARGV[4]: "1" if the engine may bind the node. Binds the node to the engine's token identity if
+// it has none yet and ARGV[4] is "1" (field "#tokens", kept for good), writes this engine's entry
+// "<expiry ms> <identity>" (the node's clock), deletes expired entries of others, and returns
+// {the bound identity or "" if none, {the identities of the other live entries}}.
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local bound = redis.call('HGET', KEYS[1], '#tokens')\n"
-    "if not bound then\n"
+    "if not bound and ARGV[4] == '1' then\n"
     "  bound = ARGV[2]\n"
     "  redis.call('HSET', KEYS[1], '#tokens', bound)\n"
     "end\n"
@@ -177,7 +178,7 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "    end\n"
     "  end\n"
     "end\n"
-    "return {bound, others}\n";
+    "return {bound or '', others}\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.

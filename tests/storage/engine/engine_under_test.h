@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/instance_registry.h"
 #include "fencelock/storage/redlock_engine.h"
 #include "io_thread.h"
 #include "redis_cluster.h"
@@ -42,7 +43,8 @@ inline storage::EngineOptions engine_options_for(RedisCluster& cluster) {
 
 class EngineUnderTest {
  public:
-  // Waits until every node votes, unless `wait_for_nodes` is false.
+  // Waits until every node votes and the engine's first registry round found its token store on
+  // a majority (a fresh engine refuses to grant before), unless `wait_for_nodes` is false.
   explicit EngineUnderTest(storage::EngineOptions options,
                            std::shared_ptr<storage::TokenSource> tokens = nullptr,
                            storage::EngineObserver* observer = nullptr,
@@ -52,7 +54,24 @@ class EngineUnderTest {
     if (!created.ok()) throw std::runtime_error(created.error().message);
     engine_ = std::move(created).value();
     engine_->start();
-    if (wait_for_nodes) wait_for_voting_nodes(engine_->node_count());
+    if (wait_for_nodes) {
+      wait_for_voting_nodes(engine_->node_count());
+      wait_for_first_registry_round(*engine_);
+    }
+  }
+
+  // Waits until `engine` no longer refuses for want of a first registry round.
+  static void wait_for_first_registry_round(const storage::LockEngine& engine,
+                                            std::chrono::milliseconds limit = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      const auto refusal = engine.grant_refusal();
+      if (!refusal || *refusal != storage::InstanceRegistry::kNotYetChecked) return;
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw std::runtime_error("the engine's registry never reached a majority");
+      }
+      std::this_thread::sleep_for(5ms);
+    }
   }
   ~EngineUnderTest() {
     engine_->stop();

@@ -15,6 +15,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+constexpr std::string_view kRegistryKey = "fencelock:#instances:fencelock:lock:";
+
 std::unique_ptr<EngineUnderTest> start_engine(RedisCluster& cluster,
                                               std::chrono::milliseconds max_ttl,
                                               bool wait_for_nodes = true) {
@@ -193,6 +195,10 @@ TEST_CASE(
     cluster.node(0).restart(/*keep_data=*/false);  // one node forgets: the others still remember
     std::this_thread::sleep_for(1500ms);
     CHECK(b.engine().grant_refusal().has_value());
+    // Second review of #12: b bound the forgetful node to its own store, so a restarted a would
+    // then have refused forever too. A node is bound only by an engine that saw no other binding.
+    CHECK(SyncRedis(cluster.node(0).port()).command({"HEXISTS", kRegistryKey, "#tokens"}).integer ==
+          0);
   }
   SECTION(
       "the same store again (a restart) is no conflict, and a clean stop frees the nodes at once") {
@@ -202,6 +208,58 @@ TEST_CASE(
     EngineUnderTest b(options_for("sqlite:b"), nullptr, nullptr, /*wait_for_nodes=*/true);
     b.wait_until([&] { return b.engine().grant_refusal().has_value(); });
   }
+}
+
+// Second review of #12: a newcomer that once saw the nodes bound to another store must not bind
+// (and grant on) nodes that lost their data just because the bound ones stopped answering.
+TEST_CASE("an engine that saw the nodes bound to another store never binds them, whatever answers",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options_for = [&](std::string tokens) {
+    auto options = engine_options_for(cluster);
+    options.exclusive_tokens = std::move(tokens);
+    return options;
+  };
+  {
+    EngineUnderTest a(options_for("sqlite:a"));
+    REQUIRE_FALSE(a.engine().grant_refusal());
+  }
+  EngineUnderTest b(options_for("sqlite:b"));
+  CHECK_THAT(*b.engine().grant_refusal(), Catch::Contains("another token store (sqlite:a"));
+  cluster.node(0).pause();  // the only node still bound to a stops answering...
+  cluster.node(1).restart(/*keep_data=*/false);  // ...and the two that answer have forgotten it
+  cluster.node(2).restart(/*keep_data=*/false);
+  std::this_thread::sleep_for(2500ms);  // rounds that reach a quorum of unbound nodes
+  CHECK(b.engine().grant_refusal().has_value());
+  CHECK(b.acquire("b", 1s).error().code == ErrorCode::kUnavailable);
+  for (const std::size_t i : {std::size_t{1}, std::size_t{2}}) {
+    CHECK(SyncRedis(cluster.node(i).port()).command({"HEXISTS", kRegistryKey, "#tokens"}).integer ==
+          0);
+  }
+  cluster.node(0).resume();
+}
+
+// Second review of #12: a fresh engine granted before its first registry round had answered.
+TEST_CASE("engines with different token stores started together on fresh nodes never both grant",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options_for = [&](std::string tokens) {
+    auto options = engine_options_for(cluster);
+    options.exclusive_tokens = std::move(tokens);
+    return options;
+  };
+  EngineUnderTest a(options_for("sqlite:a"), nullptr, nullptr, /*wait_for_nodes=*/false);
+  EngineUnderTest shared(options_for(""), nullptr, nullptr, /*wait_for_nodes=*/false);
+  bool a_granted = false, shared_granted = false;
+  const auto until = Clock::now() + 3s;
+  while (Clock::now() < until) {
+    a_granted = a_granted || !a.engine().grant_refusal();
+    shared_granted = shared_granted || !shared.engine().grant_refusal();
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK_FALSE((a_granted && shared_granted));
+  // Whichever bound a majority first may go on granting; the embedded one never does beside it.
+  CHECK(a.engine().grant_refusal().has_value());
 }
 
 TEST_CASE("an engine whose registry checks cannot reach a majority stops granting",

@@ -476,6 +476,7 @@ TEST_CASE("stopping the engine ends a waiting acquire at once", "[storage][redis
   auto engine = RedlockEngine::create(io.executor(), options).value();
   engine->start();
   while (engine->voting_nodes() != 3) std::this_thread::sleep_for(5ms);
+  EngineUnderTest::wait_for_first_registry_round(*engine);
   REQUIRE(await<Lease>([&](auto done) {
             engine->acquire({"held", 10s, 0ms}, std::move(done));
           }).ok());
@@ -565,6 +566,7 @@ TEST_CASE("an engine stopped or destroyed from its own completion handler stays 
   auto engine = RedlockEngine::create(io.executor(), options).value();
   engine->start();
   while (engine->voting_nodes() != 3) std::this_thread::sleep_for(5ms);
+  EngineUnderTest::wait_for_first_registry_round(*engine);
   cluster.node(2).pause();  // its connection will time out and be replaced meanwhile
 
   SECTION("stop() from the handler") {
@@ -615,6 +617,7 @@ TEST_CASE("stopping the engine mid-acquire still releases the key on the nodes t
   auto engine = RedlockEngine::create(io.executor(), options).value();
   engine->start();
   while (engine->voting_nodes() != 3) std::this_thread::sleep_for(5ms);
+  EngineUnderTest::wait_for_first_registry_round(*engine);
   cluster.node(0).pause();
   cluster.node(1).pause();
 
