@@ -3,12 +3,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "api_handlers.h"
+#include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/redis_token_source.h"
 #include "fencelock/storage/redlock_engine.h"
 #include "fencelock/storage/sqlite_token_source.h"
@@ -85,11 +88,37 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
   return OpenedTokens{source.value(), source.value(), "redis", ""};
 }
 
+void arm_pause_after_quorum(int) {
+  storage::failpoints::arm_pause_after_quorum(std::chrono::seconds(2));
+}
+
+// The fault campaign's hook (fencelock/storage/failpoints.h): with
+// FENCELOCK_FAILPOINTS=pause-after-quorum, SIGUSR2 makes the next grant within 2 s stop the
+// process between its quorum and its answer. Never in production.
+storage::Status install_failpoints() {
+  const char* wanted = std::getenv("FENCELOCK_FAILPOINTS");
+  if (wanted == nullptr || *wanted == '\0') return storage::Done{};
+  if (std::string_view(wanted) != "pause-after-quorum") {
+    return storage::make_error(storage::ErrorCode::kInvalidArgument,
+                               std::string("FENCELOCK_FAILPOINTS: unknown failpoint \"") + wanted +
+                                   "\" (the only one is pause-after-quorum)");
+  }
+  struct sigaction action {};
+  action.sa_handler = arm_pause_after_quorum;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGUSR2, &action, nullptr);
+  log_event(LogLevel::kWarning, "FAILPOINTS_ON",
+            "failpoint=pause-after-quorum signal=SIGUSR2 (a test hook: never in production)");
+  return storage::Done{};
+}
+
 }  // namespace
 
 storage::Status run_service(const ServiceConfig& config) {
   asio::io_context io(static_cast<int>(config.threads));
   log_event(LogLevel::kInfo, "starting", describe(config));
+  if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
 
   auto tokens = open_tokens(config, io);
   if (!tokens.ok()) return std::move(tokens).error();

@@ -3,6 +3,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
+#include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/lease_timing.h"
 
@@ -155,6 +156,7 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
   lease.validity = validity;
   lease.started = attempt_started_;
   lease.waited = std::chrono::floor<std::chrono::milliseconds>(attempt_started_ - call_started_);
+  failpoints::on_grant_decided();
   complete(std::move(lease));
 }
 

@@ -30,6 +30,14 @@ std::string read_file(const std::filesystem::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// The state letter of /proc/PID/stat ('T' = stopped), or '?' if unreadable.
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto paren = stat.rfind(')');  // the command name may hold spaces and parentheses
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
+}
+
 }  // namespace
 
 Cluster::Cluster(ClusterSettings settings) : settings_(std::move(settings)) {
@@ -37,7 +45,9 @@ Cluster::Cluster(ClusterSettings settings) : settings_(std::move(settings)) {
   for (std::size_t i = 0; i < settings_.nodes; ++i) {
     write_clock(node_clock_file(dir(), i), 0, 0);
     auto node = std::make_unique<testing::RedisServer>(dir() / ("node" + std::to_string(i)),
-                                                       testing::Persistence::kNone);
+                                                       i < settings_.durable_nodes
+                                                           ? testing::Persistence::kAofAlways
+                                                           : testing::Persistence::kNone);
     node->set_environment(
         {"LD_PRELOAD=" + shim, "FENCELOCK_CLOCK_FILE=" + node_clock_file(dir(), i).string()});
     nodes_.push_back(std::move(node));
@@ -125,7 +135,8 @@ void Cluster::start_instance(std::size_t i) {
   instances_[i] = std::make_unique<testing::Fencelockd>(
       dir(), instance_args(i),
       std::vector<std::string>{"LD_PRELOAD=" + shim,
-                               "FENCELOCK_CLOCK_FILE=" + instance_clock_file(dir(), i).string()});
+                               "FENCELOCK_CLOCK_FILE=" + instance_clock_file(dir(), i).string(),
+                               "FENCELOCK_FAILPOINTS=pause-after-quorum"});
   instance_paused_[i] = false;
   ports_.at(i) = instances_[i]->port();
 }
@@ -142,6 +153,21 @@ void Cluster::pause_instance(std::size_t i) {
   if (!instances_.at(i) || instance_paused_[i]) return;
   ::kill(instances_[i]->pid(), SIGSTOP);
   instance_paused_[i] = true;
+}
+
+bool Cluster::pause_instance_after_next_grant(std::size_t i, std::chrono::milliseconds wait) {
+  if (!instances_.at(i) || instance_paused_[i]) return false;
+  const pid_t pid = instances_[i]->pid();
+  ::kill(pid, SIGUSR2);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (process_state(pid) == 'T') {
+      instance_paused_[i] = true;
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
 }
 
 void Cluster::resume_instance(std::size_t i) {

@@ -29,6 +29,8 @@ namespace fencelock::faults {
 struct ClusterSettings {
   std::size_t nodes = 5;
   std::size_t instances = 2;
+  // Nodes 0 … durable_nodes-1 run `appendonly yes` with `appendfsync always`; the rest none.
+  std::size_t durable_nodes = 0;
   bool quarantine = true;
   std::chrono::milliseconds max_ttl{3000};  // also the quarantine window of a restarted node
   std::string store_mode = "fenced";        // resource-store --mode
@@ -62,6 +64,10 @@ class Cluster {
   void start_instance(std::size_t i);
   void pause_instance(std::size_t i);
   void resume_instance(std::size_t i);
+  // Arms instance i's failpoint (SIGUSR2, fencelock/storage/failpoints.h) and waits up to `wait`
+  // for it to stop itself between a grant's quorum and its answer; true if it did (it is then
+  // paused, as after pause_instance).
+  bool pause_instance_after_next_grant(std::size_t i, std::chrono::milliseconds wait);
   void set_instance_clock(std::size_t i, std::int64_t offset_ms);
   std::string instance_log(std::size_t i) const;
 

@@ -54,6 +54,7 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
          std::chrono::milliseconds fault_phase, int run_number, std::ofstream& results) {
   ClusterSettings settings;
   settings.quarantine = scenario.quarantine;
+  settings.durable_nodes = scenario.durable_nodes;
   settings.store_mode = scenario.store_mode;
   settings.seed = seed;
   settings.bin_dir = options.bin;

@@ -46,6 +46,19 @@ void restart_majority_empty(NemesisContext& c, std::chrono::milliseconds every) 
   }
 }
 
+// SIGKILL a majority of durable nodes (appendfsync always) and restart them with their data: they
+// lose no acknowledged write, keep their marker and vote again at once (no quarantine).
+void kill_durable_majority(NemesisContext& c) {
+  while (c.pause_for(milliseconds(700 + c.random() % 800))) {
+    const auto nodes = c.pick_nodes(3);
+    c.history.note("kill", "nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.node(n).kill();
+    c.pause_for(milliseconds(200 + c.random() % 800));
+    c.history.note("start-with-data", "nodes " + list(nodes));
+    for (const auto n : nodes) c.cluster.node(n).start();
+  }
+}
+
 void pause_nodes(NemesisContext& c, std::size_t count) {
   while (c.pause_for(milliseconds(200 + c.random() % 500))) {
     const auto nodes = c.pick_nodes(count);
@@ -131,6 +144,20 @@ void pause_instances(NemesisContext& c) {
   }
 }
 
+// fencelockd stopped exactly between deciding a grant and answering it (its failpoint), for longer
+// than the lease: the answer arrives late, and the client's own deadline (send time + waited_ms +
+// validity_ms) must already be behind it — no window may overlap the next holder's.
+void pause_instances_after_quorum(NemesisContext& c) {
+  while (c.pause_for(milliseconds(300 + c.random() % 700))) {
+    const std::size_t i = c.random() % c.cluster.instance_count();
+    if (!c.cluster.pause_instance_after_next_grant(i, 2500ms)) continue;
+    c.history.note("paused-after-quorum", "instance " + std::to_string(i));
+    c.pause_for(milliseconds(1000 + c.random() % 2000));
+    c.history.note("resume-instance", std::to_string(i));
+    c.cluster.resume_instance(i);
+  }
+}
+
 void kill_instances(NemesisContext& c) {
   while (c.pause_for(milliseconds(500 + c.random() % 1000))) {
     const std::size_t i = c.random() % c.cluster.instance_count();
@@ -152,6 +179,17 @@ void instance_clocks(NemesisContext& c) {
       sign = -sign;
     }
     c.history.note("instance-clocks", "±1 h");
+  }
+}
+
+// The counter master stops answering for a while (GC-like pause of the token store).
+void pause_counter(NemesisContext& c) {
+  while (c.pause_for(milliseconds(400 + c.random() % 800))) {
+    c.history.note("pause-counter");
+    c.cluster.counter().pause();
+    c.pause_for(milliseconds(500 + c.random() % 1500));
+    c.history.note("resume-counter");
+    c.cluster.counter().resume();
   }
 }
 
@@ -240,6 +278,11 @@ std::vector<Scenario> all_scenarios() {
       with_liveness(make("restart-majority-empty", "3 of 5 nodes restart empty at once while held",
                          [](NemesisContext& c) { restart_majority_empty(c, 3000ms); }),
                     kAfterQuarantine));
+  Scenario durable = make("kill-durable-majority",
+                          "5 durable nodes (AOF always); SIGKILL 3, restart with data, repeatedly",
+                          kill_durable_majority);
+  durable.durable_nodes = 5;
+  s.push_back(durable);
   s.push_back(make("pause-minority", "SIGSTOP 2 of 5 nodes for 0.5-2 s, repeatedly",
                    [](NemesisContext& c) { pause_nodes(c, 2); }));
   s.push_back(make("pause-majority", "SIGSTOP 3 of 5 nodes for 0.5-2 s, repeatedly",
@@ -263,10 +306,15 @@ std::vector<Scenario> all_scenarios() {
   s.push_back(drift_one);
   s.push_back(
       make("pause-instance", "SIGSTOP a fencelockd for 0.5-2.5 s, repeatedly", pause_instances));
+  s.push_back(make("pause-instance-after-quorum",
+                   "a fencelockd stops between a grant's quorum and its answer for 1-3 s",
+                   pause_instances_after_quorum));
   s.push_back(make("kill-instance", "SIGKILL a fencelockd and start it again", kill_instances));
   s.push_back(make("instance-clock", "fencelockd wall clocks jump ±1 h", instance_clocks));
   s.push_back(
       make("kill-counter", "SIGKILL the token counter master, restart (AOF always)", kill_counter));
+  s.push_back(make("pause-counter", "SIGSTOP the token counter master for 0.5-2 s, repeatedly",
+                   pause_counter));
   s.push_back(make("counter-loses-tail",
                    "the counter master restarts from an older copy of its files",
                    counter_loses_tail));
