@@ -81,8 +81,8 @@ class Caller : public std::enable_shared_from_this<Caller> {
             ? std::string("hot")
             : "bench-" + std::to_string(rng_() % static_cast<unsigned>(settings_.names));
     const auto wait = settings_.contended ? settings_.wait : std::chrono::milliseconds(0);
-    engine_.acquire({name, settings_.ttl, wait}, [self = shared_from_this(), started,
-                                                  name](storage::Result<storage::Lease> lease) {
+    engine_.acquire({name, settings_.ttl, wait, {}}, [self = shared_from_this(), started,
+                                                      name](storage::Result<storage::Lease> lease) {
       self->on_acquired(started, name, std::move(lease));
     });
   }
@@ -109,11 +109,11 @@ class Caller : public std::enable_shared_from_this<Caller> {
       hold_timer_.expires_after(settings_.hold);
       hold_timer_.async_wait(
           [self = shared_from_this(), started, name,
-           claim = storage::LeaseClaim{lease->token, lease->proof}](
+           claim = storage::LeaseClaim{lease->token, lease->proof, {}}](
               const boost::system::error_code&) { self->release(started, name, claim); });
       return;
     }
-    release(started, name, storage::LeaseClaim{lease->token, lease->proof});
+    release(started, name, storage::LeaseClaim{lease->token, lease->proof, {}});
   }
 
   void release(Clock::time_point started, const std::string& name,

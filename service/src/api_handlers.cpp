@@ -156,7 +156,7 @@ ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string
   std::string owner_detail =
       parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
   const bool waits = parsed->wait.count() > 0;
-  storage::AcquireRequest request{name, parsed->ttl, parsed->wait};
+  storage::AcquireRequest request{name, parsed->ttl, parsed->wait, {}};
   const storage::AcquireTicket ticket = engine_.acquire(
       std::move(request),
       [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
@@ -167,7 +167,7 @@ ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string
           ApiResponse response = ok(answer, token_detail(lease->token) + owner_detail);
           // Granted, but the client is gone: release at once rather than hold the name for the ttl.
           response.undelivered = [this, name,
-                                  claim = storage::LeaseClaim{lease->token, lease->proof}] {
+                                  claim = storage::LeaseClaim{lease->token, lease->proof, {}}] {
             engine_.release(name, claim, [](const Result<bool>&) {});
           };
           return reply(std::move(response));

@@ -150,7 +150,7 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
   }
   Lease lease;
   lease.name = request_.name;
-  lease.proof = lease_proof(value_, token.value());
+  lease.proof = lease_proof(value_, token.value(), request_.owner);
   lease.token = token.value();
   lease.ttl = request_.ttl;
   lease.validity = validity;

@@ -63,9 +63,25 @@ Result<std::string> generate_lease_value() {
   return random_hex(kLeaseValueLength / 2);
 }
 
-std::string lease_proof(std::string_view value, std::uint64_t token) {
-  // The same text the scripts hash: "<token>:<value>" (Redis's sha1hex is lower-case hex).
+bool is_valid_lease_owner(std::string_view owner) noexcept {
+  if (owner.size() > kMaxLeaseOwnerLength) return false;
+  for (const char c : owner) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string claim_token_text(std::uint64_t token, std::string_view owner) {
   std::string text = std::to_string(token);
+  if (!owner.empty()) text.append("@").append(owner);
+  return text;
+}
+
+std::string lease_proof(std::string_view value, std::uint64_t token, std::string_view owner) {
+  // The same text the scripts hash: "<token>[@<owner>]:<value>" (sha1hex is lower-case hex).
+  std::string text = claim_token_text(token, owner);
   text.push_back(':');
   text.append(value.substr(0, kLeaseValueLength));
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};

@@ -32,11 +32,20 @@ Status check_ttl(const EngineOptions& options, milliseconds ttl) {
   return Done{};
 }
 
+Status check_owner(std::string_view owner) {
+  if (!is_valid_lease_owner(owner)) {
+    return make_error(ErrorCode::kInvalidArgument, "a lease owner is at most " +
+                                                       std::to_string(kMaxLeaseOwnerLength) +
+                                                       " characters of [A-Za-z0-9._-]");
+  }
+  return Done{};
+}
+
 Status check_claim(const LeaseClaim& claim) {
   if (!is_well_formed_lease_proof(claim.proof)) {
     return make_error(ErrorCode::kInvalidArgument, "lease is malformed");
   }
-  return Done{};
+  return check_owner(claim.owner);
 }
 
 // Invalid arguments are answered on the strand too, never inside the caller's call.
@@ -75,6 +84,7 @@ void RedlockEngine::stop() {
 
 AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done) {
   Status valid = check_name(request.name);
+  if (valid.ok()) valid = check_owner(request.owner);
   if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
   if (valid.ok() && (request.wait < milliseconds(0) || request.wait > core_->options().max_wait)) {
     valid = make_error(ErrorCode::kInvalidArgument,

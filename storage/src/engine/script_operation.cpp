@@ -74,7 +74,7 @@ ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, std:
 ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                                    const LeaseClaim& claim, std::string release_tag,
                                    std::function<void(Result<bool>)> done)
-    : ClaimOperation(core, OperationKind::kRelease, Script::kRelease, core->key_of(name),
+    : ClaimOperation(core, OperationKind::kRelease, Script::kRelease, core->key_of(name), claim,
                      release_tag.empty()
                          ? std::vector<std::string>{claim_argument(claim)}
                          : std::vector<std::string>{claim_argument(claim), release_tag},
@@ -97,7 +97,7 @@ void ReleaseOperation::decide() {
 ExtendOperation::ExtendOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
                                  const LeaseClaim& claim, std::chrono::milliseconds ttl,
                                  std::function<void(Result<Extension>)> done)
-    : ClaimOperation(core, OperationKind::kExtend, Script::kExtend, core->key_of(name),
+    : ClaimOperation(core, OperationKind::kExtend, Script::kExtend, core->key_of(name), claim,
                      {claim_argument(claim), std::to_string(ttl.count())}, std::move(done)),
       token_(claim.token),
       ttl_(ttl) {}

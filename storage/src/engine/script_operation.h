@@ -11,6 +11,7 @@
 
 #include "engine/engine_core.h"
 #include "fencelock/storage/lease.h"
+#include "fencelock/storage/lease_secret.h"
 
 namespace fencelock::storage {
 
@@ -53,15 +54,18 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
 template <class T>
 class ClaimOperation : public ScriptOperation {
  protected:
+  // `args` start with claim_argument(claim).
   ClaimOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind, Script script,
-                 std::string key, std::vector<std::string> args,
+                 std::string key, const LeaseClaim& claim, std::vector<std::string> args,
                  std::function<void(Result<T>)> done)
       : ScriptOperation(core, kind, script, {std::move(key)}, std::move(args)),
+        owned_(!claim.owner.empty()),
         done_(std::move(done)) {}
 
-  // The script argument that carries a claim: proof, then the token in decimal.
+  // The script argument that carries a claim: proof, then the token text the proof was made from
+  // ("<token>" or "<token>@<owner>", lease_secret.h).
   static std::string claim_argument(const LeaseClaim& claim) {
-    return claim.proof + std::to_string(claim.token);
+    return claim.proof + claim_token_text(claim.token, claim.owner);
   }
 
   // Finishes (the observer learns the error code, if any) and answers the handler.
@@ -73,14 +77,17 @@ class ClaimOperation : public ScriptOperation {
  private:
   void on_answer(std::size_t node, const NodeReply& reply) final {
     if (reply.kind == NodeReply::Kind::kInteger && reply.integer == -1) {
-      return complete(make_error(ErrorCode::kInvalidArgument,
-                                 "the lease's token is not the token it was granted with"));
+      return complete(make_error(
+          ErrorCode::kInvalidArgument,
+          !owned_ ? "the lease's token is not the token it was granted with"
+                  : "the lease was not granted to this API key, or its token was altered"));
     }
     const bool answered = reply.kind == NodeReply::Kind::kInteger;
     tally_.record(node, !answered ? Vote::kFailed : reply.integer == 1 ? Vote::kYes : Vote::kNo);
     decide();
   }
 
+  bool owned_;  // the claim names an owner: a mismatch may be another API key's lease
   std::function<void(Result<T>)> done_;
 };
 

@@ -209,7 +209,7 @@ TEST_CASE("a waiter's mark changes nothing for the holder: it still extends, sho
   CHECK(a.extend("marked", claim(holder), 60s).ok());
   CHECK(SyncRedis(cluster.node(0).port()).command({"PTTL", "fencelock:lock:marked"}).integer >
         55'000);
-  CHECK(b.release("marked", LeaseClaim{1, std::string(kLeaseProofLength, 'f')}).value() ==
+  CHECK(b.release("marked", LeaseClaim{1, std::string(kLeaseProofLength, 'f'), {}}).value() ==
         false);  // a wrong proof
   CHECK(a.release("marked", claim(holder)).value());
   for (std::size_t i = 0; i < cluster.size(); ++i)

@@ -27,7 +27,7 @@ storage::Result<T> await(Start start) {
 
 // What the holder of `lease` presents to extend or release it.
 inline storage::LeaseClaim claim(const storage::Lease& lease) {
-  return {lease.token, lease.proof};
+  return {lease.token, lease.proof, {}};
 }
 inline storage::LeaseClaim claim(const storage::Result<storage::Lease>& lease) {
   return claim(lease.value());
@@ -104,9 +104,10 @@ class EngineUnderTest {
   bool node_up(std::size_t i) const { return engine_->node_statuses().at(i).up; }
 
   storage::Result<storage::Lease> acquire(const std::string& name, std::chrono::milliseconds ttl,
-                                          std::chrono::milliseconds wait = 0ms) {
+                                          std::chrono::milliseconds wait = 0ms,
+                                          const std::string& owner = {}) {
     return await<storage::Lease>([&](auto done) {
-      engine_->acquire(storage::AcquireRequest{name, ttl, wait}, std::move(done));
+      engine_->acquire(storage::AcquireRequest{name, ttl, wait, owner}, std::move(done));
     });
   }
   storage::Result<storage::Extension> extend(const std::string& name,

@@ -57,7 +57,7 @@ TEST_CASE("under contention the tokens of successive grants strictly increase",
       std::mt19937 rng(static_cast<unsigned>(c));
       while (Clock::now() < end) {
         auto lease = await<Lease>([&](auto done) {
-          t.engine().acquire({"hot", 200ms, 0ms},
+          t.engine().acquire({"hot", 200ms, 0ms, {}},
                              [&, done = std::move(done)](Result<Lease> r) mutable {
                                if (r.ok()) {
                                  std::lock_guard<std::mutex> lock(mutex);

@@ -104,7 +104,7 @@ TEST_CASE("a wrong proof can neither extend nor release", "[storage][redis]") {
   EngineUnderTest t(engine_options_for(cluster));
   auto lease = t.acquire("ledger", 5s);
   REQUIRE(lease.ok());
-  const LeaseClaim wrong{lease->token, std::string(kLeaseProofLength, 'a')};
+  const LeaseClaim wrong{lease->token, std::string(kLeaseProofLength, 'a'), {}};
 
   auto extended = t.extend("ledger", wrong, 5s);
   REQUIRE_FALSE(extended.ok());
@@ -125,7 +125,7 @@ TEST_CASE("a lease claimed with a token it was not granted with is refused and c
   EngineUnderTest t(engine_options_for(cluster), SqliteTokenSource::open(token_options).value());
   auto lease = t.acquire("forged", 30s);
   REQUIRE(lease.ok());
-  const LeaseClaim forged{lease->token + 41, lease->proof};
+  const LeaseClaim forged{lease->token + 41, lease->proof, {}};
 
   auto extended = t.extend("forged", forged, 60s);
   REQUIRE_FALSE(extended.ok());
@@ -143,6 +143,31 @@ TEST_CASE("a lease claimed with a token it was not granted with is refused and c
   REQUIRE(extension.ok());
   CHECK(extension->token == lease->token);
   CHECK(t.release("forged", claim(lease)).value());
+}
+
+TEST_CASE("a lease granted to an owner answers only claims of that owner", "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest t(engine_options_for(cluster));
+  auto lease = t.acquire("owned", 30s, 0ms, "billing");
+  REQUIRE(lease.ok());
+  const LeaseClaim by_other{lease->token, lease->proof, "payroll"};
+  const LeaseClaim by_nobody{lease->token, lease->proof, {}};
+  for (const LeaseClaim& wrong : {by_other, by_nobody}) {
+    const auto extended = t.extend("owned", wrong, 1s);
+    REQUIRE_FALSE(extended.ok());
+    CHECK(extended.error().code == ErrorCode::kInvalidArgument);
+    CHECK(t.release("owned", wrong).error().code == ErrorCode::kInvalidArgument);
+  }
+  CHECK(nodes_holding(cluster, "fencelock:lock:owned") == 3);
+  CHECK(t.acquire("bad-owner", 1s, 0ms, "no:colons").error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.release("owned", LeaseClaim{lease->token, lease->proof, "a@b"}).error().code ==
+        ErrorCode::kInvalidArgument);
+  const LeaseClaim right{lease->token, lease->proof, "billing"};
+  CHECK(t.extend("owned", right, 30s).ok());
+  CHECK(t.release("owned", right).value());
+  // Without an owner the proof is the one every earlier version made: "<token>:<value>".
+  CHECK(lease_proof(std::string(48, 'a'), 7) == lease_proof(std::string(48, 'a'), 7, ""));
+  CHECK(lease_proof(std::string(48, 'a'), 7) != lease_proof(std::string(48, 'a'), 7, "billing"));
 }
 
 TEST_CASE("a release after expiry does not delete a newer holder's key", "[storage][redis]") {
@@ -447,7 +472,7 @@ TEST_CASE("one and three nodes work too", "[storage][redis]") {
 TEST_CASE("bad arguments are refused before any node is asked", "[storage][redis]") {
   RedisCluster cluster(3);
   EngineUnderTest t(engine_options_for(cluster));
-  const LeaseClaim well_formed{1, std::string(kLeaseProofLength, 'b')};
+  const LeaseClaim well_formed{1, std::string(kLeaseProofLength, 'b'), {}};
   CHECK(t.acquire("", 1s).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire(std::string(201, 'n'), 1s).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("..", 1s).error().code ==
@@ -456,11 +481,11 @@ TEST_CASE("bad arguments are refused before any node is asked", "[storage][redis
   CHECK(t.acquire("n", 2h).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 1s, 2h).error().code == ErrorCode::kInvalidArgument);
   CHECK(t.acquire("n", 1s, -1ms).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.extend("n", LeaseClaim{1, "not-a-proof"}, 1s).error().code ==
+  CHECK(t.extend("n", LeaseClaim{1, "not-a-proof", {}}, 1s).error().code ==
         ErrorCode::kInvalidArgument);
   CHECK(t.extend("n", well_formed, 0ms).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.release("n", LeaseClaim{1, ""}).error().code == ErrorCode::kInvalidArgument);
-  CHECK(t.release("n", LeaseClaim{1, std::string(kLeaseValueLength - 16, 'b')}).error().code ==
+  CHECK(t.release("n", LeaseClaim{1, "", {}}).error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.release("n", LeaseClaim{1, std::string(kLeaseValueLength - 16, 'b'), {}}).error().code ==
         ErrorCode::kInvalidArgument);
   CHECK(t.inspect("").error().code == ErrorCode::kInvalidArgument);
   for (std::size_t i = 0; i < cluster.size(); ++i)
@@ -478,11 +503,12 @@ TEST_CASE("stopping the engine ends a waiting acquire at once", "[storage][redis
   while (engine->voting_nodes() != 3) std::this_thread::sleep_for(5ms);
   EngineUnderTest::wait_for_first_registry_round(*engine);
   REQUIRE(await<Lease>([&](auto done) {
-            engine->acquire({"held", 10s, 0ms}, std::move(done));
+            engine->acquire({"held", 10s, 0ms, {}}, std::move(done));
           }).ok());
 
   std::promise<Result<Lease>> waiting;
-  engine->acquire({"held", 10s, 30s}, [&](Result<Lease> r) { waiting.set_value(std::move(r)); });
+  engine->acquire({"held", 10s, 30s, {}},
+                  [&](Result<Lease> r) { waiting.set_value(std::move(r)); });
   std::this_thread::sleep_for(50ms);
   const auto took = timed([&] {
     engine->stop();
@@ -571,7 +597,7 @@ TEST_CASE("an engine stopped or destroyed from its own completion handler stays 
 
   SECTION("stop() from the handler") {
     std::promise<void> handled;
-    engine->acquire({"k", 5s, 0ms}, [&](Result<Lease>) {
+    engine->acquire({"k", 5s, 0ms, {}}, [&](Result<Lease>) {
       engine->stop();
       handled.set_value();
     });
@@ -582,7 +608,7 @@ TEST_CASE("an engine stopped or destroyed from its own completion handler stays 
   }
   SECTION("the engine destroyed in the handler (ASan checks what is touched afterwards)") {
     std::promise<void> handled;
-    engine->acquire({"k", 5s, 0ms}, [&](Result<Lease>) {
+    engine->acquire({"k", 5s, 0ms, {}}, [&](Result<Lease>) {
       engine.reset();
       handled.set_value();
     });
@@ -622,7 +648,8 @@ TEST_CASE("stopping the engine mid-acquire still releases the key on the nodes t
   cluster.node(1).pause();
 
   std::promise<Result<Lease>> outcome;
-  engine->acquire({"midway", 60s, 0ms}, [&](Result<Lease> r) { outcome.set_value(std::move(r)); });
+  engine->acquire({"midway", 60s, 0ms, {}},
+                  [&](Result<Lease> r) { outcome.set_value(std::move(r)); });
   std::this_thread::sleep_for(5ms);  // node 2 has answered OK; 0 and 1 never will
   engine->stop();
   CHECK(outcome.get_future().get().error().code == ErrorCode::kUnavailable);
@@ -767,9 +794,9 @@ TEST_CASE("a cancelled acquire holds nothing: waiting, or racing its own grant",
   EngineUnderTest t(options);
   auto start_acquire = [&](std::chrono::milliseconds wait, AcquireTicket& ticket) {
     auto promise = std::make_shared<std::promise<Result<Lease>>>();
-    ticket = t.engine().acquire(AcquireRequest{"gone", 30s, wait}, [promise](Result<Lease> result) {
-      promise->set_value(std::move(result));
-    });
+    ticket = t.engine().acquire(
+        AcquireRequest{"gone", 30s, wait, {}},
+        [promise](Result<Lease> result) { promise->set_value(std::move(result)); });
     return promise->get_future();
   };
 

@@ -15,6 +15,10 @@ struct AcquireRequest {
   // acquire makes at least one attempt, however short its wait; it never waits out an outage
   // (kUnavailable is answered as soon as an attempt finds too few nodes, or the token source down).
   std::chrono::milliseconds wait{0};
+  // Who the lease is for (an API key's id; "" without keys): the lease's proof is bound to it, so
+  // only a claim with the same owner extends or releases it. At most kMaxLeaseOwnerLength
+  // characters of [A-Za-z0-9._-] (checked: kInvalidArgument).
+  std::string owner;
 };
 
 // A granted lock. The proof (with the token) is what release and extend prove ownership with:
@@ -36,12 +40,13 @@ struct Lease {
   std::chrono::steady_clock::time_point valid_until() const { return started + validity; }
 };
 
-// What a holder presents to extend or release its lease: the token it was granted with and the
-// proof that came with it. A claim whose token is not the lease's own is refused
-// (kInvalidArgument).
+// What a holder presents to extend or release its lease: the token it was granted with, the proof
+// that came with it, and the owner it was granted to (AcquireRequest::owner). A claim whose token
+// or owner is not the lease's own is refused (kInvalidArgument).
 struct LeaseClaim {
   std::uint64_t token = 0;
   std::string proof;
+  std::string owner;
 };
 
 // A successful extend: the lease's key expires no earlier than `ttl` after the extend, and may be

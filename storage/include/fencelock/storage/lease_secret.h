@@ -5,7 +5,9 @@
 // hex digits drawn from the kernel's CSPRNG (getrandom(2)). The secret never leaves fencelockd:
 // the holder gets a *proof* instead, the lease id followed by the first 128 bits of
 //     SHA-1("<token>:<value>")
-// as 32 hex digits. Release and extend send the proof with the token; each node recomputes the
+// as 32 hex digits — or of SHA-1("<token>@<owner>:<value>") for a lease granted to an owner (an API
+// key's id, AcquireRequest::owner), so that another owner's claim fails the same way an altered
+// token does. Release and extend send the proof with the token; each node recomputes the
 // digest from the value it holds (a Lua script, lua_scripts.h), so a proof is good for exactly the
 // token it was granted with. A lease string whose token was changed ("58.<proof>" for a lease
 // granted with 17) is refused on every node, and fencelockd never answers a token it has not
@@ -45,8 +47,18 @@ Result<std::string> generate_lease_secret();
 // A fresh lease value: kLeaseValueLength hex digits (id, then secret). Errors as random_hex().
 Result<std::string> generate_lease_value();
 
-// The proof for `value` (as generate_lease_value() makes it) granted with `token`.
-std::string lease_proof(std::string_view value, std::uint64_t token);
+// The longest owner a lease can be bound to (AcquireRequest::owner).
+inline constexpr std::size_t kMaxLeaseOwnerLength = 64;
+
+// True iff `owner` can own a lease: "" or up to kMaxLeaseOwnerLength characters of
+// [A-Za-z0-9._-] (never ':' or '@', which frame the hashed text).
+bool is_valid_lease_owner(std::string_view owner) noexcept;
+
+// The proof for `value` (as generate_lease_value() makes it) granted with `token` to `owner`.
+std::string lease_proof(std::string_view value, std::uint64_t token, std::string_view owner = {});
+
+// The token text the scripts hash and the claim carries: "<token>" or "<token>@<owner>".
+std::string claim_token_text(std::uint64_t token, std::string_view owner);
 
 // True iff `text` has the shape lease_proof() produces. Cheap; used to refuse malformed leases
 // before any node is asked.
