@@ -95,6 +95,19 @@ Cluster::Cluster(ClusterSettings settings) : settings_(std::move(settings)) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  // Ready, not only up: a fresh instance refuses grants until its registry found the nodes bound
+  // to its token store (a few ms), which would show as 503s in a calm history.
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    while (testing::HttpClient(instance_port(i), std::chrono::milliseconds(500))
+               .get("/readyz")
+               .status != 200) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw std::runtime_error("fencelockd " + std::to_string(i) + " never became ready:\n" +
+                                 instance_log(i));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
 }
 
 Cluster::~Cluster() {
