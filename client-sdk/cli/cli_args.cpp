@@ -34,6 +34,8 @@ Commands:
 Options:
   --endpoint URL      fencelockd to talk to (default http://127.0.0.1:8080, or $FENCELOCK_ENDPOINT)
   --timeout DURATION  one request's round trip (default 5s)
+  --api-key SECRET    the API key for a fencelockd with --auth-file; prefer $FENCELOCK_API_KEY,
+                      which keeps it out of the process list
   Durations: a whole number with ms, s or m: 500ms, 30s, 2m.
 
 Exit codes:
@@ -42,7 +44,9 @@ Exit codes:
   2  bad command line
   3  locked: held by someone else and --wait ran out
   4  not held: extend found the lease gone; run lost the lease and stopped CMD
-  5  unavailable: the service or a majority of its lock nodes cannot answer now
+  5  unavailable: the service or a majority of its lock nodes cannot answer now (or the API
+     key is over its rate)
+  6  denied: no API key, an unknown one, or one without the right or the name
   127 run: CMD could not be started
 )";
 }
@@ -54,8 +58,11 @@ int exit_code_for(const Error& error) noexcept {
     case ErrorCode::kNotHeld:
       return kExitNotHeld;
     case ErrorCode::kUnavailable:
+    case ErrorCode::kRateLimited:
     case ErrorCode::kTransport:
       return kExitUnavailable;
+    case ErrorCode::kDenied:
+      return kExitDenied;
     case ErrorCode::kInvalidArgument:
       return kExitUsage;
     case ErrorCode::kInternal:
@@ -112,6 +119,8 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
       }
       if (flag == "--endpoint") {
         out.endpoint = value;
+      } else if (flag == "--api-key") {
+        out.api_key = value;
       } else if (flag == "--owner") {
         out.owner = value;
       } else if (flag == "--timeout" || flag == "--ttl" || flag == "--wait" || flag == "--grace") {

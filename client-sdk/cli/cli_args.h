@@ -17,6 +17,7 @@ inline constexpr int kExitUsage = 2;        // bad command line
 inline constexpr int kExitLocked = 3;       // held by someone else and the wait ran out
 inline constexpr int kExitNotHeld = 4;      // extend: the lease is gone; run: the lease was lost
 inline constexpr int kExitUnavailable = 5;  // the service or its lock nodes cannot answer now
+inline constexpr int kExitDenied = 6;       // no API key, an unknown one, or one not allowed this
 inline constexpr int kExitCannotRun = 127;  // run: CMD could not be started
 
 enum class Command { kHelp, kVersion, kRun, kAcquire, kExtend, kRelease, kStatus, kToken };
@@ -24,7 +25,8 @@ enum class Command { kHelp, kVersion, kRun, kAcquire, kExtend, kRelease, kStatus
 struct CliArgs {
   Command command = Command::kHelp;
   std::string endpoint = "http://127.0.0.1:8080";  // --endpoint, FENCELOCK_ENDPOINT
-  std::chrono::milliseconds timeout{5000};         // --timeout: one request's round trip
+  std::string api_key;  // --api-key, else FENCELOCK_API_KEY (main.cpp): never printed
+  std::chrono::milliseconds timeout{5000};  // --timeout: one request's round trip
   std::string name;
   std::chrono::milliseconds ttl{30'000};    // --ttl
   std::chrono::milliseconds wait{0};        // --wait (run: default 0 too)

@@ -61,9 +61,13 @@ int run(int argc, char** argv) {
   }
   ClientOptions options;
   options.endpoints = {a.endpoint};
+  options.api_key = a.api_key;
+  if (options.api_key.empty()) {
+    if (const auto key = env("FENCELOCK_API_KEY")) options.api_key = *key;
+  }
   options.request_timeout = a.timeout;
   auto created = Client::create(options);
-  if (!created.ok()) return fail(created.error(), "bad --endpoint");
+  if (!created.ok()) return fail(created.error(), "bad --endpoint or API key");
   Client& client = created.value();
 
   switch (a.command) {

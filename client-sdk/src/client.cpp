@@ -1,5 +1,6 @@
 #include "fencelock/client.h"
 
+#include <algorithm>
 #include <charconv>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,11 @@ ErrorCode sdk_code_for(WireError error) {
       return ErrorCode::kNotHeld;
     case WireError::kUnavailable:
       return ErrorCode::kUnavailable;
+    case WireError::kUnauthenticated:
+    case WireError::kForbidden:
+      return ErrorCode::kDenied;
+    case WireError::kRateLimited:
+      return ErrorCode::kRateLimited;
     case WireError::kInvalidRequest:
     case WireError::kPayloadTooLarge:
     case WireError::kNotFound:
@@ -183,7 +189,9 @@ class Client::Impl {
         if (connection->is_open()) return connection;
       }
     }
-    return std::make_unique<HttpConnection>(endpoints_[e].host, endpoints_[e].port);
+    return std::make_unique<HttpConnection>(
+        endpoints_[e].host, endpoints_[e].port,
+        options_.api_key.empty() ? std::string() : "Bearer " + options_.api_key);
   }
 
   void give_back(std::size_t e, std::unique_ptr<HttpConnection> connection) {
@@ -214,6 +222,10 @@ Result<Client> Client::create(ClientOptions options) {
     return make(ErrorCode::kInvalidArgument, "retry_backoff must be 0 .. 10 s");
   if (options.max_idle_connections > 1024)
     return make(ErrorCode::kInvalidArgument, "max_idle_connections must be 0..1024");
+  if (options.api_key.size() > 256 || !std::all_of(options.api_key.begin(), options.api_key.end(),
+                                                   [](char c) { return c > ' ' && c < 127; }))
+    return make(ErrorCode::kInvalidArgument,
+                "api_key must be at most 256 printable ASCII characters without spaces");
   std::vector<Endpoint> endpoints;
   for (const auto& url : options.endpoints) {
     auto endpoint = parse_endpoint(url);

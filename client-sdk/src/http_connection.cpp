@@ -18,8 +18,8 @@ Error transport(std::string message) {
 
 }  // namespace
 
-HttpConnection::HttpConnection(std::string host, std::uint16_t port)
-    : host_(std::move(host)), port_(port), socket_(io_) {}
+HttpConnection::HttpConnection(std::string host, std::uint16_t port, std::string authorization)
+    : host_(std::move(host)), port_(port), authorization_(std::move(authorization)), socket_(io_) {}
 
 void HttpConnection::close() noexcept {
   boost::system::error_code ignored;
@@ -67,6 +67,7 @@ Result<HttpReply> HttpConnection::round_trip(std::string_view method, std::strin
   http::request<http::string_body> request(http::string_to_verb(method), target, 11);
   request.set(http::field::host, host_);
   request.set(http::field::user_agent, "fencelock-cpp-sdk");
+  if (!authorization_.empty()) request.set(http::field::authorization, authorization_);
   if (!body.empty()) request.set(http::field::content_type, "application/json");
   request.body().assign(body);
   request.prepare_payload();

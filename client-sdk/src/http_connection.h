@@ -24,7 +24,8 @@ class HttpConnection {
  public:
   using Clock = std::chrono::steady_clock;
 
-  HttpConnection(std::string host, std::uint16_t port);
+  // `authorization`: the Authorization header of every request ("" = none); never logged.
+  HttpConnection(std::string host, std::uint16_t port, std::string authorization = {});
 
   // Connects if needed (by connect_deadline), sends, reads the answer (by deadline).
   // Errors: kTransport. `maybe_delivered` is set when the request may have reached the server
@@ -42,6 +43,7 @@ class HttpConnection {
 
   std::string host_;
   std::uint16_t port_;
+  std::string authorization_;
   boost::asio::io_context io_;
   boost::asio::ip::tcp::socket socket_;
   boost::beast::flat_buffer buffer_;

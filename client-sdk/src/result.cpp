@@ -12,6 +12,10 @@ std::string_view error_code_name(ErrorCode code) noexcept {
       return "unavailable";
     case ErrorCode::kInvalidArgument:
       return "invalid_argument";
+    case ErrorCode::kDenied:
+      return "denied";
+    case ErrorCode::kRateLimited:
+      return "rate_limited";
     case ErrorCode::kTransport:
       return "transport";
     case ErrorCode::kInternal:

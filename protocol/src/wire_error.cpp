@@ -12,12 +12,15 @@ struct Entry {
   std::string_view code;
 };
 
-constexpr std::array<Entry, 9> kTable{{
+constexpr std::array<Entry, 12> kTable{{
     {WireError::kInvalidRequest, 400, "invalid_request"},
     {WireError::kNotFound, 404, "not_found"},
     {WireError::kMethodNotAllowed, 405, "method_not_allowed"},
     {WireError::kLocked, 409, "locked"},
     {WireError::kNotHeld, 409, "not_held"},
+    {WireError::kUnauthenticated, 401, "unauthenticated"},
+    {WireError::kForbidden, 403, "forbidden"},
+    {WireError::kRateLimited, 429, "rate_limited"},
     {WireError::kPayloadTooLarge, 413, "payload_too_large"},
     {WireError::kInternal, 500, "internal"},
     {WireError::kUnavailable, 503, "unavailable"},
@@ -28,7 +31,7 @@ const Entry& entry_of(WireError error) noexcept {
   for (const Entry& entry : kTable) {
     if (entry.error == error) return entry;
   }
-  return kTable[6];  // internal
+  return kTable[9];  // internal
 }
 
 }  // namespace

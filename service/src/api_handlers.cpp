@@ -40,6 +40,42 @@ std::string token_detail(std::uint64_t token) {
   return "token=" + std::to_string(token);
 }
 
+// The right a route needs (auth/api_keys.h); 0 for health, readiness and metrics.
+std::uint8_t required_right(Route route) {
+  switch (route) {
+    case Route::kAcquire:
+    case Route::kExtend:
+    case Route::kRelease:
+      return kRightLock;
+    case Route::kLockStatus:
+    case Route::kCurrentToken:
+      return kRightRead;
+    case Route::kNextToken:
+      return kRightToken;
+    default:
+      return 0;
+  }
+}
+
+ApiResponse denial_response(const Authorizer::Decision& decision) {
+  std::optional<std::int64_t> retry_after_ms;
+  if (decision.retry_after) retry_after_ms = decision.retry_after->count();
+  ApiResponse response =
+      ApiHandlers::error_response(decision.error, decision.message, retry_after_ms);
+  if (decision.retry_after) response.retry_after_s = (decision.retry_after->count() + 999) / 1000;
+  response.authenticate = decision.error == ApiError::kUnauthenticated;
+  if (!decision.key_id.empty()) response.log_detail += " key=" + decision.key_id;
+  return response;
+}
+
+// A claim refused as not the lease's own, by a caller with a key: the lease may be another key's
+// (its proof is bound to the key id, lease_secret.h), which is a 403, not a malformed request.
+ApiResponse claim_error(const storage::Error& error, std::string_view owner) {
+  if (!owner.empty() && error.code == storage::ErrorCode::kInvalidArgument)
+    return ApiHandlers::error_response(ApiError::kForbidden, error.message);
+  return from_storage_error(error);
+}
+
 // Answers at once; for handlers that have nothing to cancel.
 ApiHandlers::Cancel answer(ApiHandlers::Reply& reply, ApiResponse response) {
   reply(std::move(response));
@@ -50,12 +86,13 @@ ApiHandlers::Cancel answer(ApiHandlers::Reply& reply, ApiResponse response) {
 
 ApiHandlers::ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
                          std::string token_backend, TokenReadiness token_ready,
-                         MetricsRenderer metrics)
+                         MetricsRenderer metrics, const Authorizer* authorizer)
     : engine_(engine),
       tokens_(std::move(tokens)),
       token_backend_(std::move(token_backend)),
       token_ready_(std::move(token_ready)),
       metrics_(std::move(metrics)),
+      authorizer_(authorizer),
       limits_{engine.options().min_ttl, engine.options().max_ttl, engine.options().max_wait} {}
 
 ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message,
@@ -100,7 +137,8 @@ const std::array<RouteEntry<ApiHandlers::Handler>, 9>& ApiHandlers::routes() {
 }
 
 ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view target,
-                                              std::string_view body, Reply reply) {
+                                              std::string_view body, std::string_view authorization,
+                                              Reply reply) {
   Dispatched dispatched;
   if (method == Method::kHead) {
     // No HEAD in API v1; answered without a body (a HEAD response carries none), then closed.
@@ -134,12 +172,30 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   }
   dispatched.route = match.entry->route;
   dispatched.name = match.name;
+  Authorizer::Decision decision;
+  if (authorizer_ != nullptr) {
+    decision = authorizer_->check(required_right(dispatched.route), match.name, authorization,
+                                  Authorizer::Clock::now());
+  } else {
+    decision.allowed = true;
+  }
+  if (!decision.allowed) {
+    reply(denial_response(decision));
+    return dispatched;
+  }
+  if (!decision.key_id.empty()) {  // the audit trail: every answer's log line names the key
+    reply = [reply = std::move(reply), key = decision.key_id](ApiResponse response) {
+      response.log_detail += (response.log_detail.empty() ? "key=" : " key=") + key;
+      reply(std::move(response));
+    };
+  }
   // The one catch per request: a surprise becomes a 500 and a log line, never a dead server. The
   // handler may have handed `reply` on before it threw, so the 500 goes through a copy; should the
   // handed-on one answer too, the connection keeps only the first answer.
   const Reply fallback = reply;
   try {
-    dispatched.cancel = (this->*(match.entry->handler))(match.name, body, std::move(reply));
+    dispatched.cancel =
+        (this->*(match.entry->handler))(Call{match.name, body, decision.key_id}, std::move(reply));
   } catch (const std::exception& e) {
     log_event(LogLevel::kError, "internal_error",
               "route=" + std::string(route_label(dispatched.route)) + " what=\"" + e.what() + "\"");
@@ -148,18 +204,18 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   return dispatched;
 }
 
-ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string_view body,
-                                         Reply reply) {
-  const std::string name(name_view);
-  auto parsed = parse_acquire_body(body, limits_);
+ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  auto parsed = parse_acquire_body(call.body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
   std::string owner_detail =
       parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
   const bool waits = parsed->wait.count() > 0;
-  storage::AcquireRequest request{name, parsed->ttl, parsed->wait, {}};
+  const std::string owner(call.owner);
+  storage::AcquireRequest request{name, parsed->ttl, parsed->wait, owner};
   const storage::AcquireTicket ticket = engine_.acquire(
-      std::move(request),
-      [this, name, owner_detail, reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+      std::move(request), [this, name, owner, owner_detail,
+                           reply = std::move(reply)](Result<storage::Lease> lease) mutable {
         if (lease.ok()) {
           json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token,
                                    lease->ttl, lease->validity);
@@ -167,7 +223,7 @@ ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string
           ApiResponse response = ok(answer, token_detail(lease->token) + owner_detail);
           // Granted, but the client is gone: release at once rather than hold the name for the ttl.
           response.undelivered = [this, name,
-                                  claim = storage::LeaseClaim{lease->token, lease->proof, {}}] {
+                                  claim = storage::LeaseClaim{lease->token, lease->proof, owner}] {
             engine_.release(name, claim, [](const Result<bool>&) {});
           };
           return reply(std::move(response));
@@ -187,42 +243,44 @@ ApiHandlers::Cancel ApiHandlers::acquire(std::string_view name_view, std::string
   return [ticket] { ticket.cancel(); };
 }
 
-ApiHandlers::Cancel ApiHandlers::extend(std::string_view name_view, std::string_view body,
-                                        Reply reply) {
-  const std::string name(name_view);
-  auto parsed = parse_extend_body(body, limits_);
+ApiHandlers::Cancel ApiHandlers::extend(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  auto parsed = parse_extend_body(call.body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
   auto claim = decode_lease(parsed->lease);
   if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  claim->owner = std::string(call.owner);
   // The answer's token and lease come from what the nodes verified, never from the request alone.
-  engine_.extend(
-      name, *claim, parsed->ttl,
-      [name, proof = claim->proof, reply = std::move(reply)](Result<storage::Extension> extension) {
-        if (!extension.ok()) return reply(from_storage_error(extension.error()));
-        reply(ok(lease_body(name, encode_lease(extension->token, proof), extension->token,
-                            extension->ttl, extension->validity),
-                 token_detail(extension->token)));
+  engine_.extend(name, *claim, parsed->ttl,
+                 [name, proof = claim->proof, owner = claim->owner,
+                  reply = std::move(reply)](Result<storage::Extension> extension) {
+                   if (!extension.ok()) return reply(claim_error(extension.error(), owner));
+                   reply(ok(lease_body(name, encode_lease(extension->token, proof),
+                                       extension->token, extension->ttl, extension->validity),
+                            token_detail(extension->token)));
+                 });
+  return {};
+}
+
+ApiHandlers::Cancel ApiHandlers::release(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  auto parsed = parse_release_body(call.body);
+  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  auto claim = decode_lease(parsed->lease);
+  if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  claim->owner = std::string(call.owner);
+  std::string owner = claim->owner;
+  engine_.release(
+      name, std::move(*claim),
+      [name, owner = std::move(owner), reply = std::move(reply)](Result<bool> released) {
+        if (!released.ok()) return reply(claim_error(released.error(), owner));
+        reply(ok(json{{"name", name}, {"released", released.value()}}));
       });
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::release(std::string_view name_view, std::string_view body,
-                                         Reply reply) {
-  const std::string name(name_view);
-  auto parsed = parse_release_body(body);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
-  auto claim = decode_lease(parsed->lease);
-  if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
-  engine_.release(name, std::move(*claim), [name, reply = std::move(reply)](Result<bool> released) {
-    if (!released.ok()) return reply(from_storage_error(released.error()));
-    reply(ok(json{{"name", name}, {"released", released.value()}}));
-  });
-  return {};
-}
-
-ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::string_view,
-                                             Reply reply) {
-  const std::string name(name_view);
+ApiHandlers::Cancel ApiHandlers::lock_status(const Call& call, Reply reply) {
+  const std::string name(call.name);
   // Inspect the nodes and read the token counter at once; answer when both are in.
   struct Join {
     std::mutex mutex;
@@ -258,9 +316,8 @@ ApiHandlers::Cancel ApiHandlers::lock_status(std::string_view name_view, std::st
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::string_view,
-                                            Reply reply) {
-  const std::string name(name_view);
+ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
+  const std::string name(call.name);
   // The same counters as the grants: an embedded source may not draw while another instance runs.
   if (auto refusal = engine_.grant_refusal())
     return answer(reply, error_response(ApiError::kUnavailable, *refusal));
@@ -271,9 +328,8 @@ ApiHandlers::Cancel ApiHandlers::next_token(std::string_view name_view, std::str
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::current_token(std::string_view name_view, std::string_view,
-                                               Reply reply) {
-  const std::string name(name_view);
+ApiHandlers::Cancel ApiHandlers::current_token(const Call& call, Reply reply) {
+  const std::string name(call.name);
   tokens_->current(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
     reply(ok(json{{"name", name}, {"token", token.value()}}));
@@ -281,18 +337,18 @@ ApiHandlers::Cancel ApiHandlers::current_token(std::string_view name_view, std::
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::healthz(std::string_view, std::string_view, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::healthz(const Call&, Reply reply) {
   return answer(reply, ok(json{{"status", "ok"}}));
 }
 
-ApiHandlers::Cancel ApiHandlers::metrics(std::string_view, std::string_view, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::metrics(const Call&, Reply reply) {
   ApiResponse response;
   response.body = metrics_ ? metrics_() : std::string();
   response.content_type = kMetricsContentType;
   return answer(reply, std::move(response));
 }
 
-ApiHandlers::Cancel ApiHandlers::readyz(std::string_view, std::string_view, Reply reply) {
+ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
   const std::size_t voting = engine_.voting_nodes();
   const bool nodes_ok = voting >= engine_.quorum();
   const auto refusal = engine_.grant_refusal();

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "api_error.h"
+#include "auth/authorizer.h"
 #include "fencelock/storage/lock_engine.h"
 #include "fencelock/storage/token_source.h"
 #include "request_body.h"
@@ -30,7 +31,9 @@ struct ApiResponse {
   unsigned status = 200;
   std::string body;
   std::string_view content_type = "application/json";
-  std::string allow;       // the Allow header of a 405
+  std::string allow;                          // the Allow header of a 405
+  std::optional<std::int64_t> retry_after_s;  // the Retry-After header of a 429
+  bool authenticate = false;                  // a 401: add WWW-Authenticate: Bearer
   std::string log_detail;  // extra key=value pairs for the request log (never a secret)
   bool close = false;      // close the connection after this answer (HEAD)
   // Runs if the answer cannot reach the client (it went away first): undoes what the answer hands
@@ -61,14 +64,19 @@ class ApiHandlers {
     Cancel cancel;
   };
 
+  // `authorizer`: who may call (nullptr: anyone; auth/authorizer.h). It must outlive this.
   ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
-              std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics);
+              std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics,
+              const Authorizer* authorizer = nullptr);
 
-  // Routes and handles one request. `reply` is called once, also after a cancel (then with
-  // kClientGone, or with an answer whose `undelivered` must run); an exception from a handler
-  // becomes a 500 and a log line — and, if the handler had already handed `reply` on, possibly a
-  // second answer later, which the caller must drop (running its `undelivered`).
-  Dispatched dispatch(Method method, std::string_view target, std::string_view body, Reply reply);
+  // Routes, authorizes and handles one request (`authorization`: its Authorization header, "" if
+  // none). A refused request (401/403/429) touches no engine and no token source. `reply` is called
+  // once, also after a cancel (then with kClientGone, or with an answer whose `undelivered` must
+  // run); an exception from a handler becomes a 500 and a log line — and, if the handler had
+  // already handed `reply` on, possibly a second answer later, which the caller must drop (running
+  // its `undelivered`).
+  Dispatched dispatch(Method method, std::string_view target, std::string_view body,
+                      std::string_view authorization, Reply reply);
 
   // {"error": {"code": ..., "message": ...}} with the error's status.
   static ApiResponse error_response(ApiError error, std::string_view message,
@@ -78,25 +86,31 @@ class ApiHandlers {
                             std::string_view detail = {});
 
  private:
-  using Handler = Cancel (ApiHandlers::*)(std::string_view name, std::string_view body,
-                                          Reply reply);
+  // One authorized request as a handler sees it.
+  struct Call {
+    std::string_view name;  // the {name} of the route, "" for routes without one
+    std::string_view body;
+    std::string_view owner;  // the caller's API key id ("" without keys): leases are bound to it
+  };
+  using Handler = Cancel (ApiHandlers::*)(const Call& call, Reply reply);
   static const std::array<RouteEntry<Handler>, 9>& routes();
 
-  Cancel acquire(std::string_view name, std::string_view body, Reply reply);
-  Cancel extend(std::string_view name, std::string_view body, Reply reply);
-  Cancel release(std::string_view name, std::string_view body, Reply reply);
-  Cancel lock_status(std::string_view name, std::string_view body, Reply reply);
-  Cancel next_token(std::string_view name, std::string_view body, Reply reply);
-  Cancel current_token(std::string_view name, std::string_view body, Reply reply);
-  Cancel healthz(std::string_view name, std::string_view body, Reply reply);
-  Cancel readyz(std::string_view name, std::string_view body, Reply reply);
-  Cancel metrics(std::string_view name, std::string_view body, Reply reply);
+  Cancel acquire(const Call& call, Reply reply);
+  Cancel extend(const Call& call, Reply reply);
+  Cancel release(const Call& call, Reply reply);
+  Cancel lock_status(const Call& call, Reply reply);
+  Cancel next_token(const Call& call, Reply reply);
+  Cancel current_token(const Call& call, Reply reply);
+  Cancel healthz(const Call& call, Reply reply);
+  Cancel readyz(const Call& call, Reply reply);
+  Cancel metrics(const Call& call, Reply reply);
 
   storage::LockEngine& engine_;
   std::shared_ptr<storage::TokenSource> tokens_;
   std::string token_backend_;
   TokenReadiness token_ready_;
   MetricsRenderer metrics_;
+  const Authorizer* authorizer_;
   BodyLimits limits_;
 };
 

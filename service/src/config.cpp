@@ -410,6 +410,10 @@ const std::vector<FlagSpec>& flag_table() {
     t.push_back(duration_flag("token-timeout", "Deadline of one token draw; 1ms..10s.",
                               &ServiceConfig::token_timeout,
                               std::pair{milliseconds(1), milliseconds(10'000)}));
+    t.push_back(path_flag("auth-file",
+                          "API keys (JSON; docs/operations.md), reloaded on SIGHUP. Without it "
+                          "anyone who can connect may take, release and read every lock.",
+                          &ServiceConfig::auth_file));
     t.push_back(count_flag<std::size_t>(
         "body-limit", "BYTES", "Largest request body; 1024..16777216 (16 MiB).",
         &ServiceConfig::body_limit, 1024, std::uint64_t{16} * 1024 * 1024));
@@ -750,6 +754,8 @@ std::string usage_text() {
   const ServiceConfig defaults;
   std::string out =
       "usage: fencelockd --redis HOST:PORT[,HOST:PORT...] [flags]\n"
+      "       fencelockd keys new --id ID --names PATTERN[,...] --rights lock,read,token "
+      "[--rate N] [--burst N]\n"
       "\n"
       "fencelock: Redlock quorum locks over independent Redis masters, each grant paired with a\n"
       "fencing token from a linearizable counter. See docs/operations.md.\n"

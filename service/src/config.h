@@ -56,6 +56,10 @@ struct ServiceConfig {
   // --token-timeout: deadline of one token draw. Default 100 ms; 1 ms .. 10 s.
   std::chrono::milliseconds token_timeout{100};
 
+  // --auth-file PATH: API keys (auth/api_keys.h, docs/operations.md); reloaded on SIGHUP. Empty
+  // (the default): no keys, anyone who can connect may do anything. 1..4096 bytes.
+  std::filesystem::path auth_file;
+
   // --body-limit: largest request body in bytes. Default 64 KiB; 1 KiB .. 16 MiB.
   std::size_t body_limit = std::size_t{64} * 1024;
   // --threads: network threads. Default 1; 1..64.

@@ -92,8 +92,10 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   }
   request_ = parser_->release();
   keep_alive_ = request_.keep_alive();
+  const auto authorization = request_.find(http::field::authorization);
   ApiHandlers::Dispatched dispatched = host_->handlers().dispatch(
       method_of(request_.method()), request_.target(), request_.body(),
+      authorization == request_.end() ? std::string_view() : authorization->value(),
       [self = shared_from_this(), request = request_seq_](ApiResponse response) {
         asio::post(self->stream_.get_executor(),
                    [self, request, response = std::move(response)]() mutable {
@@ -167,6 +169,10 @@ void HttpSession::on_response(std::uint64_t request, ApiResponse response) {
   response_.set(http::field::content_type, response.content_type);
   response_.set(http::field::cache_control, "no-store");
   if (!response.allow.empty()) response_.set(http::field::allow, response.allow);
+  if (response.retry_after_s)
+    response_.set(http::field::retry_after, std::to_string(*response.retry_after_s));
+  if (response.authenticate)
+    response_.set(http::field::www_authenticate, "Bearer realm=\"fencelock\"");
   response_.keep_alive(keep);
   response_.body() = std::move(response.body);
   response_.prepare_payload();

@@ -3,6 +3,7 @@
 // Parses flags, FENCELOCK_* environment variables and an optional JSON config file (config.h);
 // a bad value stops it at once with a one-line message naming the flag and exit code 2. Then it
 // serves until SIGTERM or SIGINT and exits 0 after a graceful shutdown; 1 if it cannot start.
+// `fencelockd keys new …` makes an API key instead (auth/keys_command.h).
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/keys_command.h"
 #include "config.h"
 #include "log.h"
 #include "service.h"
@@ -47,6 +49,9 @@ namespace {
 int run(int argc, char** argv) {
   using namespace fencelock::service;
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "keys") {
+    return run_keys_command(std::vector<std::string>(args.begin() + 1, args.end()), stdout, stderr);
+  }
   auto parsed = parse_config(args, [](std::string_view name) -> std::optional<std::string> {
     const char* value = std::getenv(std::string(name).c_str());
     if (value == nullptr) return std::nullopt;

@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "api_handlers.h"
+#include "auth/auth_reloader.h"
 #include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/redis_token_source.h"
 #include "fencelock/storage/redlock_engine.h"
@@ -120,6 +122,19 @@ storage::Status run_service(const ServiceConfig& config) {
   log_event(LogLevel::kInfo, "starting", describe(config));
   if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
 
+  Authorizer authorizer;
+  if (!config.auth_file.empty()) {
+    auto keys = KeySet::load(config.auth_file);
+    if (!keys.ok()) return std::move(keys).error();
+    log_event(LogLevel::kInfo, "auth_file_loaded",
+              "path=" + config.auth_file.string() + " keys=" + std::to_string(keys->keys().size()));
+    authorizer.replace(std::move(keys).value());
+  } else {
+    log_event(LogLevel::kWarning, "OPEN_TO_ANYONE",
+              "no --auth-file: anyone who can connect may take, release and read every lock and "
+              "draw tokens (docs/operations.md, \"Securing fencelock\")");
+  }
+
   auto tokens = open_tokens(config, io);
   if (!tokens.ok()) return std::move(tokens).error();
   storage::EngineOptions engine_options = config.engine;
@@ -146,7 +161,8 @@ storage::Status run_service(const ServiceConfig& config) {
         gauges.emplace_back("fencelock_lock_nodes_voting",
                             static_cast<double>(engine->voting_nodes()));
         return metrics.render(engine->node_statuses(), gauges);
-      });
+      },
+      &authorizer);
 
   HttpServerOptions server_options;
   server_options.listen = config.listen;
@@ -180,6 +196,12 @@ storage::Status run_service(const ServiceConfig& config) {
             "address=" + config.listen.host + ":" + std::to_string(server.port()) +
                 " threads=" + std::to_string(config.threads));
 
+  std::optional<AuthReloader> reloader;
+  if (!config.auth_file.empty()) {
+    reloader.emplace(io, config.auth_file, authorizer);
+    reloader->start();
+  }
+
   asio::signal_set signals(io, SIGTERM, SIGINT);
   std::function<void(const boost::system::error_code&, int)> on_signal;
   bool shutting_down = false;
@@ -192,6 +214,7 @@ storage::Status run_service(const ServiceConfig& config) {
     }
     shutting_down = true;
     log_event(LogLevel::kInfo, "shutting_down", "signal=" + std::to_string(signal_number));
+    if (reloader) reloader->stop();
     signals.async_wait(on_signal);
     // The engine first: acquires waiting for a held lock are answered (503) at once instead of
     // holding the shutdown for their whole wait; operations in flight still finish.

@@ -75,7 +75,7 @@ void http_request(const std::uint8_t* data, std::size_t size) {
   const auto& request = parser.get();
   int answers = 0;
   std::optional<service::ApiResponse> answer;
-  handlers.dispatch(method_of(request.method()), request.target(), request.body(),
+  handlers.dispatch(method_of(request.method()), request.target(), request.body(), "",
                     [&](service::ApiResponse response) {
                       ++answers;
                       answer = std::move(response);

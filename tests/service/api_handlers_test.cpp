@@ -18,12 +18,15 @@ namespace {
 struct Api {
   std::shared_ptr<InMemoryTokens> tokens = std::make_shared<InMemoryTokens>();
   InMemoryEngine engine{tokens};
-  ApiHandlers handlers{engine, tokens, "memory", [] { return true; },
-                       [] { return std::string("# metrics\n"); }};
+  Authorizer authorizer;  // open unless a test gives it keys
+  ApiHandlers handlers{
+      engine,     tokens, "memory", [] { return true; }, [] { return std::string("# metrics\n"); },
+      &authorizer};
 
-  ApiResponse call(Method method, const std::string& target, const std::string& body = {}) {
+  ApiResponse call(Method method, const std::string& target, const std::string& body = {},
+                   const std::string& authorization = {}) {
     std::optional<ApiResponse> answer;
-    handlers.dispatch(method, target, body,
+    handlers.dispatch(method, target, body, authorization,
                       [&](ApiResponse response) { answer = std::move(response); });
     engine.run_pending();
     REQUIRE(answer.has_value());
@@ -171,7 +174,7 @@ TEST_CASE("api: a handler that throws answers 500 once, and the server keeps ser
 TEST_CASE("api: only a waiting acquire can be cancelled", "[service]") {
   Api api;
   auto cancel_of = [&](const std::string& body) {
-    return api.handlers.dispatch(Method::kPost, "/v1/locks/c", body, [](ApiResponse) {}).cancel;
+    return api.handlers.dispatch(Method::kPost, "/v1/locks/c", body, "", [](ApiResponse) {}).cancel;
   };
   CHECK_FALSE(cancel_of(R"({"ttl_ms": 1000})"));
   CHECK(cancel_of(R"({"ttl_ms": 1000, "wait_ms": 5000})"));

@@ -577,6 +577,7 @@ TEST_CASE("every setting has a flag, an environment variable and a line in --hel
                                           "token-epoch-file",
                                           "tokens-unsafe-persistence",
                                           "token-timeout",
+                                          "auth-file",
                                           "body-limit",
                                           "threads",
                                           "max-connections",

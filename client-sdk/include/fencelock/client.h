@@ -37,6 +37,10 @@ struct ClientOptions {
   std::chrono::milliseconds retry_backoff{50};
   // Idle keep-alive connections kept per endpoint. Default 8; 0..1024.
   std::size_t max_idle_connections = 8;
+  // The API key's secret, sent as "Authorization: Bearer <api_key>" on every request when not
+  // empty (fencelockd with --auth-file; docs/operations.md). Printable ASCII, at most 256
+  // characters. Never logged, never part of an error message.
+  std::string api_key;
 };
 
 struct LockStatus {

@@ -22,11 +22,14 @@ enum class ErrorCode {
   kNotHeld,          // 409 not_held: the lease no longer holds the lock
   kUnavailable,      // 503 unavailable: too few lock nodes, or the token source, answered
   kInvalidArgument,  // 400/413 from the service, or refused by the SDK before sending
+  kDenied,           // 401/403: no API key, an unknown one, or one without the right or name
+  kRateLimited,      // 429 rate_limited: the API key is over its rate; retry_after says when
   kTransport,        // no usable answer: connect failed, timed out, connection broke
   kInternal,         // 500, or an answer the SDK cannot read
 };
 
-// "locked", "not_held", "unavailable", "invalid_argument", "transport", "internal".
+// "locked", "not_held", "unavailable", "invalid_argument", "denied", "rate_limited", "transport",
+// "internal".
 std::string_view error_code_name(ErrorCode code) noexcept;
 
 struct Error {

@@ -18,4 +18,10 @@ inline constexpr std::string_view kLockNameRule =
 // Pure; thread-safe.
 bool is_valid_lock_name(std::string_view name) noexcept;
 
+// True iff `c` may appear in a lock name.
+constexpr bool is_lock_name_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == ':' || c == '-';
+}
+
 }  // namespace fencelock

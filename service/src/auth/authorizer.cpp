@@ -1,0 +1,142 @@
+#include "auth/authorizer.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "auth/api_secret.h"
+
+namespace fencelock::service {
+
+namespace {
+
+Authorizer::Decision refuse(ApiError error, std::string message) {
+  Authorizer::Decision decision;
+  decision.error = error;
+  decision.message = std::move(message);
+  return decision;
+}
+
+// The secret of "Bearer <secret>" (the scheme is case-insensitive), or nullopt.
+std::optional<std::string_view> bearer_secret(std::string_view header) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() <= kScheme.size()) return std::nullopt;
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return std::nullopt;
+  }
+  std::string_view secret = header.substr(kScheme.size());
+  while (!secret.empty() && secret.front() == ' ') secret.remove_prefix(1);
+  while (!secret.empty() && secret.back() == ' ') secret.remove_suffix(1);
+  if (secret.empty()) return std::nullopt;
+  return secret;
+}
+
+std::string rights_text(std::uint8_t rights) {
+  std::string text;
+  for (const Right right : {kRightLock, kRightRead, kRightToken}) {
+    if ((rights & right) == 0) continue;
+    if (!text.empty()) text += ", ";
+    text += right_name(right);
+  }
+  return text;
+}
+
+}  // namespace
+
+Authorizer::Authorizer(KeySet keys) {
+  replace(std::move(keys));
+}
+
+void Authorizer::replace(KeySet keys) {
+  auto next = std::make_shared<State>();
+  next->keys = std::move(keys);
+  const auto previous = state();
+  const auto now = Clock::now();
+  for (const ApiKey& key : next->keys.keys()) {
+    std::shared_ptr<TokenBucket> bucket;
+    if (key.rate) {
+      if (previous) {
+        const auto& old_keys = previous->keys.keys();
+        const auto same = std::find_if(old_keys.begin(), old_keys.end(),
+                                       [&](const ApiKey& old) { return old.id == key.id; });
+        if (same != old_keys.end()) {
+          bucket = previous->buckets[static_cast<std::size_t>(same - old_keys.begin())];
+        }
+      }
+      if (bucket) {
+        bucket->reconfigure(*key.rate, key.burst);
+      } else {
+        bucket = std::make_shared<TokenBucket>(*key.rate, key.burst, now);
+      }
+    }
+    next->buckets.push_back(std::move(bucket));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = std::move(next);
+}
+
+std::shared_ptr<const Authorizer::State> Authorizer::state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_;
+}
+
+bool Authorizer::enabled() const {
+  return state() != nullptr;
+}
+
+std::size_t Authorizer::key_count() const {
+  const auto current = state();
+  return current ? current->keys.keys().size() : 0;
+}
+
+Authorizer::Decision Authorizer::check(std::uint8_t right, std::string_view name,
+                                       std::string_view authorization,
+                                       Clock::time_point now) const {
+  const auto current = state();
+  if (!current || right == 0) {
+    Decision open;
+    open.allowed = true;
+    return open;
+  }
+  if (authorization.empty()) {
+    return refuse(ApiError::kUnauthenticated,
+                  "this fencelockd requires an API key: send \"Authorization: Bearer <secret>\"");
+  }
+  const auto secret = bearer_secret(authorization);
+  if (!secret) {
+    return refuse(ApiError::kUnauthenticated,
+                  "the Authorization header must be \"Bearer <secret>\"");
+  }
+  // Keys are found by the SHA-256 of the presented secret: a lookup's timing depends only on that
+  // digest, which tells an attacker nothing about any stored one.
+  const ApiKey* key = secret->size() <= kMaxApiSecretLength
+                          ? current->keys.find_by_secret_hash(sha256_hex(*secret))
+                          : nullptr;
+  if (key == nullptr) return refuse(ApiError::kUnauthenticated, "unknown API key");
+  if ((key->rights & right) == 0) {
+    return refuse(ApiError::kForbidden, "key '" + key->id + "' lacks the right '" +
+                                            std::string(right_name(static_cast<Right>(right))) +
+                                            "' (it has: " + rights_text(key->rights) + ")");
+  }
+  const bool name_allowed = std::any_of(key->names.begin(), key->names.end(),
+                                        [&](const auto& p) { return name_matches(p, name); });
+  if (!name_allowed) {
+    return refuse(ApiError::kForbidden,
+                  "key '" + key->id + "' may not use the name '" + std::string(name) + "'");
+  }
+  const auto index = static_cast<std::size_t>(key - current->keys.keys().data());
+  if (const auto& bucket = current->buckets[index]) {
+    if (const auto wait = bucket->take(now)) {
+      Decision limited = refuse(ApiError::kRateLimited,
+                                "key '" + key->id + "' is over its rate of requests per second");
+      limited.retry_after = *wait;
+      limited.key_id = key->id;
+      return limited;
+    }
+  }
+  Decision allowed;
+  allowed.allowed = true;
+  allowed.key_id = key->id;
+  return allowed;
+}
+
+}  // namespace fencelock::service

@@ -1,0 +1,238 @@
+// API keys against the real fencelockd over loopback, with real redis-servers: refusals change
+// nothing on any node, leases are bound to the key that took them, rate limits are per key, the
+// auth file reloads on SIGHUP, and no secret ever reaches the log or the metrics.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "auth/api_secret.h"
+#include "fencelock/client.h"
+#include "fencelockd_process.h"
+#include "http_client.h"
+#include "service_under_test.h"
+#include "sync_redis.h"
+#include "temp_dir.h"
+
+using namespace fencelock::testing;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Key {
+  std::string id;
+  std::string secret;
+  json entry;
+};
+
+Key make_key(const std::string& id, json names, json rights, std::optional<double> rate = {}) {
+  Key key{id, "flk_" + fencelock::service::sha256_hex("secret of " + id), {}};
+  key.entry = json{{"id", id},
+                   {"secret_sha256", fencelock::service::sha256_hex(key.secret)},
+                   {"names", std::move(names)},
+                   {"rights", std::move(rights)}};
+  if (rate) key.entry["rate"] = *rate;
+  return key;
+}
+
+void write_keys(const std::filesystem::path& path, const std::vector<Key>& keys) {
+  json entries = json::array();
+  for (const Key& key : keys) entries.push_back(key.entry);
+  std::ofstream(path) << json{{"keys", entries}}.dump(2);
+}
+
+std::map<std::string, std::string> bearer(const std::string& secret) {
+  return {{"Authorization", "Bearer " + secret}};
+}
+
+// One deployment with an auth file: billing may lock and read billing.*, ops may read and draw
+// tokens everywhere, burst is limited to 2 requests at 1/s.
+struct Secured {
+  TempDir keys_dir;
+  std::filesystem::path auth_file = keys_dir.path() / "keys.json";
+  Key billing = make_key("billing", {"billing.*"}, {"lock", "read"});
+  Key payroll = make_key("payroll", {"payroll.*", "billing.shared"}, {"lock"});
+  Key ops = make_key("ops", {"*"}, {"read", "token"});
+  Key burst = make_key("burst", {"*"}, {"lock", "read"}, 1.0);
+  std::optional<ServiceUnderTest> service;
+
+  Secured() {
+    write_keys(auth_file, {billing, payroll, ops, burst});
+    service.emplace(std::vector<std::string>{"--auth-file", auth_file.string()});
+  }
+  HttpAnswer call(const std::string& method, const std::string& target, const json& body,
+                  const Key* key) {
+    return service->client().request(
+        method, target, body.is_null() ? "" : body.dump(),
+        key ? bearer(key->secret) : std::map<std::string, std::string>{});
+  }
+  std::int64_t keys_on_nodes() {
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < service->cluster.size(); ++i)
+      total += SyncRedis(service->cluster.node(i).port()).count_keys();
+    return total;
+  }
+  std::uint64_t current_token(const std::string& name) {
+    return call("GET", "/v1/tokens/" + name, nullptr, &ops).json()["token"].get<std::uint64_t>();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("http auth: refused requests are 401 or 403 and change nothing on any node",
+          "[service][redis]") {
+  Secured s;
+  const json acquire{{"ttl_ms", 30000}};
+  const auto token_before = s.current_token("billing.a");
+
+  const HttpAnswer none = s.call("POST", "/v1/locks/billing.a", acquire, nullptr);
+  CHECK(none.status == 401);
+  CHECK(none.error_code() == "unauthenticated");
+  CHECK(none.header("www-authenticate") == "Bearer realm=\"fencelock\"");
+  Key stranger = make_key("stranger", {"*"}, {"lock"});
+  CHECK(s.call("POST", "/v1/locks/billing.a", acquire, &stranger).status == 401);
+  CHECK(s.service->client()
+            .request("POST", "/v1/locks/billing.a", acquire.dump(),
+                     {{"Authorization", "Basic " + s.billing.secret}})
+            .status == 401);
+
+  const HttpAnswer wrong_name = s.call("POST", "/v1/locks/payroll.a", acquire, &s.billing);
+  CHECK(wrong_name.status == 403);
+  CHECK(wrong_name.error_code() == "forbidden");
+  const HttpAnswer wrong_right = s.call("POST", "/v1/tokens/billing.a", nullptr, &s.billing);
+  CHECK(wrong_right.status == 403);
+  CHECK_THAT(wrong_right.json()["error"]["message"].get<std::string>(), Catch::Contains("'token'"));
+  CHECK(s.call("GET", "/v1/locks/billing.a", nullptr, &s.payroll).status == 403);  // no read
+  CHECK(s.call("POST", "/v1/locks/billing.a", acquire, &s.ops).status == 403);     // no lock
+
+  CHECK(s.keys_on_nodes() == 0);
+  CHECK(s.current_token("billing.a") == token_before);
+  // Health, readiness and metrics stay reachable without a key (probes, scrapers).
+  CHECK(s.call("GET", "/healthz", nullptr, nullptr).status == 200);
+  CHECK(s.call("GET", "/readyz", nullptr, nullptr).status == 200);
+  CHECK(s.call("GET", "/metrics", nullptr, nullptr).status == 200);
+  // And the right key works.
+  const HttpAnswer granted = s.call("POST", "/v1/locks/billing.a", acquire, &s.billing);
+  CHECK(granted.status == 200);
+  CHECK(s.call("GET", "/v1/locks/billing.a", nullptr, &s.billing).json()["held"] == true);
+}
+
+TEST_CASE("http auth: a lease taken with one key cannot be extended or released with another",
+          "[service][redis]") {
+  Secured s;
+  const HttpAnswer granted =
+      s.call("POST", "/v1/locks/billing.shared", json{{"ttl_ms", 30000}}, &s.billing);
+  REQUIRE(granted.status == 200);
+  const std::string lease = granted.json()["lease"];
+  const HttpAnswer extend = s.call("POST", "/v1/locks/billing.shared/extend",
+                                   json{{"lease", lease}, {"ttl_ms", 1000}}, &s.payroll);
+  CHECK(extend.status == 403);
+  CHECK(extend.error_code() == "forbidden");
+  const HttpAnswer release =
+      s.call("DELETE", "/v1/locks/billing.shared", json{{"lease", lease}}, &s.payroll);
+  CHECK(release.status == 403);
+  CHECK(s.call("GET", "/v1/locks/billing.shared", nullptr, &s.billing).json()["held"] == true);
+  CHECK(s.call("DELETE", "/v1/locks/billing.shared", json{{"lease", lease}}, &s.billing)
+            .json()["released"] == true);
+}
+
+TEST_CASE("http auth: a key over its rate gets 429 with Retry-After; other keys are not slowed",
+          "[service][redis]") {
+  Secured s;
+  int limited = 0;
+  HttpAnswer last;
+  for (int i = 0; i < 5; ++i) {
+    last = s.call("GET", "/v1/locks/any", nullptr, &s.burst);
+    if (last.status == 429) {
+      ++limited;
+      CHECK(last.error_code() == "rate_limited");
+      CHECK(last.header("retry-after") == "1");
+      CHECK(last.json()["error"]["retry_after_ms"].get<int>() > 0);
+    }
+  }
+  CHECK(limited >= 3);  // burst 1 at 1/s: at most two of five within the same second
+  for (int i = 0; i < 20; ++i) {
+    CHECK(s.call("GET", "/v1/locks/billing.x", nullptr, &s.billing).status == 200);
+  }
+}
+
+TEST_CASE("http auth: SIGHUP reloads the key file; a bad file keeps the keys in force",
+          "[service][redis]") {
+  Secured s;
+  Key fresh = make_key("fresh", {"*"}, {"read"});
+  CHECK(s.call("GET", "/v1/locks/x", nullptr, &fresh).status == 401);
+  write_keys(s.auth_file, {s.ops, fresh});  // billing dropped, fresh added
+  ::kill(s.service->daemon->pid(), SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (s.call("GET", "/v1/locks/x", nullptr, &fresh).status != 200) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(s.call("GET", "/v1/locks/billing.a", nullptr, &s.billing).status == 401);
+  std::ofstream(s.auth_file) << R"({"keys": [{"id": "broken"}]})";
+  ::kill(s.service->daemon->pid(), SIGHUP);
+  while (s.service->daemon->log().find("auth_file_rejected") == std::string::npos) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK_THAT(s.service->daemon->log(), Catch::Contains("secret_sha256 is missing"));
+  CHECK(s.call("GET", "/v1/locks/x", nullptr, &fresh).status == 200);  // old keys still in force
+}
+
+TEST_CASE("http auth: `fencelockd keys new` makes a key that works, and no secret is ever logged",
+          "[service][redis]") {
+  Secured s;
+  TempDir dir;
+  const FinishedRun made = run_fencelockd(
+      dir.path(), {"keys", "new", "--id", "made", "--names", "made.*", "--rights", "lock,read"});
+  REQUIRE(made.exit_code == 0);
+  // Its output mixes stdout (secret, then entry) and stderr (a hint): find the lines.
+  const auto secret_start = made.output.find("flk_");
+  REQUIRE(secret_start != std::string::npos);
+  const std::string secret = made.output.substr(secret_start, 4 + 64);
+  const auto line_start = made.output.find("{\"id\"");
+  REQUIRE(line_start != std::string::npos);
+  const json entry =
+      json::parse(made.output.substr(line_start, made.output.find('\n', line_start) - line_start));
+  CHECK(entry["secret_sha256"] == fencelock::service::sha256_hex(secret));
+  Key made_key{"made", secret, entry};
+  write_keys(s.auth_file, {s.billing, s.ops, made_key});
+  ::kill(s.service->daemon->pid(), SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (s.call("GET", "/v1/locks/made.x", nullptr, &made_key).status != 200) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(20ms);
+  }
+  // The SDK with the key: granted, extended, released; without it: denied.
+  fencelock::ClientOptions options;
+  options.endpoints = {s.service->endpoint()};
+  options.api_key = secret;
+  auto client = fencelock::Client::create(options);
+  REQUIRE(client.ok());
+  auto lease = client->acquire("made.sdk", 10s);
+  REQUIRE(lease.ok());
+  CHECK(client->extend(lease.value(), 10s).ok());
+  options.api_key.clear();
+  auto anonymous = fencelock::Client::create(options);
+  CHECK(anonymous->acquire("made.sdk2", 10s).error().code == fencelock::ErrorCode::kDenied);
+  const std::string lease_string = lease->lease_string();
+  CHECK(client->release(lease.value()).ok());
+
+  const std::string log = s.service->daemon->log();
+  CHECK_THAT(log, Catch::Contains("key=made"));  // the audit trail names the key
+  const std::string metrics = s.call("GET", "/metrics", nullptr, nullptr).body;
+  for (const std::string& secret_text :
+       {secret, s.billing.secret, s.ops.secret, lease_string.substr(lease_string.find('.') + 1)}) {
+    CHECK(log.find(secret_text) == std::string::npos);
+    CHECK(metrics.find(secret_text) == std::string::npos);
+  }
+}
+
+TEST_CASE("http auth: without --auth-file the log says loudly that anyone may use it",
+          "[service][redis]") {
+  ServiceUnderTest s;
+  CHECK_THAT(s.daemon->log(), Catch::Contains("OPEN_TO_ANYONE"));
+  CHECK(s.client().post("/v1/locks/open", json{{"ttl_ms", 1000}}).status == 200);
+}
