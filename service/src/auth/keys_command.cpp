@@ -50,7 +50,8 @@ int run_keys_command(const std::vector<std::string>& args, std::FILE* out, std::
       double number = 0;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
       if (ec != std::errc() || end != value.data() + value.size())
-        return usage(err, flag + ": expected a number, got '" + value + "'");
+        return usage(err,
+                     std::string(flag).append(": expected a number, got '").append(value) + "'");
       entry[flag.substr(2)] = number;
     } else {
       return usage(err, "unknown option " + flag);
