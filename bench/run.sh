@@ -53,8 +53,9 @@ for p in $redis_ports; do
     --pidfile "$work/redis-$p.pid" --dir "$work" --logfile "$work/redis-$p.log" >/dev/null
   nodes="$nodes${nodes:+,}127.0.0.1:$p"
 done
+# Every load generator connects from 127.0.0.1: lift the per-address cap above the RSS probe's 1,001.
 "$bin/service/fencelockd" --listen "127.0.0.1:$fencelockd_port" --redis "$nodes" \
-  --tokens "sqlite:$work/tokens.db" >"$work/fencelockd.log" 2>&1 &
+  --tokens "sqlite:$work/tokens.db" --max-connections-per-client 100000 >"$work/fencelockd.log" 2>&1 &
 echo $! >"$work/fencelockd.pid"
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$fencelockd_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 bench/peers/etcd/start-etcd.sh "$work/etcd" "$etcd_port" "$etcd_peer" >/dev/null

@@ -116,7 +116,16 @@ ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit,
       return error_response(ApiError::kInvalidRequest,
                             "malformed HTTP request: " + std::string(detail));
     case RequestFault::kUnsupportedTransferEncoding:
-      return error_response(ApiError::kInvalidRequest, "unsupported Transfer-Encoding");
+      return error_response(ApiError::kInvalidRequest,
+                            "unsupported Transfer-Encoding (only \"chunked\" alone is accepted)");
+    case RequestFault::kBadHost:
+      return error_response(ApiError::kInvalidRequest,
+                            "an HTTP/1.1 request needs exactly one Host header");
+    case RequestFault::kOverloaded: {
+      ApiResponse busy = error_response(ApiError::kUnavailable, detail, 1000);
+      busy.retry_after_s = 1;
+      return busy;
+    }
   }
   return error_response(ApiError::kInvalidRequest, "malformed HTTP request");
 }

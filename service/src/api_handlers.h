@@ -42,7 +42,13 @@ struct ApiResponse {
 };
 
 // Why a request could not even be read as one; the session tells, the handlers word the answer.
-enum class RequestFault { kBodyTooLarge, kMalformed, kUnsupportedTransferEncoding };
+enum class RequestFault {
+  kBodyTooLarge,
+  kMalformed,
+  kUnsupportedTransferEncoding,
+  kBadHost,     // no Host header in HTTP/1.1, or two
+  kOverloaded,  // a connection or memory cap: 503 with Retry-After (the detail says which)
+};
 
 // Whether the token source can draw right now, for /readyz.
 using TokenReadiness = std::function<bool()>;

@@ -422,9 +422,23 @@ const std::vector<FlagSpec>& flag_table() {
     t.push_back(count_flag<std::size_t>("max-connections", "N",
                                         "Open client connections at once; 1..1000000.",
                                         &ServiceConfig::max_connections, 1, 1'000'000));
+    t.push_back(count_flag<std::size_t>(
+        "max-connections-per-client", "N",
+        "Open connections from one source address; 1..1000000. Over it: 503.",
+        &ServiceConfig::max_connections_per_client, 1, 1'000'000));
     t.push_back(duration_flag("idle-timeout", "How long a keep-alive connection may idle; 1s..60m.",
                               &ServiceConfig::idle_timeout,
                               std::pair{milliseconds(1000), milliseconds(3'600'000)}));
+    t.push_back(duration_flag("request-timeout",
+                              "A request must arrive whole within this of its first byte; "
+                              "100ms..10m.",
+                              &ServiceConfig::request_timeout,
+                              std::pair{milliseconds(100), milliseconds(600'000)}));
+    t.push_back(count_flag<std::size_t>(
+        "body-memory", "BYTES",
+        "Request bodies held at once, all connections together; 1048576..17179869184. Over it: "
+        "503.",
+        &ServiceConfig::body_memory, std::size_t{1} << 20, std::uint64_t{16} << 30));
     t.push_back(duration_flag(
         "shutdown-grace", "How long requests in flight may finish after SIGTERM; 0s..5m.",
         &ServiceConfig::shutdown_grace, std::pair{milliseconds(0), milliseconds(300'000)}));

@@ -66,8 +66,17 @@ struct ServiceConfig {
   unsigned threads = 1;
   // --max-connections: open client connections at once. Default 10,000; 1 .. 1,000,000.
   std::size_t max_connections = 10'000;
+  // --max-connections-per-client: open connections from one source address. Default 1,000;
+  // 1 .. 1,000,000.
+  std::size_t max_connections_per_client = 1000;
   // --idle-timeout: how long a keep-alive connection may sit idle. Default 60 s; 1 s .. 1 h.
   std::chrono::milliseconds idle_timeout{60'000};
+  // --request-timeout: a request must arrive whole within this of its first byte. Default 10 s;
+  // 100 ms .. 10 min.
+  std::chrono::milliseconds request_timeout{10'000};
+  // --body-memory: bytes of request bodies being read or handled at once, over all connections.
+  // Default 64 MiB; 1 MiB .. 16 GiB.
+  std::size_t body_memory = std::size_t{64} * 1024 * 1024;
   // --shutdown-grace: how long requests in flight may finish after SIGTERM. Default 10 s; 0 .. 5 m.
   std::chrono::milliseconds shutdown_grace{10'000};
 };

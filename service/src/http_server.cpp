@@ -54,25 +54,26 @@ void HttpServer::start_accepting() {
 }
 
 void HttpServer::do_accept() {
-  acceptor_.async_accept(asio::make_strand(io_),
-                         [this](boost::system::error_code ec, tcp::socket socket) {
-                           if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-                           if (ec) {
-                             // Out of file descriptors (or similar): the listening socket stays
-                             // readable, so accepting again at once would spin. Pause, say so, and
-                             // try again.
-                             log_event(LogLevel::kWarning, "accept_failed",
-                                       "error=\"" + ec.message() + "\" retry_in_ms=100");
-                             accept_later();
-                             return;
-                           }
-                           socket.set_option(tcp::no_delay(true), ec);
-                           auto session = std::make_shared<HttpSession>(std::move(socket), host_);
-                           // Over the limit: refuse by closing, before reading anything (the
-                           // session closes its socket).
-                           if (host_->add(session)) session->run();
-                           do_accept();
-                         });
+  acceptor_.async_accept(
+      asio::make_strand(io_), [this](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+        if (ec) {
+          // Out of file descriptors (or similar): the listening socket stays
+          // readable, so accepting again at once would spin. Pause, say so, and
+          // try again.
+          log_event(LogLevel::kWarning, "accept_failed",
+                    "error=\"" + ec.message() + "\" retry_in_ms=100");
+          accept_later();
+          return;
+        }
+        socket.set_option(tcp::no_delay(true), ec);
+        const auto peer = socket.remote_endpoint(ec);
+        const std::string client = ec ? std::string() : peer.address().to_string();
+        auto session = std::make_shared<HttpSession>(std::move(socket), host_);
+        // Over a cap, the session answers 503 without reading and closes.
+        session->run(host_->add(session, client));
+        do_accept();
+      });
 }
 
 void HttpServer::accept_later() {

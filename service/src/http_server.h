@@ -45,6 +45,8 @@ class HttpServer {
 
   std::uint16_t port() const noexcept { return port_; }
   std::size_t open_connections() const noexcept { return host_->open_connections(); }
+  std::uint64_t refused_connections() const noexcept { return host_->refused_connections(); }
+  std::size_t body_bytes_reserved() const noexcept { return host_->body_bytes_reserved(); }
   bool draining() const noexcept { return host_->draining(); }
   const HttpServerOptions& options() const noexcept { return host_->options(); }
 

@@ -2,14 +2,17 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
 
 #include "log.h"
+#include "router.h"
 
 namespace fencelock::service {
 
@@ -34,17 +37,63 @@ Method method_of(http::verb verb) {
   }
 }
 
+// Bytes read while waiting for a request's first byte.
+constexpr std::size_t kFirstRead = 4096;
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// Health, readiness and metrics: what a connection over the cap may still ask.
+bool is_probe(http::verb verb, std::string_view target) {
+  const std::string_view path = origin_path(target);
+  return verb == http::verb::get && (path == "/healthz" || path == "/readyz" || path == "/metrics");
+}
+
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host)
     : stream_(std::move(socket)), host_(std::move(host)) {}
 
 HttpSession::~HttpSession() {
+  release_body();
   host_->forget(this);
 }
 
-void HttpSession::run() {
+void HttpSession::run(Admission admission) {
+  switch (admission) {
+    case Admission::kServe:
+      break;
+    case Admission::kHealthOnly:
+      health_only_ = true;
+      break;
+    case Admission::kRefuseCapped:
+    case Admission::kRefuseClient:
+      return asio::dispatch(stream_.get_executor(), [self = shared_from_this(), admission] {
+        self->refuse_connection(admission);
+      });
+  }
   asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+}
+
+void HttpSession::refuse_connection(Admission admission) {
+  // Answered without reading anything: a client over a cap learns why and when to come back,
+  // instead of a silent close. The request it may have sent is never read.
+  begin_request();
+  keep_alive_ = false;
+  respond_and_close(ApiHandlers::refuse(
+      RequestFault::kOverloaded, 0,
+      admission == Admission::kRefuseClient
+          ? "too many open connections from this address (--max-connections-per-client)"
+          : "too many open connections (--max-connections)"));
+}
+
+void HttpSession::release_body() {
+  if (body_reserved_ == 0) return;
+  host_->release_body(body_reserved_);
+  body_reserved_ = 0;
 }
 
 void HttpSession::drain() {
@@ -60,38 +109,101 @@ void HttpSession::do_read() {
   parser_.emplace();
   parser_->body_limit(host_->options().body_limit);
   parser_->header_limit(static_cast<std::uint32_t>(host_->options().header_limit));
+  if (buffer_.size() > 0) return read_header();  // a pipelined request is already here
+  // Idle: wait for the first byte as long as a keep-alive connection may idle; from then on the
+  // whole request must arrive within the request timeout (a byte a second holds nothing).
   stream_.expires_after(host_->options().idle_timeout);
-  http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code ec, std::size_t bytes) {
-                     self->on_read(ec, bytes);
-                   });
+  stream_.async_read_some(buffer_.prepare(kFirstRead),
+                          [self = shared_from_this()](beast::error_code ec, std::size_t bytes) {
+                            self->buffer_.commit(bytes);
+                            if (ec) return self->close();
+                            self->read_header();
+                          });
 }
 
-void HttpSession::on_read(beast::error_code ec, std::size_t) {
-  if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-      ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
-      ec == asio::error::eof) {
-    return close();
-  }
+void HttpSession::read_header() {
+  stream_.expires_after(host_->options().request_timeout);
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+}
+
+void HttpSession::begin_request() {
   started_ = std::chrono::steady_clock::now();
   busy_ = true;
   ++request_seq_;
   answered_ = false;
   route_ = Route::kNotFound;
   name_ = {};
+}
+
+void HttpSession::on_header(beast::error_code ec) {
+  if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+      ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+      ec == asio::error::eof) {
+    return close();
+  }
+  begin_request();
   if (ec == http::error::body_limit) {
     return respond_and_close(
         ApiHandlers::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
   }
   if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
-  // Transfer-Encoding other than chunked cannot be framed: refuse it rather than read what follows
-  // as another request (RFC 9112 §6.1; request smuggling behind a proxy otherwise).
-  if (parser_->get().find(http::field::transfer_encoding) != parser_->get().end() &&
-      !parser_->chunked()) {
-    return respond_and_close(ApiHandlers::refuse(RequestFault::kUnsupportedTransferEncoding, 0));
+  const auto& header = parser_->get();
+  // Transfer-Encoding other than exactly "chunked" cannot be framed ("gzip, chunked" would be
+  // read as plain chunks): refuse it rather than read what follows as another request (RFC 9112
+  // §6.1; request smuggling behind a proxy otherwise).
+  if (const auto te = header.find(http::field::transfer_encoding); te != header.end()) {
+    if (!parser_->chunked() || !beast::iequals(trimmed(te->value()), "chunked") ||
+        header.count(http::field::transfer_encoding) != 1) {
+      return respond_and_close(ApiHandlers::refuse(RequestFault::kUnsupportedTransferEncoding, 0));
+    }
   }
+  // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host; HTTP/1.0 at most one.
+  const std::size_t hosts = header.count(http::field::host);
+  if (hosts > 1 || (hosts == 0 && header.version() >= 11)) {
+    return respond_and_close(ApiHandlers::refuse(RequestFault::kBadHost, 0));
+  }
+  // The body's memory comes from one budget shared by every connection: a chunked body may grow
+  // to the limit, so it reserves the limit.
+  std::size_t body = 0;
+  if (parser_->chunked()) {
+    body = host_->options().body_limit;
+  } else if (const auto length = parser_->content_length()) {
+    body = static_cast<std::size_t>(std::min<std::uint64_t>(*length, host_->options().body_limit));
+  }
+  if (body > 0) {
+    if (!host_->reserve_body(body)) {
+      return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
+                                                   "request bodies in progress use the memory "
+                                                   "budget (--body-memory)"));
+    }
+    body_reserved_ = body;
+  }
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](beast::error_code read_ec, std::size_t) {
+                     self->on_body(read_ec);
+                   });
+}
+
+void HttpSession::on_body(beast::error_code ec) {
+  if (ec == beast::error::timeout || ec == asio::error::operation_aborted ||
+      ec == asio::error::connection_reset || ec == asio::error::eof ||
+      ec == http::error::end_of_stream || ec == http::error::partial_message) {
+    busy_ = false;
+    return close();
+  }
+  if (ec == http::error::body_limit) {
+    return respond_and_close(
+        ApiHandlers::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
+  }
+  if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
   request_ = parser_->release();
-  keep_alive_ = request_.keep_alive();
+  keep_alive_ = request_.keep_alive() && !health_only_;
+  if (health_only_ && !is_probe(request_.method(), request_.target())) {
+    return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
+                                                 "too many open connections (--max-connections)"));
+  }
   const auto authorization = request_.find(http::field::authorization);
   ApiHandlers::Dispatched dispatched = host_->handlers().dispatch(
       method_of(request_.method()), request_.target(), request_.body(),
@@ -201,6 +313,7 @@ void HttpSession::on_write(beast::error_code ec, std::size_t) {
                                std::chrono::steady_clock::now() - started_, detail_});
   busy_ = false;
   request_ = {};
+  release_body();
   if (ec || !keep_alive_) return close();
   do_read();
 }

@@ -33,13 +33,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   HttpSession(boost::asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host);
   ~HttpSession();
 
-  void run();
+  // Starts serving as the host admitted it (session_host.h): reads requests, reads requests from
+  // a health-only connection, or answers 503 at once and closes.
+  void run(Admission admission);
   // Shutdown: close now if waiting for a request; otherwise finish the current one and close.
   void drain();
 
  private:
   void do_read();
-  void on_read(boost::beast::error_code ec, std::size_t bytes);
+  void read_header();
+  void on_header(boost::beast::error_code ec);
+  void on_body(boost::beast::error_code ec);
+  void begin_request();
+  void refuse_connection(Admission admission);
+  void release_body();
   void watch_for_disconnect();
   void on_readable(boost::beast::error_code ec, std::uint64_t request);
   void on_response(std::uint64_t request, ApiResponse response);
@@ -59,7 +66,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::string detail_;
   std::chrono::steady_clock::time_point started_;
   bool keep_alive_ = true;
-  bool busy_ = false;  // a request is being handled or answered
+  bool health_only_ = false;       // admitted over the cap: probes only, then closed
+  std::size_t body_reserved_ = 0;  // of the host's body budget, for the current request
+  bool busy_ = false;              // a request is being handled or answered
   bool closed_ = false;
   std::uint64_t request_seq_ = 0;  // numbers requests, so a stale disconnect watch is ignored
   ApiHandlers::Cancel cancel_;     // of the request being handled, while it may wait

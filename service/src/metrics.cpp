@@ -362,7 +362,9 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
 
   for (const auto& [name, value] : extra_gauges) {
     if (!is_valid_metric_name(name)) continue;
-    text.family(name, "gauge", "Reported by fencelockd at scrape time.");
+    // A name ending in _total is a counter kept elsewhere (the HTTP server's), sampled here.
+    text.family(name, name.ends_with("_total") ? "counter" : "gauge",
+                "Reported by fencelockd at scrape time.");
     text.sample(name, {}, value);
   }
   return out;

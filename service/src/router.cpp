@@ -1,5 +1,7 @@
 #include "router.h"
 
+#include <cctype>
+
 #include "fencelock/names.h"
 
 namespace fencelock::service {
@@ -44,6 +46,24 @@ std::string_view method_name(Method method) noexcept {
       break;
   }
   return "";
+}
+
+std::string_view origin_path(std::string_view target) noexcept {
+  // An absolute-form target: a scheme, "://", the authority, then the path (or none: "/").
+  for (const std::string_view scheme :
+       {std::string_view("http://"), std::string_view("https://")}) {
+    if (target.size() < scheme.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < scheme.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(target[i])) == scheme[i];
+    }
+    if (!same) continue;
+    const std::size_t path = target.find_first_of("/?", scheme.size());
+    if (path == std::string_view::npos || target[path] == '?') return "/";
+    target.remove_prefix(path);
+    break;
+  }
+  return target.substr(0, target.find('?'));
 }
 
 bool path_fits(std::string_view pattern, std::string_view path, std::string_view& name) noexcept {

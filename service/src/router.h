@@ -42,6 +42,10 @@ struct RouteMatch {
   std::string allow;      // "GET, POST, DELETE" etc. for kMethodNotAllowed
 };
 
+// The path of a request target: the origin form's path ("/v1/locks/a?x" → "/v1/locks/a"), also
+// of an absolute-form target ("http://host:8080/v1/locks/a" → "/v1/locks/a", RFC 9112 §3.2.2).
+std::string_view origin_path(std::string_view target) noexcept;
+
 // Whether `path` has the shape of `pattern`; on success `name` is its {name} part (not validated;
 // empty for a literal pattern).
 bool path_fits(std::string_view pattern, std::string_view path, std::string_view& name) noexcept;
@@ -50,7 +54,7 @@ bool valid_route_name(std::string_view name) noexcept;
 template <class Handler, std::size_t N>
 RouteMatch<Handler> match_route(const std::array<RouteEntry<Handler>, N>& table, Method method,
                                 std::string_view target) {
-  const std::string_view path = target.substr(0, target.find('?'));
+  const std::string_view path = origin_path(target);
   RouteMatch<Handler> match;
   bool path_known = false;
   for (const RouteEntry<Handler>& entry : table) {

@@ -157,6 +157,10 @@ storage::Status run_service(const ServiceConfig& config) {
         if (server_ptr != nullptr) {
           gauges.emplace_back("fencelock_http_open_connections",
                               static_cast<double>(server_ptr->open_connections()));
+          gauges.emplace_back("fencelock_http_connections_refused_total",
+                              static_cast<double>(server_ptr->refused_connections()));
+          gauges.emplace_back("fencelock_http_body_bytes_reserved",
+                              static_cast<double>(server_ptr->body_bytes_reserved()));
         }
         gauges.emplace_back("fencelock_lock_nodes_voting",
                             static_cast<double>(engine->voting_nodes()));
@@ -168,7 +172,10 @@ storage::Status run_service(const ServiceConfig& config) {
   server_options.listen = config.listen;
   server_options.body_limit = config.body_limit;
   server_options.max_connections = config.max_connections;
+  server_options.max_connections_per_client = config.max_connections_per_client;
   server_options.idle_timeout = config.idle_timeout;
+  server_options.request_timeout = config.request_timeout;
+  server_options.body_memory = config.body_memory;
   HttpServer server(io, server_options, handlers, [&metrics](const RequestRecord& r) {
     metrics.record_request(r.route, r.status,
                            std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));

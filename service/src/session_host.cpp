@@ -1,24 +1,58 @@
 #include "session_host.h"
 
+#include <algorithm>
+
 namespace fencelock::service {
 
-bool SessionHost::add(const std::shared_ptr<HttpSession>& session) {
-  if (open_.load(std::memory_order_relaxed) >= options_.max_connections) return false;
+Admission SessionHost::add(const std::shared_ptr<HttpSession>& session, const std::string& client) {
+  Admission admission = Admission::kServe;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.emplace(session.get(), session);
+    const std::size_t open = sessions_.size();
+    std::size_t& from_client = per_client_[client];
+    if (from_client >= options_.max_connections_per_client) {
+      admission = Admission::kRefuseClient;
+    } else if (open >= options_.max_connections + kHealthReserve) {
+      admission = Admission::kRefuseCapped;
+    } else if (open >= options_.max_connections) {
+      admission = Admission::kHealthOnly;
+    }
+    if (admission == Admission::kServe || admission == Admission::kHealthOnly) {
+      ++from_client;
+      sessions_.emplace(session.get(), Entry{session, client});
+      open_.store(sessions_.size(), std::memory_order_relaxed);
+    } else if (from_client == 0) {
+      per_client_.erase(client);
+    }
   }
-  open_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  if (admission == Admission::kRefuseClient || admission == Admission::kRefuseCapped)
+    refused_.fetch_add(1, std::memory_order_relaxed);
+  return admission;
 }
 
 void SessionHost::forget(HttpSession* session) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (sessions_.erase(session) == 0) return;
+    const auto found = sessions_.find(session);
+    if (found == sessions_.end()) return;
+    const auto client = per_client_.find(found->second.client);
+    if (client != per_client_.end() && --client->second == 0) per_client_.erase(client);
+    sessions_.erase(found);
+    open_.store(sessions_.size(), std::memory_order_relaxed);
   }
-  open_.fetch_sub(1, std::memory_order_relaxed);
   check_drained();
+}
+
+bool SessionHost::reserve_body(std::size_t bytes) {
+  std::size_t held = body_bytes_.load(std::memory_order_relaxed);
+  do {
+    if (bytes > options_.body_memory - std::min(held, options_.body_memory)) return false;
+  } while (!body_bytes_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+void SessionHost::release_body(std::size_t bytes) {
+  body_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 std::vector<std::shared_ptr<HttpSession>> SessionHost::drain(std::function<void()> drained) {
@@ -27,8 +61,8 @@ std::vector<std::shared_ptr<HttpSession>> SessionHost::drain(std::function<void(
   {
     std::lock_guard<std::mutex> lock(mutex_);
     drained_ = std::move(drained);
-    for (auto& [raw, weak] : sessions_) {
-      if (auto session = weak.lock()) live.push_back(std::move(session));
+    for (auto& [raw, entry] : sessions_) {
+      if (auto session = entry.session.lock()) live.push_back(std::move(session));
     }
   }
   check_drained();

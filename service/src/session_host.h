@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -29,9 +30,24 @@ struct HttpServerOptions {
   std::size_t body_limit = std::size_t{64} * 1024;  // bytes of request body; more → 413
   std::size_t header_limit =
       std::size_t{8} * 1024;             // bytes of request line + headers; more → 431-ish 400
-  std::size_t max_connections = 10'000;  // further connections are closed at once
-  std::chrono::milliseconds idle_timeout{60'000};  // waiting for (the rest of) a request
+  std::size_t max_connections = 10'000;  // further ones: health checks only, then 503 + close
+  std::size_t max_connections_per_client = 1000;      // from one source address; further ones: 503
+  std::chrono::milliseconds idle_timeout{60'000};     // waiting for a request's first byte
+  std::chrono::milliseconds request_timeout{10'000};  // from its first byte to its last
   std::chrono::milliseconds write_timeout{30'000};
+  std::size_t body_memory = std::size_t{64} * 1024 * 1024;  // request bodies held at once
+};
+
+// Connections accepted over max_connections that may still ask for /healthz, /readyz or /metrics
+// (probes keep working while the cap is full); every other request on them is answered 503.
+inline constexpr std::size_t kHealthReserve = 32;
+
+// How a new connection is let in.
+enum class Admission {
+  kServe,         // under every cap
+  kHealthOnly,    // over max_connections, within the reserve: probes only, then closed
+  kRefuseCapped,  // over max_connections + reserve: 503 at once, closed
+  kRefuseClient,  // over max_connections_per_client for its address: 503 at once, closed
 };
 
 // What the request log and the metrics learn about each answered request.
@@ -57,9 +73,21 @@ class SessionHost {
   }
   bool draining() const noexcept { return draining_.load(std::memory_order_relaxed); }
   std::size_t open_connections() const noexcept { return open_.load(std::memory_order_relaxed); }
+  // Connections answered 503 at accept (over a cap), since start.
+  std::uint64_t refused_connections() const noexcept {
+    return refused_.load(std::memory_order_relaxed);
+  }
+  // Request bodies: reserve `bytes` of the shared budget before reading a body; false (nothing
+  // reserved) when it would go over body_memory. Every reservation is given back once.
+  bool reserve_body(std::size_t bytes);
+  void release_body(std::size_t bytes);
+  std::size_t body_bytes_reserved() const noexcept {
+    return body_bytes_.load(std::memory_order_relaxed);
+  }
 
-  // A session began; false (and nothing recorded) when the connection cap is reached.
-  bool add(const std::shared_ptr<HttpSession>& session);
+  // A session began from `client` (its source address): how it is let in. kServe and
+  // kHealthOnly are recorded (forget() undoes it); a refusal records nothing but the count.
+  Admission add(const std::shared_ptr<HttpSession>& session, const std::string& client);
   // A session ended (its destructor).
   void forget(HttpSession* session);
 
@@ -77,9 +105,16 @@ class SessionHost {
   ApiHandlers& handlers_;
   RequestObserver observer_;
   std::atomic<std::size_t> open_{0};
+  std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::size_t> body_bytes_{0};
   std::atomic<bool> draining_{false};
-  std::mutex mutex_;  // guards sessions_ and drained_
-  std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions_;
+  std::mutex mutex_;  // guards sessions_, per_client_ and drained_
+  struct Entry {
+    std::weak_ptr<HttpSession> session;
+    std::string client;
+  };
+  std::unordered_map<HttpSession*, Entry> sessions_;
+  std::unordered_map<std::string, std::size_t> per_client_;  // open connections by address
   std::function<void()> drained_;
 };
 

@@ -28,7 +28,8 @@ namespace {
 // One raw connection with a receive timeout; closes itself.
 class RawSocket {
  public:
-  explicit RawSocket(std::uint16_t port) : fd_(connect_loopback(port)) {
+  explicit RawSocket(std::uint16_t port, unsigned source_host = 0)
+      : fd_(connect_loopback(port, false, source_host)) {
     timeval timeout{};
     timeout.tv_usec = 200'000;
     if (fd_ >= 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
@@ -93,11 +94,12 @@ json body_of(const std::string& bytes) {
   return json::parse(bytes.substr(start + 4), nullptr, false);
 }
 
-std::int64_t keys_on_nodes(ServiceUnderTest& service) {
+std::int64_t keys_on_nodes(ServiceUnderTest& service,
+                           std::string_view pattern = "fencelock:lock:*") {
   std::int64_t total = 0;
   for (std::size_t i = 0; i < service.cluster.size(); ++i) {
     SyncRedis redis(service.cluster.node(i).port());
-    total += redis.count_keys("fencelock:lock:*");
+    total += redis.count_keys(pattern);
   }
   return total;
 }
@@ -128,7 +130,7 @@ struct RawCase {
 
 TEST_CASE("hostile: malformed framing gets a 4xx or a closed connection and writes nothing",
           "[service][redis][hostile]") {
-  ServiceUnderTest service({"--idle-timeout", "1s"});
+  ServiceUnderTest service({"--idle-timeout", "1s", "--request-timeout", "1s"});
   const pid_t pid = service.daemon->pid();
   const std::int64_t descriptors_before = open_descriptors(pid);
   const std::int64_t rss_before = resident_kib(pid);
@@ -153,10 +155,8 @@ TEST_CASE("hostile: malformed framing gets a 4xx or a closed connection and writ
       {"a header of 100 KiB", acquire + "X-Pad: " + std::string(100 * 1024, 'a') + "\r\n\r\n"},
       {"Content-Length 2^62", acquire + "Content-Length: 4611686018427387904\r\n\r\n" + body},
       {"a negative Content-Length", acquire + "Content-Length: -16\r\n\r\n" + body},
-      {"an absolute-form target for another host",
-       "POST http://evil.example/v1/locks/victim HTTP/1.1\r\nHost: x\r\nContent-Length: "
-       "16\r\n\r\n" +
-           body},
+      // (An absolute-form target is routed by its path, as RFC 9112 §3.2.2 asks: see "Host rules,
+      // transfer codings and absolute-form targets" below.)
       {"a request line of garbage",
        "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 TLS hello\r\n\r\n"},
   };
@@ -249,7 +249,7 @@ TEST_CASE("hostile: a JSON corpus is refused with invalid_request and writes not
 
 TEST_CASE("hostile: slow clients are cut off and never starve the others",
           "[service][redis][hostile]") {
-  ServiceUnderTest service({"--idle-timeout", "1s"});
+  ServiceUnderTest service({"--request-timeout", "1s"});
   const pid_t pid = service.daemon->pid();
   constexpr int kSlowClients = 200;
   std::vector<std::unique_ptr<RawSocket>> slow;
@@ -272,7 +272,7 @@ TEST_CASE("hostile: slow clients are cut off and never starve the others",
     std::this_thread::sleep_for(200ms);
   }
   CHECK(served >= 5);
-  // Each slow request had a second to arrive whole (--idle-timeout): all were closed.
+  // Each slow request had a second to arrive whole (--request-timeout): all were closed.
   int closed = 0;
   for (auto& socket : slow) {
     socket->read_until_closed(1s);
@@ -283,4 +283,88 @@ TEST_CASE("hostile: slow clients are cut off and never starve the others",
   slow.clear();
   std::this_thread::sleep_for(200ms);
   CHECK(open_descriptors(pid) < 64);
+}
+
+// Review of #16: 300 slow sockets locked every other client out, probes included, and a client
+// over the cap was closed with no answer at all.
+TEST_CASE("hostile: connection caps answer 503, keep probes reachable and count the refusals",
+          "[service][redis][hostile]") {
+  ServiceUnderTest service({"--max-connections", "20", "--max-connections-per-client", "12"});
+  auto slow_from = [&](unsigned host) {
+    auto socket = std::make_unique<RawSocket>(service.port(), host);
+    REQUIRE(socket->ok());
+    socket->send("POST /v1/locks/slow HTTP/1.1\r\n");  // and never the rest
+    return socket;
+  };
+  std::vector<std::unique_ptr<RawSocket>> held;
+  for (int i = 0; i < 12; ++i) held.push_back(slow_from(2));
+  // The 13th from the same address: 503 at once, with when to come back.
+  RawSocket over_client(service.port(), 2);
+  const std::string refused = over_client.read_until_closed(2s);
+  CHECK_THAT(refused, Catch::StartsWith("HTTP/1.1 503"));
+  CHECK_THAT(refused, Catch::Contains("Retry-After: 1"));
+  CHECK_THAT(refused, Catch::Contains("max-connections-per-client"));
+  CHECK(over_client.closed());
+  for (int i = 0; i < 8; ++i) held.push_back(slow_from(3));  // the global cap (20) is full
+  // Over the cap a probe still gets through; anything else gets 503.
+  RawSocket probe(service.port(), 4);
+  probe.send("GET /readyz HTTP/1.1\r\nHost: f\r\n\r\n");
+  CHECK_THAT(probe.read_until_closed(2s), Catch::StartsWith("HTTP/1.1 200"));
+  RawSocket work(service.port(), 4);
+  work.send("POST /v1/locks/w HTTP/1.1\r\nHost: f\r\nContent-Length: 15\r\n\r\n{\"ttl_ms\":1000}");
+  const std::string busy = work.read_until_closed(2s);
+  CHECK_THAT(busy, Catch::StartsWith("HTTP/1.1 503"));
+  CHECK_THAT(busy, Catch::Contains("\"unavailable\""));
+  CHECK(keys_on_nodes(service) == 0);
+  held.clear();
+  std::this_thread::sleep_for(300ms);
+  HttpClient http = service.client();
+  CHECK(http.post("/v1/locks/after", {{"ttl_ms", 1000}}).status == 200);
+  const std::string metrics = http.get("/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("fencelock_http_connections_refused_total 1"));
+}
+
+TEST_CASE("hostile: request bodies share one memory budget; over it a request gets 503 unread",
+          "[service][redis][hostile]") {
+  ServiceUnderTest service(
+      {"--body-limit", "1048576", "--body-memory", "1048576", "--request-timeout", "2s"});
+  RawSocket big(service.port());
+  big.send("POST /v1/locks/big HTTP/1.1\r\nHost: f\r\nContent-Length: 1048576\r\n\r\n{");
+  std::this_thread::sleep_for(200ms);  // its header is read: the whole budget is reserved
+  RawSocket small(service.port());
+  small.send("POST /v1/locks/small HTTP/1.1\r\nHost: f\r\nContent-Length: 15\r\n\r\n");
+  const std::string busy = small.read_until_closed(2s);
+  CHECK_THAT(busy, Catch::StartsWith("HTTP/1.1 503"));
+  CHECK_THAT(busy, Catch::Contains("body-memory"));
+  // Once the big request is gone (it never sends the rest: --request-timeout), the budget is back.
+  HttpClient http = service.client();
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    status = static_cast<int>(http.post("/v1/locks/small", {{"ttl_ms", 1000}}).status);
+    if (status == 200) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(status == 200);  // the big one timed out (--request-timeout) and gave its share back
+  CHECK(keys_on_nodes(service, "fencelock:lock:big") == 0);
+}
+
+TEST_CASE("hostile: Host rules, transfer codings and absolute-form targets",
+          "[service][redis][hostile]") {
+  ServiceUnderTest service;
+  auto answer = [&](const std::string& request) {
+    RawSocket socket(service.port());
+    socket.send(request);
+    return socket.read_until_closed(1s);
+  };
+  CHECK_THAT(answer("GET /healthz HTTP/1.1\r\n\r\n"), Catch::StartsWith("HTTP/1.1 400"));
+  CHECK_THAT(answer("GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+             Catch::StartsWith("HTTP/1.1 400"));
+  CHECK_THAT(answer("GET /healthz HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(answer("POST /v1/locks/te HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, "
+                    "chunked\r\n\r\n0\r\n\r\n"),
+             Catch::StartsWith("HTTP/1.1 400"));
+  CHECK_THAT(answer("GET http://localhost:8080/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+             Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(keys_on_nodes(service) == 0);
 }

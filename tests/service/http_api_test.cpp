@@ -285,7 +285,7 @@ TEST_CASE("http: metrics are served in the Prometheus text format", "[service][r
 }
 
 TEST_CASE("http: a thousand keep-alive connections are served at once", "[service][redis]") {
-  Service s;
+  Service s({"--max-connections-per-client", "2000"});  // all of them come from 127.0.0.1
   std::vector<std::unique_ptr<HttpClient>> clients;
   for (int i = 0; i < 1000; ++i) {
     clients.push_back(std::make_unique<HttpClient>(s.port()));

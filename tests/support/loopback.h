@@ -11,6 +11,8 @@ namespace fencelock::testing {
 sockaddr_in loopback_address(std::uint16_t port);
 
 // A blocking connect to 127.0.0.1:port (made non-blocking afterwards when asked), or -1.
-int connect_loopback(std::uint16_t port, bool nonblocking = false);
+// `source_host` (1..254) binds the client end to 127.0.0.<source_host> first (0: the kernel
+// picks, 127.0.0.1), so a test can be several clients as a server sees them.
+int connect_loopback(std::uint16_t port, bool nonblocking = false, unsigned source_host = 0);
 
 }  // namespace fencelock::testing
