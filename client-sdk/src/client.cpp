@@ -51,6 +51,7 @@ ErrorCode sdk_code_for(WireError error) {
     case WireError::kForbidden:
       return ErrorCode::kDenied;
     case WireError::kRateLimited:
+    case WireError::kQuotaExceeded:
       return ErrorCode::kRateLimited;
     case WireError::kInvalidRequest:
     case WireError::kPayloadTooLarge:

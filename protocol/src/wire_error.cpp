@@ -12,7 +12,7 @@ struct Entry {
   std::string_view code;
 };
 
-constexpr std::array<Entry, 12> kTable{{
+constexpr std::array<Entry, 13> kTable{{
     {WireError::kInvalidRequest, 400, "invalid_request"},
     {WireError::kNotFound, 404, "not_found"},
     {WireError::kMethodNotAllowed, 405, "method_not_allowed"},
@@ -21,6 +21,7 @@ constexpr std::array<Entry, 12> kTable{{
     {WireError::kUnauthenticated, 401, "unauthenticated"},
     {WireError::kForbidden, 403, "forbidden"},
     {WireError::kRateLimited, 429, "rate_limited"},
+    {WireError::kQuotaExceeded, 429, "quota_exceeded"},
     {WireError::kPayloadTooLarge, 413, "payload_too_large"},
     {WireError::kInternal, 500, "internal"},
     {WireError::kUnavailable, 503, "unavailable"},
@@ -31,7 +32,7 @@ const Entry& entry_of(WireError error) noexcept {
   for (const Entry& entry : kTable) {
     if (entry.error == error) return entry;
   }
-  return kTable[9];  // internal
+  return kTable[10];  // internal
 }
 
 }  // namespace

@@ -76,6 +76,17 @@ ApiResponse claim_error(const storage::Error& error, std::string_view owner) {
   return from_storage_error(error);
 }
 
+// How KeyUsage names a lease: its name and token (unique per grant).
+std::string usage_key(const std::string& name, std::uint64_t token) {
+  return name + "#" + std::to_string(token);
+}
+
+ApiResponse quota_error(const std::string& message) {
+  ApiResponse response = ApiHandlers::error_response(ApiError::kQuotaExceeded, message, 1000);
+  response.retry_after_s = 1;
+  return response;
+}
+
 // Answers at once; for handlers that have nothing to cancel.
 ApiHandlers::Cancel answer(ApiHandlers::Reply& reply, ApiResponse response) {
   reply(std::move(response));
@@ -203,8 +214,8 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   // handed-on one answer too, the connection keeps only the first answer.
   const Reply fallback = reply;
   try {
-    dispatched.cancel =
-        (this->*(match.entry->handler))(Call{match.name, body, decision.key_id}, std::move(reply));
+    dispatched.cancel = (this->*(match.entry->handler))(
+        Call{match.name, body, decision.key_id, decision.usage}, std::move(reply));
   } catch (const std::exception& e) {
     log_event(LogLevel::kError, "internal_error",
               "route=" + std::string(route_label(dispatched.route)) + " what=\"" + e.what() + "\"");
@@ -221,18 +232,42 @@ ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
       parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
   const bool waits = parsed->wait.count() > 0;
   const std::string owner(call.owner);
+  // The key's caps (auth/key_usage.h): a waiter slot and a lock slot, given back on every outcome.
+  std::shared_ptr<KeyUsage> usage = call.usage;
+  if (usage) {
+    if (waits && !usage->begin_wait()) {
+      return answer(reply,
+                    quota_error("key '" + owner + "' has " + std::to_string(*usage->max_waiters()) +
+                                " acquires waiting already (max_waiters)"));
+    }
+    if (!usage->reserve_lock(std::chrono::steady_clock::now())) {
+      if (waits) usage->end_wait();
+      return answer(reply,
+                    quota_error("key '" + owner + "' holds " + std::to_string(*usage->max_locks()) +
+                                " locks through this fencelockd already (max_locks)"));
+    }
+  }
   storage::AcquireRequest request{name, parsed->ttl, parsed->wait, owner};
   const storage::AcquireTicket ticket = engine_.acquire(
-      std::move(request), [this, name, owner, owner_detail,
+      std::move(request), [this, name, owner, owner_detail, usage, waits,
                            reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+        if (usage) {
+          if (waits) usage->end_wait();
+          if (lease.ok()) {
+            usage->hold(usage_key(name, lease->token), lease->started + lease->ttl);
+          } else {
+            usage->cancel_reservation();
+          }
+        }
         if (lease.ok()) {
           json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token,
                                    lease->ttl, lease->validity);
           answer["waited_ms"] = lease->waited.count();
           ApiResponse response = ok(answer, token_detail(lease->token) + owner_detail);
           // Granted, but the client is gone: release at once rather than hold the name for the ttl.
-          response.undelivered = [this, name,
+          response.undelivered = [this, name, usage,
                                   claim = storage::LeaseClaim{lease->token, lease->proof, owner}] {
+            if (usage) usage->drop(usage_key(name, claim.token));
             engine_.release(name, claim, [](const Result<bool>&) {});
           };
           return reply(std::move(response));
@@ -261,9 +296,13 @@ ApiHandlers::Cancel ApiHandlers::extend(const Call& call, Reply reply) {
   claim->owner = std::string(call.owner);
   // The answer's token and lease come from what the nodes verified, never from the request alone.
   engine_.extend(name, *claim, parsed->ttl,
-                 [name, proof = claim->proof, owner = claim->owner,
+                 [name, proof = claim->proof, owner = claim->owner, usage = call.usage,
                   reply = std::move(reply)](Result<storage::Extension> extension) {
                    if (!extension.ok()) return reply(claim_error(extension.error(), owner));
+                   if (usage) {
+                     usage->renew(usage_key(name, extension->token),
+                                  extension->started + extension->ttl);
+                   }
                    reply(ok(lease_body(name, encode_lease(extension->token, proof),
                                        extension->token, extension->ttl, extension->validity),
                             token_detail(extension->token)));
@@ -279,12 +318,14 @@ ApiHandlers::Cancel ApiHandlers::release(const Call& call, Reply reply) {
   if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   claim->owner = std::string(call.owner);
   std::string owner = claim->owner;
-  engine_.release(
-      name, std::move(*claim),
-      [name, owner = std::move(owner), reply = std::move(reply)](Result<bool> released) {
-        if (!released.ok()) return reply(claim_error(released.error(), owner));
-        reply(ok(json{{"name", name}, {"released", released.value()}}));
-      });
+  const std::uint64_t token = claim->token;
+  engine_.release(name, std::move(*claim),
+                  [name, owner = std::move(owner), token, usage = call.usage,
+                   reply = std::move(reply)](Result<bool> released) {
+                    if (!released.ok()) return reply(claim_error(released.error(), owner));
+                    if (usage) usage->drop(usage_key(name, token));  // released, or already gone
+                    reply(ok(json{{"name", name}, {"released", released.value()}}));
+                  });
   return {};
 }
 

@@ -97,6 +97,7 @@ class ApiHandlers {
     std::string_view name;  // the {name} of the route, "" for routes without one
     std::string_view body;
     std::string_view owner;  // the caller's API key id ("" without keys): leases are bound to it
+    std::shared_ptr<KeyUsage> usage;  // the key's caps and counters, if it has caps
   };
   using Handler = Cancel (ApiHandlers::*)(const Call& call, Reply reply);
   static const std::array<RouteEntry<Handler>, 9>& routes();

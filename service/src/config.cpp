@@ -277,6 +277,22 @@ FlagSpec path_flag(std::string_view name, std::string_view help,
   return {name, "PATH", help, std::move(apply), std::move(show)};
 }
 
+// A Redis ACL user name (not a secret; the password comes from a file or the environment).
+FlagSpec user_flag(std::string_view name, std::string_view help, Field<std::string> field) {
+  auto apply = [field](ServiceConfig& c, const Input& in) -> Problem {
+    std::string_view text;
+    if (auto problem = read_text(in, "a string", text)) return problem;
+    if (text.empty() || text.size() > 128 ||
+        text.find_first_of(" \t\r\n") != std::string_view::npos) {
+      return "expected a user name of 1 to 128 characters without spaces, got " + in_quotes(text);
+    }
+    field.of(c) = std::string(text);
+    return std::nullopt;
+  };
+  auto show = [field](const ServiceConfig& c) { return plain_or_json(field.of(c)); };
+  return {name, "NAME", help, std::move(apply), std::move(show)};
+}
+
 FlagSpec listen_flag() {
   auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
     std::string_view text;
@@ -410,6 +426,19 @@ const std::vector<FlagSpec>& flag_table() {
     t.push_back(duration_flag("token-timeout", "Deadline of one token draw; 1ms..10s.",
                               &ServiceConfig::token_timeout,
                               std::pair{milliseconds(1), milliseconds(10'000)}));
+    t.push_back(user_flag("redis-user",
+                          "Redis ACL user for the lock nodes (default: the default user).",
+                          &ServiceConfig::redis_user));
+    t.push_back(path_flag("redis-password-file",
+                          "File holding the lock nodes' Redis password (AUTH), or set "
+                          "FENCELOCK_REDIS_PASSWORD; never a flag value.",
+                          &ServiceConfig::redis_password_file));
+    t.push_back(user_flag("token-user", "Redis ACL user for the redis token master.",
+                          &ServiceConfig::token_user));
+    t.push_back(path_flag("token-password-file",
+                          "File holding the redis token master's password (AUTH), or set "
+                          "FENCELOCK_TOKEN_PASSWORD.",
+                          &ServiceConfig::token_password_file));
     t.push_back(path_flag("auth-file",
                           "API keys (JSON; docs/operations.md), reloaded on SIGHUP. Without it "
                           "anyone who can connect may take, release and read every lock.",
@@ -769,7 +798,7 @@ std::string usage_text() {
   std::string out =
       "usage: fencelockd --redis HOST:PORT[,HOST:PORT...] [flags]\n"
       "       fencelockd keys new --id ID --names PATTERN[,...] --rights lock,read,token "
-      "[--rate N] [--burst N]\n"
+      "[--rate N] [--burst N] [--max-locks N] [--max-waiters N]\n"
       "\n"
       "fencelock: Redlock quorum locks over independent Redis masters, each grant paired with a\n"
       "fencing token from a linearizable counter. See docs/operations.md.\n"

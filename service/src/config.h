@@ -41,6 +41,14 @@ struct ServiceConfig {
   // engine.max_ttl and engine.max_wait are also the bounds the HTTP API accepts.
   storage::EngineOptions engine;
 
+  // --redis-user NAME and --redis-password-file PATH (or the environment variable
+  // FENCELOCK_REDIS_PASSWORD, read by the service, never a flag value): AUTH on every lock node
+  // connection. Empty: no AUTH. The --token-* pair does the same for the redis token master.
+  std::string redis_user;
+  std::filesystem::path redis_password_file;
+  std::string token_user;
+  std::filesystem::path token_password_file;
+
   // --tokens sqlite:PATH | redis://HOST:PORT. Default sqlite:./fencelock-tokens.db.
   TokenBackend token_backend = TokenBackend::kSqlite;
   // The SQLite token file when token_backend is kSqlite. 1..4096 bytes.

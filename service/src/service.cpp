@@ -4,6 +4,8 @@
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -66,6 +68,33 @@ struct OpenedTokens {
   std::string exclusive_id;  // set for a store only this process draws from (EngineOptions)
 };
 
+// Redis credentials: the user from its flag, the password from its file (one line; a trailing
+// newline is dropped) or else from the environment variable `env`. Blocking; at startup only.
+Result<storage::RedisCredentials> redis_credentials(const std::string& user,
+                                                    const std::filesystem::path& password_file,
+                                                    const char* env) {
+  storage::RedisCredentials credentials;
+  credentials.username = user;
+  if (!password_file.empty()) {
+    std::ifstream in(password_file, std::ios::binary);
+    if (!in) {
+      return storage::make_error(storage::ErrorCode::kInvalidArgument,
+                                 "cannot read the password file " + password_file.string());
+    }
+    std::getline(in, credentials.password);
+    if (!credentials.password.empty() && credentials.password.back() == '\r')
+      credentials.password.pop_back();
+  } else if (const char* value = std::getenv(env); value != nullptr) {
+    credentials.password = value;
+  }
+  if (credentials.password.empty() && !user.empty()) {
+    return storage::make_error(
+        storage::ErrorCode::kInvalidArgument,
+        "a Redis user needs a password (its file, or " + std::string(env) + ")");
+  }
+  return credentials;
+}
+
 Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& io) {
   if (config.token_backend == TokenBackend::kSqlite) {
     storage::SqliteTokenOptions options;
@@ -80,6 +109,10 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
   options.epoch_file = config.token_epoch_file;
   options.timeout = config.token_timeout;
   options.allow_unsafe_persistence = config.tokens_unsafe_persistence;
+  auto credentials =
+      redis_credentials(config.token_user, config.token_password_file, "FENCELOCK_TOKEN_PASSWORD");
+  if (!credentials.ok()) return std::move(credentials).error();
+  options.credentials = std::move(credentials).value();
   auto source = storage::RedisTokenSource::create(io.get_executor(), options);
   if (!source.ok()) return std::move(source).error();
   if (!source.value()->persistence_warning().empty()) {
@@ -138,6 +171,10 @@ storage::Status run_service(const ServiceConfig& config) {
   auto tokens = open_tokens(config, io);
   if (!tokens.ok()) return std::move(tokens).error();
   storage::EngineOptions engine_options = config.engine;
+  auto node_credentials =
+      redis_credentials(config.redis_user, config.redis_password_file, "FENCELOCK_REDIS_PASSWORD");
+  if (!node_credentials.ok()) return std::move(node_credentials).error();
+  engine_options.credentials = std::move(node_credentials).value();
   engine_options.exclusive_tokens = tokens->exclusive_id;
 
   Metrics metrics;

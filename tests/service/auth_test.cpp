@@ -6,6 +6,7 @@
 #include "auth/api_keys.h"
 #include "auth/api_secret.h"
 #include "auth/authorizer.h"
+#include "auth/key_usage.h"
 #include "auth/rate_limiter.h"
 
 using namespace fencelock::service;
@@ -184,4 +185,45 @@ TEST_CASE("auth: the authorizer's decisions", "[service]") {
     CHECK(check(kRightLock, "billing.a", "Bearer flk_billing").error == ApiError::kUnauthenticated);
     CHECK(check(kRightRead, "x", "Bearer flk_ops").allowed);
   }
+}
+
+TEST_CASE("auth: key usage caps locks and waiters, counts leases until released or expired",
+          "[service]") {
+  const auto t0 = Clock::now();
+  KeyUsage usage(2, 1);
+  CHECK(usage.begin_wait());
+  CHECK_FALSE(usage.begin_wait());
+  usage.end_wait();
+  CHECK(usage.begin_wait());
+  usage.end_wait();
+
+  REQUIRE(usage.reserve_lock(t0));
+  REQUIRE(usage.reserve_lock(t0));
+  CHECK_FALSE(usage.reserve_lock(t0));  // two in flight: the cap counts reservations
+  usage.hold("a#1", t0 + 10s);
+  usage.cancel_reservation();  // the second acquire failed
+  REQUIRE(usage.reserve_lock(t0));
+  usage.hold("b#1", t0 + 1s);
+  CHECK(usage.held(t0) == 2);
+  CHECK_FALSE(usage.reserve_lock(t0));
+  CHECK(usage.reserve_lock(t0 + 2s));  // b expired
+  usage.cancel_reservation();
+  usage.renew("a#1", t0 + 20s);
+  CHECK(usage.held(t0 + 15s) == 1);
+  usage.drop("a#1");
+  CHECK(usage.held(t0 + 15s) == 0);
+}
+
+TEST_CASE("auth: max_locks and max_waiters in the key file", "[service]") {
+  json entry = key_entry("capped", "s", {"*"}, {"lock"});
+  entry["max_locks"] = 10;
+  entry["max_waiters"] = 3;
+  const KeySet set = keys_of(json::array({entry}));
+  CHECK(set.keys()[0].max_locks == std::optional<std::size_t>(10));
+  CHECK(set.keys()[0].max_waiters == std::optional<std::size_t>(3));
+  entry["max_locks"] = 0;
+  CHECK_THAT(parse_error(json{{"keys", json::array({entry})}}.dump()),
+             Catch::Contains("max_locks must be"));
+  const Authorizer with_caps(keys_of(json::array({key_entry("c", "flk_c", {"*"}, {"lock"})})));
+  CHECK(with_caps.check(kRightLock, "x", "Bearer flk_c", Clock::now()).usage == nullptr);
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -235,4 +236,88 @@ TEST_CASE("http auth: without --auth-file the log says loudly that anyone may us
   ServiceUnderTest s;
   CHECK_THAT(s.daemon->log(), Catch::Contains("OPEN_TO_ANYONE"));
   CHECK(s.client().post("/v1/locks/open", json{{"ttl_ms", 1000}}).status == 200);
+}
+
+TEST_CASE("http auth: fencelockd authenticates to password-protected lock nodes; never logs it",
+          "[service][redis]") {
+  RedisCluster cluster(3);
+  const std::string password = "n0de pass";
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    REQUIRE(SyncRedis(cluster.node(i).port())
+                .command({"CONFIG", "SET", "requirepass", password})
+                .kind == SyncReply::Kind::kStatus);
+  }
+  TempDir dir;
+  const auto password_file = dir.path() / "redis-password";
+  std::ofstream(password_file) << password << "\n";
+  auto ready = [](Fencelockd& daemon) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (HttpClient(daemon.port()).get("/readyz").status == 200) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  };
+  const std::vector<std::string> base = {"--redis", join_addresses(cluster.addresses()), "--tokens",
+                                         "sqlite:" + (dir.path() / "t.db").string()};
+  SECTION("from a file") {
+    auto args = base;
+    args.insert(args.end(), {"--redis-password-file", password_file.string()});
+    Fencelockd daemon(dir.path(), args);
+    REQUIRE(ready(daemon));
+    CHECK(HttpClient(daemon.port()).post("/v1/locks/a", json{{"ttl_ms", 1000}}).status == 200);
+    CHECK(daemon.log().find(password) == std::string::npos);
+  }
+  SECTION("from the environment") {
+    Fencelockd daemon(dir.path(), base, {"FENCELOCK_REDIS_PASSWORD=" + password});
+    REQUIRE(ready(daemon));
+    CHECK(daemon.log().find(password) == std::string::npos);
+  }
+  SECTION("without it the nodes are refused, and the log says why") {
+    Fencelockd daemon(dir.path(), base);
+    CHECK_FALSE(ready(daemon));
+    CHECK_THAT(daemon.log(), Catch::Contains("NOAUTH") || Catch::Contains("AUTH"));
+  }
+}
+
+TEST_CASE("http auth: a key's max_locks and max_waiters are answered 429 quota_exceeded",
+          "[service][redis]") {
+  Secured s;
+  Key capped = make_key("capped", {"*"}, {"lock"});
+  capped.entry["max_locks"] = 2;
+  capped.entry["max_waiters"] = 1;
+  write_keys(s.auth_file, {s.billing, s.ops, capped});
+  ::kill(s.service->daemon->pid(), SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (s.call("POST", "/v1/locks/probe", json{{"ttl_ms", 10}}, &capped).status != 200) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(20ms);
+  }
+  std::this_thread::sleep_for(50ms);  // the probe's lease (10 ms) is over
+  const json ttl{{"ttl_ms", 30000}};
+  const HttpAnswer a = s.call("POST", "/v1/locks/cap.a", ttl, &capped);
+  REQUIRE(a.status == 200);
+  REQUIRE(s.call("POST", "/v1/locks/cap.b", ttl, &capped).status == 200);
+  const HttpAnswer third = s.call("POST", "/v1/locks/cap.c", ttl, &capped);
+  CHECK(third.status == 429);
+  CHECK(third.error_code() == "quota_exceeded");
+  CHECK(third.header("retry-after") == "1");
+  CHECK(s.keys_on_nodes() == 10);  // a and b on 5 nodes; c was never tried
+  CHECK(s.call("DELETE", "/v1/locks/cap.a", json{{"lease", a.json()["lease"]}}, &capped)
+            .json()["released"] == true);
+  // One slot free again; a waiter on a held name takes the only waiter slot.
+  const HttpAnswer held = s.call("POST", "/v1/locks/billing.w", ttl, &s.billing);
+  REQUIRE(held.status == 200);
+  auto waiter = std::async(std::launch::async, [&] {
+    return HttpClient(s.service->port())
+        .request("POST", "/v1/locks/billing.w", json{{"ttl_ms", 1000}, {"wait_ms", 3000}}.dump(),
+                 bearer(capped.secret));
+  });
+  std::this_thread::sleep_for(300ms);
+  const HttpAnswer second_waiter =
+      s.call("POST", "/v1/locks/billing.w2", json{{"ttl_ms", 1000}, {"wait_ms", 3000}}, &capped);
+  CHECK(second_waiter.status == 429);
+  CHECK_THAT(second_waiter.json()["error"]["message"].get<std::string>(),
+             Catch::Contains("max_waiters"));
+  CHECK(waiter.get().status == 409);  // the first waiter waited its 3 s and was refused
 }

@@ -23,7 +23,7 @@ enum class ErrorCode {
   kUnavailable,      // 503 unavailable: too few lock nodes, or the token source, answered
   kInvalidArgument,  // 400/413 from the service, or refused by the SDK before sending
   kDenied,           // 401/403: no API key, an unknown one, or one without the right or name
-  kRateLimited,      // 429 rate_limited: the API key is over its rate; retry_after says when
+  kRateLimited,      // 429 rate_limited / quota_exceeded: the API key is over its rate or caps
   kTransport,        // no usable answer: connect failed, timed out, connection broke
   kInternal,         // 500, or an answer the SDK cannot read
 };

@@ -18,6 +18,7 @@ enum class WireError {
   kUnauthenticated,   // 401: an API key is required, and none or an unknown one was sent
   kForbidden,         // 403: the key lacks the right or the name, or the lease is another key's
   kRateLimited,       // 429: the key is over its rate (the answer says when to retry)
+  kQuotaExceeded,     // 429: the key holds max_locks, or max_waiters of its acquires wait
   kPayloadTooLarge,   // 413: body over the configured limit
   kInternal,          // 500: a surprise; always logged
   kUnavailable,       // 503: fewer than a majority of lock nodes, or the token source, answered

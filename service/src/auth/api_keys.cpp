@@ -72,6 +72,12 @@ Result<ApiKey> parse_key(const json& entry, std::size_t index) {
         if (!parsed) return bad(where, "each right is one of lock, read, token");
         key.rights |= *parsed;
       }
+    } else if (field == "max_locks" || field == "max_waiters") {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+          value.get<std::int64_t>() > 1'000'000)
+        return bad(where, field + " must be a whole number from 1 to 1000000");
+      (field == "max_locks" ? key.max_locks : key.max_waiters) =
+          static_cast<std::size_t>(value.get<std::int64_t>());
     } else if (field == "rate" || field == "burst") {
       if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > kMaxRate)
         return bad(where, field + " must be a number above 0 and at most 1000000");

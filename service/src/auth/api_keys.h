@@ -1,7 +1,8 @@
 // API keys (docs/operations.md, "Securing fencelock"): who may call fencelockd, with which rights,
 // on which names, how often. Read from the --auth-file, a JSON object:
 //   {"keys": [{"id": "billing", "secret_sha256": "<64 hex>", "names": ["billing.*"],
-//              "rights": ["lock", "read"], "rate": 50, "burst": 100}]}
+//              "rights": ["lock", "read"], "rate": 50, "burst": 100,
+//              "max_locks": 1000, "max_waiters": 100}]}
 // The file holds only the SHA-256 of each secret, never a secret. Parsing is strict: an unknown
 // field, a duplicate id or secret, a malformed pattern or an out-of-range number is an error that
 // names the key and the field, and nothing of the file is used. Pure; thread-safe once built.
@@ -43,6 +44,9 @@ struct ApiKey {
   std::uint8_t rights = 0;
   std::optional<double> rate;  // requests per second (token bucket); none = unlimited
   double burst = 0;            // bucket size; defaults to max(1, rate)
+  // Caps per fencelockd instance (auth/key_usage.h); none = unlimited. 1 .. 1,000,000.
+  std::optional<std::size_t> max_locks;    // leases held at once
+  std::optional<std::size_t> max_waiters;  // acquires waiting (wait_ms > 0) at once
 };
 
 // True iff `name` matches the glob `pattern` (see ApiKey::names).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_map>
 
 #include "auth/api_secret.h"
 
@@ -51,17 +52,29 @@ void Authorizer::replace(KeySet keys) {
   next->keys = std::move(keys);
   const auto previous = state();
   const auto now = Clock::now();
+  std::unordered_map<std::string_view, std::size_t> previous_index;
+  if (previous) {
+    for (std::size_t i = 0; i < previous->keys.keys().size(); ++i)
+      previous_index.emplace(previous->keys.keys()[i].id, i);
+  }
   for (const ApiKey& key : next->keys.keys()) {
+    // The same key id before the reload, if any: its bucket and counters carry over.
+    std::optional<std::size_t> before;
+    if (const auto found = previous_index.find(key.id); found != previous_index.end())
+      before = found->second;
+    std::shared_ptr<KeyUsage> usage;
+    if (key.max_locks || key.max_waiters) {
+      if (before) usage = previous->usages[*before];
+      if (usage) {
+        usage->reconfigure(key.max_locks, key.max_waiters);
+      } else {
+        usage = std::make_shared<KeyUsage>(key.max_locks, key.max_waiters);
+      }
+    }
+    next->usages.push_back(std::move(usage));
     std::shared_ptr<TokenBucket> bucket;
     if (key.rate) {
-      if (previous) {
-        const auto& old_keys = previous->keys.keys();
-        const auto same = std::find_if(old_keys.begin(), old_keys.end(),
-                                       [&](const ApiKey& old) { return old.id == key.id; });
-        if (same != old_keys.end()) {
-          bucket = previous->buckets[static_cast<std::size_t>(same - old_keys.begin())];
-        }
-      }
+      if (before) bucket = previous->buckets[*before];
       if (bucket) {
         bucket->reconfigure(*key.rate, key.burst);
       } else {
@@ -136,6 +149,7 @@ Authorizer::Decision Authorizer::check(std::uint8_t right, std::string_view name
   Decision allowed;
   allowed.allowed = true;
   allowed.key_id = key->id;
+  allowed.usage = current->usages[index];
   return allowed;
 }
 

@@ -17,6 +17,7 @@
 
 #include "api_error.h"
 #include "auth/api_keys.h"
+#include "auth/key_usage.h"
 #include "auth/rate_limiter.h"
 
 namespace fencelock::service {
@@ -31,6 +32,9 @@ class Authorizer {
     ApiError error = ApiError::kUnauthenticated;           // when refused
     std::string message;                                   // when refused; never holds a secret
     std::optional<std::chrono::milliseconds> retry_after;  // kRateLimited
+    // When allowed with a key that has max_locks or max_waiters: its counters (shared by all its
+    // requests, kept across reloads).
+    std::shared_ptr<KeyUsage> usage;
   };
 
   Authorizer() = default;  // open: no keys
@@ -50,6 +54,7 @@ class Authorizer {
   struct State {
     KeySet keys;
     std::vector<std::shared_ptr<TokenBucket>> buckets;  // by key index; null without a rate
+    std::vector<std::shared_ptr<KeyUsage>> usages;      // by key index; null without caps
   };
   std::shared_ptr<const State> state() const;
 

@@ -1,6 +1,7 @@
 #include "auth/keys_command.h"
 
 #include <charconv>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "auth/api_keys.h"
@@ -12,7 +13,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: fencelockd keys new --id ID --names PATTERN[,PATTERN...] --rights lock,read,token "
-    "[--rate N] [--burst N]";
+    "[--rate N] [--burst N] [--max-locks N] [--max-waiters N]";
 
 int usage(std::FILE* err, const std::string& problem) {
   std::fprintf(err, "fencelockd keys: %s\n%s\n", problem.c_str(), kUsage);
@@ -53,6 +54,13 @@ int run_keys_command(const std::vector<std::string>& args, std::FILE* out, std::
         return usage(err,
                      std::string(flag).append(": expected a number, got '").append(value) + "'");
       entry[flag.substr(2)] = number;
+    } else if (flag == "--max-locks" || flag == "--max-waiters") {
+      std::int64_t number = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+      if (ec != std::errc() || end != value.data() + value.size())
+        return usage(
+            err, std::string(flag).append(": expected a whole number, got '").append(value) + "'");
+      entry[flag == "--max-locks" ? "max_locks" : "max_waiters"] = number;
     } else {
       return usage(err, "unknown option " + flag);
     }

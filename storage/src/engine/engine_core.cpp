@@ -47,6 +47,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   base.reconnect_max = options_.reconnect_max;
   base.min_version = {6, 0};  // the scripts use SET ... KEEPTTL
   base.read_persistence = true;
+  base.credentials = options_.credentials;
   RespCommand probe(5);
   probe.arg("EVAL")
       .arg(kNodeMarkerScript)
@@ -78,6 +79,7 @@ void EngineCore::start() {
     sub.host = node.host;
     sub.port = node.port;
     sub.channel = std::string(kAnnouncementChannel);
+    sub.credentials = options_.credentials;
     sub.subscribe_timeout = options_.connect_timeout + options_.node_timeout;
     sub.reconnect_min = options_.reconnect_min;
     sub.reconnect_max = options_.reconnect_max;

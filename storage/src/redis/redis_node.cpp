@@ -20,6 +20,7 @@ constexpr std::uint32_t kHandshakeInfo = 0;
 constexpr std::uint32_t kHandshakeAppendonly = 1;
 constexpr std::uint32_t kHandshakeAppendfsync = 2;
 constexpr std::uint32_t kHandshakeProbe = 3;
+constexpr std::uint32_t kHandshakeAuth = 4;
 constexpr std::uint32_t kHandshakeFirstScript = 16;
 
 // CONFIG GET's answer ["name", "value"] → value; "" when refused or malformed.
@@ -117,11 +118,18 @@ void RedisNode::connect() {
   // Queued now, written once the socket connects. The handshake gets the connect timeout on top
   // of the command timeout; the deadline timer enforces both.
   const auto deadline = Clock::now() + options_.connect_timeout + options_.command_timeout;
-  handshake_left_ =
-      1 + options_.scripts.size() + (options_.read_persistence ? 2 : 0) + (options_.probe ? 1 : 0);
+  handshake_left_ = 1 + options_.scripts.size() + (options_.read_persistence ? 2 : 0) +
+                    (options_.probe ? 1 : 0) + (options_.credentials.empty() ? 0 : 1);
   handshake_identity_ = NodeIdentity{};
   handshake_appendonly_.clear();
   auto self = std::static_pointer_cast<ReplySink>(shared_from_this());
+  if (!options_.credentials.empty()) {
+    RespCommand auth(options_.credentials.username.empty() ? 2 : 3);
+    auth.arg("AUTH");
+    if (!options_.credentials.username.empty()) auth.arg(options_.credentials.username);
+    auth.arg(options_.credentials.password);
+    enqueue(auth, self, kHandshakeAuth, deadline);
+  }
   enqueue(RespCommand(2).arg("INFO").arg("server"), self, kHandshakeInfo, deadline);
   if (options_.read_persistence) {
     enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendonly"), self, kHandshakeAppendonly,
@@ -256,10 +264,12 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
   }
   if (reply.kind == NodeReply::Kind::kError &&
       !config_read) {  // CONFIG may be refused: not durable
-    refuse("handshake failed: " + reply.text);
+    refuse((cookie == kHandshakeAuth ? "AUTH refused: " : "handshake failed: ") + reply.text);
     return;
   }
-  if (cookie == kHandshakeInfo) {
+  if (cookie == kHandshakeAuth) {
+    // +OK: nothing to record.
+  } else if (cookie == kHandshakeInfo) {
     handshake_identity_.run_id = info_field(reply.text, "run_id");
     const std::string uptime = info_field(reply.text, "uptime_in_seconds");
     long long seconds = 0;

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "fencelock/storage/engine_options.h"
 #include "redis/node_reply.h"
 #include "redis/reconnect_backoff.h"
 #include "redis/resp_command.h"
@@ -84,6 +85,8 @@ struct RedisNodeOptions {
     std::string sha;  // what SCRIPT LOAD must answer; a mismatch fails the handshake
   };
   std::vector<ScriptToLoad> scripts;  // SCRIPT LOADed on every connection
+  // Sent first on every connection when not empty; a refusal fails the handshake.
+  RedisCredentials credentials;
   // Servers older than this (major, minor) fail the handshake with a message saying so; {0, 0}
   // accepts any version.
   std::pair<int, int> min_version{0, 0};

@@ -66,6 +66,21 @@ void ReleaseSubscriber::connect() {
   state_ = State::kSubscribing;
   redisAsyncSetConnectCallback(context, &ReleaseSubscriber::on_connected);
   redisAsyncSetDisconnectCallback(context, &ReleaseSubscriber::on_disconnected);
+  // AUTH first, its answer unread: if it is refused, SUBSCRIBE is refused too and the subscribe
+  // timer gives the connection up (and retries with backoff).
+  const RedisCredentials& auth = options_.credentials;
+  if (!auth.empty()) {
+    const int sent =
+        auth.username.empty()
+            ? redisAsyncCommand(context, nullptr, nullptr, "AUTH %b", auth.password.data(),
+                                auth.password.size())
+            : redisAsyncCommand(context, nullptr, nullptr, "AUTH %b %b", auth.username.data(),
+                                auth.username.size(), auth.password.data(), auth.password.size());
+    if (sent != REDIS_OK) {
+      teardown();
+      return;
+    }
+  }
   if (redisAsyncCommand(context, &ReleaseSubscriber::on_channel_reply, nullptr, "SUBSCRIBE %b",
                         options_.channel.data(), options_.channel.size()) != REDIS_OK) {
     teardown();

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "fencelock/storage/engine_options.h"
 #include "redis/reconnect_backoff.h"
 
 namespace fencelock::storage {
@@ -32,6 +33,7 @@ struct ReleaseSubscriberOptions {
   std::string host;  // numeric IP address
   std::uint16_t port = 6379;
   std::string channel;
+  RedisCredentials credentials;                      // AUTH before SUBSCRIBE when not empty
   std::chrono::milliseconds subscribe_timeout{300};  // connect + SUBSCRIBE confirmed
   std::chrono::milliseconds reconnect_min{50};
   std::chrono::milliseconds reconnect_max{2000};

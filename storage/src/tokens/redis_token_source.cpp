@@ -55,6 +55,24 @@ Result<std::string> check_persistence(const RedisTokenOptions& o) {
                           " is unreachable: " + (c ? c->errstr : "out of memory"));
   }
   redisSetTimeout(c.get(), to_timeval(std::max(o.timeout, std::chrono::milliseconds(1000))));
+  if (!o.credentials.empty()) {
+    auto* reply = static_cast<redisReply*>(
+        o.credentials.username.empty()
+            ? redisCommand(c.get(), "AUTH %b", o.credentials.password.data(),
+                           o.credentials.password.size())
+            : redisCommand(c.get(), "AUTH %b %b", o.credentials.username.data(),
+                           o.credentials.username.size(), o.credentials.password.data(),
+                           o.credentials.password.size()));
+    const bool refused = reply == nullptr || reply->type == REDIS_REPLY_ERROR;
+    std::string why = reply == nullptr ? std::string(c->errstr)
+                      : refused        ? std::string(reply->str, reply->len)
+                                       : std::string();
+    if (reply != nullptr) freeReplyObject(reply);
+    if (refused) {
+      return make_error(ErrorCode::kUnavailable,
+                        "token master " + o.master.to_string() + " refused AUTH: " + why);
+    }
+  }
   const std::string aof = config_value(c.get(), "appendonly");
   const std::string fsync = config_value(c.get(), "appendfsync");
   if (aof == "yes" && fsync == "always") return std::string();
@@ -97,6 +115,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
     node.port = options_.master.port;
     node.command_timeout = options_.timeout;
     node.connect_timeout = options_.connect_timeout;
+    node.credentials = options_.credentials;
     if (options_.regression_guard) {
       node.scripts.push_back({std::string(kTokenEpochScript), std::string(kTokenEpochScriptSha)});
       node.scripts.push_back({std::string(kTokenDrawScript), std::string(kTokenDrawScriptSha)});

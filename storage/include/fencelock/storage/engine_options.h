@@ -23,6 +23,16 @@ using NodeAddress = fencelock::HostPort;
 // names the text.
 Result<NodeAddress> parse_node_address(std::string_view text);
 
+// Credentials for a Redis server with `requirepass` or ACL users: sent as AUTH [username]
+// password first on every connection. Empty password: no AUTH. Never logged; an AUTH refusal is
+// reported with Redis's own message, which does not repeat them. (hiredis 0.14 has no TLS: keep
+// lock nodes and the token master on a private network — docs/operations.md.)
+struct RedisCredentials {
+  std::string username;  // "" = the default user
+  std::string password;
+  bool empty() const noexcept { return password.empty(); }
+};
+
 inline constexpr std::size_t kMaxLockNodes = 15;
 
 struct EngineOptions {
@@ -30,6 +40,8 @@ struct EngineOptions {
   // (an even count tolerates no more failures than the odd count below it). N = 1 is for
   // development only: it has no fault tolerance at all.
   std::vector<NodeAddress> nodes;
+  // AUTH on every lock node connection (commands and the release subscriptions).
+  RedisCredentials credentials;
 
   // Deadline of every command on every node. Default 50 ms; 1 ms .. 10 s. A node that is down,
   // paused or slow delays an operation by at most this much; its connection is then replaced.

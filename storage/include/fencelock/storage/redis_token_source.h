@@ -67,6 +67,7 @@ struct RedisTokenOptions {
   // The regression guard above. Turning it off is for tests that show what it prevents.
   bool regression_guard = true;
   std::string key_prefix = "fencelock:token:";
+  RedisCredentials credentials;  // AUTH on every connection to the master when not empty
 };
 
 class RedisTokenSource final : public TokenSource {
