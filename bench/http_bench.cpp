@@ -5,7 +5,7 @@
 //              --workload uncontended|contended|extend|tokens|idle
 //              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms
 //              1]
-//              [--system fencelock]
+//              [--system fencelock] [--api-key SECRET]
 //
 //   Several endpoints (fencelockd instances sharing lock nodes): caller i talks to endpoint
 //   i mod n, so a contended hand-off often crosses instances. --system labels the JSON line.
@@ -55,6 +55,7 @@ struct Settings {
   long ttl_ms = 10'000;
   long wait_ms = 5'000;
   long hold_ms = 1;
+  std::string authorization;  // --api-key SECRET: "Bearer SECRET" on every request
 };
 
 struct Totals {
@@ -130,6 +131,7 @@ class Caller : public std::enable_shared_from_this<Caller> {
   void send(http::verb verb, const std::string& target, std::string body, Then then) {
     request_ = {verb, target, 11};
     request_.set(http::field::host, endpoint_.host);
+    if (!s_.authorization.empty()) request_.set(http::field::authorization, s_.authorization);
     request_.body() = std::move(body);
     request_.prepare_payload();
     then_ = then;
@@ -270,6 +272,8 @@ int main(int argc, char** argv) {
       s.wait_ms = std::stol(value);
     else if (flag == "--hold-ms")
       s.hold_ms = std::stol(value);
+    else if (flag == "--api-key")
+      s.authorization = "Bearer " + value;
     else {
       std::fprintf(stderr, "http_bench: unknown flag %s (see the comment at the top)\n",
                    flag.c_str());

@@ -124,6 +124,14 @@ if pair_runs:
                   f"{num(one_u and one_u['ops_per_sec'])} pairs/s). On two shared cores a second instance adds "
                   "no capacity; this row shows what scale-out costs, not what it gains.\n")
 
+keys_u = pick("fencelock-keys", "uncontended")
+if keys_u:
+    one_u = pick("fencelock", "uncontended", keys_u["callers"])
+    md.append(f"\nWith API keys (`--auth-file`, a Bearer key on every request), uncontended, {keys_u['callers']} "
+              f"callers: {num(keys_u['ops_per_sec'])} pairs/s, acquire p50 {num(keys_u['p50_ms'], 2)} / p99 "
+              f"{num(keys_u['p99_ms'], 2)} ms — {ratio(keys_u['ops_per_sec'], one_u and one_u['ops_per_sec'])} of the "
+              "same instance setup without keys.\n")
+
 rss = pick("fencelock", "rss")
 md.append("\n## 5. Targets\n")
 targets_at = len(md) + 1  # the targets table starts at the next line

@@ -122,6 +122,23 @@ say "fencelock x2 uncontended, $pair_uncontended callers split over both"
   --callers "$pair_uncontended" --seconds "$seconds" | record
 for p in $pair_ports; do kill -TERM "$(cat "$work/fencelockd-$p.pid")" 2>/dev/null || true; done
 
+# The cost of API keys (#16): a fencelockd with --auth-file (its own key prefix and SQLite file),
+# every request with a Bearer key: the SHA-256 of the secret, the lookup, the rights and names.
+keys_port=$((base + 83))  # a fencelockd with --auth-file
+"$bin/service/fencelockd" keys new --id bench --names '*' --rights lock,read,token \
+  >"$work/bench-key.txt" 2>/dev/null
+bench_secret=$(sed -n 1p "$work/bench-key.txt")
+printf '{"keys": [%s]}\n' "$(sed -n 2p "$work/bench-key.txt")" >"$work/keys.json"
+"$bin/service/fencelockd" --listen "127.0.0.1:$keys_port" --redis "$nodes" --tokens "sqlite:$work/tokens-keys.db" \
+  --key-prefix "bench-keys:" --auth-file "$work/keys.json" --max-connections-per-client 100000 \
+  >"$work/fencelockd-keys.log" 2>&1 &
+echo $! >"$work/fencelockd-keys.pid"
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$keys_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+say "fencelock with API keys uncontended, $pair_uncontended callers"
+"$bin/bench/http_bench" --endpoint "http://127.0.0.1:$keys_port" --system fencelock-keys --workload uncontended \
+  --callers "$pair_uncontended" --seconds "$seconds" --api-key "$bench_secret" | record
+kill -TERM "$(cat "$work/fencelockd-keys.pid")" 2>/dev/null || true
+
 for w in extend tokens; do
   for c in 1 64; do
     say "fencelock $w, $c callers"

@@ -117,6 +117,10 @@ Try:
   $bin/client-sdk/fencelock --endpoint http://127.0.0.1:$fencelockd_port run --ttl 10s nightly -- sh -c 'echo token \$FENCELOCK_TOKEN'
   curl -s -X PUT 127.0.0.1:$fenced_port/objects/report -H 'Fencing-Token: 1' -d 'hello'
 
+This fencelockd is open to anyone who can connect (fine on loopback). Before sharing it, turn on
+API keys — $bin/service/fencelockd keys new --id app --names 'app.*' --rights lock,read — and
+start it with --auth-file (docs/operations.md, "Securing fencelock").
+
 Stop everything:  ./scripts/quickstart.sh --stop
 EOT
 exit "$status"

@@ -252,7 +252,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "after its fenced read of a row, the reader writes with its token under kNewerOrSame; an older "
+    "after its fenced read of a row, the reader writes with its token under kNewerOrSame — an "
+    "older "
     "token "
     "is refused",
     "[client]") {

@@ -135,7 +135,7 @@ TEST_CASE(
 
 // Issue #12 item 12: fenced mode admits the token that fenced the read, once.
 TEST_CASE(
-    "store: in fenced mode the holder that fenced its read writes once with its token; older "
+    "store: in fenced mode the holder that fenced its read writes once with its token — older "
     "tokens never",
     "[examples]") {
   TempDir dir;

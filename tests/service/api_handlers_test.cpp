@@ -86,7 +86,7 @@ TEST_CASE("api: every malformed request is refused with a stable code and never 
   CHECK(api.engine.calls() == 0);
 }
 
-TEST_CASE("api: 405 names the allowed methods; HEAD is 405 without a body and closes",
+TEST_CASE("api: 405 names the allowed methods — HEAD is 405 without a body and closes",
           "[service]") {
   Api api;
   CHECK(api.call(Method::kOther, "/v1/locks/x").allow == "GET, POST, DELETE");

@@ -70,7 +70,8 @@ TEST_CASE("auth: rights parse from lists", "[service]") {
   CHECK_FALSE(parse_rights("admin").has_value());
 }
 
-TEST_CASE("auth: a good file loads; every mistake is refused with the key and field", "[service]") {
+TEST_CASE("auth: a good file loads — every mistake is refused with the key and field",
+          "[service]") {
   const KeySet set = keys_of(json::array({key_entry("billing", "s1", {"billing.*"}, {"lock"}),
                                           key_entry("ops", "s2", {"*"}, {"read", "token"})}));
   REQUIRE(set.keys().size() == 2);

@@ -324,7 +324,7 @@ TEST_CASE("hostile: connection caps answer 503, keep probes reachable and count 
   CHECK_THAT(metrics, Catch::Contains("fencelock_http_connections_refused_total 1"));
 }
 
-TEST_CASE("hostile: request bodies share one memory budget; over it a request gets 503 unread",
+TEST_CASE("hostile: request bodies share one memory budget — over it a request gets 503 unread",
           "[service][redis][hostile]") {
   ServiceUnderTest service(
       {"--body-limit", "1048576", "--body-memory", "1048576", "--request-timeout", "2s"});

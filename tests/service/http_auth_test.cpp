@@ -139,7 +139,7 @@ TEST_CASE("http auth: a lease taken with one key cannot be extended or released 
             .json()["released"] == true);
 }
 
-TEST_CASE("http auth: a key over its rate gets 429 with Retry-After; other keys are not slowed",
+TEST_CASE("http auth: a key over its rate gets 429 with Retry-After — other keys are not slowed",
           "[service][redis]") {
   Secured s;
   int limited = 0;
@@ -159,7 +159,7 @@ TEST_CASE("http auth: a key over its rate gets 429 with Retry-After; other keys 
   }
 }
 
-TEST_CASE("http auth: SIGHUP reloads the key file; a bad file keeps the keys in force",
+TEST_CASE("http auth: SIGHUP reloads the key file — a bad file keeps the keys in force",
           "[service][redis]") {
   Secured s;
   Key fresh = make_key("fresh", {"*"}, {"read"});
@@ -238,7 +238,7 @@ TEST_CASE("http auth: without --auth-file the log says loudly that anyone may us
   CHECK(s.client().post("/v1/locks/open", json{{"ttl_ms", 1000}}).status == 200);
 }
 
-TEST_CASE("http auth: fencelockd authenticates to password-protected lock nodes; never logs it",
+TEST_CASE("http auth: fencelockd authenticates to password-protected lock nodes — never logs it",
           "[service][redis]") {
   RedisCluster cluster(3);
   const std::string password = "n0de pass";

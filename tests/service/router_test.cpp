@@ -80,7 +80,7 @@ TEST_CASE("unknown paths are 404 and bad names are 400", "[service]") {
   CHECK(match(Method::kGet, "/v1/locks/" + std::string(200, 'a')).kind == Kind::kFound);
 }
 
-TEST_CASE("absolute-form targets route by their path; the query is ignored", "[service]") {
+TEST_CASE("absolute-form targets route by their path — the query is ignored", "[service]") {
   CHECK(origin_path("/v1/locks/a?x=1") == "/v1/locks/a");
   CHECK(origin_path("http://h:8080/v1/locks/a") == "/v1/locks/a");
   CHECK(origin_path("HTTPS://h/v1/locks/a?q") == "/v1/locks/a");

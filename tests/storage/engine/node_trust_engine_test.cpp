@@ -17,6 +17,13 @@ namespace {
 
 constexpr std::string_view kRegistryKey = "fencelock:#instances:fencelock:lock:";
 
+// Engine options whose token identity is `tokens` ("" = shared, "sqlite:…" = an embedded store).
+EngineOptions options_with_tokens(RedisCluster& cluster, std::string tokens) {
+  auto options = engine_options_for(cluster);
+  options.exclusive_tokens = std::move(tokens);
+  return options;
+}
+
 std::unique_ptr<EngineUnderTest> start_engine(RedisCluster& cluster,
                                               std::chrono::milliseconds max_ttl,
                                               bool wait_for_nodes = true) {
@@ -149,11 +156,7 @@ TEST_CASE(
     "nodes",
     "[storage][redis]") {
   RedisCluster cluster(3);
-  auto options_for = [&](std::string tokens) {
-    auto options = engine_options_for(cluster);
-    options.exclusive_tokens = std::move(tokens);
-    return options;
-  };
+  auto options_for = [&](std::string tokens) { return options_with_tokens(cluster, tokens); };
   auto a = std::make_unique<EngineUnderTest>(options_for("sqlite:a"));
   a->wait_until([&] { return !a->engine().grant_refusal(); });
   REQUIRE(a->acquire("first", 1s).ok());
@@ -215,11 +218,7 @@ TEST_CASE(
 TEST_CASE("an engine that saw the nodes bound to another store never binds them, whatever answers",
           "[storage][redis]") {
   RedisCluster cluster(3);
-  auto options_for = [&](std::string tokens) {
-    auto options = engine_options_for(cluster);
-    options.exclusive_tokens = std::move(tokens);
-    return options;
-  };
+  auto options_for = [&](std::string tokens) { return options_with_tokens(cluster, tokens); };
   {
     EngineUnderTest a(options_for("sqlite:a"));
     REQUIRE_FALSE(a.engine().grant_refusal());
@@ -243,11 +242,7 @@ TEST_CASE("an engine that saw the nodes bound to another store never binds them,
 TEST_CASE("engines with different token stores started together on fresh nodes never both grant",
           "[storage][redis]") {
   RedisCluster cluster(3);
-  auto options_for = [&](std::string tokens) {
-    auto options = engine_options_for(cluster);
-    options.exclusive_tokens = std::move(tokens);
-    return options;
-  };
+  auto options_for = [&](std::string tokens) { return options_with_tokens(cluster, tokens); };
   EngineUnderTest a(options_for("sqlite:a"), nullptr, nullptr, /*wait_for_nodes=*/false);
   EngineUnderTest shared(options_for(""), nullptr, nullptr, /*wait_for_nodes=*/false);
   bool a_granted = false, shared_granted = false;

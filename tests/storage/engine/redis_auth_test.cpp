@@ -70,7 +70,7 @@ TEST_CASE("redis auth: with the password or an ACL user, grants, releases and wa
   CHECK(b.release("shared", claim(granted)).value());
 }
 
-TEST_CASE("redis auth: the token master with a password; a wrong one is refused at start",
+TEST_CASE("redis auth: the token master with a password — a wrong one is refused at start",
           "[storage][redis]") {
   TempDir master_dir;
   RedisServer master(master_dir.path() / "master", Persistence::kAofAlways);

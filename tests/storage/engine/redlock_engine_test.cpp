@@ -406,7 +406,7 @@ TEST_CASE("a node restarted without its data cannot hand a held lock to a second
 }
 
 TEST_CASE(
-    "a restart loses nothing on an appendfsync-always node, which votes at once; everysec still "
+    "a restart loses nothing on an appendfsync-always node, which votes at once — everysec still "
     "waits",
     "[storage][redis]") {
   SECTION("appendfsync always") {
