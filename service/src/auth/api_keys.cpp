@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "fencelock/names.h"
+#include "fencelock/storage/lease_secret.h"
 
 namespace fencelock::service {
 
@@ -150,13 +151,8 @@ bool name_matches(std::string_view pattern, std::string_view name) noexcept {
 }
 
 bool is_valid_key_id(std::string_view id) noexcept {
-  if (id.empty() || id.size() > kMaxKeyIdLength) return false;
-  for (const char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
+  // A key id owns the leases its key takes: the lease-owner rule, and never empty.
+  return !id.empty() && storage::is_valid_lease_owner(id);
 }
 
 Result<KeySet> KeySet::parse(std::string_view json_text) {

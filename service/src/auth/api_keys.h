@@ -31,7 +31,6 @@ std::optional<std::uint8_t> parse_rights(std::string_view comma_separated);
 // Limits on the file a client cannot influence but an operator could get wrong.
 inline constexpr std::size_t kMaxKeys = 10'000;
 inline constexpr std::size_t kMaxPatternsPerKey = 100;
-inline constexpr std::size_t kMaxKeyIdLength = 64;  // storage::kMaxLeaseOwnerLength
 inline constexpr std::size_t kMaxAuthFileBytes = std::size_t{4} * 1024 * 1024;
 inline constexpr double kMaxRate = 1'000'000;
 
@@ -52,7 +51,8 @@ struct ApiKey {
 // True iff `name` matches the glob `pattern` (see ApiKey::names).
 bool name_matches(std::string_view pattern, std::string_view name) noexcept;
 
-// True iff `id` is a valid key id.
+// True iff `id` is a valid key id: 1 to storage::kMaxLeaseOwnerLength (64) characters of
+// [A-Za-z0-9._-], the rule for lease owners, since a key id owns its key's leases.
 bool is_valid_key_id(std::string_view id) noexcept;
 
 class KeySet {
