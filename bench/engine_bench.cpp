@@ -199,9 +199,11 @@ RoundResult run_round(storage::EngineOptions options, const Settings& settings, 
   boost::asio::io_context io(1);
   auto engine = storage::RedlockEngine::create(io.get_executor(), std::move(options)).value();
   engine->start();
-  // Wait for every node to be connected before the clock starts.
+  // Wait for every node to be connected, and for the registry to let the engine grant, before the
+  // clock starts (a fresh engine refuses until its first registry round).
   const auto connect_deadline = Clock::now() + std::chrono::seconds(10);
-  while (engine->voting_nodes() != engine->node_count() && Clock::now() < connect_deadline) {
+  while ((engine->voting_nodes() != engine->node_count() || engine->grant_refusal()) &&
+         Clock::now() < connect_deadline) {
     io.run_for(std::chrono::milliseconds(5));
   }
   RoundResult result;

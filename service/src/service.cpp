@@ -2,6 +2,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -124,7 +125,9 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
 }
 
 void arm_pause_after_quorum(int) {
+  const int saved_errno = errno;  // a signal handler must leave errno as it found it
   storage::failpoints::arm_pause_after_quorum(std::chrono::seconds(2));
+  errno = saved_errno;
 }
 
 // The fault campaign's hook (fencelock/storage/failpoints.h): with

@@ -148,6 +148,11 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
                               "the quorum took longer than the ttl allows; no validity left"));
     return;
   }
+  // The registry's verdict may have changed while the quorum and the draw were out.
+  if (auto refusal = core_->grant_refusal()) {
+    attempt_failed(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
+    return;
+  }
   Lease lease;
   lease.name = request_.name;
   lease.proof = lease_proof(value_, token.value(), request_.owner);

@@ -138,6 +138,10 @@ std::optional<std::string> EngineCore::grant_refusal() const {
   return registry_->refusal(Clock::now());
 }
 
+bool EngineCore::node_votes(std::size_t node) const {
+  return trust_.voting(node, Clock::now());
+}
+
 QuorumTally EngineCore::new_tally() {
   QuorumTally tally(nodes_.size(), quorum());
   const auto now = Clock::now();

@@ -1,5 +1,7 @@
 #include "engine/instance_registry.h"
 
+#include <utility>
+
 #include "engine/engine_core.h"
 #include "engine/lua_scripts.h"
 
@@ -47,10 +49,23 @@ std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) cons
            "); tokens from this one could repeat or go backwards. Use the token source the nodes "
            "were used with (docs/operations.md, \"Token source\")";
   }
-  if (!checked_at_ || !bound_quorum_) return std::string(kNotYetChecked);
+  if (!checked_at_ || (!bound_quorum_ && !was_ready_)) return std::string(kNotYetChecked);
+  if (!bound_quorum_) {
+    return "only " + std::to_string(bound_here_) +
+           " voting lock node(s) still record this "
+           "fencelockd's token store (" +
+           identity_ +
+           "), fewer than a majority; the others lost "
+           "their data. They are bound again once every lock node answers and votes and no "
+           "instance with another token store is running (docs/operations.md, \"Token source\")";
+  }
   if (exclusive_ && now - *checked_at_ > kFreshness) {
     return "this fencelockd has an embedded (SQLite) token source and has not confirmed recently "
            "that it is the only instance on these lock nodes";
+  }
+  if (now - *checked_at_ > kSharedFreshness) {
+    return "this fencelockd has not reached a majority of lock nodes with its registry check "
+           "recently";
   }
   return std::nullopt;
 }
@@ -71,7 +86,13 @@ void InstanceRegistry::round() {
   round_conflict_.clear();
   round_bound_elsewhere_.clear();
   round_bound_here_ = 0;
-  round_binds_ = may_bind_;
+  round_unbound_voting_ = 0;
+  round_all_voting_ = true;
+  // A permission is used once, by the round right after the one that granted it.
+  round_mode_ = std::exchange(next_mode_, BindMode::kRead);
+  const char* mode = round_mode_ == BindMode::kBirth    ? "1"
+                     : round_mode_ == BindMode::kRepair ? "2"
+                                                        : "0";
   RespCommand heartbeat(8);
   heartbeat.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
@@ -80,20 +101,22 @@ void InstanceRegistry::round() {
       .arg(core_.engine_id())
       .arg(identity_)
       .arg(kEntryLifetime.count())
-      .arg(round_binds_ ? "1" : "0");
+      .arg(mode);
   core_.broadcast(heartbeat, shared_from_this(), round_);
 }
 
-void InstanceRegistry::on_reply(std::size_t, std::uint32_t cookie, NodeReply reply) {
+void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
   if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 2) {
     ++answers_;
+    const bool votes = core_.node_votes(node);
+    round_all_voting_ = round_all_voting_ && votes;
     const std::string& bound = reply.elements[0].text;
-    if (bound == identity_) {
-      ++round_bound_here_;
-    } else if (!bound.empty()) {
-      round_bound_elsewhere_ = bound;
+    if (!bound.empty() && bound != identity_) {
+      round_bound_elsewhere_ = bound;  // a binding is evidence wherever it is found
+    } else if (votes) {
+      ++(bound.empty() ? round_unbound_voting_ : round_bound_here_);
     }
     for (const NodeReply& other : reply.elements[1].elements) {
       if (other.text != identity_) round_conflict_ = other.text;
@@ -101,20 +124,34 @@ void InstanceRegistry::on_reply(std::size_t, std::uint32_t cookie, NodeReply rep
   }
   // Every node answers within the node timeout (or is answered as timed out), so waiting for all
   // of them costs at most that, and a conflict on any node is seen.
-  if (replies_ == core_.node_count()) finish_round(answers_ >= core_.quorum());
+  if (replies_ == core_.node_count()) finish_round();
 }
 
-void InstanceRegistry::finish_round(bool reached_quorum) {
+void InstanceRegistry::finish_round() {
+  const bool reached_quorum = answers_ >= core_.quorum();
   bool bind_now = false;
-  if (reached_quorum) {
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    checked_at_ = round_started_;
-    conflict_ = round_conflict_;
     if (!round_bound_elsewhere_.empty()) bound_elsewhere_ = round_bound_elsewhere_;
-    bound_quorum_ = round_bound_here_ >= core_.quorum();
-    may_bind_ = bound_elsewhere_.empty() && conflict_.empty();
-    // Some node answered unbound to a round that could not bind it: bind at once.
-    bind_now = may_bind_ && !round_binds_ && round_bound_here_ < answers_;
+    if (reached_quorum) {
+      checked_at_ = round_started_;
+      conflict_ = round_conflict_;
+      bound_here_ = round_bound_here_;
+      bound_quorum_ = round_bound_here_ >= core_.quorum();
+      was_ready_ = was_ready_ || bound_quorum_;
+    }
+    const bool nothing_elsewhere = bound_elsewhere_.empty();
+    if (reached_quorum && nothing_elsewhere && bound_quorum_) {
+      next_mode_ = BindMode::kRepair;
+    } else if (nothing_elsewhere && round_conflict_.empty() && round_all_voting_ &&
+               answers_ == core_.node_count()) {
+      next_mode_ = BindMode::kBirth;
+    } else {
+      next_mode_ = BindMode::kRead;
+    }
+    // Some voting node answered unbound to a round that could not bind it: bind at once.
+    bind_now = next_mode_ != BindMode::kRead && round_mode_ == BindMode::kRead &&
+               round_unbound_voting_ > 0;
   }
   schedule(bind_now ? std::chrono::milliseconds(0) : reached_quorum ? kInterval : kRetry);
 }

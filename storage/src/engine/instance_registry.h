@@ -20,26 +20,42 @@
 // the entry at once, a crash leaves it to expire (kEntryLifetime).
 //
 // Over time, too: the nodes are bound to a token identity (a "#tokens" field in the same hash,
-// never expiring), and an engine grants only while its last quorum round found a quorum of nodes
-// bound to its own identity and none bound to another — an instance started later with a fresh
-// SQLite file (or a shared source after an embedded one, or the reverse) would otherwise start
-// again at token 1 for names the nodes already granted. An engine binds unbound nodes only after a
-// round that reached a quorum showed no node bound elsewhere and no live instance of another
-// identity, and once it has seen a node bound elsewhere it never binds (nor grants) for the rest
-// of its life: a misconfigured instance must not claim the nodes that lost their data, or the
-// right instances would refuse too. Two quorums meet on a node, so of two engines with different
-// identities at most one ever sees a quorum bound to itself. A node that loses its data loses its
-// binding and is bound again by the next round of an engine that may bind; if a majority loses it
-// while the rest are away, the next engine binds them (the same limit as NodeTrust's). Replacing a
+// never expiring), and an engine grants only while its last quorum round found a quorum of
+// *voting* nodes (node_trust.h) bound to its own identity and none bound to another — an instance
+// started later with a fresh SQLite file (or a shared source after an embedded one, or the
+// reverse) would otherwise start again at token 1 for names the nodes already granted. Evidence
+// comes only from nodes the engine lets vote: a quarantined node may have lost its binding along
+// with its keys, so its "unbound" proves nothing. A round may bind unbound nodes in two cases,
+// decided by the round just before it (a round that could not decide sends a plain read):
+//   - Birth: every configured node answered, every one votes, none is bound elsewhere and no live
+//     instance of another identity is on any of them. This is NodeTrust's new-cluster rule, so a
+//     cold start is no slower, and the registry's limit is the quarantine's: only if *every* node
+//     loses its data at once can another store take them over. The script re-checks per node that
+//     no live instance of another identity is there (the read and the bind are two round trips).
+//   - Repair: a quorum of voting nodes is bound to this identity and none elsewhere. Any other
+//     identity would have to see a quorum without this binding first, and any quorum meets one of
+//     these nodes, so forgotten nodes are bound again whatever else is live.
+// Once an engine has seen a node bound elsewhere — in any round, quorum or not, voting or not — it
+// never binds nor grants again for the rest of its life: a misconfigured instance must not claim
+// nodes that lost their data, or the right instances would refuse too. A node that loses its data
+// loses its binding; it is repaired by the next round of an engine bound on a quorum, so a
+// binding survives any number of losses as long as such an engine runs between them. Replacing a
 // token source deliberately means deleting the field on every node (docs/operations.md).
 //
-// Until its first round has reached a quorum bound to it, an engine refuses with kNotYetChecked;
-// a fresh cluster takes two rounds (read, then bind), the second sent at once.
+// Until its first round has found a quorum bound to it, an engine refuses with kNotYetChecked; a
+// fresh cluster takes two rounds (read, then bind), the second sent at once. An engine that was
+// ready and later finds fewer than a quorum bound to it refuses with another reason.
+//
+// The verdict is checked when an acquire starts and again once its token has been drawn, just
+// before the grant is answered. A verdict goes stale: an exclusive engine's after kFreshness, a
+// shared engine's after kEntryLifetime, without a round that reached a quorum.
 //
 // Limits: an engine paused between its last check and a grant for longer than kFreshness may still
 // complete that one grant (as with any pause between quorum and answer; fencing tokens of the
 // other instance are then the ones that may repeat — which is why the refusal exists at all).
-// Threading: on the engine's strand.
+// Copies of one SQLite token file (a cloned volume, a restored backup) carry one store id and are
+// one identity to the registry: docs/operations.md says never to copy or restore the token file.
+// Threading: on the engine's strand, except refusal().
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
@@ -61,7 +77,8 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   static constexpr std::chrono::milliseconds kInterval{1000};
   static constexpr std::chrono::milliseconds kRetry{100};  // after a round without a quorum
   static constexpr std::chrono::milliseconds kEntryLifetime{10'000};
-  static constexpr std::chrono::milliseconds kFreshness{3000};
+  static constexpr std::chrono::milliseconds kFreshness{3000};          // exclusive engines
+  static constexpr std::chrono::milliseconds kSharedFreshness{10'000};  // shared engines
   // The refusal before the first round that found a quorum of nodes bound to this engine's token
   // identity (tests wait for it to go).
   static const std::string_view kNotYetChecked;
@@ -73,14 +90,14 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   void stop();  // removes this engine's entry (fire and forget)
 
   // Why this engine must not grant right now, or nullopt: lock nodes bound to another token
-  // identity (any engine), no quorum bound to its own yet, or, with an exclusive source, another
-  // live instance or no recent check. Safe from any thread.
+  // identity (any engine), no quorum bound to its own, no recent check, or, with an exclusive
+  // source, another live instance. Safe from any thread.
   std::optional<std::string> refusal(Clock::time_point now) const;
 
  private:
   void round();
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
-  void finish_round(bool reached_quorum);
+  void finish_round();
   void schedule(std::chrono::milliseconds delay);
 
   EngineCore& core_;
@@ -90,20 +107,29 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   boost::asio::steady_timer timer_;
   bool stopped_ = false;
 
+  // What a round may do to unbound nodes (lua_scripts.h, kRegistryHeartbeatScript's ARGV[4]).
+  enum class BindMode { kRead, kBirth, kRepair };
+
   std::uint32_t round_ = 0;
   Clock::time_point round_started_{};
   std::size_t answers_ = 0, replies_ = 0;
-  std::string round_conflict_;         // another identity seen in this round
-  std::string round_bound_elsewhere_;  // a node bound to another identity, this round
-  std::size_t round_bound_here_ = 0;   // nodes bound to this identity, this round
-  bool may_bind_ = false;              // the last quorum round saw no other identity anywhere
-  bool round_binds_ = false;           // this round was sent with may_bind_
+  std::string round_conflict_;             // another identity seen in this round
+  std::string round_bound_elsewhere_;      // a node bound to another identity, this round
+  std::size_t round_bound_here_ = 0;       // voting nodes bound to this identity, this round
+  std::size_t round_unbound_voting_ = 0;   // voting nodes bound to nothing, this round
+  bool round_all_voting_ = true;           // every node that answered this round votes
+  BindMode round_mode_ = BindMode::kRead;  // what this round was sent with
+  BindMode next_mode_ = BindMode::kRead;   // what the next round may do, as this one found
 
-  mutable std::mutex mutex_;                     // guards the two below, read from any thread
+  // Guards the fields below; refusal() reads them from any thread. The fields above are the
+  // strand's alone.
+  mutable std::mutex mutex_;
   std::optional<Clock::time_point> checked_at_;  // start of the last round that reached a quorum
   std::string conflict_;                         // what that round found ("" = none)
   std::string bound_elsewhere_;  // a node bound to another identity, seen by any round (sticky)
-  bool bound_quorum_ = false;    // that round found a quorum of nodes bound to this identity
+  std::size_t bound_here_ = 0;   // voting nodes that round found bound to this identity
+  bool bound_quorum_ = false;    // bound_here_ reached a quorum
+  bool was_ready_ = false;       // some round found a quorum bound to this identity
 };
 
 }  // namespace fencelock::storage

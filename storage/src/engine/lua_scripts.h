@@ -153,20 +153,17 @@ inline constexpr std::string_view kNodeMarkerScript =
 
 // Registry heartbeat (instance_registry.h; EVAL, once a second per node). KEYS[1]: the registry
 // hash; ARGV[1]: this engine's id; ARGV[2]: its token identity; ARGV[3]: entry lifetime (ms);
-// ARGV[4]: "1" if the engine may bind the node. Binds the node to the engine's token identity if
-// it has none yet and ARGV[4] is "1" (field "#tokens", kept for good), writes this engine's entry
-// "<expiry ms> <identity>" (the node's clock), deletes expired entries of others, and returns
-// {the bound identity or "" if none, {the identities of the other live entries}}.
+// ARGV[4]: what the engine may do to an unbound node — "0" nothing, "1" bind it if no live entry
+// of another identity is on it (a birth), "2" bind it (a repair). Writes this engine's entry
+// "<expiry ms> <identity>" (the node's clock), deletes expired entries of others, binds as allowed
+// (field "#tokens", kept for good; an empty value counts as unbound), and returns {the bound
+// identity or "" if none, {the identities of the other live entries}}.
 inline constexpr std::string_view kRegistryHeartbeatScript =
-    "local bound = redis.call('HGET', KEYS[1], '#tokens')\n"
-    "if not bound and ARGV[4] == '1' then\n"
-    "  bound = ARGV[2]\n"
-    "  redis.call('HSET', KEYS[1], '#tokens', bound)\n"
-    "end\n"
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
     "redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[3])) .. ' ' .. ARGV[2])\n"
     "local others = {}\n"
+    "local foreign = false\n"
     "local entries = redis.call('HGETALL', KEYS[1])\n"
     "for i = 1, #entries, 2 do\n"
     "  if entries[i] ~= ARGV[1] and entries[i] ~= '#tokens' then\n"
@@ -174,9 +171,17 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "    if not space or tonumber(string.sub(entries[i + 1], 1, space - 1)) < now then\n"
     "      redis.call('HDEL', KEYS[1], entries[i])\n"
     "    else\n"
-    "      table.insert(others, string.sub(entries[i + 1], space + 1))\n"
+    "      local identity = string.sub(entries[i + 1], space + 1)\n"
+    "      if identity ~= ARGV[2] then foreign = true end\n"
+    "      table.insert(others, identity)\n"
     "    end\n"
     "  end\n"
+    "end\n"
+    "local bound = redis.call('HGET', KEYS[1], '#tokens')\n"
+    "if bound == '' then bound = false end\n"
+    "if not bound and (ARGV[4] == '2' or (ARGV[4] == '1' and not foreign)) then\n"
+    "  bound = ARGV[2]\n"
+    "  redis.call('HSET', KEYS[1], '#tokens', bound)\n"
     "end\n"
     "return {bound or '', others}\n";
 

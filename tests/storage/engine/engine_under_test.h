@@ -73,6 +73,11 @@ class EngineUnderTest {
       std::this_thread::sleep_for(5ms);
     }
   }
+  // Waits until the registry lets the engine grant (after a majority of nodes lost their data,
+  // that takes a round once every node votes again).
+  void wait_until_granting(std::chrono::milliseconds limit = 10s) {
+    wait_until([&] { return !engine_->grant_refusal(); }, limit);
+  }
   ~EngineUnderTest() {
     engine_->stop();
     engine_.reset();

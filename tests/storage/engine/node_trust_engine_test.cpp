@@ -2,8 +2,10 @@
 // started engine never grants over a lease another engine granted before lock nodes lost their
 // keys.
 #include <catch2/catch.hpp>
+#include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "engine_under_test.h"
 #include "fake_old_redis.h"
@@ -62,6 +64,7 @@ TEST_CASE("a fresh engine does not grant over a lease granted before two nodes l
     std::this_thread::sleep_for(100ms);
   }
   b->wait_for_voting_nodes(3, 5s);
+  b->wait_until_granting(3s);  // a majority forgot its binding: it is made again
   CHECK(b->acquire("vault", 1s).ok());
 }
 
@@ -86,6 +89,7 @@ TEST_CASE("a node that comes back durable after losing its keys is quarantined a
     std::this_thread::sleep_for(100ms);
   }
   fresh->wait_for_voting_nodes(3, 6s);
+  fresh->wait_until_granting(3s);
   CHECK(fresh->acquire("vault", 1s).ok());
 }
 
@@ -271,4 +275,119 @@ TEST_CASE("an engine whose registry checks cannot reach a majority stops grantin
   cluster.node(1).resume();
   t.wait_until([&] { return !t.engine().grant_refusal(); }, 6s);
   CHECK(t.acquire("back", 1s).ok());
+}
+
+// Review of the registry (F1): the registry counted nodes that had just restarted empty, and a
+// newcomer's first majority round could leave out the one node that still remembered.
+TEST_CASE("a newcomer never binds nodes that restarted empty while the node that remembers is away",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options_for = [&](std::string tokens) {
+    auto options = options_with_tokens(cluster, std::move(tokens));
+    options.max_ttl = 1s;
+    return options;
+  };
+  {
+    EngineUnderTest a(options_for("sqlite:a"));
+    REQUIRE(a.acquire("vault", 1s).ok());
+  }
+  cluster.node(0).restart(/*keep_data=*/false);  // a majority loses its data together...
+  cluster.node(1).restart(/*keep_data=*/false);
+  cluster.node(2).pause();  // ...and the one that remembers is away when the newcomer starts
+  {
+    EngineUnderTest b(options_for("sqlite:b"), nullptr, nullptr, /*wait_for_nodes=*/false);
+    std::this_thread::sleep_for(2500ms);  // nodes 0 and 1 answer every round, and vote
+    CHECK(b.engine().grant_refusal().has_value());
+    for (const std::size_t i : {std::size_t{0}, std::size_t{1}}) {
+      CHECK(
+          SyncRedis(cluster.node(i).port()).command({"HEXISTS", kRegistryKey, "#tokens"}).integer ==
+          0);
+    }
+    cluster.node(2).resume();
+    b.wait_until([&] {
+      const auto why = b.engine().grant_refusal();
+      return why && why->find("another token store (sqlite:a") != std::string::npos;
+    });
+  }
+  // The right store binds the forgotten nodes again once it sees every node, and grants.
+  EngineUnderTest again(options_for("sqlite:a"), nullptr, nullptr, /*wait_for_nodes=*/false);
+  again.wait_until([&] { return !again.engine().grant_refusal(); });
+  CHECK(again.acquire("vault", 1s).ok());
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    CHECK(SyncRedis(cluster.node(i).port()).command({"HGET", kRegistryKey, "#tokens"}).text ==
+          "sqlite:a");
+  }
+}
+
+// Review of the registry (F2): no engine re-bound a forgotten node while an instance of another
+// store was alive, even a refusing one, so single restarts added up to a forgotten majority.
+TEST_CASE("an engine bound on a majority binds a node that forgot, whatever else is running",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options_for = [&](std::string tokens) {
+    auto options = options_with_tokens(cluster, std::move(tokens));
+    options.max_ttl = 1s;  // a short quarantine
+    return options;
+  };
+  EngineUnderTest shared(options_for(""));
+  REQUIRE_FALSE(shared.engine().grant_refusal());
+  EngineUnderTest stray(options_for("sqlite:stray"));  // misconfigured: refuses, but is live
+  REQUIRE(stray.engine().grant_refusal().has_value());
+  for (const std::size_t forgetful : {std::size_t{0}, std::size_t{1}}) {  // one after the other
+    cluster.node(forgetful).restart(/*keep_data=*/false);
+    shared.wait_until(
+        [&] {
+          return SyncRedis(cluster.node(forgetful).port())
+                     .command({"HGET", kRegistryKey, "#tokens"})
+                     .text == "shared";
+        },
+        5s);
+    shared.wait_for_voting_nodes(3, 5s);
+    CHECK(shared.acquire("still", 1s).ok());
+  }
+  CHECK(stray.engine().grant_refusal().has_value());
+}
+
+// Review of the registry (F5): the verdict was read when an acquire started, not when it was
+// answered, so a token draw that took long could be granted after another instance appeared.
+TEST_CASE("a grant is refused if the registry's verdict changed while its token was drawn",
+          "[storage][redis]") {
+  class GatedTokens final : public TokenSource {
+   public:
+    void next(std::string_view, Callback done) override {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_ = std::move(done);
+    }
+    void current(std::string_view, Callback done) override { done(std::uint64_t{0}); }
+    bool drawing() {
+      std::lock_guard<std::mutex> lock(mutex_);
+      return static_cast<bool>(pending_);
+    }
+    void answer(std::uint64_t token) {
+      Callback done;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done = std::exchange(pending_, nullptr);
+      }
+      done(token);
+    }
+
+   private:
+    std::mutex mutex_;
+    Callback pending_;
+  };
+  RedisCluster cluster(3);
+  auto gate = std::make_shared<GatedTokens>();
+  EngineUnderTest a(options_with_tokens(cluster, "sqlite:a"), gate);
+  REQUIRE_FALSE(a.engine().grant_refusal());
+  auto grant = std::async(std::launch::async, [&] { return a.acquire("vault", 10s); });
+  a.wait_until([&] { return gate->drawing(); });
+  EngineUnderTest b(options_with_tokens(cluster, "sqlite:b"), nullptr, nullptr, false);
+  a.wait_until([&] { return a.engine().grant_refusal().has_value(); }, 5s);
+  gate->answer(1);
+  const auto lease = grant.get();
+  REQUIRE_FALSE(lease.ok());
+  CHECK(lease.error().code == ErrorCode::kUnavailable);
+  CHECK_THAT(lease.error().message, Catch::Contains("another fencelockd"));
+  a.wait_until([&] { return SyncRedis(cluster.node(0).port()).count_keys() == 0; }, 2s);
 }
