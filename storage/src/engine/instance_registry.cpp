@@ -88,6 +88,9 @@ void InstanceRegistry::round() {
   round_bound_here_ = 0;
   round_unbound_voting_ = 0;
   round_all_voting_ = true;
+  last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
+  round_expiry_.resize(core_.node_count());
+  for (auto& seen : round_expiry_) seen.clear();
   // A permission is used once, by the round right after the one that granted it.
   round_mode_ = std::exchange(next_mode_, BindMode::kRead);
   const char* mode = round_mode_ == BindMode::kBirth    ? "1"
@@ -118,17 +121,39 @@ void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     } else if (votes) {
       ++(bound.empty() ? round_unbound_voting_ : round_bound_here_);
     }
-    for (const NodeReply& other : reply.elements[1].elements) {
-      if (other.text != identity_) round_conflict_ = other.text;
-    }
+    for (const NodeReply& other : reply.elements[1].elements) note_other_entry(node, other.text);
   }
   // Every node answers within the node timeout (or is answered as timed out), so waiting for all
   // of them costs at most that, and a conflict on any node is seen.
   if (replies_ == core_.node_count()) finish_round();
 }
 
+void InstanceRegistry::note_other_entry(std::size_t node, std::string_view entry) {
+  // "<engine id> <expiry ms> <identity>"
+  const auto first = entry.find(' ');
+  const auto second = first == std::string_view::npos ? first : entry.find(' ', first + 1);
+  if (second == std::string_view::npos) return;  // not written by this version: ignore
+  const std::string_view engine = entry.substr(0, first);
+  const std::string_view expiry = entry.substr(first + 1, second - first - 1);
+  const std::string_view identity = entry.substr(second + 1);
+  if (identity != identity_) {
+    round_conflict_ = std::string(identity);
+    return;
+  }
+  if (!exclusive_) return;  // a shared store serves any number of instances
+  // Another engine with this very store id: a crashed predecessor's entry stands still until it
+  // expires; one whose expiry moves on between two rounds is a live process on a copy of the file.
+  const auto& before = last_expiry_[node];
+  const auto previous = before.find(std::string(engine));
+  if (previous != before.end() && previous->second != expiry) {
+    round_conflict_ = "a copy of this token file (" + identity_ + ")";
+  }
+  round_expiry_[node].insert_or_assign(std::string(engine), std::string(expiry));
+}
+
 void InstanceRegistry::finish_round() {
   const bool reached_quorum = answers_ >= core_.quorum();
+  last_expiry_.swap(round_expiry_);
   bool bind_now = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -53,8 +53,10 @@
 // Limits: an engine paused between its last check and a grant for longer than kFreshness may still
 // complete that one grant (as with any pause between quorum and answer; fencing tokens of the
 // other instance are then the ones that may repeat — which is why the refusal exists at all).
-// Copies of one SQLite token file (a cloned volume, a restored backup) carry one store id and are
-// one identity to the registry: docs/operations.md says never to copy or restore the token file.
+// Copies of one SQLite token file carry one store id. Two copies running together are caught: an
+// exclusive engine treats another engine with its own identity whose entry is renewed between two
+// of its rounds as a conflict (a crashed predecessor's entry is not renewed). A copy that runs
+// alone — a restored backup — is not: docs/operations.md says never to copy or restore the file.
 // Threading: on the engine's strand, except refusal().
 #pragma once
 
@@ -64,6 +66,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "redis/redis_node.h"
 
@@ -97,6 +102,8 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
  private:
   void round();
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
+  // One other live entry on `node`, as the script returns it.
+  void note_other_entry(std::size_t node, std::string_view entry);
   void finish_round();
   void schedule(std::chrono::milliseconds delay);
 
@@ -120,6 +127,9 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   bool round_all_voting_ = true;           // every node that answered this round votes
   BindMode round_mode_ = BindMode::kRead;  // what this round was sent with
   BindMode next_mode_ = BindMode::kRead;   // what the next round may do, as this one found
+  // Per node: the expiry of each other engine with this exclusive identity, as the last round saw
+  // it, and as this round sees it.
+  std::vector<std::unordered_map<std::string, std::string>> last_expiry_, round_expiry_;
 
   // Guards the fields below; refusal() reads them from any thread. The fields above are the
   // strand's alone.

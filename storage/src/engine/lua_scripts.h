@@ -157,7 +157,7 @@ inline constexpr std::string_view kNodeMarkerScript =
 // of another identity is on it (a birth), "2" bind it (a repair). Writes this engine's entry
 // "<expiry ms> <identity>" (the node's clock), deletes expired entries of others, binds as allowed
 // (field "#tokens", kept for good; an empty value counts as unbound), and returns {the bound
-// identity or "" if none, {the identities of the other live entries}}.
+// identity or "" if none, {"<engine id> <expiry ms> <identity>" of each other live entry}}.
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
@@ -173,7 +173,7 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "    else\n"
     "      local identity = string.sub(entries[i + 1], space + 1)\n"
     "      if identity ~= ARGV[2] then foreign = true end\n"
-    "      table.insert(others, identity)\n"
+    "      table.insert(others, entries[i] .. ' ' .. entries[i + 1])\n"
     "    end\n"
     "  end\n"
     "end\n"

@@ -209,6 +209,14 @@ TEST_CASE(
   }
   SECTION(
       "the same store again (a restart) is no conflict, and a clean stop frees the nodes at once") {
+    a.reset();
+    // What a crashed predecessor leaves: an entry of the same store that nobody renews.
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      SyncRedis node(cluster.node(i).port());
+      const auto now_ms = std::stoll(node.command({"TIME"}).elements[0].text) * 1000;
+      node.command(
+          {"HSET", kRegistryKey, "crashed", std::to_string(now_ms + 10'000) + " sqlite:a"});
+    }
     EngineUnderTest again(options_for("sqlite:a"));
     again.wait_until([&] { return !again.engine().grant_refusal(); });
     CHECK(again.acquire("again", 1s).ok());
@@ -390,4 +398,27 @@ TEST_CASE("a grant is refused if the registry's verdict changed while its token 
   CHECK(lease.error().code == ErrorCode::kUnavailable);
   CHECK_THAT(lease.error().message, Catch::Contains("another fencelockd"));
   a.wait_until([&] { return SyncRedis(cluster.node(0).port()).count_keys() == 0; }, 2s);
+}
+
+// Review of the registry (F4): two processes on copies of one SQLite file (a cloned volume) share
+// the store id, and each took the other for its own earlier run.
+TEST_CASE("two instances on copies of one token file both refuse until one stops",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest first(options_with_tokens(cluster, "sqlite:same"));
+  REQUIRE_FALSE(first.engine().grant_refusal());
+  {
+    EngineUnderTest copy(options_with_tokens(cluster, "sqlite:same"), nullptr, nullptr, false);
+    for (auto* engine : {&first, &copy}) {
+      engine->wait_until(
+          [&] {
+            const auto why = engine->engine().grant_refusal();
+            return why && why->find("a copy of this token file") != std::string::npos;
+          },
+          5s);
+    }
+    CHECK(first.acquire("vault", 1s).error().code == ErrorCode::kUnavailable);
+  }
+  first.wait_until_granting(5s);  // the copy stopped cleanly: its entry is gone
+  CHECK(first.acquire("vault", 1s).ok());
 }

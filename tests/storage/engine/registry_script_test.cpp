@@ -18,8 +18,8 @@ constexpr std::string_view kKey = "fencelock:#instances:test:";
 // node's binding as the script reports it.
 std::string heartbeat(SyncRedis& node, std::string_view id, std::string_view identity,
                       std::string_view mode) {
-  const SyncReply reply = node.command(
-      {"EVAL", kRegistryHeartbeatScript, "1", kKey, id, identity, "10000", mode});
+  const SyncReply reply =
+      node.command({"EVAL", kRegistryHeartbeatScript, "1", kKey, id, identity, "10000", mode});
   REQUIRE(reply.kind == SyncReply::Kind::kArray);
   REQUIRE(reply.elements.size() == 2);
   return reply.elements[0].text;
