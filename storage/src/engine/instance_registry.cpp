@@ -52,12 +52,10 @@ std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) cons
   if (!checked_at_ || (!bound_quorum_ && !was_ready_)) return std::string(kNotYetChecked);
   if (!bound_quorum_) {
     return "only " + std::to_string(bound_here_) +
-           " voting lock node(s) still record this "
-           "fencelockd's token store (" +
-           identity_ +
-           "), fewer than a majority; the others lost "
-           "their data. They are bound again once every lock node answers and votes and no "
-           "instance with another token store is running (docs/operations.md, \"Token source\")";
+           " voting lock node(s) record this fencelockd's token store (" + identity_ +
+           "), fewer than a majority: nodes that lost their data are bound again by the next "
+           "registry round and vote once their quarantine ends (docs/operations.md, \"Token "
+           "source\")";
   }
   if (exclusive_ && now - *checked_at_ > kFreshness) {
     return "this fencelockd has an embedded (SQLite) token source and has not confirmed recently "
@@ -86,7 +84,8 @@ void InstanceRegistry::round() {
   round_conflict_.clear();
   round_bound_elsewhere_.clear();
   round_bound_here_ = 0;
-  round_unbound_voting_ = 0;
+  round_bound_any_ = 0;
+  round_unbound_ = 0;
   round_all_voting_ = true;
   last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
   round_expiry_.resize(core_.node_count());
@@ -116,10 +115,13 @@ void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     const bool votes = core_.node_votes(node);
     round_all_voting_ = round_all_voting_ && votes;
     const std::string& bound = reply.elements[0].text;
-    if (!bound.empty() && bound != identity_) {
+    if (bound.empty()) {
+      ++round_unbound_;
+    } else if (bound != identity_) {
       round_bound_elsewhere_ = bound;  // a binding is evidence wherever it is found
-    } else if (votes) {
-      ++(bound.empty() ? round_unbound_voting_ : round_bound_here_);
+    } else {
+      ++round_bound_any_;
+      if (votes) ++round_bound_here_;
     }
     for (const NodeReply& other : reply.elements[1].elements) note_other_entry(node, other.text);
   }
@@ -166,7 +168,7 @@ void InstanceRegistry::finish_round() {
       was_ready_ = was_ready_ || bound_quorum_;
     }
     const bool nothing_elsewhere = bound_elsewhere_.empty();
-    if (reached_quorum && nothing_elsewhere && bound_quorum_) {
+    if (nothing_elsewhere && round_bound_any_ > 0) {
       next_mode_ = BindMode::kRepair;
     } else if (nothing_elsewhere && round_conflict_.empty() && round_all_voting_ &&
                answers_ == core_.node_count()) {
@@ -174,9 +176,9 @@ void InstanceRegistry::finish_round() {
     } else {
       next_mode_ = BindMode::kRead;
     }
-    // Some voting node answered unbound to a round that could not bind it: bind at once.
-    bind_now = next_mode_ != BindMode::kRead && round_mode_ == BindMode::kRead &&
-               round_unbound_voting_ > 0;
+    // Some node answered unbound to a round that could not bind it: bind at once.
+    bind_now =
+        next_mode_ != BindMode::kRead && round_mode_ == BindMode::kRead && round_unbound_ > 0;
   }
   schedule(bind_now ? std::chrono::milliseconds(0) : reached_quorum ? kInterval : kRetry);
 }

@@ -32,15 +32,18 @@
 //     cold start is no slower, and the registry's limit is the quarantine's: only if *every* node
 //     loses its data at once can another store take them over. The script re-checks per node that
 //     no live instance of another identity is there (the read and the bind are two round trips).
-//   - Repair: a quorum of voting nodes is bound to this identity and none elsewhere. Any other
-//     identity would have to see a quorum without this binding first, and any quorum meets one of
-//     these nodes, so forgotten nodes are bound again whatever else is live.
+//   - Repair: some node answered bound to this identity and none bound elsewhere. The two rules
+//     keep every binding on the nodes naming one identity (a first binding needs every node to
+//     answer unbound; a repair needs a binding of its own), so a node bound to this identity means
+//     no node is bound to another, and forgotten nodes — quarantined or not — are bound again
+//     whatever else is live. The one exception is the limit below: every node lost its data.
 // Once an engine has seen a node bound elsewhere — in any round, quorum or not, voting or not — it
 // never binds nor grants again for the rest of its life: a misconfigured instance must not claim
 // nodes that lost their data, or the right instances would refuse too. A node that loses its data
-// loses its binding; it is repaired by the next round of an engine bound on a quorum, so a
-// binding survives any number of losses as long as such an engine runs between them. Replacing a
-// token source deliberately means deleting the field on every node (docs/operations.md).
+// loses its binding; it is repaired by the next round of an engine of the right identity, so a
+// binding survives any number of losses as long as one node keeps it until such an engine runs.
+// Replacing a token source deliberately means deleting the field on every node
+// (docs/operations.md).
 //
 // Until its first round has found a quorum bound to it, an engine refuses with kNotYetChecked; a
 // fresh cluster takes two rounds (read, then bind), the second sent at once. An engine that was
@@ -123,7 +126,8 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::string round_conflict_;             // another identity seen in this round
   std::string round_bound_elsewhere_;      // a node bound to another identity, this round
   std::size_t round_bound_here_ = 0;       // voting nodes bound to this identity, this round
-  std::size_t round_unbound_voting_ = 0;   // voting nodes bound to nothing, this round
+  std::size_t round_bound_any_ = 0;        // nodes bound to this identity, voting or not
+  std::size_t round_unbound_ = 0;          // nodes bound to nothing, this round
   bool round_all_voting_ = true;           // every node that answered this round votes
   BindMode round_mode_ = BindMode::kRead;  // what this round was sent with
   BindMode next_mode_ = BindMode::kRead;   // what the next round may do, as this one found

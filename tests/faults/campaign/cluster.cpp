@@ -97,9 +97,10 @@ Cluster::Cluster(ClusterSettings settings) : settings_(std::move(settings)) {
   }
   // Ready, not only up: a fresh instance refuses grants until its registry found the nodes bound
   // to its token store (a few ms), which would show as 503s in a calm history.
+  // A stray instance never becomes ready: it only has to be up.
   for (std::size_t i = 0; i < instances_.size(); ++i) {
     while (testing::HttpClient(instance_port(i), std::chrono::milliseconds(500))
-               .get("/readyz")
+               .get(stray(i) ? "/healthz" : "/readyz")
                .status != 200) {
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error("fencelockd " + std::to_string(i) + " never became ready:\n" +
@@ -124,24 +125,23 @@ Cluster::~Cluster() {
 std::vector<std::string> Cluster::instance_args(std::size_t i) const {
   std::string redis;
   for (const auto& link : links_[i]) redis += (redis.empty() ? "" : ",") + link->address();
-  return {"--redis",
-          redis,
-          "--tokens",
-          "redis://" + counter_->address(),
-          "--token-epoch-file",
-          (dir() / ("epoch" + std::to_string(i))).string(),
-          "--max-ttl",
-          std::to_string(settings_.max_ttl.count()) + "ms",
-          "--quarantine",
-          settings_.quarantine ? "on" : "off",
-          "--max-wait",
-          "10s",
-          "--retry-delay",
-          "100ms",
-          "--retry-jitter",
-          "50ms",
-          "--shutdown-grace",
-          "0s"};
+  std::vector<std::string> tokens{"--tokens", "redis://" + counter_->address(),
+                                  "--token-epoch-file",
+                                  (dir() / ("epoch" + std::to_string(i))).string()};
+  if (stray(i)) {
+    tokens = {"--tokens", "sqlite:" + (dir() / ("stray" + std::to_string(i) + ".db")).string()};
+  }
+  std::vector<std::string> args{"--redis", redis};
+  args.insert(args.end(), tokens.begin(), tokens.end());
+  const std::vector<std::string> rest{
+      "--max-ttl",        std::to_string(settings_.max_ttl.count()) + "ms",
+      "--quarantine",     settings_.quarantine ? "on" : "off",
+      "--max-wait",       "10s",
+      "--retry-delay",    "100ms",
+      "--retry-jitter",   "50ms",
+      "--shutdown-grace", "0s"};
+  args.insert(args.end(), rest.begin(), rest.end());
+  return args;
 }
 
 void Cluster::start_instance(std::size_t i) {

@@ -31,6 +31,10 @@ struct ClusterSettings {
   std::size_t instances = 2;
   // Nodes 0 … durable_nodes-1 run `appendonly yes` with `appendfsync always`; the rest none.
   std::size_t durable_nodes = 0;
+  // The last `stray_instances` of the instances draw from an embedded SQLite file of their own, as
+  // a misconfigured fencelockd would: they must never grant beside the others
+  // (instance_registry.h).
+  std::size_t stray_instances = 0;
   bool quarantine = true;
   std::chrono::milliseconds max_ttl{3000};  // also the quarantine window of a restarted node
   std::string store_mode = "fenced";        // resource-store --mode
@@ -59,6 +63,9 @@ class Cluster {
 
   // fencelockd instances. A port of 0 means the instance is down.
   std::size_t instance_count() const noexcept { return instances_.size(); }
+  bool stray(std::size_t i) const noexcept {
+    return i + settings_.stray_instances >= settings_.instances;
+  }
   std::uint16_t instance_port(std::size_t i) const noexcept { return ports_.at(i).load(); }
   void kill_instance(std::size_t i);
   void start_instance(std::size_t i);

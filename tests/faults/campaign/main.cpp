@@ -55,6 +55,10 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
   ClusterSettings settings;
   settings.quarantine = scenario.quarantine;
   settings.durable_nodes = scenario.durable_nodes;
+  if (scenario.stray_instance) {
+    settings.instances += 1;
+    settings.stray_instances = 1;
+  }
   settings.store_mode = scenario.store_mode;
   settings.seed = seed;
   settings.bin_dir = options.bin;

@@ -132,6 +132,32 @@ void clock_drift(NemesisContext& c) {
   c.pause_for(milliseconds::max());
 }
 
+// The registry's hard case: a majority of nodes restarts empty, and the misconfigured instance (on
+// a token store of its own) restarts while cut off from the nodes that still remember the right
+// store. It must never bind them, nor grant: a token of its own would repeat the others'.
+void stray_store(NemesisContext& c) {
+  const std::size_t stray = c.cluster.instance_count() - 1;
+  while (c.pause_for(milliseconds(1500 + c.random() % 1000))) {
+    const auto forgetful = c.pick_nodes(3);
+    std::vector<std::size_t> remembering;
+    for (std::size_t n = 0; n < c.cluster.node_count(); ++n) {
+      if (std::find(forgetful.begin(), forgetful.end(), n) == forgetful.end()) {
+        remembering.push_back(n);
+      }
+    }
+    c.history.note("restart-empty", "nodes " + list(forgetful));
+    for (const auto n : forgetful) c.cluster.node(n).restart(false);
+    c.history.note("partition", "stray instance from nodes " + list(remembering));
+    for (const auto n : remembering) c.cluster.link(stray, n).set_fault(LinkFault::blackhole());
+    c.history.note("restart-instance", std::to_string(stray));
+    c.cluster.kill_instance(stray);
+    c.cluster.start_instance(stray);
+    c.pause_for(milliseconds(1000 + c.random() % 1000));
+    c.history.note("heal-partition", "stray instance");
+    for (const auto n : remembering) c.cluster.link(stray, n).heal();
+  }
+}
+
 // fencelockd paused mid-flight (between a quorum and its answer, among others), then resumed.
 void pause_instances(NemesisContext& c) {
   while (c.pause_for(milliseconds(300 + c.random() % 700))) {
@@ -278,6 +304,14 @@ std::vector<Scenario> all_scenarios() {
       with_liveness(make("restart-majority-empty", "3 of 5 nodes restart empty at once while held",
                          [](NemesisContext& c) { restart_majority_empty(c, 3000ms); }),
                     kAfterQuarantine));
+  Scenario stray = with_liveness(
+      make("stray-token-store",
+           "a third fencelockd on its own SQLite file restarts, cut off from 2 nodes, each time 3 "
+           "of 5 nodes restart empty",
+           stray_store),
+      kAfterQuarantine);
+  stray.stray_instance = true;
+  s.push_back(stray);
   Scenario durable = make("kill-durable-majority",
                           "5 durable nodes (AOF always); SIGKILL 3, restart with data, repeatedly",
                           kill_durable_majority);

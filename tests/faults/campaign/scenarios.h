@@ -34,6 +34,7 @@ struct Scenario {
   std::function<void(NemesisContext&)> nemesis;
   bool quarantine = true;
   std::size_t durable_nodes = 0;  // ClusterSettings::durable_nodes
+  bool stray_instance = false;    // one more instance, on a token store of its own
   std::string store_mode = "fenced";
   std::vector<std::string> must_fail;  // non-empty: a negative control
   // Properties the service does not promise under these faults (they break a stated assumption):

@@ -329,7 +329,7 @@ TEST_CASE("a newcomer never binds nodes that restarted empty while the node that
 
 // Review of the registry (F2): no engine re-bound a forgotten node while an instance of another
 // store was alive, even a refusing one, so single restarts added up to a forgotten majority.
-TEST_CASE("an engine bound on a majority binds a node that forgot, whatever else is running",
+TEST_CASE("an engine binds nodes that forgot its store while one remembers, whatever else runs",
           "[storage][redis]") {
   RedisCluster cluster(3);
   auto options_for = [&](std::string tokens) {
@@ -353,6 +353,19 @@ TEST_CASE("an engine bound on a majority binds a node that forgot, whatever else
     shared.wait_for_voting_nodes(3, 5s);
     CHECK(shared.acquire("still", 1s).ok());
   }
+  // A majority at once: the one node that remembers is enough to bind them back.
+  cluster.node(0).restart(/*keep_data=*/false);
+  cluster.node(2).restart(/*keep_data=*/false);
+  shared.wait_until(
+      [&] {
+        return SyncRedis(cluster.node(0).port()).command({"HGET", kRegistryKey, "#tokens"}).text ==
+                   "shared" &&
+               SyncRedis(cluster.node(2).port()).command({"HGET", kRegistryKey, "#tokens"}).text ==
+                   "shared";
+      },
+      5s);
+  shared.wait_until_granting(5s);
+  CHECK(shared.acquire("still", 1s).ok());
   CHECK(stray.engine().grant_refusal().has_value());
 }
 
