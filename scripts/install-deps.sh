@@ -11,8 +11,8 @@ build_packages=(
   libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev
   catch2
 )
-# Needed to run the tests and the quickstart.
-run_packages=(redis-server curl)
+# Needed to run the tests and the quickstart (etcd-server: the etcd token source's tests).
+run_packages=(redis-server etcd-server curl)
 
 if [ "${1:-}" = "--list-build" ]; then
   printf '%s\n' "${build_packages[@]}"

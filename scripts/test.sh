@@ -14,6 +14,7 @@ scripts/install-deps.sh
 
 # Leftovers of a crashed earlier run (the harness cleans up; a SIGKILLed runner cannot).
 pkill -KILL -f 'redis-server .*fencelock-test-' 2>/dev/null || true
+pkill -KILL -f 'etcd .*fencelock-test-' 2>/dev/null || true
 rm -rf "${TMPDIR:-/tmp}"/fencelock-test-* 2>/dev/null || true
 
 cmake --preset asan >/dev/null
@@ -26,6 +27,12 @@ if pgrep -f 'redis-server .*fencelock-test-' >/dev/null; then
   echo "test.sh: a test left redis-server processes running:" >&2
   pgrep -af 'redis-server .*fencelock-test-' >&2 || true
   pkill -KILL -f 'redis-server .*fencelock-test-' || true
+  status=1
+fi
+if pgrep -f 'etcd .*fencelock-test-' >/dev/null; then
+  echo "test.sh: a test left etcd members running:" >&2
+  pgrep -af 'etcd .*fencelock-test-' >&2 || true
+  pkill -KILL -f 'etcd .*fencelock-test-' || true
   status=1
 fi
 [ $# -gt 0 ] && exit "$status"

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "fencelock/duration.h"
+#include "fencelock/names.h"
 
 namespace fencelock::service {
 
@@ -42,6 +43,7 @@ constexpr std::size_t kMaxPathBytes = 4096;  // PATH_MAX on Linux
 constexpr std::size_t kMaxEchoedBytes = 64;  // of a user's value inside a message
 constexpr std::size_t kMaxMessageBytes = 512;
 constexpr std::string_view kEnvPrefix = "FENCELOCK_";
+constexpr std::string_view kEtcd = "etcd://";
 
 // A value as one source holds it: text from argv or the environment, or a JSON value from the file.
 struct Input {
@@ -354,6 +356,44 @@ FlagSpec redis_flag() {
           std::move(apply), std::move(show)};
 }
 
+// "etcd://HOST:PORT[,HOST:PORT...][?prefix=P]" into `c`.
+Problem apply_etcd_spec(ServiceConfig& c, std::string_view text) {
+  std::string_view rest = text.substr(kEtcd.size());
+  std::string prefix = "fencelock/token/";
+  if (const auto query = rest.find('?'); query != std::string_view::npos) {
+    const std::string_view option = rest.substr(query + 1);
+    rest = rest.substr(0, query);
+    constexpr std::string_view kPrefix = "prefix=";
+    if (!option.starts_with(kPrefix)) {
+      return "the only etcd option is prefix=P, got " + in_quotes(option);
+    }
+    prefix = std::string(option.substr(kPrefix.size()));
+    const bool allowed = std::all_of(prefix.begin(), prefix.end(),
+                                     [](char ch) { return is_lock_name_char(ch) || ch == '/'; });
+    if (prefix.empty() || prefix.size() > 128 || !allowed) {
+      return "the etcd prefix must be 1 to 128 characters from [A-Za-z0-9._:/-], got " +
+             in_quotes(prefix);
+    }
+  }
+  std::vector<storage::NodeAddress> endpoints;
+  for (std::size_t start = 0; start <= rest.size();) {
+    const std::size_t comma = std::min(rest.find(',', start), rest.size());
+    const std::string_view entry = rest.substr(start, comma - start);
+    auto address = storage::parse_node_address(entry);
+    if (!address) return address_problem(entry, address.error());
+    endpoints.push_back(std::move(address).value());
+    start = comma + 1;
+  }
+  if (endpoints.size() > storage::kMaxLockNodes) {
+    return "at most " + std::to_string(storage::kMaxLockNodes) + " etcd endpoints";
+  }
+  c.token_backend = TokenBackend::kEtcd;
+  c.etcd_endpoints = std::move(endpoints);
+  c.etcd_prefix = std::move(prefix);
+  c.token_master = {};
+  return std::nullopt;
+}
+
 FlagSpec tokens_flag() {
   auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
     constexpr std::string_view kSqlite = "sqlite:";
@@ -381,16 +421,30 @@ FlagSpec tokens_flag() {
       c.token_master = std::move(address).value();
       return std::nullopt;
     }
-    return "expected sqlite:PATH or redis://HOST:PORT, got " + in_quotes(text);
+    if (text.starts_with(kEtcd)) return apply_etcd_spec(c, text);
+    return "expected sqlite:PATH, redis://HOST:PORT or etcd://HOST:PORT[,...][?prefix=P], got " +
+           in_quotes(text);
   };
-  auto show = [](const ServiceConfig& c) {
-    return c.token_backend == TokenBackend::kSqlite
-               ? "sqlite:" + plain_or_json(c.sqlite_path.string())
-               : "redis://" + c.token_master.to_string();
+  auto show = [](const ServiceConfig& c) -> std::string {
+    switch (c.token_backend) {
+      case TokenBackend::kSqlite:
+        return "sqlite:" + plain_or_json(c.sqlite_path.string());
+      case TokenBackend::kRedis:
+        return "redis://" + c.token_master.to_string();
+      case TokenBackend::kEtcd:
+        break;
+    }
+    std::string out = "etcd://";
+    for (std::size_t i = 0; i < c.etcd_endpoints.size(); ++i) {
+      out += (i == 0 ? "" : ",") + c.etcd_endpoints[i].to_string();
+    }
+    return out + "?prefix=" + c.etcd_prefix;
   };
   return {"tokens", "SPEC",
-          "Where fencing tokens come from: sqlite:PATH (one fencelockd per file) or "
-          "redis://HOST:PORT (a dedicated master shared by several fencelockd; not a lock node).",
+          "Where fencing tokens come from: sqlite:PATH (one fencelockd per file), "
+          "redis://HOST:PORT (a dedicated master shared by several fencelockd; not a lock node) or "
+          "etcd://HOST:PORT[,HOST:PORT...][?prefix=P] (an etcd cluster's members: no single point "
+          "of failure; give it --token-timeout 1s).",
           std::move(apply), std::move(show)};
 }
 

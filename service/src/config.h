@@ -30,6 +30,7 @@ namespace fencelock::service {
 enum class TokenBackend {
   kSqlite,  // a local SQLite file: one fencelockd instance per file
   kRedis,   // INCR on one dedicated Redis master: several fencelockd instances may share it
+  kEtcd,    // revisions of an etcd cluster: several instances, no single point of failure
 };
 
 struct ServiceConfig {
@@ -49,19 +50,25 @@ struct ServiceConfig {
   std::string token_user;
   std::filesystem::path token_password_file;
 
-  // --tokens sqlite:PATH | redis://HOST:PORT. Default sqlite:./fencelock-tokens.db.
+  // --tokens sqlite:PATH | redis://HOST:PORT | etcd://HOST:PORT[,...][?prefix=P]. Default
+  // sqlite:./fencelock-tokens.db.
   TokenBackend token_backend = TokenBackend::kSqlite;
   // The SQLite token file when token_backend is kSqlite. 1..4096 bytes.
   std::filesystem::path sqlite_path = "./fencelock-tokens.db";
   // The token master when token_backend is kRedis; otherwise empty.
   storage::NodeAddress token_master;
+  // The etcd members when token_backend is kEtcd (1..15), and the prefix of their token keys
+  // (1..128 bytes of [A-Za-z0-9._:/-], default "fencelock/token/").
+  std::vector<storage::NodeAddress> etcd_endpoints;
+  std::string etcd_prefix = "fencelock/token/";
   // --token-epoch-file PATH, used with redis tokens only. Default ./fencelock-token-epoch;
   // 1..4096 bytes.
   std::filesystem::path token_epoch_file = "./fencelock-token-epoch";
   // --tokens-unsafe-persistence: start even if the token master may lose acknowledged writes.
   // Default false.
   bool tokens_unsafe_persistence = false;
-  // --token-timeout: deadline of one token draw. Default 100 ms; 1 ms .. 10 s.
+  // --token-timeout: deadline of one token draw (Redis) or of one etcd request. Default 100 ms;
+  // 1 ms .. 10 s.
   std::chrono::milliseconds token_timeout{100};
 
   // --auth-file PATH: API keys (auth/api_keys.h, docs/operations.md); reloaded on SIGHUP. Empty

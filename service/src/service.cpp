@@ -16,6 +16,7 @@
 
 #include "api_handlers.h"
 #include "auth/auth_reloader.h"
+#include "fencelock/storage/etcd_token_source.h"
 #include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/redis_token_source.h"
 #include "fencelock/storage/redlock_engine.h"
@@ -67,6 +68,7 @@ struct OpenedTokens {
   std::shared_ptr<storage::RedisTokenSource> redis;  // set for the Redis backend
   std::string label;
   std::string exclusive_id;  // set for a store only this process draws from (EngineOptions)
+  std::string shared_id;     // set for a shared store with an id of its own (EngineOptions)
 };
 
 // Redis credentials: the user from its flag, the password from its file (one line; a trailing
@@ -103,7 +105,17 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
     auto source = storage::SqliteTokenSource::open(options);
     if (!source.ok()) return std::move(source).error();
     // Per process: the engine refuses to grant while another instance shares the lock nodes.
-    return OpenedTokens{source.value(), nullptr, "sqlite", "sqlite:" + source.value()->store_id()};
+    return OpenedTokens{source.value(), nullptr, "sqlite", "sqlite:" + source.value()->store_id(),
+                        ""};
+  }
+  if (config.token_backend == TokenBackend::kEtcd) {
+    storage::EtcdTokenOptions options;
+    options.endpoints = config.etcd_endpoints;
+    options.key_prefix = config.etcd_prefix;
+    options.timeout = config.token_timeout;
+    auto source = storage::EtcdTokenSource::create(io.get_executor(), options);
+    if (!source.ok()) return std::move(source).error();
+    return OpenedTokens{source.value(), nullptr, "etcd", "", source.value()->identity()};
   }
   storage::RedisTokenOptions options;
   options.master = config.token_master;
@@ -121,7 +133,7 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
               "detail=\"" + source.value()->persistence_warning() +
                   "\" consequence=\"fencing tokens may repeat after a counter crash\"");
   }
-  return OpenedTokens{source.value(), source.value(), "redis", ""};
+  return OpenedTokens{source.value(), source.value(), "redis", "", ""};
 }
 
 void arm_pause_after_quorum(int) {
@@ -179,6 +191,7 @@ storage::Status run_service(const ServiceConfig& config) {
   if (!node_credentials.ok()) return std::move(node_credentials).error();
   engine_options.credentials = std::move(node_credentials).value();
   engine_options.exclusive_tokens = tokens->exclusive_id;
+  engine_options.shared_tokens = tokens->shared_id;
 
   Metrics metrics;
   LoggingObserver observer(metrics);

@@ -365,7 +365,8 @@ TEST_CASE("an error in the environment or the file says where the value came fro
   }
 }
 
-TEST_CASE("the tokens flag takes sqlite:PATH or redis://HOST:PORT", "[service]") {
+TEST_CASE("the tokens flag takes sqlite:PATH, redis://HOST:PORT or etcd://HOST:PORT,...",
+          "[service]") {
   SECTION("accepted") {
     const auto [text, backend, where] = GENERATE(table<std::string, TokenBackend, std::string>({
         {"sqlite:/var/lib/fencelock/tokens.db", TokenBackend::kSqlite,
@@ -393,13 +394,31 @@ TEST_CASE("the tokens flag takes sqlite:PATH or redis://HOST:PORT", "[service]")
         {"redis://tokens.example:6379", "--tokens: 'redis://tokens.example:6379': host must be"},
         {"redis://127.0.0.1:6400/0", "--tokens: 'redis://127.0.0.1:6400/0': port must be"},
         {"postgres://127.0.0.1:5432",
-         "--tokens: expected sqlite:PATH or redis://HOST:PORT, got 'postgres://127.0.0.1:5432'"},
-        {"/var/lib/tokens.db", "--tokens: expected sqlite:PATH or redis://HOST:PORT"},
-        {"SQLITE:/x.db", "--tokens: expected sqlite:PATH or redis://HOST:PORT"},
+         "--tokens: expected sqlite:PATH, redis://HOST:PORT or etcd://HOST:PORT[,...][?prefix=P], "
+         "got 'postgres://127.0.0.1:5432'"},
+        {"/var/lib/tokens.db", "--tokens: expected sqlite:PATH, redis://HOST:PORT or etcd://"},
+        {"SQLITE:/x.db", "--tokens: expected sqlite:PATH, redis://HOST:PORT or etcd://"},
+        {"etcd://", "--tokens: '': expected HOST:PORT"},
+        {"etcd://127.0.0.1:2379,", "--tokens: '': expected HOST:PORT"},
+        {"etcd://etcd.example:2379", "--tokens: 'etcd.example:2379': host must be"},
+        {"etcd://127.0.0.1:2379?bucket=x", "--tokens: the only etcd option is prefix=P"},
+        {"etcd://127.0.0.1:2379?prefix=", "--tokens: the etcd prefix must be 1 to 128"},
+        {"etcd://127.0.0.1:2379?prefix=a b", "--tokens: the etcd prefix must be 1 to 128"},
         {"sqlite:" + std::string(4097, 'p'), "--tokens: expected sqlite:PATH with a path"},
     }));
     CAPTURE(text);
     CHECK_THAT(refusal(with_redis({"--tokens", text})), Catch::StartsWith(expected_start));
+  }
+  SECTION("etcd members, with and without a prefix") {
+    ServiceConfig c =
+        accepted(with_redis({"--tokens", "etcd://127.0.0.1:2379,localhost:2479,[::1]:2579"}))
+            .config;
+    CHECK(c.token_backend == TokenBackend::kEtcd);
+    REQUIRE(c.etcd_endpoints.size() == 3);
+    CHECK(c.etcd_endpoints[1].to_string() == "127.0.0.1:2479");
+    CHECK(c.etcd_prefix == "fencelock/token/");
+    c = accepted(with_redis({"--tokens", "etcd://127.0.0.1:2379?prefix=team-a/tokens/"})).config;
+    CHECK(c.etcd_prefix == "team-a/tokens/");
   }
   SECTION("a later sqlite: setting replaces an earlier redis:// one") {
     const ServiceConfig c = accepted(with_redis({"--tokens", "sqlite:b.db"}),

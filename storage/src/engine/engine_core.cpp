@@ -39,7 +39,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
       grace_timer_(strand_) {
-  registry_ = std::make_shared<InstanceRegistry>(*this, options_.exclusive_tokens);
+  registry_ =
+      std::make_shared<InstanceRegistry>(*this, options_.exclusive_tokens, options_.shared_tokens);
   RedisNodeOptions base;
   base.command_timeout = options_.node_timeout;
   base.connect_timeout = options_.connect_timeout;

@@ -85,6 +85,9 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
   if (o.exclusive_tokens.size() > 128 || o.exclusive_tokens.find(' ') != std::string::npos) {
     return problem({"exclusive_tokens"}, "must be at most 128 bytes without spaces");
   }
+  if (o.shared_tokens.size() > 128 || o.shared_tokens.find(' ') != std::string::npos) {
+    return problem({"shared_tokens"}, "must be at most 128 bytes without spaces");
+  }
   return std::nullopt;
 }
 

@@ -15,11 +15,13 @@ const std::string_view InstanceRegistry::kNotYetChecked =
     "this fencelockd has not yet confirmed with a majority of lock nodes which token store they "
     "serve";
 
-InstanceRegistry::InstanceRegistry(EngineCore& core, std::string exclusive_tokens)
+InstanceRegistry::InstanceRegistry(EngineCore& core, const std::string& exclusive_tokens,
+                                   const std::string& shared_tokens)
     : core_(core),
-      identity_(exclusive_tokens.empty() ? std::string(kSharedIdentity)
-                                         : std::move(exclusive_tokens)),
-      exclusive_(identity_ != kSharedIdentity),
+      identity_(!exclusive_tokens.empty() ? exclusive_tokens
+                : !shared_tokens.empty()  ? shared_tokens
+                                          : std::string(kSharedIdentity)),
+      exclusive_(!exclusive_tokens.empty()),
       key_("fencelock:#instances:" + core.options().key_prefix),
       timer_(core.strand()) {}
 

@@ -4,8 +4,9 @@
 // key prefix, one per deployment; '#' never occurs in a lock name): its engine id → "<expiry, node
 // clock ms> <token identity>", renewed every second by a script that also drops expired entries and
 // returns the identities of the other live ones (lua_scripts.h). The token identity says where the
-// engine's fencing tokens come from: "shared" for a store any number of instances draw from (Redis
-// INCR), or the id of a store only this process draws from (the embedded SQLite file,
+// engine's fencing tokens come from: "shared" for the Redis INCR store any number of instances draw
+// from, the id of another shared store ("etcd:<cluster id>", EngineOptions::shared_tokens), or the
+// id of a store only this process draws from (the embedded SQLite file,
 // EngineOptions::exclusive_tokens).
 //
 // Why: two instances with separate per-process counters on the same lock nodes hand out the same
@@ -91,8 +92,9 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // identity (tests wait for it to go).
   static const std::string_view kNotYetChecked;
 
-  // `exclusive_tokens`: EngineOptions::exclusive_tokens ("" = shared).
-  InstanceRegistry(EngineCore& core, std::string exclusive_tokens);
+  // `exclusive_tokens`, `shared_tokens`: EngineOptions' fields of those names.
+  InstanceRegistry(EngineCore& core, const std::string& exclusive_tokens,
+                   const std::string& shared_tokens);
 
   void start();
   void stop();  // removes this engine's entry (fire and forget)

@@ -88,6 +88,11 @@ struct EngineOptions {
   // another fencelockd is registered on the lock nodes, or until it has checked (at start, and
   // again after a pause). At most 128 bytes, no spaces.
   std::string exclusive_tokens;
+
+  // The id of a shared token source that has one of its own ("etcd:<cluster id>"), which the lock
+  // nodes remember like any token store (instance_registry.h); empty: "shared" (the Redis token
+  // master). Ignored when exclusive_tokens is set. At most 128 bytes, no spaces.
+  std::string shared_tokens;
 };
 
 // The first option out of bounds: the fields concerned (as named in EngineOptions; two for a

@@ -1,0 +1,106 @@
+// fencelockd with fencing tokens from a real 3-member etcd cluster: several instances on one
+// cluster, grants ordered by token across them, nothing granted while etcd has no majority, and
+// lock nodes that remember the etcd cluster refuse another token store.
+#include <catch2/catch.hpp>
+#include <set>
+#include <thread>
+
+#include "etcd_cluster.h"
+#include "fencelockd_process.h"
+#include "http_client.h"
+#include "redis_cluster.h"
+#include "sync_redis.h"
+#include "temp_dir.h"
+
+using namespace fencelock::testing;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+std::string joined(const std::vector<std::string>& addresses) {
+  std::string out;
+  for (const auto& a : addresses) out += (out.empty() ? "" : ",") + a;
+  return out;
+}
+
+bool ready(Fencelockd& daemon, std::chrono::milliseconds limit = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (HttpClient(daemon.port()).get("/readyz").status == 200) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// Acquire and release `name` through `port`; the token, or 0 when refused.
+std::uint64_t take_and_release(std::uint16_t port, const std::string& name) {
+  HttpClient http(port);
+  const HttpAnswer granted = http.post("/v1/locks/" + name, json{{"ttl_ms", 2000}, {"wait_ms", 2000}});
+  if (granted.status != 200) return 0;
+  const json lease = granted.json();
+  http.del("/v1/locks/" + name, json{{"lease", lease["lease"]}});
+  return lease["token"].get<std::uint64_t>();
+}
+
+}  // namespace
+
+TEST_CASE("http etcd: instances on one etcd cluster hand out tokens in real-time order",
+          "[service][redis][etcd]") {
+  RedisCluster nodes(3);
+  EtcdCluster etcd(3);
+  TempDir dir;
+  const std::vector<std::string> args = {"--redis", joined(nodes.addresses()), "--tokens",
+                                         "etcd://" + joined(etcd.endpoints()), "--token-timeout",
+                                         "1s"};
+  Fencelockd a(dir.path(), args);
+  Fencelockd b(dir.path(), args);
+  REQUIRE(ready(a));
+  REQUIRE(ready(b));
+  std::uint64_t last = 0;
+  for (int i = 0; i < 40; ++i) {  // alternating instances: each grant after the previous ended
+    const std::uint64_t token = take_and_release(i % 2 == 0 ? a.port() : b.port(), "doc");
+    REQUIRE(token > last);
+    last = token;
+  }
+  const json status = HttpClient(a.port()).get("/v1/tokens/doc").json();
+  CHECK(status["token"].get<std::uint64_t>() >= last);
+
+  SECTION("without an etcd majority nothing is granted, and nothing is left on the lock nodes") {
+    etcd.kill(0);
+    etcd.kill(1);
+    for (int i = 0; i < 3; ++i) {
+      const HttpAnswer refused = HttpClient(a.port()).post("/v1/locks/doc", json{{"ttl_ms", 2000}});
+      CHECK(refused.status == 503);
+      CHECK(refused.error_code() == "unavailable");
+    }
+    for (std::size_t n = 0; n < nodes.size(); ++n) CHECK(SyncRedis(nodes.node(n).port()).count_keys() == 0);
+    etcd.start(0);
+    etcd.start(1);
+    etcd.wait_for_leader();
+    std::uint64_t after = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (after == 0 && std::chrono::steady_clock::now() < deadline) after = take_and_release(b.port(), "doc");
+    CHECK(after > last);
+  }
+  SECTION("the lock nodes remember the etcd cluster: another token store is refused") {
+    Fencelockd stray(dir.path(), {"--redis", joined(nodes.addresses()), "--tokens",
+                                  "sqlite:" + (dir.path() / "stray.db").string()});
+    CHECK_FALSE(ready(stray, 2s));
+    const json why = HttpClient(stray.port()).get("/readyz").json();
+    CHECK_THAT(why.dump(), Catch::Contains("etcd:"));
+  }
+}
+
+TEST_CASE("http etcd: a bad etcd spec is refused at start with the reason", "[service]") {
+  TempDir dir;
+  const auto run = run_fencelockd(dir.path(), {"--redis", "127.0.0.1:1", "--tokens",
+                                               "etcd://127.0.0.1:2379?bucket=x"});
+  CHECK(run.exit_code != 0);
+  CHECK_THAT(run.output, Catch::Contains("prefix=P"));
+  const auto unreachable =
+      run_fencelockd(dir.path(), {"--redis", "127.0.0.1:1", "--tokens", "etcd://127.0.0.1:1",
+                                  "--token-timeout", "200ms"});
+  CHECK(unreachable.exit_code != 0);
+  CHECK_THAT(unreachable.output, Catch::Contains("no etcd endpoint answered"));
+}

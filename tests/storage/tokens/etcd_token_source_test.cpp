@@ -1,0 +1,216 @@
+// The etcd token source against a real 3-member etcd cluster (Debian's etcd-server): order across
+// instances, a killed leader, a lost majority, batching, another cluster behind an endpoint.
+#include "fencelock/storage/etcd_token_source.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <set>
+#include <thread>
+
+#include "etcd_cluster.h"
+#include "io_thread.h"
+#include "tcp_proxy.h"
+#include "token_checks.h"
+#include "tokens/etcd_wire.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+EtcdTokenOptions options_for(const EtcdCluster& cluster) {
+  EtcdTokenOptions options;
+  for (const auto& endpoint : cluster.endpoints()) {
+    options.endpoints.push_back(parse_node_address(endpoint).value());
+  }
+  options.timeout = 500ms;
+  return options;
+}
+
+std::shared_ptr<EtcdTokenSource> create(IoThread& io, EtcdTokenOptions options) {
+  auto created = EtcdTokenSource::create(io.executor(), std::move(options));
+  if (!created.ok()) FAIL(created.error().message);
+  return created.value();
+}
+
+}  // namespace
+
+TEST_CASE("etcd wire: answers are read as the gateway writes them", "[storage]") {
+  CHECK(etcd::base64("fencelock/token/a") == "ZmVuY2Vsb2NrL3Rva2VuL2E=");
+  auto header = etcd::read_header(
+      200, R"({"header":{"cluster_id":"14841639068965178418","revision":"17"},"succeeded":true})");
+  REQUIRE(header.ok());
+  CHECK(header->cluster_id == "14841639068965178418");
+  CHECK(header->revision == 17);
+  CHECK(etcd::read_header(503, R"({"error":"etcdserver: no leader","code":14})").error().message ==
+        "etcd: etcdserver: no leader");
+  CHECK(etcd::read_header(200, "not json").error().code == ErrorCode::kInternal);
+  CHECK(etcd::read_header(200, R"({"header":{"revision":"x"}})").error().code ==
+        ErrorCode::kInternal);
+  CHECK(etcd::read_mod_revision(R"({"header":{"revision":"9"}})").value() == 0);
+  CHECK(etcd::read_mod_revision(R"({"header":{},"kvs":[{"mod_revision":"7"}],"count":"1"})")
+            .value() == 7);
+}
+
+TEST_CASE("etcd tokens: two instances, eight threads each, unique and in real-time order",
+          "[storage][etcd]") {
+  EtcdCluster cluster(3);
+  IoThread io;
+  auto first = create(io, options_for(cluster));
+  auto second = create(io, options_for(cluster));
+  CHECK(first->identity() == second->identity());
+  CHECK(first->identity().rfind("etcd:", 0) == 0);
+
+  std::vector<Draw> all;
+  std::mutex mutex;
+  std::vector<std::thread> instances;
+  for (auto* source : {first.get(), second.get()}) {
+    instances.emplace_back([&, source] {
+      auto draws = draw_concurrently(*source, "doc", 8, 250);
+      std::lock_guard<std::mutex> lock(mutex);
+      all.insert(all.end(), draws.begin(), draws.end());
+    });
+  }
+  for (auto& t : instances) t.join();
+  std::set<std::uint64_t> unique;
+  for (const Draw& d : all) {
+    REQUIRE(d.token > 0);
+    unique.insert(d.token);
+  }
+  CHECK(unique.size() == all.size());
+  std::string why;
+  CHECK(real_time_ordered(all, why));
+  INFO(why);
+  const auto now = current_of(*first, "doc");
+  REQUIRE(now.ok());
+  CHECK(now.value() == *unique.rbegin());
+  CHECK(current_of(*first, "never-drawn").value() == 0);
+}
+
+TEST_CASE("etcd tokens: draws of many names share transactions, one name never twice in one",
+          "[storage][etcd]") {
+  EtcdCluster cluster(3);
+  IoThread io;
+  auto source = create(io, options_for(cluster));
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; ++i) names.push_back(i % 3 == 0 ? "same" : "n" + std::to_string(i));
+  const auto tokens = draw_burst(*source, names);
+  std::set<std::uint64_t> revisions, same;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    REQUIRE(tokens[i].ok());
+    revisions.insert(tokens[i].value());
+    if (names[i] == "same") CHECK(same.insert(tokens[i].value()).second);  // never repeated
+  }
+  CHECK(revisions.size() < names.size() / 2);  // batched: far fewer revisions than draws
+  CHECK(same.size() == 100);
+}
+
+TEST_CASE("etcd tokens: the leader killed during a draw storm repeats nothing and draws resume",
+          "[storage][etcd]") {
+  EtcdCluster cluster(3);
+  IoThread io;
+  auto source = create(io, options_for(cluster));
+  std::atomic<bool> stop{false};
+  std::vector<Draw> all;
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5000 && !stop; ++i) {
+        Draw d;
+        d.thread = t;
+        d.called = std::chrono::steady_clock::now();
+        auto token = draw_one(*source, "storm");
+        d.returned = std::chrono::steady_clock::now();
+        if (!token.ok()) continue;
+        d.token = token.value();
+        std::lock_guard<std::mutex> lock(mutex);
+        all.push_back(d);
+      }
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  const auto leader = cluster.leader();
+  REQUIRE(leader.has_value());
+  cluster.kill(*leader);
+  const auto killed_at = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(200ms);
+  cluster.wait_for_leader();
+  // Draws resume within a few seconds of the kill.
+  std::optional<std::chrono::steady_clock::time_point> resumed;
+  while (!resumed && std::chrono::steady_clock::now() < killed_at + 10s) {
+    const auto token = draw_one(*source, "probe");
+    if (token.ok()) resumed = std::chrono::steady_clock::now();
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  REQUIRE(resumed.has_value());
+  CHECK(*resumed - killed_at < 5s);
+  std::set<std::uint64_t> unique;
+  for (const Draw& d : all) unique.insert(d.token);
+  CHECK(unique.size() == all.size());
+  std::string why;
+  CHECK(real_time_ordered(all, why));
+  INFO(why);
+  cluster.start(*leader);
+}
+
+TEST_CASE("etcd tokens: with 2 of 3 members down nothing is drawn, and tokens go on above after",
+          "[storage][etcd]") {
+  EtcdCluster cluster(3);
+  IoThread io;
+  auto source = create(io, options_for(cluster));
+  const auto before = draw_one(*source, "doc");
+  REQUIRE(before.ok());
+  cluster.kill(0);
+  cluster.kill(1);
+  for (int i = 0; i < 3; ++i) {
+    const auto refused = draw_one(*source, "doc");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kUnavailable);
+  }
+  cluster.start(0);
+  cluster.start(1);
+  cluster.wait_for_leader();
+  std::optional<std::uint64_t> after;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!after && std::chrono::steady_clock::now() < deadline) {
+    const auto token = draw_one(*source, "doc");
+    if (token.ok()) after = token.value();
+  }
+  REQUIRE(after.has_value());
+  CHECK(*after > before.value());
+}
+
+TEST_CASE("etcd tokens: an endpoint that now leads to another etcd cluster is refused",
+          "[storage][etcd]") {
+  EtcdCluster cluster(1);
+  EtcdCluster other(1);
+  TcpProxy address(cluster.client_port(0));  // an address whose backend an operator swaps
+  IoThread io;
+  EtcdTokenOptions options;
+  options.endpoints = {parse_node_address("127.0.0.1:" + std::to_string(address.port())).value()};
+  auto source = create(io, options);
+  const auto before = draw_one(*source, "doc");
+  REQUIRE(before.ok());
+  address.retarget(other.client_port(0));
+  const auto refused = draw_one(*source, "doc");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kUnavailable);
+  CHECK_THAT(refused.error().message, Catch::Contains("belongs to another cluster"));
+}
+
+TEST_CASE("etcd tokens: no endpoint answering fails at start, bad options are refused",
+          "[storage]") {
+  IoThread io;
+  EtcdTokenOptions options;
+  CHECK(EtcdTokenSource::create(io.executor(), options).error().code ==
+        ErrorCode::kInvalidArgument);
+  options.endpoints = {parse_node_address("127.0.0.1:1").value()};
+  options.timeout = 200ms;
+  const auto created = EtcdTokenSource::create(io.executor(), options);
+  REQUIRE_FALSE(created.ok());
+  CHECK(created.error().code == ErrorCode::kUnavailable);
+  CHECK_THAT(created.error().message, Catch::Contains("127.0.0.1:1"));
+}
