@@ -371,11 +371,13 @@ ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
   // The same counters as the grants: an embedded source may not draw while another instance runs.
   if (auto refusal = engine_.grant_refusal())
     return answer(reply, error_response(ApiError::kUnavailable, *refusal));
-  tokens_->next(name, [this, name, reply = std::move(reply)](Result<std::uint64_t> token) {
+  // Checked again after the draw, through a check that outlives this object: the SQLite source may
+  // answer from its worker while the process tears down.
+  tokens_->next(name, [check = engine_.refusal_check(), name,
+                       reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
-    // Checked again: the verdict may have changed during the draw (the token is then skipped).
-    if (auto refusal = engine_.grant_refusal())
-      return reply(error_response(ApiError::kUnavailable, *refusal));
+    // The verdict may have changed during the draw (the token is then skipped).
+    if (auto refusal = check()) return reply(error_response(ApiError::kUnavailable, *refusal));
     reply(ok(json{{"name", name}, {"token", token.value()}}, token_detail(token.value())));
   });
   return {};

@@ -36,7 +36,8 @@ bool ready(Fencelockd& daemon, std::chrono::milliseconds limit = 5s) {
 // Acquire and release `name` through `port`; the token, or 0 when refused.
 std::uint64_t take_and_release(std::uint16_t port, const std::string& name) {
   HttpClient http(port);
-  const HttpAnswer granted = http.post("/v1/locks/" + name, json{{"ttl_ms", 2000}, {"wait_ms", 2000}});
+  const HttpAnswer granted =
+      http.post("/v1/locks/" + name, json{{"ttl_ms", 2000}, {"wait_ms", 2000}});
   if (granted.status != 200) return 0;
   const json lease = granted.json();
   http.del("/v1/locks/" + name, json{{"lease", lease["lease"]}});
@@ -50,9 +51,9 @@ TEST_CASE("http etcd: instances on one etcd cluster hand out tokens in real-time
   RedisCluster nodes(3);
   EtcdCluster etcd(3);
   TempDir dir;
-  const std::vector<std::string> args = {"--redis", joined(nodes.addresses()), "--tokens",
-                                         "etcd://" + joined(etcd.endpoints()), "--token-timeout",
-                                         "1s"};
+  const std::vector<std::string> args = {"--redis",         joined(nodes.addresses()),
+                                         "--tokens",        "etcd://" + joined(etcd.endpoints()),
+                                         "--token-timeout", "1s"};
   Fencelockd a(dir.path(), args);
   Fencelockd b(dir.path(), args);
   REQUIRE(ready(a));
@@ -74,13 +75,15 @@ TEST_CASE("http etcd: instances on one etcd cluster hand out tokens in real-time
       CHECK(refused.status == 503);
       CHECK(refused.error_code() == "unavailable");
     }
-    for (std::size_t n = 0; n < nodes.size(); ++n) CHECK(SyncRedis(nodes.node(n).port()).count_keys() == 0);
+    for (std::size_t n = 0; n < nodes.size(); ++n)
+      CHECK(SyncRedis(nodes.node(n).port()).count_keys() == 0);
     etcd.start(0);
     etcd.start(1);
     etcd.wait_for_leader();
     std::uint64_t after = 0;
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (after == 0 && std::chrono::steady_clock::now() < deadline) after = take_and_release(b.port(), "doc");
+    while (after == 0 && std::chrono::steady_clock::now() < deadline)
+      after = take_and_release(b.port(), "doc");
     CHECK(after > last);
   }
   SECTION("the lock nodes remember the etcd cluster: another token store is refused") {
@@ -94,13 +97,13 @@ TEST_CASE("http etcd: instances on one etcd cluster hand out tokens in real-time
 
 TEST_CASE("http etcd: a bad etcd spec is refused at start with the reason", "[service]") {
   TempDir dir;
-  const auto run = run_fencelockd(dir.path(), {"--redis", "127.0.0.1:1", "--tokens",
-                                               "etcd://127.0.0.1:2379?bucket=x"});
+  const auto run = run_fencelockd(
+      dir.path(), {"--redis", "127.0.0.1:1", "--tokens", "etcd://127.0.0.1:2379?bucket=x"});
   CHECK(run.exit_code != 0);
   CHECK_THAT(run.output, Catch::Contains("prefix=P"));
-  const auto unreachable =
-      run_fencelockd(dir.path(), {"--redis", "127.0.0.1:1", "--tokens", "etcd://127.0.0.1:1",
-                                  "--token-timeout", "200ms"});
+  const auto unreachable = run_fencelockd(
+      dir.path(),
+      {"--redis", "127.0.0.1:1", "--tokens", "etcd://127.0.0.1:1", "--token-timeout", "200ms"});
   CHECK(unreachable.exit_code != 0);
   CHECK_THAT(unreachable.output, Catch::Contains("no etcd endpoint answered"));
 }

@@ -87,8 +87,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // or no recent check; instance_registry.h), or nullopt. Safe from any thread.
   std::optional<std::string> grant_refusal() const;
 
-  // Whether `node` votes now (node_trust.h): answered its handshake and is not quarantined. On the
-  // strand.
+  // Whether `node` would vote now by NodeTrust (node_trust.h): seen and not quarantined (its
+  // connection is not looked at). On the strand.
   bool node_votes(std::size_t node) const;
 
   // A tally for a new operation: quarantined nodes excluded.

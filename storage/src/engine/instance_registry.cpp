@@ -89,6 +89,7 @@ void InstanceRegistry::round() {
   round_bound_any_ = 0;
   round_unbound_ = 0;
   round_all_voting_ = true;
+  round_voting_answers_ = 0;
   last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
   round_expiry_.resize(core_.node_count());
   for (auto& seen : round_expiry_) seen.clear();
@@ -116,6 +117,7 @@ void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     ++answers_;
     const bool votes = core_.node_votes(node);
     round_all_voting_ = round_all_voting_ && votes;
+    if (votes) ++round_voting_answers_;
     const std::string& bound = reply.elements[0].text;
     if (bound.empty()) {
       ++round_unbound_;
@@ -159,12 +161,17 @@ void InstanceRegistry::finish_round() {
   const bool reached_quorum = answers_ >= core_.quorum();
   last_expiry_.swap(round_expiry_);
   bool bind_now = false;
+  bool awaiting_birth = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!round_bound_elsewhere_.empty()) bound_elsewhere_ = round_bound_elsewhere_;
     if (reached_quorum) {
       checked_at_ = round_started_;
       conflict_ = round_conflict_;
+    }
+    // How many nodes are bound is judged only from a quorum of voting answers: a voting node whose
+    // answer was late is not a node that forgot.
+    if (round_voting_answers_ >= core_.quorum()) {
       bound_here_ = round_bound_here_;
       bound_quorum_ = round_bound_here_ >= core_.quorum();
       was_ready_ = was_ready_ || bound_quorum_;
@@ -181,8 +188,13 @@ void InstanceRegistry::finish_round() {
     // Some node answered unbound to a round that could not bind it: bind at once.
     bind_now =
         next_mode_ != BindMode::kRead && round_mode_ == BindMode::kRead && round_unbound_ > 0;
+    // A cold start waiting only for some node's first answer: look again soon.
+    awaiting_birth = next_mode_ == BindMode::kRead && nothing_elsewhere && round_bound_any_ == 0 &&
+                     round_conflict_.empty() && answers_ < core_.node_count();
   }
-  schedule(bind_now ? std::chrono::milliseconds(0) : reached_quorum ? kInterval : kRetry);
+  schedule(bind_now                            ? std::chrono::milliseconds(0)
+           : reached_quorum && !awaiting_birth ? kInterval
+                                               : kRetry);
 }
 
 }  // namespace fencelock::storage

@@ -29,9 +29,9 @@
 // with its keys, so its "unbound" proves nothing. A round may bind unbound nodes in two cases,
 // decided by the round just before it (a round that could not decide sends a plain read):
 //   - Birth: every configured node answered, every one votes, none is bound elsewhere and no live
-//     instance of another identity is on any of them. This is NodeTrust's new-cluster rule, so a
-//     cold start is no slower, and the registry's limit is the quarantine's: only if *every* node
-//     loses its data at once can another store take them over. The script re-checks per node that
+//     instance of another identity is on any of them. Like NodeTrust's new-cluster rule, every
+//     node must answer, so another store can take the nodes over only if *every* node lost its
+//     binding. The script re-checks per node that
 //     no live instance of another identity is there (the read and the bind are two round trips).
 //   - Repair: some node answered bound to this identity and none bound elsewhere. The two rules
 //     keep every binding on the nodes naming one identity (a first binding needs every node to
@@ -50,9 +50,11 @@
 // fresh cluster takes two rounds (read, then bind), the second sent at once. An engine that was
 // ready and later finds fewer than a quorum bound to it refuses with another reason.
 //
-// The verdict is checked when an acquire starts and again once its token has been drawn, just
-// before the grant is answered. A verdict goes stale: an exclusive engine's after kFreshness, a
-// shared engine's after kEntryLifetime, without a round that reached a quorum.
+// How many nodes are bound is judged only from rounds in which a quorum of voting nodes answered
+// (a late answer is not a forgotten binding). The verdict is checked when an acquire starts and
+// again once its token has been drawn, just before the grant is answered. A verdict goes stale:
+// an exclusive engine's after kFreshness, a shared engine's after kSharedFreshness, without a
+// round that reached a quorum.
 //
 // Limits: an engine paused between its last check and a grant for longer than kFreshness may still
 // complete that one grant (as with any pause between quorum and answer; fencing tokens of the
@@ -131,6 +133,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::size_t round_bound_any_ = 0;        // nodes bound to this identity, voting or not
   std::size_t round_unbound_ = 0;          // nodes bound to nothing, this round
   bool round_all_voting_ = true;           // every node that answered this round votes
+  std::size_t round_voting_answers_ = 0;   // answers from voting nodes, this round
   BindMode round_mode_ = BindMode::kRead;  // what this round was sent with
   BindMode next_mode_ = BindMode::kRead;   // what the next round may do, as this one found
   // Per node: the expiry of each other engine with this exclusive identity, as the last round saw

@@ -35,9 +35,11 @@
 // Durability is read at the handshake, so a node whose persistence is switched off at runtime
 // (CONFIG SET appendonly no) after its marker was persisted, and which then crashes and restarts
 // durable, keeps the marker but not the later lock writes: run nodes with a fixed config.
-// If every node loses its data at once, an engine that did not see them restart cannot tell the
-// cluster from a new one (rule 4). Uptime is counted by the node's clock: a forward jump on a
-// node ends its quarantine early, as it would expire its keys early anyway.
+// If every node loses its data at once — or one after another with no engine admitting the
+// earlier ones in between (a node is admitted only when its quarantine ends) — an engine that did
+// not see them restart cannot tell the cluster from a new one (rule 4). Uptime is counted by the
+// node's clock: a forward jump on a node ends its quarantine early, as it would expire its keys
+// early anyway.
 //
 // Pure logic with injected time; not thread-safe (the engine uses it on its strand).
 #pragma once

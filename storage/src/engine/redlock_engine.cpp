@@ -157,6 +157,9 @@ const EngineOptions& RedlockEngine::options() const noexcept {
 std::optional<std::string> RedlockEngine::grant_refusal() const {
   return core_->grant_refusal();
 }
+std::function<std::optional<std::string>()> RedlockEngine::refusal_check() const {
+  return [core = core_] { return core->grant_refusal(); };
+}
 
 std::vector<NodeStatus> RedlockEngine::node_statuses() const {
   std::vector<NodeStatus> out;

@@ -43,32 +43,29 @@ void Connection::post(std::string target, std::string body, std::chrono::millise
 }
 
 void Connection::send() {
-  http::async_write(stream_, request_,
-                    [self = shared_from_this()](const boost::system::error_code& error,
-                                                std::size_t) {
-                      if (error) return self->fail("write", error);
-                      self->parser_ = std::make_unique<http::response_parser<http::string_body>>();
-                      self->parser_->body_limit(kMaxAnswerBytes);
-                      http::async_read(self->stream_, self->buffer_, *self->parser_,
-                                       [self](const boost::system::error_code& read_error,
-                                              std::size_t) {
-                                         if (read_error) return self->fail("read", read_error);
-                                         auto response = self->parser_->release();
-                                         if (!response.keep_alive()) self->close();
-                                         Answer answer{response.result_int(),
-                                                       std::move(response.body())};
-                                         auto done = std::move(self->done_);
-                                         done(std::move(answer));
-                                       });
-                    });
+  http::async_write(
+      stream_, request_,
+      [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
+        if (error) return self->fail("write", error);
+        self->parser_ = std::make_unique<http::response_parser<http::string_body>>();
+        self->parser_->body_limit(kMaxAnswerBytes);
+        http::async_read(self->stream_, self->buffer_, *self->parser_,
+                         [self](const boost::system::error_code& read_error, std::size_t) {
+                           if (read_error) return self->fail("read", read_error);
+                           auto response = self->parser_->release();
+                           if (!response.keep_alive()) self->close();
+                           Answer answer{response.result_int(), std::move(response.body())};
+                           auto done = std::move(self->done_);
+                           done(std::move(answer));
+                         });
+      });
 }
 
 void Connection::fail(const std::string& what, const boost::system::error_code& ec) {
   close();
-  const std::string why = ec == beast::error::timeout ? "no answer within " +
-                                                            std::to_string(deadline_.count()) +
-                                                            " ms"
-                                                      : ec.message();
+  const std::string why = ec == beast::error::timeout
+                              ? "no answer within " + std::to_string(deadline_.count()) + " ms"
+                              : ec.message();
   auto done = std::move(done_);
   done(make_error(ErrorCode::kUnavailable,
                   "etcd member " + endpoint_.to_string() + ": " + what + ": " + why));

@@ -114,7 +114,8 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       return;
     }
     if (queue_.size() >= options_.max_queued) {
-      done(make_error(ErrorCode::kUnavailable, "too many fencing-token draws are waiting for etcd"));
+      done(
+          make_error(ErrorCode::kUnavailable, "too many fencing-token draws are waiting for etcd"));
       return;
     }
     queue_.push_back({std::move(name), std::move(done), Clock::now() + options_.timeout, draw});
@@ -135,13 +136,13 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       Waiting w = std::move(queue_.front());
       queue_.pop_front();
       if (now > w.deadline) {
-        w.done(make_error(ErrorCode::kUnavailable,
-                          "etcd did not answer within " + std::to_string(options_.timeout.count()) +
-                              " ms (" + last_failure_ + ")"));
+        w.done(make_error(ErrorCode::kUnavailable, "etcd did not answer within " +
+                                                       std::to_string(options_.timeout.count()) +
+                                                       " ms (" + last_failure_ + ")"));
         continue;
       }
-      const bool fits = batch.empty() || (!reading && w.draw && batch.size() < kMaxBatch &&
-                                          !names.count(w.name));
+      const bool fits =
+          batch.empty() || (!reading && w.draw && batch.size() < kMaxBatch && !names.count(w.name));
       if (!fits) {
         later.push_back(std::move(w));
         continue;
@@ -177,11 +178,11 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       body = etcd::range_body(options_.key_prefix + batch.front().name);
       target = kRangeTarget;
     }
-    connection_->post(std::move(target), std::move(body), options_.timeout,
-                      [self = shared_from_this(), batch = std::move(batch)](
-                          Result<etcd::Answer> answer) mutable {
-                        self->on_answer(std::move(batch), std::move(answer));
-                      });
+    connection_->post(
+        std::move(target), std::move(body), options_.timeout,
+        [self = shared_from_this(), batch = std::move(batch)](Result<etcd::Answer> answer) mutable {
+          self->on_answer(std::move(batch), std::move(answer));
+        });
   }
 
   void on_answer(std::vector<Waiting> batch, Result<etcd::Answer> answer) {

@@ -46,10 +46,9 @@ Result<json> parse(unsigned status, std::string_view body) {
 
 std::string base64(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int written =
-      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                      reinterpret_cast<const unsigned char*>(bytes.data()),
-                      static_cast<int>(bytes.size()));
+  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                      reinterpret_cast<const unsigned char*>(bytes.data()),
+                                      static_cast<int>(bytes.size()));
   out.resize(static_cast<std::size_t>(written));
   return out;
 }

@@ -364,6 +364,7 @@ TEST_CASE("an engine binds nodes that forgot its store while one remembers, what
                    "shared";
       },
       5s);
+  shared.wait_for_voting_nodes(3, 5s);  // their quarantine
   shared.wait_until_granting(5s);
   CHECK(shared.acquire("still", 1s).ok());
   CHECK(stray.engine().grant_refusal().has_value());
@@ -434,4 +435,56 @@ TEST_CASE("two instances on copies of one token file both refuse until one stops
   }
   first.wait_until_granting(5s);  // the copy stopped cleanly: its entry is gone
   CHECK(first.acquire("vault", 1s).ok());
+}
+
+// Second review of the registry (G4): the newcomer above never saw its nodes vote; here they do
+// (no quarantine), and only the every-node rule keeps it from binding them.
+TEST_CASE("a newcomer whose nodes vote still never binds while the node that remembers is away",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  {
+    EngineUnderTest a(options_with_tokens(cluster, "sqlite:a"));
+    REQUIRE(a.acquire("vault", 1s).ok());
+  }
+  cluster.node(0).restart(/*keep_data=*/false);
+  cluster.node(1).restart(/*keep_data=*/false);
+  cluster.node(2).pause();
+  auto options = options_with_tokens(cluster, "sqlite:b");
+  options.quarantine_restarted_nodes = false;  // nodes 0 and 1 vote as soon as they answer
+  EngineUnderTest b(options, nullptr, nullptr, /*wait_for_nodes=*/false);
+  b.wait_until([&] { return b.engine().voting_nodes() == 2; });
+  std::this_thread::sleep_for(1500ms);
+  for (const std::size_t i : {std::size_t{0}, std::size_t{1}}) {
+    CHECK(SyncRedis(cluster.node(i).port()).command({"HEXISTS", kRegistryKey, "#tokens"}).integer ==
+          0);
+  }
+  CHECK(b.engine().grant_refusal().has_value());
+  cluster.node(2).resume();
+  b.wait_until([&] {
+    const auto why = b.engine().grant_refusal();
+    return why && why->find("another token store (sqlite:a") != std::string::npos;
+  });
+}
+
+// Second review of the registry (G3): with one node in quarantine, a late answer from a voting
+// node was taken for a node that forgot its binding.
+TEST_CASE("a late answer during another node's quarantine is not taken for a lost binding",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest t(engine_options_for(cluster));  // a one-hour quarantine
+  cluster.node(0).restart(/*keep_data=*/false);
+  t.wait_until([&] { return t.node_up(0) && t.engine().node_statuses()[0].quarantined; });
+  bool said_forgotten = false;
+  cluster.node(1).pause();
+  const auto until = Clock::now() + 1500ms;
+  while (Clock::now() < until) {
+    const auto why = t.engine().grant_refusal();
+    said_forgotten = said_forgotten || (why && why->find("record this") != std::string::npos);
+    std::this_thread::sleep_for(5ms);
+  }
+  cluster.node(1).resume();
+  CHECK_FALSE(said_forgotten);
+  t.wait_for_voting_nodes(2, 5s);
+  t.wait_until_granting(3s);
+  CHECK(t.acquire("vault", 1s).ok());
 }

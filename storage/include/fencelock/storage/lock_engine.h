@@ -73,6 +73,9 @@ class LockEngine {
   virtual std::size_t voting_nodes() const noexcept = 0;
   // Why every grant is refused right now, or nullopt (redlock_engine.h).
   virtual std::optional<std::string> grant_refusal() const = 0;
+  // grant_refusal() as a function that stays safe to call after this engine is gone: for
+  // callbacks that may run late, on another thread (a token source answering at teardown).
+  virtual std::function<std::optional<std::string>()> refusal_check() const = 0;
   // The bounds requests are checked against (min_ttl, max_ttl, max_wait).
   virtual const EngineOptions& options() const noexcept = 0;
 };
