@@ -13,7 +13,7 @@ using tcp = boost::asio::ip::tcp;
 Connection::Connection(const boost::asio::any_io_executor& strand, NodeAddress endpoint)
     : endpoint_(std::move(endpoint)), stream_(strand) {}
 
-void Connection::post(std::string target, std::string body, std::chrono::milliseconds deadline,
+void Connection::post(std::string_view target, std::string body, std::chrono::milliseconds deadline,
                       Handler done) {
   done_ = std::move(done);
   deadline_ = deadline;

@@ -36,7 +36,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // POSTs `body` (JSON) to `target`. Errors: kUnavailable (cannot connect, closed, slower than
   // `deadline`, or an oversized answer), naming the endpoint.
-  void post(std::string target, std::string body, std::chrono::milliseconds deadline, Handler done);
+  void post(std::string_view target, std::string body, std::chrono::milliseconds deadline,
+            Handler done);
   void close();
   const NodeAddress& endpoint() const noexcept { return endpoint_; }
 

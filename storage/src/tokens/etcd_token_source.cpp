@@ -43,7 +43,7 @@ Result<std::string> cluster_id_of(const NodeAddress& endpoint, std::chrono::mill
   asio::io_context io(1);
   auto connection = std::make_shared<etcd::Connection>(io.get_executor(), endpoint);
   std::optional<Result<std::string>> outcome;
-  connection->post(std::string(kStatusTarget), std::string(etcd::kStatusBody), timeout,
+  connection->post(kStatusTarget, std::string(etcd::kStatusBody), timeout,
                    [&](Result<etcd::Answer> answer) {
                      if (!answer.ok()) {
                        outcome.emplace(answer.error());
@@ -167,7 +167,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       connection_ = std::make_shared<etcd::Connection>(strand_, options_.endpoints[endpoint_]);
     }
     std::string body;
-    std::string target;
+    std::string_view target;
     if (batch.front().draw) {
       std::vector<std::string> keys;
       keys.reserve(batch.size());
@@ -178,14 +178,14 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       body = etcd::range_body(options_.key_prefix + batch.front().name);
       target = kRangeTarget;
     }
-    connection_->post(
-        std::move(target), std::move(body), options_.timeout,
-        [self = shared_from_this(), batch = std::move(batch)](Result<etcd::Answer> answer) mutable {
-          self->on_answer(std::move(batch), std::move(answer));
-        });
+    connection_->post(target, std::move(body), options_.timeout,
+                      [self = shared_from_this(),
+                       batch = std::move(batch)](const Result<etcd::Answer>& answer) mutable {
+                        self->on_answer(std::move(batch), answer);
+                      });
   }
 
-  void on_answer(std::vector<Waiting> batch, Result<etcd::Answer> answer) {
+  void on_answer(std::vector<Waiting> batch, const Result<etcd::Answer>& answer) {
     busy_ = false;
     const Result<std::uint64_t> token = read_token(batch.front().draw, answer);
     if (!token.ok()) {
