@@ -110,4 +110,20 @@ inline bool real_time_ordered(std::vector<Draw> draws, std::string& why) {
   return true;
 }
 
+// What is wrong with a set of successful draws of one name — a token of 0, a token handed out
+// twice, or one out of real-time order — or "" when nothing is.
+inline std::string draws_problem(const std::vector<Draw>& draws) {
+  std::vector<std::uint64_t> tokens;
+  for (const Draw& d : draws) {
+    if (d.token == 0) return "a draw got token 0";
+    tokens.push_back(d.token);
+  }
+  std::sort(tokens.begin(), tokens.end());
+  if (std::adjacent_find(tokens.begin(), tokens.end()) != tokens.end()) {
+    return "a token was handed out twice";
+  }
+  std::string why;
+  return real_time_ordered(draws, why) ? std::string() : why;
+}
+
 }  // namespace fencelock::testing
