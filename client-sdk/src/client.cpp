@@ -61,7 +61,7 @@ Result<Endpoint> parse_endpoint(std::string_view url) {
   return endpoint;
 }
 
-Error tls_file_error(const char* option, const std::string& path, std::string why) {
+Error tls_file_error(const char* option, const std::string& path, const std::string& why) {
   ERR_clear_error();
   return make(ErrorCode::kInvalidArgument, std::string(option) + " '" + path + "': " + why);
 }

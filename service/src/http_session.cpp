@@ -66,14 +66,20 @@ bool is_gone(const beast::error_code& ec) {
 }  // namespace
 
 template <class Stream>
-HttpSession<Stream>::HttpSession(asio::ip::tcp::socket&& socket,
-                                 std::shared_ptr<SessionHost> host) requires(!kTls)
-    : stream_(std::move(socket)), host_(std::move(host)) {}
+Stream HttpSession<Stream>::make_stream(asio::ip::tcp::socket&& socket, ssl::context* context) {
+  if constexpr (kTls) {
+    return Stream(std::move(socket), *context);
+  } else {
+    return Stream(std::move(socket));
+  }
+}
 
 template <class Stream>
 HttpSession<Stream>::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host,
-                                 std::shared_ptr<ssl::context> context) requires(kTls)
-    : context_(std::move(context)), stream_(std::move(socket), *context_), host_(std::move(host)) {}
+                                 std::shared_ptr<ssl::context> context)
+    : context_(std::move(context)),
+      stream_(make_stream(std::move(socket), context_.get())),
+      host_(std::move(host)) {}
 
 template <class Stream>
 HttpSession<Stream>::~HttpSession() {
@@ -93,20 +99,22 @@ void HttpSession<Stream>::run(Admission admission) {
 }
 
 template <class Stream>
-void HttpSession<Stream>::do_handshake(Admission admission) requires(kTls) {
-  beast::error_code no_peer;
-  const auto endpoint = tcp().socket().remote_endpoint(no_peer);
-  std::string peer = no_peer ? std::string("?") : endpoint.address().to_string();
-  // The handshake is the first thing a client sends: it gets the request timeout, as headers do.
-  tcp().expires_after(host_->options().request_timeout);
-  stream_.async_handshake(ssl::stream_base::server,
-                          [self = this->shared_from_this(), admission, peer = std::move(peer)](
-                              beast::error_code ec) { self->on_handshake(ec, admission, peer); });
+void HttpSession<Stream>::do_handshake(Admission admission) {
+  if constexpr (kTls) {
+    beast::error_code no_peer;
+    const auto endpoint = tcp().socket().remote_endpoint(no_peer);
+    std::string peer = no_peer ? std::string("?") : endpoint.address().to_string();
+    // The handshake is the first thing a client sends: it gets the request timeout, as headers do.
+    tcp().expires_after(host_->options().request_timeout);
+    stream_.async_handshake(ssl::stream_base::server,
+                            [self = this->shared_from_this(), admission, peer = std::move(peer)](
+                                beast::error_code ec) { self->on_handshake(ec, admission, peer); });
+  }
 }
 
 template <class Stream>
 void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission,
-                                       const std::string& peer) requires(kTls) {
+                                       const std::string& peer) {
   if (!ec) {
     handshake_done_ = true;
     return serve(admission);

@@ -52,11 +52,10 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
  public:
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
-  HttpSession(boost::asio::ip::tcp::socket&& socket,
-              std::shared_ptr<SessionHost> host) requires(!kTls);
-  // Handshakes with `context` (kept alive for the session's life: a reload does not touch it).
+  // TLS: handshakes with `context` (kept alive for the session's life: a reload does not touch
+  // it), which must not be null. Plain: `context` is ignored.
   HttpSession(boost::asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host,
-              std::shared_ptr<boost::asio::ssl::context> context) requires(kTls);
+              std::shared_ptr<boost::asio::ssl::context> context = nullptr);
   ~HttpSession() override;
   HttpSession(const HttpSession&) = delete;
   HttpSession& operator=(const HttpSession&) = delete;
@@ -67,10 +66,11 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   void drain() override;
 
  private:
+  static Stream make_stream(boost::asio::ip::tcp::socket&& socket,
+                            boost::asio::ssl::context* context);
   boost::beast::tcp_stream& tcp() { return boost::beast::get_lowest_layer(stream_); }
-  void do_handshake(Admission admission) requires(kTls);
-  void on_handshake(boost::beast::error_code ec, Admission admission,
-                    const std::string& peer) requires(kTls);
+  void do_handshake(Admission admission);  // TLS only
+  void on_handshake(boost::beast::error_code ec, Admission admission, const std::string& peer);
   void serve(Admission admission);
   void do_read();
   void read_header();
