@@ -117,9 +117,13 @@ Try:
   $bin/client-sdk/fencelock --endpoint http://127.0.0.1:$fencelockd_port run --ttl 10s nightly -- sh -c 'echo token \$FENCELOCK_TOKEN'
   curl -s -X PUT 127.0.0.1:$fenced_port/objects/report -H 'Fencing-Token: 1' -d 'hello'
 
-This fencelockd is open to anyone who can connect (fine on loopback). Before sharing it, turn on
-API keys — $bin/service/fencelockd keys new --id app --names 'app.*' --rights lock,read — and
-start it with --auth-file (docs/operations.md, "Securing fencelock").
+This fencelockd is open to anyone who can connect and speaks plain HTTP (fine on loopback).
+Before sharing it, turn on API keys and TLS (docs/operations.md, "Securing fencelock"):
+  $bin/service/fencelockd keys new --id app --names 'app.*' --rights lock,read
+      prints a secret for the client and a line for the --auth-file's "keys" list
+  restart fencelockd with --auth-file keys.json --tls-cert server.pem --tls-key server.key
+      (openssl commands for a CA and certificates are in that section)
+  clients: fencelock --endpoint https://HOST:PORT --cacert ca.pem, with FENCELOCK_API_KEY set
 
 Stop everything:  ./scripts/quickstart.sh --stop
 EOT

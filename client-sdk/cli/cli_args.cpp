@@ -13,7 +13,7 @@ Error usage_error(std::string message) {
 }  // namespace
 
 std::string cli_usage() {
-  return R"(usage: fencelock [--endpoint URL] [--timeout DURATION] COMMAND ...
+  return R"(usage: fencelock [--endpoint URL] [--timeout DURATION] [--cacert PATH] COMMAND ...
 
 Commands:
   run [--ttl 30s] [--wait 0s] [--grace 10s] [--owner TEXT] NAME -- CMD [ARGS...]
@@ -32,10 +32,15 @@ Commands:
       Print {"name","token"}: the current token, or with --next a new one.
 
 Options:
-  --endpoint URL      fencelockd to talk to (default http://127.0.0.1:8080, or $FENCELOCK_ENDPOINT)
+  --endpoint URL      fencelockd to talk to, http:// or https:// (default http://127.0.0.1:8080,
+                      or $FENCELOCK_ENDPOINT)
   --timeout DURATION  one request's round trip (default 5s)
   --api-key SECRET    the API key for a fencelockd with --auth-file; prefer $FENCELOCK_API_KEY,
                       which keeps it out of the process list
+  --cacert PATH       https:// endpoint: CA certificates (PEM) that sign the server's certificate
+                      (default: the system's; or $FENCELOCK_CACERT)
+  --cert PATH         client certificate (PEM) for a fencelockd with --tls-client-ca, or
+                      $FENCELOCK_CERT; --key PATH (or $FENCELOCK_KEY) is its private key
   Durations: a whole number with ms, s or m: 500ms, 30s, 2m.
 
 Exit codes:
@@ -47,8 +52,20 @@ Exit codes:
   5  unavailable: the service or a majority of its lock nodes cannot answer now (or the API
      key is over its rate)
   6  denied: no API key, an unknown one, or one without the right or the name
+  7  TLS failed: the server's certificate is not trusted (--cacert) or not for this host, or
+     the server refused the TLS version or the client certificate
   127 run: CMD could not be started
 )";
+}
+
+void fill_from_environment(CliArgs& args,
+                           const std::function<std::optional<std::string>(const char*)>& env) {
+  for (const auto& [name, field] :
+       {std::pair{"FENCELOCK_API_KEY", &args.api_key}, std::pair{"FENCELOCK_CACERT", &args.cacert},
+        std::pair{"FENCELOCK_CERT", &args.cert}, std::pair{"FENCELOCK_KEY", &args.key}}) {
+    if (!field->empty()) continue;
+    if (auto value = env(name); value && !value->empty()) *field = std::move(*value);
+  }
 }
 
 int exit_code_for(const Error& error) noexcept {
@@ -63,6 +80,8 @@ int exit_code_for(const Error& error) noexcept {
       return kExitUnavailable;
     case ErrorCode::kDenied:
       return kExitDenied;
+    case ErrorCode::kTls:
+      return kExitTls;
     case ErrorCode::kInvalidArgument:
       return kExitUsage;
     case ErrorCode::kInternal:
@@ -121,6 +140,12 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
         out.endpoint = value;
       } else if (flag == "--api-key") {
         out.api_key = value;
+      } else if (flag == "--cacert") {
+        out.cacert = value;
+      } else if (flag == "--cert") {
+        out.cert = value;
+      } else if (flag == "--key") {
+        out.key = value;
       } else if (flag == "--owner") {
         out.owner = value;
       } else if (flag == "--timeout" || flag == "--ttl" || flag == "--wait" || flag == "--grace") {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ inline constexpr int kExitLocked = 3;       // held by someone else and the wait
 inline constexpr int kExitNotHeld = 4;      // extend: the lease is gone; run: the lease was lost
 inline constexpr int kExitUnavailable = 5;  // the service or its lock nodes cannot answer now
 inline constexpr int kExitDenied = 6;       // no API key, an unknown one, or one not allowed this
+inline constexpr int kExitTls = 7;          // TLS failed: certificate not trusted, or refused
 inline constexpr int kExitCannotRun = 127;  // run: CMD could not be started
 
 enum class Command { kHelp, kVersion, kRun, kAcquire, kExtend, kRelease, kStatus, kToken };
@@ -25,7 +27,10 @@ enum class Command { kHelp, kVersion, kRun, kAcquire, kExtend, kRelease, kStatus
 struct CliArgs {
   Command command = Command::kHelp;
   std::string endpoint = "http://127.0.0.1:8080";  // --endpoint, FENCELOCK_ENDPOINT
-  std::string api_key;  // --api-key, else FENCELOCK_API_KEY (main.cpp): never printed
+  std::string api_key;  // --api-key, else FENCELOCK_API_KEY: never printed
+  std::string cacert;   // --cacert PATH, else FENCELOCK_CACERT: CAs for an https:// endpoint
+  std::string cert;     // --cert PATH, else FENCELOCK_CERT: client certificate (mutual TLS)
+  std::string key;      // --key PATH, else FENCELOCK_KEY: its private key
   std::chrono::milliseconds timeout{5000};  // --timeout: one request's round trip
   std::string name;
   std::chrono::milliseconds ttl{30'000};    // --ttl
@@ -43,9 +48,15 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
                           const std::optional<std::string>& endpoint_env,
                           const std::optional<std::string>& lease_env);
 
+// Fills what the command line left empty from the environment seen through `env`:
+// FENCELOCK_API_KEY, FENCELOCK_CACERT, FENCELOCK_CERT, FENCELOCK_KEY (empty values count as unset).
+void fill_from_environment(CliArgs& args,
+                           const std::function<std::optional<std::string>(const char*)>& env);
+
 std::string cli_usage();
 
-// The exit code for an SDK error (kLocked → 3, kNotHeld → 4, unavailable/transport → 5, ...).
+// The exit code for an SDK error (kLocked → 3, kNotHeld → 4, unavailable/transport → 5, kTls → 7,
+// ...).
 int exit_code_for(const Error& error) noexcept;
 
 }  // namespace fencelock::cli

@@ -50,6 +50,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "fencelock: %s\n", parsed.error().message.c_str());
     return kExitUsage;
   }
+  fill_from_environment(parsed.value(), env);
   const CliArgs& a = parsed.value();
   if (a.command == Command::kHelp) {
     std::fputs(cli_usage().c_str(), stdout);
@@ -62,12 +63,12 @@ int run(int argc, char** argv) {
   ClientOptions options;
   options.endpoints = {a.endpoint};
   options.api_key = a.api_key;
-  if (options.api_key.empty()) {
-    if (const auto key = env("FENCELOCK_API_KEY")) options.api_key = *key;
-  }
+  options.ca_file = a.cacert;
+  options.cert_file = a.cert;
+  options.key_file = a.key;
   options.request_timeout = a.timeout;
   auto created = Client::create(options);
-  if (!created.ok()) return fail(created.error(), "bad --endpoint or API key");
+  if (!created.ok()) return fail(created.error(), "bad --endpoint, API key or TLS file");
   Client& client = created.value();
 
   switch (a.command) {

@@ -1,7 +1,12 @@
 #include "fencelock/client.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
+#include <boost/asio/ssl/context.hpp>
 #include <charconv>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -23,19 +28,91 @@ Error make(ErrorCode code, std::string message, unsigned status = 0) {
   return Error{code, std::move(message), status, std::nullopt};
 }
 
-using Endpoint = HostPort;
+struct Endpoint {
+  HostPort address;
+  bool tls = false;
+  std::string tls_name;  // https: the host as written in the URL, which the certificate must name
+};
 
 Result<Endpoint> parse_endpoint(std::string_view url) {
   const std::string original(url);
-  constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme))
-    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "' must start with http://");
-  url.remove_prefix(kScheme.size());
+  constexpr std::string_view kHttp = "http://";
+  constexpr std::string_view kHttps = "https://";
+  Endpoint endpoint;
+  if (url.starts_with(kHttps)) {
+    endpoint.tls = true;
+    url.remove_prefix(kHttps.size());
+  } else if (url.starts_with(kHttp)) {
+    url.remove_prefix(kHttp.size());
+  } else {
+    return make(ErrorCode::kInvalidArgument,
+                "endpoint '" + original + "' must start with http:// or https://");
+  }
   if (url.ends_with('/')) url.remove_suffix(1);
   auto address = parse_host_port(url);
   if (!address)
     return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': " + address.error());
-  return std::move(address).value();
+  endpoint.address = std::move(address).value();
+  if (endpoint.tls) {  // the host before ":PORT", without an IPv6 address's brackets
+    std::string_view host = url.substr(0, url.rfind(':'));
+    if (host.starts_with('[') && host.ends_with(']')) host = host.substr(1, host.size() - 2);
+    endpoint.tls_name = std::string(host);
+  }
+  return endpoint;
+}
+
+Error tls_file_error(const char* option, const std::string& path, const std::string& why) {
+  ERR_clear_error();
+  return make(ErrorCode::kInvalidArgument, std::string(option) + " '" + path + "': " + why);
+}
+
+// The client side of TLS for every https:// endpoint: TLS 1.2+, the server's certificate checked
+// against `ca_file` (or the system's trust store), our certificate when given. Blocking file I/O.
+Result<std::shared_ptr<boost::asio::ssl::context>> make_tls_context(const ClientOptions& options) {
+  namespace ssl = boost::asio::ssl;
+  if (options.cert_file.empty() != options.key_file.empty())
+    return make(ErrorCode::kInvalidArgument, "cert_file and key_file: both or neither");
+  for (const auto& [option, path] :
+       {std::pair{"ca_file", &options.ca_file}, std::pair{"cert_file", &options.cert_file},
+        std::pair{"key_file", &options.key_file}}) {
+    if (!path->empty() && !std::ifstream(*path))
+      return tls_file_error(option, *path, "cannot read");
+  }
+  std::shared_ptr<ssl::context> context;
+  try {
+    context = std::make_shared<ssl::context>(ssl::context::tls_client);
+  } catch (const std::exception& e) {  // SSL_CTX_new failed: out of memory
+    return make(ErrorCode::kInternal, std::string("cannot create a TLS context: ") + e.what());
+  }
+  SSL_CTX* handle = context->native_handle();
+  SSL_CTX_set_min_proto_version(handle, TLS1_2_VERSION);
+  SSL_CTX_set_default_passwd_cb(handle, [](char*, int, int, void*) { return 0; });
+  context->set_verify_mode(ssl::verify_peer);
+  boost::system::error_code ec;
+  if (options.ca_file.empty()) {
+    context->set_default_verify_paths(ec);
+  } else {
+    context->load_verify_file(options.ca_file, ec);
+  }
+  if (ec) {
+    return tls_file_error("ca_file", options.ca_file,
+                          "holds no CA certificate (PEM): " + ec.message());
+  }
+  if (!options.cert_file.empty()) {
+    context->use_certificate_chain_file(options.cert_file, ec);
+    if (ec) {
+      return tls_file_error("cert_file", options.cert_file,
+                            "cannot load the certificate (PEM): " + ec.message());
+    }
+    context->use_private_key_file(options.key_file, ssl::context::pem, ec);
+    if (ec || SSL_CTX_check_private_key(handle) != 1) {
+      return tls_file_error("key_file", options.key_file,
+                            "cannot load the private key (PEM, unencrypted) or it does not match "
+                            "cert_file");
+    }
+  }
+  ERR_clear_error();
+  return context;
 }
 
 // How the SDK files each wire error: what a caller does about it.
@@ -130,8 +207,9 @@ class Client::Impl {
  public:
   enum class Retry { kOnlyIfUndelivered, kSafe };
 
-  Impl(ClientOptions options, std::vector<Endpoint> endpoints)
-      : options_(std::move(options)), endpoints_(std::move(endpoints)) {
+  Impl(ClientOptions options, std::vector<Endpoint> endpoints,
+       std::shared_ptr<boost::asio::ssl::context> tls)
+      : options_(std::move(options)), endpoints_(std::move(endpoints)), tls_(std::move(tls)) {
     for (std::size_t i = 0; i < endpoints_.size(); ++i) pools_.push_back(std::make_unique<Pool>());
   }
 
@@ -190,8 +268,10 @@ class Client::Impl {
         if (connection->is_open()) return connection;
       }
     }
+    const Endpoint& endpoint = endpoints_[e];
     return std::make_unique<HttpConnection>(
-        endpoints_[e].host, endpoints_[e].port,
+        ConnectionTarget{endpoint.address.host, endpoint.address.port,
+                         endpoint.tls ? tls_ : nullptr, endpoint.tls_name},
         options_.api_key.empty() ? std::string() : "Bearer " + options_.api_key);
   }
 
@@ -204,6 +284,7 @@ class Client::Impl {
 
   ClientOptions options_;
   std::vector<Endpoint> endpoints_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;  // set when an endpoint is https://
   std::vector<std::unique_ptr<Pool>> pools_;
   std::atomic<std::size_t> preferred_{0};
 };
@@ -228,12 +309,20 @@ Result<Client> Client::create(ClientOptions options) {
     return make(ErrorCode::kInvalidArgument,
                 "api_key must be at most 256 printable ASCII characters without spaces");
   std::vector<Endpoint> endpoints;
+  bool any_tls = false;
   for (const auto& url : options.endpoints) {
     auto endpoint = parse_endpoint(url);
     if (!endpoint.ok()) return std::move(endpoint).error();
+    any_tls = any_tls || endpoint->tls;
     endpoints.push_back(std::move(endpoint).value());
   }
-  return Client(std::make_unique<Impl>(std::move(options), std::move(endpoints)));
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (any_tls) {
+    auto context = make_tls_context(options);
+    if (!context.ok()) return std::move(context).error();
+    tls = std::move(context).value();
+  }
+  return Client(std::make_unique<Impl>(std::move(options), std::move(endpoints), std::move(tls)));
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

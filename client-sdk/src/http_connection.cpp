@@ -1,6 +1,14 @@
+// A TLS connection is the same TCP socket with an ssl::stream over it, made anew for every TCP
+// connection. Which name the server's certificate must carry is set on the SSL object before the
+// handshake: a DNS name (with SNI) for "localhost", the address itself for an IP. Errors of the TLS
+// layer (OpenSSL's category) are kTls: retrying cannot mend a certificate.
 #include "http_connection.h"
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http.hpp>
 
 namespace fencelock {
@@ -8,6 +16,7 @@ namespace fencelock {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using asio::ip::tcp;
 
 namespace {
@@ -16,14 +25,25 @@ Error transport(std::string message) {
   return Error{ErrorCode::kTransport, std::move(message), 0, std::nullopt};
 }
 
+bool is_tls_error(const boost::system::error_code& ec) {
+  return ec.category() == asio::error::get_ssl_category();
+}
+
+// kTls for the TLS layer's errors, kTransport for the rest.
+Error failed(const boost::system::error_code& ec, const std::string& what) {
+  return Error{is_tls_error(ec) ? ErrorCode::kTls : ErrorCode::kTransport,
+               what + ": " + ec.message(), 0, std::nullopt};
+}
+
 }  // namespace
 
-HttpConnection::HttpConnection(std::string host, std::uint16_t port, std::string authorization)
-    : host_(std::move(host)), port_(port), authorization_(std::move(authorization)), socket_(io_) {}
+HttpConnection::HttpConnection(ConnectionTarget target, std::string authorization)
+    : target_(std::move(target)), authorization_(std::move(authorization)), socket_(io_) {}
 
 void HttpConnection::close() noexcept {
   boost::system::error_code ignored;
   socket_.close(ignored);
+  tls_.reset();
   buffer_.clear();
 }
 
@@ -33,10 +53,70 @@ bool HttpConnection::run_until(const bool& done, Clock::time_point deadline) {
     io_.run_one_until(deadline);
   }
   if (done) return true;
-  close();  // cancels the operation; let its handler run before the buffers go away
+  boost::system::error_code ignored;
+  socket_.close(ignored);  // cancels the operation; let its handler run before the buffers go away
   io_.restart();
   io_.run();
+  close();
   return false;
+}
+
+Status HttpConnection::connect(Clock::time_point deadline) {
+  const std::string where = target_.host + ":" + std::to_string(target_.port);
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(target_.host, ec);
+  if (ec) return transport("bad address " + target_.host);
+  bool connected = false;
+  socket_.async_connect(tcp::endpoint(address, target_.port), [&](boost::system::error_code e) {
+    ec = e;
+    connected = true;
+  });
+  if (!run_until(connected, deadline)) return transport("connecting to " + where + " timed out");
+  if (ec) {
+    close();
+    return transport("cannot connect to " + where + ": " + ec.message());
+  }
+  socket_.set_option(tcp::no_delay(true), ec);
+  if (target_.tls) return handshake(deadline);
+  return Done{};
+}
+
+Status HttpConnection::handshake(Clock::time_point deadline) {
+  const std::string where = target_.host + ":" + std::to_string(target_.port);
+  tls_.emplace(socket_, *target_.tls);
+  SSL* ssl_handle = tls_->native_handle();
+  boost::system::error_code ec;
+  asio::ip::make_address(target_.tls_name, ec);
+  const bool by_address = !ec;
+  // The certificate must name the host: an IP address SAN for an address, a DNS name otherwise
+  // (then also sent as SNI, which must not be an address).
+  const int named =
+      by_address
+          ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_handle), target_.tls_name.c_str())
+          : SSL_set1_host(ssl_handle, target_.tls_name.c_str()) == 1 &&
+                // SSL_set_tlsext_host_name() without its macro's C cast.
+                SSL_ctrl(ssl_handle, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                         target_.tls_name.data()) == 1;
+  if (named != 1) {
+    close();
+    return Error{ErrorCode::kTls, "cannot check the certificate's name " + target_.tls_name, 0,
+                 std::nullopt};
+  }
+  bool done = false;
+  tls_->async_handshake(ssl::stream_base::client, [&](boost::system::error_code e) {
+    ec = e;
+    done = true;
+  });
+  if (!run_until(done, deadline)) return transport("TLS handshake with " + where + " timed out");
+  if (ec) {
+    std::string message = "TLS handshake with " + where + " failed: " + ec.message();
+    if (const long verified = SSL_get_verify_result(ssl_handle); verified != X509_V_OK)
+      message += std::string(" (") + X509_verify_cert_error_string(verified) + ")";
+    close();
+    return Error{is_tls_error(ec) ? ErrorCode::kTls : ErrorCode::kTransport, std::move(message), 0,
+                 std::nullopt};
+  }
+  return Done{};
 }
 
 Result<HttpReply> HttpConnection::round_trip(std::string_view method, std::string_view target,
@@ -44,57 +124,50 @@ Result<HttpReply> HttpConnection::round_trip(std::string_view method, std::strin
                                              Clock::time_point connect_deadline,
                                              Clock::time_point deadline, bool& maybe_delivered) {
   maybe_delivered = false;
-  boost::system::error_code ec;
   if (!socket_.is_open()) {
-    const auto address = asio::ip::make_address(host_, ec);
-    if (ec) return transport("bad address " + host_);
-    bool connected = false;
-    socket_.async_connect(tcp::endpoint(address, port_), [&](boost::system::error_code e) {
-      ec = e;
-      connected = true;
-    });
-    if (!run_until(connected, std::min(connect_deadline, deadline))) {
-      return transport("connecting to " + host_ + ":" + std::to_string(port_) + " timed out");
-    }
-    if (ec) {
-      close();
-      return transport("cannot connect to " + host_ + ":" + std::to_string(port_) + ": " +
-                       ec.message());
-    }
-    socket_.set_option(tcp::no_delay(true), ec);
+    if (auto connected = connect(std::min(connect_deadline, deadline)); !connected.ok())
+      return std::move(connected).error();
   }
+  if (tls_) return exchange(*tls_, method, target, body, deadline, maybe_delivered);
+  return exchange(socket_, method, target, body, deadline, maybe_delivered);
+}
 
+template <class Stream>
+Result<HttpReply> HttpConnection::exchange(Stream& stream, std::string_view method,
+                                           std::string_view target, std::string_view body,
+                                           Clock::time_point deadline, bool& maybe_delivered) {
   http::request<http::string_body> request(http::string_to_verb(method), target, 11);
-  request.set(http::field::host, host_);
+  request.set(http::field::host, target_.host);
   request.set(http::field::user_agent, "fencelock-cpp-sdk");
   if (!authorization_.empty()) request.set(http::field::authorization, authorization_);
   if (!body.empty()) request.set(http::field::content_type, "application/json");
   request.body().assign(body);
   request.prepare_payload();
 
+  boost::system::error_code ec;
   bool written = false;
   maybe_delivered = true;
-  http::async_write(socket_, request, [&](boost::system::error_code e, std::size_t) {
+  http::async_write(stream, request, [&](boost::system::error_code e, std::size_t) {
     ec = e;
     written = true;
   });
   if (!run_until(written, deadline)) return transport("sending the request timed out");
   if (ec) {
     close();
-    return transport("sending the request failed: " + ec.message());
+    return failed(ec, "sending the request failed");
   }
 
   http::response_parser<http::string_body> parser;
   parser.body_limit(std::uint64_t{16} * 1024 * 1024);
   bool read = false;
-  http::async_read(socket_, buffer_, parser, [&](boost::system::error_code e, std::size_t) {
+  http::async_read(stream, buffer_, parser, [&](boost::system::error_code e, std::size_t) {
     ec = e;
     read = true;
   });
   if (!run_until(read, deadline)) return transport("no answer before the request timeout");
   if (ec) {
     close();
-    return transport("reading the answer failed: " + ec.message());
+    return failed(ec, "reading the answer failed");
   }
   auto response = parser.release();
   if (!response.keep_alive()) close();

@@ -1,13 +1,18 @@
-// One keep-alive HTTP/1.1 connection to one fencelockd, used by one thread at a time (the pool
-// hands it out). Every step has a deadline: the connection owns a private io_context and runs it
-// until the step completes or the deadline passes, then closes the socket. Private to the SDK.
+// One keep-alive HTTP/1.1 connection to one fencelockd, plain or over TLS, used by one thread at a
+// time (the pool hands it out). Every step has a deadline: the connection owns a private
+// io_context and runs it until the step completes or the deadline passes, then closes the socket.
+// Private to the SDK.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,16 +25,28 @@ struct HttpReply {
   std::string body;
 };
 
+// Where a connection goes and how.
+struct ConnectionTarget {
+  std::string host;  // numeric IP address to connect to
+  std::uint16_t port = 0;
+  // TLS: the context (CA, client certificate) and the name the server's certificate must carry
+  // (the endpoint's host as written: "localhost", or the IP). Null context: plain HTTP.
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  std::string tls_name;
+};
+
 class HttpConnection {
  public:
   using Clock = std::chrono::steady_clock;
 
   // `authorization`: the Authorization header of every request ("" = none); never logged.
-  HttpConnection(std::string host, std::uint16_t port, std::string authorization = {});
+  explicit HttpConnection(ConnectionTarget target, std::string authorization = {});
 
-  // Connects if needed (by connect_deadline), sends, reads the answer (by deadline).
-  // Errors: kTransport. `maybe_delivered` is set when the request may have reached the server
-  // (it was written, at least partly), so a caller knows whether repeating it is safe.
+  // Connects if needed (TCP, then the TLS handshake, by connect_deadline), sends, reads the
+  // answer (by deadline). Errors: kTransport; kTls when the TLS layer failed (the handshake, or
+  // the server refusing our certificate after it). `maybe_delivered` is set when the request may
+  // have reached the server (it was written, at least partly), so a caller knows whether
+  // repeating it is safe.
   Result<HttpReply> round_trip(std::string_view method, std::string_view target,
                                std::string_view body, Clock::time_point connect_deadline,
                                Clock::time_point deadline, bool& maybe_delivered);
@@ -40,12 +57,18 @@ class HttpConnection {
  private:
   // Runs io_ until `done` or `deadline`; on timeout closes the socket. False on timeout.
   bool run_until(const bool& done, Clock::time_point deadline);
+  Status connect(Clock::time_point deadline);
+  Status handshake(Clock::time_point deadline);
+  template <class Stream>
+  Result<HttpReply> exchange(Stream& stream, std::string_view method, std::string_view target,
+                             std::string_view body, Clock::time_point deadline,
+                             bool& maybe_delivered);
 
-  std::string host_;
-  std::uint16_t port_;
+  ConnectionTarget target_;
   std::string authorization_;
   boost::asio::io_context io_;
   boost::asio::ip::tcp::socket socket_;
+  std::optional<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;  // over socket_
   boost::beast::flat_buffer buffer_;
 };
 

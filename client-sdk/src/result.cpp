@@ -18,6 +18,8 @@ std::string_view error_code_name(ErrorCode code) noexcept {
       return "rate_limited";
     case ErrorCode::kTransport:
       return "transport";
+    case ErrorCode::kTls:
+      return "tls";
     case ErrorCode::kInternal:
       return "internal";
   }

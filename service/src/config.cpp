@@ -497,6 +497,18 @@ const std::vector<FlagSpec>& flag_table() {
                           "API keys (JSON; docs/operations.md), reloaded on SIGHUP. Without it "
                           "anyone who can connect may take, release and read every lock.",
                           &ServiceConfig::auth_file));
+    t.push_back(path_flag("tls-cert",
+                          "Serve HTTPS only, with this certificate (PEM, then its chain); needs "
+                          "--tls-key. TLS 1.2+. Reloaded on SIGHUP.",
+                          &ServiceConfig::tls_cert));
+    t.push_back(path_flag("tls-key",
+                          "The certificate's private key (PEM, unencrypted); needs --tls-cert. "
+                          "Reloaded on SIGHUP.",
+                          &ServiceConfig::tls_key));
+    t.push_back(path_flag("tls-client-ca",
+                          "Require client certificates signed by these CAs (PEM; mutual TLS). "
+                          "Needs --tls-cert. Reloaded on SIGHUP.",
+                          &ServiceConfig::tls_client_ca));
     t.push_back(count_flag<std::size_t>(
         "body-limit", "BYTES", "Largest request body; 1024..16777216 (16 MiB).",
         &ServiceConfig::body_limit, 1024, std::uint64_t{16} * 1024 * 1024));
@@ -760,10 +772,29 @@ class ConfigBuilder {
     if (const auto problem = storage::find_option_problem(parsed_.config.engine)) {
       return engine_message(*problem, origins_);
     }
-    return std::nullopt;
+    return tls_problem();
   }
 
  private:
+  // The TLS files come as a pair, and a client CA only with them.
+  Problem tls_problem() const {
+    const ServiceConfig& c = parsed_.config;
+    auto origin = [this](std::string_view flag) {
+      const auto found = origins_.find(flag);
+      return found == origins_.end() ? std::string() : found->second;
+    };
+    if (!c.tls_cert.empty() && c.tls_key.empty())
+      return flag_message("tls-cert", origin("tls-cert"), "needs --tls-key (both or neither)");
+    if (c.tls_cert.empty() && !c.tls_key.empty())
+      return flag_message("tls-key", origin("tls-key"), "needs --tls-cert (both or neither)");
+    if (c.tls_cert.empty() && !c.tls_client_ca.empty()) {
+      return flag_message("tls-client-ca", origin("tls-client-ca"),
+                          "needs --tls-cert and --tls-key (client certificates are checked over "
+                          "TLS only)");
+    }
+    return std::nullopt;
+  }
+
   static std::string dashed(std::string_view key) {
     std::string out(key);
     std::replace(out.begin(), out.end(), '_', '-');

@@ -75,6 +75,14 @@ struct ServiceConfig {
   // (the default): no keys, anyone who can connect may do anything. 1..4096 bytes.
   std::filesystem::path auth_file;
 
+  // --tls-cert PATH and --tls-key PATH (PEM; both or neither): serve HTTPS only, TLS 1.2+
+  // (tls_context.h). --tls-client-ca PATH (needs the other two): require a client certificate
+  // signed by one of its CAs (mTLS). All three are read again on SIGHUP. Empty (the default):
+  // plain HTTP. 1..4096 bytes each.
+  std::filesystem::path tls_cert;
+  std::filesystem::path tls_key;
+  std::filesystem::path tls_client_ca;
+
   // --body-limit: largest request body in bytes. Default 64 KiB; 1 KiB .. 16 MiB.
   std::size_t body_limit = std::size_t{64} * 1024;
   // --threads: network threads. Default 1; 1..64.
@@ -135,7 +143,8 @@ using Environment = std::function<std::optional<std::string>(std::string_view na
 // above; "redis" is a comma-separated string or an array of strings.
 //
 // Errors: kInvalidArgument with a one-line message that starts with the flag concerned (the
-// --redis flag when no Redis node is configured; --config for a file that cannot be read, is
+// --redis flag when no Redis node is configured; --tls-cert or --tls-key when only one of them is
+// set; --tls-client-ca without them; --config for a file that cannot be read, is
 // larger than 1 MiB, is not a JSON object or has an unknown key). Thread safety: as safe as
 // `env`; parse_config itself shares no state.
 storage::Result<ParsedConfig> parse_config(const std::vector<std::string>& args,

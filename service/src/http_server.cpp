@@ -11,8 +11,9 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, ApiHandlers& handlers,
-                       RequestObserver observer)
+                       RequestObserver observer, const TlsContext* tls)
     : io_(io),
+      tls_(tls),
       host_(std::make_shared<SessionHost>(std::move(options), handlers, std::move(observer))),
       acceptor_(asio::make_strand(io)),
       accept_retry_(acceptor_.get_executor()),
@@ -69,9 +70,15 @@ void HttpServer::do_accept() {
         socket.set_option(tcp::no_delay(true), ec);
         const auto peer = socket.remote_endpoint(ec);
         const std::string client = ec ? std::string() : peer.address().to_string();
-        auto session = std::make_shared<HttpSession>(std::move(socket), host_);
-        // Over a cap, the session answers 503 without reading and closes.
-        session->run(host_->add(session, client));
+        // Over a cap, the session answers 503 without reading and closes (after the handshake).
+        if (tls_ != nullptr) {
+          auto session =
+              std::make_shared<HttpSession<TlsStream>>(std::move(socket), host_, tls_->current());
+          session->run(host_->add(session, client));
+        } else {
+          auto session = std::make_shared<HttpSession<PlainStream>>(std::move(socket), host_);
+          session->run(host_->add(session, client));
+        }
         do_accept();
       });
 }

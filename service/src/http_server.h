@@ -1,6 +1,7 @@
 // The HTTP/1.1 front of fencelockd: a listener that accepts connections and hands each to a
-// session (http_session.h); the sessions' shared host (session_host.h) caps their number and
-// drains them on shutdown.
+// session (http_session.h) — a TLS session when the server has a TLS context (tls_context.h),
+// which then serves every connection of the port; the sessions' shared host (session_host.h) caps
+// their number and drains them on shutdown.
 //
 // Every connection gets its own strand; a request is read with the body limit and the idle
 // timeout, handled by ApiHandlers, answered, and the connection kept alive for the next one.
@@ -24,15 +25,16 @@
 #include "fencelock/storage/result.h"
 #include "route.h"
 #include "session_host.h"
+#include "tls_context.h"
 
 namespace fencelock::service {
 
-class HttpSession;
-
 class HttpServer {
  public:
+  // `tls`: null for plain HTTP; otherwise every connection is TLS with the context current when it
+  // was accepted. It must outlive the server.
   HttpServer(boost::asio::io_context& io, HttpServerOptions options, ApiHandlers& handlers,
-             RequestObserver observer);
+             RequestObserver observer, const TlsContext* tls = nullptr);
   ~HttpServer();
 
   // Binds and listens. Errors: kUnavailable (address in use, permission), with the address.
@@ -47,6 +49,8 @@ class HttpServer {
   std::size_t open_connections() const noexcept { return host_->open_connections(); }
   std::uint64_t refused_connections() const noexcept { return host_->refused_connections(); }
   std::size_t body_bytes_reserved() const noexcept { return host_->body_bytes_reserved(); }
+  std::uint64_t tls_handshake_failures() const noexcept { return host_->tls_handshake_failures(); }
+  bool tls() const noexcept { return tls_ != nullptr; }
   bool draining() const noexcept { return host_->draining(); }
   const HttpServerOptions& options() const noexcept { return host_->options(); }
 
@@ -55,6 +59,7 @@ class HttpServer {
   void accept_later();
 
   boost::asio::io_context& io_;
+  const TlsContext* tls_;
   std::shared_ptr<SessionHost> host_;        // shared with every session
   boost::asio::ip::tcp::acceptor acceptor_;  // on its own strand: shutdown() posts to it
   boost::asio::steady_timer accept_retry_;   // pause after an accept error (EMFILE, ...)

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
+#include <string>
 
 #include "log.h"
 #include "router.h"
@@ -19,6 +21,7 @@ namespace fencelock::service {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 
 namespace {
 
@@ -52,17 +55,81 @@ bool is_probe(http::verb verb, std::string_view target) {
   return verb == http::verb::get && (path == "/healthz" || path == "/readyz" || path == "/metrics");
 }
 
+// The client closed the connection, it timed out, or the TLS layer broke: nothing to answer.
+bool is_gone(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == beast::error::timeout ||
+         ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+         ec == asio::error::eof || ec == ssl::error::stream_truncated ||
+         ec.category() == asio::error::get_ssl_category();
+}
+
 }  // namespace
 
-HttpSession::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host)
-    : stream_(std::move(socket)), host_(std::move(host)) {}
+template <class Stream>
+Stream HttpSession<Stream>::make_stream(asio::ip::tcp::socket&& socket, ssl::context* context) {
+  if constexpr (kTls) {
+    return Stream(std::move(socket), *context);
+  } else {
+    return Stream(std::move(socket));
+  }
+}
 
-HttpSession::~HttpSession() {
+template <class Stream>
+HttpSession<Stream>::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host,
+                                 std::shared_ptr<ssl::context> context)
+    : context_(std::move(context)),
+      stream_(make_stream(std::move(socket), context_.get())),
+      host_(std::move(host)) {}
+
+template <class Stream>
+HttpSession<Stream>::~HttpSession() {
   release_body();
   host_->forget(this);
 }
 
-void HttpSession::run(Admission admission) {
+template <class Stream>
+void HttpSession<Stream>::run(Admission admission) {
+  asio::dispatch(tcp().get_executor(), [self = this->shared_from_this(), admission] {
+    if constexpr (kTls) {
+      self->do_handshake(admission);
+    } else {
+      self->serve(admission);
+    }
+  });
+}
+
+template <class Stream>
+void HttpSession<Stream>::do_handshake(Admission admission) {
+  if constexpr (kTls) {
+    beast::error_code no_peer;
+    const auto endpoint = tcp().socket().remote_endpoint(no_peer);
+    std::string peer = no_peer ? std::string("?") : endpoint.address().to_string();
+    // The handshake is the first thing a client sends: it gets the request timeout, as headers do.
+    tcp().expires_after(host_->options().request_timeout);
+    stream_.async_handshake(ssl::stream_base::server,
+                            [self = this->shared_from_this(), admission, peer = std::move(peer)](
+                                beast::error_code ec) { self->on_handshake(ec, admission, peer); });
+  }
+}
+
+template <class Stream>
+void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission,
+                                       const std::string& peer) {
+  if (!ec) {
+    handshake_done_ = true;
+    return serve(admission);
+  }
+  if (!host_->draining()) {  // plain HTTP on this port shows as "http request"; nothing is sent
+    host_->count_tls_handshake_failure();
+    log_event(LogLevel::kInfo, "tls_handshake_failed",
+              "peer=" + peer + " reason=\"" +
+                  (ec == beast::error::timeout ? std::string("timed out") : ec.message()) + "\"");
+  }
+  close();
+}
+
+template <class Stream>
+void HttpSession<Stream>::serve(Admission admission) {
   switch (admission) {
     case Admission::kServe:
       break;
@@ -71,14 +138,13 @@ void HttpSession::run(Admission admission) {
       break;
     case Admission::kRefuseCapped:
     case Admission::kRefuseClient:
-      return asio::dispatch(stream_.get_executor(), [self = shared_from_this(), admission] {
-        self->refuse_connection(admission);
-      });
+      return refuse_connection(admission);
   }
-  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+  do_read();
 }
 
-void HttpSession::refuse_connection(Admission admission) {
+template <class Stream>
+void HttpSession<Stream>::refuse_connection(Admission admission) {
   // Answered without reading anything: a client over a cap learns why and when to come back,
   // instead of a silent close. The request it may have sent is never read.
   begin_request();
@@ -90,20 +156,30 @@ void HttpSession::refuse_connection(Admission admission) {
           : "too many open connections (--max-connections)"));
 }
 
-void HttpSession::release_body() {
+template <class Stream>
+void HttpSession<Stream>::release_body() {
   if (body_reserved_ == 0) return;
   host_->release_body(body_reserved_);
   body_reserved_ = 0;
 }
 
-void HttpSession::drain() {
-  asio::post(stream_.get_executor(), [self = shared_from_this()] {
-    if (!self->busy_) self->close();
+template <class Stream>
+void HttpSession<Stream>::drain() {
+  asio::post(tcp().get_executor(), [self = this->shared_from_this()] {
     // A busy session answers with Connection: close (it checks draining()) and closes after.
+    if (self->busy_ || self->closed_) return;
+    if constexpr (kTls) {
+      // Its read (or handshake) must end before the TLS shutdown starts: stop it, and its handler
+      // closes.
+      self->tcp().cancel();
+    } else {
+      self->close();
+    }
   });
 }
 
-void HttpSession::do_read() {
+template <class Stream>
+void HttpSession<Stream>::do_read() {
   if (closed_) return;
   if (host_->draining()) return close();
   parser_.emplace();
@@ -112,23 +188,27 @@ void HttpSession::do_read() {
   if (buffer_.size() > 0) return read_header();  // a pipelined request is already here
   // Idle: wait for the first byte as long as a keep-alive connection may idle; from then on the
   // whole request must arrive within the request timeout (a byte a second holds nothing).
-  stream_.expires_after(host_->options().idle_timeout);
-  stream_.async_read_some(buffer_.prepare(kFirstRead),
-                          [self = shared_from_this()](beast::error_code ec, std::size_t bytes) {
-                            self->buffer_.commit(bytes);
-                            if (ec) return self->close();
-                            self->read_header();
+  tcp().expires_after(host_->options().idle_timeout);
+  stream_.async_read_some(
+      buffer_.prepare(kFirstRead),
+      [self = this->shared_from_this()](beast::error_code ec, std::size_t bytes) {
+        self->buffer_.commit(bytes);
+        if (ec) return self->close();
+        self->read_header();
+      });
+}
+
+template <class Stream>
+void HttpSession<Stream>::read_header() {
+  tcp().expires_after(host_->options().request_timeout);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                            self->on_header(ec);
                           });
 }
 
-void HttpSession::read_header() {
-  stream_.expires_after(host_->options().request_timeout);
-  http::async_read_header(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
-}
-
-void HttpSession::begin_request() {
+template <class Stream>
+void HttpSession<Stream>::begin_request() {
   started_ = std::chrono::steady_clock::now();
   busy_ = true;
   ++request_seq_;
@@ -137,12 +217,9 @@ void HttpSession::begin_request() {
   name_ = {};
 }
 
-void HttpSession::on_header(beast::error_code ec) {
-  if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-      ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
-      ec == asio::error::eof) {
-    return close();
-  }
+template <class Stream>
+void HttpSession<Stream>::on_header(beast::error_code ec) {
+  if (is_gone(ec)) return close();
   begin_request();
   if (ec == http::error::body_limit) {
     return respond_and_close(
@@ -181,15 +258,14 @@ void HttpSession::on_header(beast::error_code ec) {
     body_reserved_ = body;
   }
   http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code read_ec, std::size_t) {
+                   [self = this->shared_from_this()](beast::error_code read_ec, std::size_t) {
                      self->on_body(read_ec);
                    });
 }
 
-void HttpSession::on_body(beast::error_code ec) {
-  if (ec == beast::error::timeout || ec == asio::error::operation_aborted ||
-      ec == asio::error::connection_reset || ec == asio::error::eof ||
-      ec == http::error::end_of_stream || ec == http::error::partial_message) {
+template <class Stream>
+void HttpSession<Stream>::on_body(beast::error_code ec) {
+  if (is_gone(ec) || ec == http::error::partial_message) {
     busy_ = false;
     return close();
   }
@@ -208,8 +284,8 @@ void HttpSession::on_body(beast::error_code ec) {
   ApiHandlers::Dispatched dispatched = host_->handlers().dispatch(
       method_of(request_.method()), request_.target(), request_.body(),
       authorization == request_.end() ? std::string_view() : authorization->value(),
-      [self = shared_from_this(), request = request_seq_](ApiResponse response) {
-        asio::post(self->stream_.get_executor(),
+      [self = this->shared_from_this(), request = request_seq_](ApiResponse response) {
+        asio::post(self->tcp().get_executor(),
                    [self, request, response = std::move(response)]() mutable {
                      self->on_response(request, std::move(response));
                    });
@@ -221,31 +297,64 @@ void HttpSession::on_body(beast::error_code ec) {
   if (cancel_) watch_for_disconnect();
 }
 
-void HttpSession::watch_for_disconnect() {
+template <class Stream>
+void HttpSession<Stream>::watch_for_disconnect() {
   watching_ = true;
-  stream_.socket().async_wait(asio::ip::tcp::socket::wait_read,
-                              [self = shared_from_this(), request = request_seq_](
+  if constexpr (kTls) {
+    // Only reading the TLS stream tells a close_notify from data. Bytes read here stay in buffer_
+    // for the next request; the read may last as long as the request waits.
+    tcp().expires_never();
+    stream_.async_read_some(buffer_.prepare(kFirstRead),
+                            [self = this->shared_from_this(), request = request_seq_](
+                                beast::error_code ec, std::size_t bytes) {
+                              self->buffer_.commit(bytes);
+                              self->on_tls_watch(ec, request);
+                            });
+  } else {
+    tcp().socket().async_wait(asio::ip::tcp::socket::wait_read,
+                              [self = this->shared_from_this(), request = request_seq_](
                                   beast::error_code ec) { self->on_readable(ec, request); });
+  }
 }
 
-void HttpSession::on_readable(beast::error_code ec, std::uint64_t request) {
+template <class Stream>
+void HttpSession<Stream>::on_readable(beast::error_code ec, std::uint64_t request) {
   if (request != request_seq_ || !cancel_ || closed_) return;  // answered meanwhile
   watching_ = false;
   if (ec) return;
   char byte = 0;
-  const ssize_t got = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  const ssize_t got = ::recv(tcp().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (got > 0) return;  // a pipelined request: the client is still there (and the watch ends)
   if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return watch_for_disconnect();
-  // EOF or a reset: nobody will read the answer. Stop the request; its answer, when it comes,
-  // is logged and undone instead of written.
+  client_went_away();
+}
+
+template <class Stream>
+void HttpSession<Stream>::on_tls_watch(beast::error_code ec, std::uint64_t request) {
+  watching_ = false;
+  if (parked_) {  // answered while the read was pending: write the answer now
+    ApiResponse response = std::move(*parked_);
+    parked_.reset();
+    return deliver(std::move(response));
+  }
+  if (request != request_seq_ || !cancel_ || closed_) return;
+  if (!ec || ec == asio::error::operation_aborted) return;  // pipelined bytes: still there
+  client_went_away();  // close_notify (eof), a reset, or a broken TLS stream
+}
+
+// EOF or a reset: nobody will read the answer. Stop the request; its answer, when it comes, is
+// logged and undone instead of written.
+template <class Stream>
+void HttpSession<Stream>::client_went_away() {
   client_gone_ = true;
   const ApiHandlers::Cancel cancel = std::move(cancel_);
   cancel_ = nullptr;
   cancel();
 }
 
-void HttpSession::on_response(std::uint64_t request, ApiResponse response) {
+template <class Stream>
+void HttpSession<Stream>::on_response(std::uint64_t request, ApiResponse response) {
   if (request != request_seq_ || answered_) {  // a second answer to one request: never written
     if (response.undelivered) response.undelivered();
     return;
@@ -253,10 +362,20 @@ void HttpSession::on_response(std::uint64_t request, ApiResponse response) {
   answered_ = true;
   cancel_ = nullptr;
   if (watching_) {  // the request is answered: the watch has nothing more to tell
-    watching_ = false;
     beast::error_code ignored;
-    stream_.socket().cancel(ignored);
+    if constexpr (kTls) {
+      parked_.emplace(std::move(response));  // on_tls_watch() delivers it
+      tcp().socket().cancel(ignored);
+      return;
+    }
+    watching_ = false;
+    tcp().socket().cancel(ignored);
   }
+  deliver(std::move(response));
+}
+
+template <class Stream>
+void HttpSession<Stream>::deliver(ApiResponse response) {
   if (client_gone_) {
     client_gone_ = false;
     if (response.undelivered) response.undelivered();
@@ -293,20 +412,23 @@ void HttpSession::on_response(std::uint64_t request, ApiResponse response) {
   do_write();
 }
 
-void HttpSession::respond_and_close(ApiResponse response) {
+template <class Stream>
+void HttpSession<Stream>::respond_and_close(ApiResponse response) {
   keep_alive_ = false;
   on_response(request_seq_, std::move(response));
 }
 
-void HttpSession::do_write() {
-  stream_.expires_after(host_->options().write_timeout);
+template <class Stream>
+void HttpSession<Stream>::do_write() {
+  tcp().expires_after(host_->options().write_timeout);
   http::async_write(stream_, response_,
-                    [self = shared_from_this()](beast::error_code ec, std::size_t bytes) {
+                    [self = this->shared_from_this()](beast::error_code ec, std::size_t bytes) {
                       self->on_write(ec, bytes);
                     });
 }
 
-void HttpSession::on_write(beast::error_code ec, std::size_t) {
+template <class Stream>
+void HttpSession<Stream>::on_write(beast::error_code ec, std::size_t) {
   if (ec && undelivered_) undelivered_();  // the answer did not get out: undo what it hands out
   undelivered_ = nullptr;
   host_->observe(RequestRecord{request_.method_string(), route_, name_, response_.result_int(),
@@ -318,12 +440,32 @@ void HttpSession::on_write(beast::error_code ec, std::size_t) {
   do_read();
 }
 
-void HttpSession::close() {
+// Over TLS after a handshake: close_notify both ways, bounded, then the socket. A client that
+// went away makes the exchange fail at once. Never called with another operation in flight on
+// the TLS stream (drain() cancels first; the watch delivers before anything else).
+template <class Stream>
+void HttpSession<Stream>::close() {
   if (closed_) return;
   closed_ = true;
-  beast::error_code ignored;
-  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  stream_.close();
+  if constexpr (kTls) {
+    if (handshake_done_ && tcp().socket().is_open()) {
+      tcp().expires_after(kTlsShutdownTimeout);
+      stream_.async_shutdown(
+          [self = this->shared_from_this()](beast::error_code) { self->close_socket(); });
+      return;
+    }
+  }
+  close_socket();
 }
+
+template <class Stream>
+void HttpSession<Stream>::close_socket() {
+  beast::error_code ignored;
+  tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  tcp().close();
+}
+
+template class HttpSession<PlainStream>;
+template class HttpSession<TlsStream>;
 
 }  // namespace fencelock::service

@@ -3,43 +3,75 @@
 // shutdown. Each async step is a do_x/on_x pair on the connection's strand; the session lives as
 // long as an async operation holds its shared_from_this().
 //
+// The same logic serves plain TCP (PlainStream) and TLS (TlsStream): the two instantiations are the
+// only ones (http_session.cpp). A TLS session first completes the handshake within the request
+// timeout — a client that connects and never finishes it is closed like a slow header sender; a
+// failed handshake (plain HTTP on the TLS port, a refused protocol version or client certificate)
+// is logged, counted and closed without writing anything. It ends with a TLS close_notify
+// exchange bounded by kTlsShutdownTimeout.
+//
 // While a request that may wait (an acquire with wait_ms) is being handled, the session watches
-// the socket: if the client closes it (EOF or reset; pipelined bytes end the watch), the request
-// is cancelled, and an answer that still arrives is not written — its `undelivered` step runs
-// instead (a grant is released at once) and the request is logged with status 499.
+// the connection: if the client closes it (EOF, reset, or a TLS close_notify; pipelined bytes end
+// the watch), the request is cancelled, and an answer that still arrives is not written — its
+// `undelivered` step runs instead (a grant is released at once) and the request is logged with
+// status 499. Over TLS the watch is a read on the TLS stream, and the answer waits for that read
+// to end, so the stream never has two operations in flight.
 #pragma once
 
-#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <type_traits>
 
 #include "api_handlers.h"
 #include "route.h"
+#include "session.h"
 #include "session_host.h"
 
 namespace fencelock::service {
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+using PlainStream = boost::beast::tcp_stream;
+using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
+
+// How long a TLS session waits for the client's close_notify after sending its own.
+inline constexpr std::chrono::milliseconds kTlsShutdownTimeout{1000};
+
+template <class Stream>
+class HttpSession final : public Session, public std::enable_shared_from_this<HttpSession<Stream>> {
  public:
-  HttpSession(boost::asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host);
-  ~HttpSession();
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  // TLS: handshakes with `context` (kept alive for the session's life: a reload does not touch
+  // it), which must not be null. Plain: `context` is ignored.
+  HttpSession(boost::asio::ip::tcp::socket&& socket, std::shared_ptr<SessionHost> host,
+              std::shared_ptr<boost::asio::ssl::context> context = nullptr);
+  ~HttpSession() override;
+  HttpSession(const HttpSession&) = delete;
+  HttpSession& operator=(const HttpSession&) = delete;
 
   // Starts serving as the host admitted it (session_host.h): reads requests, reads requests from
-  // a health-only connection, or answers 503 at once and closes.
+  // a health-only connection, or answers 503 at once and closes — over TLS, after the handshake.
   void run(Admission admission);
-  // Shutdown: close now if waiting for a request; otherwise finish the current one and close.
-  void drain();
+  void drain() override;
 
  private:
+  static Stream make_stream(boost::asio::ip::tcp::socket&& socket,
+                            boost::asio::ssl::context* context);
+  boost::beast::tcp_stream& tcp() { return boost::beast::get_lowest_layer(stream_); }
+  void do_handshake(Admission admission);  // TLS only
+  void on_handshake(boost::beast::error_code ec, Admission admission, const std::string& peer);
+  void serve(Admission admission);
   void do_read();
   void read_header();
   void on_header(boost::beast::error_code ec);
@@ -49,13 +81,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void release_body();
   void watch_for_disconnect();
   void on_readable(boost::beast::error_code ec, std::uint64_t request);
+  void on_tls_watch(boost::beast::error_code ec, std::uint64_t request);
+  void client_went_away();
   void on_response(std::uint64_t request, ApiResponse response);
+  void deliver(ApiResponse response);
   void do_write();
   void on_write(boost::beast::error_code ec, std::size_t bytes);
   void respond_and_close(ApiResponse response);
   void close();
+  void close_socket();
 
-  boost::beast::tcp_stream stream_;
+  std::shared_ptr<boost::asio::ssl::context> context_;  // TLS: before stream_, which uses it
+  Stream stream_;
   boost::beast::flat_buffer buffer_;
   std::shared_ptr<SessionHost> host_;  // outlives this session, whatever happens to the server
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
@@ -70,12 +107,17 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::size_t body_reserved_ = 0;  // of the host's body budget, for the current request
   bool busy_ = false;              // a request is being handled or answered
   bool closed_ = false;
+  bool handshake_done_ = false;    // TLS: a close sends close_notify only after a handshake
   std::uint64_t request_seq_ = 0;  // numbers requests, so a stale disconnect watch is ignored
   ApiHandlers::Cancel cancel_;     // of the request being handled, while it may wait
-  bool watching_ = false;          // a disconnect watch is pending on the socket
+  bool watching_ = false;          // a disconnect watch is pending on the connection
   bool client_gone_ = false;       // the client closed while its request was being handled
   bool answered_ = false;          // the current request has its answer (later ones are dropped)
+  std::optional<ApiResponse> parked_;  // TLS: an answer waiting for the watch's read to end
   std::function<void()> undelivered_;  // of the answer being written
 };
+
+extern template class HttpSession<PlainStream>;
+extern template class HttpSession<TlsStream>;
 
 }  // namespace fencelock::service

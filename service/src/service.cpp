@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "api_handlers.h"
-#include "auth/auth_reloader.h"
+#include "auth/authorizer.h"
 #include "fencelock/storage/etcd_token_source.h"
 #include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/redis_token_source.h"
@@ -24,6 +24,8 @@
 #include "http_server.h"
 #include "log.h"
 #include "metrics.h"
+#include "sighup_reloader.h"
+#include "tls_context.h"
 
 namespace fencelock::service {
 
@@ -136,6 +138,20 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
   return OpenedTokens{source.value(), source.value(), "redis", "", ""};
 }
 
+// Never throws: a bad file keeps the keys in force.
+void reload_keys(const std::filesystem::path& path, Authorizer& authorizer) {
+  auto keys = KeySet::load(path);
+  if (!keys.ok()) {
+    log_event(LogLevel::kError, "auth_file_rejected",
+              "reason=\"" + keys.error().message + "\" (the previous keys stay in force)");
+    return;
+  }
+  const std::size_t count = keys->keys().size();
+  authorizer.replace(std::move(keys).value());
+  log_event(LogLevel::kInfo, "auth_file_reloaded",
+            "path=" + path.string() + " keys=" + std::to_string(count));
+}
+
 void arm_pause_after_quorum(int) {
   const int saved_errno = errno;  // a signal handler must leave errno as it found it
   storage::failpoints::arm_pause_after_quorum(std::chrono::seconds(2));
@@ -183,6 +199,19 @@ storage::Status run_service(const ServiceConfig& config) {
               "draw tokens (docs/operations.md, \"Securing fencelock\")");
   }
 
+  // TLS files are read before anything connects anywhere: a bad one stops the start at once.
+  std::optional<TlsContext> tls;
+  if (!config.tls_cert.empty()) {
+    TlsFiles files{config.tls_cert, config.tls_key, config.tls_client_ca};
+    auto loaded = load_tls(files);
+    if (!loaded.ok()) return std::move(loaded).error();
+    const bool expired = loaded->description.find("expired=true") != std::string::npos;
+    log_event(expired ? LogLevel::kWarning : LogLevel::kInfo, "tls_loaded",
+              "cert=" + config.tls_cert.string() + " " + loaded->description +
+                  " client_certificates=" + (config.tls_client_ca.empty() ? "off" : "required"));
+    tls.emplace(std::move(files), std::move(loaded).value());
+  }
+
   auto tokens = open_tokens(config, io);
   if (!tokens.ok()) return std::move(tokens).error();
   storage::EngineOptions engine_options = config.engine;
@@ -214,6 +243,10 @@ storage::Status run_service(const ServiceConfig& config) {
                               static_cast<double>(server_ptr->refused_connections()));
           gauges.emplace_back("fencelock_http_body_bytes_reserved",
                               static_cast<double>(server_ptr->body_bytes_reserved()));
+          if (server_ptr->tls()) {
+            gauges.emplace_back("fencelock_tls_handshake_failures_total",
+                                static_cast<double>(server_ptr->tls_handshake_failures()));
+          }
         }
         gauges.emplace_back("fencelock_lock_nodes_voting",
                             static_cast<double>(engine->voting_nodes()));
@@ -229,19 +262,22 @@ storage::Status run_service(const ServiceConfig& config) {
   server_options.idle_timeout = config.idle_timeout;
   server_options.request_timeout = config.request_timeout;
   server_options.body_memory = config.body_memory;
-  HttpServer server(io, server_options, handlers, [&metrics](const RequestRecord& r) {
-    metrics.record_request(r.route, r.status,
-                           std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
-    std::string fields =
-        "method=" + std::string(r.method) + " route=" + std::string(route_label(r.route));
-    if (!r.name.empty()) fields += " name=" + std::string(r.name);
-    fields += " status=" + std::to_string(r.status);
-    fields +=
-        " duration_us=" +
-        std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count());
-    if (!r.detail.empty()) fields += " " + std::string(r.detail);
-    log_event(LogLevel::kInfo, "request", fields);
-  });
+  HttpServer server(
+      io, server_options, handlers,
+      [&metrics](const RequestRecord& r) {
+        metrics.record_request(r.route, r.status,
+                               std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
+        std::string fields =
+            "method=" + std::string(r.method) + " route=" + std::string(route_label(r.route));
+        if (!r.name.empty()) fields += " name=" + std::string(r.name);
+        fields += " status=" + std::to_string(r.status);
+        fields += " duration_us=" +
+                  std::to_string(
+                      std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count());
+        if (!r.detail.empty()) fields += " " + std::string(r.detail);
+        log_event(LogLevel::kInfo, "request", fields);
+      },
+      tls ? &*tls : nullptr);
   server_ptr = &server;
   if (auto listening = server.listen(); !listening.ok()) {
     engine->stop();
@@ -253,12 +289,17 @@ storage::Status run_service(const ServiceConfig& config) {
   engine->start();
   server.start_accepting();
   log_event(LogLevel::kInfo, "listening",
-            "address=" + config.listen.host + ":" + std::to_string(server.port()) +
-                " threads=" + std::to_string(config.threads));
+            "address=" + config.listen.host + ":" + std::to_string(server.port()) + " scheme=" +
+                (tls ? "https" : "http") + " threads=" + std::to_string(config.threads));
 
-  std::optional<AuthReloader> reloader;
-  if (!config.auth_file.empty()) {
-    reloader.emplace(io, config.auth_file, authorizer);
+  // SIGHUP: the key file, then the certificate, each kept as it is when its new files are bad.
+  // Both are read on the reloader's thread, never on the event loop.
+  std::optional<SighupReloader> reloader;
+  if (!config.auth_file.empty() || tls) {
+    reloader.emplace(io, [&config, &authorizer, &tls] {
+      if (!config.auth_file.empty()) reload_keys(config.auth_file, authorizer);
+      if (tls) tls->reload();
+    });
     reloader->start();
   }
 

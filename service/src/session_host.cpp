@@ -4,7 +4,7 @@
 
 namespace fencelock::service {
 
-Admission SessionHost::add(const std::shared_ptr<HttpSession>& session, const std::string& client) {
+Admission SessionHost::add(const std::shared_ptr<Session>& session, const std::string& client) {
   Admission admission = Admission::kServe;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -30,7 +30,7 @@ Admission SessionHost::add(const std::shared_ptr<HttpSession>& session, const st
   return admission;
 }
 
-void SessionHost::forget(HttpSession* session) {
+void SessionHost::forget(Session* session) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto found = sessions_.find(session);
@@ -55,9 +55,9 @@ void SessionHost::release_body(std::size_t bytes) {
   body_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-std::vector<std::shared_ptr<HttpSession>> SessionHost::drain(std::function<void()> drained) {
+std::vector<std::shared_ptr<Session>> SessionHost::drain(std::function<void()> drained) {
   draining_ = true;
-  std::vector<std::shared_ptr<HttpSession>> live;
+  std::vector<std::shared_ptr<Session>> live;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     drained_ = std::move(drained);

@@ -20,10 +20,9 @@
 #include "api_handlers.h"
 #include "fencelock/storage/engine_options.h"
 #include "route.h"
+#include "session.h"
 
 namespace fencelock::service {
-
-class HttpSession;
 
 struct HttpServerOptions {
   storage::NodeAddress listen{"127.0.0.1", 8080};
@@ -77,6 +76,13 @@ class SessionHost {
   std::uint64_t refused_connections() const noexcept {
     return refused_.load(std::memory_order_relaxed);
   }
+  // TLS handshakes that failed or timed out (plain HTTP on the TLS port among them), since start.
+  void count_tls_handshake_failure() noexcept {
+    tls_handshake_failures_.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::uint64_t tls_handshake_failures() const noexcept {
+    return tls_handshake_failures_.load(std::memory_order_relaxed);
+  }
   // Request bodies: reserve `bytes` of the shared budget before reading a body; false (nothing
   // reserved) when it would go over body_memory. Every reservation is given back once.
   bool reserve_body(std::size_t bytes);
@@ -87,13 +93,13 @@ class SessionHost {
 
   // A session began from `client` (its source address): how it is let in. kServe and
   // kHealthOnly are recorded (forget() undoes it); a refusal records nothing but the count.
-  Admission add(const std::shared_ptr<HttpSession>& session, const std::string& client);
+  Admission add(const std::shared_ptr<Session>& session, const std::string& client);
   // A session ended (its destructor).
-  void forget(HttpSession* session);
+  void forget(Session* session);
 
   // Starts draining: returns the live sessions (to be told to drain) and runs `drained` once none
   // is left (at once if none is).
-  std::vector<std::shared_ptr<HttpSession>> drain(std::function<void()> drained);
+  std::vector<std::shared_ptr<Session>> drain(std::function<void()> drained);
   // Takes back the drained callback, if it has not run: for the grace timeout and for the server's
   // destruction. Returns it (empty if it already ran).
   std::function<void()> take_drained();
@@ -106,14 +112,15 @@ class SessionHost {
   RequestObserver observer_;
   std::atomic<std::size_t> open_{0};
   std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> tls_handshake_failures_{0};
   std::atomic<std::size_t> body_bytes_{0};
   std::atomic<bool> draining_{false};
   std::mutex mutex_;  // guards sessions_, per_client_ and drained_
   struct Entry {
-    std::weak_ptr<HttpSession> session;
+    std::weak_ptr<Session> session;
     std::string client;
   };
-  std::unordered_map<HttpSession*, Entry> sessions_;
+  std::unordered_map<Session*, Entry> sessions_;
   std::unordered_map<std::string, std::size_t> per_client_;  // open connections by address
   std::function<void()> drained_;
 };

@@ -1,6 +1,7 @@
 #include "cli_args.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 
 using namespace fencelock::cli;
 using namespace std::chrono_literals;
@@ -63,4 +64,37 @@ TEST_CASE("cli: help and version need nothing else", "[client]") {
   CHECK(parse({"run", "-h"})->command == Command::kHelp);
   CHECK(parse({"--version"})->command == Command::kVersion);
   CHECK_THAT(cli_usage(), Catch::Contains("Exit codes"));
+}
+
+TEST_CASE("cli: the API key and the TLS files come from flags, else from the environment",
+          "[client]") {
+  const std::map<std::string, std::string> environment = {{"FENCELOCK_API_KEY", "flk_env"},
+                                                          {"FENCELOCK_CACERT", "/env/ca.pem"},
+                                                          {"FENCELOCK_CERT", "/env/me.pem"},
+                                                          {"FENCELOCK_KEY", ""}};
+  auto env = [&environment](const char* name) -> std::optional<std::string> {
+    const auto found = environment.find(name);
+    if (found == environment.end()) return std::nullopt;
+    return found->second;
+  };
+  auto a = parse({"--endpoint", "https://localhost:8443", "--cacert", "/flag/ca.pem", "--key",
+                  "/flag/me.key", "status", "x"});
+  REQUIRE(a.ok());
+  fill_from_environment(a.value(), env);
+  CHECK(a->endpoint == "https://localhost:8443");
+  CHECK(a->cacert == "/flag/ca.pem");  // the flag wins
+  CHECK(a->cert == "/env/me.pem");
+  CHECK(a->key == "/flag/me.key");
+  CHECK(a->api_key == "flk_env");
+  auto b = parse({"status", "x"});
+  fill_from_environment(b.value(), env);
+  CHECK(b->key.empty());  // set to "": unset
+}
+
+TEST_CASE("cli: a TLS failure has an exit code of its own", "[client]") {
+  const fencelock::Error tls{fencelock::ErrorCode::kTls, "certificate verify failed", 0, {}};
+  const fencelock::Error transport{fencelock::ErrorCode::kTransport, "refused", 0, {}};
+  CHECK(exit_code_for(tls) == kExitTls);
+  CHECK(exit_code_for(transport) == kExitUnavailable);
+  CHECK_THAT(cli_usage(), Catch::Contains("  7  TLS failed"));
 }

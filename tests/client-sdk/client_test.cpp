@@ -89,7 +89,7 @@ TEST_CASE("sdk: bad input is refused before anything is sent", "[client]") {
   CHECK(client.acquire("x", 0ms).error().code == ErrorCode::kInvalidArgument);
   CHECK(client.status("a/b").error().code == ErrorCode::kInvalidArgument);
   for (const char* endpoint :
-       {"127.0.0.1:8080", "https://127.0.0.1:8080", "http://example.com:80", "http://127.0.0.1"}) {
+       {"127.0.0.1:8080", "ftp://127.0.0.1:8080", "https://example.com:443", "http://127.0.0.1"}) {
     ClientOptions options;
     options.endpoints = {endpoint};
     INFO(endpoint);

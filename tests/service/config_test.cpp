@@ -430,6 +430,25 @@ TEST_CASE("the tokens flag takes sqlite:PATH, redis://HOST:PORT or etcd://HOST:P
   }
 }
 
+TEST_CASE("the TLS files come as a pair, and a client CA only with them", "[service]") {
+  const ServiceConfig c =
+      accepted(with_redis({"--tls-cert", "/etc/f/cert.pem", "--tls-key", "/etc/f/key.pem",
+                           "--tls-client-ca", "/etc/f/ca.pem"}))
+          .config;
+  CHECK(c.tls_cert == "/etc/f/cert.pem");
+  CHECK(c.tls_key == "/etc/f/key.pem");
+  CHECK(c.tls_client_ca == "/etc/f/ca.pem");
+  CHECK(accepted(with_redis({})).config.tls_cert.empty());
+  CHECK(refusal(with_redis({"--tls-cert", "c.pem"})) ==
+        "--tls-cert: needs --tls-key (both or neither)");
+  CHECK(refusal(with_redis({}), {{"FENCELOCK_TLS_KEY", "k.pem"}}) ==
+        "--tls-key (from FENCELOCK_TLS_KEY): needs --tls-cert (both or neither)");
+  CHECK_THAT(refusal(with_redis({"--tls-client-ca", "ca.pem"})),
+             Catch::StartsWith("--tls-client-ca: needs --tls-cert and --tls-key"));
+  CHECK_THAT(refusal(with_redis({"--tls-cert", ""})),
+             Catch::StartsWith("--tls-cert: expected a path of 1 to 4096 bytes"));
+}
+
 TEST_CASE("help and version win over every other flag, good or bad", "[service]") {
   const auto [args, command] = GENERATE(table<Args, Command>({
       {{"--help"}, Command::kHelp},
@@ -601,6 +620,9 @@ TEST_CASE("every setting has a flag, an environment variable and a line in --hel
                                           "token-user",
                                           "token-password-file",
                                           "auth-file",
+                                          "tls-cert",
+                                          "tls-key",
+                                          "tls-client-ca",
                                           "body-limit",
                                           "threads",
                                           "max-connections",

@@ -1,5 +1,6 @@
 #include "fencelockd_process.h"
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <iterator>
@@ -8,6 +9,7 @@
 
 #include "http_client.h"
 #include "redis_server.h"
+#include "tls_client.h"
 
 namespace fencelock::testing {
 
@@ -32,6 +34,16 @@ Fencelockd::Fencelockd(const std::filesystem::path& dir, std::vector<std::string
                        const std::vector<std::string>& env) {
   static int instance = 0;
   log_path_ = dir / ("fencelockd-" + std::to_string(++instance) + ".log");
+  const bool tls = std::find(args.begin(), args.end(), "--tls-cert") != args.end();
+  auto healthy = [this, tls] {
+    if (!tls)
+      return HttpClient(port_, std::chrono::milliseconds(500)).get("/healthz").status == 200;
+    // The handshake is the sign of life: it completes (TLS 1.3) even when a client certificate
+    // is required, and this probe has none.
+    return TlsClient(port_, TlsClientOptions{{}, {}, {}, 0, std::chrono::milliseconds(500)})
+        .connect()
+        .empty();
+  };
   for (int attempt = 0; attempt < 3; ++attempt) {
     port_ = pick_free_port();
     std::vector<std::string> argv = {fencelockd_binary(), "--listen",
@@ -44,7 +56,7 @@ Fencelockd::Fencelockd(const std::filesystem::path& dir, std::vector<std::string
         if (log().find("Address already in use") != std::string::npos) break;  // pick another port
         throw std::runtime_error("fencelockd exited with " + std::to_string(*code) + ":\n" + log());
       }
-      if (HttpClient(port_, std::chrono::milliseconds(500)).get("/healthz").status == 200) return;
+      if (healthy()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (process_.running()) {

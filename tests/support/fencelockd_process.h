@@ -16,7 +16,9 @@ namespace fencelock::testing {
 class Fencelockd {
  public:
   // Starts fencelockd with `args` plus --listen 127.0.0.1:<free port> and waits until /healthz
-  // answers (10 s); `env` ("NAME=value") is added to its environment. Throws std::runtime_error
+  // answers (10 s) — when `args` hold --tls-cert, until a TLS handshake (any certificate) does;
+  // `env`
+  // ("NAME=value") is added to its environment. Throws std::runtime_error
   // with the log if it exits or never answers.
   Fencelockd(const std::filesystem::path& dir, std::vector<std::string> args,
              const std::vector<std::string>& env = {});

@@ -1,13 +1,13 @@
 // The fencelock C++ client: talks HTTP/1.1 to fencelockd (docs/api.md) over a small pool of
-// keep-alive connections.
+// keep-alive connections, plain or over TLS ("https://" endpoints).
 //
 // Thread safety: a Client may be used from any number of threads at once; each call takes an idle
 // connection from the pool (or opens one) and returns it afterwards. Every call is blocking and
 // bounded by the request timeout (acquire: plus its wait).
 //
 // Retries: calls that are safe to repeat (extend, release, status, next_token, current_token) are
-// retried on transport errors and 503s, up to max_retries times, on the next endpoint. acquire is
-// retried only when the request could not even be sent (nothing can have been granted).
+// retried on transport and TLS errors and 503s, up to max_retries times, on the next endpoint.
+// acquire is retried only when the request could not even be sent (nothing can have been granted).
 #pragma once
 
 #include <chrono>
@@ -24,10 +24,11 @@
 namespace fencelock {
 
 struct ClientOptions {
-  // fencelockd base URLs, "http://HOST:PORT", tried in order (the next one after a transport
-  // error). Default {"http://127.0.0.1:8080"}; 1..16 endpoints, numeric IPs or localhost.
+  // fencelockd base URLs, "http://HOST:PORT" or "https://HOST:PORT", tried in order (the next one
+  // after a transport error). Default {"http://127.0.0.1:8080"}; 1..16 endpoints, numeric IPs or
+  // localhost.
   std::vector<std::string> endpoints = {"http://127.0.0.1:8080"};
-  // Default 1 s; 1 ms .. 60 s.
+  // Connecting, TLS handshake included. Default 1 s; 1 ms .. 60 s.
   std::chrono::milliseconds connect_timeout{1000};
   // One request's round trip, excluding an acquire's wait. Default 5 s; 1 ms .. 10 min.
   std::chrono::milliseconds request_timeout{5000};
@@ -41,6 +42,16 @@ struct ClientOptions {
   // empty (fencelockd with --auth-file; docs/operations.md). Printable ASCII, at most 256
   // characters. Never logged, never part of an error message.
   std::string api_key;
+
+  // TLS, for "https://" endpoints only (TLS 1.2 or newer). The server's certificate must chain to
+  // a CA in `ca_file` (PEM; default "": the system's trust store) and name the endpoint's host as
+  // written — "localhost" as a DNS name, an IP address as an IP address SAN. Otherwise every call
+  // fails with kTls and nothing is sent.
+  std::string ca_file;
+  // A client certificate (PEM, with its chain) and its unencrypted private key, for a fencelockd
+  // that requires one (--tls-client-ca, mutual TLS). Both or neither; default none.
+  std::string cert_file;
+  std::string key_file;
 };
 
 struct LockStatus {
@@ -51,7 +62,9 @@ struct LockStatus {
 
 class Client {
  public:
-  // Errors: kInvalidArgument (a malformed endpoint or an option out of bounds).
+  // Reads the TLS files when an endpoint is https://. Errors: kInvalidArgument (a malformed
+  // endpoint, an option out of bounds, a TLS file that cannot be read or does not hold PEM, a key
+  // that does not match its certificate).
   static Result<Client> create(ClientOptions options = {});
 
   Client(Client&&) noexcept;

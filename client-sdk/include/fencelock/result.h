@@ -3,7 +3,8 @@
 // Every fallible SDK call returns Result<T>: a T or an Error. The codes keep apart what callers
 // handle differently: kLocked (someone else holds it: wait or give up), kNotHeld (your lease is
 // gone: stop writing), kUnavailable (the service or its lock nodes cannot decide now: retry
-// later), kInvalidArgument (fix the call), kTransport (no answer from the service at all).
+// later), kInvalidArgument (fix the call), kTransport (no answer from the service at all), kTls
+// (the TLS handshake failed: fix the certificates, retrying will not help).
 // No exception crosses the SDK's API. A Result is a plain value, not thread-safe.
 #pragma once
 
@@ -25,11 +26,13 @@ enum class ErrorCode {
   kDenied,           // 401/403: no API key, an unknown one, or one without the right or name
   kRateLimited,      // 429 rate_limited / quota_exceeded: the API key is over its rate or caps
   kTransport,        // no usable answer: connect failed, timed out, connection broke
+  kTls,              // TLS failed: the server's certificate is not trusted (ca_file) or not for
+                     // this host, or the server refused the protocol or our client certificate
   kInternal,         // 500, or an answer the SDK cannot read
 };
 
 // "locked", "not_held", "unavailable", "invalid_argument", "denied", "rate_limited", "transport",
-// "internal".
+// "tls", "internal".
 std::string_view error_code_name(ErrorCode code) noexcept;
 
 struct Error {

@@ -1,0 +1,204 @@
+// The SDK and the CLI against fencelockd over TLS: the CA decides whom they trust, the server's
+// certificate must name the host they asked for, a client certificate opens a server that wants
+// one, and every TLS failure is kTls (CLI exit 7) with nothing sent.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include "child_process.h"
+#include "fencelock/client.h"
+#include "sync_redis.h"
+#include "temp_dir.h"
+#include "test_certs.h"
+#include "tls_service_under_test.h"
+
+using namespace fencelock::testing;
+using namespace std::chrono_literals;
+using fencelock::Client;
+using fencelock::ClientOptions;
+using fencelock::ErrorCode;
+using nlohmann::json;
+
+namespace {
+
+ClientOptions options_for(const std::string& endpoint, const std::filesystem::path& ca) {
+  ClientOptions options;
+  options.endpoints = {endpoint};
+  options.ca_file = ca.string();
+  options.max_retries = 1;
+  options.retry_backoff = 10ms;
+  return options;
+}
+
+std::int64_t keys_on_nodes(TlsServiceUnderTest& s) {
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < s.cluster.size(); ++i)
+    total += SyncRedis(s.cluster.node(i).port()).count_keys();
+  return total;
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+CliRun cli(const std::filesystem::path& dir, const std::vector<std::string>& args,
+           const std::vector<std::string>& env = {}) {
+  static int run = 0;
+  const auto out = dir / ("cli-tls-" + std::to_string(++run) + ".out");
+  std::vector<std::string> argv = {FENCELOCK_CLI_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess process;
+  process.start(argv, out, env);
+  CliRun result;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto code = process.poll_exit()) {
+      result.exit_code = *code;
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  std::ifstream in(out);
+  result.output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("sdk: over https, trusting the CA, the SDK takes and releases locks — by IP or localhost",
+          "[client][redis]") {
+  TlsServiceUnderTest s;
+  const std::string endpoint =
+      GENERATE(as<std::string>{}, "https://127.0.0.1:", "https://localhost:");
+  auto client = Client::create(options_for(endpoint + std::to_string(s.port()), s.certs.ca));
+  REQUIRE(client.ok());
+  auto lease = client->acquire("sdk-tls", 10s);
+  REQUIRE(lease.ok());
+  CHECK(client->extend(lease.value(), 10s).ok());
+  CHECK(client->status("sdk-tls")->held);
+  CHECK(client->release(lease.value()).value());
+  CHECK(client->next_token("sdk-tls").value() == lease->token() + 1);
+}
+
+TEST_CASE("sdk: a server the SDK does not trust is a kTls error and nothing changes anywhere",
+          "[client][redis]") {
+  TlsServiceUnderTest s;
+  SECTION("a CA that did not sign the server's certificate") {
+    auto client = Client::create(options_for(s.endpoint(), s.certs.wrong_ca));
+    REQUIRE(client.ok());
+    const auto refused = client->acquire("sdk-tls", 10s);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kTls);
+    CHECK_THAT(refused.error().message, Catch::Contains("certificate verify failed"));
+    CHECK(client->next_token("sdk-tls").error().code == ErrorCode::kTls);
+  }
+  SECTION("a certificate for another host") {
+    const CertFiles elsewhere =
+        s.certs.issue_server("elsewhere", "fencelock.invalid", 0x3003, false);
+    std::filesystem::copy_file(elsewhere.cert, s.live_cert,
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(elsewhere.key, s.live_key,
+                               std::filesystem::copy_options::overwrite_existing);
+    ::kill(s.daemon->pid(), SIGHUP);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (s.daemon->log().find("tls_reloaded") == std::string::npos) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      std::this_thread::sleep_for(20ms);
+    }
+    for (const std::string host : {"127.0.0.1", "localhost"}) {
+      auto client = Client::create(
+          options_for("https://" + host + ":" + std::to_string(s.port()), s.certs.ca));
+      const auto refused = client->acquire("sdk-tls", 10s);
+      REQUIRE_FALSE(refused.ok());
+      CHECK(refused.error().code == ErrorCode::kTls);
+      CHECK_THAT(refused.error().message, Catch::Contains("mismatch"));
+    }
+  }
+  CHECK(keys_on_nodes(s) == 0);
+  TlsClient unchecked(s.port());  // trusts any certificate: the one in force may name elsewhere
+  CHECK(unchecked.get("/v1/tokens/sdk-tls").json()["token"] == 0);
+}
+
+TEST_CASE("sdk: with mutual TLS the client certificate opens the door, and only one from the CA",
+          "[client][redis]") {
+  TlsServiceUnderTest s({}, true);
+  ClientOptions options = options_for(s.endpoint(), s.certs.ca);
+  SECTION("with a certificate from the CA") {
+    options.cert_file = s.certs.client.cert.string();
+    options.key_file = s.certs.client.key.string();
+    auto client = Client::create(options);
+    REQUIRE(client.ok());
+    auto lease = client->acquire("sdk-mtls", 10s);
+    REQUIRE(lease.ok());
+    CHECK(client->release(lease.value()).value());
+  }
+  SECTION("without a certificate, or with one from another CA") {
+    if (GENERATE(false, true)) {
+      options.cert_file = s.certs.wrong_client.cert.string();
+      options.key_file = s.certs.wrong_client.key.string();
+    }
+    auto client = Client::create(options);
+    REQUIRE(client.ok());
+    const auto refused = client->acquire("sdk-mtls", 10s);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kTls);
+    CHECK(keys_on_nodes(s) == 0);
+  }
+}
+
+TEST_CASE("sdk: TLS files that cannot be used are refused when the client is created", "[client]") {
+  TempDir dir;
+  const TestCerts certs(dir.path());
+  const auto not_pem = dir.path() / "not.pem";
+  std::ofstream(not_pem) << "hello\n";
+  ClientOptions options = options_for("https://127.0.0.1:9", certs.ca);
+  std::string expected;
+  SECTION("a CA file that is not there") {
+    options.ca_file = (dir.path() / "missing.pem").string();
+    expected = "ca_file '" + options.ca_file + "': cannot read";
+  }
+  SECTION("a CA file without a certificate") {
+    options.ca_file = not_pem.string();
+    expected = "ca_file '" + options.ca_file + "': holds no CA certificate";
+  }
+  SECTION("a certificate without its key") {
+    options.cert_file = certs.client.cert.string();
+    expected = "cert_file and key_file: both or neither";
+  }
+  SECTION("a key that is not the certificate's") {
+    options.cert_file = certs.client.cert.string();
+    options.key_file = certs.server.key.string();
+    expected = "key_file '" + options.key_file + "'";
+  }
+  const auto created = Client::create(options);
+  REQUIRE_FALSE(created.ok());
+  CHECK(created.error().code == ErrorCode::kInvalidArgument);
+  CHECK_THAT(created.error().message, Catch::Contains(expected));
+  // An http:// endpoint does not read the TLS files at all.
+  options.endpoints = {"http://127.0.0.1:9"};
+  CHECK(Client::create(options).ok());
+}
+
+TEST_CASE("cli: acquire over https with --cacert works — a CA that did not sign the server exits 7",
+          "[client][redis]") {
+  TlsServiceUnderTest s;
+  const std::vector<std::string> env = {"FENCELOCK_ENDPOINT=" + s.endpoint()};
+  const CliRun granted =
+      cli(s.dir.path(), {"--cacert", s.certs.ca.string(), "acquire", "cli-tls"}, env);
+  CHECK(granted.exit_code == 0);
+  const json lease =
+      json::parse(granted.output.substr(0, granted.output.find('\n')), nullptr, false);
+  CHECK(lease.value("token", 0) == 1);
+
+  std::vector<std::string> from_env = env;
+  from_env.push_back("FENCELOCK_CACERT=" + s.certs.ca.string());
+  CHECK(cli(s.dir.path(), {"status", "cli-tls"}, from_env).exit_code == 0);
+
+  const CliRun refused =
+      cli(s.dir.path(), {"--cacert", s.certs.wrong_ca.string(), "acquire", "cli-tls-2"}, env);
+  CHECK(refused.exit_code == 7);
+  CHECK_THAT(refused.output, Catch::Contains("certificate verify failed"));
+  CHECK(keys_on_nodes(s) == 3);  // cli-tls on each of the three nodes; nothing from the refusal
+}

@@ -1,0 +1,322 @@
+// fencelockd over TLS against real clients on loopback, with real redis-servers and certificates
+// made by the openssl CLI at test time: who is let in (CA, protocol version, client certificates),
+// what happens to clients that do not speak TLS or do not finish the handshake, certificate reload
+// on SIGHUP, the connection caps and the disconnect watch over TLS, and refusals at startup.
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "fencelockd_process.h"
+#include "http_client.h"
+#include "loopback.h"
+#include "prometheus_text.h"
+#include "sync_redis.h"
+#include "tls_service_under_test.h"
+
+using namespace fencelock::testing;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// What a raw TCP client gets back before the server closes or `limit` passes: the bytes, whether
+// the server closed (EOF or reset), and how long that took.
+struct RawOutcome {
+  std::string bytes;
+  bool closed = false;
+  std::chrono::steady_clock::duration after{};
+};
+
+RawOutcome send_raw(std::uint16_t port, const std::string& bytes, std::chrono::seconds limit) {
+  RawOutcome outcome;
+  const int fd = connect_loopback(port);
+  REQUIRE(fd >= 0);
+  const timeval tv{static_cast<time_t>(limit.count()), 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto started = std::chrono::steady_clock::now();
+  if (!bytes.empty()) REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) > 0);
+  char buffer[4096];
+  for (int reads = 0; reads < 1000; ++reads) {  // bounded: each read waits at most `limit`
+    const ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
+    if (got > 0) {
+      outcome.bytes.append(buffer, static_cast<std::size_t>(got));
+      continue;
+    }
+    outcome.closed = got == 0 || errno == ECONNRESET;
+    break;
+  }
+  outcome.after = std::chrono::steady_clock::now() - started;
+  ::close(fd);
+  return outcome;
+}
+
+bool log_shows(const Fencelockd& daemon, const std::string& text,
+               std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (daemon.log().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+// Replaces `target` at once (a reader sees the old file or the new one, never half of one).
+void replace_file(const std::filesystem::path& target, const std::filesystem::path& source) {
+  const auto staging = target.string() + ".new";
+  std::filesystem::copy_file(source, staging, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(staging, target);
+}
+
+double handshake_failures(TlsServiceUnderTest& s) {
+  const Exposition metrics = parse(s.client().get("/metrics").body);
+  REQUIRE(metrics.errors.empty());
+  return metrics.value("fencelock_tls_handshake_failures_total");
+}
+
+}  // namespace
+
+TEST_CASE("https: a client trusting the CA is served — lock, read, release", "[service][redis]") {
+  TlsServiceUnderTest s;
+  TlsClient client = s.client();
+  REQUIRE(client.connect().empty());
+  CHECK(client.peer_serial() == TestCerts::kServerSerial);
+  const HttpAnswer granted = client.post("/v1/locks/tls-a", {{"ttl_ms", 30000}});
+  REQUIRE(granted.status == 200);
+  CHECK(client.get("/v1/locks/tls-a").json()["held"] == true);
+  CHECK(client.del("/v1/locks/tls-a", {{"lease", granted.json()["lease"]}}).json()["released"] ==
+        true);
+  CHECK_THAT(s.daemon->log(), Catch::Contains("scheme=https"));
+  CHECK_THAT(s.daemon->log(), Catch::Contains("tls_loaded"));
+}
+
+TEST_CASE("https: a client trusting another CA refuses the server, and nothing changes",
+          "[service][redis]") {
+  TlsServiceUnderTest s;
+  TlsClientOptions options;
+  options.ca = s.certs.wrong_ca;
+  TlsClient stranger(s.port(), options);
+  CHECK_THAT(stranger.connect(), Catch::Contains("certificate verify failed"));
+  CHECK(stranger.post("/v1/locks/tls-b", {{"ttl_ms", 30000}}).status == 0);
+  std::int64_t keys = 0;
+  for (std::size_t i = 0; i < s.cluster.size(); ++i)
+    keys += SyncRedis(s.cluster.node(i).port()).count_keys();
+  CHECK(keys == 0);
+  CHECK(s.client().get("/v1/locks/tls-b").json()["last_token"] == 0);
+}
+
+TEST_CASE("https: plain HTTP on the TLS port is closed without an answer, and TLS clients carry on",
+          "[service][redis]") {
+  TlsServiceUnderTest s;
+  const double failures_before = handshake_failures(s);
+  const RawOutcome plain = send_raw(s.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 5s);
+  CHECK(plain.closed);
+  CHECK(plain.bytes.empty());  // no HTTP answer, no TLS alert: nothing at all
+  CHECK(HttpClient(s.port(), 2s).get("/healthz").status == 0);
+  CHECK(log_shows(*s.daemon, "tls_handshake_failed peer=127.0.0.1 reason=\"http request"));
+  CHECK(s.client().get("/healthz").status == 200);
+  // The raw client's, and the HTTP client's (which tries twice).
+  CHECK(handshake_failures(s) >= failures_before + 2);
+}
+
+TEST_CASE("https: a client that offers nothing newer than TLS 1.1 is refused", "[service][redis]") {
+  const int version = GENERATE(TLS1_1_VERSION, TLS1_VERSION);
+  TlsServiceUnderTest s;
+  TlsClientOptions options = s.trusting();
+  options.max_version = version;
+  TlsClient old(s.port(), options);
+  CHECK_FALSE(old.connect().empty());
+  CHECK(log_shows(*s.daemon, "reason=\"unsupported protocol"));
+  CHECK(s.client().get("/healthz").status == 200);
+}
+
+TEST_CASE("mtls: with --tls-client-ca only clients with a certificate from that CA are served",
+          "[service][redis]") {
+  TlsServiceUnderTest s({}, true);
+  SECTION("a certificate from the CA") {
+    TlsClient client = s.client(true);
+    CHECK(client.post("/v1/locks/mtls", {{"ttl_ms", 1000}}).status == 200);
+  }
+  SECTION("no certificate") {
+    TlsClient client = s.client(false);
+    // TLS 1.3: the client's handshake ends before the server checks; the server's refusal ends the
+    // connection before any answer.
+    CHECK(client.post("/v1/locks/mtls", {{"ttl_ms", 1000}}).status == 0);
+    CHECK(log_shows(*s.daemon, "reason=\"peer did not return a certificate"));
+  }
+  SECTION("a certificate from another CA") {
+    TlsClientOptions options = s.trusting();
+    options.cert = s.certs.wrong_client.cert;
+    options.key = s.certs.wrong_client.key;
+    TlsClient client(s.port(), options);
+    CHECK(client.post("/v1/locks/mtls", {{"ttl_ms", 1000}}).status == 0);
+    CHECK(log_shows(*s.daemon, "reason=\"certificate verify failed"));
+  }
+  TlsClient check = s.client(true);
+  CHECK(check.get("/v1/locks/mtls").status == 200);
+}
+
+TEST_CASE(
+    "https: SIGHUP serves a new certificate to new connections — open ones keep theirs, and a bad "
+    "file keeps the one in force",
+    "[service][redis]") {
+  TlsServiceUnderTest s;
+  TlsClient kept = s.client();
+  REQUIRE(kept.get("/healthz").status == 200);
+  REQUIRE(kept.peer_serial() == TestCerts::kServerSerial);
+
+  constexpr long kNextSerial = 0x2002;
+  const CertFiles next = s.certs.issue_server("next", "fencelock reloaded", kNextSerial);
+  replace_file(s.live_key, next.key);
+  replace_file(s.live_cert, next.cert);
+  ::kill(s.daemon->pid(), SIGHUP);
+  REQUIRE(log_shows(*s.daemon, "tls_reloaded"));
+  TlsClient fresh = s.client();
+  REQUIRE(fresh.connect().empty());
+  CHECK(fresh.peer_serial() == kNextSerial);
+  CHECK_THAT(fresh.peer_subject(), Catch::Contains("fencelock reloaded"));
+  // The connection opened before the reload still works, on the certificate it began with.
+  CHECK(kept.get("/healthz").status == 200);
+  CHECK(kept.peer_serial() == TestCerts::kServerSerial);
+
+  SECTION("a file that is not a certificate") {
+    std::ofstream(s.live_cert) << "not a certificate\n";
+    ::kill(s.daemon->pid(), SIGHUP);
+    CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
+    CHECK_THAT(s.daemon->log(), Catch::Contains("cannot load the certificate"));
+  }
+  SECTION("a key that does not match the certificate") {
+    replace_file(s.live_key, s.certs.client.key);
+    ::kill(s.daemon->pid(), SIGHUP);
+    CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
+    CHECK_THAT(s.daemon->log(), Catch::Contains("does not match the certificate"));
+  }
+  TlsClient after = s.client();
+  REQUIRE(after.connect().empty());
+  CHECK(after.peer_serial() == kNextSerial);
+  CHECK(after.get("/healthz").status == 200);
+  CHECK(s.daemon->running());
+}
+
+TEST_CASE("https: a connection that never sends its handshake is closed at the request timeout",
+          "[service][redis]") {
+  TlsServiceUnderTest s({"--request-timeout", "1s"});  // the idle timeout stays at 60 s
+  const RawOutcome silent = send_raw(s.port(), "", 10s);
+  CHECK(silent.closed);
+  CHECK(silent.bytes.empty());
+  CHECK(silent.after >= 900ms);
+  CHECK(silent.after < 5s);
+  CHECK(log_shows(*s.daemon, "reason=\"timed out\""));
+  CHECK(s.client().get("/healthz").status == 200);
+}
+
+TEST_CASE("https: a waiting acquire whose TLS client went away is cancelled, never granted",
+          "[service][redis]") {
+  const bool notify = GENERATE(true, false);  // with a TLS close_notify, or by closing the socket
+  TlsServiceUnderTest s;
+  TlsClient holder = s.client();
+  const json held = holder.post("/v1/locks/gone", {{"ttl_ms", 60000}}).json();
+  REQUIRE(held.contains("lease"));
+
+  TlsClient waiter = s.client();
+  REQUIRE(waiter.connect().empty());
+  const std::string body = R"({"ttl_ms": 30000, "wait_ms": 10000})";
+  REQUIRE(
+      waiter.send("POST /v1/locks/gone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  "Content-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::this_thread::sleep_for(500ms);  // the acquire is waiting on the held lock
+  waiter.close(notify);
+  CHECK(log_shows(*s.daemon, "route=acquire name=gone status=499"));
+
+  REQUIRE(holder.del("/v1/locks/gone", {{"lease", held["lease"]}}).json()["released"] == true);
+  std::this_thread::sleep_for(300ms);
+  CHECK(holder.get("/v1/locks/gone").json()["held"] == false);  // nobody holds a lost lease
+  CHECK(holder.post("/v1/locks/gone", {{"ttl_ms", 1000}}).status == 200);
+}
+
+TEST_CASE("https: a waiting acquire over TLS is answered when the lock frees up",
+          "[service][redis]") {
+  TlsServiceUnderTest s;
+  TlsClient holder = s.client();
+  const json held = holder.post("/v1/locks/queued", {{"ttl_ms", 60000}}).json();
+  REQUIRE(held.contains("lease"));
+  HttpAnswer waited;
+  std::thread waiter([&] {
+    TlsClient client = s.client();
+    waited = client.post("/v1/locks/queued", {{"ttl_ms", 1000}, {"wait_ms", 10000}});
+    // The same connection goes on serving after the watched request.
+    if (waited.status == 200) waited.status = client.get("/healthz").status == 200 ? 200 : 0;
+  });
+  std::this_thread::sleep_for(300ms);
+  REQUIRE(holder.del("/v1/locks/queued", {{"lease", held["lease"]}}).json()["released"] == true);
+  waiter.join();
+  CHECK(waited.status == 200);
+}
+
+TEST_CASE("https: a client over the per-address cap gets its 503 over TLS", "[service][redis]") {
+  TlsServiceUnderTest s({"--max-connections-per-client", "1"});
+  // The fixture's readiness probe must have left first: until then, this one is refused too.
+  std::optional<TlsClient> first;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    first.emplace(s.port(), s.trusting());
+    if (first->get("/healthz").status == 200) break;  // holds the address's one connection
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(50ms);
+  }
+  TlsClient second = s.client();
+  const HttpAnswer refused = second.get("/healthz");
+  CHECK(refused.status == 503);
+  CHECK(refused.error_code() == "unavailable");
+  CHECK(refused.header("retry-after") == "1");
+}
+
+TEST_CASE("fencelockd does not start with TLS files it cannot use, and says which and why",
+          "[service]") {
+  TempDir dir;
+  const TestCerts certs(dir.path());
+  const std::string garbage = (dir.path() / "garbage.pem").string();
+  std::ofstream(garbage) << "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n";
+  std::vector<std::string> args = {"--redis", "127.0.0.1:1", "--tokens",
+                                   "sqlite:" + (dir.path() / "t.db").string()};
+  std::string expected;
+  SECTION("a key that does not match the certificate") {
+    args.insert(args.end(),
+                {"--tls-cert", certs.server.cert.string(), "--tls-key", certs.client.key.string()});
+    expected = "--tls-key '" + certs.client.key.string() +
+               "' does not match the certificate in --tls-cert";
+  }
+  SECTION("a certificate file that holds no certificate") {
+    args.insert(args.end(), {"--tls-cert", garbage, "--tls-key", certs.server.key.string()});
+    expected = "--tls-cert '" + garbage + "': cannot load the certificate";
+  }
+  SECTION("a key file that is not there") {
+    const std::string missing = (dir.path() / "missing.key").string();
+    args.insert(args.end(), {"--tls-cert", certs.server.cert.string(), "--tls-key", missing});
+    expected = "--tls-key '" + missing + "': cannot read: No such file or directory";
+  }
+  SECTION("a client CA file that holds no certificate") {
+    args.insert(args.end(), {"--tls-cert", certs.server.cert.string(), "--tls-key",
+                             certs.server.key.string(), "--tls-client-ca", garbage});
+    expected = "--tls-client-ca '" + garbage + "': holds no CA certificate";
+  }
+  SECTION("a certificate without its key") {
+    args.insert(args.end(), {"--tls-cert", certs.server.cert.string()});
+    const FinishedRun usage = run_fencelockd(dir.path(), args);
+    CHECK(usage.exit_code == 2);
+    CHECK_THAT(usage.output, Catch::Contains("--tls-cert: needs --tls-key (both or neither)"));
+    return;
+  }
+  const FinishedRun run = run_fencelockd(dir.path(), args);
+  CHECK(run.exit_code == 1);
+  CHECK_THAT(run.output, Catch::Contains(expected));
+  CHECK(run.output.find("BEGIN") == std::string::npos);  // file contents never reach the log
+}
