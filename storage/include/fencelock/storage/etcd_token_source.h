@@ -15,9 +15,11 @@
 // Fail-over: the source talks to one endpoint at a time; a failed or late request fails its draws
 // (kUnavailable — the acquire answers 503 and the client may retry) and moves to the next
 // endpoint. Every answer's cluster id must be the one the source met at start: an endpoint that
-// now belongs to another etcd cluster (a restore, a misdirected address) could hold smaller
-// revisions, so its answers are refused. A restored etcd cluster also gets a new cluster id, so
-// lock nodes bound to the old one refuse it (instance_registry.h).
+// now belongs to another etcd cluster (a misdirected address) could hold smaller revisions, so
+// its answers are refused. Known gap: etcd derives its cluster id from the bootstrap flags, so a
+// cluster wiped and bootstrapped again, restored from a snapshot, or recovered with
+// --force-new-cluster keeps its id while its revisions go back — not detected yet
+// (docs/operations.md says never to do that to the token cluster).
 //
 // current(name) = the key's mod_revision (a linearizable range read), 0 if never drawn.
 //
