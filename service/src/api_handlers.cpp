@@ -377,7 +377,9 @@ ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
                        reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
     // The verdict may have changed during the draw (the token is then skipped).
-    if (auto refusal = check()) return reply(error_response(ApiError::kUnavailable, *refusal));
+    if (auto refusal = check(token.value())) {
+      return reply(error_response(ApiError::kUnavailable, *refusal));
+    }
     reply(ok(json{{"name", name}, {"token", token.value()}}, token_detail(token.value())));
   });
   return {};

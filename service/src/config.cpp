@@ -356,23 +356,41 @@ FlagSpec redis_flag() {
           std::move(apply), std::move(show)};
 }
 
-// "etcd://HOST:PORT[,HOST:PORT...][?prefix=P]" into `c`.
+// "etcd://HOST:PORT[,HOST:PORT...][?prefix=P][&floor=N]" (options in any order) into `c`.
 Problem apply_etcd_spec(ServiceConfig& c, std::string_view text) {
   std::string_view rest = text.substr(kEtcd.size());
   std::string prefix = "fencelock/token/";
+  std::uint64_t floor = 0;
   if (const auto query = rest.find('?'); query != std::string_view::npos) {
-    const std::string_view option = rest.substr(query + 1);
+    std::string_view options = rest.substr(query + 1);
     rest = rest.substr(0, query);
     constexpr std::string_view kPrefix = "prefix=";
-    if (!option.starts_with(kPrefix)) {
-      return "the only etcd option is prefix=P, got " + in_quotes(option);
-    }
-    prefix = std::string(option.substr(kPrefix.size()));
-    const bool allowed = std::all_of(prefix.begin(), prefix.end(),
-                                     [](char ch) { return is_lock_name_char(ch) || ch == '/'; });
-    if (prefix.empty() || prefix.size() > 128 || !allowed) {
-      return "the etcd prefix must be 1 to 128 characters from [A-Za-z0-9._:/-], got " +
-             in_quotes(prefix);
+    constexpr std::string_view kFloor = "floor=";
+    while (true) {
+      const std::size_t amp = std::min(options.find('&'), options.size());
+      const std::string_view option = options.substr(0, amp);
+      if (option.starts_with(kPrefix)) {
+        prefix = std::string(option.substr(kPrefix.size()));
+        const bool allowed = std::all_of(prefix.begin(), prefix.end(), [](char ch) {
+          return is_lock_name_char(ch) || ch == '/';
+        });
+        if (prefix.empty() || prefix.size() > 128 || !allowed) {
+          return "the etcd prefix must be 1 to 128 characters from [A-Za-z0-9._:/-], got " +
+                 in_quotes(prefix);
+        }
+      } else if (option.starts_with(kFloor)) {
+        const std::string_view digits = option.substr(kFloor.size());
+        const auto [end, error] =
+            std::from_chars(digits.data(), digits.data() + digits.size(), floor);
+        if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
+            floor > (std::uint64_t{1} << 62)) {
+          return "the etcd floor must be a whole number 0 .. 2^62, got " + in_quotes(digits);
+        }
+      } else {
+        return "the etcd options are prefix=P and floor=N, got " + in_quotes(option);
+      }
+      if (amp == options.size()) break;
+      options = options.substr(amp + 1);
     }
   }
   std::vector<storage::NodeAddress> endpoints;
@@ -390,6 +408,7 @@ Problem apply_etcd_spec(ServiceConfig& c, std::string_view text) {
   c.token_backend = TokenBackend::kEtcd;
   c.etcd_endpoints = std::move(endpoints);
   c.etcd_prefix = std::move(prefix);
+  c.etcd_floor = floor;
   c.token_master = {};
   return std::nullopt;
 }
@@ -422,7 +441,8 @@ FlagSpec tokens_flag() {
       return std::nullopt;
     }
     if (text.starts_with(kEtcd)) return apply_etcd_spec(c, text);
-    return "expected sqlite:PATH, redis://HOST:PORT or etcd://HOST:PORT[,...][?prefix=P], got " +
+    return "expected sqlite:PATH, redis://HOST:PORT or "
+           "etcd://HOST:PORT[,...][?prefix=P][&floor=N], got " +
            in_quotes(text);
   };
   auto show = [](const ServiceConfig& c) -> std::string {
@@ -438,13 +458,16 @@ FlagSpec tokens_flag() {
     for (std::size_t i = 0; i < c.etcd_endpoints.size(); ++i) {
       out += (i == 0 ? "" : ",") + c.etcd_endpoints[i].to_string();
     }
-    return out + "?prefix=" + c.etcd_prefix;
+    out += "?prefix=" + c.etcd_prefix;
+    if (c.etcd_floor != 0) out += "&floor=" + std::to_string(c.etcd_floor);
+    return out;
   };
   return {"tokens", "SPEC",
           "Where fencing tokens come from: sqlite:PATH (one fencelockd per file), "
           "redis://HOST:PORT (a dedicated master shared by several fencelockd; not a lock node) or "
-          "etcd://HOST:PORT[,HOST:PORT...][?prefix=P] (an etcd cluster's members: no single point "
-          "of failure; give it --token-timeout 1s).",
+          "etcd://HOST:PORT[,HOST:PORT...][?prefix=P][&floor=N] (an etcd cluster's members: no "
+          "single point of failure; give it --token-timeout 1s; floor=N, for moving from another "
+          "source, makes tokens start above N when the prefix is first used).",
           std::move(apply), std::move(show)};
 }
 

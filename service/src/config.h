@@ -61,6 +61,7 @@ struct ServiceConfig {
   // (1..128 bytes of [A-Za-z0-9._:/-], default "fencelock/token/").
   std::vector<storage::NodeAddress> etcd_endpoints;
   std::string etcd_prefix = "fencelock/token/";
+  std::uint64_t etcd_floor = 0;  // tokens above it when the prefix is first used
   // --token-epoch-file PATH, used with redis tokens only. Default ./fencelock-token-epoch;
   // 1..4096 bytes.
   std::filesystem::path token_epoch_file = "./fencelock-token-epoch";

@@ -114,6 +114,7 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
     storage::EtcdTokenOptions options;
     options.endpoints = config.etcd_endpoints;
     options.key_prefix = config.etcd_prefix;
+    options.floor = config.etcd_floor;
     options.timeout = config.token_timeout;
     auto source = storage::EtcdTokenSource::create(io.get_executor(), options);
     if (!source.ok()) return std::move(source).error();
@@ -221,6 +222,8 @@ storage::Status run_service(const ServiceConfig& config) {
   engine_options.credentials = std::move(node_credentials).value();
   engine_options.exclusive_tokens = tokens->exclusive_id;
   engine_options.shared_tokens = tokens->shared_id;
+  // One counter for all names: the lock nodes can remember the highest token handed out.
+  engine_options.global_tokens = config.token_backend != TokenBackend::kRedis;
 
   Metrics metrics;
   LoggingObserver observer(metrics);

@@ -394,14 +394,20 @@ TEST_CASE("the tokens flag takes sqlite:PATH, redis://HOST:PORT or etcd://HOST:P
         {"redis://tokens.example:6379", "--tokens: 'redis://tokens.example:6379': host must be"},
         {"redis://127.0.0.1:6400/0", "--tokens: 'redis://127.0.0.1:6400/0': port must be"},
         {"postgres://127.0.0.1:5432",
-         "--tokens: expected sqlite:PATH, redis://HOST:PORT or etcd://HOST:PORT[,...][?prefix=P], "
-         "got 'postgres://127.0.0.1:5432'"},
+         "--tokens: expected sqlite:PATH, redis://HOST:PORT or "
+         "etcd://HOST:PORT[,...][?prefix=P][&floor=N], got 'postgres://127.0.0.1:5432'"},
         {"/var/lib/tokens.db", "--tokens: expected sqlite:PATH, redis://HOST:PORT or etcd://"},
         {"SQLITE:/x.db", "--tokens: expected sqlite:PATH, redis://HOST:PORT or etcd://"},
         {"etcd://", "--tokens: '': expected HOST:PORT"},
         {"etcd://127.0.0.1:2379,", "--tokens: '': expected HOST:PORT"},
         {"etcd://etcd.example:2379", "--tokens: 'etcd.example:2379': host must be"},
-        {"etcd://127.0.0.1:2379?bucket=x", "--tokens: the only etcd option is prefix=P"},
+        {"etcd://127.0.0.1:2379?bucket=x", "--tokens: the etcd options are prefix=P and floor=N"},
+        {"etcd://127.0.0.1:2379?prefix=a&", "--tokens: the etcd options are prefix=P and floor=N"},
+        {"etcd://127.0.0.1:2379?floor=", "--tokens: the etcd floor must be a whole number"},
+        {"etcd://127.0.0.1:2379?floor=-1", "--tokens: the etcd floor must be a whole number"},
+        {"etcd://127.0.0.1:2379?floor=12x", "--tokens: the etcd floor must be a whole number"},
+        {"etcd://127.0.0.1:2379?floor=4611686018427387905",
+         "--tokens: the etcd floor must be a whole number 0 .. 2^62"},
         {"etcd://127.0.0.1:2379?prefix=", "--tokens: the etcd prefix must be 1 to 128"},
         {"etcd://127.0.0.1:2379?prefix=a b", "--tokens: the etcd prefix must be 1 to 128"},
         {"sqlite:" + std::string(4097, 'p'), "--tokens: expected sqlite:PATH with a path"},
@@ -417,8 +423,13 @@ TEST_CASE("the tokens flag takes sqlite:PATH, redis://HOST:PORT or etcd://HOST:P
     REQUIRE(c.etcd_endpoints.size() == 3);
     CHECK(c.etcd_endpoints[1].to_string() == "127.0.0.1:2479");
     CHECK(c.etcd_prefix == "fencelock/token/");
+    CHECK(c.etcd_floor == 0);
     c = accepted(with_redis({"--tokens", "etcd://127.0.0.1:2379?prefix=team-a/tokens/"})).config;
     CHECK(c.etcd_prefix == "team-a/tokens/");
+    c = accepted(with_redis({"--tokens", "etcd://127.0.0.1:2379?floor=1099511627776&prefix=b/"}))
+            .config;
+    CHECK(c.etcd_prefix == "b/");
+    CHECK(c.etcd_floor == 1099511627776);
   }
   SECTION("a later sqlite: setting replaces an earlier redis:// one") {
     const ServiceConfig c = accepted(with_redis({"--tokens", "sqlite:b.db"}),

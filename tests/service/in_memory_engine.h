@@ -117,8 +117,8 @@ class InMemoryEngine final : public storage::LockEngine {
   std::size_t quorum() const noexcept override { return 1; }
   std::size_t voting_nodes() const noexcept override { return 1; }
   std::optional<std::string> grant_refusal() const override { return refusal; }
-  std::function<std::optional<std::string>()> refusal_check() const override {
-    return [this] { return refusal; };  // tests keep the engine alive
+  std::function<std::optional<std::string>(std::uint64_t)> refusal_check() const override {
+    return [this](std::uint64_t) { return refusal; };  // tests keep the engine alive
   }
   const storage::EngineOptions& options() const noexcept override { return options_; }
 

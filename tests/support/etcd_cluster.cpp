@@ -1,6 +1,7 @@
 #include "etcd_cluster.h"
 
 #include <chrono>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -73,6 +74,41 @@ std::vector<std::string> EtcdCluster::endpoints() const {
 
 void EtcdCluster::kill(std::size_t i) {
   members_.at(i).process->kill();
+}
+
+void EtcdCluster::stop_all() {
+  for (std::size_t i = 0; i < members_.size(); ++i) kill(i);
+}
+
+void EtcdCluster::start_all() {
+  for (std::size_t i = 0; i < members_.size(); ++i) start(i);
+  wait_for_leader();
+}
+
+void EtcdCluster::wipe() {
+  stop_all();
+  for (const auto& m : members_) std::filesystem::remove_all(dir_.path() / m.name);
+  start_all();
+}
+
+void EtcdCluster::back_up() {
+  stop_all();
+  for (const auto& m : members_) {
+    const auto copy = dir_.path() / (m.name + ".backup");
+    std::filesystem::remove_all(copy);
+    std::filesystem::copy(dir_.path() / m.name, copy, std::filesystem::copy_options::recursive);
+  }
+  start_all();
+}
+
+void EtcdCluster::restore() {
+  stop_all();
+  for (const auto& m : members_) {
+    std::filesystem::remove_all(dir_.path() / m.name);
+    std::filesystem::copy(dir_.path() / (m.name + ".backup"), dir_.path() / m.name,
+                          std::filesystem::copy_options::recursive);
+  }
+  start_all();
 }
 
 void EtcdCluster::start(std::size_t i) {

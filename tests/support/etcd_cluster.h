@@ -33,6 +33,14 @@ class EtcdCluster {
   void start(std::size_t i);  // again, with its data: it rejoins
   // The member that leads now, as the answering members see it; nullopt if none answers.
   std::optional<std::size_t> leader();
+  // What an operator may do to the whole cluster, each ending with every member running again and
+  // a leader elected. All keep the cluster id (it comes from the bootstrap flags, which stay):
+  //   wipe(): every member's data is deleted and the cluster bootstrapped again;
+  //   back_up(): a copy of every member's data, taken with the members stopped;
+  //   restore(): the data replaced by that copy (revisions go back to it).
+  void wipe();
+  void back_up();
+  void restore();
   // Waits until some running member reports a leader and a majority is healthy.
   void wait_for_leader(std::chrono::milliseconds limit = std::chrono::seconds(20));
 
@@ -43,6 +51,8 @@ class EtcdCluster {
     std::unique_ptr<ChildProcess> process;
   };
   std::vector<std::string> arguments(std::size_t i) const;
+  void stop_all();
+  void start_all();
 
   TempDir dir_;  // first: removed last, after every member is stopped
   std::vector<Member> members_;

@@ -148,8 +148,9 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
                               "the quorum took longer than the ttl allows; no validity left"));
     return;
   }
-  // The registry's verdict may have changed while the quorum and the draw were out.
-  if (auto refusal = core_->grant_refusal()) {
+  // The registry's verdict may have changed while the quorum and the draw were out; and the token
+  // must be above what the lock nodes have seen handed out.
+  if (auto refusal = core_->token_refusal(token.value())) {
     attempt_failed(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
     return;
   }

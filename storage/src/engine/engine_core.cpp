@@ -39,8 +39,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
       grace_timer_(strand_) {
-  registry_ =
-      std::make_shared<InstanceRegistry>(*this, options_.exclusive_tokens, options_.shared_tokens);
+  registry_ = std::make_shared<InstanceRegistry>(*this, options_.exclusive_tokens,
+                                                 options_.shared_tokens, options_.global_tokens);
   RedisNodeOptions base;
   base.command_timeout = options_.node_timeout;
   base.connect_timeout = options_.connect_timeout;
@@ -137,6 +137,10 @@ std::string EngineCore::key_of(std::string_view name) const {
 
 std::optional<std::string> EngineCore::grant_refusal() const {
   return registry_->refusal(Clock::now());
+}
+
+std::optional<std::string> EngineCore::token_refusal(std::uint64_t token) const {
+  return registry_->token_refusal(Clock::now(), token);
 }
 
 bool EngineCore::node_votes(std::size_t node) const {

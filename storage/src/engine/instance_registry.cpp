@@ -1,5 +1,7 @@
 #include "engine/instance_registry.h"
 
+#include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include "engine/engine_core.h"
@@ -16,12 +18,13 @@ const std::string_view InstanceRegistry::kNotYetChecked =
     "serve";
 
 InstanceRegistry::InstanceRegistry(EngineCore& core, const std::string& exclusive_tokens,
-                                   const std::string& shared_tokens)
+                                   const std::string& shared_tokens, bool global_tokens)
     : core_(core),
       identity_(!exclusive_tokens.empty() ? exclusive_tokens
                 : !shared_tokens.empty()  ? shared_tokens
                                           : std::string(kSharedIdentity)),
       exclusive_(!exclusive_tokens.empty()),
+      global_tokens_(global_tokens),
       key_("fencelock:#instances:" + core.options().key_prefix),
       timer_(core.strand()) {}
 
@@ -40,6 +43,11 @@ void InstanceRegistry::stop() {
 
 std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  return refusal_locked(now);
+}
+
+std::optional<std::string> InstanceRegistry::refusal_locked(Clock::time_point now) const {
+  if (!went_back_.empty()) return went_back_;
   if (exclusive_ && !conflict_.empty()) {
     return "another fencelockd shares these lock nodes (its tokens come from " + conflict_ +
            "); an embedded (SQLite) token source serves one instance only: give every instance the "
@@ -70,6 +78,23 @@ std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) cons
   return std::nullopt;
 }
 
+std::optional<std::string> InstanceRegistry::token_refusal(Clock::time_point now,
+                                                           std::uint64_t token) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto refused = refusal_locked(now)) return refused;
+  if (!global_tokens_) return std::nullopt;
+  if (token <= token_floor_) {
+    went_back_ = "the token store went back: it handed out token " + std::to_string(token) +
+                 ", but the lock nodes saw token " + std::to_string(token_floor_) +
+                 " handed out before (a token file or etcd cluster restored from a backup?); "
+                 "tokens from it could repeat, so this fencelockd grants nothing "
+                 "(docs/operations.md, \"Token source\")";
+    return went_back_;
+  }
+  highest_handed_out_ = std::max(highest_handed_out_, token);
+  return std::nullopt;
+}
+
 void InstanceRegistry::schedule(std::chrono::milliseconds delay) {
   timer_.expires_after(delay);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -90,6 +115,7 @@ void InstanceRegistry::round() {
   round_unbound_ = 0;
   round_all_voting_ = true;
   round_voting_answers_ = 0;
+  round_mark_ = 0;
   last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
   round_expiry_.resize(core_.node_count());
   for (auto& seen : round_expiry_) seen.clear();
@@ -98,7 +124,12 @@ void InstanceRegistry::round() {
   const char* mode = round_mode_ == BindMode::kBirth    ? "1"
                      : round_mode_ == BindMode::kRepair ? "2"
                                                         : "0";
-  RespCommand heartbeat(8);
+  std::uint64_t highest = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    highest = highest_handed_out_;
+  }
+  RespCommand heartbeat(9);
   heartbeat.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
       .arg(std::int64_t{1})
@@ -106,14 +137,15 @@ void InstanceRegistry::round() {
       .arg(core_.engine_id())
       .arg(identity_)
       .arg(kEntryLifetime.count())
-      .arg(mode);
+      .arg(mode)
+      .arg(std::to_string(highest));
   core_.broadcast(heartbeat, shared_from_this(), round_);
 }
 
 void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
-  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 2) {
+  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 3) {
     ++answers_;
     const bool votes = core_.node_votes(node);
     round_all_voting_ = round_all_voting_ && votes;
@@ -128,6 +160,14 @@ void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
       if (votes) ++round_bound_here_;
     }
     for (const NodeReply& other : reply.elements[1].elements) note_other_entry(node, other.text);
+    // A mark is a token some engine handed out, whatever the node's state: evidence from any node.
+    const std::string& mark_text = reply.elements[2].text;
+    std::uint64_t mark = 0;
+    const auto [end, error] =
+        std::from_chars(mark_text.data(), mark_text.data() + mark_text.size(), mark);
+    if (error == std::errc() && end == mark_text.data() + mark_text.size()) {
+      round_mark_ = std::max(round_mark_, mark);
+    }
   }
   // Every node answers within the node timeout (or is answered as timed out), so waiting for all
   // of them costs at most that, and a conflict on any node is seen.
@@ -171,6 +211,9 @@ void InstanceRegistry::finish_round() {
     }
     // How many nodes are bound is judged only from a quorum of voting answers: a voting node whose
     // answer was late is not a node that forgot.
+    // The floor is learned until the first ready round, included; afterwards a higher mark comes
+    // from tokens drawn concurrently with this engine's own, which may be lower and still right.
+    if (!was_ready_) token_floor_ = std::max(token_floor_, round_mark_);
     if (round_voting_answers_ >= core_.quorum()) {
       bound_here_ = round_bound_here_;
       bound_quorum_ = round_bound_here_ >= core_.quorum();

@@ -61,8 +61,17 @@
 // other instance are then the ones that may repeat — which is why the refusal exists at all).
 // Copies of one SQLite token file carry one store id. Two copies running together are caught: an
 // exclusive engine treats another engine with its own identity whose entry is renewed between two
-// of its rounds as a conflict (a crashed predecessor's entry is not renewed). A copy that runs
-// alone — a restored backup — is not: docs/operations.md says never to copy or restore the file.
+// of its rounds as a conflict (a crashed predecessor's entry is not renewed).
+//
+// A token store that went back — a SQLite file restored from a backup, an etcd cluster restored
+// from a snapshot — keeps its identity. With EngineOptions::global_tokens (one counter for all
+// names), the nodes also remember the highest token handed out through them (a "#mark" field,
+// raised by every heartbeat to the highest token its engine handed out). An engine learns the
+// mark from its rounds until it is first ready, and from then on refuses, for good, a token that
+// is not above it: every token handed out since the mark was read was drawn after it, so a
+// correct store never trips this. Limit: tokens handed out in the last heartbeat interval before
+// the store went back are not yet in the mark; a store restored to within that second of its
+// loss is not caught by a fencelockd started afterwards (a running etcd source catches it itself).
 // Threading: on the engine's strand, except refusal().
 #pragma once
 
@@ -94,9 +103,9 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // identity (tests wait for it to go).
   static const std::string_view kNotYetChecked;
 
-  // `exclusive_tokens`, `shared_tokens`: EngineOptions' fields of those names.
+  // `exclusive_tokens`, `shared_tokens`, `global_tokens`: EngineOptions' fields of those names.
   InstanceRegistry(EngineCore& core, const std::string& exclusive_tokens,
-                   const std::string& shared_tokens);
+                   const std::string& shared_tokens, bool global_tokens);
 
   void start();
   void stop();  // removes this engine's entry (fire and forget)
@@ -105,8 +114,12 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // identity (any engine), no quorum bound to its own, no recent check, or, with an exclusive
   // source, another live instance. Safe from any thread.
   std::optional<std::string> refusal(Clock::time_point now) const;
+  // refusal(now), and with global tokens: `token` not above the nodes' mark (which then refuses
+  // everything, for good). When nullopt, `token` counts as handed out. Safe from any thread.
+  std::optional<std::string> token_refusal(Clock::time_point now, std::uint64_t token);
 
  private:
+  std::optional<std::string> refusal_locked(Clock::time_point now) const;  // mutex_ held
   void round();
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
   // One other live entry on `node`, as the script returns it.
@@ -117,6 +130,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   EngineCore& core_;
   std::string identity_;
   bool exclusive_;
+  bool global_tokens_;
   std::string key_;
   boost::asio::steady_timer timer_;
   bool stopped_ = false;
@@ -134,6 +148,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::size_t round_unbound_ = 0;          // nodes bound to nothing, this round
   bool round_all_voting_ = true;           // every node that answered this round votes
   std::size_t round_voting_answers_ = 0;   // answers from voting nodes, this round
+  std::uint64_t round_mark_ = 0;           // the highest "#mark" any node answered, this round
   BindMode round_mode_ = BindMode::kRead;  // what this round was sent with
   BindMode next_mode_ = BindMode::kRead;   // what the next round may do, as this one found
   // Per node: the expiry of each other engine with this exclusive identity, as the last round saw
@@ -149,6 +164,10 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::size_t bound_here_ = 0;   // voting nodes that round found bound to this identity
   bool bound_quorum_ = false;    // bound_here_ reached a quorum
   bool was_ready_ = false;       // some round found a quorum bound to this identity
+  // Global tokens: the highest mark seen until first ready; a token at or below it went back.
+  std::uint64_t token_floor_ = 0;
+  std::uint64_t highest_handed_out_ = 0;  // by this engine, sent with every heartbeat
+  std::string went_back_;                 // why every grant is refused for good ("" = not)
 };
 
 }  // namespace fencelock::storage

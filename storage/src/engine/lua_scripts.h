@@ -156,8 +156,11 @@ inline constexpr std::string_view kNodeMarkerScript =
 // ARGV[4]: what the engine may do to an unbound node — "0" nothing, "1" bind it if no live entry
 // of another identity is on it (a birth), "2" bind it (a repair). Writes this engine's entry
 // "<expiry ms> <identity>" (the node's clock), deletes expired entries of others, binds as allowed
-// (field "#tokens", kept for good; an empty value counts as unbound), and returns {the bound
-// identity or "" if none, {"<engine id> <expiry ms> <identity>" of each other live entry}}.
+// (field "#tokens", kept for good; an empty value counts as unbound), raises the field "#mark" to
+// ARGV[5] (the highest token this engine handed out, decimal; compared as digits, since Lua's
+// numbers are doubles), and returns {the bound identity or "" if none, {"<engine id> <expiry ms>
+// <identity>" of each other live entry}, the mark or "0"}. Fields starting with '#' are the
+// registry's own, never entries (an engine id is hex).
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
@@ -166,7 +169,7 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "local foreign = false\n"
     "local entries = redis.call('HGETALL', KEYS[1])\n"
     "for i = 1, #entries, 2 do\n"
-    "  if entries[i] ~= ARGV[1] and entries[i] ~= '#tokens' then\n"
+    "  if entries[i] ~= ARGV[1] and string.sub(entries[i], 1, 1) ~= '#' then\n"
     "    local space = string.find(entries[i + 1], ' ', 1, true)\n"
     "    if not space or tonumber(string.sub(entries[i + 1], 1, space - 1)) < now then\n"
     "      redis.call('HDEL', KEYS[1], entries[i])\n"
@@ -183,7 +186,12 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "  bound = ARGV[2]\n"
     "  redis.call('HSET', KEYS[1], '#tokens', bound)\n"
     "end\n"
-    "return {bound or '', others}\n";
+    "local mark = redis.call('HGET', KEYS[1], '#mark') or '0'\n"
+    "if #ARGV[5] > #mark or (#ARGV[5] == #mark and ARGV[5] > mark) then\n"
+    "  mark = ARGV[5]\n"
+    "  redis.call('HSET', KEYS[1], '#mark', mark)\n"
+    "end\n"
+    "return {bound or '', others, mark}\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.

@@ -157,8 +157,8 @@ const EngineOptions& RedlockEngine::options() const noexcept {
 std::optional<std::string> RedlockEngine::grant_refusal() const {
   return core_->grant_refusal();
 }
-std::function<std::optional<std::string>()> RedlockEngine::refusal_check() const {
-  return [core = core_] { return core->grant_refusal(); };
+std::function<std::optional<std::string>(std::uint64_t)> RedlockEngine::refusal_check() const {
+  return [core = core_](std::uint64_t token) { return core->token_refusal(token); };
 }
 
 std::vector<NodeStatus> RedlockEngine::node_statuses() const {

@@ -1,13 +1,16 @@
 #include "fencelock/storage/etcd_token_source.h"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <charconv>
 #include <deque>
 #include <optional>
 #include <unordered_set>
 
 #include "fencelock/names.h"
+#include "fencelock/storage/lease_secret.h"
 #include "tokens/etcd_connection.h"
 #include "tokens/etcd_wire.h"
 
@@ -19,8 +22,9 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::string_view kTxnTarget = "/v3/kv/txn";
-constexpr std::string_view kRangeTarget = "/v3/kv/range";
-constexpr std::string_view kStatusTarget = "/v3/maintenance/status";
+// A history's base may be at most this, so that base + revision stays a positive int64 for
+// 2^62 revisions.
+constexpr std::uint64_t kMaxFloor = std::uint64_t{1} << 62;
 
 std::optional<std::string> options_problem(const EtcdTokenOptions& o) {
   if (o.endpoints.empty() || o.endpoints.size() > kMaxLockNodes) {
@@ -35,27 +39,66 @@ std::optional<std::string> options_problem(const EtcdTokenOptions& o) {
   if (o.max_queued < 1 || o.max_queued > 1'000'000) {
     return "etcd max queued draws: must be 1 .. 1,000,000";
   }
+  if (o.floor > kMaxFloor) return "etcd floor: must be 0 .. 2^62";
   return std::nullopt;
 }
 
-// The cluster id, from one endpoint, blocking (startup only).
-Result<std::string> cluster_id_of(const NodeAddress& endpoint, std::chrono::milliseconds timeout) {
+// What the history key holds: "<history id> <base>".
+struct History {
+  std::string id;  // 32 hex digits
+  std::uint64_t base = 0;
+  std::string value() const { return id + " " + std::to_string(base); }
+};
+
+std::optional<History> parse_history(std::string_view value) {
+  const auto space = value.find(' ');
+  const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  if (space != 32 || !std::all_of(value.begin(), value.begin() + 32, hex)) return std::nullopt;
+  History out{std::string(value.substr(0, space)), 0};
+  const std::string_view base = value.substr(space + 1);
+  const auto [end, error] = std::from_chars(base.data(), base.data() + base.size(), out.base);
+  if (error != std::errc() || end != base.data() + base.size() || out.base > kMaxFloor) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// What the source learns at start, from one member.
+struct Start {
+  etcd::Header header;
+  History history;
+};
+
+// The answer to create_or_read_body(): the history created now (`fresh`) or the one found.
+Result<Start> read_start(const Result<etcd::Answer>& answer, const std::string& key,
+                         const History& fresh) {
+  if (!answer.ok()) return answer.error();
+  auto header = etcd::read_header(answer->status, answer->body);
+  if (!header.ok()) return header.error();
+  if (header->succeeded) return Start{*header, fresh};  // created now
+  auto read = etcd::read_first_range(answer->body);
+  if (!read.ok()) return read.error();
+  auto history = parse_history(read->value);
+  if (!history) {
+    return make_error(ErrorCode::kInternal, "the etcd key " + key +
+                                                " is not a fencelock token history: use another "
+                                                "prefix");
+  }
+  return Start{*header, *history};
+}
+
+// One blocking round trip (startup only): creates the prefix's history if it has none, else
+// reads it. The transaction is linearizable, so its revision bounds every token handed out so
+// far by this history.
+Result<Start> start_with(const NodeAddress& endpoint, const EtcdTokenOptions& options,
+                         const History& fresh) {
   asio::io_context io(1);
   auto connection = std::make_shared<etcd::Connection>(io.get_executor(), endpoint);
-  std::optional<Result<std::string>> outcome;
-  connection->post(kStatusTarget, std::string(etcd::kStatusBody), timeout,
-                   [&](Result<etcd::Answer> answer) {
-                     if (!answer.ok()) {
-                       outcome.emplace(answer.error());
-                       return;
-                     }
-                     auto header = etcd::read_header(answer->status, answer->body);
-                     if (!header.ok()) {
-                       outcome.emplace(header.error());
-                     } else {
-                       outcome.emplace(header->cluster_id);
-                     }
-                   });
+  const std::string key = history_key(options.key_prefix);
+  std::optional<Result<Start>> outcome;
+  connection->post(
+      kTxnTarget, etcd::create_or_read_body(key, fresh.value()), options.timeout,
+      [&](const Result<etcd::Answer>& answer) { outcome.emplace(read_start(answer, key, fresh)); });
   io.run();
   connection->close();
   if (!outcome) return make_error(ErrorCode::kUnavailable, "etcd member " + endpoint.to_string());
@@ -64,13 +107,20 @@ Result<std::string> cluster_id_of(const NodeAddress& endpoint, std::chrono::mill
 
 }  // namespace
 
+std::string history_key(std::string_view key_prefix) {
+  return std::string(key_prefix) + "#history";
+}
+
 class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(const asio::any_io_executor& executor, EtcdTokenOptions options, std::string cluster_id)
+  Impl(const asio::any_io_executor& executor, EtcdTokenOptions options, const Start& start)
       : strand_(asio::make_strand(executor)),
         options_(std::move(options)),
-        cluster_id_(std::move(cluster_id)),
-        identity_("etcd:" + cluster_id_) {}
+        cluster_id_(start.header.cluster_id),
+        identity_("etcd:" + cluster_id_ + ":" + start.history.id),
+        guard_{history_key(options_.key_prefix), start.history.value()},
+        base_(start.history.base),
+        highest_revision_(start.header.revision) {}
 
   const std::string& identity() const noexcept { return identity_; }
 
@@ -107,6 +157,10 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
   void enqueue(std::string name, Callback done, bool draw) {
     if (!is_valid_lock_name(name)) {
       done(make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule)));
+      return;
+    }
+    if (broken_) {
+      done(make_error(ErrorCode::kUnavailable, *broken_));
       return;
     }
     if (stopped_) {
@@ -167,18 +221,15 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       connection_ = std::make_shared<etcd::Connection>(strand_, options_.endpoints[endpoint_]);
     }
     std::string body;
-    std::string_view target;
     if (batch.front().draw) {
       std::vector<std::string> keys;
       keys.reserve(batch.size());
       for (const Waiting& w : batch) keys.push_back(options_.key_prefix + w.name);
-      body = etcd::txn_put_body(keys);
-      target = kTxnTarget;
+      body = etcd::guarded_puts_body(guard_, keys);
     } else {
-      body = etcd::range_body(options_.key_prefix + batch.front().name);
-      target = kRangeTarget;
+      body = etcd::guarded_range_body(guard_, options_.key_prefix + batch.front().name);
     }
-    connection_->post(target, std::move(body), options_.timeout,
+    connection_->post(kTxnTarget, std::move(body), options_.timeout,
                       [self = shared_from_this(),
                        batch = std::move(batch)](const Result<etcd::Answer>& answer) mutable {
                         self->on_answer(std::move(batch), answer);
@@ -187,7 +238,8 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
 
   void on_answer(std::vector<Waiting> batch, const Result<etcd::Answer>& answer) {
     busy_ = false;
-    const Result<std::uint64_t> token = read_token(batch.front().draw, answer);
+    Result<std::uint64_t> token = read_token(batch.front().draw, answer);
+    if (broken_) token = make_error(ErrorCode::kUnavailable, *broken_);
     if (!token.ok()) {
       last_failure_ = token.error().message;
       // Another member may do better: the next request goes there.
@@ -199,7 +251,11 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
     pump();
   }
 
-  Result<std::uint64_t> read_token(bool draw, const Result<etcd::Answer>& answer) const {
+  // The token an answer carries. An answer from another cluster fails its draws; one showing
+  // that etcd went back (its revision below one seen before, or the history key gone) breaks the
+  // source for good: the cluster was wiped, re-bootstrapped or restored, and its revisions may
+  // repeat tokens already handed out.
+  Result<std::uint64_t> read_token(bool draw, const Result<etcd::Answer>& answer) {
     if (!answer.ok()) return answer.error();
     auto header = etcd::read_header(answer->status, answer->body);
     if (!header.ok()) return header.error();
@@ -210,11 +266,31 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
                             ", this fencelockd uses " + cluster_id_ +
                             "): its revisions could be smaller than tokens already handed out");
     }
-    if (!draw) return etcd::read_mod_revision(answer->body);
+    if (!header->succeeded) {
+      broken_ = "etcd no longer holds this token history (the key " + guard_.key +
+                "): the cluster was wiped, bootstrapped again or replaced, and its revisions "
+                "could repeat tokens already handed out; this fencelockd hands out none "
+                "(docs/operations.md, \"Token source\")";
+      return make_error(ErrorCode::kUnavailable, *broken_);
+    }
+    if (header->revision < highest_revision_) {
+      broken_ = "etcd's revision went back from " + std::to_string(highest_revision_) + " to " +
+                std::to_string(header->revision) +
+                " (a cluster restored from a backup or recovered with --force-new-cluster): its "
+                "tokens could repeat ones already handed out; this fencelockd hands out none "
+                "(docs/operations.md, \"Token source\")";
+      return make_error(ErrorCode::kUnavailable, *broken_);
+    }
+    highest_revision_ = header->revision;
+    if (!draw) {
+      auto read = etcd::read_first_range(answer->body);
+      if (!read.ok()) return read.error();
+      return read->mod_revision == 0 ? 0 : base_ + read->mod_revision;
+    }
     if (header->revision == 0) {
       return make_error(ErrorCode::kInternal, "etcd answered a write without a revision");
     }
-    return header->revision;
+    return base_ + header->revision;
   }
 
   void fail_all(std::deque<Waiting>& waiting, const std::string& why) {
@@ -227,6 +303,10 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
   EtcdTokenOptions options_;
   std::string cluster_id_;
   std::string identity_;
+  etcd::HistoryGuard guard_;
+  std::uint64_t base_;
+  std::uint64_t highest_revision_;     // of every answer so far: it never goes back
+  std::optional<std::string> broken_;  // why this source hands out nothing any more
   std::shared_ptr<etcd::Connection> connection_;
   std::size_t endpoint_ = 0;
   std::deque<Waiting> queue_;
@@ -240,14 +320,29 @@ Result<std::shared_ptr<EtcdTokenSource>> EtcdTokenSource::create(
   if (auto problem = options_problem(options)) {
     return make_error(ErrorCode::kInvalidArgument, *problem);
   }
+  auto id = generate_lease_secret();  // 128 random bits
+  if (!id.ok()) return id.error();
+  const History fresh{std::move(id).value(), options.floor};
   std::string failures;
   for (const NodeAddress& endpoint : options.endpoints) {
-    auto id = cluster_id_of(endpoint, options.timeout);
-    if (id.ok()) {
-      auto impl = std::make_shared<Impl>(executor, std::move(options), std::move(id).value());
-      return std::shared_ptr<EtcdTokenSource>(new EtcdTokenSource(std::move(impl)));
+    auto start = start_with(endpoint, options, fresh);
+    if (!start.ok()) {
+      if (start.error().code != ErrorCode::kUnavailable) return start.error();
+      failures += (failures.empty() ? "" : "; ") + start.error().message;
+      continue;
     }
-    failures += (failures.empty() ? "" : "; ") + id.error().message;
+    // Every token from now on is above base + this revision.
+    const std::uint64_t above = start->history.base + start->header.revision;
+    if (above < options.floor) {
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "etcd floor: the token history under the prefix " + options.key_prefix +
+              " hands out tokens above " + std::to_string(above) + " only, not above the floor " +
+              std::to_string(options.floor) +
+              " (a floor counts only when a prefix is first used: take a new prefix)");
+    }
+    auto impl = std::make_shared<Impl>(executor, std::move(options), *start);
+    return std::shared_ptr<EtcdTokenSource>(new EtcdTokenSource(std::move(impl)));
   }
   return make_error(ErrorCode::kUnavailable, "no etcd endpoint answered: " + failures);
 }

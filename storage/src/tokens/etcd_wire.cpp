@@ -53,16 +53,58 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
-std::string txn_put_body(const std::vector<std::string>& keys) {
+Result<std::string> unbase64(std::string_view text) {
+  if (text.size() % 4 != 0) return make_error(ErrorCode::kInternal, "etcd sent malformed base64");
+  std::string out(3 * (text.size() / 4), '\0');
+  const int written = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                      reinterpret_cast<const unsigned char*>(text.data()),
+                                      static_cast<int>(text.size()));
+  if (written < 0) return make_error(ErrorCode::kInternal, "etcd sent malformed base64");
+  // EVP_DecodeBlock counts the padding's bytes as zeros.
+  std::size_t size = static_cast<std::size_t>(written);
+  if (text.ends_with("==")) {
+    size -= 2;
+  } else if (text.ends_with("=")) {
+    size -= 1;
+  }
+  out.resize(size);
+  return out;
+}
+
+std::string create_or_read_body(std::string_view key, std::string_view value) {
+  const std::string encoded = base64(key);
+  json compare = json::array(
+      {{{"key", encoded}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}}});
+  json success = json::array({{{"requestPut", {{"key", encoded}, {"value", base64(value)}}}}});
+  json failure = json::array({{{"requestRange", {{"key", encoded}}}}});
+  return json{{"compare", std::move(compare)},
+              {"success", std::move(success)},
+              {"failure", std::move(failure)}}
+      .dump();
+}
+
+namespace {
+
+json guard_compare(const HistoryGuard& guard) {
+  return json::array({{{"key", base64(guard.key)},
+                       {"result", "EQUAL"},
+                       {"target", "VALUE"},
+                       {"value", base64(guard.value)}}});
+}
+
+}  // namespace
+
+std::string guarded_puts_body(const HistoryGuard& guard, const std::vector<std::string>& keys) {
   json success = json::array();
   for (const std::string& key : keys) {
     success.push_back({{"requestPut", {{"key", base64(key)}, {"value", ""}}}});
   }
-  return json{{"success", std::move(success)}}.dump();
+  return json{{"compare", guard_compare(guard)}, {"success", std::move(success)}}.dump();
 }
 
-std::string range_body(std::string_view key) {
-  return json{{"key", base64(key)}}.dump();
+std::string guarded_range_body(const HistoryGuard& guard, std::string_view key) {
+  json success = json::array({{{"requestRange", {{"key", base64(key)}}}}});
+  return json{{"compare", guard_compare(guard)}, {"success", std::move(success)}}.dump();
 }
 
 Result<Header> read_header(unsigned status, std::string_view body) {
@@ -79,22 +121,45 @@ Result<Header> read_header(unsigned status, std::string_view body) {
     return make_error(ErrorCode::kInternal, "etcd's answer has a malformed header");
   }
   out.cluster_id = std::to_string(cluster);
+  if (object.contains("succeeded")) {
+    if (!object["succeeded"].is_boolean()) {
+      return make_error(ErrorCode::kInternal, "etcd's answer has a malformed \"succeeded\"");
+    }
+    out.succeeded = object["succeeded"].get<bool>();
+  }
   return out;
 }
 
-Result<std::uint64_t> read_mod_revision(std::string_view body) {
+Result<RangeRead> read_first_range(std::string_view body) {
   auto parsed = parse(200, body);
   if (!parsed.ok()) return parsed.error();
   const json& object = parsed.value();
-  if (!object.contains("kvs")) return std::uint64_t{0};
-  const json& kvs = object["kvs"];
-  if (!kvs.is_array()) return make_error(ErrorCode::kInternal, "etcd's range answer is malformed");
-  if (kvs.empty()) return std::uint64_t{0};
-  std::uint64_t revision = 0;
-  if (!read_uint(kvs[0], "mod_revision", revision)) {
-    return make_error(ErrorCode::kInternal, "etcd's range answer has a malformed mod_revision");
+  const auto malformed = [] {
+    return make_error(ErrorCode::kInternal, "etcd's range answer is malformed");
+  };
+  if (!object.contains("responses") || !object["responses"].is_array() ||
+      object["responses"].empty()) {
+    return malformed();
   }
-  return revision;
+  const json& first = object["responses"][0];
+  if (!first.is_object() || !first.contains("response_range") ||
+      !first["response_range"].is_object()) {
+    return malformed();
+  }
+  const json& range = first["response_range"];
+  if (!range.contains("kvs")) return RangeRead{};
+  const json& kvs = range["kvs"];
+  if (!kvs.is_array()) return malformed();
+  if (kvs.empty()) return RangeRead{};
+  RangeRead out;
+  if (!read_uint(kvs[0], "mod_revision", out.mod_revision)) return malformed();
+  if (kvs[0].contains("value")) {
+    if (!kvs[0]["value"].is_string()) return malformed();
+    auto value = unbase64(kvs[0]["value"].get_ref<const std::string&>());
+    if (!value.ok()) return value.error();
+    out.value = std::move(value).value();
+  }
+  return out;
 }
 
 }  // namespace fencelock::storage::etcd

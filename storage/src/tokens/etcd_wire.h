@@ -12,26 +12,43 @@
 
 namespace fencelock::storage::etcd {
 
-// What every answer's header says.
+// What every answer's header says, and whether a transaction's comparisons held.
 struct Header {
   std::string cluster_id;  // decimal, as etcd writes it
   std::uint64_t revision = 0;
+  bool succeeded = false;  // a transaction's; etcd leaves it out when false
+};
+
+// The key and value that say which history of revisions a token space belongs to (see
+// etcd_token_source.h): every draw and read is a transaction on the condition that this key still
+// holds this value, so a cluster that lost its data (and with it the key) is told apart from the
+// one the tokens came from.
+struct HistoryGuard {
+  std::string key;
+  std::string value;
 };
 
 std::string base64(std::string_view bytes);
+// Errors: kInternal when `text` is not base64.
+Result<std::string> unbase64(std::string_view text);
 
-// POST /v3/kv/txn: one put per key, no comparison — one revision for all of them.
-std::string txn_put_body(const std::vector<std::string>& keys);
-// POST /v3/kv/range of one key.
-std::string range_body(std::string_view key);
-// POST /v3/maintenance/status
-inline constexpr std::string_view kStatusBody = "{}";
+// POST /v3/kv/txn: creates `key` with `value` if it was never written, else reads it.
+std::string create_or_read_body(std::string_view key, std::string_view value);
+// POST /v3/kv/txn: if the guard holds, one put per key — one revision for all of them.
+std::string guarded_puts_body(const HistoryGuard& guard, const std::vector<std::string>& keys);
+// POST /v3/kv/txn: if the guard holds, a range read of one key.
+std::string guarded_range_body(const HistoryGuard& guard, std::string_view key);
 
 // An answer's header. Errors: kUnavailable with etcd's own message when the answer is an error
 // (a non-200 status, or a body with "error"), kInternal when the body is not what the gateway
 // sends.
 Result<Header> read_header(unsigned status, std::string_view body);
-// A range answer's mod_revision of the key, 0 when the key does not exist. Errors as above.
-Result<std::uint64_t> read_mod_revision(std::string_view body);
+// A transaction answer's first response, a range: the key's mod_revision and value; a
+// mod_revision of 0 when the key does not exist. Errors as above.
+struct RangeRead {
+  std::uint64_t mod_revision = 0;
+  std::string value;
+};
+Result<RangeRead> read_first_range(std::string_view body);
 
 }  // namespace fencelock::storage::etcd

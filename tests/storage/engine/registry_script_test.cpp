@@ -16,13 +16,23 @@ constexpr std::string_view kKey = "fencelock:#instances:test:";
 
 // One heartbeat of engine `id` with token identity `identity` in bind mode `mode`; returns the
 // node's binding as the script reports it.
+SyncReply heartbeat_reply(SyncRedis& node, std::string_view id, std::string_view identity,
+                          std::string_view mode, std::string_view highest = "0") {
+  const SyncReply reply = node.command(
+      {"EVAL", kRegistryHeartbeatScript, "1", kKey, id, identity, "10000", mode, highest});
+  REQUIRE(reply.kind == SyncReply::Kind::kArray);
+  REQUIRE(reply.elements.size() == 3);
+  return reply;
+}
+
 std::string heartbeat(SyncRedis& node, std::string_view id, std::string_view identity,
                       std::string_view mode) {
-  const SyncReply reply =
-      node.command({"EVAL", kRegistryHeartbeatScript, "1", kKey, id, identity, "10000", mode});
-  REQUIRE(reply.kind == SyncReply::Kind::kArray);
-  REQUIRE(reply.elements.size() == 2);
-  return reply.elements[0].text;
+  return heartbeat_reply(node, id, identity, mode).elements[0].text;
+}
+
+// The node's token mark after a heartbeat that reports `highest`.
+std::string mark_after(SyncRedis& node, std::string_view id, std::string_view highest) {
+  return heartbeat_reply(node, id, "etcd:1:a", "0", highest).elements[2].text;
 }
 
 }  // namespace
@@ -60,4 +70,25 @@ TEST_CASE("the registry script binds a node only as its mode allows", "[storage]
     CHECK(heartbeat(node, "e1", "sqlite:a", "0").empty());
     CHECK(heartbeat(node, "e1", "sqlite:a", "2") == "sqlite:a");
   }
+}
+
+TEST_CASE("the registry script keeps the highest token reported, compared as digits",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  CHECK(mark_after(node, "e1", "0") == "0");
+  CHECK(node.command({"HEXISTS", kKey, "#mark"}).integer == 0);  // nothing handed out, no write
+  CHECK(mark_after(node, "e1", "99") == "99");
+  CHECK(mark_after(node, "e2", "100") == "100");
+  CHECK(mark_after(node, "e1", "99") == "100");  // never lowered
+  // Past 2^53, where Lua's doubles would merge neighbours.
+  CHECK(mark_after(node, "e1", "9007199254740993") == "9007199254740993");
+  CHECK(mark_after(node, "e2", "9007199254740992") == "9007199254740993");
+  CHECK(mark_after(node, "e1", "9223372036854775807") == "9223372036854775807");
+  // The mark and the binding are the registry's own fields, never taken for entries.
+  heartbeat_reply(node, "e1", "etcd:1:a", "2");
+  const SyncReply reply = heartbeat_reply(node, "e3", "etcd:1:a", "0");
+  CHECK(reply.elements[1].elements.size() == 2);  // e1 and e2
+  CHECK(node.command({"HGET", kKey, "#mark"}).text == "9223372036854775807");
+  CHECK(node.command({"HGET", kKey, "#tokens"}).text == "etcd:1:a");
 }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "etcd_cluster.h"
+#include "http_client.h"
 #include "io_thread.h"
 #include "tcp_proxy.h"
 #include "token_checks.h"
@@ -25,7 +26,7 @@ EtcdTokenOptions options_for(const EtcdCluster& cluster) {
   for (const auto& endpoint : cluster.endpoints()) {
     options.endpoints.push_back(parse_node_address(endpoint).value());
   }
-  options.timeout = 500ms;
+  options.timeout = 1s;  // generous: the suite runs beside builds
   return options;
 }
 
@@ -49,9 +50,28 @@ TEST_CASE("etcd wire: answers are read as the gateway writes them", "[storage]")
   CHECK(etcd::read_header(200, "not json").error().code == ErrorCode::kInternal);
   CHECK(etcd::read_header(200, R"({"header":{"revision":"x"}})").error().code ==
         ErrorCode::kInternal);
-  CHECK(etcd::read_mod_revision(R"({"header":{"revision":"9"}})").value() == 0);
-  CHECK(etcd::read_mod_revision(R"({"header":{},"kvs":[{"mod_revision":"7"}],"count":"1"})")
-            .value() == 7);
+  CHECK(header->succeeded);
+  CHECK_FALSE(etcd::read_header(200, R"({"header":{}})")->succeeded);
+  CHECK(etcd::read_header(200, R"({"header":{},"succeeded":true})")->succeeded);
+  CHECK(etcd::read_header(200, R"({"header":{},"succeeded":"yes"})").error().code ==
+        ErrorCode::kInternal);
+  const auto range = [](std::string_view inner) {
+    return R"({"header":{},"succeeded":true,"responses":[{"response_range":)" + std::string(inner) +
+           "}]}";
+  };
+  CHECK(etcd::read_first_range(range(R"({"header":{}})"))->mod_revision == 0);
+  const auto read = etcd::read_first_range(
+      range(R"({"kvs":[{"mod_revision":"7","value":"aGVsbG8="}],"count":"1"})"));
+  REQUIRE(read.ok());
+  CHECK(read->mod_revision == 7);
+  CHECK(read->value == "hello");
+  CHECK(
+      etcd::read_first_range(range(R"({"kvs":[{"mod_revision":"7","value":"a"}]})")).error().code ==
+      ErrorCode::kInternal);
+  CHECK(etcd::read_first_range(R"({"header":{}})").error().code == ErrorCode::kInternal);
+  for (const std::string text : {"", "a", "ab", "abc", "abcd", "fencelock/token/#history"}) {
+    CHECK(etcd::unbase64(etcd::base64(text)).value() == text);
+  }
 }
 
 TEST_CASE("etcd tokens: two instances, eight threads each, unique and in real-time order",
@@ -203,4 +223,112 @@ TEST_CASE("etcd tokens: no endpoint answering fails at start, bad options are re
   REQUIRE_FALSE(created.ok());
   CHECK(created.error().code == ErrorCode::kUnavailable);
   CHECK_THAT(created.error().message, Catch::Contains("127.0.0.1:1"));
+}
+
+namespace {
+
+// Draws until etcd answers (after members restarted, the first requests may meet closed
+// connections) and returns that answer, or the last failure after 10 s.
+Result<std::uint64_t> draw_answered(EtcdTokenSource& source, const std::string& name) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    auto token = draw_one(source, name);
+    const bool answered =
+        token.ok() ||
+        token.error().message.find("etcd's revision went back") != std::string::npos ||
+        token.error().message.find("no longer holds this token history") != std::string::npos;
+    if (answered || std::chrono::steady_clock::now() > deadline) return token;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+}  // namespace
+
+// Review of the etcd source (E1): etcd keeps its cluster id when it is bootstrapped again with the
+// same flags, while its revisions start again at 1.
+TEST_CASE("etcd tokens: a cluster wiped and bootstrapped again keeps its id but is refused",
+          "[storage][etcd]") {
+  EtcdCluster cluster(3);
+  IoThread io;
+  auto before = create(io, options_for(cluster));
+  for (int i = 0; i < 20; ++i) REQUIRE(draw_one(*before, "doc").ok());
+  cluster.wipe();
+  const auto refused = draw_answered(*before, "doc");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kUnavailable);
+  CHECK_THAT(refused.error().message, Catch::Contains("no longer holds this token history"));
+  // For good: the history written after the wipe is another one.
+  auto after = create(io, options_for(cluster));
+  REQUIRE(draw_one(*after, "doc").ok());
+  CHECK_THAT(draw_one(*before, "doc").error().message,
+             Catch::Contains("no longer holds this token history"));
+  // Same cluster id, another history: the lock nodes see another token store.
+  const std::string cluster_part = before->identity().substr(0, before->identity().rfind(':'));
+  CHECK(after->identity().rfind(cluster_part + ":", 0) == 0);
+  CHECK(after->identity() != before->identity());
+}
+
+TEST_CASE("etcd tokens: a running source refuses a cluster restored from an older copy",
+          "[storage][etcd]") {
+  EtcdCluster cluster(3);
+  IoThread io;
+  auto source = create(io, options_for(cluster));
+  REQUIRE(draw_one(*source, "doc").ok());
+  cluster.back_up();
+  std::uint64_t highest = 0;
+  for (int i = 0; i < 30; ++i) highest = draw_answered(*source, "doc").value();
+  cluster.restore();
+  const auto refused = draw_answered(*source, "doc");
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("etcd's revision went back"));
+  // Even once etcd's revisions pass the highest token again, for good.
+  auto other = create(io, options_for(cluster));
+  CHECK(other->identity() == source->identity());  // the restored history: the lock nodes' mark
+  for (int i = 0; i < 40; ++i) REQUIRE(draw_answered(*other, "filler").ok());
+  CHECK(draw_answered(*other, "doc").value() > highest);
+  CHECK_FALSE(draw_one(*source, "doc").ok());
+}
+
+TEST_CASE("etcd tokens: a floor set when a prefix is first used raises every token",
+          "[storage][etcd]") {
+  EtcdCluster cluster(1);
+  IoThread io;
+  auto options = options_for(cluster);
+  options.key_prefix = "moved/";
+  options.floor = 1'000'000'000'000;
+  auto first = create(io, options);
+  const auto token = draw_one(*first, "doc");
+  REQUIRE(token.ok());
+  CHECK(token.value() > options.floor);
+  CHECK(current_of(*first, "doc").value() == token.value());
+  CHECK(current_of(*first, "never-drawn").value() == 0);
+
+  SECTION("a later instance with no floor or a lower one gets the prefix's") {
+    options.floor = GENERATE(std::uint64_t{0}, std::uint64_t{5});
+    auto later = create(io, options);
+    CHECK(later->identity() == first->identity());
+    CHECK(draw_one(*later, "doc").value() > token.value());
+  }
+  SECTION("a floor above what the prefix hands out refuses to start") {
+    options.floor = 2'000'000'000'000;
+    const auto refused = EtcdTokenSource::create(io.executor(), options);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kInvalidArgument);
+    CHECK_THAT(refused.error().message, Catch::Contains("take a new prefix"));
+  }
+  SECTION("a floor on a new prefix is the new prefix's") {
+    options.floor = 2'000'000'000'000;
+    options.key_prefix = "moved-again/";
+    CHECK(draw_one(*create(io, options), "doc").value() > options.floor);
+  }
+  SECTION("a history key that fencelock did not write refuses to start") {
+    options.key_prefix = "foreign/";
+    HttpClient client(cluster.client_port(0), 2s);
+    client.post("/v3/kv/put", nlohmann::json{{"key", etcd::base64(history_key("foreign/"))},
+                                             {"value", etcd::base64("hello")}});
+    const auto refused = EtcdTokenSource::create(io.executor(), options);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kInternal);
+    CHECK_THAT(refused.error().message, Catch::Contains("not a fencelock token history"));
+  }
 }

@@ -93,6 +93,14 @@ struct EngineOptions {
   // nodes remember like any token store (instance_registry.h); empty: "shared" (the Redis token
   // master). Ignored when exclusive_tokens is set. At most 128 bytes, no spaces.
   std::string shared_tokens;
+
+  // True when every token the source hands out is above every token handed out before its draw
+  // started, whatever the name (one counter for all names: the SQLite file, etcd's revision). The
+  // lock nodes then remember the highest token handed out through them, and an engine refuses — for
+  // the rest of its life — a token that is not above the highest one the nodes knew when it
+  // started: a token store restored from a backup would otherwise hand out tokens again
+  // (instance_registry.h).
+  bool global_tokens = false;
 };
 
 // The first option out of bounds: the fields concerned (as named in EngineOptions; two for a

@@ -1,12 +1,24 @@
 // Fencing tokens from an etcd v3 cluster (Raft): no single point of failure, shared by any number
 // of fencelockd instances. Redlock on the lock nodes stays the fast path; etcd only orders.
 //
-// Token = the etcd revision of a write to the name's key (<key_prefix><name>). etcd's revision is
-// cluster-wide, linearizable and never goes back, whatever member fails or leads, so a draw that
-// starts after another one ended gets a greater token, through any fencelockd. A token is handed
-// out only after etcd answered the write (committed on a majority of members, fsynced). Tokens
-// are shared by all names, so they jump (5, then 9 for the same name): fine for fencing, which
-// only compares.
+// Token = base + the etcd revision of a write to the name's key (<key_prefix><name>). etcd's
+// revision is cluster-wide, linearizable and never goes back, whatever member fails or leads, so
+// a draw that starts after another one ended gets a greater token, through any fencelockd. A token
+// is handed out only after etcd answered the write (committed on a majority of members, fsynced).
+// Tokens are shared by all names, so they jump (5, then 9 for the same name): fine for fencing,
+// which only compares.
+//
+// History: etcd keeps its cluster id when it is wiped and bootstrapped again with the same flags,
+// restored from a snapshot, or recovered with --force-new-cluster — while its revisions go back.
+// So the first source on a prefix writes a history key, history_key(prefix) = "<128 random bits
+// in hex> <base>" (base = EtcdTokenOptions::floor then; 0 by default), and every draw and read is
+// a transaction on the condition that the key still holds that value: a cluster that lost its data
+// no longer does, and the source refuses for good. An answer whose revision is below one seen
+// before (a restored cluster, which still holds the key) breaks the source for good too. The
+// identity the lock nodes remember is "etcd:<cluster id>:<history id>", so an instance started
+// after a wipe (which writes a new history) is refused by the lock nodes as another token store.
+// Known gap: an instance started only after a restore (no instance ran through it) meets an older
+// but consistent history and is not refused by the source itself.
 //
 // Batching: draws that arrive while a request is out share the next transaction — one Raft round
 // for up to kMaxBatch names; a name drawn twice goes to the following batch (one revision per
@@ -16,12 +28,9 @@
 // (kUnavailable — the acquire answers 503 and the client may retry) and moves to the next
 // endpoint. Every answer's cluster id must be the one the source met at start: an endpoint that
 // now belongs to another etcd cluster (a misdirected address) could hold smaller revisions, so
-// its answers are refused. Known gap: etcd derives its cluster id from the bootstrap flags, so a
-// cluster wiped and bootstrapped again, restored from a snapshot, or recovered with
-// --force-new-cluster keeps its id while its revisions go back — not detected yet
-// (docs/operations.md says never to do that to the token cluster).
+// its answers are refused.
 //
-// current(name) = the key's mod_revision (a linearizable range read), 0 if never drawn.
+// current(name) = base + the key's mod_revision (a linearizable read), 0 if never drawn.
 //
 // Threading: thread-safe; callbacks run on the source's strand.
 #pragma once
@@ -48,28 +57,37 @@ struct EtcdTokenOptions {
   std::string key_prefix = "fencelock/token/";
   // Draws waiting at most (more: kUnavailable at once). 1 .. 1,000,000.
   std::size_t max_queued = 100'000;
+  // Tokens are above this, for moving to etcd from a source whose tokens are larger (docs/
+  // operations.md). It is stored with the history when the prefix is first used; later, a floor
+  // above what the prefix's history hands out refuses to start. 0 .. 2^62.
+  std::uint64_t floor = 0;
 };
+
+// The key under which a prefix's token history lives: a lock name cannot hold '#'.
+std::string history_key(std::string_view key_prefix);
 
 class EtcdTokenSource final : public TokenSource {
  public:
   static constexpr std::size_t kMaxBatch = 128;  // etcd's default --max-txn-ops
 
-  // Asks the endpoints for the cluster's id with a blocking round trip (this runs at startup,
+  // Creates or reads the prefix's history with a blocking round trip (this runs at startup,
   // before anything is served), then serves on a strand of `executor`.
-  // Errors: kInvalidArgument (options), kUnavailable (no endpoint answered; the message says
-  // what each said).
+  // Errors: kInvalidArgument (options, or a floor the prefix's history cannot honour),
+  // kUnavailable (no endpoint answered; the message says what each said), kInternal (the history
+  // key holds something fencelock did not write).
   static Result<std::shared_ptr<EtcdTokenSource>> create(
       const boost::asio::any_io_executor& executor, EtcdTokenOptions options);
   ~EtcdTokenSource() override;
 
-  // "etcd:<cluster id>": the lock nodes remember it (instance_registry.h).
+  // "etcd:<cluster id>:<history id>": the lock nodes remember it (instance_registry.h).
   const std::string& identity() const noexcept;
 
   // Fails every waiting draw with kUnavailable and every later one too. Called by the destructor.
   void stop();
 
   // Errors: kUnavailable (no member answered in time, no leader, too many draws waiting, another
-  // cluster behind the endpoint), kInternal (an answer that is not etcd's), kInvalidArgument.
+  // cluster behind the endpoint, etcd went back — see History above), kInternal (an answer that is
+  // not etcd's), kInvalidArgument.
   void next(std::string_view name, Callback done) override;
   void current(std::string_view name, Callback done) override;
 

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -73,9 +74,11 @@ class LockEngine {
   virtual std::size_t voting_nodes() const noexcept = 0;
   // Why every grant is refused right now, or nullopt (redlock_engine.h).
   virtual std::optional<std::string> grant_refusal() const = 0;
-  // grant_refusal() as a function that stays safe to call after this engine is gone: for
-  // callbacks that may run late, on another thread (a token source answering at teardown).
-  virtual std::function<std::optional<std::string>()> refusal_check() const = 0;
+  // Why a grant with `token`, just drawn, must be refused, or nullopt — and then the token counts
+  // as handed out (EngineOptions::global_tokens). A function that stays safe to call after this
+  // engine is gone: for callbacks that may run late, on another thread (a token source answering
+  // at teardown).
+  virtual std::function<std::optional<std::string>(std::uint64_t token)> refusal_check() const = 0;
   // The bounds requests are checked against (min_ttl, max_ttl, max_wait).
   virtual const EngineOptions& options() const noexcept = 0;
 };

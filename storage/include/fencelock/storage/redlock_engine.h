@@ -99,7 +99,7 @@ class RedlockEngine final : public LockEngine {
   // Why this engine refuses every grant right now (EngineOptions::exclusive_tokens and another
   // instance on the lock nodes, or no recent check), or nullopt. For readiness.
   std::optional<std::string> grant_refusal() const override;
-  std::function<std::optional<std::string>()> refusal_check() const override;
+  std::function<std::optional<std::string>(std::uint64_t token)> refusal_check() const override;
 
  private:
   explicit RedlockEngine(std::shared_ptr<EngineCore> core);
