@@ -52,8 +52,8 @@ struct Cluster {
   TempDir dir;
 
   std::vector<std::string> args(std::vector<std::string> extra = {}) const {
-    std::vector<std::string> all = {"--redis",  joined(nodes.addresses()),
-                                    "--tokens", "etcd://" + joined(etcd.endpoints()),
+    std::vector<std::string> all = {"--redis",         joined(nodes.addresses()),
+                                    "--tokens",        "etcd://" + joined(etcd.endpoints()),
                                     "--token-timeout", "1s"};
     all.insert(all.end(), extra.begin(), extra.end());
     return all;
@@ -239,18 +239,19 @@ TEST_CASE("http cluster: waiters on two instances get the lock as soon as a thir
   CHECK(*tokens.begin() == first_token);
 }
 
-TEST_CASE("http cluster: eight threads drawing through three instances get unique tokens in "
-          "real-time order",
-          "[service][redis][etcd]") {
+TEST_CASE(
+    "http cluster: eight threads drawing through three instances get unique tokens in "
+    "real-time order",
+    "[service][redis][etcd]") {
   ThreeInstances three;
   Instances instances;
   instances.set(three.ports());
   const std::atomic<bool> stop{false};
-  const auto logs = run_workers(
-      8, 250, 8s, instances, stop,
-      [](std::map<std::uint16_t, HttpClient>& clients, std::uint16_t port) {
-        return draw_through(clients, port, "doc");
-      });
+  const auto logs =
+      run_workers(8, 250, 8s, instances, stop,
+                  [](std::map<std::uint16_t, HttpClient>& clients, std::uint16_t port) {
+                    return draw_through(clients, port, "doc");
+                  });
   const auto draws = all_draws(logs);
   INFO(draws.size() << " draws");
   CHECK(draws.size() >= 200);
@@ -265,19 +266,20 @@ TEST_CASE("http cluster: eight threads drawing through three instances get uniqu
           greatest);
 }
 
-TEST_CASE("http cluster: eight threads taking one lock through three instances get tokens in "
-          "real-time order",
-          "[service][redis][etcd]") {
+TEST_CASE(
+    "http cluster: eight threads taking one lock through three instances get tokens in "
+    "real-time order",
+    "[service][redis][etcd]") {
   ThreeInstances three;
   Instances instances;
   instances.set(three.ports());
   const std::atomic<bool> stop{false};
   // Each grant is released before the thread's next acquire; the others wait meanwhile.
-  const auto logs = run_workers(
-      8, 25, 8s, instances, stop,
-      [](std::map<std::uint16_t, HttpClient>& clients, std::uint16_t port) {
-        return grant_through(clients, port, "ledger");
-      });
+  const auto logs =
+      run_workers(8, 25, 8s, instances, stop,
+                  [](std::map<std::uint16_t, HttpClient>& clients, std::uint16_t port) {
+                    return grant_through(clients, port, "ledger");
+                  });
   const auto grants = all_draws(logs);
   INFO(grants.size() << " grants");
   CHECK(grants.size() >= 40);
