@@ -72,11 +72,12 @@ start_etcd() {  # member 1..3; with its data dir in place it rejoins the cluster
     --logger zap --log-level warn
 }
 
-start_member() {  # fencelockd 1..3
+start_member() {  # fencelockd 1..3; every HAProxy connection comes from one address
   local i=$1 endpoints="" j
   for j in 1 2 3; do endpoints="$endpoints${endpoints:+,}127.0.0.1:$(etcd_client_port "$j")"; done
   start "fencelockd-$i" "$bin/service/fencelockd" --listen "127.0.0.1:$(member_port "$i")" \
-    --redis "$nodes" --tokens "etcd://$endpoints" --token-timeout 1s
+    --redis "$nodes" --tokens "etcd://$endpoints" --token-timeout 1s \
+    --max-connections-per-client 10000
 }
 
 # The member (1..3) that leads the etcd cluster now, as the members' JSON gateway reports it:
