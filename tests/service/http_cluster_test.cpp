@@ -1,7 +1,8 @@
 // fencelock scaled out, with real processes: three fencelockd instances on the same lock nodes and
 // one 3-member etcd cluster for the tokens. A release through one instance wakes the waiters on
 // the others; eight threads spread over the instances get tokens that are unique and in real-time
-// order; an instance restarted and one added while the draws go on keep that order.
+// order; an instance restarted and one added while the draws go on keep that order, and so does
+// the etcd leader killed while grants go on.
 // (http_etcd_tokens_test.cpp covers one caller alternating between two instances, a lost etcd
 // majority and a foreign token store.)
 #include <algorithm>
@@ -327,4 +328,36 @@ TEST_CASE("http cluster: tokens keep increasing while an instance restarts and a
   const HttpAnswer after = late.post("/v1/locks/doc", json{{"ttl_ms", 2000}});
   REQUIRE(after.status == 200);
   CHECK(after.json()["token"].get<std::uint64_t>() > greatest);
+}
+
+TEST_CASE("http cluster: grants through three instances stay in order when the etcd leader dies",
+          "[service][redis][etcd]") {
+  ThreeInstances three;
+  Instances instances;
+  instances.set(three.ports());
+  std::atomic<bool> stop{false};
+
+  std::vector<WorkerLog> logs;
+  std::thread load([&] {
+    logs = run_workers(8, 1000, 12s, instances, stop,
+                       [](std::map<std::uint16_t, HttpClient>& clients, std::uint16_t port) {
+                         return grant_through(clients, port, "ledger");
+                       });
+  });
+  std::this_thread::sleep_for(1s);
+  const auto leader = three.cluster.etcd.leader();
+  const auto killed_at = Clock::now();
+  if (leader) three.cluster.etcd.kill(*leader);
+  std::this_thread::sleep_for(4s);
+  stop = true;
+  load.join();
+
+  REQUIRE(leader);
+  const auto grants = all_draws(logs);
+  INFO(grants.size() << " grants");
+  CHECK(draws_problem(grants).empty());
+  // Grants resumed: some were asked for well after the kill, once a new leader was elected.
+  const auto resumed = std::count_if(grants.begin(), grants.end(),
+                                     [&](const Draw& d) { return d.called > killed_at + 2s; });
+  CHECK(resumed > 0);
 }
