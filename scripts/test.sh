@@ -2,7 +2,8 @@
 # The test command: installs what is missing, builds everything with ASan+UBSan and runs every
 # test (unit and integration against real redis-server processes) through ctest; then checks the
 # style (scripts/check-style.sh), builds the optimised preset, runs the quickstart's start → ready →
-# demo → stop cycle on it, validates the container files, runs the fault campaign once
+# demo → stop cycle on it, then the cluster quickstart's (--cluster: kills mid-demo), validates the
+# container files, runs the fault campaign once
 # (scripts/faults.sh --quick) and smoke-tests the benchmark harness (bench/run.sh --quick). Exits
 # non-zero on any failure, and also if a test left a process behind.
 #   ./scripts/test.sh              everything
@@ -52,6 +53,32 @@ scripts/quickstart.sh --stop --run-dir "$quickstart_dir" >/dev/null
 if pgrep -f "$quickstart_dir" >/dev/null; then
   echo "test.sh: quickstart --stop left processes running" >&2
   pkill -KILL -f "$quickstart_dir" || true
+  status=1
+fi
+# The cluster quickstart: 3 etcd, 3 fencelockd, HAProxy; the etcd leader and one fencelockd are
+# SIGKILLed mid-demo. It must end safe, with the probe's tokens increasing, and --stop must leave
+# no process of it behind (redis-server's command line does not name the run dir: check the pids).
+cluster_dir=$PWD/build/quickstart-cluster-ci
+cluster_log=$PWD/build/quickstart-cluster-ci.log
+if ! timeout 120 scripts/quickstart.sh --cluster --preset release --run-dir "$cluster_dir" --port-base 17200 >"$cluster_log" 2>&1; then
+  echo "test.sh: the cluster quickstart failed:" >&2
+  tail -n 40 "$cluster_log" >&2
+  status=1
+fi
+grep -q "SAFE: the stale token was rejected" "$cluster_log" || { echo "test.sh: the cluster quickstart demo did not end safe" >&2; status=1; }
+grep -q "^TOKENS OK" "$cluster_log" || { echo "test.sh: the cluster quickstart saw a token repeat or go back" >&2; status=1; }
+cluster_pids=$(cat "$cluster_dir"/*.pid 2>/dev/null || true)
+scripts/quickstart.sh --stop --run-dir "$cluster_dir" >/dev/null
+for pid in $cluster_pids; do
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "test.sh: quickstart --cluster --stop left pid $pid running: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+    status=1
+  fi
+done
+if pgrep -f "$cluster_dir" >/dev/null; then
+  echo "test.sh: quickstart --cluster --stop left processes running" >&2
+  pkill -KILL -f "$cluster_dir" || true
   status=1
 fi
 scripts/check-compose.sh || status=1

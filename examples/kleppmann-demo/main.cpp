@@ -7,7 +7,9 @@
 // up, still believing it holds the lock, and writes with its old token. Against a store without
 // fencing, client 2's data is lost; against a fenced store, client 1's write is refused. The
 // scenario runs once against each store and prints a timeline. The verdict comes from each
-// store's operation log, not from what the clients say.
+// store's operation log, not from what the clients say. A client retries an acquire that answers
+// 503 or breaks off (behind a load balancer: an instance died, the token source elects a leader)
+// for up to 10 s.
 //
 // Exit code 0 only if the fenced store kept client 2's data.
 #include <fencelock/client.h>
@@ -89,7 +91,20 @@ int run_client(const Settings& s) {
   options.endpoints = {s.fencelock};
   auto client = fencelock::Client::create(options);
   if (!client) return 2;
+  // An answer of 503 or a broken connection is retried within the same 10 s: behind a load
+  // balancer an instance may die, or the token source elect a new leader, while we ask.
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
   auto lease = client->acquire(s.lock, s.ttl, std::chrono::seconds(10));
+  while (!lease &&
+         (lease.error().code == fencelock::ErrorCode::kUnavailable ||
+          lease.error().code == fencelock::ErrorCode::kTransport) &&
+         Clock::now() + std::chrono::milliseconds(200) < give_up) {
+    event(s.who.c_str(), "acquire failed (" + lease.error().message + "), retrying");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    lease = client->acquire(
+        s.lock, s.ttl,
+        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now()));
+  }
   if (!lease) {
     event(s.who.c_str(), "could not acquire the lock: " + lease.error().message);
     return 1;
@@ -193,6 +208,7 @@ Verdict run_scenario(Settings s, const std::string& store, const char* title) {
            (std::strcmp(title, "fenced") == 0 ? "fenced-" : "unfenced-") + run_id;
   s.key = "invoice-" + run_id;
   std::printf("\n=== %s store (%s) ===\n", title, store.c_str());
+  std::fflush(stdout);  // a script watching the output knows the scenario has begun
 
   int out1 = -1, out2 = -1;
   const pid_t c1 = spawn_client(s, "client 1", true, out1);

@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <string>
 
-#include "../tokens/token_checks.h"
 #include "engine_under_test.h"
 #include "fencelock/storage/sqlite_token_source.h"
 #include "sync_redis.h"
 #include "temp_dir.h"
+#include "token_checks.h"
 
 using namespace fencelock::storage;
 using namespace fencelock::testing;

@@ -1,5 +1,5 @@
-// Checks shared by the token-source tests: uniqueness, per-thread order and real-time order of
-// concurrent draws.
+// Checks shared by the token-source and cluster tests: uniqueness, per-thread order and real-time
+// order of concurrent draws.
 #pragma once
 
 #include <algorithm>
