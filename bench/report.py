@@ -43,6 +43,20 @@ def mean(rs, key="ops_per_sec"):
     return sum(r[key] for r in rs) / len(rs) if rs else None
 
 
+def cpu_per(r):
+    if not r or "server_cpu_ms_per_op" not in r:
+        return "—"
+    return f"{r['server_cpu_ms_per_op']:.2f} / {r.get('client_cpu_ms_per_op', 0):.2f} ms"
+
+
+def cpu_us(rs):
+    """fencelockd's CPU per operation in µs, over a set of runs (bench/run.sh's with_server_cpu)."""
+    rs = [r for r in rs if "server_cpu_ms_per_op" in r]
+    if not rs:
+        return "—"
+    return f"{1000 * sum(r['server_cpu_ms_per_op'] * r['ops'] for r in rs) / sum(r['ops'] for r in rs):.0f}"
+
+
 def percent(a, b):
     if not a or not b:
         return "—"
@@ -163,20 +177,24 @@ if tls_ab or tls_conn:
               "certificate. Each row is an A/B beside the plain-HTTP fencelockd of section 1 (SQLite tokens, no "
               "keys), run as plain, TLS, TLS, plain (a quick run: plain, TLS) so that both sides see the same "
               "machine load; the numbers are the means of each side's runs.\n")
-    md.append("| callers | plain HTTP pairs/s | TLS + keys pairs/s | TLS ÷ plain | plain p50 / p99 | TLS p50 / p99 | runs |")
-    md.append("|---:|---:|---:|---:|---:|---:|---|")
+    md.append("| callers | plain HTTP pairs/s | TLS + keys pairs/s | TLS ÷ plain | TLS ÷ plain, each A/B pair | "
+              "plain p50 / p99 | TLS p50 / p99 | fencelockd CPU per pair, plain / TLS |")
+    md.append("|---:|---:|---:|---:|---|---:|---:|---:|")
     for c, (plain, other) in tls_ab.items():
         runs = ", ".join(f"{percent(t['ops_per_sec'], p['ops_per_sec'])}" for p, t in zip(plain, other))
-        md.append(f"| {c} | {num(mean(plain))} | {num(mean(other))} | **{percent(mean(other), mean(plain))}** | "
+        md.append(f"| {c} | {num(mean(plain))} | {num(mean(other))} | **{percent(mean(other), mean(plain))}** | {runs} | "
                   f"{num(mean(plain, 'p50_ms'), 2)} / {num(mean(plain, 'p99_ms'), 2)} ms | "
-                  f"{num(mean(other, 'p50_ms'), 2)} / {num(mean(other, 'p99_ms'), 2)} ms | TLS ÷ plain by pair: {runs} |")
+                  f"{num(mean(other, 'p50_ms'), 2)} / {num(mean(other, 'p99_ms'), 2)} ms | "
+                  f"{cpu_us(plain)} / {cpu_us(other)} µs |")
     if tls_conn:
         md.append(f"\nHandshakes: a new connection per request (connect, full TLS handshake without resumption, "
                   f"`GET /healthz`, close), {tls_conn['callers']} callers: **{num(tls_conn['ops_per_sec'])} "
                   f"connections/s** over TLS (handshake p50 {num(tls_conn.get('handshake_p50_ms'), 2)} / p99 "
                   f"{num(tls_conn.get('handshake_p99_ms'), 2)} ms; connect → answer p50 {num(tls_conn['p50_ms'], 2)} ms, "
                   f"{tls_conn['errors']} errors) against {num(plain_conn and plain_conn['ops_per_sec'])} connections/s "
-                  f"over plain TCP. Keep-alive clients pay this once per connection.\n")
+                  f"over plain TCP. Load generator and server share the cores; CPU per connection, server / "
+                  f"client: {cpu_per(tls_conn)} over TLS, {cpu_per(plain_conn)} over plain TCP. Keep-alive "
+                  f"clients pay the handshake once per connection.\n")
 
 etcd_ab = beside("etcd", "fencelock-tokens-etcd")
 draw_sources = [("fencelock", "SQLite (one file, fencelockd's own)"),
@@ -197,13 +215,16 @@ if etcd_ab or pick("fencelock-tokens-etcd", "tokens"):
     if etcd_ab:
         md.append("\nUncontended pairs with the etcd source, A/B beside the SQLite fencelockd (plain, etcd, etcd, "
                   "plain; a quick run: plain, etcd; means of each side), and etcd's own lock API from section 1:\n")
-        md.append("| callers | SQLite source pairs/s | etcd source pairs/s | etcd ÷ SQLite | etcd source p50 / p99 | "
-                  "etcd lock API pairs/s | etcd source ÷ etcd lock API |")
-        md.append("|---:|---:|---:|---:|---:|---:|---:|")
+        md.append("| callers | SQLite source pairs/s | etcd source pairs/s | etcd ÷ SQLite | each A/B pair | "
+                  "etcd source p50 / p99 | fencelockd CPU per pair, SQLite / etcd | etcd lock API pairs/s | "
+                  "etcd source ÷ etcd lock API |")
+        md.append("|---:|---:|---:|---:|---|---:|---:|---:|---:|")
         for c, (plain, other) in etcd_ab.items():
             et = pick("etcd", "uncontended", c)
+            runs = ", ".join(f"{percent(t['ops_per_sec'], p['ops_per_sec'])}" for p, t in zip(plain, other))
             md.append(f"| {c} | {num(mean(plain))} | {num(mean(other))} | **{percent(mean(other), mean(plain))}** | "
-                      f"{num(mean(other, 'p50_ms'), 2)} / {num(mean(other, 'p99_ms'), 2)} ms | "
+                      f"{runs} | {num(mean(other, 'p50_ms'), 2)} / {num(mean(other, 'p99_ms'), 2)} ms | "
+                      f"{cpu_us(plain)} / {cpu_us(other)} µs | "
                       f"{num(et and et['ops_per_sec'])} | {ratio(mean(other), et and et['ops_per_sec'])} |")
 
 rss = pick("fencelock", "rss")

@@ -149,25 +149,40 @@ say "fencelock with API keys uncontended, $pair_uncontended callers"
   --callers "$pair_uncontended" --seconds "$seconds" --api-key "$bench_secret" | record
 kill -TERM "$(cat "$work/fencelockd-keys.pid")" 2>/dev/null || true
 
+# fencelockd's CPU per operation (utime + stime from /proc, in clock ticks) next to the throughput:
+# it hardly depends on what else runs on the shared cores, the throughput does.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+with_server_cpu() {  # with_server_cpu PID TICKS_BEFORE: adds server_cpu_ms_per_op to the JSON line
+  local line ticks
+  line=$(cat)
+  ticks=$(($(cpu_ticks "$1") - $2))
+  echo "$line" | python3 -c "import json, os, sys; r = json.loads(sys.stdin.read()); \
+r['server_cpu_ms_per_op'] = $ticks * 1000 / os.sysconf('SC_CLK_TCK') / max(r['ops'], 1); print(json.dumps(r))"
+}
+
 # A/B beside the plain-HTTP fencelockd of the side-by-side rows, so that both sides of a ratio see
 # the same machine load (others' work shares the cores): beside SET C SYSTEM ENDPOINT [ARGS...] runs
 # the uncontended workload at C callers as plain, SYSTEM, SYSTEM, plain (ABBA: a load that drifts
 # during the four runs weighs on both sides alike; a quick run does plain, SYSTEM only). Rows carry
 # "set":SET; report.py averages each side.
-beside() {
-  local set=$1 c=$2 system=$3 endpoint=$4
-  shift 4
-  local side sides="plain other other plain"
+beside() {  # beside SET C SYSTEM ENDPOINT PID [ARGS...]: PID is SYSTEM's fencelockd
+  local set=$1 c=$2 system=$3 endpoint=$4 pid=$5
+  shift 5
+  local side t0 sides="plain other other plain"
   [ "$quick" = 1 ] && sides="plain other"
   for side in $sides; do
     if [ "$side" = plain ]; then
       say "fencelock (HTTP, SQLite tokens) uncontended, $c callers, beside $system"
+      t0=$(cpu_ticks "$(cat "$work/fencelockd.pid")")
       "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended \
-        --callers "$c" --seconds "$seconds" | sed "s/^{/{\"set\":\"$set\",/" | record
+        --callers "$c" --seconds "$seconds" | with_server_cpu "$(cat "$work/fencelockd.pid")" "$t0" |
+        sed "s/^{/{\"set\": \"$set\", /" | record
     else
       say "$system uncontended, $c callers"
+      t0=$(cpu_ticks "$pid")
       "$bin/bench/http_bench" --endpoint "$endpoint" --system "$system" --workload uncontended \
-        --callers "$c" --seconds "$seconds" "$@" | sed "s/^{/{\"set\":\"$set\",/" | record
+        --callers "$c" --seconds "$seconds" "$@" | with_server_cpu "$pid" "$t0" |
+        sed "s/^{/{\"set\": \"$set\", /" | record
     fi
   done
 }
@@ -196,14 +211,16 @@ for _ in $(seq 100); do curl -fs --cacert "$tls/ca.pem" "https://127.0.0.1:$tls_
 tls_levels=$judged
 [ "$quick" = 0 ] && tls_levels=$levels
 for c in $tls_levels; do
-  beside tls "$c" fencelock-tls "https://127.0.0.1:$tls_port" --api-key "$bench_secret" --ca-file "$tls/ca.pem"
+  beside tls "$c" fencelock-tls "https://127.0.0.1:$tls_port" "$(cat "$work/fencelockd-tls.pid")" --api-key "$bench_secret" --ca-file "$tls/ca.pem"
 done
 say "fencelock over TLS: a new connection (full handshake) per request, 16 callers"
+t0=$(cpu_ticks "$(cat "$work/fencelockd-tls.pid")")
 "$bin/bench/http_bench" --endpoint "https://127.0.0.1:$tls_port" --system fencelock-tls --workload connections \
-  --callers 16 --seconds "$seconds" --ca-file "$tls/ca.pem" | record
+  --callers 16 --seconds "$seconds" --ca-file "$tls/ca.pem" | with_server_cpu "$(cat "$work/fencelockd-tls.pid")" "$t0" | record
 say "fencelock over plain HTTP: a new connection per request, 16 callers"
+t0=$(cpu_ticks "$(cat "$work/fencelockd.pid")")
 "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload connections \
-  --callers 16 --seconds "$seconds" | record
+  --callers 16 --seconds "$seconds" | with_server_cpu "$(cat "$work/fencelockd.pid")" "$t0" | record
 kill -TERM "$(cat "$work/fencelockd-tls.pid")" 2>/dev/null || true
 
 # The etcd token source (#15): a fencelockd drawing its tokens from the etcd member the peer runs
@@ -214,7 +231,7 @@ etcd_tokens_port=$((base + 85))
   >"$work/fencelockd-etcd.log" 2>&1 &
 echo $! >"$work/fencelockd-etcd.pid"
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$etcd_tokens_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-beside etcd "$judged" fencelock-tokens-etcd "http://127.0.0.1:$etcd_tokens_port"
+beside etcd "$judged" fencelock-tokens-etcd "http://127.0.0.1:$etcd_tokens_port" "$(cat "$work/fencelockd-etcd.pid")"
 for c in $draw_levels; do
   say "fencelock tokens, etcd token source, $c callers"
   "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$etcd_tokens_port" --system fencelock-tokens-etcd \
