@@ -49,12 +49,13 @@ def cpu_per(r):
     return f"{r['server_cpu_ms_per_op']:.2f} / {r.get('client_cpu_ms_per_op', 0):.2f} ms"
 
 
-def cpu_us(rs):
-    """fencelockd's CPU per operation in µs, over a set of runs (bench/run.sh's with_server_cpu)."""
-    rs = [r for r in rs if "server_cpu_ms_per_op" in r]
-    if not rs:
+def cpu_us(rs, key="server_cpu_ms_per_op"):
+    """CPU per operation in µs over a set of runs (bench/run.sh's with_cpu): fencelockd's, or with
+    key="peer_cpu_ms_per_op" the etcd member's."""
+    rs = [r for r in rs if key in r]
+    if not rs or not sum(r["ops"] for r in rs):
         return "—"
-    return f"{1000 * sum(r['server_cpu_ms_per_op'] * r['ops'] for r in rs) / sum(r['ops'] for r in rs):.0f}"
+    return f"{1000 * sum(r[key] * r['ops'] for r in rs) / sum(r['ops'] for r in rs):.0f}"
 
 
 def percent(a, b):
@@ -216,15 +217,15 @@ if etcd_ab or pick("fencelock-tokens-etcd", "tokens"):
         md.append("\nUncontended pairs with the etcd source, A/B beside the SQLite fencelockd (plain, etcd, etcd, "
                   "plain; a quick run: plain, etcd; means of each side), and etcd's own lock API from section 1:\n")
         md.append("| callers | SQLite source pairs/s | etcd source pairs/s | etcd ÷ SQLite | each A/B pair | "
-                  "etcd source p50 / p99 | fencelockd CPU per pair, SQLite / etcd | etcd lock API pairs/s | "
-                  "etcd source ÷ etcd lock API |")
-        md.append("|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+                  "etcd source p50 / p99 | fencelockd CPU per pair, SQLite / etcd | etcd member CPU per pair | "
+                  "etcd lock API pairs/s | etcd source ÷ etcd lock API |")
+        md.append("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
         for c, (plain, other) in etcd_ab.items():
             et = pick("etcd", "uncontended", c)
             runs = ", ".join(f"{percent(t['ops_per_sec'], p['ops_per_sec'])}" for p, t in zip(plain, other))
             md.append(f"| {c} | {num(mean(plain))} | {num(mean(other))} | **{percent(mean(other), mean(plain))}** | "
                       f"{runs} | {num(mean(other, 'p50_ms'), 2)} / {num(mean(other, 'p99_ms'), 2)} ms | "
-                      f"{cpu_us(plain)} / {cpu_us(other)} µs | "
+                      f"{cpu_us(plain)} / {cpu_us(other)} µs | {cpu_us(other, 'peer_cpu_ms_per_op')} µs | "
                       f"{num(et and et['ops_per_sec'])} | {ratio(mean(other), et and et['ops_per_sec'])} |")
 
 rss = pick("fencelock", "rss")

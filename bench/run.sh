@@ -149,41 +149,47 @@ say "fencelock with API keys uncontended, $pair_uncontended callers"
   --callers "$pair_uncontended" --seconds "$seconds" --api-key "$bench_secret" | record
 kill -TERM "$(cat "$work/fencelockd-keys.pid")" 2>/dev/null || true
 
-# fencelockd's CPU per operation (utime + stime from /proc, in clock ticks) next to the throughput:
-# it hardly depends on what else runs on the shared cores, the throughput does.
+# CPU per operation (utime + stime from /proc, in clock ticks) next to the throughput: it depends
+# far less than the throughput on what else runs on the shared cores.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-with_server_cpu() {  # with_server_cpu PID TICKS_BEFORE: adds server_cpu_ms_per_op to the JSON line
+with_cpu() {  # with_cpu KEY PID TICKS_BEFORE: adds KEY (ms of PID's CPU per op) to the JSON line
   local line ticks
   line=$(cat)
-  ticks=$(($(cpu_ticks "$1") - $2))
+  ticks=$(($(cpu_ticks "$2") - $3))
   echo "$line" | python3 -c "import json, os, sys; r = json.loads(sys.stdin.read()); \
-r['server_cpu_ms_per_op'] = $ticks * 1000 / os.sysconf('SC_CLK_TCK') / max(r['ops'], 1); print(json.dumps(r))"
+r['$1'] = $ticks * 1000 / os.sysconf('SC_CLK_TCK') / max(r['ops'], 1); print(json.dumps(r))"
 }
+with_server_cpu() { with_cpu server_cpu_ms_per_op "$@"; }
 
 # A/B beside the plain-HTTP fencelockd of the side-by-side rows, so that both sides of a ratio see
-# the same machine load (others' work shares the cores): beside SET C SYSTEM ENDPOINT [ARGS...] runs
-# the uncontended workload at C callers as plain, SYSTEM, SYSTEM, plain (ABBA: a load that drifts
-# during the four runs weighs on both sides alike; a quick run does plain, SYSTEM only). Rows carry
-# "set":SET; report.py averages each side.
-beside() {  # beside SET C SYSTEM ENDPOINT PID [ARGS...]: PID is SYSTEM's fencelockd
+# the same machine load (others' work shares the cores): beside SET C SYSTEM ENDPOINT PID [ARGS...]
+# runs the uncontended workload at C callers as plain, SYSTEM, SYSTEM, plain (ABBA: a load that
+# drifts during the four runs weighs on both sides alike; a quick run does plain, SYSTEM only),
+# 10 s each at the judged level of a full run. PID is SYSTEM's fencelockd; with peer_pid set, that
+# process's CPU per pair is added as peer_cpu_ms_per_op on both sides. Rows carry "set":SET;
+# report.py averages each side.
+peer_pid=""
+beside() {
   local set=$1 c=$2 system=$3 endpoint=$4 pid=$5
   shift 5
-  local side t0 sides="plain other other plain"
+  local side t0 p0 run_seconds=$seconds sides="plain other other plain"
   [ "$quick" = 1 ] && sides="plain other"
+  [ "$quick" = 0 ] && [ "$c" = "$judged" ] && run_seconds=10
   for side in $sides; do
+    local args=(--workload uncontended --callers "$c" --seconds "$run_seconds") target=$pid
     if [ "$side" = plain ]; then
       say "fencelock (HTTP, SQLite tokens) uncontended, $c callers, beside $system"
-      t0=$(cpu_ticks "$(cat "$work/fencelockd.pid")")
-      "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended \
-        --callers "$c" --seconds "$seconds" | with_server_cpu "$(cat "$work/fencelockd.pid")" "$t0" |
-        sed "s/^{/{\"set\": \"$set\", /" | record
+      args+=(--endpoint "http://127.0.0.1:$fencelockd_port")
+      target=$(cat "$work/fencelockd.pid")
     else
       say "$system uncontended, $c callers"
-      t0=$(cpu_ticks "$pid")
-      "$bin/bench/http_bench" --endpoint "$endpoint" --system "$system" --workload uncontended \
-        --callers "$c" --seconds "$seconds" "$@" | with_server_cpu "$pid" "$t0" |
-        sed "s/^{/{\"set\": \"$set\", /" | record
+      args+=(--endpoint "$endpoint" --system "$system" "$@")
     fi
+    t0=$(cpu_ticks "$target")
+    p0=$([ -n "$peer_pid" ] && cpu_ticks "$peer_pid" || echo 0)
+    "$bin/bench/http_bench" "${args[@]}" | with_server_cpu "$target" "$t0" |
+      if [ -n "$peer_pid" ]; then with_cpu peer_cpu_ms_per_op "$peer_pid" "$p0"; else cat; fi |
+      sed "s/^{/{\"set\": \"$set\", /" | record
   done
 }
 # The level the #15/#16 targets are judged at: 64 callers (16 in a quick run).
@@ -231,7 +237,9 @@ etcd_tokens_port=$((base + 85))
   >"$work/fencelockd-etcd.log" 2>&1 &
 echo $! >"$work/fencelockd-etcd.pid"
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$etcd_tokens_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+peer_pid=$(cat "$work/etcd/etcd.pid")
 beside etcd "$judged" fencelock-tokens-etcd "http://127.0.0.1:$etcd_tokens_port" "$(cat "$work/fencelockd-etcd.pid")"
+peer_pid=""
 for c in $draw_levels; do
   say "fencelock tokens, etcd token source, $c callers"
   "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$etcd_tokens_port" --system fencelock-tokens-etcd \
