@@ -329,6 +329,8 @@ if summary_md:
     targets = targets[:targets.index("")] if "" in targets else targets
     text = open(summary_md).read()
     start, end = text.index(SUMMARY_START) + len(SUMMARY_START), text.index(SUMMARY_END)
+    load = [line for line in environment if line.startswith("load average")]
     block = ["", "", f"Written by `./bench/run.sh` ({environment[-1] if environment else 'latest run'}; "
-             f"{environment[0] if environment else ''}). All tables: `docs/benchmarks-side-by-side.md`.", ""]
+             f"{environment[0] if environment else ''}{'; ' + load[0] if load else ''}). "
+             "All tables: `docs/benchmarks-side-by-side.md`.", ""]
     open(summary_md, "w").write(text[:start] + "\n".join(block + targets + [""]) + "\n" + text[end:])

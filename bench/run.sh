@@ -30,6 +30,7 @@ mkdir -p "$out"
 results=$out/results.jsonl
 : >"$results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/fencelock-bench-XXXXXX")
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)
 
 # Another checkout's bench (or test.sh) may be running on the same machine: give it another base.
 base=${FENCELOCK_BENCH_PORT_BASE:-27300}
@@ -269,6 +270,8 @@ echo "{\"system\":\"fencelock\",\"workload\":\"rss\",\"connections\":${open:-0},
   echo "etcd: $(etcd --version 2>/dev/null | head -n1)"
   echo "node: $(node --version)"
   echo "g++: $(g++ --version | head -n1)"
+  # Others' work on the same cores moves every number: say how busy the machine was.
+  echo "load average (1 min) at start: $load_at_start, at end: $(cut -d' ' -f1 /proc/loadavg)"
   echo "mode: $([ "$quick" = 1 ] && echo quick || echo full), ${seconds}s per run"
 } >"$out/environment.txt"
 
