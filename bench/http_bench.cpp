@@ -1,14 +1,17 @@
 // http_bench: load generator for fencelockd's HTTP API. Closed loop: C callers, each on its own
 // keep-alive connection, all driven by one thread. One JSON line of results on stdout.
 //
-//   http_bench --endpoint http://127.0.0.1:8080[,http://127.0.0.1:8081...]
-//              --workload uncontended|contended|extend|tokens|idle
+//   http_bench --endpoint http[s]://127.0.0.1:8080[,http[s]://127.0.0.1:8081...]
+//              --workload uncontended|contended|extend|tokens|idle|connections
 //              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms
 //              1]
-//              [--system fencelock] [--api-key SECRET]
+//              [--system fencelock] [--api-key SECRET] [--ca-file CA.pem]
+//              [--max-connections 20000]
 //
 //   Several endpoints (fencelockd instances sharing lock nodes): caller i talks to endpoint
 //   i mod n, so a contended hand-off often crosses instances. --system labels the JSON line.
+//   https:// endpoints: TLS 1.2+, the server's certificate checked against --ca-file (else the
+//   system's trust store) and its address (an IP subjectAltName); --api-key sends a Bearer key.
 //
 //   uncontended  acquire a random name out of --names, release it, repeat (ops = pairs)
 //   contended    every caller on one name with wait_ms; hold --hold-ms, release (ops = hand-offs;
@@ -16,17 +19,27 @@
 //   extend       each caller holds its own name and extends it in a loop (ops = extends)
 //   tokens       POST /v1/tokens/{random name} (ops = draws)
 //   idle         open C connections, send one /healthz each, keep them open for S seconds
+//   connections  a new connection per request: connect (+ a full TLS handshake, no resumption),
+//                GET /healthz, close; repeat (ops = connections; handshake_* = TLS handshake
+//                alone). At most --max-connections in all: each leaves a loopback port in
+//                TIME_WAIT.
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "latency_histogram.h"
@@ -36,6 +49,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
@@ -43,6 +57,7 @@ using nlohmann::json;
 struct Endpoint {
   std::string host = "127.0.0.1";
   unsigned short port = 8080;
+  bool tls = false;  // https://
 };
 
 struct Settings {
@@ -55,7 +70,9 @@ struct Settings {
   long ttl_ms = 10'000;
   long wait_ms = 5'000;
   long hold_ms = 1;
-  std::string authorization;  // --api-key SECRET: "Bearer SECRET" on every request
+  std::string authorization;               // --api-key SECRET: "Bearer SECRET" on every request
+  std::string ca_file;                     // --ca-file: trust anchors for https:// endpoints
+  std::uint64_t max_connections = 20'000;  // the connections workload stops there
 };
 
 struct Totals {
@@ -63,14 +80,25 @@ struct Totals {
   fencelock::bench::LatencyHistogram latency;  // acquire (or the op itself)
   fencelock::bench::LatencyHistogram pair;     // acquire + release
   fencelock::bench::LatencyHistogram handoff;  // contended: release answered → next grant answered
+  fencelock::bench::LatencyHistogram handshake;  // connections over TLS: the handshake alone
+  std::uint64_t connections = 0;                 // connections workload: started so far
   Clock::time_point last_release{};
 };
 
-class Caller : public std::enable_shared_from_this<Caller> {
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One caller on one connection; Stream is PlainStream or TlsStream.
+template <class Stream>
+class Caller : public std::enable_shared_from_this<Caller<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
-  Caller(asio::io_context& io, const Settings& s, const Endpoint& endpoint, Totals& totals,
-         Clock::time_point end, unsigned seed)
-      : stream_(io),
+  Caller(asio::io_context& io, ssl::context* tls, const Settings& s, const Endpoint& endpoint,
+         Totals& totals, Clock::time_point end, unsigned seed)
+      : io_(io),
+        tls_(tls),
+        stream_(make_stream(io, tls)),
         timer_(io),
         s_(s),
         endpoint_(endpoint),
@@ -79,19 +107,61 @@ class Caller : public std::enable_shared_from_this<Caller> {
         rng_(seed) {}
 
   void start() {
-    stream_.async_connect(tcp::endpoint(asio::ip::make_address(endpoint_.host), endpoint_.port),
-                          [self = shared_from_this()](beast::error_code ec) {
-                            if (ec) {
-                              ++self->totals_.errors;
-                              return;
-                            }
-                            self->stream_.socket().set_option(tcp::no_delay(true));
-                            self->begin();
-                          });
+    connect_started_ = Clock::now();
+    ++totals_.connections;
+    beast::get_lowest_layer(stream_).async_connect(
+        tcp::endpoint(asio::ip::make_address(endpoint_.host), endpoint_.port),
+        [self = this->shared_from_this()](beast::error_code ec) {
+          if (ec) {
+            ++self->totals_.errors;
+            return self->reconnect();
+          }
+          beast::get_lowest_layer(self->stream_).socket().set_option(tcp::no_delay(true));
+          self->handshake();
+        });
   }
 
  private:
   using Then = void (Caller::*)(unsigned, const json&);
+
+  static Stream make_stream(asio::io_context& io, ssl::context* tls) {
+    if constexpr (kTls) {
+      return Stream(io, *tls);
+    } else {
+      (void)tls;
+      return Stream(io);
+    }
+  }
+
+  void handshake() {
+    if constexpr (kTls) {
+      // Check the certificate against the address we dialled (an IP subjectAltName).
+      SSL* handle = stream_.native_handle();
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(handle), endpoint_.host.c_str());
+      const auto started = Clock::now();
+      stream_.async_handshake(ssl::stream_base::client, [self = this->shared_from_this(),
+                                                         started](beast::error_code ec) {
+        if (ec) {
+          std::fprintf(stderr, "http_bench: TLS handshake failed: %s\n", ec.message().c_str());
+          ++self->totals_.errors;
+          return self->reconnect();
+        }
+        self->totals_.handshake.record(Clock::now() - started);
+        self->begin();
+      });
+    } else {
+      begin();
+    }
+  }
+
+  // The connections workload: the next connection is a new Caller (an SSL object serves one
+  // connection); the others stop at their first failure, as before.
+  void reconnect() {
+    if (s_.workload != "connections" || Clock::now() >= end_ ||
+        totals_.connections >= s_.max_connections)
+      return;
+    std::make_shared<Caller>(io_, tls_, s_, endpoint_, totals_, end_, rng_())->start();
+  }
 
   void begin() {
     if (s_.workload == "extend") {
@@ -102,6 +172,10 @@ class Caller : public std::enable_shared_from_this<Caller> {
     }
     if (s_.workload == "idle") {
       send(http::verb::get, "/healthz", "", &Caller::on_idle);
+      return;
+    }
+    if (s_.workload == "connections") {
+      send(http::verb::get, "/healthz", "", &Caller::on_connection);
       return;
     }
     next();
@@ -136,17 +210,17 @@ class Caller : public std::enable_shared_from_this<Caller> {
     request_.prepare_payload();
     then_ = then;
     http::async_write(
-        stream_, request_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        stream_, request_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
           if (ec) {
             ++self->totals_.errors;
-            return;
+            return self->reconnect();
           }
           self->response_ = {};
           http::async_read(self->stream_, self->buffer_, self->response_,
                            [self](beast::error_code read_ec, std::size_t) {
                              if (read_ec) {
                                ++self->totals_.errors;
-                               return;
+                               return self->reconnect();
                              }
                              const json answer =
                                  json::parse(self->response_.body(), nullptr, false);
@@ -168,7 +242,7 @@ class Caller : public std::enable_shared_from_this<Caller> {
       ++totals_.ops;
       lease_ = body.value("lease", "");
       timer_.expires_after(std::chrono::milliseconds(s_.hold_ms));
-      timer_.async_wait([self = shared_from_this()](beast::error_code) { self->release(); });
+      timer_.async_wait([self = this->shared_from_this()](beast::error_code) { self->release(); });
       return;
     }
     lease_ = body.value("lease", "");
@@ -214,10 +288,22 @@ class Caller : public std::enable_shared_from_this<Caller> {
     if (status == 200) ++totals_.ops;
     timer_.expires_at(end_);
     timer_.async_wait(
-        [self = shared_from_this()](beast::error_code) {});  // hold the connection open
+        [self = this->shared_from_this()](beast::error_code) {});  // hold the connection open
   }
 
-  beast::tcp_stream stream_;
+  void on_connection(unsigned status, const json&) {
+    totals_.latency.record(Clock::now() - connect_started_);
+    ++(status == 200 ? totals_.ops : totals_.errors);
+    // No close_notify: a client that just goes is what the server meets most, and costs least.
+    beast::error_code ignored;
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(stream_).socket().close(ignored);
+    reconnect();
+  }
+
+  asio::io_context& io_;
+  ssl::context* tls_;  // https:// endpoints only
+  Stream stream_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
   http::request<http::string_body> request_;
@@ -227,10 +313,21 @@ class Caller : public std::enable_shared_from_this<Caller> {
   Totals& totals_;
   Clock::time_point end_;
   Clock::time_point started_;
+  Clock::time_point connect_started_;
   std::mt19937 rng_;
   std::string name_, lease_;
   Then then_ = nullptr;
 };
+
+// CPU time (user + system) this process has used so far, in ms.
+double cpu_ms() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto ms_of = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) * 1000.0 + static_cast<double>(t.tv_usec) / 1000.0;
+  };
+  return ms_of(usage.ru_utime) + ms_of(usage.ru_stime);
+}
 
 double ms(std::chrono::microseconds d) {
   return static_cast<double>(d.count()) / 1000.0;
@@ -250,6 +347,7 @@ int main(int argc, char** argv) {
         const std::string hostport =
             url.substr(url.find("//") == std::string::npos ? 0 : url.find("//") + 2);
         Endpoint endpoint;
+        endpoint.tls = url.rfind("https://", 0) == 0;
         endpoint.host = hostport.substr(0, hostport.rfind(':'));
         endpoint.port =
             static_cast<unsigned short>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));
@@ -274,6 +372,10 @@ int main(int argc, char** argv) {
       s.hold_ms = std::stol(value);
     else if (flag == "--api-key")
       s.authorization = "Bearer " + value;
+    else if (flag == "--ca-file")
+      s.ca_file = value;
+    else if (flag == "--max-connections")
+      s.max_connections = std::stoull(value);
     else {
       std::fprintf(stderr, "http_bench: unknown flag %s (see the comment at the top)\n",
                    flag.c_str());
@@ -282,18 +384,27 @@ int main(int argc, char** argv) {
   }
   if (s.endpoints.empty()) s.endpoints.push_back(Endpoint{});
   asio::io_context io(1);
+  // One context for every https:// caller: TLS 1.2+, the server's certificate must verify.
+  ssl::context tls(ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(tls.native_handle(), TLS1_2_VERSION);
+  tls.set_verify_mode(ssl::verify_peer);
+  if (s.ca_file.empty())
+    tls.set_default_verify_paths();
+  else
+    tls.load_verify_file(s.ca_file);
   Totals totals;
+  const double cpu_started = cpu_ms();
   const auto started = Clock::now();
   const auto end = started + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(s.seconds));
-  std::vector<std::shared_ptr<Caller>> callers;
   for (int c = 0; c < s.callers; ++c) {
     const Endpoint& endpoint = s.endpoints[static_cast<std::size_t>(c) % s.endpoints.size()];
-    callers.push_back(
-        std::make_shared<Caller>(io, s, endpoint, totals, end, static_cast<unsigned>(c + 1)));
-    callers.back()->start();
-  }
-  callers.clear();  // the callers keep themselves alive while they have work
+    const auto seed = static_cast<unsigned>(c + 1);
+    if (endpoint.tls)
+      std::make_shared<Caller<TlsStream>>(io, &tls, s, endpoint, totals, end, seed)->start();
+    else
+      std::make_shared<Caller<PlainStream>>(io, nullptr, s, endpoint, totals, end, seed)->start();
+  }  // the callers keep themselves alive while they have work
   io.run_until(end + std::chrono::seconds(s.workload == "contended" ? 10 : 3));
   const double elapsed =
       std::chrono::duration<double>(std::min(Clock::now(), end + std::chrono::seconds(1)) - started)
@@ -320,6 +431,13 @@ int main(int argc, char** argv) {
     out["handoff_p50_ms"] = ms(totals.handoff.quantile(0.5));
     out["handoff_p90_ms"] = ms(totals.handoff.quantile(0.9));
     out["handoff_p99_ms"] = ms(totals.handoff.quantile(0.99));
+  }
+  if (s.endpoints.front().tls) out["tls"] = true;
+  if (s.workload == "connections" && totals.ops > 0)  // the client's side of the handshake cost
+    out["client_cpu_ms_per_op"] = (cpu_ms() - cpu_started) / static_cast<double>(totals.ops);
+  if (s.workload == "connections" && totals.handshake.count() > 0) {
+    out["handshake_p50_ms"] = ms(totals.handshake.quantile(0.5));
+    out["handshake_p99_ms"] = ms(totals.handshake.quantile(0.99));
   }
   std::printf("%s\n", out.dump().c_str());
   return 0;

@@ -21,11 +21,47 @@ environment = open(env_path).read().strip().splitlines()
 
 
 def pick(system, workload, callers=None, hold=None):
+    """The first row of a run, leaving out the A/B rows of bench/run.sh's beside()."""
     for r in rows:
         if r.get("system") == system and r.get("workload") == workload and (callers is None or r.get("callers") == callers) \
-                and (hold is None or r.get("hold_ms") == hold):
+                and (hold is None or r.get("hold_ms") == hold) and "set" not in r:
             return r
     return None
+
+
+def beside(set_, system):
+    """bench/run.sh's beside() A/B for one set: {callers: (plain rows, SYSTEM rows)}."""
+    out = {}
+    for r in rows:
+        if r.get("set") == set_ and r.get("workload") == "uncontended":
+            plain, other = out.setdefault(r["callers"], ([], []))
+            (plain if r.get("system") == "fencelock" else other if r.get("system") == system else []).append(r)
+    return {c: sides for c, sides in sorted(out.items()) if sides[0] and sides[1]}
+
+
+def mean(rs, key="ops_per_sec"):
+    return sum(r[key] for r in rs) / len(rs) if rs else None
+
+
+def cpu_per(r):
+    if not r or "server_cpu_ms_per_op" not in r:
+        return "—"
+    return f"{r['server_cpu_ms_per_op']:.2f} / {r.get('client_cpu_ms_per_op', 0):.2f} ms"
+
+
+def cpu_us(rs, key="server_cpu_ms_per_op"):
+    """CPU per operation in µs over a set of runs (bench/run.sh's with_cpu): fencelockd's, or with
+    key="peer_cpu_ms_per_op" the etcd member's."""
+    rs = [r for r in rs if key in r]
+    if not rs or not sum(r["ops"] for r in rs):
+        return "—"
+    return f"{1000 * sum(r[key] * r['ops'] for r in rs) / sum(r['ops'] for r in rs):.0f}"
+
+
+def percent(a, b):
+    if not a or not b:
+        return "—"
+    return f"{100 * a / b:.0f} %"
 
 
 def num(value, digits=0):
@@ -43,7 +79,8 @@ def ratio(a, b):
 systems = [("fencelock", "fencelock (HTTP)"), ("fencelock-engine", "fencelock engine (in-process)"),
            ("node-redlock", "node-redlock 5.0.0-beta.2 (in-process)"), ("etcd", "etcd 3.4 (HTTP gateway)")]
 side_by_side = {system for system, _ in systems}
-levels = sorted({r["callers"] for r in rows if r.get("workload") == "uncontended" and r.get("system") in side_by_side})
+levels = sorted({r["callers"] for r in rows if r.get("workload") == "uncontended" and r.get("system") in side_by_side
+                  and "set" not in r})
 contended_runs = sorted({(r.get("hold_ms", 1), r["callers"]) for r in rows
                          if r.get("workload") == "contended" and r.get("system") in side_by_side},
                         key=lambda hc: (-hc[0], hc[1]))
@@ -98,7 +135,7 @@ md.append("| workload | callers | ops/s | p50 | p99 |")
 md.append("|---|---:|---:|---:|---:|")
 for w in ("extend", "tokens"):
     for r in rows:
-        if r.get("system") == "fencelock" and r.get("workload") == w:
+        if r.get("system") == "fencelock" and r.get("workload") == w and "set" not in r:
             md.append(f"| {w} | {r['callers']} | {num(r['ops_per_sec'])} | {num(r['p50_ms'], 3)} ms | {num(r['p99_ms'], 3)} ms |")
 
 if pair_runs:
@@ -132,8 +169,67 @@ if keys_u:
               f"{num(keys_u['p99_ms'], 2)} ms — {ratio(keys_u['ops_per_sec'], one_u and one_u['ops_per_sec'])} of the "
               "same instance setup without keys.\n")
 
+tls_ab = beside("tls", "fencelock-tls")
+tls_conn, plain_conn = pick("fencelock-tls", "connections"), pick("fencelock", "connections")
+if tls_ab or tls_conn:
+    md.append("\n## 5. TLS with API keys\n")
+    md.append("A fencelockd with `--tls-cert/--tls-key` (a throwaway CA and an EC P-256 server certificate) and "
+              "`--auth-file`: every request over TLS (keep-alive) with a Bearer key; `http_bench` checks the "
+              "certificate. Each row is an A/B beside the plain-HTTP fencelockd of section 1 (SQLite tokens, no "
+              "keys), run as plain, TLS, TLS, plain (a quick run: plain, TLS) so that both sides see the same "
+              "machine load; the numbers are the means of each side's runs.\n")
+    md.append("| callers | plain HTTP pairs/s | TLS + keys pairs/s | TLS ÷ plain | TLS ÷ plain, each A/B pair | "
+              "plain p50 / p99 | TLS p50 / p99 | fencelockd CPU per pair, plain / TLS |")
+    md.append("|---:|---:|---:|---:|---|---:|---:|---:|")
+    for c, (plain, other) in tls_ab.items():
+        runs = ", ".join(f"{percent(t['ops_per_sec'], p['ops_per_sec'])}" for p, t in zip(plain, other))
+        md.append(f"| {c} | {num(mean(plain))} | {num(mean(other))} | **{percent(mean(other), mean(plain))}** | {runs} | "
+                  f"{num(mean(plain, 'p50_ms'), 2)} / {num(mean(plain, 'p99_ms'), 2)} ms | "
+                  f"{num(mean(other, 'p50_ms'), 2)} / {num(mean(other, 'p99_ms'), 2)} ms | "
+                  f"{cpu_us(plain)} / {cpu_us(other)} µs |")
+    if tls_conn:
+        md.append(f"\nHandshakes: a new connection per request (connect, full TLS handshake without resumption, "
+                  f"`GET /healthz`, close), {tls_conn['callers']} callers: **{num(tls_conn['ops_per_sec'])} "
+                  f"connections/s** over TLS (handshake p50 {num(tls_conn.get('handshake_p50_ms'), 2)} / p99 "
+                  f"{num(tls_conn.get('handshake_p99_ms'), 2)} ms; connect → answer p50 {num(tls_conn['p50_ms'], 2)} ms, "
+                  f"{tls_conn['errors']} errors) against {num(plain_conn and plain_conn['ops_per_sec'])} connections/s "
+                  f"over plain TCP. Load generator and server share the cores; CPU per connection, server / "
+                  f"client: {cpu_per(tls_conn)} over TLS, {cpu_per(plain_conn)} over plain TCP. Keep-alive "
+                  f"clients pay the handshake once per connection.\n")
+
+etcd_ab = beside("etcd", "fencelock-tokens-etcd")
+draw_sources = [("fencelock", "SQLite (one file, fencelockd's own)"),
+                ("fencelock-tokens-redis", "Redis master (`appendfsync always`)"),
+                ("fencelock-tokens-etcd", "etcd 3.4 (one member)")]
+if etcd_ab or pick("fencelock-tokens-etcd", "tokens"):
+    md.append("\n## 6. Token sources\n")
+    md.append("Draws: `POST /v1/tokens/{name}` on random names out of 10,000, through one fencelockd with each "
+              "source (the Redis one is one of the two instances of section 4; the etcd one uses the etcd member "
+              "of the peer runs).\n")
+    md.append("| source | callers | draws/s | p50 | p99 | errors |")
+    md.append("|---|---:|---:|---:|---:|---:|")
+    for system, label in draw_sources:
+        for r in rows:
+            if r.get("system") == system and r.get("workload") == "tokens" and "set" not in r:
+                md.append(f"| {label} | {r['callers']} | {num(r['ops_per_sec'])} | {num(r['p50_ms'], 3)} ms | "
+                          f"{num(r['p99_ms'], 3)} ms | {r['errors']} |")
+    if etcd_ab:
+        md.append("\nUncontended pairs with the etcd source, A/B beside the SQLite fencelockd (plain, etcd, etcd, "
+                  "plain; a quick run: plain, etcd; means of each side), and etcd's own lock API from section 1:\n")
+        md.append("| callers | SQLite source pairs/s | etcd source pairs/s | etcd ÷ SQLite | each A/B pair | "
+                  "etcd source p50 / p99 | fencelockd CPU per pair, SQLite / etcd | etcd member CPU per pair | "
+                  "etcd lock API pairs/s | etcd source ÷ etcd lock API |")
+        md.append("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+        for c, (plain, other) in etcd_ab.items():
+            et = pick("etcd", "uncontended", c)
+            runs = ", ".join(f"{percent(t['ops_per_sec'], p['ops_per_sec'])}" for p, t in zip(plain, other))
+            md.append(f"| {c} | {num(mean(plain))} | {num(mean(other))} | **{percent(mean(other), mean(plain))}** | "
+                      f"{runs} | {num(mean(other, 'p50_ms'), 2)} / {num(mean(other, 'p99_ms'), 2)} ms | "
+                      f"{cpu_us(plain)} / {cpu_us(other)} µs | {cpu_us(other, 'peer_cpu_ms_per_op')} µs | "
+                      f"{num(et and et['ops_per_sec'])} | {ratio(mean(other), et and et['ops_per_sec'])} |")
+
 rss = pick("fencelock", "rss")
-md.append("\n## 5. Targets\n")
+md.append("\n## 7. Targets\n")
 targets_at = len(md) + 1  # the targets table starts at the next line
 md.append("| target | measured | met |")
 md.append("|---|---|---|")
@@ -181,6 +277,20 @@ for hold, c in pair_runs:
     target(f"contended ({label}): no starvation — every waiter served within its wait_ms (5 s)",
            f"acquire p99 {r.get('p99_ms', 0):.1f} ms, {r.get('refused', 0)} gave up",
            r.get("refused", 1) == 0 and r.get("p99_ms", 1e9) < 5000)
+for c, (plain, other) in tls_ab.items():
+    if c == (64 if 64 in tls_ab else max(tls_ab)):  # 64 callers; a quick run has its largest level
+        target(f"TLS + API keys: uncontended pairs/s at {c} callers ≥ 80 % of plain HTTP (A/B in this run)",
+               f"{num(mean(other))} vs {num(mean(plain))}: **{percent(mean(other), mean(plain))}**",
+               mean(other) >= 0.8 * mean(plain))
+for c, (plain, other) in etcd_ab.items():
+    target(f"etcd token source: uncontended pairs/s at {c} callers ≥ 50 % of the SQLite source's (A/B in this run)",
+           f"{num(mean(other))} vs {num(mean(plain))}: **{percent(mean(other), mean(plain))}**",
+           mean(other) >= 0.5 * mean(plain))
+    et = pick("etcd", "uncontended", c)
+    if et:
+        target(f"etcd token source: uncontended pairs/s at {c} callers ≥ 5× etcd's lock API on the same etcd",
+               f"{num(mean(other))} vs {num(et['ops_per_sec'])}: **{ratio(mean(other), et['ops_per_sec'])}**",
+               mean(other) >= 5 * et["ops_per_sec"])
 if rss:
     target("fencelockd RSS ≤ 64 MiB with 1,000 open keep-alive connections",
            f"{rss['rss_kib'] / 1024:.1f} MiB with {int(float(rss['connections']))} connections", rss["rss_kib"] <= 64 * 1024)
@@ -219,6 +329,8 @@ if summary_md:
     targets = targets[:targets.index("")] if "" in targets else targets
     text = open(summary_md).read()
     start, end = text.index(SUMMARY_START) + len(SUMMARY_START), text.index(SUMMARY_END)
+    load = [line for line in environment if line.startswith("load average")]
     block = ["", "", f"Written by `./bench/run.sh` ({environment[-1] if environment else 'latest run'}; "
-             f"{environment[0] if environment else ''}). All tables: `docs/benchmarks-side-by-side.md`.", ""]
+             f"{environment[0] if environment else ''}{'; ' + load[0] if load else ''}). "
+             "All tables: `docs/benchmarks-side-by-side.md`.", ""]
     open(summary_md, "w").write(text[:start] + "\n".join(block + targets + [""]) + "\n" + text[end:])

@@ -5,12 +5,13 @@
 #   ./bench/run.sh           full run (~12 min): writes docs/benchmarks-side-by-side.md,
 #                            docs/benchmarks.svg and the targets table in docs/benchmarks.md
 #   ./bench/run.sh --quick   smoke test (~1 min): short runs, report in build/bench/ only
+#   FENCELOCK_BENCH_PORT_BASE=N   its ports are N+1 .. N+89 (default 27300)
 #
 # Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
 # benchmarked), fencelockd (release build, SQLite tokens), one etcd member; then, for the
 # scale-out runs, a token master (appendfsync always) and two more fencelockd on the same lock
-# nodes with the Redis token source. Loopback only; every
-# load run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
+# nodes with the Redis token source; then one each with API keys, with TLS and keys, and with
+# the etcd token source. Loopback only; every load run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -29,8 +30,10 @@ mkdir -p "$out"
 results=$out/results.jsonl
 : >"$results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/fencelock-bench-XXXXXX")
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)
 
-base=27300
+# Another checkout's bench (or test.sh) may be running on the same machine: give it another base.
+base=${FENCELOCK_BENCH_PORT_BASE:-27300}
 redis_ports=$(seq $((base + 1)) $((base + 5)))
 fencelockd_port=$((base + 80))
 pair_ports="$((base + 81)) $((base + 82))"  # two instances sharing lock nodes and a token master
@@ -120,6 +123,14 @@ pair_uncontended=$(echo "$levels" | awk '{print ($NF > 64 ? 64 : $NF)}')  # 64, 
 say "fencelock x2 uncontended, $pair_uncontended callers split over both"
 "$bin/bench/http_bench" --endpoint "$pair_endpoints" --system fencelock-x2 --workload uncontended \
   --callers "$pair_uncontended" --seconds "$seconds" | record
+# Draws per second from the Redis token source (#15), through one of the two instances.
+draw_levels="1 64"
+[ "$quick" = 1 ] && draw_levels=64
+for c in $draw_levels; do
+  say "fencelock tokens, Redis token source, $c callers"
+  "$bin/bench/http_bench" --endpoint "http://127.0.0.1:${pair_ports%% *}" --system fencelock-tokens-redis \
+    --workload tokens --callers "$c" --seconds "$seconds" | record
+done
 for p in $pair_ports; do kill -TERM "$(cat "$work/fencelockd-$p.pid")" 2>/dev/null || true; done
 
 # The cost of API keys (#16): a fencelockd with --auth-file (its own key prefix and SQLite file),
@@ -138,6 +149,104 @@ say "fencelock with API keys uncontended, $pair_uncontended callers"
 "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$keys_port" --system fencelock-keys --workload uncontended \
   --callers "$pair_uncontended" --seconds "$seconds" --api-key "$bench_secret" | record
 kill -TERM "$(cat "$work/fencelockd-keys.pid")" 2>/dev/null || true
+
+# CPU per operation (utime + stime from /proc, in clock ticks) next to the throughput: it depends
+# far less than the throughput on what else runs on the shared cores.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+with_cpu() {  # with_cpu KEY PID TICKS_BEFORE: adds KEY (ms of PID's CPU per op) to the JSON line
+  local line ticks
+  line=$(cat)
+  ticks=$(($(cpu_ticks "$2") - $3))
+  echo "$line" | python3 -c "import json, os, sys; r = json.loads(sys.stdin.read()); \
+r['$1'] = $ticks * 1000 / os.sysconf('SC_CLK_TCK') / max(r['ops'], 1); print(json.dumps(r))"
+}
+with_server_cpu() { with_cpu server_cpu_ms_per_op "$@"; }
+
+# A/B beside the plain-HTTP fencelockd of the side-by-side rows, so that both sides of a ratio see
+# the same machine load (others' work shares the cores): beside SET C SYSTEM ENDPOINT PID [ARGS...]
+# runs the uncontended workload at C callers as plain, SYSTEM, SYSTEM, plain (ABBA: a load that
+# drifts during the four runs weighs on both sides alike; a quick run does plain, SYSTEM only),
+# 10 s each at the judged level of a full run. PID is SYSTEM's fencelockd; with peer_pid set, that
+# process's CPU per pair is added as peer_cpu_ms_per_op on both sides. Rows carry "set":SET;
+# report.py averages each side.
+peer_pid=""
+beside() {
+  local set=$1 c=$2 system=$3 endpoint=$4 pid=$5
+  shift 5
+  local side t0 p0 run_seconds=$seconds sides="plain other other plain"
+  [ "$quick" = 1 ] && sides="plain other"
+  [ "$quick" = 0 ] && [ "$c" = "$judged" ] && run_seconds=10
+  for side in $sides; do
+    local args=(--workload uncontended --callers "$c" --seconds "$run_seconds") target=$pid
+    if [ "$side" = plain ]; then
+      say "fencelock (HTTP, SQLite tokens) uncontended, $c callers, beside $system"
+      args+=(--endpoint "http://127.0.0.1:$fencelockd_port")
+      target=$(cat "$work/fencelockd.pid")
+    else
+      say "$system uncontended, $c callers"
+      args+=(--endpoint "$endpoint" --system "$system" "$@")
+    fi
+    t0=$(cpu_ticks "$target")
+    p0=$([ -n "$peer_pid" ] && cpu_ticks "$peer_pid" || echo 0)
+    "$bin/bench/http_bench" "${args[@]}" | with_server_cpu "$target" "$t0" |
+      if [ -n "$peer_pid" ]; then with_cpu peer_cpu_ms_per_op "$peer_pid" "$p0"; else cat; fi |
+      sed "s/^{/{\"set\": \"$set\", /" | record
+  done
+}
+# The level the #15/#16 targets are judged at: 64 callers (16 in a quick run).
+judged=$pair_uncontended
+
+# The cost of TLS (#16): a fencelockd with TLS and API keys (its own key prefix and SQLite file),
+# a throwaway CA and server certificate (EC P-256, as in docs/operations.md), clients that check
+# it. Keep-alive connections for the pairs; a new connection with a full handshake per request
+# for the handshake rate (and the same over plain TCP for comparison).
+tls_port=$((base + 84))
+tls=$work/tls
+mkdir -p "$tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+  -subj "/CN=fencelock bench CA" -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=127.0.0.1" \
+  -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null
+openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -set_serial 1 -days 2 \
+  -out "$tls/server.pem" -extfile <(printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth') 2>/dev/null
+chmod 600 "$tls/server.key"
+"$bin/service/fencelockd" --listen "127.0.0.1:$tls_port" --redis "$nodes" --tokens "sqlite:$work/tokens-tls.db" \
+  --key-prefix "bench-tls:" --auth-file "$work/keys.json" --tls-cert "$tls/server.pem" --tls-key "$tls/server.key" \
+  --max-connections-per-client 100000 >"$work/fencelockd-tls.log" 2>&1 &
+echo $! >"$work/fencelockd-tls.pid"
+for _ in $(seq 100); do curl -fs --cacert "$tls/ca.pem" "https://127.0.0.1:$tls_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+tls_levels=$judged
+[ "$quick" = 0 ] && tls_levels=$levels
+for c in $tls_levels; do
+  beside tls "$c" fencelock-tls "https://127.0.0.1:$tls_port" "$(cat "$work/fencelockd-tls.pid")" --api-key "$bench_secret" --ca-file "$tls/ca.pem"
+done
+say "fencelock over TLS: a new connection (full handshake) per request, 16 callers"
+t0=$(cpu_ticks "$(cat "$work/fencelockd-tls.pid")")
+"$bin/bench/http_bench" --endpoint "https://127.0.0.1:$tls_port" --system fencelock-tls --workload connections \
+  --callers 16 --seconds "$seconds" --ca-file "$tls/ca.pem" | with_server_cpu "$(cat "$work/fencelockd-tls.pid")" "$t0" | record
+say "fencelock over plain HTTP: a new connection per request, 16 callers"
+t0=$(cpu_ticks "$(cat "$work/fencelockd.pid")")
+"$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload connections \
+  --callers 16 --seconds "$seconds" | with_server_cpu "$(cat "$work/fencelockd.pid")" "$t0" | record
+kill -TERM "$(cat "$work/fencelockd-tls.pid")" 2>/dev/null || true
+
+# The etcd token source (#15): a fencelockd drawing its tokens from the etcd member the peer runs
+# use (its own key prefix on the lock nodes), beside the SQLite one; and its draws per second.
+etcd_tokens_port=$((base + 85))
+"$bin/service/fencelockd" --listen "127.0.0.1:$etcd_tokens_port" --redis "$nodes" \
+  --tokens "etcd://127.0.0.1:$etcd_port" --key-prefix "bench-etcd:" --max-connections-per-client 100000 \
+  >"$work/fencelockd-etcd.log" 2>&1 &
+echo $! >"$work/fencelockd-etcd.pid"
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$etcd_tokens_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+peer_pid=$(cat "$work/etcd/etcd.pid")
+beside etcd "$judged" fencelock-tokens-etcd "http://127.0.0.1:$etcd_tokens_port" "$(cat "$work/fencelockd-etcd.pid")"
+peer_pid=""
+for c in $draw_levels; do
+  say "fencelock tokens, etcd token source, $c callers"
+  "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$etcd_tokens_port" --system fencelock-tokens-etcd \
+    --workload tokens --callers "$c" --seconds "$seconds" | record
+done
+kill -TERM "$(cat "$work/fencelockd-etcd.pid")" 2>/dev/null || true
 
 for w in extend tokens; do
   for c in 1 64; do
@@ -161,6 +270,8 @@ echo "{\"system\":\"fencelock\",\"workload\":\"rss\",\"connections\":${open:-0},
   echo "etcd: $(etcd --version 2>/dev/null | head -n1)"
   echo "node: $(node --version)"
   echo "g++: $(g++ --version | head -n1)"
+  # Others' work on the same cores moves every number: say how busy the machine was.
+  echo "load average (1 min) at start: $load_at_start, at end: $(cut -d' ' -f1 /proc/loadavg)"
   echo "mode: $([ "$quick" = 1 ] && echo quick || echo full), ${seconds}s per run"
 } >"$out/environment.txt"
 

@@ -1,9 +1,12 @@
 // token_bench: fencing-token draws per second, closed loop, C concurrent callers on one name.
 //
-//   token_bench [--source sqlite|redis|both] [--callers 1,64] [--seconds 3] [--names 1]
+//   token_bench [--source sqlite|redis|both|etcd] [--callers 1,64] [--seconds 3] [--names 1]
+//               [--etcd 127.0.0.1:2379]
 //
 // sqlite: a fresh file in a temp dir (default reserve block 1000). redis: its own redis-server
-// with appendonly yes + appendfsync always (what the source insists on). Markdown rows on stdout.
+// with appendonly yes + appendfsync always (what the source insists on). etcd: the member(s) at
+// --etcd, started by the caller (bench/peers/etcd/start-etcd.sh), keys under a fresh prefix.
+// Markdown rows on stdout.
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -15,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "fencelock/storage/etcd_token_source.h"
 #include "fencelock/storage/redis_token_source.h"
 #include "fencelock/storage/sqlite_token_source.h"
 #include "latency_histogram.h"
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
   std::vector<int> callers = {1, 64};
   int seconds = 3;
   int names = 1;
+  std::string etcd;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
@@ -111,6 +116,8 @@ int main(int argc, char** argv) {
       seconds = std::stoi(value);
     else if (flag == "--names")
       names = std::stoi(value);
+    else if (flag == "--etcd")
+      etcd = value;
     else {
       std::fprintf(stderr, "token_bench: unknown flag %s\n", flag.c_str());
       return 2;
@@ -137,6 +144,22 @@ int main(int argc, char** argv) {
     while (source->epoch() < 0) io.run_for(std::chrono::milliseconds(5));
     run("redis INCR", *source, io, callers, seconds, names);
     source->stop();
+    io.restart();
+    io.run_for(std::chrono::milliseconds(500));
+  }
+  if (which == "etcd") {
+    boost::asio::io_context io(1);
+    storage::EtcdTokenOptions options;
+    options.endpoints.push_back(storage::parse_node_address(etcd).value());
+    options.key_prefix = "token-bench/" + std::to_string(std::random_device{}()) + "/";
+    auto source = storage::EtcdTokenSource::create(io.get_executor(), options);
+    if (!source.ok()) {
+      std::fprintf(stderr, "token_bench: etcd at %s: %s\n", etcd.c_str(),
+                   source.error().message.c_str());
+      return 1;
+    }
+    run("etcd", **source, io, callers, seconds, names);
+    (*source)->stop();
     io.restart();
     io.run_for(std::chrono::milliseconds(500));
   }
