@@ -68,6 +68,7 @@ class LoggingObserver final : public storage::EngineObserver {
 struct OpenedTokens {
   std::shared_ptr<storage::TokenSource> source;
   std::shared_ptr<storage::RedisTokenSource> redis;  // set for the Redis backend
+  std::shared_ptr<storage::EtcdTokenSource> etcd;    // set for the etcd backend
   std::string label;
   std::string exclusive_id;  // set for a store only this process draws from (EngineOptions)
   std::string shared_id;     // set for a shared store with an id of its own (EngineOptions)
@@ -107,8 +108,8 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
     auto source = storage::SqliteTokenSource::open(options);
     if (!source.ok()) return std::move(source).error();
     // Per process: the engine refuses to grant while another instance shares the lock nodes.
-    return OpenedTokens{source.value(), nullptr, "sqlite", "sqlite:" + source.value()->store_id(),
-                        ""};
+    return OpenedTokens{
+        source.value(), nullptr, nullptr, "sqlite", "sqlite:" + source.value()->store_id(), ""};
   }
   if (config.token_backend == TokenBackend::kEtcd) {
     storage::EtcdTokenOptions options;
@@ -118,7 +119,8 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
     options.timeout = config.token_timeout;
     auto source = storage::EtcdTokenSource::create(io.get_executor(), options);
     if (!source.ok()) return std::move(source).error();
-    return OpenedTokens{source.value(), nullptr, "etcd", "", source.value()->identity()};
+    return OpenedTokens{source.value(), nullptr, source.value(),
+                        "etcd",         "",      source.value()->identity()};
   }
   storage::RedisTokenOptions options;
   options.master = config.token_master;
@@ -136,7 +138,7 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
               "detail=\"" + source.value()->persistence_warning() +
                   "\" consequence=\"fencing tokens may repeat after a counter crash\"");
   }
-  return OpenedTokens{source.value(), source.value(), "redis", "", ""};
+  return OpenedTokens{source.value(), source.value(), nullptr, "redis", "", ""};
 }
 
 // Never throws: a bad file keeps the keys in force.
@@ -222,8 +224,12 @@ storage::Status run_service(const ServiceConfig& config) {
   engine_options.credentials = std::move(node_credentials).value();
   engine_options.exclusive_tokens = tokens->exclusive_id;
   engine_options.shared_tokens = tokens->shared_id;
-  // One counter for all names: the lock nodes can remember the highest token handed out.
-  engine_options.global_tokens = config.token_backend != TokenBackend::kRedis;
+  // What the lock nodes' token mark can check (engine_options.h).
+  engine_options.token_order = config.token_backend == TokenBackend::kEtcd
+                                   ? storage::EngineOptions::TokenOrder::kGlobal
+                               : config.token_backend == TokenBackend::kSqlite
+                                   ? storage::EngineOptions::TokenOrder::kAboveRestart
+                                   : storage::EngineOptions::TokenOrder::kPerName;
 
   Metrics metrics;
   LoggingObserver observer(metrics);
@@ -233,10 +239,14 @@ storage::Status run_service(const ServiceConfig& config) {
   std::unique_ptr<storage::RedlockEngine> engine = std::move(created).value();
 
   std::shared_ptr<storage::RedisTokenSource> redis_tokens = tokens->redis;
+  std::shared_ptr<storage::EtcdTokenSource> etcd_tokens = tokens->etcd;
   HttpServer* server_ptr = nullptr;
   ApiHandlers handlers(
       *engine, tokens->source, tokens->label,
-      [redis_tokens] { return !redis_tokens || redis_tokens->epoch() >= 0; },
+      [redis_tokens, etcd_tokens] {
+        return (!redis_tokens || redis_tokens->epoch() >= 0) &&
+               (!etcd_tokens || !etcd_tokens->broken());
+      },
       [&metrics, &engine, &server_ptr] {
         std::vector<std::pair<std::string, double>> gauges;
         if (server_ptr != nullptr) {

@@ -44,6 +44,22 @@ std::uint64_t take_and_release(std::uint16_t port, const std::string& name) {
   return lease["token"].get<std::uint64_t>();
 }
 
+// An acquire of `name` through `port` once etcd answers it: the first requests after members
+// restarted may meet closed connections (a 503 naming the transport). At most 10 s.
+HttpAnswer acquire_once_etcd_answers(std::uint16_t port, const std::string& name) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    HttpAnswer answer =
+        HttpClient(port).post("/v1/locks/" + name, json{{"ttl_ms", 2000}, {"wait_ms", 0}});
+    const std::string text = answer.status == 503 ? answer.json().dump() : "";
+    const bool transport = text.find("end of stream") != std::string::npos ||
+                           text.find("connect") != std::string::npos ||
+                           text.find("did not answer") != std::string::npos;
+    if (!transport || std::chrono::steady_clock::now() > deadline) return answer;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("http etcd: instances on one etcd cluster hand out tokens in real-time order",
@@ -105,6 +121,11 @@ TEST_CASE("http etcd: an instance started after etcd was wiped or restored grant
   const std::vector<std::string> args = {"--redis",         joined(nodes.addresses()),
                                          "--tokens",        "etcd://" + joined(etcd.endpoints()),
                                          "--token-timeout", "1s"};
+  // Review of the fix (F1): an instance that draws nothing between the backup and the restore
+  // sees etcd's revisions move on from its own last one; the nodes' mark must stop it.
+  Fencelockd idle(dir.path(), args);
+  REQUIRE(ready(idle));
+  REQUIRE(take_and_release(idle.port(), "doc") > 0);
   std::uint64_t highest = 0;
   {
     Fencelockd a(dir.path(), args);
@@ -141,6 +162,10 @@ TEST_CASE("http etcd: an instance started after etcd was wiped or restored grant
     CHECK(refused.status == 503);
     CHECK_THAT(refused.json().dump(), Catch::Contains("the token store went back"));
     CHECK(HttpClient(b.port()).get("/readyz").status == 503);  // for good
+    const HttpAnswer idle_refused = acquire_once_etcd_answers(idle.port(), "doc");
+    CHECK(idle_refused.status == 503);
+    CHECK_THAT(idle_refused.json().dump(), Catch::Contains("went back"));
+    CHECK(HttpClient(idle.port()).get("/readyz").status == 503);
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       CHECK(SyncRedis(nodes.node(n).port()).count_keys() == 0);
     }
@@ -151,6 +176,10 @@ TEST_CASE("http etcd: an instance started after etcd was wiped or restored grant
     CHECK_FALSE(ready(b, 2s));
     CHECK_THAT(HttpClient(b.port()).get("/readyz").json().dump(),
                Catch::Contains("another token store"));
+    // A running instance whose source met the wiped cluster is not ready any more, for good.
+    const HttpAnswer idle_refused = acquire_once_etcd_answers(idle.port(), "doc");
+    CHECK(idle_refused.status == 503);
+    CHECK(HttpClient(idle.port()).get("/readyz").status == 503);
   }
 }
 

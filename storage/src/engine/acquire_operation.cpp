@@ -120,6 +120,7 @@ void AcquireOperation::on_quorum() {
     return;
   }
   phase_ = Phase::kDrawingToken;
+  token_floor_ = core_->token_floor();  // what the token must be above, known before the draw
   // The token source may answer on another thread: come back to the strand.
   tokens->next(
       request_.name, [self = shared_from_this(), attempt = attempt_](Result<std::uint64_t> token) {
@@ -150,7 +151,7 @@ void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> tok
   }
   // The registry's verdict may have changed while the quorum and the draw were out; and the token
   // must be above what the lock nodes have seen handed out.
-  if (auto refusal = core_->token_refusal(token.value())) {
+  if (auto refusal = core_->token_refusal(token.value(), token_floor_)) {
     attempt_failed(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
     return;
   }

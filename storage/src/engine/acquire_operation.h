@@ -67,6 +67,7 @@ class AcquireOperation : public ReplySink,
   Clock::time_point call_started_;
   Clock::time_point attempt_started_;
   Clock::time_point token_requested_;
+  std::uint64_t token_floor_ = 0;  // the token must be above it (InstanceRegistry::token_floor)
   Clock::duration token_draw_{0};
   std::optional<QuorumTally> tally_;
   boost::asio::steady_timer retry_timer_;

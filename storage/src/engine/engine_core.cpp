@@ -40,7 +40,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
       grace_timer_(strand_) {
   registry_ = std::make_shared<InstanceRegistry>(*this, options_.exclusive_tokens,
-                                                 options_.shared_tokens, options_.global_tokens);
+                                                 options_.shared_tokens, options_.token_order);
   RedisNodeOptions base;
   base.command_timeout = options_.node_timeout;
   base.connect_timeout = options_.connect_timeout;
@@ -139,8 +139,13 @@ std::optional<std::string> EngineCore::grant_refusal() const {
   return registry_->refusal(Clock::now());
 }
 
-std::optional<std::string> EngineCore::token_refusal(std::uint64_t token) const {
-  return registry_->token_refusal(Clock::now(), token);
+std::uint64_t EngineCore::token_floor() const {
+  return registry_->token_floor();
+}
+
+std::optional<std::string> EngineCore::token_refusal(std::uint64_t token,
+                                                     std::uint64_t floor) const {
+  return registry_->token_refusal(Clock::now(), token, floor);
 }
 
 bool EngineCore::node_votes(std::size_t node) const {

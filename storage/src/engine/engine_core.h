@@ -86,8 +86,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Why no grant may be made now (an embedded token source and another instance on these nodes,
   // or no recent check; instance_registry.h), or nullopt. Safe from any thread.
   std::optional<std::string> grant_refusal() const;
-  // grant_refusal(), and the token's own check (InstanceRegistry::token_refusal).
-  std::optional<std::string> token_refusal(std::uint64_t token) const;
+  // InstanceRegistry's token_floor() and token_refusal(): take the floor before the draw starts.
+  std::uint64_t token_floor() const;
+  std::optional<std::string> token_refusal(std::uint64_t token, std::uint64_t floor) const;
 
   // Whether `node` would vote now by NodeTrust (node_trust.h): seen and not quarantined (its
   // connection is not looked at). On the strand.

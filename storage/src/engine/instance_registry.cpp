@@ -18,13 +18,13 @@ const std::string_view InstanceRegistry::kNotYetChecked =
     "serve";
 
 InstanceRegistry::InstanceRegistry(EngineCore& core, const std::string& exclusive_tokens,
-                                   const std::string& shared_tokens, bool global_tokens)
+                                   const std::string& shared_tokens, TokenOrder token_order)
     : core_(core),
       identity_(!exclusive_tokens.empty() ? exclusive_tokens
                 : !shared_tokens.empty()  ? shared_tokens
                                           : std::string(kSharedIdentity)),
       exclusive_(!exclusive_tokens.empty()),
-      global_tokens_(global_tokens),
+      token_order_(token_order),
       key_("fencelock:#instances:" + core.options().key_prefix),
       timer_(core.strand()) {}
 
@@ -36,6 +36,9 @@ void InstanceRegistry::stop() {
   if (stopped_) return;
   stopped_ = true;
   timer_.cancel();
+  // The tokens handed out since the last heartbeat go into the nodes' mark before the entry goes
+  // (one connection per node: in this order).
+  core_.broadcast(heartbeat("0"), nullptr, 0);
   RespCommand remove(3);
   remove.arg("HDEL").arg(key_).arg(core_.engine_id());
   core_.broadcast(remove, nullptr, 0);
@@ -78,14 +81,28 @@ std::optional<std::string> InstanceRegistry::refusal_locked(Clock::time_point no
   return std::nullopt;
 }
 
+std::uint64_t InstanceRegistry::token_floor() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  switch (token_order_) {
+    case TokenOrder::kPerName:
+      return 0;
+    case TokenOrder::kAboveRestart:
+      return mark_at_ready_;
+    case TokenOrder::kGlobal:
+      return mark_seen_;
+  }
+  return 0;
+}
+
 std::optional<std::string> InstanceRegistry::token_refusal(Clock::time_point now,
-                                                           std::uint64_t token) {
+                                                           std::uint64_t token,
+                                                           std::uint64_t floor) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto refused = refusal_locked(now)) return refused;
-  if (!global_tokens_) return std::nullopt;
-  if (token <= token_floor_) {
+  if (token_order_ == TokenOrder::kPerName) return std::nullopt;
+  if (token <= floor) {
     went_back_ = "the token store went back: it handed out token " + std::to_string(token) +
-                 ", but the lock nodes saw token " + std::to_string(token_floor_) +
+                 ", but the lock nodes saw token " + std::to_string(floor) +
                  " handed out before (a token file or etcd cluster restored from a backup?); "
                  "tokens from it could repeat, so this fencelockd grants nothing "
                  "(docs/operations.md, \"Token source\")";
@@ -124,13 +141,17 @@ void InstanceRegistry::round() {
   const char* mode = round_mode_ == BindMode::kBirth    ? "1"
                      : round_mode_ == BindMode::kRepair ? "2"
                                                         : "0";
+  core_.broadcast(heartbeat(mode), shared_from_this(), round_);
+}
+
+RespCommand InstanceRegistry::heartbeat(const char* mode) const {
   std::uint64_t highest = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     highest = highest_handed_out_;
   }
-  RespCommand heartbeat(9);
-  heartbeat.arg("EVAL")
+  RespCommand command(9);
+  command.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
       .arg(std::int64_t{1})
       .arg(key_)
@@ -139,7 +160,7 @@ void InstanceRegistry::round() {
       .arg(kEntryLifetime.count())
       .arg(mode)
       .arg(std::to_string(highest));
-  core_.broadcast(heartbeat, shared_from_this(), round_);
+  return command;
 }
 
 void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
@@ -211,9 +232,10 @@ void InstanceRegistry::finish_round() {
     }
     // How many nodes are bound is judged only from a quorum of voting answers: a voting node whose
     // answer was late is not a node that forgot.
-    // The floor is learned until the first ready round, included; afterwards a higher mark comes
-    // from tokens drawn concurrently with this engine's own, which may be lower and still right.
-    if (!was_ready_) token_floor_ = std::max(token_floor_, round_mark_);
+    // kAboveRestart's floor is learned until the first ready round, included; afterwards a higher
+    // mark may come from another name's counter, which may be ahead and still right.
+    if (!was_ready_) mark_at_ready_ = std::max(mark_at_ready_, round_mark_);
+    mark_seen_ = std::max(mark_seen_, round_mark_);
     if (round_voting_answers_ >= core_.quorum()) {
       bound_here_ = round_bound_here_;
       bound_quorum_ = round_bound_here_ >= core_.quorum();

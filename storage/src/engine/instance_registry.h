@@ -64,14 +64,21 @@
 // of its rounds as a conflict (a crashed predecessor's entry is not renewed).
 //
 // A token store that went back — a SQLite file restored from a backup, an etcd cluster restored
-// from a snapshot — keeps its identity. With EngineOptions::global_tokens (one counter for all
-// names), the nodes also remember the highest token handed out through them (a "#mark" field,
-// raised by every heartbeat to the highest token its engine handed out). An engine learns the
-// mark from its rounds until it is first ready, and from then on refuses, for good, a token that
-// is not above it: every token handed out since the mark was read was drawn after it, so a
-// correct store never trips this. Limit: tokens handed out in the last heartbeat interval before
-// the store went back are not yet in the mark; a store restored to within that second of its
-// loss is not caught by a fencelockd started afterwards (a running etcd source catches it itself).
+// from a snapshot — keeps its identity. Unless EngineOptions::token_order is kPerName, the nodes
+// also remember the highest token handed out through them (a "#mark" field, raised by every
+// heartbeat, and by a clean stop, to the highest token its engine handed out), and a token is
+// checked against a floor taken before its draw started (token_floor(); a token at or below it
+// refuses every grant, for good):
+//   - kAboveRestart (SQLite: per-name counters, all started above the file's durable reservation
+//     at open): the highest mark seen until the engine first became ready. Every token it draws
+//     afterwards is above every token handed out before it opened the file.
+//   - kGlobal (etcd revisions): the highest mark seen so far, by any round. A mark is a token
+//     answered before the round that read it, which ended before this draw started, so a correct
+//     store never trips it — and an instance that drew nothing since a snapshot trips it on its
+//     first draw after the restore, where its own "revision went back" check sees nothing.
+// Limit: tokens handed out in the last heartbeat interval before the store went back are not yet
+// in the mark; a store restored to within that second is not caught by an instance that did not
+// draw through the loss.
 // Threading: on the engine's strand, except refusal().
 #pragma once
 
@@ -85,7 +92,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fencelock/storage/engine_options.h"
 #include "redis/redis_node.h"
+#include "redis/resp_command.h"
 
 namespace fencelock::storage {
 
@@ -103,9 +112,10 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // identity (tests wait for it to go).
   static const std::string_view kNotYetChecked;
 
-  // `exclusive_tokens`, `shared_tokens`, `global_tokens`: EngineOptions' fields of those names.
+  using TokenOrder = EngineOptions::TokenOrder;
+  // `exclusive_tokens`, `shared_tokens`, `token_order`: EngineOptions' fields of those names.
   InstanceRegistry(EngineCore& core, const std::string& exclusive_tokens,
-                   const std::string& shared_tokens, bool global_tokens);
+                   const std::string& shared_tokens, TokenOrder token_order);
 
   void start();
   void stop();  // removes this engine's entry (fire and forget)
@@ -114,12 +124,18 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // identity (any engine), no quorum bound to its own, no recent check, or, with an exclusive
   // source, another live instance. Safe from any thread.
   std::optional<std::string> refusal(Clock::time_point now) const;
-  // refusal(now), and with global tokens: `token` not above the nodes' mark (which then refuses
-  // everything, for good). When nullopt, `token` counts as handed out. Safe from any thread.
-  std::optional<std::string> token_refusal(Clock::time_point now, std::uint64_t token);
+  // What a token drawn from now on must be above (0 = anything). Take it before the draw starts.
+  // Safe from any thread.
+  std::uint64_t token_floor() const;
+  // refusal(now), and `token` not above `floor` (token_floor() before its draw; this refuses
+  // everything from then on, for good). When nullopt, `token` counts as handed out. Safe from
+  // any thread.
+  std::optional<std::string> token_refusal(Clock::time_point now, std::uint64_t token,
+                                           std::uint64_t floor);
 
  private:
   std::optional<std::string> refusal_locked(Clock::time_point now) const;  // mutex_ held
+  RespCommand heartbeat(const char* mode) const;
   void round();
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
   // One other live entry on `node`, as the script returns it.
@@ -130,7 +146,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   EngineCore& core_;
   std::string identity_;
   bool exclusive_;
-  bool global_tokens_;
+  TokenOrder token_order_;
   std::string key_;
   boost::asio::steady_timer timer_;
   bool stopped_ = false;
@@ -160,12 +176,12 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   mutable std::mutex mutex_;
   std::optional<Clock::time_point> checked_at_;  // start of the last round that reached a quorum
   std::string conflict_;                         // what that round found ("" = none)
-  std::string bound_elsewhere_;  // a node bound to another identity, seen by any round (sticky)
-  std::size_t bound_here_ = 0;   // voting nodes that round found bound to this identity
-  bool bound_quorum_ = false;    // bound_here_ reached a quorum
-  bool was_ready_ = false;       // some round found a quorum bound to this identity
-  // Global tokens: the highest mark seen until first ready; a token at or below it went back.
-  std::uint64_t token_floor_ = 0;
+  std::string bound_elsewhere_;      // a node bound to another identity, seen by any round (sticky)
+  std::size_t bound_here_ = 0;       // voting nodes that round found bound to this identity
+  bool bound_quorum_ = false;        // bound_here_ reached a quorum
+  bool was_ready_ = false;           // some round found a quorum bound to this identity
+  std::uint64_t mark_at_ready_ = 0;  // the highest mark seen until first ready (kAboveRestart)
+  std::uint64_t mark_seen_ = 0;      // the highest mark seen by any round (kGlobal)
   std::uint64_t highest_handed_out_ = 0;  // by this engine, sent with every heartbeat
   std::string went_back_;                 // why every grant is refused for good ("" = not)
 };

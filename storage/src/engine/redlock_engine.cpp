@@ -158,7 +158,9 @@ std::optional<std::string> RedlockEngine::grant_refusal() const {
   return core_->grant_refusal();
 }
 std::function<std::optional<std::string>(std::uint64_t)> RedlockEngine::refusal_check() const {
-  return [core = core_](std::uint64_t token) { return core->token_refusal(token); };
+  return [core = core_, floor = core_->token_floor()](std::uint64_t token) {
+    return core->token_refusal(token, floor);
+  };
 }
 
 std::vector<NodeStatus> RedlockEngine::node_statuses() const {

@@ -1,6 +1,7 @@
 #include "fencelock/storage/etcd_token_source.h"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -123,6 +124,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
         highest_revision_(start.header.revision) {}
 
   const std::string& identity() const noexcept { return identity_; }
+  bool broken() const noexcept { return broken_flag_.load(); }
 
   void next(std::string name, Callback done) {
     asio::post(strand_, [self = shared_from_this(), name = std::move(name),
@@ -271,6 +273,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
                 "): the cluster was wiped, bootstrapped again or replaced, and its revisions "
                 "could repeat tokens already handed out; this fencelockd hands out none "
                 "(docs/operations.md, \"Token source\")";
+      broken_flag_ = true;
       return make_error(ErrorCode::kUnavailable, *broken_);
     }
     if (header->revision < highest_revision_) {
@@ -279,6 +282,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
                 " (a cluster restored from a backup or recovered with --force-new-cluster): its "
                 "tokens could repeat ones already handed out; this fencelockd hands out none "
                 "(docs/operations.md, \"Token source\")";
+      broken_flag_ = true;
       return make_error(ErrorCode::kUnavailable, *broken_);
     }
     highest_revision_ = header->revision;
@@ -305,8 +309,9 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
   std::string identity_;
   etcd::HistoryGuard guard_;
   std::uint64_t base_;
-  std::uint64_t highest_revision_;     // of every answer so far: it never goes back
-  std::optional<std::string> broken_;  // why this source hands out nothing any more
+  std::uint64_t highest_revision_;        // of every answer so far: it never goes back
+  std::optional<std::string> broken_;     // why this source hands out nothing any more
+  std::atomic<bool> broken_flag_{false};  // broken_ is set, for other threads
   std::shared_ptr<etcd::Connection> connection_;
   std::size_t endpoint_ = 0;
   std::deque<Waiting> queue_;
@@ -353,6 +358,10 @@ EtcdTokenSource::~EtcdTokenSource() {
 
 const std::string& EtcdTokenSource::identity() const noexcept {
   return impl_->identity();
+}
+
+bool EtcdTokenSource::broken() const noexcept {
+  return impl_->broken();
 }
 
 void EtcdTokenSource::stop() {

@@ -30,7 +30,7 @@ struct Instance {
     tokens = opened.value();
     auto engine_options = engine_options_for(cluster);
     engine_options.exclusive_tokens = "sqlite:" + tokens->store_id();
-    engine_options.global_tokens = true;
+    engine_options.token_order = EngineOptions::TokenOrder::kAboveRestart;
     engine = std::make_unique<EngineUnderTest>(engine_options, tokens, nullptr, wait);
   }
   // A lease taken and released: its token.

@@ -94,13 +94,18 @@ struct EngineOptions {
   // master). Ignored when exclusive_tokens is set. At most 128 bytes, no spaces.
   std::string shared_tokens;
 
-  // True when every token the source hands out is above every token handed out before its draw
-  // started, whatever the name (one counter for all names: the SQLite file, etcd's revision). The
-  // lock nodes then remember the highest token handed out through them, and an engine refuses — for
-  // the rest of its life — a token that is not above the highest one the nodes knew when it
-  // started: a token store restored from a backup would otherwise hand out tokens again
-  // (instance_registry.h).
-  bool global_tokens = false;
+  // How the source's tokens compare across names and restarts, which decides what the lock nodes'
+  // token mark can check (instance_registry.h: the nodes remember the highest token handed out
+  // through them; a token store restored from a backup would otherwise hand out tokens again).
+  //   kPerName: only a name's own tokens are ordered (the Redis source): no check.
+  //   kAboveRestart: every token drawn after the source opened is above every token handed out
+  //     before, whatever the name (the SQLite file starts above its durable reservation). A token
+  //     not above the mark the nodes held when the engine became ready is refused, for good.
+  //   kGlobal: every token is above every token handed out before its draw started, whatever the
+  //     name (etcd's revision). A token not above the mark the engine knew when its draw started
+  //     is refused, for good.
+  enum class TokenOrder { kPerName, kAboveRestart, kGlobal };
+  TokenOrder token_order = TokenOrder::kPerName;
 };
 
 // The first option out of bounds: the fields concerned (as named in EngineOptions; two for a

@@ -82,6 +82,10 @@ class EtcdTokenSource final : public TokenSource {
   // "etcd:<cluster id>:<history id>": the lock nodes remember it (instance_registry.h).
   const std::string& identity() const noexcept;
 
+  // Whether the source found that etcd went back (History above) and hands out nothing any more.
+  // Safe from any thread.
+  bool broken() const noexcept;
+
   // Fails every waiting draw with kUnavailable and every later one too. Called by the destructor.
   void stop();
 

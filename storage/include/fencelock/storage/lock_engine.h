@@ -75,7 +75,8 @@ class LockEngine {
   // Why every grant is refused right now, or nullopt (redlock_engine.h).
   virtual std::optional<std::string> grant_refusal() const = 0;
   // Why a grant with `token`, just drawn, must be refused, or nullopt — and then the token counts
-  // as handed out (EngineOptions::global_tokens). A function that stays safe to call after this
+  // as handed out (EngineOptions::token_order). Call refusal_check() before the draw starts: it
+  // takes the floor the token must be above then. A function that stays safe to call after this
   // engine is gone: for callbacks that may run late, on another thread (a token source answering
   // at teardown).
   virtual std::function<std::optional<std::string>(std::uint64_t token)> refusal_check() const = 0;
