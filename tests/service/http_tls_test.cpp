@@ -10,15 +10,19 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "fencelockd_process.h"
 #include "http_client.h"
 #include "loopback.h"
 #include "prometheus_text.h"
+#include "redis_server.h"
+#include "service_under_test.h"
 #include "sync_redis.h"
 #include "tls_service_under_test.h"
 
@@ -411,5 +415,55 @@ TEST_CASE("fencelockd does not start with TLS files it cannot use, and says whic
   CHECK(run.exit_code == 1);
   CHECK_THAT(run.output, Catch::Contains(expected));
   CHECK(run.output.find("BEGIN") == std::string::npos);  // file contents never reach the log
+}
+
+TEST_CASE("sighup: a fencelockd without TLS or --auth-file keeps serving and says so",
+          "[service][redis]") {
+  ServiceUnderTest s;
+  ::kill(s.daemon->pid(), SIGHUP);
+  CHECK(log_shows(*s.daemon, "reload_skipped"));
+  CHECK(s.client().get("/healthz").status == 200);
+  ::kill(s.daemon->pid(), SIGHUP);
+  CHECK(s.client().get("/healthz").status == 200);
+  CHECK(s.daemon->stop(SIGTERM) == 0);  // not 129, "Hangup"
+}
+
+TEST_CASE("sighup: during the start it does not stop fencelockd, and is applied once it serves",
+          "[service][redis]") {
+  RedisCluster cluster{3};
+  TempDir dir;
+  const TestCerts certs(dir.path());
+  const auto log_path = dir.path() / "starting.log";
+  const std::uint16_t port = pick_free_port();
+  ChildProcess daemon;
+  daemon.start({fencelockd_binary(), "--listen", "127.0.0.1:" + std::to_string(port), "--redis",
+                join_addresses(cluster.addresses()), "--tokens",
+                "sqlite:" + (dir.path() / "tokens.db").string(), "--tls-cert",
+                certs.server.cert.string(), "--tls-key", certs.server.key.string()},
+               log_path);
+  auto log = [&] {
+    std::ifstream in(log_path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::optional<int> exited;
+  auto wait_for = [&](const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (log().find(text) == std::string::npos) {
+      if (!exited) exited = daemon.poll_exit();
+      if (exited || std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(1ms);
+    }
+    return true;
+  };
+  REQUIRE(wait_for(" starting "));
+  daemon.signal(SIGHUP);  // before the certificate is read, the lock nodes reached, the port open
+  CHECK(wait_for(" listening "));
+  CHECK(wait_for("tls_reloaded"));  // the SIGHUP was remembered
+  if (!exited) exited = daemon.poll_exit();
+  REQUIRE_FALSE(exited.has_value());  // was 129: killed by SIGHUP before the reloader existed
+  TlsClientOptions options;
+  options.ca = certs.ca;
+  CHECK(TlsClient(port, options).get("/healthz").status == 200);
+  CHECK(daemon.stop(SIGTERM, 10s) == 0);
 }
 
