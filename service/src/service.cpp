@@ -220,10 +220,14 @@ storage::Status run_service(const ServiceConfig& config) {
     TlsFiles files{config.tls_cert, config.tls_key, config.tls_client_ca};
     auto loaded = load_tls(files);
     if (!loaded.ok()) return std::move(loaded).error();
-    const bool expired = loaded->description.find("expired=true") != std::string::npos;
-    log_event(expired ? LogLevel::kWarning : LogLevel::kInfo, "tls_loaded",
-              "cert=" + config.tls_cert.string() + " " + loaded->description +
-                  " client_certificates=" + (config.tls_client_ca.empty() ? "off" : "required"));
+    // Expired or not yet valid: served (a restart must not lose the port), but clients will refuse
+    // it — said as a warning, with why.
+    std::string fields =
+        "cert=" + config.tls_cert.string() + " " + loaded->description +
+        " client_certificates=" + (config.tls_client_ca.empty() ? "off" : "required");
+    if (!loaded->invalid_now.empty()) fields += " problem=\"" + loaded->invalid_now + "\"";
+    log_event(loaded->invalid_now.empty() ? LogLevel::kInfo : LogLevel::kWarning, "tls_loaded",
+              fields);
     tls.emplace(std::move(files), std::move(loaded).value());
   }
 

@@ -203,6 +203,15 @@ TEST_CASE(
     CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
     CHECK_THAT(s.daemon->log(), Catch::Contains("does not match the certificate"));
   }
+  SECTION("a certificate that has expired") {
+    const CertFiles expired =
+        s.certs.issue_server("expired", "fencelock expired", 0x2003, true, -1);
+    replace_file(s.live_key, expired.key);
+    replace_file(s.live_cert, expired.cert);
+    ::kill(s.daemon->pid(), SIGHUP);
+    CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
+    CHECK_THAT(s.daemon->log(), Catch::Contains("the certificate expired on"));
+  }
   TlsClient after = s.client();
   REQUIRE(after.connect().empty());
   CHECK(after.peer_serial() == kNextSerial);
@@ -467,3 +476,15 @@ TEST_CASE("sighup: during the start it does not stop fencelockd, and is applied 
   CHECK(daemon.stop(SIGTERM, 10s) == 0);
 }
 
+TEST_CASE("https: a certificate that has expired is served at start, with a warning that says so",
+          "[service][redis]") {
+  RedisCluster cluster{3};
+  TempDir dir;
+  const TestCerts certs(dir.path());
+  const CertFiles expired = certs.issue_server("expired", "fencelock expired", 0x2004, true, -1);
+  Fencelockd daemon(dir.path(), {"--redis", join_addresses(cluster.addresses()), "--tokens",
+                                 "sqlite:" + (dir.path() / "tokens.db").string(), "--tls-cert",
+                                 expired.cert.string(), "--tls-key", expired.key.string()});
+  CHECK(log_shows(daemon, "warning tls_loaded"));
+  CHECK_THAT(daemon.log(), Catch::Contains("problem=\"the certificate expired on"));
+}
