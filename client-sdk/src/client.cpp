@@ -222,6 +222,7 @@ class Client::Impl {
     const Clock::time_point overall = within ? started + *within : Clock::time_point::max();
     milliseconds backoff = options_.retry_backoff;
     std::optional<Error> last;
+    std::optional<Error> tls;  // the first TLS failure: what the caller must hear about
     for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
       const std::size_t e =
           (preferred_.load() + static_cast<std::size_t>(attempt)) % endpoints_.size();
@@ -241,12 +242,19 @@ class Client::Impl {
       } else {
         last = std::move(reply).error();
         if (maybe_delivered && retry != Retry::kSafe) return *last;
+        if (last->code == ErrorCode::kTls) {
+          if (!tls) tls = last;
+          // Retrying cannot mend a certificate: only another endpoint may do better.
+          if (endpoints_.size() == 1) break;
+        }
       }
       if (attempt == options_.max_retries) break;
       if (within && Clock::now() + backoff >= overall) break;
       std::this_thread::sleep_for(backoff);
       backoff *= 2;
     }
+    // A later attempt that could not connect at all must not hide a certificate problem.
+    if (tls && last->code == ErrorCode::kTransport) return *tls;
     return *last;
   }
 

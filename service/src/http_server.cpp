@@ -70,7 +70,7 @@ void HttpServer::do_accept() {
         socket.set_option(tcp::no_delay(true), ec);
         const auto peer = socket.remote_endpoint(ec);
         const std::string client = ec ? std::string() : peer.address().to_string();
-        // Over a cap, the session answers 503 without reading and closes (after the handshake).
+        // Over a cap, the session answers 503 without reading and closes (TLS: closes at once).
         if (tls_ != nullptr) {
           auto session =
               std::make_shared<HttpSession<TlsStream>>(std::move(socket), host_, tls_->current());

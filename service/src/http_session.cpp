@@ -91,6 +91,12 @@ template <class Stream>
 void HttpSession<Stream>::run(Admission admission) {
   asio::dispatch(tcp().get_executor(), [self = this->shared_from_this(), admission] {
     if constexpr (kTls) {
+      // A refused connection is not recorded by the host: a handshake would hold its descriptor
+      // (and an SSL object) uncounted for as long as the client likes. Closed at once, it is what
+      // the client would see of any failed handshake; the refusal is counted
+      // (fencelock_http_connections_refused_total).
+      if (admission == Admission::kRefuseClient || admission == Admission::kRefuseCapped)
+        return self->close();
       self->do_handshake(admission);
     } else {
       self->serve(admission);
@@ -104,8 +110,10 @@ void HttpSession<Stream>::do_handshake(Admission admission) {
     beast::error_code no_peer;
     const auto endpoint = tcp().socket().remote_endpoint(no_peer);
     std::string peer = no_peer ? std::string("?") : endpoint.address().to_string();
-    // The handshake is the first thing a client sends: it gets the request timeout, as headers do.
-    tcp().expires_after(host_->options().request_timeout);
+    // The handshake is a round trip or two: it gets a short deadline of its own, like a request's
+    // headers get the request timeout, so a client that connects and says nothing lets go soon.
+    tcp().expires_after(
+        std::min(host_->options().handshake_timeout, host_->options().request_timeout));
     stream_.async_handshake(ssl::stream_base::server,
                             [self = this->shared_from_this(), admission, peer = std::move(peer)](
                                 beast::error_code ec) { self->on_handshake(ec, admission, peer); });
@@ -121,9 +129,14 @@ void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission
   }
   if (!host_->draining()) {  // plain HTTP on this port shows as "http request"; nothing is sent
     host_->count_tls_handshake_failure();
-    log_event(LogLevel::kInfo, "tls_handshake_failed",
-              "peer=" + peer + " reason=\"" +
-                  (ec == beast::error::timeout ? std::string("timed out") : ec.message()) + "\"");
+    std::uint64_t unlogged = 0;
+    if (host_->log_tls_handshake_failure(unlogged)) {
+      std::string fields = "peer=" + peer + " reason=\"" +
+                           (ec == beast::error::timeout ? std::string("timed out") : ec.message()) +
+                           "\"";
+      if (unlogged > 0) fields += " not_logged_before=" + std::to_string(unlogged);
+      log_event(LogLevel::kInfo, "tls_handshake_failed", fields);
+    }
   }
   close();
 }

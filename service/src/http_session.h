@@ -4,11 +4,13 @@
 // long as an async operation holds its shared_from_this().
 //
 // The same logic serves plain TCP (PlainStream) and TLS (TlsStream): the two instantiations are the
-// only ones (http_session.cpp). A TLS session first completes the handshake within the request
-// timeout — a client that connects and never finishes it is closed like a slow header sender; a
-// failed handshake (plain HTTP on the TLS port, a refused protocol version or client certificate)
-// is logged, counted and closed without writing anything. It ends with a TLS close_notify
-// exchange bounded by kTlsShutdownTimeout.
+// only ones (http_session.cpp). A TLS session first completes the handshake within the handshake
+// timeout (HttpServerOptions) — a client that connects and never finishes it is closed like a slow
+// header sender; a failed handshake (plain HTTP on the TLS port, a refused protocol version or
+// client certificate) is counted, logged (at most kHandshakeFailureLogsPerSecond lines a second)
+// and closed without writing anything. A TLS connection over a cap is closed at once, without a
+// handshake: it is not counted against the caps, so it must not hold its descriptor. A session ends
+// with a TLS close_notify exchange bounded by kTlsShutdownTimeout.
 //
 // While a request that may wait (an acquire with wait_ms) is being handled, the session watches
 // the connection: if the client closes it (EOF, reset, or a TLS close_notify; pipelined bytes end
@@ -61,7 +63,7 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   HttpSession& operator=(const HttpSession&) = delete;
 
   // Starts serving as the host admitted it (session_host.h): reads requests, reads requests from
-  // a health-only connection, or answers 503 at once and closes — over TLS, after the handshake.
+  // a health-only connection, or answers 503 at once and closes — over TLS, closes at once.
   void run(Admission admission);
   void drain() override;
 

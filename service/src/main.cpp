@@ -6,6 +6,7 @@
 // `fencelockd keys new …` makes an API key instead (auth/keys_command.h).
 #include <sys/resource.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -77,6 +78,7 @@ int run(int argc, char** argv) {
   fit_connections_to_file_limit(config);
   for (const auto& source : parsed->sources) log_event(LogLevel::kInfo, "config_source", source);
   const auto outcome = run_service(config);
+  std::signal(SIGHUP, SIG_IGN);  // run_service()'s handler is gone: SIG_DFL again
   if (!outcome.ok()) {
     log_event(LogLevel::kError, "cannot_start", "reason=\"" + outcome.error().message + "\"");
     std::fprintf(stderr, "fencelockd: %s\n", outcome.error().message.c_str());
@@ -89,6 +91,9 @@ int run(int argc, char** argv) {
 
 // The one catch of the program: a surprise (out of memory, a bug) is reported, not a terminate().
 int main(int argc, char** argv) {
+  // SIGHUP asks for a reload (docs/operations.md); its default action would end the process. It is
+  // ignored until the reloader's handler is in place (run_service()), and again after it is gone.
+  std::signal(SIGHUP, SIG_IGN);
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -189,7 +189,22 @@ storage::Status run_service(const ServiceConfig& config) {
   log_event(LogLevel::kInfo, "starting", describe(config));
   if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
 
+  // SIGHUP: the key file, then the certificate, each kept as it is when its new files are bad.
+  // Both are read on the reloader's thread, never on the event loop. Its handler is installed
+  // here, before anything is read (main() ignores SIGHUP until now): a SIGHUP during the start is
+  // remembered and applied once serving; one without keys or TLS only says so.
   Authorizer authorizer;
+  std::optional<TlsContext> tls;
+  SighupReloader reloader(io, [&config, &authorizer, &tls] {
+    if (config.auth_file.empty() && !tls) {
+      log_event(LogLevel::kInfo, "reload_skipped",
+                "reason=\"nothing to reload: no --auth-file and no --tls-cert\"");
+      return;
+    }
+    if (!config.auth_file.empty()) reload_keys(config.auth_file, authorizer);
+    if (tls) tls->reload();
+  });
+
   if (!config.auth_file.empty()) {
     auto keys = KeySet::load(config.auth_file);
     if (!keys.ok()) return std::move(keys).error();
@@ -203,15 +218,18 @@ storage::Status run_service(const ServiceConfig& config) {
   }
 
   // TLS files are read before anything connects anywhere: a bad one stops the start at once.
-  std::optional<TlsContext> tls;
   if (!config.tls_cert.empty()) {
     TlsFiles files{config.tls_cert, config.tls_key, config.tls_client_ca};
     auto loaded = load_tls(files);
     if (!loaded.ok()) return std::move(loaded).error();
-    const bool expired = loaded->description.find("expired=true") != std::string::npos;
-    log_event(expired ? LogLevel::kWarning : LogLevel::kInfo, "tls_loaded",
-              "cert=" + config.tls_cert.string() + " " + loaded->description +
-                  " client_certificates=" + (config.tls_client_ca.empty() ? "off" : "required"));
+    // Expired or not yet valid: served (a restart must not lose the port), but clients will refuse
+    // it — said as a warning, with why.
+    std::string fields =
+        "cert=" + config.tls_cert.string() + " " + loaded->description +
+        " client_certificates=" + (config.tls_client_ca.empty() ? "off" : "required");
+    if (!loaded->invalid_now.empty()) fields += " problem=\"" + loaded->invalid_now + "\"";
+    log_event(loaded->invalid_now.empty() ? LogLevel::kInfo : LogLevel::kWarning, "tls_loaded",
+              fields);
     tls.emplace(std::move(files), std::move(loaded).value());
   }
 
@@ -305,16 +323,7 @@ storage::Status run_service(const ServiceConfig& config) {
             "address=" + config.listen.host + ":" + std::to_string(server.port()) + " scheme=" +
                 (tls ? "https" : "http") + " threads=" + std::to_string(config.threads));
 
-  // SIGHUP: the key file, then the certificate, each kept as it is when its new files are bad.
-  // Both are read on the reloader's thread, never on the event loop.
-  std::optional<SighupReloader> reloader;
-  if (!config.auth_file.empty() || tls) {
-    reloader.emplace(io, [&config, &authorizer, &tls] {
-      if (!config.auth_file.empty()) reload_keys(config.auth_file, authorizer);
-      if (tls) tls->reload();
-    });
-    reloader->start();
-  }
+  reloader.start();
 
   asio::signal_set signals(io, SIGTERM, SIGINT);
   std::function<void(const boost::system::error_code&, int)> on_signal;
@@ -328,7 +337,7 @@ storage::Status run_service(const ServiceConfig& config) {
     }
     shutting_down = true;
     log_event(LogLevel::kInfo, "shutting_down", "signal=" + std::to_string(signal_number));
-    if (reloader) reloader->stop();
+    reloader.stop();
     signals.async_wait(on_signal);
     // The engine first: acquires waiting for a held lock are answered (503) at once instead of
     // holding the shutdown for their whole wait; operations in flight still finish.

@@ -43,6 +43,23 @@ void SessionHost::forget(Session* session) {
   check_drained();
 }
 
+bool SessionHost::log_tls_handshake_failure(std::uint64_t& unlogged) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(log_mutex_);
+  if (now - log_window_ >= std::chrono::seconds(1)) {
+    log_window_ = now;
+    logged_in_window_ = 0;
+  }
+  if (logged_in_window_ >= kHandshakeFailureLogsPerSecond) {
+    ++unlogged_;
+    return false;
+  }
+  ++logged_in_window_;
+  unlogged = unlogged_;
+  unlogged_ = 0;
+  return true;
+}
+
 bool SessionHost::reserve_body(std::size_t bytes) {
   std::size_t held = body_bytes_.load(std::memory_order_relaxed);
   do {

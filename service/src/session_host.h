@@ -34,6 +34,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds idle_timeout{60'000};     // waiting for a request's first byte
   std::chrono::milliseconds request_timeout{10'000};  // from its first byte to its last
   std::chrono::milliseconds write_timeout{30'000};
+  // TLS: the whole handshake, from accept (at most request_timeout). Much shorter than a request
+  // may take: a handshake is a round trip or two, and an unfinished one holds a descriptor.
+  std::chrono::milliseconds handshake_timeout{3'000};
   std::size_t body_memory = std::size_t{64} * 1024 * 1024;  // request bodies held at once
 };
 
@@ -45,9 +48,13 @@ inline constexpr std::size_t kHealthReserve = 32;
 enum class Admission {
   kServe,         // under every cap
   kHealthOnly,    // over max_connections, within the reserve: probes only, then closed
-  kRefuseCapped,  // over max_connections + reserve: 503 at once, closed
-  kRefuseClient,  // over max_connections_per_client for its address: 503 at once, closed
+  kRefuseCapped,  // over max_connections + reserve: 503 at once, closed (TLS: closed at once)
+  kRefuseClient,  // over max_connections_per_client for its address: likewise
 };
+
+// At most this many tls_handshake_failed lines a second; the rest are counted, and the next line
+// says how many were not logged. The metric counts every failure.
+inline constexpr std::size_t kHandshakeFailureLogsPerSecond = 5;
 
 // What the request log and the metrics learn about each answered request.
 struct RequestRecord {
@@ -83,6 +90,9 @@ class SessionHost {
   std::uint64_t tls_handshake_failures() const noexcept {
     return tls_handshake_failures_.load(std::memory_order_relaxed);
   }
+  // Whether this failure gets its log line (kHandshakeFailureLogsPerSecond), and if so how many
+  // before it did not (`unlogged`). A client that fails handshakes in a loop cannot flood the log.
+  bool log_tls_handshake_failure(std::uint64_t& unlogged);
   // Request bodies: reserve `bytes` of the shared budget before reading a body; false (nothing
   // reserved) when it would go over body_memory. Every reservation is given back once.
   bool reserve_body(std::size_t bytes);
@@ -123,6 +133,10 @@ class SessionHost {
   std::unordered_map<Session*, Entry> sessions_;
   std::unordered_map<std::string, std::size_t> per_client_;  // open connections by address
   std::function<void()> drained_;
+  std::mutex log_mutex_;  // guards the three below
+  std::chrono::steady_clock::time_point log_window_{};
+  std::size_t logged_in_window_ = 0;
+  std::uint64_t unlogged_ = 0;
 };
 
 }  // namespace fencelock::service

@@ -85,7 +85,25 @@ std::string describe_certificate(X509* cert) {
     out += " not_after=\"" + bio_text(until.get()) + "\"";
   }
   if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0) out += " expired=true";
+  if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0) out += " not_yet_valid=true";
   return out;
+}
+
+std::string asn1_time(const ASN1_TIME* time) {
+  const std::unique_ptr<BIO, BioFree> text(BIO_new(BIO_s_mem()));
+  if (!text || ASN1_TIME_print(text.get(), time) != 1) return "?";
+  return bio_text(text.get());
+}
+
+// "" if `cert` is valid now, else why not (clients would refuse it).
+std::string invalid_now(X509* cert) {
+  if (cert == nullptr) return "no certificate";
+  // X509_cmp_current_time: 0 is an error (a malformed time), which no client accepts either.
+  if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0)
+    return "the certificate expired on " + asn1_time(X509_get0_notAfter(cert));
+  if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0)
+    return "the certificate is not valid before " + asn1_time(X509_get0_notBefore(cert));
+  return {};
 }
 
 int no_passphrase(char*, int, int, void*) {
@@ -144,7 +162,8 @@ storage::Result<LoadedTls> load(const TlsFiles& files) {
     SSL_CTX_set_client_CA_list(handle, names);  // takes ownership: advertised to clients
     context->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
   }
-  LoadedTls loaded{std::move(context), describe_certificate(SSL_CTX_get0_certificate(handle))};
+  X509* cert = SSL_CTX_get0_certificate(handle);
+  LoadedTls loaded{std::move(context), describe_certificate(cert), invalid_now(cert)};
   ERR_clear_error();
   return loaded;
 }
@@ -175,8 +194,13 @@ void TlsContext::reload() {
                   "\" (the certificate in force stays for new connections)");
     return;
   }
-  const bool expired = loaded->description.find("expired=true") != std::string::npos;
-  log_event(expired ? LogLevel::kWarning : LogLevel::kInfo, "tls_reloaded",
+  if (!loaded->invalid_now.empty()) {  // every new client would fail: keep the one in force
+    log_event(LogLevel::kError, "tls_reload_rejected",
+              "reason=\"--tls-cert " + quoted(files_.cert) + ": " + loaded->invalid_now + "\" " +
+                  loaded->description + " (the certificate in force stays for new connections)");
+    return;
+  }
+  log_event(LogLevel::kInfo, "tls_reloaded",
             "cert=" + files_.cert.string() + " " + loaded->description);
   std::shared_ptr<ssl::context> previous = std::move(loaded->context);
   {

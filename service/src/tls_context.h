@@ -33,6 +33,9 @@ struct LoadedTls {
   std::shared_ptr<boost::asio::ssl::context> context;
   // For the log: "subject=\"CN=…\" serial=1A2B not_after=\"…\"" (no key material).
   std::string description;
+  // "" while the certificate is within its validity window, else why not ("expired on …", "not
+  // valid before …"): clients refuse it. A warning at start; a reload refuses it.
+  std::string invalid_now;
 };
 
 // Reads `files` into a new server context. Errors: kInvalidArgument whose message names the flag
@@ -50,8 +53,9 @@ class TlsContext {
   std::shared_ptr<boost::asio::ssl::context> current() const;
 
   // Reads the files again (blocking): a good set replaces the context for new connections and logs
-  // tls_reloaded; a bad one keeps the context in force and logs tls_reload_rejected with the
-  // reason. Never throws.
+  // tls_reloaded; a bad one — or a certificate expired or not yet valid, which every client would
+  // refuse — keeps the context in force and logs tls_reload_rejected with the reason. Never
+  // throws.
   void reload();
 
   const TlsFiles& files() const noexcept { return files_; }

@@ -8,6 +8,7 @@
 
 #include "child_process.h"
 #include "fencelock/client.h"
+#include "redis_server.h"
 #include "sync_redis.h"
 #include "temp_dir.h"
 #include "test_certs.h"
@@ -201,4 +202,44 @@ TEST_CASE("cli: acquire over https with --cacert works — a CA that did not sig
   CHECK(refused.exit_code == 7);
   CHECK_THAT(refused.output, Catch::Contains("certificate verify failed"));
   CHECK(keys_on_nodes(s) == 3);  // cli-tls on each of the three nodes; nothing from the refusal
+}
+
+TEST_CASE(
+    "sdk: a TLS failure is not retried on the same endpoint, and a later attempt's connection "
+    "failure does not hide it",
+    "[client][redis]") {
+  TlsServiceUnderTest s;
+  TlsClient unchecked(s.port());  // trusts any certificate: reads the server's counters
+  auto failures = [&] {
+    const std::string text = unchecked.get("/metrics").body;
+    const std::string name = "fencelock_tls_handshake_failures_total ";
+    const auto at = text.find("\n" + name);
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + 1 + name.size()));
+  };
+  ClientOptions options = options_for(s.endpoint(), s.certs.wrong_ca);  // trusts another CA
+  options.retry_backoff = 300ms;
+  SECTION("one endpoint: one handshake, no backoff") {
+    options.max_retries = 3;
+    auto client = Client::create(options);
+    REQUIRE(client.ok());
+    const double before = failures();
+    const auto started = std::chrono::steady_clock::now();
+    const auto refused = client->status("sdk-tls-retry");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kTls);
+    CHECK(std::chrono::steady_clock::now() - started < 300ms);
+    std::this_thread::sleep_for(100ms);
+    CHECK(failures() == before + 1);  // was 4: every retry another failed handshake
+  }
+  SECTION("then an endpoint that refuses connections: still kTls") {
+    options.endpoints.push_back("https://127.0.0.1:" + std::to_string(pick_free_port()));
+    options.max_retries = 1;
+    auto client = Client::create(options);
+    REQUIRE(client.ok());
+    const auto refused = client->status("sdk-tls-retry");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kTls);  // was kTransport, the second attempt's
+    CHECK_THAT(refused.error().message, Catch::Contains("certificate verify failed"));
+  }
 }

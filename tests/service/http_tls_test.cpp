@@ -10,14 +10,19 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <vector>
 
+#include "child_process.h"
 #include "fencelockd_process.h"
 #include "http_client.h"
 #include "loopback.h"
 #include "prometheus_text.h"
+#include "redis_server.h"
+#include "service_under_test.h"
 #include "sync_redis.h"
 #include "tls_service_under_test.h"
 
@@ -198,6 +203,15 @@ TEST_CASE(
     CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
     CHECK_THAT(s.daemon->log(), Catch::Contains("does not match the certificate"));
   }
+  SECTION("a certificate that has expired") {
+    const CertFiles expired =
+        s.certs.issue_server("expired", "fencelock expired", 0x2003, true, -1);
+    replace_file(s.live_key, expired.key);
+    replace_file(s.live_cert, expired.cert);
+    ::kill(s.daemon->pid(), SIGHUP);
+    CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
+    CHECK_THAT(s.daemon->log(), Catch::Contains("the certificate expired on"));
+  }
   TlsClient after = s.client();
   REQUIRE(after.connect().empty());
   CHECK(after.peer_serial() == kNextSerial);
@@ -261,7 +275,8 @@ TEST_CASE("https: a waiting acquire over TLS is answered when the lock frees up"
   CHECK(waited.status == 200);
 }
 
-TEST_CASE("https: a client over the per-address cap gets its 503 over TLS", "[service][redis]") {
+TEST_CASE("https: a client over the per-address cap is closed at once, without a handshake",
+          "[service][redis]") {
   TlsServiceUnderTest s({"--max-connections-per-client", "1"});
   // The fixture's readiness probe must have left first: until then, this one is refused too.
   std::optional<TlsClient> first;
@@ -272,11 +287,101 @@ TEST_CASE("https: a client over the per-address cap gets its 503 over TLS", "[se
     REQUIRE(std::chrono::steady_clock::now() < deadline);
     std::this_thread::sleep_for(50ms);
   }
+  // A refused connection is not counted against the caps, so it holds no descriptor: no
+  // handshake, nothing written, closed as soon as it is accepted.
+  const RawOutcome refused = send_raw(s.port(), "", 5s);
+  CHECK(refused.closed);
+  CHECK(refused.bytes.empty());
+  CHECK(refused.after < 1s);
   TlsClient second = s.client();
-  const HttpAnswer refused = second.get("/healthz");
-  CHECK(refused.status == 503);
-  CHECK(refused.error_code() == "unavailable");
-  CHECK(refused.header("retry-after") == "1");
+  CHECK_FALSE(second.connect().empty());
+  CHECK(first->get("/healthz").status == 200);
+  const Exposition metrics = parse(first->get("/metrics").body);
+  CHECK(metrics.value("fencelock_http_connections_refused_total") >= 2);
+}
+
+namespace {
+
+std::size_t open_descriptors(pid_t pid) {
+  std::size_t count = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", ec), end;
+       !ec && it != end; it.increment(ec)) {
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "https: one address holds no more descriptors than its cap with connections that never "
+    "handshake, probes from elsewhere answer at once, and failed handshakes do not flood the log",
+    "[service][redis]") {
+  constexpr std::size_t kCap = 4;
+  constexpr std::size_t kSilent = 200;
+  TlsServiceUnderTest s({"--max-connections-per-client", std::to_string(kCap)});
+  const pid_t pid = s.daemon->pid();
+  std::this_thread::sleep_for(100ms);  // the readiness probe's connection has gone
+  const std::size_t before = open_descriptors(pid);
+
+  std::vector<int> silent;  // connect and never send a byte, from 127.0.0.1
+  for (std::size_t i = 0; i < kSilent; ++i) {
+    const int fd = connect_loopback(s.port());
+    REQUIRE(fd >= 0);
+    silent.push_back(fd);
+  }
+  std::this_thread::sleep_for(500ms);  // all accepted: the refused ones closed
+  const std::size_t during = open_descriptors(pid);
+  CHECK(during <= before + kCap + 4);  // was before + kSilent: refused ones held theirs for 10 s
+
+  // Another address is not locked out: a probe over TLS answers promptly.
+  TlsClientOptions elsewhere = s.trusting();
+  elsewhere.source_host = 2;
+  elsewhere.timeout = 2s;
+  const auto asked = std::chrono::steady_clock::now();
+  TlsClient probe(s.port(), elsewhere);
+  CHECK(probe.get("/healthz").status == 200);
+  CHECK(std::chrono::steady_clock::now() - asked < 1s);
+  const Exposition metrics = parse(probe.get("/metrics").body);
+  CHECK(metrics.value("fencelock_http_connections_refused_total") >= kSilent - kCap);
+
+  std::size_t closed_by_server = 0;
+  for (const int fd : silent) {
+    char byte = 0;
+    if (::recv(fd, &byte, 1, MSG_DONTWAIT) == 0) ++closed_by_server;
+    ::close(fd);
+  }
+  CHECK(closed_by_server >= kSilent - kCap);
+
+  // 40 plain-HTTP requests to the TLS port, each a failed handshake: all counted, few logged.
+  const double failures_before = metrics.value("fencelock_tls_handshake_failures_total");
+  const auto burst = std::chrono::steady_clock::now();
+  for (int i = 0; i < 40; ++i) {
+    const int fd = connect_loopback(s.port(), false, 3);
+    REQUIRE(fd >= 0);
+    const std::string plain = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    REQUIRE(::send(fd, plain.data(), plain.size(), MSG_NOSIGNAL) > 0);
+    char byte = 0;
+    const timeval tv{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    CHECK(::recv(fd, &byte, 1, 0) <= 0);
+    ::close(fd);
+  }
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - burst)
+          .count();
+  std::this_thread::sleep_for(100ms);
+  const Exposition after = parse(probe.get("/metrics").body);
+  CHECK(after.value("fencelock_tls_handshake_failures_total") >= failures_before + 40);
+  std::size_t lines = 0;
+  const std::string log = s.daemon->log();
+  for (std::size_t at = log.find("peer=127.0.0.3"); at != std::string::npos;
+       at = log.find("peer=127.0.0.3", at + 1)) {
+    ++lines;
+  }
+  CHECK(lines <= static_cast<std::size_t>(5 * (seconds + 2)));
+  CHECK(lines < 40);
 }
 
 TEST_CASE("fencelockd does not start with TLS files it cannot use, and says which and why",
@@ -319,4 +424,67 @@ TEST_CASE("fencelockd does not start with TLS files it cannot use, and says whic
   CHECK(run.exit_code == 1);
   CHECK_THAT(run.output, Catch::Contains(expected));
   CHECK(run.output.find("BEGIN") == std::string::npos);  // file contents never reach the log
+}
+
+TEST_CASE("sighup: a fencelockd without TLS or --auth-file keeps serving and says so",
+          "[service][redis]") {
+  ServiceUnderTest s;
+  ::kill(s.daemon->pid(), SIGHUP);
+  CHECK(log_shows(*s.daemon, "reload_skipped"));
+  CHECK(s.client().get("/healthz").status == 200);
+  ::kill(s.daemon->pid(), SIGHUP);
+  CHECK(s.client().get("/healthz").status == 200);
+  CHECK(s.daemon->stop(SIGTERM) == 0);  // not 129, "Hangup"
+}
+
+TEST_CASE("sighup: during the start it does not stop fencelockd, and is applied once it serves",
+          "[service][redis]") {
+  RedisCluster cluster{3};
+  TempDir dir;
+  const TestCerts certs(dir.path());
+  const auto log_path = dir.path() / "starting.log";
+  const std::uint16_t port = pick_free_port();
+  ChildProcess daemon;
+  daemon.start({fencelockd_binary(), "--listen", "127.0.0.1:" + std::to_string(port), "--redis",
+                join_addresses(cluster.addresses()), "--tokens",
+                "sqlite:" + (dir.path() / "tokens.db").string(), "--tls-cert",
+                certs.server.cert.string(), "--tls-key", certs.server.key.string()},
+               log_path);
+  auto log = [&] {
+    std::ifstream in(log_path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::optional<int> exited;
+  auto wait_for = [&](const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (log().find(text) == std::string::npos) {
+      if (!exited) exited = daemon.poll_exit();
+      if (exited || std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(1ms);
+    }
+    return true;
+  };
+  REQUIRE(wait_for(" starting "));
+  daemon.signal(SIGHUP);  // before the certificate is read, the lock nodes reached, the port open
+  CHECK(wait_for(" listening "));
+  CHECK(wait_for("tls_reloaded"));  // the SIGHUP was remembered
+  if (!exited) exited = daemon.poll_exit();
+  REQUIRE_FALSE(exited.has_value());  // was 129: killed by SIGHUP before the reloader existed
+  TlsClientOptions options;
+  options.ca = certs.ca;
+  CHECK(TlsClient(port, options).get("/healthz").status == 200);
+  CHECK(daemon.stop(SIGTERM, 10s) == 0);
+}
+
+TEST_CASE("https: a certificate that has expired is served at start, with a warning that says so",
+          "[service][redis]") {
+  RedisCluster cluster{3};
+  TempDir dir;
+  const TestCerts certs(dir.path());
+  const CertFiles expired = certs.issue_server("expired", "fencelock expired", 0x2004, true, -1);
+  Fencelockd daemon(dir.path(), {"--redis", join_addresses(cluster.addresses()), "--tokens",
+                                 "sqlite:" + (dir.path() / "tokens.db").string(), "--tls-cert",
+                                 expired.cert.string(), "--tls-key", expired.key.string()});
+  CHECK(log_shows(daemon, "warning tls_loaded"));
+  CHECK_THAT(daemon.log(), Catch::Contains("problem=\"the certificate expired on"));
 }

@@ -91,14 +91,15 @@ TestCerts::TestCerts(const std::filesystem::path& dir)
 }
 
 CertFiles TestCerts::issue_server(const std::string& stem, const std::string& common_name,
-                                  long serial, bool for_localhost) const {
-  return issue(stem, common_name, serial, ca, ca_key_, for_localhost ? "server" : "elsewhere");
+                                  long serial, bool for_localhost, int days) const {
+  return issue(stem, common_name, serial, ca, ca_key_, for_localhost ? "server" : "elsewhere",
+               days);
 }
 
 CertFiles TestCerts::issue(const std::string& stem, const std::string& common_name, long serial,
                            const std::filesystem::path& ca_cert,
-                           const std::filesystem::path& ca_key,
-                           const std::string& extensions) const {
+                           const std::filesystem::path& ca_key, const std::string& extensions,
+                           int days) const {
   const CertFiles files{dir_ / (stem + ".pem"), dir_ / (stem + ".key")};
   const auto request = dir_ / (stem + ".csr");
   std::vector<std::string> args = {"req", "-new", "-config", config_.string()};
@@ -106,10 +107,10 @@ CertFiles TestCerts::issue(const std::string& stem, const std::string& common_na
   args.insert(args.end(), {"-keyout", files.key.string(), "-out", request.string(), "-subj",
                            "/CN=" + common_name});
   run_openssl(dir_, args);
-  run_openssl(dir_,
-              {"x509", "-req", "-in", request.string(), "-CA", ca_cert.string(), "-CAkey",
-               ca_key.string(), "-set_serial", std::to_string(serial), "-days", "2", "-extfile",
-               config_.string(), "-extensions", extensions, "-out", files.cert.string()});
+  run_openssl(
+      dir_, {"x509", "-req", "-in", request.string(), "-CA", ca_cert.string(), "-CAkey",
+             ca_key.string(), "-set_serial", std::to_string(serial), "-days", std::to_string(days),
+             "-extfile", config_.string(), "-extensions", extensions, "-out", files.cert.string()});
   std::filesystem::remove(request);
   return files;
 }

@@ -33,14 +33,15 @@ class TestCerts {
 
   // Another server certificate from `ca`, with `common_name` and `serial`, written to
   // `<stem>.pem` and `<stem>.key` in the directory. Its names: localhost and 127.0.0.1, or (not
-  // `for_localhost`) only fencelock.invalid and 192.0.2.1.
+  // `for_localhost`) only fencelock.invalid and 192.0.2.1. Valid from now for `days`; a negative
+  // `days` makes one that expired that many days ago (notBefore now, notAfter before it).
   CertFiles issue_server(const std::string& stem, const std::string& common_name, long serial,
-                         bool for_localhost = true) const;
+                         bool for_localhost = true, int days = 2) const;
 
  private:
   CertFiles issue(const std::string& stem, const std::string& common_name, long serial,
                   const std::filesystem::path& ca_cert, const std::filesystem::path& ca_key,
-                  const std::string& extensions) const;
+                  const std::string& extensions, int days = 2) const;
 
   std::filesystem::path dir_;
   std::filesystem::path config_;

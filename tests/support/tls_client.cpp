@@ -87,7 +87,19 @@ std::string TlsClient::connect() {
   error_.clear();
   stream_.emplace(io_, context_);
   const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port_);
-  auto ec = run([&](auto handler) { stream_->lowest_layer().async_connect(endpoint, handler); });
+  boost::system::error_code ec;
+  if (options_.source_host != 0) {  // another client, as the server sees it
+    auto& socket = stream_->lowest_layer();
+    socket.open(tcp::v4(), ec);
+    if (!ec) {
+      socket.bind(
+          tcp::endpoint(
+              asio::ip::make_address_v4("127.0.0." + std::to_string(options_.source_host)), 0),
+          ec);
+    }
+  }
+  if (!ec)
+    ec = run([&](auto handler) { stream_->lowest_layer().async_connect(endpoint, handler); });
   if (!ec) {
     if (!options_.ca.empty())
       X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(stream_->native_handle()), "127.0.0.1");

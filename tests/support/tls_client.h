@@ -26,6 +26,7 @@ struct TlsClientOptions {
   std::filesystem::path key;
   int max_version = 0;  // the newest version it offers (TLS1_1_VERSION, ...); 0: OpenSSL's
   std::chrono::milliseconds timeout{10'000};
+  unsigned source_host = 0;  // 1..254: connect from 127.0.0.<source_host>; 0: the kernel picks
 };
 
 class TlsClient {
