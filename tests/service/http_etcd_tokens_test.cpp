@@ -24,6 +24,13 @@ std::string joined(const std::vector<std::string>& addresses) {
   return out;
 }
 
+// fencelockd's flags for these lock nodes and etcd members.
+std::vector<std::string> etcd_args(const RedisCluster& nodes, const EtcdCluster& etcd) {
+  return {"--redis",         joined(nodes.addresses()),
+          "--tokens",        "etcd://" + joined(etcd.endpoints()),
+          "--token-timeout", "1s"};
+}
+
 bool ready(Fencelockd& daemon, std::chrono::milliseconds limit = 5s) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -67,9 +74,7 @@ TEST_CASE("http etcd: instances on one etcd cluster hand out tokens in real-time
   RedisCluster nodes(3);
   EtcdCluster etcd(3);
   TempDir dir;
-  const std::vector<std::string> args = {"--redis",         joined(nodes.addresses()),
-                                         "--tokens",        "etcd://" + joined(etcd.endpoints()),
-                                         "--token-timeout", "1s"};
+  const auto args = etcd_args(nodes, etcd);
   Fencelockd a(dir.path(), args);
   Fencelockd b(dir.path(), args);
   REQUIRE(ready(a));
@@ -118,9 +123,7 @@ TEST_CASE("http etcd: an instance started after etcd was wiped or restored grant
   RedisCluster nodes(3);
   EtcdCluster etcd(3);
   TempDir dir;
-  const std::vector<std::string> args = {"--redis",         joined(nodes.addresses()),
-                                         "--tokens",        "etcd://" + joined(etcd.endpoints()),
-                                         "--token-timeout", "1s"};
+  const auto args = etcd_args(nodes, etcd);
   // Review of the fix (F1): an instance that draws nothing between the backup and the restore
   // sees etcd's revisions move on from its own last one; the nodes' mark must stop it.
   Fencelockd idle(dir.path(), args);

@@ -230,12 +230,12 @@ void InstanceRegistry::finish_round() {
       checked_at_ = round_started_;
       conflict_ = round_conflict_;
     }
-    // How many nodes are bound is judged only from a quorum of voting answers: a voting node whose
-    // answer was late is not a node that forgot.
     // kAboveRestart's floor is learned until the first ready round, included; afterwards a higher
     // mark may come from another name's counter, which may be ahead and still right.
     if (!was_ready_) mark_at_ready_ = std::max(mark_at_ready_, round_mark_);
     mark_seen_ = std::max(mark_seen_, round_mark_);
+    // How many nodes are bound is judged only from a quorum of voting answers: a voting node whose
+    // answer was late is not a node that forgot.
     if (round_voting_answers_ >= core_.quorum()) {
       bound_here_ = round_bound_here_;
       bound_quorum_ = round_bound_here_ >= core_.quorum();
