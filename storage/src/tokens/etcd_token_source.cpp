@@ -112,6 +112,10 @@ std::string history_key(std::string_view key_prefix) {
   return std::string(key_prefix) + "#history";
 }
 
+std::string clock_key(std::string_view key_prefix) {
+  return std::string(key_prefix) + "#clock";
+}
+
 class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(const asio::any_io_executor& executor, EtcdTokenOptions options, const Start& start)
@@ -120,6 +124,8 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
         cluster_id_(start.header.cluster_id),
         identity_("etcd:" + cluster_id_ + ":" + start.history.id),
         guard_{history_key(options_.key_prefix), start.history.value()},
+        draw_body_(etcd::guarded_put_body(guard_, clock_key(options_.key_prefix))),
+        read_body_(etcd::guarded_read_body(guard_)),
         base_(start.history.base),
         highest_revision_(start.header.revision) {}
 
@@ -178,17 +184,16 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
     pump();
   }
 
-  // Sends the next request if none is out: reads one at a time, draws in batches of distinct
-  // names (a repeated name waits for the next batch).
+  // Sends the next request if none is out: draws of distinct names share one transaction (a
+  // repeated name waits for the next one: one revision per transaction), reads share another.
   void pump() {
     if (busy_ || stopped_) return;
     const auto now = Clock::now();
     std::vector<Waiting> batch;
-    batch.reserve(kMaxBatch);  // `names` views into its elements: they must not move
+    batch.reserve(std::min(queue_.size(), kMaxBatch));  // `names` views into its elements
     std::deque<Waiting> later;
     std::unordered_set<std::string_view> names;
-    bool reading = false;
-    while (!queue_.empty()) {
+    while (!queue_.empty() && batch.size() < kMaxBatch) {
       Waiting w = std::move(queue_.front());
       queue_.pop_front();
       if (now > w.deadline) {
@@ -198,15 +203,13 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
         continue;
       }
       const bool fits =
-          batch.empty() || (!reading && w.draw && batch.size() < kMaxBatch && !names.count(w.name));
+          batch.empty() || (w.draw == batch.front().draw && (!w.draw || !names.count(w.name)));
       if (!fits) {
         later.push_back(std::move(w));
         continue;
       }
-      reading = !w.draw;
       batch.push_back(std::move(w));
-      names.insert(batch.back().name);
-      if (reading) break;
+      if (batch.back().draw) names.insert(batch.back().name);
     }
     while (!queue_.empty()) {
       later.push_back(std::move(queue_.front()));
@@ -222,16 +225,8 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
     if (!connection_) {
       connection_ = std::make_shared<etcd::Connection>(strand_, options_.endpoints[endpoint_]);
     }
-    std::string body;
-    if (batch.front().draw) {
-      std::vector<std::string> keys;
-      keys.reserve(batch.size());
-      for (const Waiting& w : batch) keys.push_back(options_.key_prefix + w.name);
-      body = etcd::guarded_puts_body(guard_, keys);
-    } else {
-      body = etcd::guarded_range_body(guard_, options_.key_prefix + batch.front().name);
-    }
-    connection_->post(kTxnTarget, std::move(body), options_.timeout,
+    const std::string& body = batch.front().draw ? draw_body_ : read_body_;
+    connection_->post(kTxnTarget, body, options_.timeout,
                       [self = shared_from_this(),
                        batch = std::move(batch)](const Result<etcd::Answer>& answer) mutable {
                         self->on_answer(std::move(batch), answer);
@@ -254,9 +249,9 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   // The token an answer carries. An answer from another cluster fails its draws; one showing
-  // that etcd went back (its revision below one seen before, or the history key gone) breaks the
-  // source for good: the cluster was wiped, re-bootstrapped or restored, and its revisions may
-  // repeat tokens already handed out.
+  // that etcd went back (a read's revision below one seen before, a write's not above it, or the
+  // history key gone) breaks the source for good: the cluster was wiped, re-bootstrapped or
+  // restored, and its revisions may repeat tokens already handed out.
   Result<std::uint64_t> read_token(bool draw, const Result<etcd::Answer>& answer) {
     if (!answer.ok()) return answer.error();
     auto header = etcd::read_header(answer->status, answer->body);
@@ -276,7 +271,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       broken_flag_ = true;
       return make_error(ErrorCode::kUnavailable, *broken_);
     }
-    if (header->revision < highest_revision_) {
+    if (header->revision < highest_revision_ || (draw && header->revision == highest_revision_)) {
       broken_ = "etcd's revision went back from " + std::to_string(highest_revision_) + " to " +
                 std::to_string(header->revision) +
                 " (a cluster restored from a backup or recovered with --force-new-cluster): its "
@@ -286,14 +281,10 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       return make_error(ErrorCode::kUnavailable, *broken_);
     }
     highest_revision_ = header->revision;
-    if (!draw) {
-      auto read = etcd::read_first_range(answer->body);
-      if (!read.ok()) return read.error();
-      return read->mod_revision == 0 ? 0 : base_ + read->mod_revision;
-    }
     if (header->revision == 0) {
-      return make_error(ErrorCode::kInternal, "etcd answered a write without a revision");
+      return make_error(ErrorCode::kInternal, "etcd answered without a revision");
     }
+    // A write's revision is new; a read's bounds every revision written before it.
     return base_ + header->revision;
   }
 
@@ -308,6 +299,8 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
   std::string cluster_id_;
   std::string identity_;
   etcd::HistoryGuard guard_;
+  std::string draw_body_;  // every draw's transaction: a put of clock_key()
+  std::string read_body_;  // every read's
   std::uint64_t base_;
   std::uint64_t highest_revision_;        // of every answer so far: it never goes back
   std::optional<std::string> broken_;     // why this source hands out nothing any more

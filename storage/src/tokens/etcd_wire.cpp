@@ -94,17 +94,13 @@ json guard_compare(const HistoryGuard& guard) {
 
 }  // namespace
 
-std::string guarded_puts_body(const HistoryGuard& guard, const std::vector<std::string>& keys) {
-  json success = json::array();
-  for (const std::string& key : keys) {
-    success.push_back({{"requestPut", {{"key", base64(key)}, {"value", ""}}}});
-  }
+std::string guarded_put_body(const HistoryGuard& guard, std::string_view key) {
+  json success = json::array({{{"requestPut", {{"key", base64(key)}, {"value", ""}}}}});
   return json{{"compare", guard_compare(guard)}, {"success", std::move(success)}}.dump();
 }
 
-std::string guarded_range_body(const HistoryGuard& guard, std::string_view key) {
-  json success = json::array({{{"requestRange", {{"key", base64(key)}}}}});
-  return json{{"compare", guard_compare(guard)}, {"success", std::move(success)}}.dump();
+std::string guarded_read_body(const HistoryGuard& guard) {
+  return json{{"compare", guard_compare(guard)}, {"success", json::array()}}.dump();
 }
 
 Result<Header> read_header(unsigned status, std::string_view body) {

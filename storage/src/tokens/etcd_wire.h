@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "fencelock/storage/result.h"
 
@@ -34,10 +33,12 @@ Result<std::string> unbase64(std::string_view text);
 
 // POST /v3/kv/txn: creates `key` with `value` if it was never written, else reads it.
 std::string create_or_read_body(std::string_view key, std::string_view value);
-// POST /v3/kv/txn: if the guard holds, one put per key — one revision for all of them.
-std::string guarded_puts_body(const HistoryGuard& guard, const std::vector<std::string>& keys);
-// POST /v3/kv/txn: if the guard holds, a range read of one key.
-std::string guarded_range_body(const HistoryGuard& guard, std::string_view key);
+// POST /v3/kv/txn: if the guard holds, a put of `key` with an empty value — a new revision.
+std::string guarded_put_body(const HistoryGuard& guard, std::string_view key);
+// POST /v3/kv/txn: if the guard holds, nothing more; the answer's header carries the cluster's
+// revision (a linearizable read: etcd serves a transaction without writes through Raft's
+// read index).
+std::string guarded_read_body(const HistoryGuard& guard);
 
 // An answer's header. Errors: kUnavailable with etcd's own message when the answer is an error
 // (a non-200 status, or a body with "error"), kInternal when the body is not what the gateway

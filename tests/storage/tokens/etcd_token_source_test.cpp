@@ -100,7 +100,12 @@ TEST_CASE("etcd tokens: two instances, eight threads each, unique and in real-ti
   CHECK(now.value() == std::max_element(all.begin(), all.end(), [](const Draw& a, const Draw& b) {
                          return a.token < b.token;
                        })->token);
-  CHECK(current_of(*first, "never-drawn").value() == 0);
+  // etcd keeps no key per name: any name's current token is a bound above every token so far
+  // and below the next draw.
+  const auto never = current_of(*first, "never-drawn");
+  REQUIRE(never.ok());
+  CHECK(never.value() >= now.value());
+  CHECK(draw_one(*second, "never-drawn").value() > never.value());
 }
 
 TEST_CASE("etcd tokens: draws of many names share transactions, one name never twice in one",
@@ -119,6 +124,40 @@ TEST_CASE("etcd tokens: draws of many names share transactions, one name never t
   }
   CHECK(revisions.size() < names.size() / 2);  // batched: far fewer revisions than draws
   CHECK(same.size() == 100);
+
+  // The source's keys in etcd are two, however many names were drawn.
+  HttpClient client(cluster.client_port(0), 2s);
+  const auto keys =
+      client.post("/v3/kv/range", nlohmann::json{{"key", etcd::base64("fencelock/")},
+                                                 {"range_end", etcd::base64("fencelock0")},
+                                                 {"count_only", true}});
+  REQUIRE(keys.status == 200);
+  CHECK(keys.json().value("count", "") == "2");
+}
+
+TEST_CASE("etcd tokens: reads share a transaction and stay between the draws around them",
+          "[storage][etcd]") {
+  EtcdCluster cluster(1);
+  IoThread io;
+  auto source = create(io, options_for(cluster));
+  const auto before = draw_one(*source, "doc");
+  REQUIRE(before.ok());
+  std::vector<std::promise<Result<std::uint64_t>>> reads(50);
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    source->current("n" + std::to_string(i % 5),
+                    [&reads, i](Result<std::uint64_t> token) { reads[i].set_value(token); });
+  }
+  std::set<std::uint64_t> values;
+  for (auto& read : reads) {
+    auto token = read.get_future().get();
+    REQUIRE(token.ok());
+    CHECK(token.value() >= before.value());
+    values.insert(token.value());
+  }
+  CHECK(values.size() < reads.size() / 2);  // batched
+  const auto after = draw_one(*source, "doc");
+  REQUIRE(after.ok());
+  CHECK(after.value() > *values.rbegin());
 }
 
 TEST_CASE("etcd tokens: the leader killed during a draw storm repeats nothing and draws resume",
@@ -301,7 +340,7 @@ TEST_CASE("etcd tokens: a floor set when a prefix is first used raises every tok
   REQUIRE(token.ok());
   CHECK(token.value() > options.floor);
   CHECK(current_of(*first, "doc").value() == token.value());
-  CHECK(current_of(*first, "never-drawn").value() == 0);
+  CHECK(current_of(*first, "never-drawn").value() == token.value());  // the bound: no key per name
 
   SECTION("a later instance with no floor or a lower one gets the prefix's") {
     options.floor = GENERATE(std::uint64_t{0}, std::uint64_t{5});

@@ -1,12 +1,12 @@
 // Fencing tokens from an etcd v3 cluster (Raft): no single point of failure, shared by any number
 // of fencelockd instances. Redlock on the lock nodes stays the fast path; etcd only orders.
 //
-// Token = base + the etcd revision of a write to the name's key (<key_prefix><name>). etcd's
-// revision is cluster-wide, linearizable and never goes back, whatever member fails or leads, so
-// a draw that starts after another one ended gets a greater token, through any fencelockd. A token
-// is handed out only after etcd answered the write (committed on a majority of members, fsynced).
-// Tokens are shared by all names, so they jump (5, then 9 for the same name): fine for fencing,
-// which only compares.
+// Token = base + the etcd revision of a write (a put of clock_key(prefix)). etcd's revision is
+// cluster-wide, linearizable and never goes back, whatever member fails or leads, so a draw that
+// starts after another one ended gets a greater token, through any fencelockd. A token is handed
+// out only after etcd answered the write (committed on a majority of members, fsynced). Tokens
+// are shared by all names, so they jump (5, then 9 for the same name): fine for fencing, which
+// only compares. etcd keeps no key per name: its key space does not grow with the names used.
 //
 // History: etcd keeps its cluster id when it is wiped and bootstrapped again with the same flags,
 // restored from a snapshot, or recovered with --force-new-cluster — while its revisions go back.
@@ -21,8 +21,9 @@
 // but consistent history and is not refused by the source itself.
 //
 // Batching: draws that arrive while a request is out share the next transaction — one Raft round
-// for up to kMaxBatch names; a name drawn twice goes to the following batch (one revision per
-// transaction). One request is out at a time per source.
+// and one put for up to kMaxBatch names, which all get its revision; a name drawn twice goes to
+// the following batch (a name's tokens never repeat). Reads share a transaction likewise. One
+// request is out at a time per source.
 //
 // Fail-over: the source talks to one endpoint at a time; a failed or late request fails its draws
 // (kUnavailable — the acquire answers 503 and the client may retry) and moves to the next
@@ -30,7 +31,9 @@
 // now belongs to another etcd cluster (a misdirected address) could hold smaller revisions, so
 // its answers are refused.
 //
-// current(name) = base + the key's mod_revision (a linearizable read), 0 if never drawn.
+// current(name) = base + etcd's revision now (a linearizable read): not the name's own last token
+// but a bound above it — at least every token handed out so far, for any name, and below every
+// token a later draw gets — which is what current() promises (token_source.h). Never 0.
 //
 // Threading: thread-safe; callbacks run on the source's strand.
 #pragma once
@@ -53,7 +56,7 @@ struct EtcdTokenOptions {
   // Deadline of one request (connect included). Default 1 s; 1 ms .. 60 s. A draw fails within
   // about twice this (the request before it, then its own).
   std::chrono::milliseconds timeout{1000};
-  // Keys are <key_prefix><name>. 1..128 bytes.
+  // The source's keys: history_key() and clock_key() of it. 1..128 bytes.
   std::string key_prefix = "fencelock/token/";
   // Draws waiting at most (more: kUnavailable at once). 1 .. 1,000,000.
   std::size_t max_queued = 100'000;
@@ -65,10 +68,12 @@ struct EtcdTokenOptions {
 
 // The key under which a prefix's token history lives: a lock name cannot hold '#'.
 std::string history_key(std::string_view key_prefix);
+// The key every draw writes: its revisions are the tokens.
+std::string clock_key(std::string_view key_prefix);
 
 class EtcdTokenSource final : public TokenSource {
  public:
-  static constexpr std::size_t kMaxBatch = 128;  // etcd's default --max-txn-ops
+  static constexpr std::size_t kMaxBatch = 4096;  // draws (or reads) sharing one transaction
 
   // Creates or reads the prefix's history with a blocking round trip (this runs at startup,
   // before anything is served), then serves on a strand of `executor`.

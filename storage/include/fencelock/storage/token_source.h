@@ -4,7 +4,10 @@
 // `name` by any next() of this source (or of any process sharing its store), and greater than
 // every value returned by a next() that *completed* before this one started — across process
 // restarts and counter crashes too. A value is returned only once it is durable. Gaps are allowed.
-// current(name) returns the greatest value handed out for `name` so far, 0 if none.
+// current(name) returns a value at least every value handed out for `name` before it was called
+// and below every value a next(name) that starts after it returns: the greatest one handed out
+// (0 if none) where the source knows it; a bound above it where it does not (after a restart the
+// SQLite and Redis sources report their floor; the etcd source always reports etcd's revision).
 //
 // Callbacks run exactly once, on any thread; they must not block.
 // Implementations are thread-safe.
