@@ -358,7 +358,12 @@ ApiHandlers::Cancel ApiHandlers::lock_status(const Call& call, Reply reply) {
     join->status.emplace(std::move(status));
     join->finish_if_done();
   });
-  tokens_->current(name, [join](Result<std::uint64_t> token) {
+  tokens_->current(name, [join, check = engine_.current_check()](Result<std::uint64_t> token) {
+    if (token.ok()) {
+      if (auto refusal = check(token.value())) {
+        token = storage::make_error(storage::ErrorCode::kUnavailable, *refusal);
+      }
+    }
     std::lock_guard<std::mutex> lock(join->mutex);
     join->token.emplace(std::move(token));
     join->finish_if_done();
@@ -387,8 +392,14 @@ ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
 
 ApiHandlers::Cancel ApiHandlers::current_token(const Call& call, Reply reply) {
   const std::string name(call.name);
-  tokens_->current(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
+  // A token store that went back (or that this instance may not use) shows no current token: it
+  // could be below tokens already handed out.
+  tokens_->current(name, [check = engine_.current_check(), name,
+                          reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
+    if (auto refusal = check(token.value())) {
+      return reply(error_response(ApiError::kUnavailable, *refusal));
+    }
     reply(ok(json{{"name", name}, {"token", token.value()}}));
   });
   return {};

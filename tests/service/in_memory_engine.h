@@ -120,6 +120,9 @@ class InMemoryEngine final : public storage::LockEngine {
   std::function<std::optional<std::string>(std::uint64_t)> refusal_check() const override {
     return [this](std::uint64_t) { return refusal; };  // tests keep the engine alive
   }
+  std::function<std::optional<std::string>(std::uint64_t)> current_check() const override {
+    return refusal_check();
+  }
   const storage::EngineOptions& options() const noexcept override { return options_; }
 
  private:

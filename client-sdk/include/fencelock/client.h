@@ -57,6 +57,9 @@ struct ClientOptions {
 struct LockStatus {
   bool held = false;
   std::optional<std::chrono::milliseconds> remaining;  // set when held
+  // The name's current token (GET /v1/tokens/{name}): at or above every token handed out for it,
+  // below every later one — its last token with the SQLite and Redis sources, etcd's revision with
+  // the etcd source (docs/api.md).
   std::uint64_t last_token = 0;
 };
 

@@ -148,6 +148,11 @@ std::optional<std::string> EngineCore::token_refusal(std::uint64_t token,
   return registry_->token_refusal(Clock::now(), token, floor);
 }
 
+std::optional<std::string> EngineCore::current_refusal(std::uint64_t current,
+                                                       std::uint64_t floor) const {
+  return registry_->current_refusal(Clock::now(), current, floor);
+}
+
 bool EngineCore::node_votes(std::size_t node) const {
   return trust_.voting(node, Clock::now());
 }

@@ -89,6 +89,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // InstanceRegistry's token_floor() and token_refusal(): take the floor before the draw starts.
   std::uint64_t token_floor() const;
   std::optional<std::string> token_refusal(std::uint64_t token, std::uint64_t floor) const;
+  std::optional<std::string> current_refusal(std::uint64_t current, std::uint64_t floor) const;
 
   // Whether `node` would vote now by NodeTrust (node_trust.h): seen and not quarantined (its
   // connection is not looked at). On the strand.

@@ -112,6 +112,20 @@ std::optional<std::string> InstanceRegistry::token_refusal(Clock::time_point now
   return std::nullopt;
 }
 
+std::optional<std::string> InstanceRegistry::current_refusal(Clock::time_point now,
+                                                             std::uint64_t current,
+                                                             std::uint64_t floor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto refused = refusal_locked(now)) return refused;
+  if (token_order_ != TokenOrder::kGlobal || current >= floor) return std::nullopt;
+  went_back_ = "the token store went back: it reads " + std::to_string(current) +
+               " as its current token, but the lock nodes saw token " + std::to_string(floor) +
+               " handed out before (an etcd cluster restored from a backup?); tokens from it "
+               "could repeat, so this fencelockd grants nothing (docs/operations.md, \"Token "
+               "source\")";
+  return went_back_;
+}
+
 void InstanceRegistry::schedule(std::chrono::milliseconds delay) {
   timer_.expires_after(delay);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {

@@ -132,6 +132,12 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // any thread.
   std::optional<std::string> token_refusal(Clock::time_point now, std::uint64_t token,
                                            std::uint64_t floor);
+  // refusal(now), and, for kGlobal, a current token read (TokenSource::current) below `floor`
+  // (token_floor() before the read): a store's current token is at least every token handed out,
+  // so one below the mark shows that it went back, and that refuses everything, for good. The
+  // other orders' reads are per name and may lie below the mark. Safe from any thread.
+  std::optional<std::string> current_refusal(Clock::time_point now, std::uint64_t current,
+                                             std::uint64_t floor);
 
  private:
   std::optional<std::string> refusal_locked(Clock::time_point now) const;  // mutex_ held

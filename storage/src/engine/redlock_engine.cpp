@@ -162,6 +162,11 @@ std::function<std::optional<std::string>(std::uint64_t)> RedlockEngine::refusal_
     return core->token_refusal(token, floor);
   };
 }
+std::function<std::optional<std::string>(std::uint64_t)> RedlockEngine::current_check() const {
+  return [core = core_, floor = core_->token_floor()](std::uint64_t token) {
+    return core->current_refusal(token, floor);
+  };
+}
 
 std::vector<NodeStatus> RedlockEngine::node_statuses() const {
   std::vector<NodeStatus> out;

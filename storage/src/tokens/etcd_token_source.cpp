@@ -125,7 +125,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
         identity_("etcd:" + cluster_id_ + ":" + start.history.id),
         guard_{history_key(options_.key_prefix), start.history.value()},
         draw_body_(etcd::guarded_put_body(guard_, clock_key(options_.key_prefix))),
-        read_body_(etcd::guarded_read_body(guard_)),
+        read_body_(etcd::guarded_read_body(guard_, clock_key(options_.key_prefix))),
         base_(start.history.base),
         highest_revision_(start.header.revision) {}
 
@@ -248,10 +248,10 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
     pump();
   }
 
-  // The token an answer carries. An answer from another cluster fails its draws; one showing
-  // that etcd went back (a read's revision below one seen before, a write's not above it, or the
-  // history key gone) breaks the source for good: the cluster was wiped, re-bootstrapped or
-  // restored, and its revisions may repeat tokens already handed out.
+  // The token an answer carries. An answer from another cluster fails its request, as does a read
+  // below a revision seen before; one showing that etcd went back (a write's revision not above
+  // every one seen, or the history key gone) breaks the source for good: the cluster was wiped,
+  // re-bootstrapped or restored, and its revisions may repeat tokens already handed out.
   Result<std::uint64_t> read_token(bool draw, const Result<etcd::Answer>& answer) {
     if (!answer.ok()) return answer.error();
     auto header = etcd::read_header(answer->status, answer->body);
@@ -271,7 +271,15 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
       broken_flag_ = true;
       return make_error(ErrorCode::kUnavailable, *broken_);
     }
-    if (header->revision < highest_revision_ || (draw && header->revision == highest_revision_)) {
+    if (!draw && header->revision < highest_revision_) {
+      // A member behind the others (it should not answer a linearizable read, but only a write
+      // proves that etcd went back): this read fails, the next request goes to another member.
+      return make_error(ErrorCode::kUnavailable,
+                        "etcd member " + connection_->endpoint().to_string() +
+                            " answered revision " + std::to_string(header->revision) + ", below " +
+                            std::to_string(highest_revision_) + " seen before");
+    }
+    if (draw && header->revision <= highest_revision_) {
       broken_ = "etcd's revision went back from " + std::to_string(highest_revision_) + " to " +
                 std::to_string(header->revision) +
                 " (a cluster restored from a backup or recovered with --force-new-cluster): its "

@@ -99,8 +99,9 @@ std::string guarded_put_body(const HistoryGuard& guard, std::string_view key) {
   return json{{"compare", guard_compare(guard)}, {"success", std::move(success)}}.dump();
 }
 
-std::string guarded_read_body(const HistoryGuard& guard) {
-  return json{{"compare", guard_compare(guard)}, {"success", json::array()}}.dump();
+std::string guarded_read_body(const HistoryGuard& guard, std::string_view key) {
+  json success = json::array({{{"requestRange", {{"key", base64(key)}, {"count_only", true}}}}});
+  return json{{"compare", guard_compare(guard)}, {"success", std::move(success)}}.dump();
 }
 
 Result<Header> read_header(unsigned status, std::string_view body) {

@@ -35,10 +35,11 @@ Result<std::string> unbase64(std::string_view text);
 std::string create_or_read_body(std::string_view key, std::string_view value);
 // POST /v3/kv/txn: if the guard holds, a put of `key` with an empty value — a new revision.
 std::string guarded_put_body(const HistoryGuard& guard, std::string_view key);
-// POST /v3/kv/txn: if the guard holds, nothing more; the answer's header carries the cluster's
-// revision (a linearizable read: etcd serves a transaction without writes through Raft's
-// read index).
-std::string guarded_read_body(const HistoryGuard& guard);
+// POST /v3/kv/txn: if the guard holds, a count of `key` — the answer's header carries the
+// cluster's revision. A linearizable read: etcd 3.4 serves a transaction whose operations are all
+// linearizable ranges through Raft's read index, but one with no operation at all from the
+// member's own state (a lagging follower, or one cut off from the leader, answers at once).
+std::string guarded_read_body(const HistoryGuard& guard, std::string_view key);
 
 // An answer's header. Errors: kUnavailable with etcd's own message when the answer is an error
 // (a non-200 status, or a body with "error"), kInternal when the body is not what the gateway

@@ -160,6 +160,33 @@ TEST_CASE("etcd tokens: reads share a transaction and stay between the draws aro
   CHECK(after.value() > *values.rbegin());
 }
 
+TEST_CASE("etcd tokens: a read through a follower is never below a draw answered before it",
+          "[storage][etcd]") {
+  // Review of the one-key draws (F1): a transaction with no operation is answered from the
+  // member's own state, and a follower's may lag the leader's.
+  EtcdCluster cluster(3);
+  IoThread io;
+  const auto leader = cluster.leader();
+  REQUIRE(leader.has_value());
+  const auto only = [&](std::size_t member) {
+    auto options = options_for(cluster);
+    options.endpoints = {parse_node_address(cluster.endpoints().at(member)).value()};
+    return create(io, options);
+  };
+  auto drawer = only(*leader);
+  auto reader = only((*leader + 1) % 3);
+  int below = 0;
+  for (int i = 0; i < 300; ++i) {
+    const auto drawn = draw_one(*drawer, "doc");
+    REQUIRE(drawn.ok());
+    const auto read = current_of(*reader, "doc");
+    REQUIRE(read.ok());
+    if (read.value() < drawn.value()) ++below;
+  }
+  CHECK(below == 0);
+  CHECK_FALSE(reader->broken());
+}
+
 TEST_CASE("etcd tokens: the leader killed during a draw storm repeats nothing and draws resume",
           "[storage][etcd]") {
   EtcdCluster cluster(3);

@@ -80,6 +80,11 @@ class LockEngine {
   // engine is gone: for callbacks that may run late, on another thread (a token source answering
   // at teardown).
   virtual std::function<std::optional<std::string>(std::uint64_t token)> refusal_check() const = 0;
+  // Why a current token read (TokenSource::current) that answered `token` must not be shown, or
+  // nullopt: grants are refused, or the token store went back (a global store's current token
+  // below what the lock nodes saw handed out, which then refuses every grant too). Call it before
+  // the read starts, as refusal_check().
+  virtual std::function<std::optional<std::string>(std::uint64_t token)> current_check() const = 0;
   // The bounds requests are checked against (min_ttl, max_ttl, max_wait).
   virtual const EngineOptions& options() const noexcept = 0;
 };

@@ -100,6 +100,7 @@ class RedlockEngine final : public LockEngine {
   // instance on the lock nodes, or no recent check), or nullopt. For readiness.
   std::optional<std::string> grant_refusal() const override;
   std::function<std::optional<std::string>(std::uint64_t token)> refusal_check() const override;
+  std::function<std::optional<std::string>(std::uint64_t token)> current_check() const override;
 
  private:
   explicit RedlockEngine(std::shared_ptr<EngineCore> core);
