@@ -60,6 +60,9 @@ class LoggingObserver final : public storage::EngineObserver {
   void on_operation(const storage::OperationReport& report) override {
     metrics_.on_operation(report);
   }
+  void on_grants_refused_for_good(const std::string& why) override {
+    log_event(LogLevel::kError, "TOKEN_STORE_WENT_BACK", "reason=\"" + why + "\"");
+  }
 
  private:
   Metrics& metrics_;

@@ -1,6 +1,7 @@
 #include "engine/instance_registry.h"
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <charconv>
 #include <utility>
 
@@ -101,12 +102,12 @@ std::optional<std::string> InstanceRegistry::token_refusal(Clock::time_point now
   if (auto refused = refusal_locked(now)) return refused;
   if (token_order_ == TokenOrder::kPerName) return std::nullopt;
   if (token <= floor) {
-    went_back_ = "the token store went back: it handed out token " + std::to_string(token) +
-                 ", but the lock nodes saw token " + std::to_string(floor) +
-                 " handed out before (a token file or etcd cluster restored from a backup?); "
-                 "tokens from it could repeat, so this fencelockd grants nothing "
-                 "(docs/operations.md, \"Token source\")";
-    return went_back_;
+    return refuse_for_good("the token store went back: it handed out token " +
+                           std::to_string(token) + ", but the lock nodes saw token " +
+                           std::to_string(floor) +
+                           " handed out before (a token file or etcd cluster restored from a "
+                           "backup?); tokens from it could repeat, so this fencelockd grants "
+                           "nothing (docs/operations.md, \"Token source\")");
   }
   highest_handed_out_ = std::max(highest_handed_out_, token);
   return std::nullopt;
@@ -118,11 +119,21 @@ std::optional<std::string> InstanceRegistry::current_refusal(Clock::time_point n
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto refused = refusal_locked(now)) return refused;
   if (token_order_ != TokenOrder::kGlobal || current >= floor) return std::nullopt;
-  went_back_ = "the token store went back: it reads " + std::to_string(current) +
-               " as its current token, but the lock nodes saw token " + std::to_string(floor) +
-               " handed out before (an etcd cluster restored from a backup?); tokens from it "
-               "could repeat, so this fencelockd grants nothing (docs/operations.md, \"Token "
-               "source\")";
+  return refuse_for_good("the token store went back: it reads " + std::to_string(current) +
+                         " as its current token, but the lock nodes saw token " +
+                         std::to_string(floor) +
+                         " handed out before (an etcd cluster restored from a backup?); tokens "
+                         "from it could repeat, so this fencelockd grants nothing "
+                         "(docs/operations.md, \"Token source\")");
+}
+
+std::string InstanceRegistry::refuse_for_good(std::string why) {
+  went_back_ = std::move(why);
+  // Once, and on the strand as every observer hook: the caller may be a token source's thread.
+  boost::asio::post(timer_.get_executor(), [self = shared_from_this(), why = went_back_] {
+    if (self->stopped_) return;  // the engine (and its observer) may be going away
+    if (auto* observer = self->core_.observer()) observer->on_grants_refused_for_good(why);
+  });
   return went_back_;
 }
 

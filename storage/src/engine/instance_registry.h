@@ -141,6 +141,8 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
 
  private:
   std::optional<std::string> refusal_locked(Clock::time_point now) const;  // mutex_ held
+  // Sets went_back_ (mutex_ held) and tells the observer; returns `why`.
+  std::string refuse_for_good(std::string why);
   RespCommand heartbeat(const char* mode) const;
   void round();
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;

@@ -39,6 +39,9 @@ class EngineObserver {
   virtual void on_node_refused(std::size_t /*node*/, const std::string& /*address*/,
                                const std::string& /*why*/) {}
   virtual void on_operation(const OperationReport& /*report*/) {}
+  // The engine found that its token store went back (a restored backup) and refuses every grant
+  // from now on: why. Once per engine.
+  virtual void on_grants_refused_for_good(const std::string& /*why*/) {}
 };
 
 }  // namespace fencelock::storage
