@@ -4,6 +4,7 @@
 // on SIGHUP, the connection caps and the disconnect watch over TLS, and refusals at startup.
 #include <openssl/ssl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -79,6 +80,10 @@ void replace_file(const std::filesystem::path& target, const std::filesystem::pa
   std::filesystem::copy_file(source, staging, std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(staging, target);
 }
+
+// After this long a reload counts as stuck: a SIGHUP then logs reload_still_running
+// (SighupReloader::kStillRunningAfter in fencelockd).
+constexpr auto kReloadStillRunningAfter = 2s;
 
 double handshake_failures(TlsServiceUnderTest& s) {
   const Exposition metrics = parse(s.client().get("/metrics").body);
@@ -474,6 +479,25 @@ TEST_CASE("sighup: during the start it does not stop fencelockd, and is applied 
   options.ca = certs.ca;
   CHECK(TlsClient(port, options).get("/healthz").status == 200);
   CHECK(daemon.stop(SIGTERM, 10s) == 0);
+}
+
+TEST_CASE(
+    "sighup: a reload stuck on a certificate file that never answers (a FIFO) does not hold up "
+    "SIGTERM",
+    "[service][redis]") {
+  TlsServiceUnderTest s({"--threads", "1"});
+  std::filesystem::remove(s.live_cert);
+  REQUIRE(::mkfifo(s.live_cert.c_str(), 0600) == 0);  // opening it blocks until a writer comes
+  ::kill(s.daemon->pid(), SIGHUP);
+  std::this_thread::sleep_for(kReloadStillRunningAfter + 200ms);
+  ::kill(s.daemon->pid(), SIGHUP);
+  CHECK(log_shows(*s.daemon, "reload_still_running"));  // the first reload is stuck
+  CHECK(s.client().get("/healthz").status == 200);      // and the event loop is not
+  const auto asked = std::chrono::steady_clock::now();
+  CHECK(s.daemon->stop(SIGTERM, 8s) == 0);  // was: never, the event loop joined the reload thread
+  CHECK(std::chrono::steady_clock::now() - asked < 5s);
+  CHECK_THAT(s.daemon->log(), Catch::Contains("reload_abandoned"));
+  CHECK_THAT(s.daemon->log(), Catch::Contains(" stopped"));
 }
 
 TEST_CASE("https: a certificate that has expired is served at start, with a warning that says so",
