@@ -177,9 +177,34 @@ TEST_CASE("sdk: TLS files that cannot be used are refused when the client is cre
   REQUIRE_FALSE(created.ok());
   CHECK(created.error().code == ErrorCode::kInvalidArgument);
   CHECK_THAT(created.error().message, Catch::Contains(expected));
-  // An http:// endpoint does not read the TLS files at all.
+}
+
+TEST_CASE("sdk: TLS files with an http:// endpoint are refused when the client is created",
+          "[client]") {
+  TempDir dir;
+  const TestCerts certs(dir.path());
+  ClientOptions options;
   options.endpoints = {"http://127.0.0.1:9"};
-  CHECK(Client::create(options).ok());
+  SECTION("ca_file") {
+    options.ca_file = certs.ca.string();
+  }
+  SECTION("cert_file and key_file") {
+    options.cert_file = certs.client.cert.string();
+    options.key_file = certs.client.key.string();
+  }
+  SECTION("ca_file, and one https:// endpoint besides the http:// one") {
+    options.ca_file = certs.ca.string();
+    options.endpoints = {"https://127.0.0.1:8", "http://127.0.0.1:9"};
+  }
+  const auto created = Client::create(options);  // was: ok, and the API key went in clear
+  REQUIRE_FALSE(created.ok());
+  CHECK(created.error().code == ErrorCode::kInvalidArgument);
+  CHECK_THAT(created.error().message,
+             Catch::Contains("are for https:// endpoints: 'http://127.0.0.1:9' is plain HTTP"));
+  options.ca_file.clear();
+  options.cert_file.clear();
+  options.key_file.clear();
+  CHECK(Client::create(options).ok());  // without TLS files, http:// is still allowed
 }
 
 TEST_CASE("cli: acquire over https with --cacert works — a CA that did not sign the server exits 7",
