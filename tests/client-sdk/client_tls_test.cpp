@@ -122,6 +122,31 @@ TEST_CASE("sdk: a server the SDK does not trust is a kTls error and nothing chan
   CHECK(unchecked.get("/v1/tokens/sdk-tls").json()["token"] == 0);
 }
 
+TEST_CASE(
+    "sdk: a certificate that names the host only in its CN, with no subjectAltName, is refused",
+    "[client][redis]") {
+  TlsServiceUnderTest s;
+  const CertFiles cn_only = s.certs.issue_cn_only("cn-only", "localhost", 0x3004);
+  std::filesystem::copy_file(cn_only.cert, s.live_cert,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(cn_only.key, s.live_key,
+                             std::filesystem::copy_options::overwrite_existing);
+  ::kill(s.daemon->pid(), SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (s.daemon->log().find("tls_reloaded") == std::string::npos) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(20ms);
+  }
+  auto client =
+      Client::create(options_for("https://localhost:" + std::to_string(s.port()), s.certs.ca));
+  REQUIRE(client.ok());
+  const auto refused = client->acquire("sdk-tls-cn", 10s);  // was granted: OpenSSL's CN fallback
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kTls);
+  CHECK_THAT(refused.error().message, Catch::Contains("hostname mismatch"));
+  CHECK(keys_on_nodes(s) == 0);
+}
+
 TEST_CASE("sdk: with mutual TLS the client certificate opens the door, and only one from the CA",
           "[client][redis]") {
   TlsServiceUnderTest s({}, true);

@@ -46,8 +46,8 @@ struct ClientOptions {
   // TLS, for "https://" endpoints only (TLS 1.2 or newer): with any of these three set, an
   // "http://" endpoint is refused by create(). The server's certificate must chain to a CA in
   // `ca_file` (PEM; default "": the system's trust store) and name the endpoint's host as written
-  // — "localhost" as a DNS name, an IP address as an IP address SAN. Otherwise every call fails
-  // with kTls and nothing is sent.
+  // in a subjectAltName — "localhost" as a DNS name, an IP address as an IP address; the subject's
+  // CN is never used. Otherwise every call fails with kTls and nothing is sent.
   std::string ca_file;
   // A client certificate (PEM, with its chain) and its unencrypted private key, for a fencelockd
   // that requires one (--tls-client-ca, mutual TLS). Both or neither; default none.
