@@ -134,6 +134,7 @@ ErrorCode sdk_code_for(WireError error) {
     case WireError::kPayloadTooLarge:
     case WireError::kNotFound:
     case WireError::kMethodNotAllowed:
+    case WireError::kPlainHttpOnTlsPort:
       return ErrorCode::kInvalidArgument;
     case WireError::kInternal:
     case WireError::kClientGone:

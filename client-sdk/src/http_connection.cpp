@@ -127,7 +127,8 @@ Result<HttpReply> HttpConnection::round_trip(std::string_view method, std::strin
                                              Clock::time_point connect_deadline,
                                              Clock::time_point deadline, bool& maybe_delivered) {
   maybe_delivered = false;
-  if (!socket_.is_open()) {
+  fresh_ = !socket_.is_open();
+  if (fresh_) {
     if (auto connected = connect(std::min(connect_deadline, deadline)); !connected.ok())
       return std::move(connected).error();
   }
@@ -170,7 +171,15 @@ Result<HttpReply> HttpConnection::exchange(Stream& stream, std::string_view meth
   if (!run_until(read, deadline)) return transport("no answer before the request timeout");
   if (ec) {
     close();
-    return failed(ec, "reading the answer failed");
+    Error error = failed(ec, "reading the answer failed");
+    // A TLS-only server closes a plain connection at its first bytes (fencelockd answers 400
+    // plain_http_on_tls_port only to what OpenSSL recognises as HTTP: GET, POST, HEAD, PUT).
+    if (fresh_ && !target_.tls &&
+        (ec == http::error::end_of_stream || ec == asio::error::connection_reset))
+      error.message +=
+          " (the server closed a new connection without answering: is it TLS-only? "
+          "use https://)";
+    return error;
   }
   auto response = parser.release();
   if (!response.keep_alive()) close();

@@ -147,6 +147,35 @@ TEST_CASE(
   CHECK(keys_on_nodes(s) == 0);
 }
 
+TEST_CASE("sdk, cli: http:// to fencelockd's TLS port is refused with a hint to use https://",
+          "[client][redis]") {
+  TlsServiceUnderTest s;
+  const std::string plain = "http://127.0.0.1:" + std::to_string(s.port());
+  ClientOptions options;
+  options.endpoints = {plain};
+  options.max_retries = 2;
+  auto client = Client::create(options);
+  REQUIRE(client.ok());
+  const auto refused = client->acquire("sdk-plain", 10s);
+  REQUIRE_FALSE(refused.ok());
+  // Was kTransport, "reading the answer failed: end of stream".
+  CHECK(refused.error().code == ErrorCode::kInvalidArgument);
+  CHECK(refused.error().http_status == 400);
+  CHECK_THAT(refused.error().message, Catch::Contains("use https://"));
+  // DELETE is not one OpenSSL takes for HTTP: the server closes without a word, and the SDK
+  // says what that may mean.
+  const fencelock::Lease lease("sdk-plain", "1.0123456789abcdef", 1, 10s,
+                               fencelock::Lease::Clock::now());
+  const auto released = client->release(lease);
+  REQUIRE_FALSE(released.ok());
+  CHECK(released.error().code == ErrorCode::kTransport);
+  CHECK_THAT(released.error().message, Catch::Contains("is it TLS-only? use https://"));
+  const CliRun run = cli(s.dir.path(), {"--endpoint", plain, "status", "sdk-plain"});
+  CHECK(run.exit_code == 2);  // was 5, "unavailable"
+  CHECK_THAT(run.output, Catch::Contains("use https://"));
+  CHECK(keys_on_nodes(s) == 0);
+}
+
 TEST_CASE("sdk: with mutual TLS the client certificate opens the door, and only one from the CA",
           "[client][redis]") {
   TlsServiceUnderTest s({}, true);

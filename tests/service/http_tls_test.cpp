@@ -122,18 +122,36 @@ TEST_CASE("https: a client trusting another CA refuses the server, and nothing c
   CHECK(s.client().get("/v1/locks/tls-b").json()["last_token"] == 0);
 }
 
-TEST_CASE("https: plain HTTP on the TLS port is closed without an answer, and TLS clients carry on",
-          "[service][redis]") {
+TEST_CASE(
+    "https: plain HTTP on the TLS port is answered 400 plain_http_on_tls_port and closed, and TLS "
+    "clients carry on",
+    "[service][redis]") {
   TlsServiceUnderTest s;
   const double failures_before = handshake_failures(s);
   const RawOutcome plain = send_raw(s.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 5s);
   CHECK(plain.closed);
-  CHECK(plain.bytes.empty());  // no HTTP answer, no TLS alert: nothing at all
-  CHECK(HttpClient(s.port(), 2s).get("/healthz").status == 0);
+  CHECK(plain.after < 3s);
+  // Was: nothing at all, and the client could only guess ("empty reply", "end of stream").
+  REQUIRE(plain.bytes.starts_with("HTTP/1.1 400 "));
+  const std::string body = plain.bytes.substr(plain.bytes.find("\r\n\r\n") + 4);
+  CHECK(json::parse(body)["error"]["code"] == "plain_http_on_tls_port");
+  CHECK_THAT(body, Catch::Contains("use https://"));
+  const HttpAnswer answer = HttpClient(s.port(), 2s).post("/v1/locks/plain", {{"ttl_ms", 1000}});
+  CHECK(answer.status == 400);
+  CHECK(answer.json()["error"]["code"] == "plain_http_on_tls_port");
   CHECK(log_shows(*s.daemon, "tls_handshake_failed peer=127.0.0.1 reason=\"http request"));
   CHECK(s.client().get("/healthz").status == 200);
-  // The raw client's, and the HTTP client's (which tries twice).
   CHECK(handshake_failures(s) >= failures_before + 2);
+  CHECK(s.client().get("/v1/locks/plain").json()["last_token"] == 0);
+}
+
+TEST_CASE("https: bytes that are neither TLS nor HTTP get no answer on the TLS port",
+          "[service][redis]") {
+  TlsServiceUnderTest s;
+  const RawOutcome garbage = send_raw(s.port(), std::string(64, '\x01'), 5s);
+  CHECK(garbage.closed);
+  CHECK(garbage.bytes.find("HTTP/") == std::string::npos);
+  CHECK(s.client().get("/healthz").status == 200);
 }
 
 TEST_CASE("https: a client that offers nothing newer than TLS 1.1 is refused", "[service][redis]") {
@@ -367,10 +385,16 @@ TEST_CASE(
     REQUIRE(fd >= 0);
     const std::string plain = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
     REQUIRE(::send(fd, plain.data(), plain.size(), MSG_NOSIGNAL) > 0);
-    char byte = 0;
     const timeval tv{2, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    CHECK(::recv(fd, &byte, 1, 0) <= 0);
+    std::string answer;
+    char buffer[512];
+    for (int reads = 0; reads < 100; ++reads) {  // bounded: each waits 2 s at most
+      const ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
+      if (got <= 0) break;
+      answer.append(buffer, static_cast<std::size_t>(got));
+    }
+    CHECK(answer.starts_with("HTTP/1.1 400 "));  // then closed
     ::close(fd);
   }
   const auto seconds =
