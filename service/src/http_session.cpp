@@ -66,6 +66,18 @@ bool is_gone(const beast::error_code& ec) {
          ec.category() == asio::error::get_ssl_category();
 }
 
+// What plain HTTP on the TLS port gets (answer_plain_http()): 400 plain_http_on_tls_port.
+const std::string& plain_http_answer() {
+  static const std::string answer = [] {
+    const std::string body =
+        R"({"error":{"code":")" + std::string(wire_code(ApiError::kPlainHttpOnTlsPort)) +
+        R"(","message":"plain HTTP request sent to a TLS-only port: use https://"}})";
+    return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  }();
+  return answer;
+}
+
 }  // namespace
 
 template <class Stream>
@@ -150,16 +162,10 @@ void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission
 
 template <class Stream>
 void HttpSession<Stream>::answer_plain_http() {
-  static const std::string kAnswer = [] {
-    const std::string body =
-        R"({"error":{"code":")" + std::string(wire_code(ApiError::kPlainHttpOnTlsPort)) +
-        R"(","message":"plain HTTP request sent to a TLS-only port: use https://"}})";
-    return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-  }();
+  const std::string& answer = plain_http_answer();
   // OpenSSL read the request's first bytes as a TLS record; the answer goes on the bare socket.
   tcp().expires_after(kPlainHttpLinger);
-  asio::async_write(tcp(), asio::buffer(kAnswer),
+  asio::async_write(tcp(), asio::buffer(answer),
                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                       if (ec) return self->close();
                       beast::error_code ignored;
