@@ -190,9 +190,6 @@ storage::Status install_failpoints() {
 
 storage::Status run_service(const ServiceConfig& config) {
   asio::io_context io(static_cast<int>(config.threads));
-  log_event(LogLevel::kInfo, "starting", describe(config));
-  if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
-
   // SIGHUP: the key file, then the certificate, each kept as it is when its new files are bad.
   // Both are read on the reloader's thread, never on the event loop. Its handler is installed
   // here, before anything is read (main() ignores SIGHUP until now): a SIGHUP during the start is
@@ -217,6 +214,9 @@ storage::Status run_service(const ServiceConfig& config) {
     if (!reloadable->auth_file.empty()) reload_keys(reloadable->auth_file, reloadable->authorizer);
     if (reloadable->tls) reloadable->tls->reload();
   });
+  // Only now: whoever waits for "starting" before sending SIGHUP must find the handler in place.
+  log_event(LogLevel::kInfo, "starting", describe(config));
+  if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
 
   if (!config.auth_file.empty()) {
     auto keys = KeySet::load(config.auth_file);
