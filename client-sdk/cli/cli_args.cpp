@@ -38,7 +38,8 @@ Options:
   --api-key SECRET    the API key for a fencelockd with --auth-file; prefer $FENCELOCK_API_KEY,
                       which keeps it out of the process list
   --cacert PATH       https:// endpoint: CA certificates (PEM) that sign the server's certificate
-                      (default: the system's; or $FENCELOCK_CACERT)
+                      (default: the system's; or $FENCELOCK_CACERT). With an http:// endpoint,
+                      --cacert, --cert and --key are refused (exit 2)
   --cert PATH         client certificate (PEM) for a fencelockd with --tls-client-ca, or
                       $FENCELOCK_CERT; --key PATH (or $FENCELOCK_KEY) is its private key
   Durations: a whole number with ms, s or m: 500ms, 30s, 2m.
@@ -66,6 +67,17 @@ void fill_from_environment(CliArgs& args,
     if (!field->empty()) continue;
     if (auto value = env(name); value && !value->empty()) *field = std::move(*value);
   }
+}
+
+Status check_tls_files(const CliArgs& args) {
+  if (args.cacert.empty() && args.cert.empty() && args.key.empty()) return Done{};
+  if (!args.endpoint.starts_with("http://")) return Done{};  // https://, or malformed: the SDK says
+  return usage_error(
+      "--cacert, --cert and --key (or FENCELOCK_CACERT, FENCELOCK_CERT, "
+      "FENCELOCK_KEY) are for https:// endpoints: '" +
+      args.endpoint +
+      "' is plain HTTP, and the API key and leases would go unencrypted "
+      "(use https://)");
 }
 
 int exit_code_for(const Error& error) noexcept {

@@ -53,6 +53,11 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
 void fill_from_environment(CliArgs& args,
                            const std::function<std::optional<std::string>(const char*)>& env);
 
+// Refuses TLS files (--cacert, --cert, --key or their environment variables) with an http://
+// endpoint, which would send the API key and the leases unencrypted although certificate checking
+// was asked for. Errors: kInvalidArgument with a one-line message (exit kExitUsage).
+Status check_tls_files(const CliArgs& args);
+
 std::string cli_usage();
 
 // The exit code for an SDK error (kLocked → 3, kNotHeld → 4, unavailable/transport → 5, kTls → 7,

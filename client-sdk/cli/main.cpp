@@ -60,6 +60,10 @@ int run(int argc, char** argv) {
     std::printf("fencelock 0.1.0\n");
     return kExitOk;
   }
+  if (auto tls_files = check_tls_files(a); !tls_files.ok()) {
+    std::fprintf(stderr, "fencelock: %s\n", tls_files.error().message.c_str());
+    return kExitUsage;
+  }
   ClientOptions options;
   options.endpoints = {a.endpoint};
   options.api_key = a.api_key;

@@ -134,6 +134,7 @@ ErrorCode sdk_code_for(WireError error) {
     case WireError::kPayloadTooLarge:
     case WireError::kNotFound:
     case WireError::kMethodNotAllowed:
+    case WireError::kPlainHttpOnTlsPort:
       return ErrorCode::kInvalidArgument;
     case WireError::kInternal:
     case WireError::kClientGone:
@@ -318,9 +319,18 @@ Result<Client> Client::create(ClientOptions options) {
                 "api_key must be at most 256 printable ASCII characters without spaces");
   std::vector<Endpoint> endpoints;
   bool any_tls = false;
+  const bool tls_asked =
+      !options.ca_file.empty() || !options.cert_file.empty() || !options.key_file.empty();
   for (const auto& url : options.endpoints) {
     auto endpoint = parse_endpoint(url);
     if (!endpoint.ok()) return std::move(endpoint).error();
+    // Asked to check certificates, an http:// endpoint would instead send the API key and the
+    // leases in clear: a typo or a template must not downgrade silently.
+    if (tls_asked && !endpoint->tls) {
+      return make(ErrorCode::kInvalidArgument,
+                  "ca_file, cert_file and key_file are for https:// endpoints: '" + url +
+                      "' is plain HTTP, unencrypted (use https://)");
+    }
     any_tls = any_tls || endpoint->tls;
     endpoints.push_back(std::move(endpoint).value());
   }

@@ -1,7 +1,7 @@
 // A TLS connection is the same TCP socket with an ssl::stream over it, made anew for every TCP
 // connection. Which name the server's certificate must carry is set on the SSL object before the
-// handshake: a DNS name (with SNI) for "localhost", the address itself for an IP. Errors of the TLS
-// layer (OpenSSL's category) are kTls: retrying cannot mend a certificate.
+// handshake: a DNS name SAN (with SNI) for "localhost", an IP address SAN for an IP; never the CN.
+// Errors of the TLS layer (OpenSSL's category) are kTls: retrying cannot mend a certificate.
 #include "http_connection.h"
 
 #include <openssl/ssl.h>
@@ -88,8 +88,11 @@ Status HttpConnection::handshake(Clock::time_point deadline) {
   boost::system::error_code ec;
   asio::ip::make_address(target_.tls_name, ec);
   const bool by_address = !ec;
-  // The certificate must name the host: an IP address SAN for an address, a DNS name otherwise
-  // (then also sent as SNI, which must not be an address).
+  // The certificate must name the host: an IP address SAN for an address, a DNS name SAN
+  // otherwise (then also sent as SNI, which must not be an address). Never the subject's CN,
+  // which OpenSSL would fall back to when there is no DNS SAN (RFC 6125 §6.4.4 deprecates it).
+  SSL_set_hostflags(ssl_handle,
+                    X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   const int named =
       by_address
           ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_handle), target_.tls_name.c_str())
@@ -124,7 +127,8 @@ Result<HttpReply> HttpConnection::round_trip(std::string_view method, std::strin
                                              Clock::time_point connect_deadline,
                                              Clock::time_point deadline, bool& maybe_delivered) {
   maybe_delivered = false;
-  if (!socket_.is_open()) {
+  fresh_ = !socket_.is_open();
+  if (fresh_) {
     if (auto connected = connect(std::min(connect_deadline, deadline)); !connected.ok())
       return std::move(connected).error();
   }
@@ -167,7 +171,15 @@ Result<HttpReply> HttpConnection::exchange(Stream& stream, std::string_view meth
   if (!run_until(read, deadline)) return transport("no answer before the request timeout");
   if (ec) {
     close();
-    return failed(ec, "reading the answer failed");
+    Error error = failed(ec, "reading the answer failed");
+    // A TLS-only server closes a plain connection at its first bytes (fencelockd answers 400
+    // plain_http_on_tls_port only to what OpenSSL recognises as HTTP: GET, POST, HEAD, PUT).
+    if (fresh_ && !target_.tls &&
+        (ec == http::error::end_of_stream || ec == asio::error::connection_reset))
+      error.message +=
+          " (the server closed a new connection without answering: is it TLS-only? "
+          "use https://)";
+    return error;
   }
   auto response = parser.release();
   if (!response.keep_alive()) close();

@@ -70,6 +70,7 @@ class HttpConnection {
   boost::asio::ip::tcp::socket socket_;
   std::optional<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;  // over socket_
   boost::beast::flat_buffer buffer_;
+  bool fresh_ = false;  // the current request opened the connection (it was not kept alive)
 };
 
 }  // namespace fencelock

@@ -1,11 +1,14 @@
 #include "http_session.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
@@ -61,6 +64,18 @@ bool is_gone(const beast::error_code& ec) {
          ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
          ec == asio::error::eof || ec == ssl::error::stream_truncated ||
          ec.category() == asio::error::get_ssl_category();
+}
+
+// What plain HTTP on the TLS port gets (answer_plain_http()): 400 plain_http_on_tls_port.
+const std::string& plain_http_answer() {
+  static const std::string answer = [] {
+    const std::string body =
+        R"({"error":{"code":")" + std::string(wire_code(ApiError::kPlainHttpOnTlsPort)) +
+        R"(","message":"plain HTTP request sent to a TLS-only port: use https://"}})";
+    return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  }();
+  return answer;
 }
 
 }  // namespace
@@ -127,7 +142,10 @@ void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission
     handshake_done_ = true;
     return serve(admission);
   }
-  if (!host_->draining()) {  // plain HTTP on this port shows as "http request"; nothing is sent
+  const bool plain_http =
+      ec.category() == asio::error::get_ssl_category() &&
+      ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST;
+  if (!host_->draining()) {  // plain HTTP on this port shows as "http request"
     host_->count_tls_handshake_failure();
     std::uint64_t unlogged = 0;
     if (host_->log_tls_handshake_failure(unlogged)) {
@@ -138,7 +156,34 @@ void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission
       log_event(LogLevel::kInfo, "tls_handshake_failed", fields);
     }
   }
+  if (plain_http && !host_->draining()) return answer_plain_http();
   close();
+}
+
+template <class Stream>
+void HttpSession<Stream>::answer_plain_http() {
+  const std::string& answer = plain_http_answer();
+  // OpenSSL read the request's first bytes as a TLS record; the answer goes on the bare socket.
+  tcp().expires_after(kPlainHttpLinger);
+  asio::async_write(tcp(), asio::buffer(answer),
+                    [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                      if (ec) return self->close();
+                      beast::error_code ignored;
+                      self->tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+                      self->discard_until_closed();
+                    });
+}
+
+// Closing with the client's unread bytes still queued would send a reset, which can destroy the
+// answer before the client reads it: read them until the client closes or kPlainHttpLinger ends.
+template <class Stream>
+void HttpSession<Stream>::discard_until_closed() {
+  buffer_.clear();
+  tcp().async_read_some(buffer_.prepare(kFirstRead),
+                        [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                          if (ec) return self->close();
+                          self->discard_until_closed();
+                        });
 }
 
 template <class Stream>

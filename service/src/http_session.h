@@ -8,9 +8,11 @@
 // timeout (HttpServerOptions) — a client that connects and never finishes it is closed like a slow
 // header sender; a failed handshake (plain HTTP on the TLS port, a refused protocol version or
 // client certificate) is counted, logged (at most kHandshakeFailureLogsPerSecond lines a second)
-// and closed without writing anything. A TLS connection over a cap is closed at once, without a
-// handshake: it is not counted against the caps, so it must not hold its descriptor. A session ends
-// with a TLS close_notify exchange bounded by kTlsShutdownTimeout.
+// and closed. Plain HTTP on the TLS port (OpenSSL's SSL_R_HTTP_REQUEST, as nginx does it) is first
+// answered in plain text, `400 plain_http_on_tls_port`, within kPlainHttpLinger; every other
+// failure is closed without writing anything. A TLS connection over a cap is closed at once,
+// without a handshake: it is not counted against the caps, so it must not hold its descriptor. A
+// session ends with a TLS close_notify exchange bounded by kTlsShutdownTimeout.
 //
 // While a request that may wait (an acquire with wait_ms) is being handled, the session watches
 // the connection: if the client closes it (EOF, reset, or a TLS close_notify; pipelined bytes end
@@ -48,6 +50,9 @@ using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
 
 // How long a TLS session waits for the client's close_notify after sending its own.
 inline constexpr std::chrono::milliseconds kTlsShutdownTimeout{1000};
+// Plain HTTP on the TLS port: how long writing the 400 and then reading (and dropping) what the
+// client still sends may take before the socket is closed.
+inline constexpr std::chrono::milliseconds kPlainHttpLinger{1000};
 
 template <class Stream>
 class HttpSession final : public Session, public std::enable_shared_from_this<HttpSession<Stream>> {
@@ -73,6 +78,8 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   boost::beast::tcp_stream& tcp() { return boost::beast::get_lowest_layer(stream_); }
   void do_handshake(Admission admission);  // TLS only
   void on_handshake(boost::beast::error_code ec, Admission admission, const std::string& peer);
+  void answer_plain_http();  // TLS only
+  void discard_until_closed();
   void serve(Admission admission);
   void do_read();
   void read_header();

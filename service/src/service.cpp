@@ -34,6 +34,10 @@ using storage::Result;
 
 namespace {
 
+// How long the shutdown waits for a SIGHUP reload in progress (a few milliseconds' work unless a
+// file it reads blocks) before it leaves it behind.
+constexpr std::chrono::milliseconds kReloadAtShutdown{1000};
+
 // Node transitions go to the log as well as to the metrics.
 class LoggingObserver final : public storage::EngineObserver {
  public:
@@ -189,24 +193,33 @@ storage::Status install_failpoints() {
 
 storage::Status run_service(const ServiceConfig& config) {
   asio::io_context io(static_cast<int>(config.threads));
-  log_event(LogLevel::kInfo, "starting", describe(config));
-  if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
-
   // SIGHUP: the key file, then the certificate, each kept as it is when its new files are bad.
   // Both are read on the reloader's thread, never on the event loop. Its handler is installed
   // here, before anything is read (main() ignores SIGHUP until now): a SIGHUP during the start is
-  // remembered and applied once serving; one without keys or TLS only says so.
-  Authorizer authorizer;
-  std::optional<TlsContext> tls;
-  SighupReloader reloader(io, [&config, &authorizer, &tls] {
-    if (config.auth_file.empty() && !tls) {
+  // remembered and applied once serving; one without keys or TLS only says so. What a reload
+  // changes is owned by the reload function (shared): a reload stuck on a file is left behind at
+  // shutdown and must find it alive if it ever wakes up.
+  struct Reloadable {
+    std::filesystem::path auth_file;
+    Authorizer authorizer;
+    std::optional<TlsContext> tls;
+  };
+  const auto reloadable = std::make_shared<Reloadable>();
+  reloadable->auth_file = config.auth_file;
+  Authorizer& authorizer = reloadable->authorizer;
+  std::optional<TlsContext>& tls = reloadable->tls;
+  SighupReloader reloader(io, [reloadable] {
+    if (reloadable->auth_file.empty() && !reloadable->tls) {
       log_event(LogLevel::kInfo, "reload_skipped",
                 "reason=\"nothing to reload: no --auth-file and no --tls-cert\"");
       return;
     }
-    if (!config.auth_file.empty()) reload_keys(config.auth_file, authorizer);
-    if (tls) tls->reload();
+    if (!reloadable->auth_file.empty()) reload_keys(reloadable->auth_file, reloadable->authorizer);
+    if (reloadable->tls) reloadable->tls->reload();
   });
+  // Only now: whoever waits for "starting" before sending SIGHUP must find the handler in place.
+  log_event(LogLevel::kInfo, "starting", describe(config));
+  if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
 
   if (!config.auth_file.empty()) {
     auto keys = KeySet::load(config.auth_file);
@@ -331,10 +344,12 @@ storage::Status run_service(const ServiceConfig& config) {
   asio::signal_set signals(io, SIGTERM, SIGINT);
   std::function<void(const boost::system::error_code&, int)> on_signal;
   bool shutting_down = false;
+  bool forced = false;
   on_signal = [&](const boost::system::error_code& ec, int signal_number) {
     if (ec) return;
     if (shutting_down) {  // a second signal: stop waiting for anything
       log_event(LogLevel::kWarning, "forced_shutdown", "signal=" + std::to_string(signal_number));
+      forced = true;
       io.stop();
       return;
     }
@@ -370,6 +385,11 @@ storage::Status run_service(const ServiceConfig& config) {
   for (unsigned i = 1; i < config.threads; ++i) workers.emplace_back(run_loop);
   run_loop();
   for (auto& worker : workers) worker.join();
+  if (!reloader.finish(forced ? std::chrono::milliseconds(0) : kReloadAtShutdown)) {
+    log_event(LogLevel::kWarning, "reload_abandoned",
+              "reason=\"a SIGHUP reload still running at shutdown (blocked reading a file?) is "
+              "left behind; the process exits without it\"");
+  }
   log_event(LogLevel::kInfo, "stopped", "");
   return storage::Done{};
 }

@@ -1,14 +1,20 @@
 #include "sighup_reloader.h"
 
 #include <csignal>
+#include <string>
+
+#include "log.h"
 
 namespace fencelock::service {
 
 SighupReloader::SighupReloader(boost::asio::io_context& io, std::function<void()> reload)
-    : signals_(io, SIGHUP), reload_(std::move(reload)) {}
+    : signals_(io, SIGHUP), state_(std::make_shared<State>()) {
+  state_->reload = std::move(reload);
+}
 
 SighupReloader::~SighupReloader() {
   stop();
+  finish(std::chrono::milliseconds(0));
 }
 
 void SighupReloader::start() {
@@ -18,13 +24,26 @@ void SighupReloader::start() {
 void SighupReloader::stop() {
   boost::system::error_code ignored;
   signals_.cancel(ignored);
-  std::thread worker;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->pending = false;
+  state_->stopped = true;
+}
+
+bool SighupReloader::finish(std::chrono::milliseconds limit) {
+  bool idle = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pending_ = false;
-    worker = std::move(worker_);
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    idle = state_->idle.wait_for(lock, limit, [this] { return !state_->running; });
   }
-  if (worker.joinable()) worker.join();
+  if (!worker_.joinable()) return true;
+  if (idle) {
+    worker_.join();  // it has left its loop: only its return is left
+    return true;
+  }
+  // Joining could wait forever (a read that never returns). The thread holds the shared state and
+  // the reload function, so it touches nothing that goes away with us.
+  worker_.detach();
+  return false;
 }
 
 void SighupReloader::wait_for_signal() {
@@ -36,22 +55,38 @@ void SighupReloader::wait_for_signal() {
 }
 
 void SighupReloader::reload_in_background() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (running_) {  // the running reload may have missed the newest files: run once more after it
-    pending_ = true;
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  if (state_->stopped) return;
+  if (state_->running) {  // the running reload may have missed the newest files: run once more
+    state_->pending = true;
+    const auto running_for = std::chrono::steady_clock::now() - state_->started;
+    if (running_for >= kStillRunningAfter) {
+      lock.unlock();
+      log_event(LogLevel::kWarning, "reload_still_running",
+                "running_for_s=" +
+                    std::to_string(
+                        std::chrono::duration_cast<std::chrono::seconds>(running_for).count()) +
+                    " reason=\"the previous reload has not finished: is a file it reads blocking "
+                    "(a FIFO, "
+                    "a hung mount)? This SIGHUP is applied after it\"");
+    }
     return;
   }
-  if (worker_.joinable()) worker_.join();  // finished: running_ is false
-  running_ = true;
-  worker_ = std::thread([this] {
+  // Not running: the thread has left its loop (or never started), so this join is immediate.
+  if (worker_.joinable()) worker_.join();
+  state_->running = true;
+  state_->started = std::chrono::steady_clock::now();
+  worker_ = std::thread([state = state_] {
     for (;;) {
-      reload_();
-      std::lock_guard<std::mutex> again(mutex_);
-      if (!pending_) {
-        running_ = false;
+      state->reload();
+      std::lock_guard<std::mutex> again(state->mutex);
+      if (!state->pending || state->stopped) {
+        state->running = false;
+        state->idle.notify_all();
         return;
       }
-      pending_ = false;
+      state->pending = false;
+      state->started = std::chrono::steady_clock::now();
     }
   });
 }

@@ -98,3 +98,33 @@ TEST_CASE("cli: a TLS failure has an exit code of its own", "[client]") {
   CHECK(exit_code_for(transport) == kExitUnavailable);
   CHECK_THAT(cli_usage(), Catch::Contains("  7  TLS failed"));
 }
+
+TEST_CASE(
+    "cli: TLS files with an http:// endpoint are a usage error, from flags or the environment",
+    "[client]") {
+  const auto [args, environment] =
+      GENERATE(table<std::vector<std::string>, std::map<std::string, std::string>>({
+          {{"--cacert", "/ca.pem", "status", "x"}, {}},
+          {{"--cert", "/me.pem", "--key", "/me.key", "status", "x"}, {}},
+          {{"status", "x"}, {{"FENCELOCK_CACERT", "/ca.pem"}}},
+          {{"status", "x"}, {{"FENCELOCK_KEY", "/me.key"}}},
+      }));
+  auto env = [&environment](const char* name) -> std::optional<std::string> {
+    const auto found = environment.find(name);
+    if (found == environment.end()) return std::nullopt;
+    return found->second;
+  };
+  auto plain = parse(args, "http://127.0.0.1:8080");
+  REQUIRE(plain.ok());
+  fill_from_environment(plain.value(), env);
+  const auto refused = check_tls_files(plain.value());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(exit_code_for(refused.error()) == kExitUsage);
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("are for https:// endpoints: 'http://127.0.0.1:8080' is plain HTTP"));
+  auto secure = parse(args, "https://127.0.0.1:8443");
+  fill_from_environment(secure.value(), env);
+  CHECK(check_tls_files(secure.value()).ok());
+  auto without = parse({"status", "x"}, "http://127.0.0.1:8080");
+  CHECK(check_tls_files(without.value()).ok());
+}

@@ -163,3 +163,16 @@ TEST_CASE("cli: usage errors exit 2 and an unreachable service exits 5", "[clien
       cli(s, {"--endpoint", "http://127.0.0.1:" + std::to_string(pick_free_port()), "status", "x"});
   CHECK(down.exit_code == 5);
 }
+
+TEST_CASE("cli: --cacert, --cert or --key with an http:// endpoint exit 2 and send nothing",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  const CliRun flag = cli(s, {"--cacert", "/etc/ssl/certs/ca-certificates.crt", "status", "plain"},
+                          20s, {"FENCELOCK_API_KEY=flk_never_sent"});
+  CHECK(flag.exit_code == 2);  // was 0: the request and its API key went over plain HTTP
+  CHECK_THAT(flag.output, Catch::Contains("is plain HTTP"));
+  CHECK_THAT(flag.output, Catch::Contains("use https://"));
+  const CliRun environment = cli(s, {"status", "plain"}, 20s, {"FENCELOCK_CACERT=/ca.pem"});
+  CHECK(environment.exit_code == 2);
+  CHECK(s.daemon->log().find("name=plain") == std::string::npos);
+}

@@ -122,6 +122,60 @@ TEST_CASE("sdk: a server the SDK does not trust is a kTls error and nothing chan
   CHECK(unchecked.get("/v1/tokens/sdk-tls").json()["token"] == 0);
 }
 
+TEST_CASE(
+    "sdk: a certificate that names the host only in its CN, with no subjectAltName, is refused",
+    "[client][redis]") {
+  TlsServiceUnderTest s;
+  const CertFiles cn_only = s.certs.issue_cn_only("cn-only", "localhost", 0x3004);
+  std::filesystem::copy_file(cn_only.cert, s.live_cert,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(cn_only.key, s.live_key,
+                             std::filesystem::copy_options::overwrite_existing);
+  ::kill(s.daemon->pid(), SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (s.daemon->log().find("tls_reloaded") == std::string::npos) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(20ms);
+  }
+  auto client =
+      Client::create(options_for("https://localhost:" + std::to_string(s.port()), s.certs.ca));
+  REQUIRE(client.ok());
+  const auto refused = client->acquire("sdk-tls-cn", 10s);  // was granted: OpenSSL's CN fallback
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kTls);
+  CHECK_THAT(refused.error().message, Catch::Contains("hostname mismatch"));
+  CHECK(keys_on_nodes(s) == 0);
+}
+
+TEST_CASE("sdk, cli: http:// to fencelockd's TLS port is refused with a hint to use https://",
+          "[client][redis]") {
+  TlsServiceUnderTest s;
+  const std::string plain = "http://127.0.0.1:" + std::to_string(s.port());
+  ClientOptions options;
+  options.endpoints = {plain};
+  options.max_retries = 2;
+  auto client = Client::create(options);
+  REQUIRE(client.ok());
+  const auto refused = client->acquire("sdk-plain", 10s);
+  REQUIRE_FALSE(refused.ok());
+  // Was kTransport, "reading the answer failed: end of stream".
+  CHECK(refused.error().code == ErrorCode::kInvalidArgument);
+  CHECK(refused.error().http_status == 400);
+  CHECK_THAT(refused.error().message, Catch::Contains("use https://"));
+  // DELETE is not one OpenSSL takes for HTTP: the server closes without a word, and the SDK
+  // says what that may mean.
+  const fencelock::Lease lease("sdk-plain", "1.0123456789abcdef", 1, 10s,
+                               fencelock::Lease::Clock::now());
+  const auto released = client->release(lease);
+  REQUIRE_FALSE(released.ok());
+  CHECK(released.error().code == ErrorCode::kTransport);
+  CHECK_THAT(released.error().message, Catch::Contains("is it TLS-only? use https://"));
+  const CliRun run = cli(s.dir.path(), {"--endpoint", plain, "status", "sdk-plain"});
+  CHECK(run.exit_code == 2);  // was 5, "unavailable"
+  CHECK_THAT(run.output, Catch::Contains("use https://"));
+  CHECK(keys_on_nodes(s) == 0);
+}
+
 TEST_CASE("sdk: with mutual TLS the client certificate opens the door, and only one from the CA",
           "[client][redis]") {
   TlsServiceUnderTest s({}, true);
@@ -177,9 +231,34 @@ TEST_CASE("sdk: TLS files that cannot be used are refused when the client is cre
   REQUIRE_FALSE(created.ok());
   CHECK(created.error().code == ErrorCode::kInvalidArgument);
   CHECK_THAT(created.error().message, Catch::Contains(expected));
-  // An http:// endpoint does not read the TLS files at all.
+}
+
+TEST_CASE("sdk: TLS files with an http:// endpoint are refused when the client is created",
+          "[client]") {
+  TempDir dir;
+  const TestCerts certs(dir.path());
+  ClientOptions options;
   options.endpoints = {"http://127.0.0.1:9"};
-  CHECK(Client::create(options).ok());
+  SECTION("ca_file") {
+    options.ca_file = certs.ca.string();
+  }
+  SECTION("cert_file and key_file") {
+    options.cert_file = certs.client.cert.string();
+    options.key_file = certs.client.key.string();
+  }
+  SECTION("ca_file, and one https:// endpoint besides the http:// one") {
+    options.ca_file = certs.ca.string();
+    options.endpoints = {"https://127.0.0.1:8", "http://127.0.0.1:9"};
+  }
+  const auto created = Client::create(options);  // was: ok, and the API key went in clear
+  REQUIRE_FALSE(created.ok());
+  CHECK(created.error().code == ErrorCode::kInvalidArgument);
+  CHECK_THAT(created.error().message,
+             Catch::Contains("are for https:// endpoints: 'http://127.0.0.1:9' is plain HTTP"));
+  options.ca_file.clear();
+  options.cert_file.clear();
+  options.key_file.clear();
+  CHECK(Client::create(options).ok());  // without TLS files, http:// is still allowed
 }
 
 TEST_CASE("cli: acquire over https with --cacert works — a CA that did not sign the server exits 7",

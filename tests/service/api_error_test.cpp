@@ -16,6 +16,7 @@ TEST_CASE("every API error has its fixed status and wire code", "[service]") {
       {ApiError::kInternal, 500, "internal"},
       {ApiError::kUnavailable, 503, "unavailable"},
       {ApiError::kClientGone, 499, "client_gone"},
+      {ApiError::kPlainHttpOnTlsPort, 400, "plain_http_on_tls_port"},
   }));
   CHECK(http_status(error) == status);
   CHECK(wire_code(error) == code);

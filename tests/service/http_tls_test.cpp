@@ -4,6 +4,7 @@
 // on SIGHUP, the connection caps and the disconnect watch over TLS, and refusals at startup.
 #include <openssl/ssl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -80,6 +81,10 @@ void replace_file(const std::filesystem::path& target, const std::filesystem::pa
   std::filesystem::rename(staging, target);
 }
 
+// After this long a reload counts as stuck: a SIGHUP then logs reload_still_running
+// (SighupReloader::kStillRunningAfter in fencelockd).
+constexpr auto kReloadStillRunningAfter = 2s;
+
 double handshake_failures(TlsServiceUnderTest& s) {
   const Exposition metrics = parse(s.client().get("/metrics").body);
   REQUIRE(metrics.errors.empty());
@@ -117,18 +122,36 @@ TEST_CASE("https: a client trusting another CA refuses the server, and nothing c
   CHECK(s.client().get("/v1/locks/tls-b").json()["last_token"] == 0);
 }
 
-TEST_CASE("https: plain HTTP on the TLS port is closed without an answer, and TLS clients carry on",
-          "[service][redis]") {
+TEST_CASE(
+    "https: plain HTTP on the TLS port is answered 400 plain_http_on_tls_port and closed, and TLS "
+    "clients carry on",
+    "[service][redis]") {
   TlsServiceUnderTest s;
   const double failures_before = handshake_failures(s);
   const RawOutcome plain = send_raw(s.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 5s);
   CHECK(plain.closed);
-  CHECK(plain.bytes.empty());  // no HTTP answer, no TLS alert: nothing at all
-  CHECK(HttpClient(s.port(), 2s).get("/healthz").status == 0);
+  CHECK(plain.after < 3s);
+  // Was: nothing at all, and the client could only guess ("empty reply", "end of stream").
+  REQUIRE(plain.bytes.starts_with("HTTP/1.1 400 "));
+  const std::string body = plain.bytes.substr(plain.bytes.find("\r\n\r\n") + 4);
+  CHECK(json::parse(body)["error"]["code"] == "plain_http_on_tls_port");
+  CHECK_THAT(body, Catch::Contains("use https://"));
+  const HttpAnswer answer = HttpClient(s.port(), 2s).post("/v1/locks/plain", {{"ttl_ms", 1000}});
+  CHECK(answer.status == 400);
+  CHECK(answer.json()["error"]["code"] == "plain_http_on_tls_port");
   CHECK(log_shows(*s.daemon, "tls_handshake_failed peer=127.0.0.1 reason=\"http request"));
   CHECK(s.client().get("/healthz").status == 200);
-  // The raw client's, and the HTTP client's (which tries twice).
   CHECK(handshake_failures(s) >= failures_before + 2);
+  CHECK(s.client().get("/v1/locks/plain").json()["last_token"] == 0);
+}
+
+TEST_CASE("https: bytes that are neither TLS nor HTTP get no answer on the TLS port",
+          "[service][redis]") {
+  TlsServiceUnderTest s;
+  const RawOutcome garbage = send_raw(s.port(), std::string(64, '\x01'), 5s);
+  CHECK(garbage.closed);
+  CHECK(garbage.bytes.find("HTTP/") == std::string::npos);
+  CHECK(s.client().get("/healthz").status == 200);
 }
 
 TEST_CASE("https: a client that offers nothing newer than TLS 1.1 is refused", "[service][redis]") {
@@ -362,10 +385,16 @@ TEST_CASE(
     REQUIRE(fd >= 0);
     const std::string plain = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
     REQUIRE(::send(fd, plain.data(), plain.size(), MSG_NOSIGNAL) > 0);
-    char byte = 0;
     const timeval tv{2, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    CHECK(::recv(fd, &byte, 1, 0) <= 0);
+    std::string answer;
+    char buffer[512];
+    for (int reads = 0; reads < 100; ++reads) {  // bounded: each waits 2 s at most
+      const ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
+      if (got <= 0) break;
+      answer.append(buffer, static_cast<std::size_t>(got));
+    }
+    CHECK(answer.starts_with("HTTP/1.1 400 "));  // then closed
     ::close(fd);
   }
   const auto seconds =
@@ -474,6 +503,25 @@ TEST_CASE("sighup: during the start it does not stop fencelockd, and is applied 
   options.ca = certs.ca;
   CHECK(TlsClient(port, options).get("/healthz").status == 200);
   CHECK(daemon.stop(SIGTERM, 10s) == 0);
+}
+
+TEST_CASE(
+    "sighup: a reload stuck on a certificate file that never answers (a FIFO) does not hold up "
+    "SIGTERM",
+    "[service][redis]") {
+  TlsServiceUnderTest s({"--threads", "1"});
+  std::filesystem::remove(s.live_cert);
+  REQUIRE(::mkfifo(s.live_cert.c_str(), 0600) == 0);  // opening it blocks until a writer comes
+  ::kill(s.daemon->pid(), SIGHUP);
+  std::this_thread::sleep_for(kReloadStillRunningAfter + 200ms);
+  ::kill(s.daemon->pid(), SIGHUP);
+  CHECK(log_shows(*s.daemon, "reload_still_running"));  // the first reload is stuck
+  CHECK(s.client().get("/healthz").status == 200);      // and the event loop is not
+  const auto asked = std::chrono::steady_clock::now();
+  CHECK(s.daemon->stop(SIGTERM, 8s) == 0);  // was: never, the event loop joined the reload thread
+  CHECK(std::chrono::steady_clock::now() - asked < 5s);
+  CHECK_THAT(s.daemon->log(), Catch::Contains("reload_abandoned"));
+  CHECK_THAT(s.daemon->log(), Catch::Contains(" stopped"));
 }
 
 TEST_CASE("https: a certificate that has expired is served at start, with a warning that says so",

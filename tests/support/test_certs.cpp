@@ -33,6 +33,10 @@ basicConstraints = CA:FALSE
 keyUsage = critical,digitalSignature
 extendedKeyUsage = serverAuth
 subjectAltName = DNS:fencelock.invalid,IP:192.0.2.1
+[cn_only]
+basicConstraints = CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = serverAuth
 [client]
 basicConstraints = CA:FALSE
 keyUsage = critical,digitalSignature
@@ -94,6 +98,11 @@ CertFiles TestCerts::issue_server(const std::string& stem, const std::string& co
                                   long serial, bool for_localhost, int days) const {
   return issue(stem, common_name, serial, ca, ca_key_, for_localhost ? "server" : "elsewhere",
                days);
+}
+
+CertFiles TestCerts::issue_cn_only(const std::string& stem, const std::string& common_name,
+                                   long serial) const {
+  return issue(stem, common_name, serial, ca, ca_key_, "cn_only");
 }
 
 CertFiles TestCerts::issue(const std::string& stem, const std::string& common_name, long serial,

@@ -37,6 +37,10 @@ class TestCerts {
   // `days` makes one that expired that many days ago (notBefore now, notAfter before it).
   CertFiles issue_server(const std::string& stem, const std::string& common_name, long serial,
                          bool for_localhost = true, int days = 2) const;
+  // A server certificate from `ca` with no subjectAltName: its only name is CN=`common_name`.
+  // Written like issue_server's, valid for two days.
+  CertFiles issue_cn_only(const std::string& stem, const std::string& common_name,
+                          long serial) const;
 
  private:
   CertFiles issue(const std::string& stem, const std::string& common_name, long serial,

@@ -43,10 +43,11 @@ struct ClientOptions {
   // characters. Never logged, never part of an error message.
   std::string api_key;
 
-  // TLS, for "https://" endpoints only (TLS 1.2 or newer). The server's certificate must chain to
-  // a CA in `ca_file` (PEM; default "": the system's trust store) and name the endpoint's host as
-  // written — "localhost" as a DNS name, an IP address as an IP address SAN. Otherwise every call
-  // fails with kTls and nothing is sent.
+  // TLS, for "https://" endpoints only (TLS 1.2 or newer): with any of these three set, an
+  // "http://" endpoint is refused by create(). The server's certificate must chain to a CA in
+  // `ca_file` (PEM; default "": the system's trust store) and name the endpoint's host as written
+  // in a subjectAltName — "localhost" as a DNS name, an IP address as an IP address; the subject's
+  // CN is never used. Otherwise every call fails with kTls and nothing is sent.
   std::string ca_file;
   // A client certificate (PEM, with its chain) and its unencrypted private key, for a fencelockd
   // that requires one (--tls-client-ca, mutual TLS). Both or neither; default none.
@@ -67,7 +68,7 @@ class Client {
  public:
   // Reads the TLS files when an endpoint is https://. Errors: kInvalidArgument (a malformed
   // endpoint, an option out of bounds, a TLS file that cannot be read or does not hold PEM, a key
-  // that does not match its certificate).
+  // that does not match its certificate, a TLS file given with an http:// endpoint).
   static Result<Client> create(ClientOptions options = {});
 
   Client(Client&&) noexcept;

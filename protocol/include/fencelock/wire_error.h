@@ -10,19 +10,20 @@
 namespace fencelock {
 
 enum class WireError {
-  kInvalidRequest,    // 400: malformed JSON, a missing/wrong-typed/out-of-range field, a bad name
-  kNotFound,          // 404: no such path
-  kMethodNotAllowed,  // 405: known path, wrong method (the response carries an Allow header)
-  kLocked,            // 409: acquire refused, someone else holds the lock
-  kNotHeld,           // 409: extend with a lease that no longer holds the lock
-  kUnauthenticated,   // 401: an API key is required, and none or an unknown one was sent
-  kForbidden,         // 403: the key lacks the right or the name, or the lease is another key's
-  kRateLimited,       // 429: the key is over its rate (the answer says when to retry)
-  kQuotaExceeded,     // 429: the key holds max_locks, or max_waiters of its acquires wait
-  kPayloadTooLarge,   // 413: body over the configured limit
-  kInternal,          // 500: a surprise; always logged
-  kUnavailable,       // 503: fewer than a majority of lock nodes, or the token source, answered
-  kClientGone,        // 499 (logged only, never sent): the client closed its connection first
+  kInvalidRequest,      // 400: malformed JSON, a missing/wrong-typed/out-of-range field, a bad name
+  kNotFound,            // 404: no such path
+  kMethodNotAllowed,    // 405: known path, wrong method (the response carries an Allow header)
+  kLocked,              // 409: acquire refused, someone else holds the lock
+  kNotHeld,             // 409: extend with a lease that no longer holds the lock
+  kUnauthenticated,     // 401: an API key is required, and none or an unknown one was sent
+  kForbidden,           // 403: the key lacks the right or the name, or the lease is another key's
+  kRateLimited,         // 429: the key is over its rate (the answer says when to retry)
+  kQuotaExceeded,       // 429: the key holds max_locks, or max_waiters of its acquires wait
+  kPayloadTooLarge,     // 413: body over the configured limit
+  kInternal,            // 500: a surprise; always logged
+  kUnavailable,         // 503: fewer than a majority of lock nodes, or the token source, answered
+  kClientGone,          // 499 (logged only, never sent): the client closed its connection first
+  kPlainHttpOnTlsPort,  // 400: a plain HTTP request on fencelockd's TLS port (use https://)
 };
 
 // The HTTP status for `error` (400, 404, ...).
