@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
 #include <string>
+#include <string_view>
 
 #include "log.h"
 #include "router.h"
@@ -27,6 +29,38 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 
 namespace {
+
+// Text a client chose (a certificate's subject), fit for one quoted log field: printable ASCII
+// but '"' and '\\', at most 200 characters.
+std::string loggable(std::string_view text) {
+  std::string out;
+  for (const char c : text.substr(0, 200)) {
+    out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
+  }
+  return out;
+}
+
+// The subject of the certificate the client presented, fit for a log field; "" if none.
+std::string certificate_subject(SSL* ssl) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  if (cert == nullptr) return {};
+  char subject[256] = {};
+  X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof subject);
+  return loggable(subject);
+}
+
+// For a failed handshake's log line: why the client's certificate was refused and whose it was
+// (" verify=\"...\" client=\"...\""), or "" when the client sent none or it was not checked.
+std::string certificate_problem(SSL* ssl) {
+  std::string out;
+  const long verify = SSL_get_verify_result(ssl);
+  if (verify != X509_V_OK) {
+    out += " verify=\"" + loggable(X509_verify_cert_error_string(verify)) + "\"";
+  }
+  const std::string subject = certificate_subject(ssl);
+  if (!subject.empty()) out += " client=\"" + subject + "\"";
+  return out;
+}
 
 Method method_of(http::verb verb) {
   switch (verb) {
@@ -140,6 +174,7 @@ void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission
                                        const std::string& peer) {
   if (!ec) {
     handshake_done_ = true;
+    if constexpr (kTls) client_ = certificate_subject(stream_.native_handle());
     return serve(admission);
   }
   const bool plain_http =
@@ -152,6 +187,7 @@ void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission
       std::string fields = "peer=" + peer + " reason=\"" +
                            (ec == beast::error::timeout ? std::string("timed out") : ec.message()) +
                            "\"";
+      if constexpr (kTls) fields += certificate_problem(stream_.native_handle());
       if (unlogged > 0) fields += " not_logged_before=" + std::to_string(unlogged);
       log_event(LogLevel::kInfo, "tls_handshake_failed", fields);
     }
@@ -437,10 +473,10 @@ void HttpSession<Stream>::deliver(ApiResponse response) {
   if (client_gone_) {
     client_gone_ = false;
     if (response.undelivered) response.undelivered();
-    host_->observe(RequestRecord{request_.method_string(), route_, name_,
-                                 http_status(ApiError::kClientGone),
-                                 std::chrono::steady_clock::now() - started_,
-                                 "error=" + std::string(wire_code(ApiError::kClientGone))});
+    host_->observe(
+        RequestRecord{request_.method_string(), route_, name_, http_status(ApiError::kClientGone),
+                      std::chrono::steady_clock::now() - started_,
+                      "error=" + std::string(wire_code(ApiError::kClientGone)), client_});
     busy_ = false;
     return close();
   }
@@ -490,7 +526,7 @@ void HttpSession<Stream>::on_write(beast::error_code ec, std::size_t) {
   if (ec && undelivered_) undelivered_();  // the answer did not get out: undo what it hands out
   undelivered_ = nullptr;
   host_->observe(RequestRecord{request_.method_string(), route_, name_, response_.result_int(),
-                               std::chrono::steady_clock::now() - started_, detail_});
+                               std::chrono::steady_clock::now() - started_, detail_, client_});
   busy_ = false;
   request_ = {};
   release_body();

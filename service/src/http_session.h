@@ -116,7 +116,8 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   std::size_t body_reserved_ = 0;  // of the host's body budget, for the current request
   bool busy_ = false;              // a request is being handled or answered
   bool closed_ = false;
-  bool handshake_done_ = false;    // TLS: a close sends close_notify only after a handshake
+  bool handshake_done_ = false;  // TLS: a close sends close_notify only after a handshake
+  std::string client_;  // TLS: the client certificate's subject (mTLS), for the request log
   std::uint64_t request_seq_ = 0;  // numbers requests, so a stale disconnect watch is ignored
   ApiHandlers::Cancel cancel_;     // of the request being handled, while it may wait
   bool watching_ = false;          // a disconnect watch is pending on the connection

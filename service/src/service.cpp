@@ -322,6 +322,7 @@ storage::Status run_service(const ServiceConfig& config) {
                   std::to_string(
                       std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count());
         if (!r.detail.empty()) fields += " " + std::string(r.detail);
+        if (!r.client.empty()) fields += " client=\"" + std::string(r.client) + "\"";
         log_event(LogLevel::kInfo, "request", fields);
       },
       tls ? &*tls : nullptr);

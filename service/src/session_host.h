@@ -64,6 +64,7 @@ struct RequestRecord {
   unsigned status;
   std::chrono::steady_clock::duration duration;
   std::string_view detail;  // ApiResponse::log_detail
+  std::string_view client;  // the subject of the connection's TLS client certificate, or empty
 };
 using RequestObserver = std::function<void(const RequestRecord&)>;
 

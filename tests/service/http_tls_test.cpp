@@ -171,6 +171,10 @@ TEST_CASE("mtls: with --tls-client-ca only clients with a certificate from that 
   SECTION("a certificate from the CA") {
     TlsClient client = s.client(true);
     CHECK(client.post("/v1/locks/mtls", {{"ttl_ms", 1000}}).status == 200);
+    // The request log names the certificate (TLS review F11): with mTLS and no API keys it is the
+    // caller's only identity.
+    CHECK(log_shows(*s.daemon, "route=acquire name=mtls status=200"));
+    CHECK(log_shows(*s.daemon, "client=\"/CN=fencelock test client\""));
   }
   SECTION("no certificate") {
     TlsClient client = s.client(false);
@@ -186,6 +190,9 @@ TEST_CASE("mtls: with --tls-client-ca only clients with a certificate from that 
     TlsClient client(s.port(), options);
     CHECK(client.post("/v1/locks/mtls", {{"ttl_ms", 1000}}).status == 0);
     CHECK(log_shows(*s.daemon, "reason=\"certificate verify failed"));
+    // Which certificate and why (TLS review F11): "renew it" told apart from "wrong CA".
+    CHECK(log_shows(*s.daemon, "verify=\"unable to get local issuer certificate\""));
+    CHECK(log_shows(*s.daemon, "client=\"/CN=fencelock test client\""));
   }
   TlsClient check = s.client(true);
   CHECK(check.get("/v1/locks/mtls").status == 200);
