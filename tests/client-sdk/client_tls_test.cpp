@@ -98,16 +98,8 @@ TEST_CASE("sdk: a server the SDK does not trust is a kTls error and nothing chan
   SECTION("a certificate for another host") {
     const CertFiles elsewhere =
         s.certs.issue_server("elsewhere", "fencelock.invalid", 0x3003, false);
-    std::filesystem::copy_file(elsewhere.cert, s.live_cert,
-                               std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::copy_file(elsewhere.key, s.live_key,
-                               std::filesystem::copy_options::overwrite_existing);
-    ::kill(s.daemon->pid(), SIGHUP);
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (s.daemon->log().find("tls_reloaded") == std::string::npos) {
-      REQUIRE(std::chrono::steady_clock::now() < deadline);
-      std::this_thread::sleep_for(20ms);
-    }
+    s.reload_with(elsewhere);
+    REQUIRE(s.daemon->log_shows("tls_reloaded"));
     for (const std::string host : {"127.0.0.1", "localhost"}) {
       auto client = Client::create(
           options_for("https://" + host + ":" + std::to_string(s.port()), s.certs.ca));
@@ -127,16 +119,8 @@ TEST_CASE(
     "[client][redis]") {
   TlsServiceUnderTest s;
   const CertFiles cn_only = s.certs.issue_cn_only("cn-only", "localhost", 0x3004);
-  std::filesystem::copy_file(cn_only.cert, s.live_cert,
-                             std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::copy_file(cn_only.key, s.live_key,
-                             std::filesystem::copy_options::overwrite_existing);
-  ::kill(s.daemon->pid(), SIGHUP);
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (s.daemon->log().find("tls_reloaded") == std::string::npos) {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(20ms);
-  }
+  s.reload_with(cn_only);
+  REQUIRE(s.daemon->log_shows("tls_reloaded"));
   auto client =
       Client::create(options_for("https://localhost:" + std::to_string(s.port()), s.certs.ca));
   REQUIRE(client.ok());

@@ -167,11 +167,7 @@ TEST_CASE("http etcd: an instance started after etcd was wiped or restored grant
     CHECK_THAT(current.json().dump(), Catch::Contains("the token store went back"));
     CHECK(HttpClient(b.port()).get("/v1/locks/doc").status == 503);
     // Said once in the log (review of the E1 fix, F8), not only in the answers.
-    const auto logged = std::chrono::steady_clock::now() + 2s;
-    while (b.log().find("TOKEN_STORE_WENT_BACK") == std::string::npos &&
-           std::chrono::steady_clock::now() < logged) {
-      std::this_thread::sleep_for(20ms);
-    }
+    b.log_shows("TOKEN_STORE_WENT_BACK", 2s);
     CHECK_THAT(b.log(),
                Catch::Contains("error TOKEN_STORE_WENT_BACK reason=\"the token store went back"));
     const HttpAnswer refused =

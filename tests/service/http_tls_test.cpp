@@ -64,23 +64,6 @@ RawOutcome send_raw(std::uint16_t port, const std::string& bytes, std::chrono::s
   return outcome;
 }
 
-bool log_shows(const Fencelockd& daemon, const std::string& text,
-               std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (daemon.log().find(text) == std::string::npos) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
-// Replaces `target` at once (a reader sees the old file or the new one, never half of one).
-void replace_file(const std::filesystem::path& target, const std::filesystem::path& source) {
-  const auto staging = target.string() + ".new";
-  std::filesystem::copy_file(source, staging, std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::rename(staging, target);
-}
-
 // After this long a reload counts as stuck: a SIGHUP then logs reload_still_running
 // (SighupReloader::kStillRunningAfter in fencelockd).
 constexpr auto kReloadStillRunningAfter = 2s;
@@ -139,7 +122,7 @@ TEST_CASE(
   const HttpAnswer answer = HttpClient(s.port(), 2s).post("/v1/locks/plain", {{"ttl_ms", 1000}});
   CHECK(answer.status == 400);
   CHECK(answer.json()["error"]["code"] == "plain_http_on_tls_port");
-  CHECK(log_shows(*s.daemon, "tls_handshake_failed peer=127.0.0.1 reason=\"http request"));
+  CHECK(s.daemon->log_shows("tls_handshake_failed peer=127.0.0.1 reason=\"http request"));
   CHECK(s.client().get("/healthz").status == 200);
   CHECK(handshake_failures(s) >= failures_before + 2);
   CHECK(s.client().get("/v1/locks/plain").json()["last_token"] == 0);
@@ -161,7 +144,7 @@ TEST_CASE("https: a client that offers nothing newer than TLS 1.1 is refused", "
   options.max_version = version;
   TlsClient old(s.port(), options);
   CHECK_FALSE(old.connect().empty());
-  CHECK(log_shows(*s.daemon, "reason=\"unsupported protocol"));
+  CHECK(s.daemon->log_shows("reason=\"unsupported protocol"));
   CHECK(s.client().get("/healthz").status == 200);
 }
 
@@ -173,15 +156,15 @@ TEST_CASE("mtls: with --tls-client-ca only clients with a certificate from that 
     CHECK(client.post("/v1/locks/mtls", {{"ttl_ms", 1000}}).status == 200);
     // The request log names the certificate (TLS review F11): with mTLS and no API keys it is the
     // caller's only identity.
-    CHECK(log_shows(*s.daemon, "route=acquire name=mtls status=200"));
-    CHECK(log_shows(*s.daemon, "client=\"/CN=fencelock test client\""));
+    CHECK(s.daemon->log_shows("route=acquire name=mtls status=200"));
+    CHECK(s.daemon->log_shows("client=\"/CN=fencelock test client\""));
   }
   SECTION("no certificate") {
     TlsClient client = s.client(false);
     // TLS 1.3: the client's handshake ends before the server checks; the server's refusal ends the
     // connection before any answer.
     CHECK(client.post("/v1/locks/mtls", {{"ttl_ms", 1000}}).status == 0);
-    CHECK(log_shows(*s.daemon, "reason=\"peer did not return a certificate"));
+    CHECK(s.daemon->log_shows("reason=\"peer did not return a certificate"));
   }
   SECTION("a certificate from another CA") {
     TlsClientOptions options = s.trusting();
@@ -189,10 +172,10 @@ TEST_CASE("mtls: with --tls-client-ca only clients with a certificate from that 
     options.key = s.certs.wrong_client.key;
     TlsClient client(s.port(), options);
     CHECK(client.post("/v1/locks/mtls", {{"ttl_ms", 1000}}).status == 0);
-    CHECK(log_shows(*s.daemon, "reason=\"certificate verify failed"));
+    CHECK(s.daemon->log_shows("reason=\"certificate verify failed"));
     // Which certificate and why (TLS review F11): "renew it" told apart from "wrong CA".
-    CHECK(log_shows(*s.daemon, "verify=\"unable to get local issuer certificate\""));
-    CHECK(log_shows(*s.daemon, "client=\"/CN=fencelock test client\""));
+    CHECK(s.daemon->log_shows("verify=\"unable to get local issuer certificate\""));
+    CHECK(s.daemon->log_shows("client=\"/CN=fencelock test client\""));
   }
   TlsClient check = s.client(true);
   CHECK(check.get("/v1/locks/mtls").status == 200);
@@ -209,10 +192,8 @@ TEST_CASE(
 
   constexpr long kNextSerial = 0x2002;
   const CertFiles next = s.certs.issue_server("next", "fencelock reloaded", kNextSerial);
-  replace_file(s.live_key, next.key);
-  replace_file(s.live_cert, next.cert);
-  ::kill(s.daemon->pid(), SIGHUP);
-  REQUIRE(log_shows(*s.daemon, "tls_reloaded"));
+  s.reload_with(next);
+  REQUIRE(s.daemon->log_shows("tls_reloaded"));
   TlsClient fresh = s.client();
   REQUIRE(fresh.connect().empty());
   CHECK(fresh.peer_serial() == kNextSerial);
@@ -224,22 +205,20 @@ TEST_CASE(
   SECTION("a file that is not a certificate") {
     std::ofstream(s.live_cert) << "not a certificate\n";
     ::kill(s.daemon->pid(), SIGHUP);
-    CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
+    CHECK(s.daemon->log_shows("tls_reload_rejected"));
     CHECK_THAT(s.daemon->log(), Catch::Contains("cannot load the certificate"));
   }
   SECTION("a key that does not match the certificate") {
     replace_file(s.live_key, s.certs.client.key);
     ::kill(s.daemon->pid(), SIGHUP);
-    CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
+    CHECK(s.daemon->log_shows("tls_reload_rejected"));
     CHECK_THAT(s.daemon->log(), Catch::Contains("does not match the certificate"));
   }
   SECTION("a certificate that has expired") {
     const CertFiles expired =
         s.certs.issue_server("expired", "fencelock expired", 0x2003, true, -1);
-    replace_file(s.live_key, expired.key);
-    replace_file(s.live_cert, expired.cert);
-    ::kill(s.daemon->pid(), SIGHUP);
-    CHECK(log_shows(*s.daemon, "tls_reload_rejected"));
+    s.reload_with(expired);
+    CHECK(s.daemon->log_shows("tls_reload_rejected"));
     CHECK_THAT(s.daemon->log(), Catch::Contains("the certificate expired on"));
   }
   TlsClient after = s.client();
@@ -257,7 +236,7 @@ TEST_CASE("https: a connection that never sends its handshake is closed at the r
   CHECK(silent.bytes.empty());
   CHECK(silent.after >= 900ms);
   CHECK(silent.after < 5s);
-  CHECK(log_shows(*s.daemon, "reason=\"timed out\""));
+  CHECK(s.daemon->log_shows("reason=\"timed out\""));
   CHECK(s.client().get("/healthz").status == 200);
 }
 
@@ -278,7 +257,7 @@ TEST_CASE("https: a waiting acquire whose TLS client went away is cancelled, nev
                   std::to_string(body.size()) + "\r\n\r\n" + body));
   std::this_thread::sleep_for(500ms);  // the acquire is waiting on the held lock
   waiter.close(notify);
-  CHECK(log_shows(*s.daemon, "route=acquire name=gone status=499"));
+  CHECK(s.daemon->log_shows("route=acquire name=gone status=499"));
 
   REQUIRE(holder.del("/v1/locks/gone", {{"lease", held["lease"]}}).json()["released"] == true);
   std::this_thread::sleep_for(300ms);
@@ -466,7 +445,7 @@ TEST_CASE("sighup: a fencelockd without TLS or --auth-file keeps serving and say
           "[service][redis]") {
   ServiceUnderTest s;
   ::kill(s.daemon->pid(), SIGHUP);
-  CHECK(log_shows(*s.daemon, "reload_skipped"));
+  CHECK(s.daemon->log_shows("reload_skipped"));
   CHECK(s.client().get("/healthz").status == 200);
   ::kill(s.daemon->pid(), SIGHUP);
   CHECK(s.client().get("/healthz").status == 200);
@@ -522,8 +501,8 @@ TEST_CASE(
   ::kill(s.daemon->pid(), SIGHUP);
   std::this_thread::sleep_for(kReloadStillRunningAfter + 200ms);
   ::kill(s.daemon->pid(), SIGHUP);
-  CHECK(log_shows(*s.daemon, "reload_still_running"));  // the first reload is stuck
-  CHECK(s.client().get("/healthz").status == 200);      // and the event loop is not
+  CHECK(s.daemon->log_shows("reload_still_running"));  // the first reload is stuck
+  CHECK(s.client().get("/healthz").status == 200);     // and the event loop is not
   const auto asked = std::chrono::steady_clock::now();
   CHECK(s.daemon->stop(SIGTERM, 8s) == 0);  // was: never, the event loop joined the reload thread
   CHECK(std::chrono::steady_clock::now() - asked < 5s);
@@ -540,6 +519,6 @@ TEST_CASE("https: a certificate that has expired is served at start, with a warn
   Fencelockd daemon(dir.path(), {"--redis", join_addresses(cluster.addresses()), "--tokens",
                                  "sqlite:" + (dir.path() / "tokens.db").string(), "--tls-cert",
                                  expired.cert.string(), "--tls-key", expired.key.string()});
-  CHECK(log_shows(daemon, "warning tls_loaded"));
+  CHECK(daemon.log_shows("warning tls_loaded"));
   CHECK_THAT(daemon.log(), Catch::Contains("problem=\"the certificate expired on"));
 }

@@ -75,6 +75,15 @@ std::string Fencelockd::log() const {
   return read_file(log_path_);
 }
 
+bool Fencelockd::log_shows(const std::string& text, std::chrono::milliseconds limit) const {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (log().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 std::optional<int> Fencelockd::stop(int signal, std::chrono::milliseconds limit) {
   return process_.stop(signal, limit);
 }

@@ -26,6 +26,9 @@ class Fencelockd {
 
   std::uint16_t port() const noexcept { return port_; }
   std::string log() const;
+  // Whether the log shows `text` within `limit` (it is read again every 20 ms).
+  bool log_shows(const std::string& text,
+                 std::chrono::milliseconds limit = std::chrono::seconds(10)) const;
   // SIGTERM (or `signal`), wait up to `limit`; the exit code, nullopt if it had to be killed.
   std::optional<int> stop(int signal, std::chrono::milliseconds limit = std::chrono::seconds(10));
   bool running() const noexcept { return process_.running(); }

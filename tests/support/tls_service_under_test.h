@@ -5,6 +5,8 @@
 // fencelockd reads are copies (live_cert, live_key), so a test can replace them and send SIGHUP.
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -21,6 +23,13 @@
 #include "tls_client.h"
 
 namespace fencelock::testing {
+
+// Replaces `target` at once (a reader sees the old file or the new one, never half of one).
+inline void replace_file(const std::filesystem::path& target, const std::filesystem::path& source) {
+  const auto staging = target.string() + ".new";
+  std::filesystem::copy_file(source, staging, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(staging, target);
+}
 
 struct TlsServiceUnderTest {
   RedisCluster cluster{3};
@@ -46,6 +55,13 @@ struct TlsServiceUnderTest {
         throw std::runtime_error("readyz never answered 200 over TLS:\n" + daemon->log());
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+  }
+  // Serves `files` from now on: replaces the live key and certificate, then sends SIGHUP (the
+  // caller waits for tls_reloaded or tls_reload_rejected in the log).
+  void reload_with(const CertFiles& files) const {
+    replace_file(live_key, files.key);
+    replace_file(live_cert, files.cert);
+    ::kill(daemon->pid(), SIGHUP);
   }
   std::uint16_t port() const { return daemon->port(); }
   std::string endpoint() const { return "https://127.0.0.1:" + std::to_string(daemon->port()); }
