@@ -63,7 +63,13 @@ set(FENCELOCK_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
 set(FENCELOCK_ENVIRONMENT_FILE "${CMAKE_INSTALL_FULL_SYSCONFDIR}/default/fencelockd")
 configure_file(packaging/systemd/fencelockd.service.in ${PROJECT_BINARY_DIR}/packaging/fencelockd.service @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/packaging/fencelockd.service DESTINATION ${FENCELOCK_SYSTEMD_UNIT_DIR})
-install(FILES packaging/systemd/fencelockd.default DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/default
+# GNUInstallDirs maps the prefix /usr to /etc only in the FULL variable: use it there (the .deb).
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(fencelock_sysconf_destination ${CMAKE_INSTALL_FULL_SYSCONFDIR})
+else()
+  set(fencelock_sysconf_destination ${CMAKE_INSTALL_SYSCONFDIR})
+endif()
+install(FILES packaging/systemd/fencelockd.default DESTINATION ${fencelock_sysconf_destination}/default
   RENAME fencelockd)
 
 # Bash completion.

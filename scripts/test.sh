@@ -3,7 +3,8 @@
 # test (unit and integration against real redis-server processes) through ctest; then checks the
 # style (scripts/check-style.sh), builds the optimised preset, runs the quickstart's start → ready →
 # demo → stop cycle on it, then the cluster quickstart's (--cluster: kills mid-demo), validates the
-# container files, runs the fault campaign once
+# container files, tests the install rules and the .deb (scripts/test-install.sh), runs the fault
+# campaign once
 # (scripts/faults.sh --quick) and smoke-tests the benchmark harness (bench/run.sh --quick). Exits
 # non-zero on any failure, and also if a test left a process behind.
 #   ./scripts/test.sh              everything
@@ -82,6 +83,13 @@ if pgrep -f "$cluster_dir" >/dev/null; then
   status=1
 fi
 scripts/check-compose.sh || status=1
+# Install rules and the .deb: cmake --install, out-of-tree SDK consumers (find_package and
+# pkg-config), dpkg -i, the unit's command line against real redis-servers, dpkg -r (~1-3 min).
+if ! scripts/test-install.sh >"$PWD/build/test-install.log" 2>&1; then
+  echo "test.sh: the install test failed:" >&2
+  tail -n 40 "$PWD/build/test-install.log" >&2
+  status=1
+fi
 # The fault campaign, every scenario and negative control once (~5 min; docs/safety.md).
 if ! scripts/faults.sh --quick >"$PWD/build/faults-quick.log" 2>&1; then
   echo "test.sh: the fault campaign failed:" >&2
