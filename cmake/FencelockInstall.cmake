@@ -36,7 +36,10 @@ install(TARGETS ${FENCELOCK_SDK_TARGETS} EXPORT fencelockTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/protocol/include/ ${PROJECT_SOURCE_DIR}/client-sdk/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
-install(TARGETS fencelockd fencelock RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS fencelock RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(FENCELOCK_BUILD_SERVICE)
+  install(TARGETS fencelockd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 # The CMake package.
 set(FENCELOCK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fencelock)
@@ -56,46 +59,49 @@ foreach(pc fencelock fencelock-fenced-table)
   install(FILES ${PROJECT_BINARY_DIR}/packaging/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endforeach()
 
-# systemd: the unit (under <prefix>/lib/systemd/system, which systemd reads for /usr and /usr/local)
-# and the environment file holding fencelockd's options.
-set(FENCELOCK_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
-  "Where fencelockd.service is installed, relative to the prefix")
-set(FENCELOCK_ENVIRONMENT_FILE "${CMAKE_INSTALL_FULL_SYSCONFDIR}/default/fencelockd")
-configure_file(packaging/systemd/fencelockd.service.in ${PROJECT_BINARY_DIR}/packaging/fencelockd.service @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/packaging/fencelockd.service DESTINATION ${FENCELOCK_SYSTEMD_UNIT_DIR})
-# GNUInstallDirs maps the prefix /usr to /etc only in the FULL variable: use it there (the .deb).
-if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  set(fencelock_sysconf_destination ${CMAKE_INSTALL_FULL_SYSCONFDIR})
-else()
-  set(fencelock_sysconf_destination ${CMAKE_INSTALL_SYSCONFDIR})
+# systemd, with the service: the unit (under <prefix>/lib/systemd/system, which systemd reads for
+# /usr and /usr/local) and the environment file holding fencelockd's options.
+if(FENCELOCK_BUILD_SERVICE)
+  set(FENCELOCK_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
+    "Where fencelockd.service is installed, relative to the prefix")
+  set(FENCELOCK_ENVIRONMENT_FILE "${CMAKE_INSTALL_FULL_SYSCONFDIR}/default/fencelockd")
+  configure_file(packaging/systemd/fencelockd.service.in ${PROJECT_BINARY_DIR}/packaging/fencelockd.service @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/packaging/fencelockd.service DESTINATION ${FENCELOCK_SYSTEMD_UNIT_DIR})
+  # GNUInstallDirs maps the prefix /usr to /etc only in the FULL variable: use it there (the .deb).
+  if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+    set(fencelock_sysconf_destination ${CMAKE_INSTALL_FULL_SYSCONFDIR})
+  else()
+    set(fencelock_sysconf_destination ${CMAKE_INSTALL_SYSCONFDIR})
+  endif()
+  install(FILES packaging/systemd/fencelockd.default DESTINATION ${fencelock_sysconf_destination}/default
+    RENAME fencelockd)
 endif()
-install(FILES packaging/systemd/fencelockd.default DESTINATION ${fencelock_sysconf_destination}/default
-  RENAME fencelockd)
 
 # Bash completion.
-install(FILES packaging/bash-completion/fencelock packaging/bash-completion/fencelockd
-  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+install(FILES packaging/bash-completion/fencelock DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+if(FENCELOCK_BUILD_SERVICE)
+  install(FILES packaging/bash-completion/fencelockd DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+endif()
 
-# Man pages from the binaries' own --help and --version, so they cannot drift from them.
+# Man pages from the binaries' own --help and --version, so they cannot drift from them; the
+# sections help2man cannot know (description, files, see also) come from packaging/man/*.h2m.
+function(fencelock_add_manpage program section summary)
+  set(page ${PROJECT_BINARY_DIR}/man/${program}.${section})
+  set(include_file ${PROJECT_SOURCE_DIR}/packaging/man/${program}.h2m)
+  add_custom_command(OUTPUT ${page}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND ${FENCELOCK_HELP2MAN} --no-info --section=${section} --source=fencelock
+            --name=${summary} --include=${include_file} --output=${page} $<TARGET_FILE:${program}>
+    DEPENDS ${program} ${include_file} VERBATIM)
+  add_custom_target(fencelock_manpage_${program} ALL DEPENDS ${page})
+  install(FILES ${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+endfunction()
 if(FENCELOCK_MANPAGES)
   find_program(FENCELOCK_HELP2MAN help2man REQUIRED)
-  set(man_dir ${PROJECT_BINARY_DIR}/man)
-  add_custom_command(OUTPUT ${man_dir}/fencelockd.8
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${man_dir}
-    COMMAND ${FENCELOCK_HELP2MAN} --no-info --section=8 --source=fencelock
-            --name=${PROJECT_DESCRIPTION} --include=${PROJECT_SOURCE_DIR}/packaging/man/fencelockd.h2m
-            --output=${man_dir}/fencelockd.8 $<TARGET_FILE:fencelockd>
-    DEPENDS fencelockd ${PROJECT_SOURCE_DIR}/packaging/man/fencelockd.h2m VERBATIM)
-  add_custom_command(OUTPUT ${man_dir}/fencelock.1
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${man_dir}
-    COMMAND ${FENCELOCK_HELP2MAN} --no-info --section=1 --source=fencelock
-            "--name=command-line client of the fencelockd lock service"
-            --include=${PROJECT_SOURCE_DIR}/packaging/man/fencelock.h2m
-            --output=${man_dir}/fencelock.1 $<TARGET_FILE:fencelock>
-    DEPENDS fencelock ${PROJECT_SOURCE_DIR}/packaging/man/fencelock.h2m VERBATIM)
-  add_custom_target(fencelock_manpages ALL DEPENDS ${man_dir}/fencelockd.8 ${man_dir}/fencelock.1)
-  install(FILES ${man_dir}/fencelock.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-  install(FILES ${man_dir}/fencelockd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+  fencelock_add_manpage(fencelock 1 "command-line client of the fencelockd lock service")
+  if(FENCELOCK_BUILD_SERVICE)
+    fencelock_add_manpage(fencelockd 8 "${PROJECT_DESCRIPTION}")
+  endif()
 endif()
 
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -3,7 +3,8 @@
 #  1. installs it into a temporary prefix and checks the layout (binaries, headers, static and
 #     shared libraries with their SONAME, CMake package, pkg-config, unit, man pages, completion);
 #  2. builds tests/install/consumer outside the tree against that prefix, with find_package(fencelock)
-#     (static and shared) and with pkg-config, and runs each against a closed port;
+#     (static and shared) and with pkg-config, and from source with add_subdirectory (which must
+#     not look for Catch2, hiredis or tcmalloc), and runs each against a closed port;
 #  3. builds the Debian package with CPack, installs it with dpkg -i, runs the unit's ExecStart
 #     as the unit's user with its EnvironmentFile (no systemd here) against three real
 #     redis-servers on loopback, waits for /readyz, drives it with the installed CLI and a consumer
@@ -86,6 +87,17 @@ g++ -std=c++20 -Wall -Wextra -Werror tests/install/consumer/main.cpp -o "$work/c
 unset PKG_CONFIG_PATH
 "$work/consumer-pkgconfig" refused "$closed_port"
 step "find_package(fencelock) and pkg-config consumers OK"
+
+# The same program with fencelock as a subdirectory: it must need neither Catch2 nor the service's
+# dependencies (hiredis, tcmalloc).
+cmake -S tests/install/subdirectory -B "$work/consumer-subdir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DFENCELOCK_SOURCE_DIR="$root" -DCMAKE_DISABLE_FIND_PACKAGE_Catch2=ON --no-warn-unused-cli >/dev/null
+if grep -E '^(HIREDIS|TCMALLOC)_FOUND|^Catch2_DIR:PATH=/' "$work/consumer-subdir/CMakeCache.txt"; then
+  fail "add_subdirectory(fencelock) looked for a test or service dependency"
+fi
+cmake --build "$work/consumer-subdir" --target install-consumer >/dev/null
+"$work/consumer-subdir/install-consumer" refused "$closed_port"
+step "add_subdirectory consumer OK (no Catch2, hiredis or tcmalloc)"
 
 [ "$with_deb" -eq 1 ] || exit 0
 if [ "$(id -u)" -ne 0 ]; then
