@@ -80,6 +80,12 @@ cmake --build "$work/consumer-cmake" >/dev/null
 "$work/consumer-cmake/install-consumer-shared" refused "$closed_port"
 ldd "$work/consumer-cmake/install-consumer-shared" | grep -q "$prefix/$libdir/libfencelock_client.so" ||
   fail "install-consumer-shared does not load the installed libfencelock_client.so"
+# The shared SDK must not need OpenSSL's or SQLite's development files.
+cmake -S tests/install/consumer -B "$work/consumer-shared-only" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCONSUMER_VARIANTS=shared -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_SQLite3=ON \
+  >/dev/null
+cmake --build "$work/consumer-shared-only" >/dev/null
+"$work/consumer-shared-only/install-consumer-shared" refused "$closed_port"
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 # shellcheck disable=SC2046
 g++ -std=c++20 -Wall -Wextra -Werror tests/install/consumer/main.cpp -o "$work/consumer-pkgconfig" \
