@@ -86,15 +86,16 @@ endif()
 # Man pages from the binaries' own --help and --version, so they cannot drift from them; the
 # sections help2man cannot know (description, files, see also) come from packaging/man/*.h2m.
 function(fencelock_add_manpage program section summary)
-  set(page ${PROJECT_BINARY_DIR}/man/${program}.${section})
+  set(page ${PROJECT_BINARY_DIR}/man/${program}.${section})  # installed gzipped, as Debian wants
   set(include_file ${PROJECT_SOURCE_DIR}/packaging/man/${program}.h2m)
-  add_custom_command(OUTPUT ${page}
+  add_custom_command(OUTPUT ${page}.gz
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
     COMMAND ${FENCELOCK_HELP2MAN} --no-info --section=${section} --source=fencelock
             --name=${summary} --include=${include_file} --output=${page} $<TARGET_FILE:${program}>
+    COMMAND gzip -9nf ${page}
     DEPENDS ${program} ${include_file} VERBATIM)
-  add_custom_target(fencelock_manpage_${program} ALL DEPENDS ${page})
-  install(FILES ${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+  add_custom_target(fencelock_manpage_${program} ALL DEPENDS ${page}.gz)
+  install(FILES ${page}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
 endfunction()
 if(FENCELOCK_MANPAGES)
   find_program(FENCELOCK_HELP2MAN help2man REQUIRED)
@@ -104,4 +105,4 @@ if(FENCELOCK_MANPAGES)
   endif()
 endif()
 
-install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES LICENSE packaging/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})

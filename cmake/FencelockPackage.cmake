@@ -16,12 +16,13 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "Redlock quorum locks with fencing tokens
- fencelockd serves Redlock quorum locks over independent Redis masters through an
- HTTP/JSON API; every grant carries a fencing token from a linearizable counter
- (SQLite, a dedicated Redis master or etcd). Also ships the fencelock command-line
- client and the C++ SDK (headers, static and shared libraries, CMake package and
- pkg-config files).")
+ fencelockd serves Redlock quorum locks over independent Redis masters
+ through an HTTP/JSON API; every grant carries a fencing token from a
+ linearizable counter (SQLite, a dedicated Redis master or etcd). Also
+ ships the fencelock command-line client and the C++ SDK (headers, static
+ and shared libraries, CMake package and pkg-config files).")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # the shlibs file for the SDK's shared libraries
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "redis-server")
 # Building against the static SDK needs the OpenSSL and SQLite development files.
@@ -30,7 +31,8 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
   ${PROJECT_SOURCE_DIR}/packaging/debian/prerm
   ${PROJECT_SOURCE_DIR}/packaging/debian/postrm
-  ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles)
+  ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles
+  ${PROJECT_SOURCE_DIR}/packaging/debian/triggers)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 include(CPack)

@@ -55,7 +55,7 @@ for f in bin/fencelockd bin/fencelock include/fencelock/client.h include/fencelo
   "$libdir/libfencelock_client.a" "$libdir/libfencelock_protocol.a" "$libdir/libfencelock_client.so" \
   "$libdir/cmake/fencelock/fencelockConfig.cmake" "$libdir/cmake/fencelock/fencelockConfigVersion.cmake" \
   "$libdir/pkgconfig/fencelock.pc" lib/systemd/system/fencelockd.service \
-  share/man/man8/fencelockd.8 share/man/man1/fencelock.1 share/bash-completion/completions/fencelock \
+  share/man/man8/fencelockd.8.gz share/man/man1/fencelock.1.gz share/bash-completion/completions/fencelock \
   share/doc/fencelock/LICENSE; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not put $f"
 done
@@ -66,7 +66,7 @@ if grep -lE 'Catch2|tcmalloc|Boost|hiredis|fencelock_warnings|fencelock_asio' "$
   fail "the installed CMake package names a build-only dependency"
 fi
 grep -q '^ExecStart=/usr/bin/fencelockd$' "$prefix/lib/systemd/system/fencelockd.service" || fail "unit's ExecStart"
-grep -q 'FENCELOCK_REDIS' "$prefix/share/man/man8/fencelockd.8" || fail "fencelockd.8 lacks the --redis flag"
+zgrep -q FENCELOCK_REDIS "$prefix/share/man/man8/fencelockd.8.gz" || fail "fencelockd.8 lacks the --redis flag"
 completion=$(PATH=$prefix/bin:$PATH bash -c "source '$prefix/share/bash-completion/completions/fencelock'
   COMP_WORDS=(fencelock acq); COMP_CWORD=1; _fencelock; echo \"\${COMPREPLY[*]}\"")
 [ "$completion" = "acquire" ] || fail "bash completion of 'fencelock acq' gave '$completion'"
