@@ -7,7 +7,7 @@
 #   lib/cmake/fencelock/   fencelockConfig.cmake, its version file, the exported targets
 #   lib/pkgconfig/         fencelock.pc (the shared client), fencelock-fenced-table.pc
 #   lib/systemd/system/    fencelockd.service;  etc/default/fencelockd: its options
-#   share/man/man1, man8   fencelock.1, fencelockd.8 (help2man, from the binaries' --help)
+#   share/man/man1, man8   fencelock.1.gz, fencelockd.8.gz (help2man, from the binaries' --help)
 #   share/bash-completion/completions/   fencelock, fencelockd
 #
 # Exported targets: fencelock::client, fencelock::protocol, fencelock::fenced_table (static; the

@@ -125,6 +125,11 @@ dpkg -i "$deb" >/dev/null
 getent passwd fencelock >/dev/null || fail "postinst did not create the user fencelock"
 [ "$created_user" -eq 1 ] && touch /var/lib/fencelock/.fencelock-install-test
 [ -x /usr/bin/fencelockd ] && [ -f /usr/lib/systemd/system/fencelockd.service ] || fail "dpkg -i layout"
+# A second dpkg -i is the upgrade path of the maintainer scripts: it must pass and keep the user.
+echo "# edited by the install test" >>/etc/default/fencelockd
+dpkg -i --force-confold "$deb" >/dev/null
+getent passwd fencelock >/dev/null || fail "reinstalling lost the user fencelock"
+grep -q 'edited by the install test' /etc/default/fencelockd || fail "reinstalling replaced the edited conffile"
 step "dpkg -i $(basename "$deb") OK (Depends: $(dpkg-deb -f "$deb" Depends))"
 
 # Three lock nodes on loopback.
