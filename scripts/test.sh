@@ -3,8 +3,7 @@
 # test (unit and integration against real redis-server processes) through ctest; then checks the
 # style (scripts/check-style.sh), builds the optimised preset, runs the quickstart's start → ready →
 # demo → stop cycle on it, then the cluster quickstart's (--cluster: kills mid-demo), validates the
-# container files, tests the install rules and the .deb (scripts/test-install.sh), runs the fault
-# campaign once
+# container files, runs the fault campaign once
 # (scripts/faults.sh --quick) and smoke-tests the benchmark harness (bench/run.sh --quick). Exits
 # non-zero on any failure, and also if a test left a process behind.
 #   ./scripts/test.sh              everything
