@@ -8,7 +8,8 @@
 #  3. builds the Debian package with CPack, installs it with dpkg -i, runs the unit's ExecStart
 #     as the unit's user with its EnvironmentFile (no systemd here) against three real
 #     redis-servers on loopback, waits for /readyz, drives it with the installed CLI and a consumer
-#     built against /usr, stops it with SIGTERM, then dpkg -r / --purge.
+#     built against /usr, stops it with SIGTERM, then dpkg -r / --purge. systemd-analyze verify
+#     checks the unit when it is installed.
 # Step 3 needs root and is skipped (with a message) when the package is already installed on this
 # machine. Every wait is bounded; every process it starts is stopped on exit.
 #   scripts/test-install.sh [--no-deb]
@@ -150,6 +151,9 @@ done
 
 # The unit's command line, its environment file and user, as systemd would run them.
 unit=/usr/lib/systemd/system/fencelockd.service
+if command -v systemd-analyze >/dev/null; then
+  systemd-analyze verify "$unit" || fail "systemd-analyze verify refuses $unit"
+fi
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 env_file=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
 user=$(sed -n 's/^User=//p' "$unit")
