@@ -34,7 +34,7 @@ cleanup() {
   if [ "$created_user" -eq 1 ]; then
     [ -e /var/lib/fencelock/.fencelock-install-test ] && rm -rf /var/lib/fencelock
     deluser --system fencelock >/dev/null 2>&1 || true
-    getent group fencelock >/dev/null && delgroup --system fencelock >/dev/null 2>&1 || true
+    if getent group fencelock >/dev/null; then delgroup --system fencelock >/dev/null 2>&1 || true; fi
   fi
   rm -rf "$work"
 }
@@ -125,7 +125,9 @@ installed_deb=1
 dpkg -i "$deb" >/dev/null
 getent passwd fencelock >/dev/null || fail "postinst did not create the user fencelock"
 [ "$created_user" -eq 1 ] && touch /var/lib/fencelock/.fencelock-install-test
-[ -x /usr/bin/fencelockd ] && [ -f /usr/lib/systemd/system/fencelockd.service ] || fail "dpkg -i layout"
+if [ ! -x /usr/bin/fencelockd ] || [ ! -f /usr/lib/systemd/system/fencelockd.service ]; then
+  fail "dpkg -i did not install /usr/bin/fencelockd and the unit"
+fi
 # A second dpkg -i is the upgrade path of the maintainer scripts: it must pass and keep the user.
 echo "# edited by the install test" >>/etc/default/fencelockd
 dpkg -i --force-confold "$deb" >/dev/null
