@@ -1,7 +1,7 @@
 # fencelockd, the fencelock CLI and the example resource store, built from Debian 12 packages only.
 # The build stage's package list must equal `scripts/install-deps.sh --list-build` (CI checks it).
 FROM debian:12 AS build
-ARG BUILD_PACKAGES="g++ cmake ninja-build pkg-config libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev catch2"
+ARG BUILD_PACKAGES="g++ cmake ninja-build pkg-config libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev catch2 help2man"
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $BUILD_PACKAGES \
     && rm -rf /var/lib/apt/lists/*
 COPY . /src
@@ -16,6 +16,11 @@ COPY --from=build /src/build/release/service/fencelockd /src/build/release/clien
      /src/build/release/examples/resource-store /usr/local/bin/
 USER fencelock
 WORKDIR /data
+# fencelockd's own default is 127.0.0.1:8080, which `docker run -p 8080:8080` cannot reach from
+# outside the container: the image listens on every interface instead (a --listen flag still wins).
+# Anyone who can reach the published port may take every lock: publish it on a private network or
+# set FENCELOCK_AUTH_FILE (docs/operations.md).
+ENV FENCELOCK_LISTEN=0.0.0.0:8080
 EXPOSE 8080
 HEALTHCHECK CMD curl -fs http://127.0.0.1:8080/healthz || exit 1
 ENTRYPOINT ["fencelockd"]

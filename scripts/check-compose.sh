@@ -21,3 +21,17 @@ if [ "$wanted" != "$declared" ]; then
   exit 1
 fi
 echo "check-compose: Dockerfile packages match the build's"
+
+# Issue #18's container findings stay fixed: a local build/ never enters the build context (its
+# CMakeCache.txt broke the image's configure step), the image listens beyond loopback, and the store
+# service's health check probes the store's own port, not the inherited fencelockd one.
+grep -qx 'build/' .dockerignore || { echo "check-compose: .dockerignore must exclude build/" >&2; exit 1; }
+grep -qx 'ENV FENCELOCK_LISTEN=0.0.0.0:8080' Dockerfile ||
+  { echo "check-compose: the image must default to FENCELOCK_LISTEN=0.0.0.0:8080" >&2; exit 1; }
+store_config=$(docker-compose -f docker-compose.yml config | sed -n '/^  store:/,/^  [a-z]/p')
+store_port=$(grep -o -- '0\.0\.0\.0:[0-9]*' <<<"$store_config" | head -n 1 | cut -d: -f2)
+if ! grep -A 8 'healthcheck:' <<<"$store_config" | grep -q "127.0.0.1:$store_port/healthz"; then
+  echo "check-compose: the store's health check does not probe its port $store_port" >&2
+  exit 1
+fi
+echo "check-compose: .dockerignore, the image's listen address and the store's health check are right"

@@ -5,14 +5,16 @@
 #   scripts/install-deps.sh --list-build   print the build packages (the Dockerfile must match)
 set -euo pipefail
 
-# Everything the build needs; the Dockerfile's build stage installs exactly these.
+# Everything the build needs; the Dockerfile's build stage installs exactly these (help2man: the
+# man pages are generated from --help at build time).
 build_packages=(
   g++ cmake ninja-build pkg-config
   libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev
-  catch2
+  catch2 help2man
 )
-# Needed to run the tests and the quickstart (etcd-server: the etcd token source's tests).
-run_packages=(redis-server etcd-server curl)
+# Needed to run the tests and the quickstart (etcd-server: the etcd token source's tests;
+# dpkg-dev and adduser: scripts/test-install.sh builds and installs the .deb).
+run_packages=(redis-server etcd-server curl dpkg-dev adduser)
 
 if [ "${1:-}" = "--list-build" ]; then
   printf '%s\n' "${build_packages[@]}"

@@ -82,6 +82,13 @@ if pgrep -f "$cluster_dir" >/dev/null; then
   status=1
 fi
 scripts/check-compose.sh || status=1
+# Install rules and the .deb: cmake --install, out-of-tree SDK consumers (find_package and
+# pkg-config), dpkg -i, the unit's command line against real redis-servers, dpkg -r (~1-3 min).
+if ! scripts/test-install.sh >"$PWD/build/test-install.log" 2>&1; then
+  echo "test.sh: the install test failed:" >&2
+  tail -n 40 "$PWD/build/test-install.log" >&2
+  status=1
+fi
 # The fault campaign, every scenario and negative control once (~5 min; docs/safety.md).
 if ! scripts/faults.sh --quick >"$PWD/build/faults-quick.log" 2>&1; then
   echo "test.sh: the fault campaign failed:" >&2
