@@ -48,7 +48,7 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
               "' needs a numeric IP address and a port (names would block the event loop)");
     }
     for (std::size_t j = i + 1; j < o.nodes.size(); ++j) {
-      if (o.nodes[i].host == o.nodes[j].host && o.nodes[i].port == o.nodes[j].port) {
+      if (o.nodes[i].same_text(o.nodes[j])) {
         return problem({"nodes"}, o.nodes[i].to_string() + " is listed twice");
       }
     }
