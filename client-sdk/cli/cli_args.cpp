@@ -88,9 +88,10 @@ Commands:
 
 Options:
   --endpoint URL[,URL...]
-                      fencelockd to talk to, http:// or https:// (default http://127.0.0.1:8080,
-                      or $FENCELOCK_ENDPOINT); several, comma-separated, are tried in order: the
-                      next one when one cannot be reached
+                      fencelockd to talk to, http:// or https://, HOST a DNS name or an IP
+                      address (default http://127.0.0.1:8080, or $FENCELOCK_ENDPOINT); several,
+                      comma-separated, are tried in order: the next one when one cannot be
+                      reached (or its name does not resolve)
   --wait DURATION     acquire, run: how long to wait while someone else holds NAME (default 0s:
                       try once); any length (the CLI asks again when one request's wait, at
                       most the service's --max-wait, runs out), or "forever"
