@@ -2,7 +2,8 @@
 # The test command: installs what is missing, builds everything with ASan+UBSan and runs every
 # test (unit and integration against real redis-server processes) through ctest; then checks the
 # style (scripts/check-style.sh), builds the optimised preset, runs the quickstart's start → ready →
-# demo → stop cycle on it, then the cluster quickstart's (--cluster: kills mid-demo), validates the
+# demo → stop cycle on it (and checks the docs' code blocks against it: scripts/check-docs.sh),
+# then the cluster quickstart's (--cluster: kills mid-demo), validates the
 # container files, runs the fault campaign once
 # (scripts/faults.sh --quick) and smoke-tests the benchmark harness (bench/run.sh --quick). Exits
 # non-zero on any failure, and also if a test left a process behind.
@@ -49,6 +50,9 @@ if ! scripts/quickstart.sh --preset release --run-dir "$quickstart_dir" --port-b
   status=1
 fi
 grep -q "SAFE: the stale token was rejected" "$PWD/build/quickstart-ci.log" || { echo "test.sh: the quickstart demo did not end safe" >&2; status=1; }
+# Every C++ block of README.md and docs/ compiles (and links), every runnable shell block runs
+# against the live quickstart (scripts/check-docs.sh).
+scripts/check-docs.sh --build-dir build/release --endpoint http://127.0.0.1:17080 || status=1
 scripts/quickstart.sh --stop --run-dir "$quickstart_dir" >/dev/null
 if pgrep -f "$quickstart_dir" >/dev/null; then
   echo "test.sh: quickstart --stop left processes running" >&2

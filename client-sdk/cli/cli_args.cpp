@@ -1,7 +1,5 @@
 #include "cli_args.h"
 
-#include "fencelock/duration.h"
-
 namespace fencelock::cli {
 
 namespace {
@@ -12,28 +10,92 @@ Error usage_error(std::string message) {
 
 }  // namespace
 
+std::optional<std::chrono::milliseconds> parse_cli_duration(std::string_view text) noexcept {
+  struct Unit {
+    std::string_view suffix;
+    std::int64_t ms;
+  };
+  // Longest suffix first where one is a prefix of another ("ms" before "m").
+  static constexpr Unit kUnits[] = {{"h", 3'600'000}, {"ms", 1}, {"m", 60'000}, {"s", 1000}};
+  static constexpr std::int64_t kMax = 100LL * 24 * 3'600'000;
+  auto rank = [](std::int64_t ms) {
+    return ms == 3'600'000 ? 0 : ms == 60'000 ? 1 : ms == 1000 ? 2 : 3;
+  };
+  std::int64_t total = 0;
+  int next_rank = 0;
+  if (text.empty()) return std::nullopt;
+  while (!text.empty()) {
+    std::size_t digits = 0;
+    std::int64_t value = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+      if (digits == 12) return std::nullopt;
+      value = value * 10 + (text[digits] - '0');
+      ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+    text.remove_prefix(digits);
+    const Unit* unit = nullptr;
+    for (const Unit& u : kUnits) {
+      if (text.starts_with(u.suffix)) {
+        unit = &u;
+        break;
+      }
+    }
+    if (unit == nullptr || rank(unit->ms) < next_rank) return std::nullopt;
+    next_rank = rank(unit->ms) + 1;
+    text.remove_prefix(unit->suffix.size());
+    if (value > kMax / unit->ms) return std::nullopt;
+    total += value * unit->ms;
+    if (total > kMax) return std::nullopt;
+  }
+  return std::chrono::milliseconds(total);
+}
+
+std::vector<std::string> endpoints_of(const CliArgs& args) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= args.endpoint.size()) {
+    const std::size_t comma = std::min(args.endpoint.find(',', start), args.endpoint.size());
+    if (comma > start) out.push_back(args.endpoint.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::string cli_usage() {
-  return R"(usage: fencelock [--endpoint URL] [--timeout DURATION] [--cacert PATH] COMMAND ...
+  return R"(usage: fencelock [-v] [--endpoint URL[,URL...]] [--timeout DURATION] [--cacert PATH] COMMAND ...
 
 Commands:
   run [--ttl 30s] [--wait 0s] [--grace 10s] [--owner TEXT] NAME -- CMD [ARGS...]
       Acquire NAME, run CMD with FENCELOCK_NAME and FENCELOCK_TOKEN in its environment, keep the
       lease alive while CMD runs, release it when CMD exits and exit with CMD's status. If the
       lease is lost, CMD (its process group) gets SIGTERM, then SIGKILL after --grace, and
-      fencelock exits 4.
+      fencelock exits 4. CMD gets the terminal when fencelock runs in its foreground.
+  run [--ttl 30s] [--wait 0s] [--owner TEXT] NAME
+      Without CMD: acquire NAME, print {"name","token","ttl_ms"}, hold the lock (renewing it)
+      until SIGINT (Ctrl-C), SIGTERM or SIGHUP, then release it and exit 0; exit 4 if the lease
+      is lost meanwhile.
   acquire [--ttl 30s] [--wait 0s] [--owner TEXT] NAME
       Print {"name","lease","token","ttl_ms","validity_ms"}.
   extend [--ttl 30s] NAME [LEASE]
   release NAME [LEASE]
-      LEASE defaults to $FENCELOCK_LEASE (keeps it out of the process list).
+      LEASE defaults to $FENCELOCK_LEASE (keeps it out of the process list). Prints
+      {"name","released"}; exits 4 when the lease no longer held the lock.
   status NAME
       Print {"name","held","remaining_ms","last_token"}.
   token [--next] NAME
       Print {"name","token"}: the current token, or with --next a new one.
 
 Options:
-  --endpoint URL      fencelockd to talk to, http:// or https:// (default http://127.0.0.1:8080,
-                      or $FENCELOCK_ENDPOINT)
+  --endpoint URL[,URL...]
+                      fencelockd to talk to, http:// or https://, HOST a DNS name or an IP
+                      address (default http://127.0.0.1:8080, or $FENCELOCK_ENDPOINT); several,
+                      comma-separated, are tried in order: the next one when one cannot be
+                      reached (or its name does not resolve)
+  --wait DURATION     acquire, run: how long to wait while someone else holds NAME (default 0s:
+                      try once); any length (the CLI asks again when one request's wait, at
+                      most the service's --max-wait, runs out), or "forever"
+  -v, --verbose       say what fencelock does, on stderr (never the lease or the API key)
   --timeout DURATION  one request's round trip (default 5s)
   --api-key SECRET    the API key for a fencelockd with --auth-file; prefer $FENCELOCK_API_KEY,
                       which keeps it out of the process list
@@ -42,14 +104,15 @@ Options:
                       --cacert, --cert and --key are refused (exit 2)
   --cert PATH         client certificate (PEM) for a fencelockd with --tls-client-ca, or
                       $FENCELOCK_CERT; --key PATH (or $FENCELOCK_KEY) is its private key
-  Durations: a whole number with ms, s or m: 500ms, 30s, 2m.
+  Durations: whole numbers with h, m, s or ms, largest first: 500ms, 30s, 2m, 1h30m.
 
 Exit codes:
   0  success (run: CMD's exit status instead; 128+N if CMD died of signal N)
   1  unexpected error
   2  bad command line
   3  locked: held by someone else and --wait ran out
-  4  not held: extend found the lease gone; run lost the lease and stopped CMD
+  4  not held: extend or release found the lease gone (expired, released or taken over);
+     run lost the lease (and stopped CMD)
   5  unavailable: the service or a majority of its lock nodes cannot answer now (or the API
      key is over its rate)
   6  denied: no API key, an unknown one, or one without the right or the name
@@ -71,11 +134,15 @@ void fill_from_environment(CliArgs& args,
 
 Status check_tls_files(const CliArgs& args) {
   if (args.cacert.empty() && args.cert.empty() && args.key.empty()) return Done{};
-  if (!args.endpoint.starts_with("http://")) return Done{};  // https://, or malformed: the SDK says
+  std::string plain;
+  for (const auto& endpoint : endpoints_of(args)) {
+    if (endpoint.starts_with("http://")) plain = endpoint;  // https://, or malformed: the SDK says
+  }
+  if (plain.empty()) return Done{};
   return usage_error(
       "--cacert, --cert and --key (or FENCELOCK_CACERT, FENCELOCK_CERT, "
       "FENCELOCK_KEY) are for https:// endpoints: '" +
-      args.endpoint +
+      plain +
       "' is plain HTTP, and the API key and leases would go unencrypted "
       "(use https://)");
 }
@@ -112,9 +179,11 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
 
   auto duration_of = [](const std::string& flag,
                         const std::string& text) -> Result<std::chrono::milliseconds> {
-    auto parsed = parse_duration(text);
-    if (!parsed)
-      return usage_error(flag + ": expected a duration like 500ms, 30s or 2m, got '" + text + "'");
+    auto parsed = parse_cli_duration(text);
+    if (!parsed) {
+      return usage_error(flag + ": expected a duration like 500ms, 30s, 2m or 1h30m, got '" + text +
+                         "'");
+    }
     return *parsed;
   };
 
@@ -136,6 +205,10 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
     }
     if (arg == "--next") {
       out.next_token = true;
+      continue;
+    }
+    if (arg == "-v" || arg == "--verbose") {
+      out.verbose = true;
       continue;
     }
     if (arg.starts_with("--")) {
@@ -160,9 +233,12 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
         out.key = value;
       } else if (flag == "--owner") {
         out.owner = value;
+      } else if (flag == "--wait" && value == "forever") {
+        out.wait_forever = true;
       } else if (flag == "--timeout" || flag == "--ttl" || flag == "--wait" || flag == "--grace") {
         auto d = duration_of(flag, value);
         if (!d.ok()) return std::move(d).error();
+        if (flag == "--wait") out.wait_forever = false;
         (flag == "--timeout" ? out.timeout
          : flag == "--ttl"   ? out.ttl
          : flag == "--wait"  ? out.wait
@@ -208,8 +284,6 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
     else
       return usage_error("missing LEASE (an argument or $FENCELOCK_LEASE)");
   }
-  if (out.command == Command::kRun && out.command_line.empty())
-    return usage_error("run needs a command: fencelock run NAME -- CMD [ARGS...]");
   if (out.next_token && out.command != Command::kToken)
     return usage_error("--next is only for token");
   return out;

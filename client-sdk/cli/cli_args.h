@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fencelock/result.h"
@@ -16,7 +17,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;        // unexpected answer, internal error
 inline constexpr int kExitUsage = 2;        // bad command line
 inline constexpr int kExitLocked = 3;       // held by someone else and the wait ran out
-inline constexpr int kExitNotHeld = 4;      // extend: the lease is gone; run: the lease was lost
+inline constexpr int kExitNotHeld = 4;      // extend, release: the lease is gone; run: it was lost
 inline constexpr int kExitUnavailable = 5;  // the service or its lock nodes cannot answer now
 inline constexpr int kExitDenied = 6;       // no API key, an unknown one, or one not allowed this
 inline constexpr int kExitTls = 7;          // TLS failed: certificate not trusted, or refused
@@ -26,7 +27,8 @@ enum class Command { kHelp, kVersion, kRun, kAcquire, kExtend, kRelease, kStatus
 
 struct CliArgs {
   Command command = Command::kHelp;
-  std::string endpoint = "http://127.0.0.1:8080";  // --endpoint, FENCELOCK_ENDPOINT
+  // --endpoint, FENCELOCK_ENDPOINT: one URL or several separated by commas (tried in order).
+  std::string endpoint = "http://127.0.0.1:8080";
   std::string api_key;  // --api-key, else FENCELOCK_API_KEY: never printed
   std::string cacert;   // --cacert PATH, else FENCELOCK_CACERT: CAs for an https:// endpoint
   std::string cert;     // --cert PATH, else FENCELOCK_CERT: client certificate (mutual TLS)
@@ -34,12 +36,14 @@ struct CliArgs {
   std::chrono::milliseconds timeout{5000};  // --timeout: one request's round trip
   std::string name;
   std::chrono::milliseconds ttl{30'000};    // --ttl
-  std::chrono::milliseconds wait{0};        // --wait (run: default 0 too)
+  std::chrono::milliseconds wait{0};        // --wait (run: default 0 too); any length
+  bool wait_forever = false;                // --wait forever
   std::chrono::milliseconds grace{10'000};  // run --grace: SIGTERM → SIGKILL
   std::string owner;                        // --owner
   std::string lease;                        // extend/release: argument or FENCELOCK_LEASE
   bool next_token = false;                  // token --next
-  std::vector<std::string> command_line;    // run: CMD [ARGS...] after --
+  bool verbose = false;                     // -v, --verbose: what it does, on stderr
+  std::vector<std::string> command_line;    // run: CMD [ARGS...] after --; empty: hold the lock
 };
 
 // `args` excludes argv[0]. `env` looks up FENCELOCK_ENDPOINT and FENCELOCK_LEASE.
@@ -59,6 +63,14 @@ void fill_from_environment(CliArgs& args,
 Status check_tls_files(const CliArgs& args);
 
 std::string cli_usage();
+
+// A duration as the CLI takes it: one or more whole numbers with a unit, largest unit first,
+// each unit at most once — h, m, s, ms: "500ms", "30s", "2m", "1h30m", "1m30s". At most 100
+// days. nullopt for anything else.
+std::optional<std::chrono::milliseconds> parse_cli_duration(std::string_view text) noexcept;
+
+// The endpoint URLs of `args.endpoint` ("a,b,c" → {"a","b","c"}; empty parts are dropped).
+std::vector<std::string> endpoints_of(const CliArgs& args);
 
 // The exit code for an SDK error (kLocked → 3, kNotHeld → 4, unavailable/transport → 5, kTls → 7,
 // ...).

@@ -1,11 +1,13 @@
 // fencelock: the command-line client of fencelockd (docs/cli.md). `fencelock --help` lists the
 // commands and exit codes.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "acquire_waiting.h"
 #include "cli_args.h"
 #include "fencelock/client.h"
 #include "run_command.h"
@@ -28,6 +30,7 @@ int fail(const Error& error, const char* what) {
 
 int print(const json& body) {
   std::printf("%s\n", body.dump().c_str());
+  std::fflush(stdout);  // before any message on stderr about it
   return kExitOk;
 }
 
@@ -65,7 +68,10 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   ClientOptions options;
-  options.endpoints = {a.endpoint};
+  options.endpoints = endpoints_of(a);
+  // Enough attempts of a retry-safe call to reach every endpoint once.
+  options.max_retries =
+      std::clamp(static_cast<int>(options.endpoints.size()), options.max_retries, 10);
   options.api_key = a.api_key;
   options.ca_file = a.cacert;
   options.cert_file = a.cert;
@@ -74,16 +80,21 @@ int run(int argc, char** argv) {
   auto created = Client::create(options);
   if (!created.ok()) return fail(created.error(), "bad --endpoint, API key or TLS file");
   Client& client = created.value();
+  std::string endpoint_list;
+  for (const auto& endpoint : options.endpoints)
+    endpoint_list += (endpoint_list.empty() ? "" : ", ") + endpoint;
+  say(a, "endpoints " + endpoint_list + " (tried in this order)");
 
   switch (a.command) {
     case Command::kRun:
       return run_command(client, a);
     case Command::kAcquire: {
-      auto lease = client.acquire(a.name, a.ttl, a.wait, a.owner);
+      auto lease = acquire_waiting(client, a);
       if (!lease.ok()) return fail(lease.error(), ("acquire " + a.name).c_str());
       return print(lease_json(lease.value()));
     }
     case Command::kExtend: {
+      say(a, "extending '" + a.name + "'");
       Lease lease(a.name, a.lease, 0, a.ttl, Lease::Clock::now());
       auto extended = client.extend(lease, a.ttl);
       if (!extended.ok()) return fail(extended.error(), ("extend " + a.name).c_str());
@@ -92,9 +103,18 @@ int run(int argc, char** argv) {
     }
     case Command::kRelease: {
       Lease lease(a.name, a.lease, 0, a.ttl, Lease::Clock::now());
+      say(a, "releasing '" + a.name + "'");
       auto released = client.release(lease);
       if (!released.ok()) return fail(released.error(), ("release " + a.name).c_str());
-      return print(json{{"name", a.name}, {"released", released.value()}});
+      print(json{{"name", a.name}, {"released", released.value()}});
+      if (!released.value()) {
+        std::fprintf(stderr,
+                     "fencelock: release %s: the lease no longer held the lock (expired, "
+                     "released or taken over)\n",
+                     a.name.c_str());
+        return kExitNotHeld;
+      }
+      return kExitOk;
     }
     case Command::kStatus: {
       auto status = client.status(a.name);

@@ -31,7 +31,7 @@ Error make(ErrorCode code, std::string message, unsigned status = 0) {
 struct Endpoint {
   HostPort address;
   bool tls = false;
-  std::string tls_name;  // https: the host as written in the URL, which the certificate must name
+  std::string tls_name;  // https: the URL's host without a trailing dot: what the certificate names
 };
 
 Result<Endpoint> parse_endpoint(std::string_view url) {
@@ -49,15 +49,11 @@ Result<Endpoint> parse_endpoint(std::string_view url) {
                 "endpoint '" + original + "' must start with http:// or https://");
   }
   if (url.ends_with('/')) url.remove_suffix(1);
-  auto address = parse_host_port(url);
+  auto address = parse_address(url);
   if (!address)
     return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': " + address.error());
   endpoint.address = std::move(address).value();
-  if (endpoint.tls) {  // the host before ":PORT", without an IPv6 address's brackets
-    std::string_view host = url.substr(0, url.rfind(':'));
-    if (host.starts_with('[') && host.ends_with(']')) host = host.substr(1, host.size() - 2);
-    endpoint.tls_name = std::string(host);
-  }
+  if (endpoint.tls) endpoint.tls_name = endpoint.address.tls_name();
   return endpoint;
 }
 

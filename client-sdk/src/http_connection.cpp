@@ -2,14 +2,27 @@
 // connection. Which name the server's certificate must carry is set on the SSL object before the
 // handshake: a DNS name SAN (with SNI) for "localhost", an IP address SAN for an IP; never the CN.
 // Errors of the TLS layer (OpenSSL's category) are kTls: retrying cannot mend a certificate.
+//
+// A host that is a DNS name is resolved for every new TCP connection (so an address change is
+// seen at the next connect), by getaddrinfo on a thread of its own that the connection waits for
+// until the connect deadline. getaddrinfo cannot be interrupted, and Asio's resolver would make
+// this connection's io_context wait for it — when draining after a timeout, and when destroyed —
+// for as long as the lookup takes (resolv.conf timeouts: ~10 s). A lookup that outlives its
+// deadline only frees its shared state when it ends. Then every address is tried in order.
 #include "http_connection.h"
 
+#include <netdb.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace fencelock {
 
@@ -33,6 +46,55 @@ bool is_tls_error(const boost::system::error_code& ec) {
 Error failed(const boost::system::error_code& ec, const std::string& what) {
   return Error{is_tls_error(ec) ? ErrorCode::kTls : ErrorCode::kTransport,
                what + ": " + ec.message(), 0, std::nullopt};
+}
+
+// "host:port", an IPv6 address in brackets: for messages and the Host header.
+std::string host_and_port(const std::string& host, std::uint16_t port) {
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// One getaddrinfo call, shared by the waiting connection and the thread that runs it.
+struct Lookup {
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::string error;  // set when it failed
+  std::vector<tcp::endpoint> endpoints;
+};
+
+void run_lookup(const std::shared_ptr<Lookup>& lookup, const std::string& host,
+                std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  std::vector<tcp::endpoint> endpoints;
+  std::string error;
+  if (rc != 0) {
+    error = rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc);
+  } else {
+    for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      if (a->ai_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+        endpoints.emplace_back(asio::ip::address_v4(ntohl(in->sin_addr.s_addr)), port);
+      } else if (a->ai_family == AF_INET6) {
+        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+        asio::ip::address_v6::bytes_type bytes;
+        std::memcpy(bytes.data(), in6->sin6_addr.s6_addr, bytes.size());
+        endpoints.emplace_back(asio::ip::address_v6(bytes, in6->sin6_scope_id), port);
+      }
+    }
+    ::freeaddrinfo(found);
+    if (endpoints.empty()) error = "no IPv4 or IPv6 address";
+  }
+  const std::lock_guard<std::mutex> lock(lookup->mutex);
+  lookup->error = std::move(error);
+  lookup->endpoints = std::move(endpoints);
+  lookup->done = true;
+  lookup->finished.notify_all();
 }
 
 }  // namespace
@@ -61,16 +123,35 @@ bool HttpConnection::run_until(const bool& done, Clock::time_point deadline) {
   return false;
 }
 
-Status HttpConnection::connect(Clock::time_point deadline) {
-  const std::string where = target_.host + ":" + std::to_string(target_.port);
+Result<std::vector<tcp::endpoint>> HttpConnection::resolve(Clock::time_point deadline) {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(target_.host, ec);
-  if (ec) return transport("bad address " + target_.host);
+  if (!ec) return std::vector<tcp::endpoint>{tcp::endpoint(address, target_.port)};
+  auto lookup = std::make_shared<Lookup>();
+  try {
+    std::thread(run_lookup, lookup, target_.host, target_.port).detach();
+  } catch (const std::system_error& e) {
+    return transport("cannot resolve " + target_.host + ": no thread for the lookup: " + e.what());
+  }
+  std::unique_lock<std::mutex> lock(lookup->mutex);
+  if (!lookup->finished.wait_until(lock, deadline, [&] { return lookup->done; }))
+    return transport("resolving " + target_.host + " timed out");
+  if (!lookup->error.empty())
+    return transport("cannot resolve " + target_.host + ": " + lookup->error);
+  return std::move(lookup->endpoints);
+}
+
+Status HttpConnection::connect(Clock::time_point deadline) {
+  const std::string where = host_and_port(target_.host, target_.port);
+  auto endpoints = resolve(deadline);
+  if (!endpoints.ok()) return std::move(endpoints).error();
+  boost::system::error_code ec;
   bool connected = false;
-  socket_.async_connect(tcp::endpoint(address, target_.port), [&](boost::system::error_code e) {
-    ec = e;
-    connected = true;
-  });
+  asio::async_connect(socket_, endpoints.value(),
+                      [&](boost::system::error_code e, const tcp::endpoint&) {
+                        ec = e;
+                        connected = true;
+                      });
   if (!run_until(connected, deadline)) return transport("connecting to " + where + " timed out");
   if (ec) {
     close();
@@ -82,7 +163,7 @@ Status HttpConnection::connect(Clock::time_point deadline) {
 }
 
 Status HttpConnection::handshake(Clock::time_point deadline) {
-  const std::string where = target_.host + ":" + std::to_string(target_.port);
+  const std::string where = host_and_port(target_.host, target_.port);
   tls_.emplace(socket_, *target_.tls);
   SSL* ssl_handle = tls_->native_handle();
   boost::system::error_code ec;
@@ -141,7 +222,7 @@ Result<HttpReply> HttpConnection::exchange(Stream& stream, std::string_view meth
                                            std::string_view target, std::string_view body,
                                            Clock::time_point deadline, bool& maybe_delivered) {
   http::request<http::string_body> request(http::string_to_verb(method), target, 11);
-  request.set(http::field::host, target_.host);
+  request.set(http::field::host, host_and_port(target_.host, target_.port));
   request.set(http::field::user_agent, "fencelock-cpp-sdk");
   if (!authorization_.empty()) request.set(http::field::authorization, authorization_);
   if (!body.empty()) request.set(http::field::content_type, "application/json");

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fencelock/result.h"
 
@@ -27,10 +28,11 @@ struct HttpReply {
 
 // Where a connection goes and how.
 struct ConnectionTarget {
-  std::string host;  // numeric IP address to connect to
+  std::string host;  // an IP address (IPv6 without brackets) or a DNS name, resolved per connect
   std::uint16_t port = 0;
   // TLS: the context (CA, client certificate) and the name the server's certificate must carry
-  // (the endpoint's host as written: "localhost", or the IP). Null context: plain HTTP.
+  // (the endpoint's host as written, without a trailing dot: a DNS name, or the IP). Null
+  // context: plain HTTP.
   std::shared_ptr<boost::asio::ssl::context> tls;
   std::string tls_name;
 };
@@ -42,11 +44,12 @@ class HttpConnection {
   // `authorization`: the Authorization header of every request ("" = none); never logged.
   explicit HttpConnection(ConnectionTarget target, std::string authorization = {});
 
-  // Connects if needed (TCP, then the TLS handshake, by connect_deadline), sends, reads the
-  // answer (by deadline). Errors: kTransport; kTls when the TLS layer failed (the handshake, or
-  // the server refusing our certificate after it). `maybe_delivered` is set when the request may
-  // have reached the server (it was written, at least partly), so a caller knows whether
-  // repeating it is safe.
+  // Connects if needed (name resolution, TCP to each address in turn, then the TLS handshake, all
+  // by connect_deadline), sends, reads the answer (by deadline). Errors: kTransport ("cannot
+  // resolve NAME: …", "resolving NAME timed out", "cannot connect to HOST:PORT: …", …); kTls when
+  // the TLS layer failed (the handshake, or the server refusing our certificate after it).
+  // `maybe_delivered` is set when the request may have reached the server (it was written, at least
+  // partly), so a caller knows whether repeating it is safe.
   Result<HttpReply> round_trip(std::string_view method, std::string_view target,
                                std::string_view body, Clock::time_point connect_deadline,
                                Clock::time_point deadline, bool& maybe_delivered);
@@ -57,6 +60,8 @@ class HttpConnection {
  private:
   // Runs io_ until `done` or `deadline`; on timeout closes the socket. False on timeout.
   bool run_until(const bool& done, Clock::time_point deadline);
+  // The addresses of target_.host: itself if it is an IP address, else getaddrinfo's answer.
+  Result<std::vector<boost::asio::ip::tcp::endpoint>> resolve(Clock::time_point deadline);
   Status connect(Clock::time_point deadline);
   Status handshake(Clock::time_point deadline);
   template <class Stream>

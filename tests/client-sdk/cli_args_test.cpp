@@ -48,8 +48,9 @@ TEST_CASE("cli: bad command lines are refused with a message", "[client]") {
       {{"acquire", "--ttl", "30", "x"}, "--ttl: expected a duration"},
       {{"acquire", "--ttl"}, "--ttl: needs a value"},
       {{"acquire", "--color", "red", "x"}, "unknown option --color"},
-      {{"run", "x"}, "run needs a command"},
-      {{"run", "x", "--"}, "run needs a command"},
+      {{"acquire", "--wait", "1m1h", "x"},
+       "--wait: expected a duration like 500ms, 30s, 2m or 1h30m"},
+      {{"acquire", "--wait", "never", "x"}, "--wait: expected a duration"},
       {{"status", "x", "--", "ls"}, "only for run"},
       {{"release", "x"}, "missing LEASE"},
       {{"status", "--next", "x"}, "--next is only for token"},
@@ -127,4 +128,62 @@ TEST_CASE(
   CHECK(check_tls_files(secure.value()).ok());
   auto without = parse({"status", "x"}, "http://127.0.0.1:8080");
   CHECK(check_tls_files(without.value()).ok());
+}
+
+TEST_CASE("cli: durations take h, m, s and ms, largest unit first", "[client]") {
+  const auto [text, expected] =
+      GENERATE(table<std::string, std::optional<std::chrono::milliseconds>>({
+          {"500ms", 500ms},
+          {"30s", 30s},
+          {"2m", 2min},
+          {"1h", 1h},
+          {"1h30m", 90min},
+          {"1m30s", 90s},
+          {"2h0m5s250ms", 2h + 5s + 250ms},
+          {"0s", 0ms},
+          {"2400h", 2400h},
+          {"2401h", std::nullopt},  // beyond 100 days
+          {"30", std::nullopt},
+          {"1m1h", std::nullopt},
+          {"1h1h", std::nullopt},
+          {"1.5h", std::nullopt},
+          {"h", std::nullopt},
+          {"", std::nullopt},
+          {"-1s", std::nullopt},
+          {"1d", std::nullopt},
+          {"9999999999999s", std::nullopt},
+      }));
+  CHECK(parse_cli_duration(text) == expected);
+}
+
+TEST_CASE("cli: --wait takes any length or forever, and run without a command holds the lock",
+          "[client]") {
+  auto forever = parse({"run", "--wait", "forever", "jobs"});
+  REQUIRE(forever.ok());
+  CHECK(forever->wait_forever);
+  CHECK(forever->command_line.empty());
+  auto later = parse({"acquire", "--wait", "forever", "--wait", "5m", "jobs"});
+  CHECK_FALSE(later->wait_forever);  // the last --wait wins
+  CHECK(later->wait == 5min);
+  CHECK(parse({"run", "x", "--"})->command_line.empty());
+}
+
+TEST_CASE("cli: several endpoints are comma-separated, each checked for TLS files", "[client]") {
+  auto a = parse({"-v", "--endpoint", "https://127.0.0.1:1,,https://127.0.0.1:2", "status", "x"});
+  REQUIRE(a.ok());
+  CHECK(a->verbose);
+  CHECK(endpoints_of(a.value()) ==
+        std::vector<std::string>{"https://127.0.0.1:1", "https://127.0.0.1:2"});
+  a->cacert = "/ca.pem";
+  CHECK(check_tls_files(a.value()).ok());
+  a->endpoint = "https://127.0.0.1:1,http://127.0.0.1:2";
+  const auto refused = check_tls_files(a.value());
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("'http://127.0.0.1:2' is plain HTTP"));
+}
+
+TEST_CASE("cli: release of a lease that is gone has the not-held exit code, documented",
+          "[client]") {
+  CHECK_THAT(cli_usage(), Catch::Contains("exits 4 when the lease no longer held the lock"));
+  CHECK_THAT(cli_usage(), Catch::Contains("4  not held: extend or release found the lease gone"));
 }

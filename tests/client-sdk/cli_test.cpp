@@ -52,6 +52,13 @@ json first_json_line(const std::string& text) {
   return json::parse(text.substr(0, text.find('\n')), nullptr, false);
 }
 
+// The line of stdout among -v's lines on stderr: the first that starts with '{'.
+json json_line_among(const std::string& text) {
+  const std::size_t start = text.starts_with("{") ? 0 : text.find("\n{");
+  if (start == std::string::npos) return json();
+  return first_json_line(text.substr(start == 0 ? 0 : start + 1));
+}
+
 }  // namespace
 
 TEST_CASE("cli: run passes the token, propagates the exit status and releases", "[client][redis]") {
@@ -175,4 +182,82 @@ TEST_CASE("cli: --cacert, --cert or --key with an http:// endpoint exit 2 and se
   const CliRun environment = cli(s, {"status", "plain"}, 20s, {"FENCELOCK_CACERT=/ca.pem"});
   CHECK(environment.exit_code == 2);
   CHECK(s.daemon->log().find("name=plain") == std::string::npos);
+}
+
+TEST_CASE("cli: --wait longer than the service's --max-wait keeps asking until the lock is free",
+          "[client][redis]") {
+  ServiceUnderTest s({"--max-wait", "300ms"});
+  REQUIRE(s.client().post("/v1/locks/long", {{"ttl_ms", 1500}}).status == 200);
+  const auto started = std::chrono::steady_clock::now();
+  const CliRun waited = cli(s, {"-v", "acquire", "--wait", "1h", "long"});  // was: 400, exit 2
+  CHECK(waited.exit_code == 0);
+  CHECK(std::chrono::steady_clock::now() - started >= 1s);
+  CHECK(json_line_among(waited.output).value("token", 0) == 2);
+  CHECK_THAT(waited.output, Catch::Contains("the service waits at most 0.3s per request"));
+
+  REQUIRE(s.client().post("/v1/locks/short", {{"ttl_ms", 30000}}).status == 200);
+  const CliRun gave_up = cli(s, {"acquire", "--wait", "1s", "short"});
+  CHECK(gave_up.exit_code == 3);
+}
+
+TEST_CASE("cli: --wait forever waits past one request's wait", "[client][redis]") {
+  ServiceUnderTest s({"--max-wait", "200ms"});
+  REQUIRE(s.client().post("/v1/locks/patient", {{"ttl_ms", 1000}}).status == 200);
+  const CliRun r = cli(s, {"run", "--wait", "forever", "patient", "--", "true"});
+  CHECK(r.exit_code == 0);
+  CHECK(s.client().get("/v1/locks/patient").json()["last_token"] == 2);
+}
+
+TEST_CASE("cli: run without a command holds the lock, renewing it, until SIGTERM or SIGINT",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  const int signal_number = GENERATE(SIGTERM, SIGINT);
+  const auto out = s.dir.path() / "hold.out";
+  ChildProcess holder;
+  holder.start({FENCELOCK_CLI_BINARY, "-v", "run", "--ttl", "600ms", "held"}, out,
+               {"FENCELOCK_ENDPOINT=" + s.endpoint(), "FENCELOCK_API_KEY=flk_not_shown"});
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  while (slurp(out).find("\"token\":1") == std::string::npos &&
+         std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(1500ms);  // more than two ttls: only renewal keeps it
+  CHECK(s.client().get("/v1/locks/held").json()["held"] == true);
+  CHECK(holder.stop(signal_number, 10s) == 0);
+  CHECK(s.client().get("/v1/locks/held").json()["held"] == false);
+  const std::string output = slurp(out);
+  CHECK_THAT(output, Catch::Contains("{\"name\":\"held\",\"token\":1,\"ttl_ms\":600}"));
+  CHECK_THAT(output, Catch::Contains("renewed 'held'"));
+  CHECK(output.find("flk_not_shown") == std::string::npos);
+  CHECK(output.find("\"lease\"") == std::string::npos);
+}
+
+TEST_CASE("cli: release of a lease that is gone exits 4", "[client][redis]") {
+  ServiceUnderTest s;
+  const json lease = first_json_line(cli(s, {"acquire", "--ttl", "30s", "gone"}).output);
+  const std::string lease_string = lease["lease"];
+  REQUIRE(cli(s, {"release", "gone", lease_string}).exit_code == 0);
+  const CliRun again = cli(s, {"release", "gone", lease_string});
+  CHECK(again.exit_code == 4);
+  CHECK(first_json_line(again.output)["released"] == false);
+  CHECK_THAT(again.output, Catch::Contains("no longer held the lock"));
+}
+
+TEST_CASE("cli: several endpoints fail over to one that answers; -v never shows secrets",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  const std::string dead = "http://127.0.0.1:" + std::to_string(pick_free_port());
+  for (const auto& list : {dead + "," + dead + "," + s.endpoint(), s.endpoint() + "," + dead}) {
+    const CliRun acquired =
+        cli(s, {"-v", "--endpoint", list, "acquire", "--ttl", "30s", "--wait", "1h30m", "multi"},
+            20s, {"FENCELOCK_API_KEY=flk_not_shown"});
+    REQUIRE(acquired.exit_code == 0);
+    const std::string lease_string = json_line_among(acquired.output).value("lease", "");
+    REQUIRE_FALSE(lease_string.empty());
+    CHECK_THAT(acquired.output, Catch::Contains("fencelock: acquired 'multi' with token"));
+    CHECK(acquired.output.find("flk_not_shown") == std::string::npos);
+    const CliRun released = cli(s, {"-v", "--endpoint", list, "release", "multi"}, 20s,
+                                {"FENCELOCK_LEASE=" + lease_string});
+    CHECK(released.exit_code == 0);
+    CHECK(released.output.find(lease_string) == std::string::npos);  // stdout has no lease either
+  }
 }

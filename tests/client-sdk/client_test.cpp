@@ -1,6 +1,12 @@
 // The C++ SDK against the real service (real fencelockd, real redis-servers).
 #include "fencelock/client.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <mutex>
@@ -89,12 +95,17 @@ TEST_CASE("sdk: bad input is refused before anything is sent", "[client]") {
   CHECK(client.acquire("x", 0ms).error().code == ErrorCode::kInvalidArgument);
   CHECK(client.status("a/b").error().code == ErrorCode::kInvalidArgument);
   for (const char* endpoint :
-       {"127.0.0.1:8080", "ftp://127.0.0.1:8080", "https://example.com:443", "http://127.0.0.1"}) {
+       {"127.0.0.1:8080", "ftp://127.0.0.1:8080", "https://-bad-.example:443",
+        "http://under_score.example:80", "http://127.0.0.1"}) {
     ClientOptions options;
     options.endpoints = {endpoint};
     INFO(endpoint);
     CHECK(Client::create(options).error().code == ErrorCode::kInvalidArgument);
   }
+  ClientOptions named;
+  named.endpoints = {"https://locks.internal:8443", "http://[::1]:8080",
+                     "http://Locks.Example.:80"};
+  CHECK(Client::create(named).ok());  // DNS names are resolved when connecting
 }
 
 TEST_CASE("sdk: a service that is not there is a transport error, quickly", "[client]") {
@@ -240,4 +251,112 @@ TEST_CASE("sdk: with_lease runs work under a renewed lease and reports a loss", 
     while (!keeper.lost()) std::this_thread::sleep_for(5ms);
   });
   CHECK(lost.error().code == ErrorCode::kNotHeld);
+}
+
+namespace {
+
+// Answers one HTTP request on 127.0.0.1 with `reply_body` (200, JSON) and keeps the request's
+// head. Bounded: gives up after 10 s without a connection or a complete head.
+class OneRequestServer {
+ public:
+  explicit OneRequestServer(std::string reply_body) : reply_body_(std::move(reply_body)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        ::listen(listener_, 4) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+      throw std::runtime_error("cannot listen on 127.0.0.1");
+    port_ = ntohs(address.sin_port);
+    server_ = std::thread([this] { serve(); });
+  }
+  ~OneRequestServer() {
+    server_.join();
+    ::close(listener_);
+  }
+  OneRequestServer(const OneRequestServer&) = delete;
+  OneRequestServer& operator=(const OneRequestServer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  // The request head; valid after the client had its answer.
+  std::string request() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return request_;
+  }
+
+ private:
+  void serve() {
+    pollfd waiting{listener_, POLLIN, 0};
+    if (::poll(&waiting, 1, 10'000) != 1) return;
+    const int connection = ::accept(listener_, nullptr, nullptr);
+    if (connection < 0) return;
+    const timeval limit{10, 0};
+    ::setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    std::string head;
+    char buffer[1024];
+    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
+      const ssize_t n = ::recv(connection, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      head.append(buffer, static_cast<std::size_t>(n));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      request_ = head;
+    }
+    const std::string reply =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(reply_body_.size()) + "\r\nConnection: close\r\n\r\n" + reply_body_;
+    (void)::send(connection, reply.data(), reply.size(), MSG_NOSIGNAL);
+    ::close(connection);
+  }
+
+  std::string reply_body_;
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread server_;
+  std::mutex mutex_;
+  std::string request_;
+};
+
+}  // namespace
+
+TEST_CASE("sdk: an endpoint by name is resolved, and Host carries the name and the port",
+          "[client]") {
+  const std::string host = GENERATE(as<std::string>{}, "localhost", "127.0.0.1");
+  OneRequestServer server(R"({"name":"named","token":5})");
+  ClientOptions options;
+  options.endpoints = {"http://" + host + ":" + std::to_string(server.port())};
+  auto client = Client::create(options);
+  REQUIRE(client.ok());
+  CHECK(client->current_token("named").value() == 5);
+  CHECK_THAT(server.request(),
+             Catch::Contains("\r\nHost: " + host + ":" + std::to_string(server.port()) + "\r\n"));
+}
+
+TEST_CASE("sdk: a name that does not resolve is a transport error, and the next endpoint is tried",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  const std::string unknown = "http://no-such-host.invalid:" + std::to_string(s.port());
+  ClientOptions options;
+  options.connect_timeout = 2s;
+  options.max_retries = 0;
+  options.endpoints = {unknown};
+  auto alone = Client::create(options);
+  REQUIRE(alone.ok());  // names are accepted: DNS may know them later
+  const auto started = Clock::now();
+  const auto failed = alone->status("named");
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().code == ErrorCode::kTransport);
+  CHECK_THAT(failed.error().message, Catch::Contains("no-such-host.invalid"));
+  CHECK(Clock::now() - started < 5s);  // "cannot resolve …", or "resolving … timed out" at most
+
+  options.max_retries = 1;
+  options.endpoints = {unknown, "http://localhost:" + std::to_string(s.port())};
+  auto failing_over = Client::create(options);
+  REQUIRE(failing_over.ok());
+  auto lease = failing_over->acquire("named", 10s);  // nothing was sent to the first: retried
+  REQUIRE(lease.ok());
+  CHECK(failing_over->release(lease.value()).value());
 }

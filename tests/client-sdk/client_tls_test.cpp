@@ -306,3 +306,40 @@ TEST_CASE(
     CHECK_THAT(refused.error().message, Catch::Contains("certificate verify failed"));
   }
 }
+
+TEST_CASE("sdk: an https endpoint by DNS name is checked against the certificate's DNS name",
+          "[client][redis]") {
+  TlsServiceUnderTest s;
+  // A certificate from the test CA that names only the DNS name localhost: no IP address.
+  const auto dir = s.dir.path();
+  {
+    std::ofstream extensions(dir / "dns-only.ext");
+    extensions << "[dns_only]\nbasicConstraints = CA:FALSE\nkeyUsage = digitalSignature\n"
+                  "extendedKeyUsage = serverAuth\nsubjectAltName = DNS:localhost\n";
+  }
+  const CertFiles dns_only{dir / "dns-only.pem", dir / "dns-only.key"};
+  run_openssl(dir, {"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", dns_only.key.string(), "-out",
+                    (dir / "dns-only.csr").string(), "-subj", "/CN=dns only"});
+  run_openssl(dir,
+              {"x509", "-req", "-in", (dir / "dns-only.csr").string(), "-CA", s.certs.ca.string(),
+               "-CAkey", (s.certs.ca.parent_path() / "ca.key").string(), "-set_serial", "12293",
+               "-days", "2", "-extfile", (dir / "dns-only.ext").string(), "-extensions", "dns_only",
+               "-out", dns_only.cert.string()});
+  s.reload_with(dns_only);
+  REQUIRE(s.daemon->log_shows("tls_reloaded"));
+
+  auto by_name =
+      Client::create(options_for("https://localhost:" + std::to_string(s.port()), s.certs.ca));
+  REQUIRE(by_name.ok());
+  auto lease = by_name->acquire("by-name", 10s);  // resolved, SNI localhost, DNS SAN checked
+  REQUIRE(lease.ok());
+  CHECK(by_name->release(lease.value()).value());
+
+  auto by_address =
+      Client::create(options_for("https://127.0.0.1:" + std::to_string(s.port()), s.certs.ca));
+  const auto refused = by_address->status("by-name");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kTls);  // the certificate names no IP address
+  CHECK_THAT(refused.error().message, Catch::Contains("mismatch"));
+}

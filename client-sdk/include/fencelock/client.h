@@ -25,8 +25,11 @@ namespace fencelock {
 
 struct ClientOptions {
   // fencelockd base URLs, "http://HOST:PORT" or "https://HOST:PORT", tried in order (the next one
-  // after a transport error). Default {"http://127.0.0.1:8080"}; 1..16 endpoints, numeric IPs or
-  // localhost.
+  // after a transport error). Default {"http://127.0.0.1:8080"}; 1..16 endpoints. HOST is an IP
+  // address ("[::1]" for IPv6) or a DNS name ("https://locks.internal:8443"), resolved whenever a
+  // new connection is opened, within connect_timeout; every address it has is tried in turn. A
+  // name that does not resolve is kTransport ("cannot resolve NAME: …", or "resolving NAME timed
+  // out"), and the next endpoint is tried.
   std::vector<std::string> endpoints = {"http://127.0.0.1:8080"};
   // Connecting, TLS handshake included. Default 1 s; 1 ms .. 60 s.
   std::chrono::milliseconds connect_timeout{1000};
@@ -46,8 +49,9 @@ struct ClientOptions {
   // TLS, for "https://" endpoints only (TLS 1.2 or newer): with any of these three set, an
   // "http://" endpoint is refused by create(). The server's certificate must chain to a CA in
   // `ca_file` (PEM; default "": the system's trust store) and name the endpoint's host as written
-  // in a subjectAltName — "localhost" as a DNS name, an IP address as an IP address; the subject's
-  // CN is never used. Otherwise every call fails with kTls and nothing is sent.
+  // in a subjectAltName — a name as a DNS name (also sent as SNI), an IP address as an IP
+  // address; the subject's CN is never used. Otherwise every call fails with kTls and nothing is
+  // sent.
   std::string ca_file;
   // A client certificate (PEM, with its chain) and its unencrypted private key, for a fencelockd
   // that requires one (--tls-client-ca, mutual TLS). Both or neither; default none.

@@ -1,0 +1,88 @@
+#include "acquire_waiting.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+namespace fencelock::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// fencelockd's default --max-wait: the longest wait one request asks for.
+constexpr milliseconds kLongestRequestWait{60'000};
+// Between attempts when the service could not answer: short enough to notice it is back soon.
+constexpr milliseconds kPauseWhenUnavailable{1000};
+
+// A fencelockd with a lower --max-wait refuses a longer wait_ms with "wait_ms must be an integer
+// between 0 and N": its N, so that the next request fits.
+std::optional<milliseconds> service_max_wait(const Error& error) {
+  constexpr std::string_view kPrefix = "wait_ms must be an integer between 0 and ";
+  if (error.code != ErrorCode::kInvalidArgument || !error.message.starts_with(kPrefix))
+    return std::nullopt;
+  const std::string_view rest = std::string_view(error.message).substr(kPrefix.size());
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+  if (ec != std::errc() || end != rest.data() + rest.size() || value <= 0) return std::nullopt;
+  return milliseconds(value);
+}
+
+std::string seconds_text(milliseconds d) {
+  return std::to_string(d.count() / 1000) + "." + std::to_string(d.count() % 1000 / 100) + "s";
+}
+
+}  // namespace
+
+void say(const CliArgs& args, const std::string& what) {
+  if (args.verbose) std::fprintf(stderr, "fencelock: %s\n", what.c_str());
+}
+
+Result<Lease> acquire_waiting(Client& client, const CliArgs& args) {
+  const auto started = Clock::now();
+  const bool waits = args.wait_forever || args.wait.count() > 0;
+  const auto deadline = args.wait_forever ? Clock::time_point::max() : started + args.wait;
+  milliseconds longest = kLongestRequestWait;
+  for (int attempt = 1;; ++attempt) {
+    const auto now = Clock::now();
+    const milliseconds left =
+        deadline == Clock::time_point::max()
+            ? longest
+            : std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - now));
+    const milliseconds wait = std::min(left, longest);
+    say(args, "acquiring '" + args.name + "' (ttl " + seconds_text(args.ttl) + ", waiting up to " +
+                  seconds_text(wait) + " in this request, attempt " + std::to_string(attempt) +
+                  ")");
+    auto lease = client.acquire(args.name, args.ttl, wait, args.owner);
+    if (lease.ok()) {
+      say(args, "acquired '" + args.name + "' with token " + std::to_string(lease->token()) +
+                    " after " +
+                    seconds_text(std::chrono::duration_cast<milliseconds>(Clock::now() - started)));
+      return lease;
+    }
+    const Error& error = lease.error();
+    if (const auto cap = service_max_wait(error); cap && *cap < longest) {
+      say(args, "the service waits at most " + seconds_text(*cap) + " per request");
+      longest = *cap;
+      continue;
+    }
+    const bool worth_waiting = error.code == ErrorCode::kLocked ||
+                               error.code == ErrorCode::kUnavailable ||
+                               error.code == ErrorCode::kTransport;
+    if (!waits || !worth_waiting || Clock::now() >= deadline) return lease;
+    if (error.code == ErrorCode::kLocked) {
+      say(args, "'" + args.name + "' is still held by another lease; waiting on");
+      continue;
+    }
+    say(args, "the service cannot answer (" + error.message + "); asking again in " +
+                  seconds_text(kPauseWhenUnavailable));
+    const auto resume = std::min(deadline, Clock::now() + kPauseWhenUnavailable);
+    std::this_thread::sleep_until(resume);
+    if (Clock::now() >= deadline) return lease;
+  }
+}
+
+}  // namespace fencelock::cli
