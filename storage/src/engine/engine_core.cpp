@@ -309,6 +309,20 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   refresh_quarantines();
 }
 
+std::optional<std::string> EngineCore::refusal_of(std::size_t node, const NodeIdentity& identity) {
+  // A quorum counts servers, not configured addresses: "localhost:7000" and "127.0.0.1:7000", or
+  // two DNS names of one pod, would otherwise give one server two votes — a majority of slots
+  // without a majority of servers, i.e. a double grant. The first slot up keeps the server.
+  for (std::size_t other = 0; other < nodes_.size(); ++other) {
+    if (other == node || !nodes_[other]->ready() || trust_.run_id(other) != identity.run_id)
+      continue;
+    return "answers as the same Redis server (run_id " + identity.run_id + ") as " +
+           nodes_[other]->address() +
+           ": two addresses of one server, which votes once; list each server once";
+  }
+  return std::nullopt;
+}
+
 void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
   for (const std::size_t node : nodes) {
     RespCommand admit(4);

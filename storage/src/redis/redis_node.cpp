@@ -299,6 +299,12 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     return;
   }
   if (--handshake_left_ != 0) return;
+  if (listener_ != nullptr) {
+    if (const auto refusal = listener_->refusal_of(index_, handshake_identity_)) {
+      refuse(*refusal);
+      return;
+    }
+  }
   state_ = State::kReady;
   backoff_.reset();
   last_refusal_.clear();

@@ -68,6 +68,12 @@ class NodeListener {
   // The server answered, but the handshake refused it (too old, a script digest mismatch, an
   // error answer). Reported once per distinct reason; the node keeps retrying with backoff.
   virtual void on_node_refused(std::size_t /*node*/, const std::string& /*why*/) {}
+  // Asked once the handshake passed, before the node counts as ready: a reason refuses this
+  // server as on_node_refused does (reported once per distinct reason, retried with backoff).
+  virtual std::optional<std::string> refusal_of(std::size_t /*node*/,
+                                                const NodeIdentity& /*identity*/) {
+    return std::nullopt;
+  }
 
  public:
   virtual ~NodeListener() = default;
