@@ -49,6 +49,9 @@ class RedisServer {
   // several for one server reachable under several addresses, or 127.0.0.2 for one that moved.
   // The first is the one address() names and start() waits on. Not empty.
   void set_bind_hosts(std::vector<std::string> hosts) { bind_hosts_ = std::move(hosts); }
+  // The port of the next start, before the first one (default: a free one): a second server on
+  // another bind host with the port of the first, where a node "moved" to.
+  void set_port(std::uint16_t port) { port_ = port; }
   // The persistence of the next start (a node whose operator changed its config across a restart).
   void set_persistence(Persistence persistence) { persistence_ = persistence; }
 

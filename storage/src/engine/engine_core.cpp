@@ -64,8 +64,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
     quarantined_flags_[i] = false;
     quarantine_timers_.push_back(std::make_unique<asio::steady_timer>(strand_));
     RedisNodeOptions node_options = base;
-    node_options.host = options_.nodes[i].host;
-    node_options.port = options_.nodes[i].port;
+    node_options.address = options_.nodes[i];
+    node_options.resolve_timeout = options_.resolve_timeout;
     nodes_.push_back(std::make_shared<RedisNode>(strand_, i, std::move(node_options), this));
   }
 }
@@ -77,8 +77,8 @@ void EngineCore::start() {
   // Subscribers are made here, not in the constructor: their handler holds a weak reference.
   for (const auto& node : options_.nodes) {
     ReleaseSubscriberOptions sub;
-    sub.host = node.host;
-    sub.port = node.port;
+    sub.address = node;
+    sub.resolve_timeout = options_.resolve_timeout;
     sub.channel = std::string(kAnnouncementChannel);
     sub.credentials = options_.credentials;
     sub.subscribe_timeout = options_.connect_timeout + options_.node_timeout;
@@ -333,6 +333,16 @@ void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
 
 void EngineCore::on_node_refused(std::size_t node, const std::string& why) {
   if (observer_ != nullptr) observer_->on_node_refused(node, nodes_[node]->address(), why);
+}
+
+void EngineCore::on_node_unresolved(std::size_t node, const std::string& why) {
+  if (observer_ != nullptr) observer_->on_node_unresolved(node, nodes_[node]->address(), why);
+}
+
+void EngineCore::on_node_address_changed(std::size_t node, const std::string& from,
+                                         const std::string& to) {
+  if (observer_ != nullptr)
+    observer_->on_node_address_changed(node, nodes_[node]->address(), from, to);
 }
 
 void EngineCore::on_node_down(std::size_t node, const std::string& why) {

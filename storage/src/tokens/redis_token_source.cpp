@@ -111,8 +111,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
 
   void start() {
     RedisNodeOptions node;
-    node.host = options_.master.host;
-    node.port = options_.master.port;
+    node.address = options_.master;
     node.command_timeout = options_.timeout;
     node.connect_timeout = options_.connect_timeout;
     node.credentials = options_.credentials;

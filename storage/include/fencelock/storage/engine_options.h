@@ -51,6 +51,10 @@ struct EngineOptions {
   // 60 s.
   std::chrono::milliseconds connect_timeout{250};
 
+  // Longest wait for one resolution of a node's DNS name, before every (re)connect. Default 5 s;
+  // 1 ms .. 60 s. Unused for IP addresses.
+  std::chrono::milliseconds resolve_timeout{5000};
+
   // Reconnect backoff after a lost connection: starts at the minimum, doubles per failure up to
   // the maximum, ±25% jitter. Defaults 50 ms and 2 s; 1 ms .. 60 s, min <= max.
   std::chrono::milliseconds reconnect_min{50};
