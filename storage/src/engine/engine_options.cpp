@@ -26,7 +26,7 @@ std::string bound_message(milliseconds low, milliseconds high) {
 }  // namespace
 
 Result<NodeAddress> parse_node_address(std::string_view text) {
-  auto parsed = parse_host_port(text);
+  auto parsed = parse_address(text);
   if (!parsed) return invalid(std::move(parsed).error());
   return std::move(parsed).value();
 }

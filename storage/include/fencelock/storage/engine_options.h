@@ -14,11 +14,11 @@
 
 namespace fencelock::storage {
 
-// A lock node's (or the token master's) address: numeric host and port (fencelock/host_port.h).
+// A lock node's (or a token source's) address: an IP address or a DNS name, and a port
+// (fencelock/host_port.h). Names are resolved asynchronously at every (re)connect.
 using NodeAddress = fencelock::HostPort;
 
-// Parses "HOST:PORT" (IPv4 or "localhost") or "[IPV6]:PORT". Host names other than localhost
-// are refused: hiredis 0.14 would resolve them with a blocking getaddrinfo on the event loop.
+// Parses "HOST:PORT" (an IPv4 address or a DNS name, "localhost" included) or "[IPV6]:PORT".
 // Errors: kInvalidArgument, the message saying what is wrong ("port must be 1..65535"); the caller
 // names the text.
 Result<NodeAddress> parse_node_address(std::string_view text);
