@@ -428,7 +428,8 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
              {{"status", nodes_ok ? "ok" : "unavailable"},
               {"voting", voting},
               {"total", engine_.node_count()},
-              {"quorum", engine_.quorum()}}},
+              {"quorum", engine_.quorum()},
+              {"unresolved", engine_.unresolved_nodes()}}},
             {"token_source", std::move(token_source)}};
   ApiResponse response = ok(body);
   if (!nodes_ok || !tokens_ok) response.status = 503;

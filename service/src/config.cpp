@@ -299,8 +299,9 @@ FlagSpec listen_flag() {
   auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
     std::string_view text;
     if (auto problem = read_text(in, "a string \"HOST:PORT\"", text)) return problem;
-    auto address = storage::parse_node_address(text);
-    if (!address) return address_problem(text, address.error());
+    // Numeric or localhost only: binding to a name's addresses is another feature.
+    auto address = fencelock::parse_host_port(text);
+    if (!address) return in_quotes(text) + ": " + address.error();
     c.listen = std::move(address).value();
     return std::nullopt;
   };
@@ -352,7 +353,8 @@ FlagSpec redis_flag() {
   };
   return {"redis", "HOST:PORT[,...]",
           "The independent Redis masters holding the locks (required): 1..15 distinct nodes, "
-          "numeric IPs or localhost; an odd count is recommended.",
+          "IP addresses or DNS names (resolved again at every reconnect; each name must lead to "
+          "exactly one Redis server); an odd count is recommended.",
           std::move(apply), std::move(show)};
 }
 
@@ -467,7 +469,8 @@ FlagSpec tokens_flag() {
           "redis://HOST:PORT (a dedicated master shared by several fencelockd; not a lock node) or "
           "etcd://HOST:PORT[,HOST:PORT...][?prefix=P][&floor=N] (an etcd cluster's members: no "
           "single point of failure; give it --token-timeout 1s; floor=N, for moving from another "
-          "source, makes tokens start above N when the prefix is first used).",
+          "source, makes tokens start above N when the prefix is first used). HOST: an IP address "
+          "or a DNS name, resolved at every (re)connect.",
           std::move(apply), std::move(show)};
 }
 

@@ -34,7 +34,8 @@ enum class TokenBackend {
 };
 
 struct ServiceConfig {
-  // --listen HOST:PORT. Default 127.0.0.1:8080; numeric IP or localhost, port 1..65535.
+  // --listen HOST:PORT. Default 127.0.0.1:8080; numeric IP or localhost (not a DNS name), port
+  // 1..65535.
   storage::NodeAddress listen{"127.0.0.1", 8080};
 
   // --redis HOST:PORT[,HOST:PORT...] fills engine.nodes (required, 1..15 nodes); the other engine

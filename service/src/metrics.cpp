@@ -327,7 +327,7 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
     std::string_view help;
     std::uint64_t storage::NodeStatus::*field;
   };
-  static constexpr std::array<NodeCounter, 4> kNodeCounters{{
+  static constexpr std::array<NodeCounter, 6> kNodeCounters{{
       {"fencelock_node_commands_total", "Commands sent to the lock node.",
        &storage::NodeStatus::commands},
       {"fencelock_node_errors_total", "Error replies from the lock node.",
@@ -336,6 +336,12 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
        &storage::NodeStatus::timeouts},
       {"fencelock_node_disconnects_total", "Connections to the lock node lost.",
        &storage::NodeStatus::disconnects},
+      {"fencelock_node_resolve_failures_total",
+       "Resolutions of the lock node's DNS name that failed.",
+       &storage::NodeStatus::resolve_failures},
+      {"fencelock_node_address_changes_total",
+       "Connections to the lock node that reached another IP address than the last one.",
+       &storage::NodeStatus::address_changes},
   }};
   for (const NodeCounter& counter : kNodeCounters) {
     text.family(counter.name, "counter", counter.help);

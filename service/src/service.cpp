@@ -61,6 +61,16 @@ class LoggingObserver final : public storage::EngineObserver {
   void on_node_refused(std::size_t, const std::string& address, const std::string& why) override {
     log_event(LogLevel::kError, "lock_node_refused", "node=" + address + " reason=\"" + why + "\"");
   }
+  void on_node_unresolved(std::size_t, const std::string& address,
+                          const std::string& why) override {
+    log_event(LogLevel::kError, "lock_node_unresolved",
+              "node=" + address + " reason=\"" + why + "\"");
+  }
+  void on_node_address_changed(std::size_t, const std::string& address, const std::string& from,
+                               const std::string& to) override {
+    log_event(LogLevel::kInfo, "lock_node_address_changed",
+              "node=" + address + " from=" + from + " to=" + to);
+  }
   void on_operation(const storage::OperationReport& report) override {
     metrics_.on_operation(report);
   }

@@ -255,7 +255,7 @@ TEST_CASE("a malformed value is refused with a one-line message that starts with
       {{"--redis", ""}, "--redis: needs at least one HOST:PORT"},
       {{"--redis", "127.0.0.1:7000,,127.0.0.1:7001"}, "--redis: empty entry in the node list"},
       {{"--redis", "127.0.0.1:7000,"}, "--redis: empty entry in the node list"},
-      {{"--redis", "redis.example:6379"}, "--redis: 'redis.example:6379': host must be"},
+      {{"--redis", "redis.example_:6379"}, "--redis: 'redis.example_:6379': host must be"},
       {{"--redis", "127.0.0.1"}, "--redis: '127.0.0.1': expected HOST:PORT"},
       {{"--quarantine", "maybe"}, "--quarantine: expected on or off"},
       {{"--tokens-unsafe-persistence=maybe"}, "--tokens-unsafe-persistence: expected on or off"},
@@ -310,7 +310,10 @@ TEST_CASE("a value outside its bounds is refused with the flag and the bounds", 
       {{"--max-ttl", "1441m"}, "--min-ttl/--max-ttl: must satisfy"},
       {{"--key-prefix", std::string(65, 'k')}, "--key-prefix: must be at most 64 bytes"},
       {{"--redis", sixteen_nodes}, "--redis: need 1 to 15 Redis nodes, got 16"},
-      {{"--redis", "127.0.0.1:7000,localhost:7000"}, "--redis: 127.0.0.1:7000 is listed twice"},
+      {{"--redis", "127.0.0.1:7000,127.0.0.1:7000"}, "--redis: 127.0.0.1:7000 is listed twice"},
+      {{"--redis", "redis1:7000,REDIS1.:7000"}, "--redis: redis1:7000 is listed twice"},
+      {{"--redis", "redis_1:7000"}, "--redis: 'redis_1:7000': host must be an IP address or a DNS"},
+      {{"--tokens", "redis://-x:1"}, "--tokens: 'redis://-x:1': host must be an IP address or a"},
   }));
   CAPTURE(args);
   Args full = args;
@@ -374,7 +377,8 @@ TEST_CASE("the tokens flag takes sqlite:PATH, redis://HOST:PORT or etcd://HOST:P
         {"sqlite:tokens.db", TokenBackend::kSqlite, "tokens.db"},
         {"sqlite:./a b.db", TokenBackend::kSqlite, "./a b.db"},
         {"redis://127.0.0.1:6400", TokenBackend::kRedis, "127.0.0.1:6400"},
-        {"redis://localhost:6400", TokenBackend::kRedis, "127.0.0.1:6400"},
+        {"redis://localhost:6400", TokenBackend::kRedis, "localhost:6400"},
+        {"redis://Redis-Tokens.internal:6400", TokenBackend::kRedis, "redis-tokens.internal:6400"},
         {"redis://[::1]:6400", TokenBackend::kRedis, "[::1]:6400"},
     }));
     CAPTURE(text);
@@ -391,7 +395,7 @@ TEST_CASE("the tokens flag takes sqlite:PATH, redis://HOST:PORT or etcd://HOST:P
         {"sqlite:", "--tokens: expected sqlite:PATH with a path of 1 to 4096 bytes, got 'sqlite:'"},
         {"redis://", "--tokens: 'redis://': expected HOST:PORT"},
         {"redis://127.0.0.1", "--tokens: 'redis://127.0.0.1': expected HOST:PORT"},
-        {"redis://tokens.example:6379", "--tokens: 'redis://tokens.example:6379': host must be"},
+        {"redis://tokens.127:6379", "--tokens: 'redis://tokens.127:6379': host must be"},
         {"redis://127.0.0.1:6400/0", "--tokens: 'redis://127.0.0.1:6400/0': port must be"},
         {"postgres://127.0.0.1:5432",
          "--tokens: expected sqlite:PATH, redis://HOST:PORT or "
@@ -400,7 +404,7 @@ TEST_CASE("the tokens flag takes sqlite:PATH, redis://HOST:PORT or etcd://HOST:P
         {"SQLITE:/x.db", "--tokens: expected sqlite:PATH, redis://HOST:PORT or etcd://"},
         {"etcd://", "--tokens: '': expected HOST:PORT"},
         {"etcd://127.0.0.1:2379,", "--tokens: '': expected HOST:PORT"},
-        {"etcd://etcd.example:2379", "--tokens: 'etcd.example:2379': host must be"},
+        {"etcd://etcd-.example:2379", "--tokens: 'etcd-.example:2379': host must be"},
         {"etcd://127.0.0.1:2379?bucket=x", "--tokens: the etcd options are prefix=P and floor=N"},
         {"etcd://127.0.0.1:2379?prefix=a&", "--tokens: the etcd options are prefix=P and floor=N"},
         {"etcd://127.0.0.1:2379?floor=", "--tokens: the etcd floor must be a whole number"},
@@ -421,7 +425,7 @@ TEST_CASE("the tokens flag takes sqlite:PATH, redis://HOST:PORT or etcd://HOST:P
             .config;
     CHECK(c.token_backend == TokenBackend::kEtcd);
     REQUIRE(c.etcd_endpoints.size() == 3);
-    CHECK(c.etcd_endpoints[1].to_string() == "127.0.0.1:2479");
+    CHECK(c.etcd_endpoints[1].to_string() == "localhost:2479");
     CHECK(c.etcd_prefix == "fencelock/token/");
     CHECK(c.etcd_floor == 0);
     c = accepted(with_redis({"--tokens", "etcd://127.0.0.1:2379?prefix=team-a/tokens/"})).config;

@@ -375,6 +375,8 @@ TEST_CASE("the whole output parses as the text format with HELP and TYPE before 
       {"fencelock_node_disconnects_total", "counter"},
       {"fencelock_node_transitions_total", "counter"},
       {"fencelock_node_quarantines_total", "counter"},
+      {"fencelock_node_resolve_failures_total", "counter"},
+      {"fencelock_node_address_changes_total", "counter"},
       {"fencelock_http_open_connections", "gauge"},
   };
   CHECK(text.types == expected);

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -27,13 +28,12 @@ constexpr int kStartAttempts = 5;  // a port picked free can be taken by a paral
 constexpr auto kReadyTimeout = std::chrono::seconds(10);
 
 std::vector<std::string> server_arguments(std::uint16_t port, const std::filesystem::path& data_dir,
-                                          const std::filesystem::path& log,
-                                          Persistence persistence) {
+                                          const std::filesystem::path& log, Persistence persistence,
+                                          const std::vector<std::string>& bind_hosts) {
   std::vector<std::string> args = {redis_server_binary(),
                                    "--port",
                                    std::to_string(port),
                                    "--bind",
-                                   "127.0.0.1",
                                    "--dir",
                                    data_dir.string(),
                                    "--logfile",
@@ -48,6 +48,8 @@ std::vector<std::string> server_arguments(std::uint16_t port, const std::filesys
                                    "local",
                                    "--databases",
                                    "1"};
+  const auto bind = std::find(args.begin(), args.end(), "--bind");
+  args.insert(bind + 1, bind_hosts.begin(), bind_hosts.end());
   switch (persistence) {
     case Persistence::kNone:
       args.insert(args.end(), {"--appendonly", "no"});
@@ -113,7 +115,7 @@ RedisServer::~RedisServer() {
 }
 
 std::string RedisServer::address() const {
-  return "127.0.0.1:" + std::to_string(port_);
+  return bind_hosts_.front() + ":" + std::to_string(port_);
 }
 
 std::string RedisServer::log_tail(std::size_t max_bytes) const {
@@ -125,7 +127,7 @@ std::string RedisServer::log_tail(std::size_t max_bytes) const {
 void RedisServer::spawn() {
   if (running()) return;
   if (port_ == 0) port_ = pick_free_port();
-  process_.start(server_arguments(port_, data_dir_, dir_ / "redis.log", persistence_),
+  process_.start(server_arguments(port_, data_dir_, dir_ / "redis.log", persistence_, bind_hosts_),
                  dir_ / "console.log", env_);
   paused_ = false;
 }
@@ -138,7 +140,7 @@ void RedisServer::wait_ready() {
                                " exited at start:\n" + log_tail());
     }
     // Ready when *our* process answers: another server on a reused port would answer PING too.
-    SyncRedis probe(port_, std::chrono::milliseconds(200));
+    SyncRedis probe(bind_hosts_.front(), port_, std::chrono::milliseconds(200));
     if (probe.ping() && probe.info_field("server", "process_id") == std::to_string(pid())) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

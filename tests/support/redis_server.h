@@ -45,6 +45,13 @@ class RedisServer {
   // "NAME=value" entries added to the server's environment from its next start on (e.g. an
   // LD_PRELOAD clock shim, tests/faults/clock_shim.cpp).
   void set_environment(std::vector<std::string> env) { env_ = std::move(env); }
+  // The loopback addresses the server listens on from its next start (default: 127.0.0.1 only):
+  // several for one server reachable under several addresses, or 127.0.0.2 for one that moved.
+  // The first is the one address() names and start() waits on. Not empty.
+  void set_bind_hosts(std::vector<std::string> hosts) { bind_hosts_ = std::move(hosts); }
+  // The port of the next start, before the first one (default: a free one): a second server on
+  // another bind host with the port of the first, where a node "moved" to.
+  void set_port(std::uint16_t port) { port_ = port; }
   // The persistence of the next start (a node whose operator changed its config across a restart).
   void set_persistence(Persistence persistence) { persistence_ = persistence; }
 
@@ -57,7 +64,7 @@ class RedisServer {
   bool paused() const noexcept { return paused_; }
   pid_t pid() const noexcept { return process_.pid(); }
   std::uint16_t port() const noexcept { return port_; }
-  std::string address() const;  // "127.0.0.1:<port>"
+  std::string address() const;  // "127.0.0.1:<port>" (the first bind host)
   const std::filesystem::path& data_dir() const noexcept { return data_dir_; }
   std::string log_tail(std::size_t max_bytes = 2000) const;
 
@@ -68,6 +75,7 @@ class RedisServer {
   std::uint16_t port_ = 0;
   ChildProcess process_;
   std::vector<std::string> env_;
+  std::vector<std::string> bind_hosts_{"127.0.0.1"};
   bool paused_ = false;
 };
 

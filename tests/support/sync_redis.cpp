@@ -17,7 +17,10 @@ timeval to_timeval(std::chrono::milliseconds timeout) {
 }  // namespace
 
 SyncRedis::SyncRedis(std::uint16_t port, std::chrono::milliseconds timeout)
-    : context_(redisConnectWithTimeout("127.0.0.1", port, to_timeval(timeout)), &redisFree) {
+    : SyncRedis("127.0.0.1", port, timeout) {}
+
+SyncRedis::SyncRedis(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout)
+    : context_(redisConnectWithTimeout(host.c_str(), port, to_timeval(timeout)), &redisFree) {
   if (context_ && context_->err == 0) redisSetTimeout(context_.get(), to_timeval(timeout));
 }
 

@@ -27,6 +27,9 @@ class SyncRedis {
   // answers kDisconnected, which is what a test of a dead node wants to see.
   explicit SyncRedis(std::uint16_t port,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
+  // The same on another loopback address ("127.0.0.2").
+  SyncRedis(const std::string& host, std::uint16_t port,
+            std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
   ~SyncRedis();
   SyncRedis(const SyncRedis&) = delete;
   SyncRedis& operator=(const SyncRedis&) = delete;

@@ -64,8 +64,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
     quarantined_flags_[i] = false;
     quarantine_timers_.push_back(std::make_unique<asio::steady_timer>(strand_));
     RedisNodeOptions node_options = base;
-    node_options.host = options_.nodes[i].host;
-    node_options.port = options_.nodes[i].port;
+    node_options.address = options_.nodes[i];
+    node_options.resolve_timeout = options_.resolve_timeout;
     nodes_.push_back(std::make_shared<RedisNode>(strand_, i, std::move(node_options), this));
   }
 }
@@ -77,8 +77,8 @@ void EngineCore::start() {
   // Subscribers are made here, not in the constructor: their handler holds a weak reference.
   for (const auto& node : options_.nodes) {
     ReleaseSubscriberOptions sub;
-    sub.host = node.host;
-    sub.port = node.port;
+    sub.address = node;
+    sub.resolve_timeout = options_.resolve_timeout;
     sub.channel = std::string(kAnnouncementChannel);
     sub.credentials = options_.credentials;
     sub.subscribe_timeout = options_.connect_timeout + options_.node_timeout;
@@ -309,6 +309,20 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   refresh_quarantines();
 }
 
+std::optional<std::string> EngineCore::refusal_of(std::size_t node, const NodeIdentity& identity) {
+  // A quorum counts servers, not configured addresses: "localhost:7000" and "127.0.0.1:7000", or
+  // two DNS names of one pod, would otherwise give one server two votes — a majority of slots
+  // without a majority of servers, i.e. a double grant. The first slot up keeps the server.
+  for (std::size_t other = 0; other < nodes_.size(); ++other) {
+    if (other == node || !nodes_[other]->ready() || trust_.run_id(other) != identity.run_id)
+      continue;
+    return "answers as the same Redis server (run_id " + identity.run_id + ") as " +
+           nodes_[other]->address() +
+           ": two addresses of one server, which votes once; list each server once";
+  }
+  return std::nullopt;
+}
+
 void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
   for (const std::size_t node : nodes) {
     RespCommand admit(4);
@@ -319,6 +333,16 @@ void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
 
 void EngineCore::on_node_refused(std::size_t node, const std::string& why) {
   if (observer_ != nullptr) observer_->on_node_refused(node, nodes_[node]->address(), why);
+}
+
+void EngineCore::on_node_unresolved(std::size_t node, const std::string& why) {
+  if (observer_ != nullptr) observer_->on_node_unresolved(node, nodes_[node]->address(), why);
+}
+
+void EngineCore::on_node_address_changed(std::size_t node, const std::string& from,
+                                         const std::string& to) {
+  if (observer_ != nullptr)
+    observer_->on_node_address_changed(node, nodes_[node]->address(), from, to);
 }
 
 void EngineCore::on_node_down(std::size_t node, const std::string& why) {

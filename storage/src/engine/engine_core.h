@@ -168,6 +168,12 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void on_node_ready(std::size_t node, const NodeIdentity& identity) override;
   void on_node_down(std::size_t node, const std::string& why) override;
   void on_node_refused(std::size_t node, const std::string& why) override;
+  void on_node_unresolved(std::size_t node, const std::string& why) override;
+  void on_node_address_changed(std::size_t node, const std::string& from,
+                               const std::string& to) override;
+  // Refuses a slot whose server already answers through another slot that is up (the same
+  // run_id): two addresses of one server must not vote twice.
+  std::optional<std::string> refusal_of(std::size_t node, const NodeIdentity& identity) override;
   void refresh_voting_count();
   void close_nodes();
   // Records on each node that its current incarnation votes (node_trust.h, rule 2).

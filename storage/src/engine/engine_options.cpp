@@ -26,7 +26,7 @@ std::string bound_message(milliseconds low, milliseconds high) {
 }  // namespace
 
 Result<NodeAddress> parse_node_address(std::string_view text) {
-  auto parsed = parse_host_port(text);
+  auto parsed = parse_address(text);
   if (!parsed) return invalid(std::move(parsed).error());
   return std::move(parsed).value();
 }
@@ -41,11 +41,9 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
                                   std::to_string(o.nodes.size()));
   }
   for (std::size_t i = 0; i < o.nodes.size(); ++i) {
-    if (!parse_host_port(o.nodes[i].to_string()).ok()) {
-      return problem(
-          {"nodes"},
-          "'" + o.nodes[i].to_string() +
-              "' needs a numeric IP address and a port (names would block the event loop)");
+    if (!parse_address(o.nodes[i].to_string()).ok()) {
+      return problem({"nodes"}, "'" + o.nodes[i].to_string() +
+                                    "' needs an IP address or a DNS name, and a port");
     }
     for (std::size_t j = i + 1; j < o.nodes.size(); ++j) {
       if (o.nodes[i].same_text(o.nodes[j])) {
@@ -58,6 +56,9 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
   }
   if (!in_range(o.connect_timeout, milliseconds(1), milliseconds(60'000))) {
     return problem({"connect_timeout"}, bound_message(milliseconds(1), milliseconds(60'000)));
+  }
+  if (!in_range(o.resolve_timeout, milliseconds(1), milliseconds(60'000))) {
+    return problem({"resolve_timeout"}, bound_message(milliseconds(1), milliseconds(60'000)));
   }
   if (!in_range(o.reconnect_min, milliseconds(1), milliseconds(60'000)) ||
       !in_range(o.reconnect_max, o.reconnect_min, milliseconds(60'000))) {

@@ -151,6 +151,14 @@ std::size_t RedlockEngine::quorum() const noexcept {
 std::size_t RedlockEngine::voting_nodes() const noexcept {
   return core_->voting_nodes();
 }
+
+std::size_t RedlockEngine::unresolved_nodes() const noexcept {
+  std::size_t unresolved = 0;
+  for (std::size_t i = 0; i < core_->node_count(); ++i) {
+    if (core_->node(i).counters().unresolved.load(std::memory_order_relaxed)) ++unresolved;
+  }
+  return unresolved;
+}
 const EngineOptions& RedlockEngine::options() const noexcept {
   return core_->options();
 }
@@ -181,6 +189,9 @@ std::vector<NodeStatus> RedlockEngine::node_statuses() const {
     status.errors = c.errors.load(std::memory_order_relaxed);
     status.timeouts = c.timeouts.load(std::memory_order_relaxed);
     status.disconnects = c.disconnects.load(std::memory_order_relaxed);
+    status.unresolved = c.unresolved.load(std::memory_order_relaxed);
+    status.resolve_failures = c.resolve_failures.load(std::memory_order_relaxed);
+    status.address_changes = c.address_changes.load(std::memory_order_relaxed);
     out.push_back(std::move(status));
   }
   return out;

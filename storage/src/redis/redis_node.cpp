@@ -61,8 +61,9 @@ RedisNode::RedisNode(asio::any_io_executor strand, std::size_t index, RedisNodeO
     : strand_(std::move(strand)),
       index_(index),
       options_(std::move(options)),
-      address_(options_.host + ":" + std::to_string(options_.port)),
+      address_(options_.address.to_string()),
       listener_(listener),
+      resolver_(strand_),
       deadline_timer_(strand_),
       reconnect_timer_(strand_),
       backoff_(options_.reconnect_min, options_.reconnect_max) {}
@@ -82,6 +83,7 @@ void RedisNode::stop() {
   const bool was_ready = state_ == State::kReady;
   state_ = State::kStopped;
   reconnect_timer_.cancel();
+  resolver_.cancel();
   if (counters_.up.exchange(false) && listener_ != nullptr)
     listener_->on_node_down(index_, "engine stopped");
   listener_ = nullptr;  // nothing reaches the engine after this
@@ -97,7 +99,45 @@ void RedisNode::stop() {
 }
 
 void RedisNode::connect() {
-  redisAsyncContext* context = redisAsyncConnect(options_.host.c_str(), options_.port);
+  if (next_candidate_ >= candidates_.size() && options_.address.is_literal()) {
+    candidates_ = {options_.address.host};  // exactly as written: no resolver, no extra hop
+    next_candidate_ = 0;
+  }
+  if (next_candidate_ < candidates_.size()) {
+    connect_to(candidates_[next_candidate_++]);
+    return;
+  }
+  state_ = State::kResolving;
+  resolver_.resolve(options_.address, options_.resolve_timeout,
+                    [weak = weak_from_this()](Result<AddressResolver::Endpoints> resolved) {
+                      if (const auto self = weak.lock()) self->on_resolved(std::move(resolved));
+                    });
+}
+
+void RedisNode::on_resolved(Result<AddressResolver::Endpoints> resolved) {
+  if (state_ != State::kResolving) return;
+  state_ = State::kIdle;
+  if (!resolved) {
+    counters_.resolve_failures.fetch_add(1, std::memory_order_relaxed);
+    counters_.unresolved = true;
+    const std::string& why = resolved.error().message;
+    if (why != last_unresolved_ && listener_ != nullptr) listener_->on_node_unresolved(index_, why);
+    last_unresolved_ = why;
+    schedule_reconnect(/*immediately=*/false);
+    return;
+  }
+  counters_.unresolved = false;
+  last_unresolved_.clear();
+  candidates_.clear();
+  for (const auto& endpoint : resolved.value())
+    candidates_.push_back(endpoint.address().to_string());
+  next_candidate_ = 0;
+  connect();
+}
+
+void RedisNode::connect_to(const std::string& ip) {
+  peer_ = HostPort{ip, options_.address.port}.to_string();
+  redisAsyncContext* context = redisAsyncConnect(ip.c_str(), options_.address.port);
   if (context == nullptr) {
     schedule_reconnect(/*immediately=*/false);
     return;
@@ -240,6 +280,13 @@ void RedisNode::connection_lost(const std::string& why) {
   }
   state_ = State::kIdle;
   if (was_up && listener_ != nullptr) listener_->on_node_down(index_, why);
+  if (!was_up && next_candidate_ < candidates_.size()) {
+    schedule_reconnect(/*immediately=*/true);  // the name's next address
+    return;
+  }
+  // Whatever comes next resolves the name again.
+  candidates_.clear();
+  next_candidate_ = 0;
   // A connection that was healthy is replaced at once (a timeout under load must not cost a
   // backoff); failures to get a healthy one back are paced by the backoff.
   schedule_reconnect(/*immediately=*/was_up);
@@ -299,9 +346,20 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     return;
   }
   if (--handshake_left_ != 0) return;
+  if (listener_ != nullptr) {
+    if (const auto refusal = listener_->refusal_of(index_, handshake_identity_)) {
+      refuse(*refusal);
+      return;
+    }
+  }
   state_ = State::kReady;
   backoff_.reset();
   last_refusal_.clear();
+  if (!last_ready_peer_.empty() && last_ready_peer_ != peer_) {
+    counters_.address_changes.fetch_add(1, std::memory_order_relaxed);
+    if (listener_ != nullptr) listener_->on_node_address_changed(index_, last_ready_peer_, peer_);
+  }
+  last_ready_peer_ = peer_;
   counters_.up = true;
   if (listener_ != nullptr) listener_->on_node_ready(index_, handshake_identity_);
 }

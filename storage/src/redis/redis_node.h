@@ -7,11 +7,15 @@
 // it is answered kTimeout or kDisconnected at once. hiredis 0.14 has no command timeouts; these
 // are ours, and they are what bounds an operation's wait on a bad node to the node timeout.
 //
-// Lifecycle: kIdle → kConnecting/handshake → kReady → (timeout, error, close) → kIdle → backoff →
-// kConnecting ... The handshake (INFO server with a minimum version, optionally CONFIG GET of the
-// persistence settings, SCRIPT LOAD of every script, optionally a probe command) runs on every new
-// connection: the node counts as ready, and reports its identity to the listener, only after it.
-// A send() while the node is not ready is answered kDisconnected, asynchronously.
+// Lifecycle: kIdle → kResolving → kHandshaking → kReady → (timeout, error, close) → kIdle →
+// backoff → kResolving ... Every (re)connect resolves the node's address again (that is how a
+// changed address is noticed; an IP literal skips the resolver) and hands hiredis only IP
+// literals: hiredis 0.14 resolves names with a blocking getaddrinfo. A connect or handshake that
+// fails tries the name's next address at once; after the last one, the backoff. The handshake (INFO
+// server with a minimum version, optionally CONFIG GET of the persistence settings, SCRIPT LOAD of
+// every script, optionally a probe command) runs on every new connection: the node counts as ready,
+// and reports its identity to the listener, only after it. A send() while the node is not ready is
+// answered kDisconnected, asynchronously.
 //
 // Threading: every member function, and every callback it makes, runs on the strand given at
 // construction. The counters are atomics and may be read from any thread.
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "fencelock/storage/engine_options.h"
+#include "net/address_resolver.h"
 #include "redis/node_reply.h"
 #include "redis/reconnect_backoff.h"
 #include "redis/resp_command.h"
@@ -68,14 +73,27 @@ class NodeListener {
   // The server answered, but the handshake refused it (too old, a script digest mismatch, an
   // error answer). Reported once per distinct reason; the node keeps retrying with backoff.
   virtual void on_node_refused(std::size_t /*node*/, const std::string& /*why*/) {}
+  // Asked once the handshake passed, before the node counts as ready: a reason refuses this
+  // server as on_node_refused does (reported once per distinct reason, retried with backoff).
+  // The address did not resolve (or to no address): why, once per distinct reason. The node
+  // stays down and tries again with backoff.
+  virtual void on_node_unresolved(std::size_t /*node*/, const std::string& /*why*/) {}
+  // A new connection reached another IP address than the previous one ("10.0.0.5:6379").
+  virtual void on_node_address_changed(std::size_t /*node*/, const std::string& /*from*/,
+                                       const std::string& /*to*/) {}
+  virtual std::optional<std::string> refusal_of(std::size_t /*node*/,
+                                                const NodeIdentity& /*identity*/) {
+    return std::nullopt;
+  }
 
  public:
   virtual ~NodeListener() = default;
 };
 
 struct RedisNodeOptions {
-  std::string host;  // a numeric IP address: hiredis resolves names with blocking getaddrinfo
-  std::uint16_t port = 6379;
+  NodeAddress address;  // an IP address or a DNS name, resolved at every (re)connect
+  // How long one resolution of a name may take before it counts as failed.
+  std::chrono::milliseconds resolve_timeout{5000};
   std::chrono::milliseconds command_timeout{50};
   std::chrono::milliseconds connect_timeout{250};
   std::chrono::milliseconds reconnect_min{50};
@@ -103,7 +121,10 @@ struct NodeCounters {
   std::atomic<std::uint64_t> errors{0};       // error replies
   std::atomic<std::uint64_t> timeouts{0};     // connections replaced because a command timed out
   std::atomic<std::uint64_t> disconnects{0};  // connections lost for any reason
+  std::atomic<std::uint64_t> resolve_failures{0};  // resolutions of the name that failed
+  std::atomic<std::uint64_t> address_changes{0};   // connections to another IP than the last
   std::atomic<bool> up{false};
+  std::atomic<bool> unresolved{false};  // the last resolution failed
 };
 
 class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNode> {
@@ -126,10 +147,14 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   std::size_t index() const noexcept { return index_; }
   const RedisNodeOptions& options() const noexcept { return options_; }
   const NodeCounters& counters() const noexcept { return counters_; }
+  // The address as configured ("redis1:6379"): what logs and metrics name the node by.
   const std::string& address() const noexcept { return address_; }
+  // The IP address and port of the current or last connection ("10.0.0.5:6379"), "" before the
+  // first. On the strand only.
+  const std::string& peer() const noexcept { return peer_; }
 
  private:
-  enum class State { kIdle, kHandshaking, kReady, kStopped };
+  enum class State { kIdle, kResolving, kHandshaking, kReady, kStopped };
   struct Pending {
     std::shared_ptr<ReplySink> sink;
     std::uint32_t cookie;
@@ -137,7 +162,9 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
     std::chrono::steady_clock::time_point deadline;
   };
 
-  void connect();
+  void connect();  // to the next address of the last resolution, or resolves again
+  void on_resolved(Result<AddressResolver::Endpoints> resolved);
+  void connect_to(const std::string& ip);
   void enqueue(const RespCommand& command, std::shared_ptr<ReplySink> sink, std::uint32_t cookie,
                std::chrono::steady_clock::time_point deadline);
   void arm_deadline_timer();
@@ -162,6 +189,12 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   NodeListener* listener_;
 
   State state_ = State::kIdle;
+  AddressResolver resolver_;
+  std::vector<std::string> candidates_;  // IP literals of the last resolution, in its order
+  std::size_t next_candidate_ = 0;
+  std::string peer_;             // "IP:port" of the connection being made or in use
+  std::string last_ready_peer_;  // of the last connection that passed its handshake
+  std::string last_unresolved_;  // reported to the listener; cleared once a resolution works
   redisAsyncContext* context_ = nullptr;
   std::deque<Pending> pending_;
   std::uint64_t next_seq_ = 1;

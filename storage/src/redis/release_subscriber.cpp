@@ -26,6 +26,7 @@ ReleaseSubscriber::ReleaseSubscriber(asio::any_io_executor strand, ReleaseSubscr
     : strand_(std::move(strand)),
       options_(std::move(options)),
       on_message_(std::move(on_message)),
+      resolver_(strand_),
       subscribe_timer_(strand_),
       reconnect_timer_(strand_),
       backoff_(options_.reconnect_min, options_.reconnect_max) {}
@@ -44,11 +45,42 @@ void ReleaseSubscriber::stop() {
   on_message_ = nullptr;
   subscribe_timer_.cancel();
   reconnect_timer_.cancel();
+  resolver_.cancel();
   teardown();
 }
 
 void ReleaseSubscriber::connect() {
-  redisAsyncContext* context = redisAsyncConnect(options_.host.c_str(), options_.port);
+  if (next_candidate_ >= candidates_.size() && options_.address.is_literal()) {
+    candidates_ = {options_.address.host};
+    next_candidate_ = 0;
+  }
+  if (next_candidate_ < candidates_.size()) {
+    connect_to(candidates_[next_candidate_++]);
+    return;
+  }
+  state_ = State::kResolving;
+  resolver_.resolve(options_.address, options_.resolve_timeout,
+                    [weak = weak_from_this()](Result<AddressResolver::Endpoints> resolved) {
+                      if (const auto self = weak.lock()) self->on_resolved(std::move(resolved));
+                    });
+}
+
+void ReleaseSubscriber::on_resolved(Result<AddressResolver::Endpoints> resolved) {
+  if (state_ != State::kResolving) return;
+  state_ = State::kIdle;
+  candidates_.clear();
+  next_candidate_ = 0;
+  if (!resolved) {  // the lock node itself reports it (RedisNode shares the name)
+    schedule_reconnect();
+    return;
+  }
+  for (const auto& endpoint : resolved.value())
+    candidates_.push_back(endpoint.address().to_string());
+  connect();
+}
+
+void ReleaseSubscriber::connect_to(const std::string& ip) {
+  redisAsyncContext* context = redisAsyncConnect(ip.c_str(), options_.address.port);
   if (context == nullptr) {
     connection_lost();
     return;
@@ -106,7 +138,12 @@ void ReleaseSubscriber::teardown() {
 void ReleaseSubscriber::connection_lost() {
   subscribe_timer_.cancel();
   if (state_ == State::kStopped) return;
+  const bool was_subscribed = state_ == State::kSubscribed;
   state_ = State::kIdle;
+  if (was_subscribed || next_candidate_ >= candidates_.size()) {
+    candidates_.clear();  // the next attempt resolves the name again
+    next_candidate_ = 0;
+  }
   schedule_reconnect();
 }
 

@@ -4,7 +4,8 @@
 //
 // Announcements only speed up hand-off between fencelockd instances; nothing depends on hearing
 // them (a waiter that hears nothing still retries on its timer). So the subscriber is simple: it
-// connects, subscribes, and on any loss reconnects with backoff. Its only deadline is the one on
+// resolves its address (every time: see redis_node.h), connects to each address in turn,
+// subscribes, and on any loss reconnects with backoff. Its only deadline is the one on
 // connecting and subscribing; TCP keepalive finds a peer that vanished without a reset. It cannot
 // tell a paused node from a quiet one (hiredis 0.14 cannot PING in subscribe mode); the other
 // nodes of the quorum announce the same releases meanwhile.
@@ -23,15 +24,17 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fencelock/storage/engine_options.h"
+#include "net/address_resolver.h"
 #include "redis/reconnect_backoff.h"
 
 namespace fencelock::storage {
 
 struct ReleaseSubscriberOptions {
-  std::string host;  // numeric IP address
-  std::uint16_t port = 6379;
+  NodeAddress address;                              // resolved at every (re)connect
+  std::chrono::milliseconds resolve_timeout{5000};  // of one resolution
   std::string channel;
   RedisCredentials credentials;                      // AUTH before SUBSCRIBE when not empty
   std::chrono::milliseconds subscribe_timeout{300};  // connect + SUBSCRIBE confirmed
@@ -55,9 +58,11 @@ class ReleaseSubscriber : public std::enable_shared_from_this<ReleaseSubscriber>
   bool subscribed() const noexcept { return state_ == State::kSubscribed; }
 
  private:
-  enum class State { kIdle, kSubscribing, kSubscribed, kStopped };
+  enum class State { kIdle, kResolving, kSubscribing, kSubscribed, kStopped };
 
-  void connect();
+  void connect();  // to the next address of the last resolution, or resolves again
+  void on_resolved(Result<AddressResolver::Endpoints> resolved);
+  void connect_to(const std::string& ip);
   void teardown();  // drop the connection (ours), reconnect later
   void connection_lost();
   void schedule_reconnect();
@@ -69,6 +74,9 @@ class ReleaseSubscriber : public std::enable_shared_from_this<ReleaseSubscriber>
   boost::asio::any_io_executor strand_;
   ReleaseSubscriberOptions options_;
   MessageHandler on_message_;
+  AddressResolver resolver_;
+  std::vector<std::string> candidates_;  // IP literals of the last resolution, in its order
+  std::size_t next_candidate_ = 0;
   State state_ = State::kIdle;
   redisAsyncContext* context_ = nullptr;
   std::uint64_t generation_ = 0;  // of context_: a timer armed for an older one does nothing

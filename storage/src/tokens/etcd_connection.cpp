@@ -11,7 +11,7 @@ namespace http = beast::http;
 using tcp = boost::asio::ip::tcp;
 
 Connection::Connection(const boost::asio::any_io_executor& strand, NodeAddress endpoint)
-    : endpoint_(std::move(endpoint)), stream_(strand) {}
+    : endpoint_(std::move(endpoint)), stream_(strand), resolver_(strand) {}
 
 void Connection::post(std::string_view target, std::string body, std::chrono::milliseconds deadline,
                       Handler done) {
@@ -28,18 +28,26 @@ void Connection::post(std::string_view target, std::string body, std::chrono::mi
     send();
     return;
   }
-  boost::system::error_code ec;
-  const auto address = boost::asio::ip::make_address(endpoint_.host, ec);
-  if (ec) {
-    fail("bad address", ec);
+  // Weak: the resolver this connection owns holds the handler; nobody waits once it is gone.
+  resolver_.resolve(endpoint_, deadline_,
+                    [weak = weak_from_this()](Result<AddressResolver::Endpoints> resolved) {
+                      if (const auto self = weak.lock()) self->on_resolved(std::move(resolved));
+                    });
+}
+
+void Connection::on_resolved(Result<AddressResolver::Endpoints> resolved) {
+  if (!resolved) {
+    fail_with(resolved.error().message);
     return;
   }
-  stream_.async_connect(tcp::endpoint(address, endpoint_.port),
-                        [self = shared_from_this()](const boost::system::error_code& error) {
-                          if (error) return self->fail("connect", error);
-                          self->connected_ = true;
-                          self->send();
-                        });
+  // Every address in turn, within what is left of the request's deadline (expires_after above).
+  stream_.async_connect(
+      resolved.value(),
+      [self = shared_from_this()](const boost::system::error_code& error, const tcp::endpoint&) {
+        if (error) return self->fail("connect", error);
+        self->connected_ = true;
+        self->send();
+      });
 }
 
 void Connection::send() {
@@ -62,13 +70,16 @@ void Connection::send() {
 }
 
 void Connection::fail(const std::string& what, const boost::system::error_code& ec) {
+  fail_with(what + ": " +
+            (ec == beast::error::timeout
+                 ? "no answer within " + std::to_string(deadline_.count()) + " ms"
+                 : ec.message()));
+}
+
+void Connection::fail_with(const std::string& why) {
   close();
-  const std::string why = ec == beast::error::timeout
-                              ? "no answer within " + std::to_string(deadline_.count()) + " ms"
-                              : ec.message();
   auto done = std::move(done_);
-  done(make_error(ErrorCode::kUnavailable,
-                  "etcd member " + endpoint_.to_string() + ": " + what + ": " + why));
+  done(make_error(ErrorCode::kUnavailable, "etcd member " + endpoint_.to_string() + ": " + why));
 }
 
 void Connection::close() {

@@ -1,6 +1,8 @@
 // One keep-alive HTTP/1.1 connection to one etcd member's JSON gateway, for the etcd token source.
 // One request at a time (the caller queues); each has a deadline that covers connecting, writing
-// and reading. Any failure closes the connection; the next request connects again.
+// and reading — and resolving the member's name first, for a new connection (net/
+// address_resolver.h: never blocking the loop; every address is tried). Any failure closes the
+// connection; the next request resolves and connects again, so a member that moved is found.
 // Threading: use it on one strand (the one it was made with); handlers run there.
 #pragma once
 
@@ -17,6 +19,7 @@
 
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/result.h"
+#include "net/address_resolver.h"
 
 namespace fencelock::storage::etcd {
 
@@ -34,19 +37,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Connection(const boost::asio::any_io_executor& strand, NodeAddress endpoint);
 
-  // POSTs `body` (JSON) to `target`. Errors: kUnavailable (cannot connect, closed, slower than
-  // `deadline`, or an oversized answer), naming the endpoint.
+  // POSTs `body` (JSON) to `target`. Errors: kUnavailable (cannot resolve or connect, closed,
+  // slower than `deadline`, or an oversized answer), naming the endpoint.
   void post(std::string_view target, std::string body, std::chrono::milliseconds deadline,
             Handler done);
   void close();
   const NodeAddress& endpoint() const noexcept { return endpoint_; }
 
  private:
+  void on_resolved(Result<AddressResolver::Endpoints> resolved);
   void send();
   void fail(const std::string& what, const boost::system::error_code& ec);
+  void fail_with(const std::string& why);
 
   NodeAddress endpoint_;
   boost::beast::tcp_stream stream_;
+  AddressResolver resolver_;
   boost::beast::flat_buffer buffer_;
   bool connected_ = false;
   std::chrono::milliseconds deadline_{};

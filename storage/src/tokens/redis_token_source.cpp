@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <optional>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "fencelock/names.h"
+#include "net/resolver_override.h"
 #include "redis/redis_node.h"
 #include "tokens/epoch_file.h"
 #include "tokens/token_epoch_script.h"
@@ -44,15 +47,43 @@ std::string config_value(redisContext* c, const char* name) {
   return value;
 }
 
+// The master's IP addresses for the startup check: a literal as it is, a name through the system
+// resolver — blocking, which is fine before the event loop runs (bounded by resolv.conf).
+Result<std::vector<std::string>> master_ips(const NodeAddress& master) {
+  if (master.is_literal()) return std::vector<std::string>{master.host};
+  const std::string where =
+      "token master " + master.to_string() + ": cannot resolve " + master.host;
+  if (const auto answer = overridden_answer(master.host)) {  // tests
+    if (!answer->failure.empty())
+      return make_error(ErrorCode::kUnavailable, where + ": " + answer->failure);
+    return answer->addresses;
+  }
+  asio::io_context io;
+  asio::ip::tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  const auto results = resolver.resolve(master.host, std::to_string(master.port),
+                                        asio::ip::tcp::resolver::numeric_service, ec);
+  if (ec) return make_error(ErrorCode::kUnavailable, where + ": " + ec.message());
+  std::vector<std::string> ips;
+  for (const auto& entry : results) ips.push_back(entry.endpoint().address().to_string());
+  return ips;
+}
+
 // Blocking, at startup only. Returns "" when the master is durable enough, else what is wrong.
 Result<std::string> check_persistence(const RedisTokenOptions& o) {
-  std::unique_ptr<redisContext, void (*)(redisContext*)> c(
-      redisConnectWithTimeout(o.master.host.c_str(), o.master.port, to_timeval(o.connect_timeout)),
-      &redisFree);
-  if (!c || c->err != 0) {
+  auto ips = master_ips(o.master);
+  if (!ips) return std::move(ips).error();
+  std::unique_ptr<redisContext, void (*)(redisContext*)> c(nullptr, &redisFree);
+  std::string unreachable = o.master.host + " has no address";
+  for (const std::string& ip : ips.value()) {  // the first address that answers
+    c.reset(redisConnectWithTimeout(ip.c_str(), o.master.port, to_timeval(o.connect_timeout)));
+    if (c && c->err == 0) break;
+    unreachable = c ? c->errstr : "out of memory";
+    c.reset();
+  }
+  if (!c) {
     return make_error(ErrorCode::kUnavailable,
-                      "token master " + o.master.to_string() +
-                          " is unreachable: " + (c ? c->errstr : "out of memory"));
+                      "token master " + o.master.to_string() + " is unreachable: " + unreachable);
   }
   redisSetTimeout(c.get(), to_timeval(std::max(o.timeout, std::chrono::milliseconds(1000))));
   if (!o.credentials.empty()) {
@@ -111,8 +142,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
 
   void start() {
     RedisNodeOptions node;
-    node.host = options_.master.host;
-    node.port = options_.master.port;
+    node.address = options_.master;
     node.command_timeout = options_.timeout;
     node.connect_timeout = options_.connect_timeout;
     node.credentials = options_.credentials;

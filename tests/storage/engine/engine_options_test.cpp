@@ -5,17 +5,18 @@
 using namespace std::chrono_literals;
 using namespace fencelock::storage;
 
-TEST_CASE("node addresses are numeric IPs or localhost with a port", "[storage]") {
+TEST_CASE("node addresses are IP addresses or DNS names with a port", "[storage]") {
   SECTION("accepted") {
     CHECK(parse_node_address("127.0.0.1:6379").value().to_string() == "127.0.0.1:6379");
-    CHECK(parse_node_address("localhost:7000").value().host == "127.0.0.1");
+    CHECK(parse_node_address("localhost:7000").value().host == "localhost");
+    CHECK(parse_node_address("Redis-0.redis:7000").value().to_string() == "redis-0.redis:7000");
     CHECK(parse_node_address("[::1]:7000").value().host == "::1");
     CHECK(parse_node_address("[::1]:7000").value().to_string() == "[::1]:7000");
   }
   SECTION("refused") {
     const std::string text =
         GENERATE(as<std::string>{}, "", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
-                 "127.0.0.1:80x", "redis.example:6379", "::1:6379", "[::1]6379", ":6379");
+                 "127.0.0.1:80x", "redis_1:6379", "::1:6379", "[::1]6379", ":6379");
     CHECK(parse_node_address(text).error().code == ErrorCode::kInvalidArgument);
   }
 }

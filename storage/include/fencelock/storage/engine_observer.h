@@ -38,6 +38,14 @@ class EngineObserver {
   // The node answered but cannot be used (too old, scripts refused): why, once per reason.
   virtual void on_node_refused(std::size_t /*node*/, const std::string& /*address*/,
                                const std::string& /*why*/) {}
+  // The node's name did not resolve (or to no address): why, once per distinct reason. The node
+  // is down and tries again with backoff.
+  virtual void on_node_unresolved(std::size_t /*node*/, const std::string& /*address*/,
+                                  const std::string& /*why*/) {}
+  // A new connection to the node reached another IP address than the previous one (its name now
+  // resolves elsewhere): the IP:port before and now.
+  virtual void on_node_address_changed(std::size_t /*node*/, const std::string& /*address*/,
+                                       const std::string& /*from*/, const std::string& /*to*/) {}
   virtual void on_operation(const OperationReport& /*report*/) {}
   // The engine found that its token store went back (a restored backup) and refuses every grant
   // from now on: why. Once per engine.

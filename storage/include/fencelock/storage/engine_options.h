@@ -14,11 +14,11 @@
 
 namespace fencelock::storage {
 
-// A lock node's (or the token master's) address: numeric host and port (fencelock/host_port.h).
+// A lock node's (or a token source's) address: an IP address or a DNS name, and a port
+// (fencelock/host_port.h). Names are resolved asynchronously at every (re)connect.
 using NodeAddress = fencelock::HostPort;
 
-// Parses "HOST:PORT" (IPv4 or "localhost") or "[IPV6]:PORT". Host names other than localhost
-// are refused: hiredis 0.14 would resolve them with a blocking getaddrinfo on the event loop.
+// Parses "HOST:PORT" (an IPv4 address or a DNS name, "localhost" included) or "[IPV6]:PORT".
 // Errors: kInvalidArgument, the message saying what is wrong ("port must be 1..65535"); the caller
 // names the text.
 Result<NodeAddress> parse_node_address(std::string_view text);
@@ -50,6 +50,10 @@ struct EngineOptions {
   // Extra time a new connection gets to connect and finish its handshake. Default 250 ms; 1 ms ..
   // 60 s.
   std::chrono::milliseconds connect_timeout{250};
+
+  // Longest wait for one resolution of a node's DNS name, before every (re)connect. Default 5 s;
+  // 1 ms .. 60 s. Unused for IP addresses.
+  std::chrono::milliseconds resolve_timeout{5000};
 
   // Reconnect backoff after a lost connection: starts at the minimum, doubles per failure up to
   // the maximum, ±25% jitter. Defaults 50 ms and 2 s; 1 ms .. 60 s, min <= max.

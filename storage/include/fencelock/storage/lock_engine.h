@@ -72,6 +72,8 @@ class LockEngine {
   virtual std::size_t quorum() const noexcept = 0;
   // Nodes that are up and voting; a quorum of them is needed for any grant.
   virtual std::size_t voting_nodes() const noexcept = 0;
+  // Nodes whose DNS name did not resolve at their last attempt (they are down).
+  virtual std::size_t unresolved_nodes() const noexcept { return 0; }
   // Why every grant is refused right now, or nullopt (redlock_engine.h).
   virtual std::optional<std::string> grant_refusal() const = 0;
   // Why a grant with `token`, just drawn, must be refused, or nullopt — and then the token counts

@@ -50,6 +50,8 @@ struct NodeStatus {
   bool up = false;           // connected and handshake done
   bool quarantined = false;  // up but not voting (restarted recently)
   std::uint64_t commands = 0, errors = 0, timeouts = 0, disconnects = 0;
+  std::uint64_t resolve_failures = 0, address_changes = 0;
+  bool unresolved = false;  // its name did not resolve at the last attempt
 };
 
 class RedlockEngine final : public LockEngine {
@@ -94,6 +96,7 @@ class RedlockEngine final : public LockEngine {
   std::size_t quorum() const noexcept override;
   // Nodes that are up and voting; a quorum of them is needed for any grant.
   std::size_t voting_nodes() const noexcept override;
+  std::size_t unresolved_nodes() const noexcept override;
   std::vector<NodeStatus> node_statuses() const;
   const EngineOptions& options() const noexcept override;
   // Why this engine refuses every grant right now (EngineOptions::exclusive_tokens and another
