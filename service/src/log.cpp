@@ -200,7 +200,7 @@ void write_record(LogLevel level, std::string_view event, const LogField* begin,
     const ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
     static_cast<void>(ignored);  // nowhere left to report a failed log write
     // A record far above the usual size (a long configuration) does not keep its memory.
-    if (line.capacity() > 64 * 1024) line = std::string();
+    if (line.capacity() > std::size_t{64} * 1024) line = std::string();
   } catch (...) {  // out of memory: the record is lost, the caller goes on
   }
 }

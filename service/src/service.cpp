@@ -378,8 +378,8 @@ storage::Status run_service(const ServiceConfig& config) {
         metrics.record_request(r.route, r.status,
                                std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
         if (!log_enabled(LogLevel::kInfo)) return;
-        static const AnswerLog kNothing;
-        const AnswerLog& answer = r.answer != nullptr ? *r.answer : kNothing;
+        static const AnswerLog nothing;
+        const AnswerLog& answer = r.answer != nullptr ? *r.answer : nothing;
         log_event(LogLevel::kInfo, "request",
                   {{"method", r.method},
                    {"route", route_label(r.route)},

@@ -657,7 +657,9 @@ TEST_CASE("every setting has a flag, an environment variable and a line in --hel
                                           "max-ttl",
                                           "max-wait",
                                           "quarantine",
-                                          "key-prefix"};
+                                          "key-prefix",
+                                          "log-format",
+                                          "log-level"};
   const std::string line = describe(accepted(with_redis({})).config);
   std::string expected_keys;
   for (const std::string& flag : flags) expected_keys += flag + "=";
@@ -697,5 +699,6 @@ TEST_CASE("describe() prints the effective configuration on one line", "[service
                                      "tokens=redis://127.0.0.1:6400 "));
   CHECK_THAT(line, Catch::Contains(" threads=4 "));
   CHECK_THAT(line, Catch::Contains(" drift-factor=0.01 "));
-  CHECK_THAT(line, Catch::EndsWith(" key-prefix=\"my locks:\""));
+  CHECK_THAT(line, Catch::Contains(" key-prefix=\"my locks:\" "));
+  CHECK_THAT(line, Catch::EndsWith(" log-format=text log-level=info"));
 }

@@ -414,6 +414,12 @@ TEST_CASE("the whole output parses as the text format with HELP and TYPE before 
       {"fencelock_node_transitions_total", "counter"},
       {"fencelock_node_quarantines_total", "counter"},
       {"fencelock_http_open_connections", "gauge"},
+      {"fencelock_build_info", "gauge"},
+      {"process_cpu_seconds_total", "counter"},
+      {"process_resident_memory_bytes", "gauge"},
+      {"process_open_fds", "gauge"},
+      {"process_max_fds", "gauge"},
+      {"process_start_time_seconds", "gauge"},
   };
   CHECK(text.types == expected);
   for (const Sample& s : text.samples) {
