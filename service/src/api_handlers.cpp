@@ -16,10 +16,10 @@ namespace {
 using nlohmann::json;
 using storage::Result;
 
-ApiResponse ok(const json& body, std::string detail = {}) {
+ApiResponse ok(const json& body, std::optional<std::uint64_t> token = std::nullopt) {
   ApiResponse response;
   response.body = body.dump();
-  response.log_detail = std::move(detail);
+  response.log.token = token;
   return response;
 }
 
@@ -34,10 +34,6 @@ json lease_body(const std::string& name, const std::string& lease, std::uint64_t
               {"token", token},
               {"ttl_ms", ttl.count()},
               {"validity_ms", validity.count()}};
-}
-
-std::string token_detail(std::uint64_t token) {
-  return "token=" + std::to_string(token);
 }
 
 // The right a route needs (auth/api_keys.h); 0 for health, readiness and metrics.
@@ -64,7 +60,7 @@ ApiResponse denial_response(const Authorizer::Decision& decision) {
       ApiHandlers::error_response(decision.error, decision.message, retry_after_ms);
   if (decision.retry_after) response.retry_after_s = (decision.retry_after->count() + 999) / 1000;
   response.authenticate = decision.error == ApiError::kUnauthenticated;
-  if (!decision.key_id.empty()) response.log_detail += " key=" + decision.key_id;
+  response.log.key = decision.key_id;
   return response;
 }
 
@@ -113,7 +109,7 @@ ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message
   ApiResponse response;
   response.status = http_status(error);
   response.body = json{{"error", std::move(detail)}}.dump();
-  response.log_detail = "error=" + std::string(wire_code(error));
+  response.log.error = wire_code(error);
   return response;
 }
 
@@ -175,7 +171,8 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
     case Kind::kNotFound:
       reply(error_response(ApiError::kNotFound, "no such endpoint"));
       return dispatched;
-    case Kind::kBadName:
+    case Kind::kBadName:  // counted and logged under the route it was meant for
+      dispatched.route = match.entry->route;
       reply(error_response(ApiError::kInvalidRequest, fencelock::kLockNameRule));
       return dispatched;
     case Kind::kMethodNotAllowed: {
@@ -205,7 +202,7 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   }
   if (!decision.key_id.empty()) {  // the audit trail: every answer's log line names the key
     reply = [reply = std::move(reply), key = decision.key_id](ApiResponse response) {
-      response.log_detail += (response.log_detail.empty() ? "key=" : " key=") + key;
+      response.log.key = key;
       reply(std::move(response));
     };
   }
@@ -218,7 +215,7 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
         Call{match.name, body, decision.key_id, decision.usage}, std::move(reply));
   } catch (const std::exception& e) {
     log_event(LogLevel::kError, "internal_error",
-              "route=" + std::string(route_label(dispatched.route)) + " what=\"" + e.what() + "\"");
+              {{"route", route_label(dispatched.route)}, {"what", e.what()}});
     fallback(error_response(ApiError::kInternal, "internal error"));
   }
   return dispatched;
@@ -228,8 +225,7 @@ ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_acquire_body(call.body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
-  std::string owner_detail =
-      parsed->owner.empty() ? std::string() : " owner=" + json(parsed->owner).dump();
+  std::string owner_detail = parsed->owner;
   const bool waits = parsed->wait.count() > 0;
   const std::string owner(call.owner);
   // The key's caps (auth/key_usage.h): a waiter slot and a lock slot, given back on every outcome.
@@ -248,9 +244,18 @@ ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
     }
   }
   storage::AcquireRequest request{name, parsed->ttl, parsed->wait, owner};
+  if (waits) waiting_acquires_.fetch_add(1, std::memory_order_relaxed);
+  // The engine calls back exactly once; should acquire() throw instead, the count is given back.
+  struct Unwaiting {
+    std::atomic<std::size_t>* count;
+    ~Unwaiting() {
+      if (count != nullptr) count->fetch_sub(1, std::memory_order_relaxed);
+    }
+  } unwaiting{waits ? &waiting_acquires_ : nullptr};
   const storage::AcquireTicket ticket = engine_.acquire(
       std::move(request), [this, name, owner, owner_detail, usage, waits,
                            reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+        if (waits) waiting_acquires_.fetch_sub(1, std::memory_order_relaxed);
         if (usage) {
           if (waits) usage->end_wait();
           if (lease.ok()) {
@@ -263,7 +268,8 @@ ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
           json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token,
                                    lease->ttl, lease->validity);
           answer["waited_ms"] = lease->waited.count();
-          ApiResponse response = ok(answer, token_detail(lease->token) + owner_detail);
+          ApiResponse response = ok(answer, lease->token);
+          response.log.owner = owner_detail;
           // Granted, but the client is gone: release at once rather than hold the name for the ttl.
           response.undelivered = [this, name, usage,
                                   claim = storage::LeaseClaim{lease->token, lease->proof, owner}] {
@@ -283,7 +289,8 @@ ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
           reply(error_response(ApiError::kLocked, message, retry_after));
         });
       });
-  if (!waits) return {};  // one attempt: answered within about one node timeout anyway
+  unwaiting.count = nullptr;  // the callback gives it back
+  if (!waits) return {};      // one attempt: answered within about one node timeout anyway
   return [ticket] { ticket.cancel(); };
 }
 
@@ -305,7 +312,7 @@ ApiHandlers::Cancel ApiHandlers::extend(const Call& call, Reply reply) {
                    }
                    reply(ok(lease_body(name, encode_lease(extension->token, proof),
                                        extension->token, extension->ttl, extension->validity),
-                            token_detail(extension->token)));
+                            extension->token));
                  });
   return {};
 }
@@ -385,7 +392,7 @@ ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
     if (auto refusal = check(token.value())) {
       return reply(error_response(ApiError::kUnavailable, *refusal));
     }
-    reply(ok(json{{"name", name}, {"token", token.value()}}, token_detail(token.value())));
+    reply(ok(json{{"name", name}, {"token", token.value()}}, token.value()));
   });
   return {};
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,6 +28,15 @@
 
 namespace fencelock::service {
 
+// What the request log says about an answer besides its route and status. Never a secret: no
+// lease, no proof, no API key secret.
+struct AnswerLog {
+  std::string_view error;              // the wire error code (wire_code()), "" for a success
+  std::optional<std::uint64_t> token;  // the fencing token granted, extended or drawn
+  std::string owner;                   // an acquire's "owner" text, as the client sent it
+  std::string key;                     // the id of the API key that called, "" without keys
+};
+
 struct ApiResponse {
   unsigned status = 200;
   std::string body;
@@ -34,8 +44,8 @@ struct ApiResponse {
   std::string allow;                          // the Allow header of a 405
   std::optional<std::int64_t> retry_after_s;  // the Retry-After header of a 429
   bool authenticate = false;                  // a 401: add WWW-Authenticate: Bearer
-  std::string log_detail;  // extra key=value pairs for the request log (never a secret)
-  bool close = false;      // close the connection after this answer (HEAD)
+  AnswerLog log;                              // for the request log
+  bool close = false;                         // close the connection after this answer (HEAD)
   // Runs if the answer cannot reach the client (it went away first): undoes what the answer hands
   // out — an acquire's grant is released at once instead of holding the name for its whole ttl.
   std::function<void()> undelivered;
@@ -62,8 +72,9 @@ class ApiHandlers {
   // requests that answer promptly anyway; only a waiting acquire returns one.
   using Cancel = std::function<void()>;
 
-  // What dispatch() did with a request: the route it took (kNotFound for 404/405/400/HEAD), the
-  // {name} it named (a view into the target), and how to cancel it while it waits.
+  // What dispatch() did with a request: the route it took (kNotFound for 404/405/HEAD; a bad
+  // {name} keeps the route it was meant for), the {name} it named (a view into the target; empty
+  // if bad), and how to cancel it while it waits.
   struct Dispatched {
     Route route = Route::kNotFound;
     std::string_view name;
@@ -83,6 +94,12 @@ class ApiHandlers {
   // its `undelivered`).
   Dispatched dispatch(Method method, std::string_view target, std::string_view body,
                       std::string_view authorization, Reply reply);
+
+  // Acquires with a wait (wait_ms > 0) that have not been answered yet: waiting for a held lock,
+  // or still on their first attempt. Thread-safe.
+  std::size_t waiting_acquires() const noexcept {
+    return waiting_acquires_.load(std::memory_order_relaxed);
+  }
 
   // {"error": {"code": ..., "message": ...}} with the error's status.
   static ApiResponse error_response(ApiError error, std::string_view message,
@@ -119,6 +136,7 @@ class ApiHandlers {
   MetricsRenderer metrics_;
   const Authorizer* authorizer_;
   BodyLimits limits_;
+  std::atomic<std::size_t> waiting_acquires_{0};
 };
 
 }  // namespace fencelock::service

@@ -28,6 +28,7 @@
 
 #include "fencelock/duration.h"
 #include "fencelock/names.h"
+#include "log.h"
 
 namespace fencelock::service {
 
@@ -92,23 +93,6 @@ std::string in_quotes(std::string_view text) {
 // Not clipped: an operator needs the whole path, and one_line() still caps the message.
 std::string path_in_quotes(std::string_view path) {
   return "'" + std::string(path) + "'";
-}
-
-// Control characters escaped (so the message stays on one line) and the length capped.
-std::string one_line(std::string_view message) {
-  std::string out;
-  for (const char ch : message) {
-    const auto byte = static_cast<unsigned char>(ch);
-    if (byte < 0x20 || byte == 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned>(byte));
-      out += escaped;
-    } else {
-      out += ch;
-    }
-    if (out.size() >= kMaxMessageBytes) return out + "...";
-  }
-  return out;
 }
 
 // Printable ASCII without spaces or quotes is shown as is; anything else as a JSON string.
@@ -486,6 +470,36 @@ FlagSpec key_prefix_flag() {
           std::move(apply), std::move(show)};
 }
 
+// --log-format and --log-level: one word out of a fixed set each (log.h).
+FlagSpec log_format_flag() {
+  auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
+    std::string_view text;
+    if (auto problem = read_text(in, "a string", text)) return problem;
+    const auto format = parse_log_format(text);
+    if (!format) return "expected text or json, got " + in_quotes(text);
+    c.log_format = *format;
+    return std::nullopt;
+  };
+  auto show = [](const ServiceConfig& c) { return std::string(log_format_name(c.log_format)); };
+  return {"log-format", "text|json",
+          "How log records are written to stderr: text (key=value) or json (one object a line).",
+          std::move(apply), std::move(show)};
+}
+
+FlagSpec log_level_flag() {
+  auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
+    std::string_view text;
+    if (auto problem = read_text(in, "a string", text)) return problem;
+    const auto level = parse_log_level(text);
+    if (!level) return "expected debug, info, warning or error, got " + in_quotes(text);
+    c.log_level = *level;
+    return std::nullopt;
+  };
+  auto show = [](const ServiceConfig& c) { return std::string(log_level_name(c.log_level)); };
+  return {"log-level", "LEVEL", "Lowest level logged: debug, info, warning or error.",
+          std::move(apply), std::move(show)};
+}
+
 // Every setting, in the order of --help and describe(). --config, --help and --version are not
 // settings and are handled by the command-line reader.
 const std::vector<FlagSpec>& flag_table() {
@@ -591,6 +605,8 @@ const std::vector<FlagSpec>& flag_table() {
                           "only if every node runs appendfsync always.",
                           &EngineOptions::quarantine_restarted_nodes, false));
     t.push_back(key_prefix_flag());
+    t.push_back(log_format_flag());
+    t.push_back(log_level_flag());
     return t;
   }();
   return table;
@@ -845,7 +861,7 @@ class ConfigBuilder {
 };
 
 storage::Error invalid(std::string_view message) {
-  return make_error(ErrorCode::kInvalidArgument, one_line(message));
+  return make_error(ErrorCode::kInvalidArgument, one_line(message, kMaxMessageBytes));
 }
 
 // `text` as lines of at most kUsageWidth columns, each indented by six spaces.

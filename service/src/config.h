@@ -23,6 +23,7 @@
 
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/result.h"
+#include "log.h"
 
 namespace fencelock::service {
 
@@ -104,6 +105,10 @@ struct ServiceConfig {
   std::size_t body_memory = std::size_t{64} * 1024 * 1024;
   // --shutdown-grace: how long requests in flight may finish after SIGTERM. Default 10 s; 0 .. 5 m.
   std::chrono::milliseconds shutdown_grace{10'000};
+  // --log-format: text (key=value, the default) or json (one object a line). log.h.
+  LogFormat log_format = LogFormat::kText;
+  // --log-level: lowest level written: debug, info (the default), warning or error.
+  LogLevel log_level = LogLevel::kInfo;
 };
 
 enum class Command {

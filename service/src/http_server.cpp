@@ -63,7 +63,7 @@ void HttpServer::do_accept() {
           // readable, so accepting again at once would spin. Pause, say so, and
           // try again.
           log_event(LogLevel::kWarning, "accept_failed",
-                    "error=\"" + ec.message() + "\" retry_in_ms=100");
+                    {{"error", ec.message()}, {"retry_in_ms", 100}});
           accept_later();
           return;
         }
@@ -107,7 +107,7 @@ void HttpServer::shutdown(std::chrono::milliseconds grace, std::function<void()>
     if (ec == asio::error::operation_aborted) return;
     if (std::function<void()> finish = host_->take_drained()) {
       log_event(LogLevel::kWarning, "shutdown_grace_expired",
-                "open_connections=" + std::to_string(open_connections()));
+                {{"open_connections", open_connections()}});
       finish();
     }
   });

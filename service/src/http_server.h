@@ -48,6 +48,8 @@ class HttpServer {
   std::uint16_t port() const noexcept { return port_; }
   std::size_t open_connections() const noexcept { return host_->open_connections(); }
   std::uint64_t refused_connections() const noexcept { return host_->refused_connections(); }
+  // Clients that closed in the middle of sending a request (SessionHost::hang_ups()).
+  std::uint64_t hang_ups() const noexcept { return host_->hang_ups(); }
   std::size_t body_bytes_reserved() const noexcept { return host_->body_bytes_reserved(); }
   std::uint64_t tls_handshake_failures() const noexcept { return host_->tls_handshake_failures(); }
   bool tls() const noexcept { return tls_ != nullptr; }

@@ -15,6 +15,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -30,15 +31,8 @@ namespace ssl = asio::ssl;
 
 namespace {
 
-// Text a client chose (a certificate's subject), fit for one quoted log field: printable ASCII
-// but '"' and '\\', at most 200 characters.
-std::string loggable(std::string_view text) {
-  std::string out;
-  for (const char c : text.substr(0, 200)) {
-    out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
-  }
-  return out;
-}
+// A certificate subject or an OpenSSL reason in a log field: at most this many bytes.
+constexpr std::size_t kMaxLoggedSubject = 200;
 
 // The subject of the certificate the client presented, fit for a log field; "" if none.
 std::string certificate_subject(SSL* ssl) {
@@ -46,20 +40,21 @@ std::string certificate_subject(SSL* ssl) {
   if (cert == nullptr) return {};
   char subject[256] = {};
   X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof subject);
-  return loggable(subject);
+  return one_line(subject, kMaxLoggedSubject);
 }
 
-// For a failed handshake's log line: why the client's certificate was refused and whose it was
-// (" verify=\"...\" client=\"...\""), or "" when the client sent none or it was not checked.
-std::string certificate_problem(SSL* ssl) {
-  std::string out;
+// For a failed handshake's log line: why the client's certificate was refused, "" when the client
+// sent none or it was not checked.
+std::string_view certificate_problem(SSL* ssl) {
   const long verify = SSL_get_verify_result(ssl);
-  if (verify != X509_V_OK) {
-    out += " verify=\"" + loggable(X509_verify_cert_error_string(verify)) + "\"";
-  }
-  const std::string subject = certificate_subject(ssl);
-  if (!subject.empty()) out += " client=\"" + subject + "\"";
-  return out;
+  return verify != X509_V_OK ? X509_verify_cert_error_string(verify) : std::string_view();
+}
+
+// The client's address ("127.0.0.1", "::1"); "?" if the socket has no peer any more.
+std::string peer_of(const asio::ip::tcp::socket& socket) {
+  beast::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  return ec ? std::string("?") : endpoint.address().to_string();
 }
 
 Method method_of(http::verb verb) {
@@ -76,6 +71,8 @@ Method method_of(http::verb verb) {
       return Method::kOther;
   }
 }
+
+constexpr const char* kRequestIdHeader = "X-Request-Id";
 
 // Bytes read while waiting for a request's first byte.
 constexpr std::size_t kFirstRead = 4096;
@@ -100,14 +97,21 @@ bool is_gone(const beast::error_code& ec) {
          ec.category() == asio::error::get_ssl_category();
 }
 
-// What plain HTTP on the TLS port gets (answer_plain_http()): 400 plain_http_on_tls_port.
+// What plain HTTP on the TLS port gets (answer_plain_http()): 400 plain_http_on_tls_port, in the
+// envelope of every other error.
 const std::string& plain_http_answer() {
   static const std::string answer = [] {
-    const std::string body =
-        R"({"error":{"code":")" + std::string(wire_code(ApiError::kPlainHttpOnTlsPort)) +
-        R"(","message":"plain HTTP request sent to a TLS-only port: use https://"}})";
-    return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    const ApiResponse error = ApiHandlers::error_response(
+        ApiError::kPlainHttpOnTlsPort, "plain HTTP request sent to a TLS-only port: use https://");
+    http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
+    response.set(http::field::server, "fencelockd");
+    response.set(http::field::content_type, error.content_type);
+    response.keep_alive(false);
+    response.body() = error.body;
+    response.prepare_payload();
+    std::ostringstream text;
+    text << response;
+    return text.str();
   }();
   return answer;
 }
@@ -139,6 +143,7 @@ HttpSession<Stream>::~HttpSession() {
 template <class Stream>
 void HttpSession<Stream>::run(Admission admission) {
   asio::dispatch(tcp().get_executor(), [self = this->shared_from_this(), admission] {
+    self->peer_ = peer_of(self->tcp().socket());
     if constexpr (kTls) {
       // A refused connection is not recorded by the host: a handshake would hold its descriptor
       // (and an SSL object) uncounted for as long as the client likes. Closed at once, it is what
@@ -156,22 +161,19 @@ void HttpSession<Stream>::run(Admission admission) {
 template <class Stream>
 void HttpSession<Stream>::do_handshake(Admission admission) {
   if constexpr (kTls) {
-    beast::error_code no_peer;
-    const auto endpoint = tcp().socket().remote_endpoint(no_peer);
-    std::string peer = no_peer ? std::string("?") : endpoint.address().to_string();
     // The handshake is a round trip or two: it gets a short deadline of its own, like a request's
     // headers get the request timeout, so a client that connects and says nothing lets go soon.
     tcp().expires_after(
         std::min(host_->options().handshake_timeout, host_->options().request_timeout));
     stream_.async_handshake(ssl::stream_base::server,
-                            [self = this->shared_from_this(), admission, peer = std::move(peer)](
-                                beast::error_code ec) { self->on_handshake(ec, admission, peer); });
+                            [self = this->shared_from_this(), admission](beast::error_code ec) {
+                              self->on_handshake(ec, admission);
+                            });
   }
 }
 
 template <class Stream>
-void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission,
-                                       const std::string& peer) {
+void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission) {
   if (!ec) {
     handshake_done_ = true;
     if constexpr (kTls) client_ = certificate_subject(stream_.native_handle());
@@ -184,12 +186,20 @@ void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission
     host_->count_tls_handshake_failure();
     std::uint64_t unlogged = 0;
     if (host_->log_tls_handshake_failure(unlogged)) {
-      std::string fields = "peer=" + peer + " reason=\"" +
-                           (ec == beast::error::timeout ? std::string("timed out") : ec.message()) +
-                           "\"";
-      if constexpr (kTls) fields += certificate_problem(stream_.native_handle());
-      if (unlogged > 0) fields += " not_logged_before=" + std::to_string(unlogged);
-      log_event(LogLevel::kInfo, "tls_handshake_failed", fields);
+      const std::string reason =
+          ec == beast::error::timeout ? std::string("timed out") : one_line(ec.message());
+      std::string_view verify;
+      std::string subject;
+      if constexpr (kTls) {
+        verify = certificate_problem(stream_.native_handle());
+        subject = certificate_subject(stream_.native_handle());
+      }
+      log_event(LogLevel::kInfo, "tls_handshake_failed",
+                {{"peer", peer_},
+                 {"reason", reason},
+                 LogField::if_present("verify", verify),
+                 LogField::if_present("client", subject),
+                 LogField::if_present("not_logged_before", unlogged)});
     }
   }
   if (plain_http && !host_->draining()) return answer_plain_http();
@@ -309,11 +319,29 @@ void HttpSession<Stream>::begin_request() {
   answered_ = false;
   route_ = Route::kNotFound;
   name_ = {};
+  host_->new_request_id(request_id_);
+}
+
+template <class Stream>
+void HttpSession<Stream>::client_hung_up(std::string_view stage) {
+  host_->count_hang_up();
+  log_event(LogLevel::kDebug, "client_hung_up", {{"peer", peer_}, {"stage", stage}});
+}
+
+template <class Stream>
+void HttpSession<Stream>::observe(unsigned status, const AnswerLog* answer) {
+  host_->observe(RequestRecord{request_.method_string(), route_, name_, status,
+                               std::chrono::steady_clock::now() - started_, answer, client_, peer_,
+                               request_id_.view()});
 }
 
 template <class Stream>
 void HttpSession<Stream>::on_header(beast::error_code ec) {
   if (is_gone(ec)) return close();
+  if (ec == http::error::partial_message) {  // closed in the middle of the header: not a request
+    client_hung_up("header");
+    return close();
+  }
   begin_request();
   if (ec == http::error::body_limit) {
     return respond_and_close(
@@ -321,6 +349,8 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   }
   if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
   const auto& header = parser_->get();
+  if (const auto id = header.find(kRequestIdHeader); id != header.end())
+    request_id_.accept(id->value());
   // Transfer-Encoding other than exactly "chunked" cannot be framed ("gzip, chunked" would be
   // read as plain chunks): refuse it rather than read what follows as another request (RFC 9112
   // §6.1; request smuggling behind a proxy otherwise).
@@ -360,6 +390,7 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
 template <class Stream>
 void HttpSession<Stream>::on_body(beast::error_code ec) {
   if (is_gone(ec) || ec == http::error::partial_message) {
+    if (ec != beast::error::timeout && ec != asio::error::operation_aborted) client_hung_up("body");
     busy_ = false;
     return close();
   }
@@ -371,6 +402,7 @@ void HttpSession<Stream>::on_body(beast::error_code ec) {
   request_ = parser_->release();
   keep_alive_ = request_.keep_alive() && !health_only_;
   if (health_only_ && !is_probe(request_.method(), request_.target())) {
+    host_->count_refused_request();
     return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
                                                  "too many open connections (--max-connections)"));
   }
@@ -473,10 +505,9 @@ void HttpSession<Stream>::deliver(ApiResponse response) {
   if (client_gone_) {
     client_gone_ = false;
     if (response.undelivered) response.undelivered();
-    host_->observe(
-        RequestRecord{request_.method_string(), route_, name_, http_status(ApiError::kClientGone),
-                      std::chrono::steady_clock::now() - started_,
-                      "error=" + std::string(wire_code(ApiError::kClientGone)), client_});
+    AnswerLog gone;
+    gone.error = wire_code(ApiError::kClientGone);
+    observe(http_status(ApiError::kClientGone), &gone);
     busy_ = false;
     return close();
   }
@@ -493,6 +524,8 @@ void HttpSession<Stream>::deliver(ApiResponse response) {
   response_.set(http::field::server, "fencelockd");
   response_.set(http::field::content_type, response.content_type);
   response_.set(http::field::cache_control, "no-store");
+  const std::string_view id = request_id_.view();
+  response_.set(kRequestIdHeader, beast::string_view(id.data(), id.size()));
   if (!response.allow.empty()) response_.set(http::field::allow, response.allow);
   if (response.retry_after_s)
     response_.set(http::field::retry_after, std::to_string(*response.retry_after_s));
@@ -502,7 +535,7 @@ void HttpSession<Stream>::deliver(ApiResponse response) {
   response_.body() = std::move(response.body);
   response_.prepare_payload();
   keep_alive_ = keep;
-  detail_ = std::move(response.log_detail);
+  answer_log_ = std::move(response.log);
   do_write();
 }
 
@@ -525,8 +558,7 @@ template <class Stream>
 void HttpSession<Stream>::on_write(beast::error_code ec, std::size_t) {
   if (ec && undelivered_) undelivered_();  // the answer did not get out: undo what it hands out
   undelivered_ = nullptr;
-  host_->observe(RequestRecord{request_.method_string(), route_, name_, response_.result_int(),
-                               std::chrono::steady_clock::now() - started_, detail_, client_});
+  observe(response_.result_int(), &answer_log_);
   busy_ = false;
   request_ = {};
   release_body();

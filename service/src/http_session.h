@@ -18,8 +18,13 @@
 // the connection: if the client closes it (EOF, reset, or a TLS close_notify; pipelined bytes end
 // the watch), the request is cancelled, and an answer that still arrives is not written — its
 // `undelivered` step runs instead (a grant is released at once) and the request is logged with
-// status 499. Over TLS the watch is a read on the TLS stream, and the answer waits for that read
-// to end, so the stream never has two operations in flight.
+// status 499. A client that closes in the middle of sending a request is not an answered request:
+// it is counted (SessionHost::hang_ups()) and logged at debug level only (client_hung_up).
+//
+// Every request gets an id (RequestId): the client's X-Request-Id if it is acceptable, else a new
+// one. It is sent back as X-Request-Id on the answer and names the request in the log. Over TLS the
+// watch is a read on the TLS stream, and the answer waits for that read to end, so the stream never
+// has two operations in flight.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -77,7 +82,7 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
                             boost::asio::ssl::context* context);
   boost::beast::tcp_stream& tcp() { return boost::beast::get_lowest_layer(stream_); }
   void do_handshake(Admission admission);  // TLS only
-  void on_handshake(boost::beast::error_code ec, Admission admission, const std::string& peer);
+  void on_handshake(boost::beast::error_code ec, Admission admission);
   void answer_plain_http();  // TLS only
   void discard_until_closed();
   void serve(Admission admission);
@@ -86,6 +91,8 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   void on_header(boost::beast::error_code ec);
   void on_body(boost::beast::error_code ec);
   void begin_request();
+  void client_hung_up(std::string_view stage);
+  void observe(unsigned status, const AnswerLog* answer);
   void refuse_connection(Admission admission);
   void release_body();
   void watch_for_disconnect();
@@ -109,7 +116,9 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   boost::beast::http::response<boost::beast::http::string_body> response_;
   Route route_ = Route::kNotFound;
   std::string_view name_;  // the route's {name}: a view into request_'s target
-  std::string detail_;
+  AnswerLog answer_log_;   // of the answer being written
+  std::string peer_;       // the client's address, for the request log
+  RequestId request_id_;   // of the current request
   std::chrono::steady_clock::time_point started_;
   bool keep_alive_ = true;
   bool health_only_ = false;       // admitted over the cap: probes only, then closed

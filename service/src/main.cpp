@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -37,8 +38,9 @@ void fit_connections_to_file_limit(fencelock::service::ServiceConfig& config) {
   if (config.max_connections > usable) {
     fencelock::service::log_event(
         fencelock::service::LogLevel::kWarning, "max_connections_lowered",
-        "from=" + std::to_string(config.max_connections) + " to=" + std::to_string(usable) +
-            " reason=\"open file limit " + std::to_string(limit.rlim_cur) + "\"");
+        {{"from", config.max_connections},
+         {"to", usable},
+         {"open_file_limit", static_cast<std::uint64_t>(limit.rlim_cur)}});
     config.max_connections = usable;
   }
 }
@@ -75,12 +77,14 @@ int run(int argc, char** argv) {
       break;
   }
   ServiceConfig config = parsed->config;
+  configure_log(config.log_format, config.log_level);
   fit_connections_to_file_limit(config);
-  for (const auto& source : parsed->sources) log_event(LogLevel::kInfo, "config_source", source);
+  for (const auto& source : parsed->sources)
+    log_event(LogLevel::kInfo, "config_source", {{"source", source}});
   const auto outcome = run_service(config);
   std::signal(SIGHUP, SIG_IGN);  // run_service()'s handler is gone: SIG_DFL again
   if (!outcome.ok()) {
-    log_event(LogLevel::kError, "cannot_start", "reason=\"" + outcome.error().message + "\"");
+    log_event(LogLevel::kError, "cannot_start", {{"reason", outcome.error().message}});
     std::fprintf(stderr, "fencelockd: %s\n", outcome.error().message.c_str());
     return 1;
   }

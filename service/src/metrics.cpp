@@ -1,10 +1,17 @@
 #include "metrics.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
 #include <optional>
+
+#include "version.h"
 
 namespace fencelock::service {
 namespace {
@@ -55,8 +62,12 @@ std::size_t acquire_outcome(const std::optional<ErrorCode>& error) noexcept {
 }
 
 constexpr std::array<std::string_view, 3> kLockOperations{"extend", "release", "inspect"};
-constexpr std::array<std::string_view, 5> kLockOutcomes{"ok", "lease_lost", "unavailable",
-                                                        "invalid", "internal"};
+// Per operation: a release that finds its lease gone answers released:false, not an error.
+constexpr std::array<std::array<std::string_view, 5>, 3> kLockOutcomes{{
+    {"ok", "lease_lost", "unavailable", "invalid", "internal"},
+    {"ok", "not_held", "unavailable", "invalid", "internal"},
+    {"ok", "lease_lost", "unavailable", "invalid", "internal"},
+}};
 
 std::size_t lock_outcome(const std::optional<ErrorCode>& error) noexcept {
   if (!error) return 0;
@@ -217,6 +228,121 @@ class Exposition {
   std::string& out_;
 };
 
+#if defined(__clang__)
+constexpr std::string_view kCompiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+constexpr std::string_view kCompiler = "gcc " __VERSION__;
+#else
+constexpr std::string_view kCompiler = "unknown";
+#endif
+
+// Reads a small /proc file whole into `buffer` (no allocation); the bytes read, 0 on failure.
+std::size_t read_proc_file(const char* path, char* buffer, std::size_t size) noexcept {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::size_t got = 0;
+  while (got + 1 < size) {
+    const ssize_t n = ::read(fd, buffer + got, size - 1 - got);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  buffer[got] = '\0';
+  return got;
+}
+
+// The whole number that starts `text` after any spaces; nullopt if there is none.
+std::optional<std::uint64_t> leading_number(std::string_view text) noexcept {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc()) return std::nullopt;
+  return value;
+}
+
+std::optional<double> resident_memory_bytes() noexcept {
+  char statm[256];
+  if (read_proc_file("/proc/self/statm", statm, sizeof statm) == 0) return std::nullopt;
+  std::string_view text(statm);
+  const std::size_t space = text.find(' ');  // the first field is the total size; RSS follows
+  if (space == std::string_view::npos) return std::nullopt;
+  const auto pages = leading_number(text.substr(space));
+  if (!pages) return std::nullopt;
+  return static_cast<double>(*pages) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+std::optional<double> open_fds() noexcept {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return std::nullopt;
+  std::size_t count = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] != '.') ++count;
+  }
+  ::closedir(dir);
+  return static_cast<double>(count > 0 ? count - 1 : 0);  // not the one reading the directory
+}
+
+// Seconds since the epoch at which the process started: its start in clock ticks after boot
+// (/proc/self/stat, field 22) plus the boot time (/proc/stat, btime). It never changes: read once.
+std::optional<double> start_time_seconds() {
+  static const std::optional<double> start = []() -> std::optional<double> {
+    char stat[1024];
+    if (read_proc_file("/proc/self/stat", stat, sizeof stat) == 0) return std::nullopt;
+    std::string_view fields(stat);
+    const std::size_t comm_end = fields.rfind(')');  // the command name may hold spaces
+    if (comm_end == std::string_view::npos) return std::nullopt;
+    fields.remove_prefix(comm_end + 1);
+    for (int field = 3; field < 22; ++field) {  // fields[0] is field 3 (the state)
+      const std::size_t space = fields.find(' ', 1);
+      if (space == std::string_view::npos) return std::nullopt;
+      fields.remove_prefix(space);
+    }
+    const auto ticks = leading_number(fields);
+    char proc_stat[16384];
+    if (!ticks || read_proc_file("/proc/stat", proc_stat, sizeof proc_stat) == 0)
+      return std::nullopt;
+    const std::string_view all(proc_stat);
+    const std::size_t btime = all.find("\nbtime ");
+    if (btime == std::string_view::npos) return std::nullopt;
+    const auto boot = leading_number(all.substr(btime + 7));
+    if (!boot) return std::nullopt;
+    return static_cast<double>(*boot) +
+           static_cast<double>(*ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }();
+  return start;
+}
+
+// The standard process families, as Prometheus client libraries name them.
+void render_process_metrics(Exposition& text) {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+    const auto seconds = [](const timeval& t) {
+      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+    };
+    text.family("process_cpu_seconds_total", "counter",
+                "Total user and system CPU time spent in seconds.");
+    text.sample("process_cpu_seconds_total", {}, seconds(usage.ru_utime) + seconds(usage.ru_stime));
+  }
+  if (const auto rss = resident_memory_bytes()) {
+    text.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    text.sample("process_resident_memory_bytes", {}, *rss);
+  }
+  if (const auto fds = open_fds()) {
+    text.family("process_open_fds", "gauge", "Number of open file descriptors.");
+    text.sample("process_open_fds", {}, *fds);
+  }
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    text.family("process_max_fds", "gauge", "Maximum number of open file descriptors.");
+    text.sample("process_max_fds", {}, static_cast<double>(limit.rlim_cur));
+  }
+  if (const auto start = start_time_seconds()) {
+    text.family("process_start_time_seconds", "gauge",
+                "Start time of the process since unix epoch in seconds.");
+    text.sample("process_start_time_seconds", {}, *start);
+  }
+}
+
 }  // namespace
 
 void Metrics::record_request(Route route, unsigned status,
@@ -263,7 +389,7 @@ void Metrics::on_operation(const storage::OperationReport& report) {
 }
 
 std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
-                            const std::vector<std::pair<std::string, double>>& extra_gauges) const {
+                            const std::vector<ExtraMetric>& extra_gauges) const {
   std::string out;
   out.reserve(std::size_t{16} * 1024);
   Exposition text(out);
@@ -306,7 +432,7 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
   for (std::size_t op = 0; op < kLockOperationCount; ++op) {
     for (std::size_t o = 0; o < kLockOutcomeCount; ++o) {
       text.sample("fencelock_lock_operations_total",
-                  {{"operation", kLockOperations[op]}, {"outcome", kLockOutcomes[o]}},
+                  {{"operation", kLockOperations[op]}, {"outcome", kLockOutcomes[op][o]}},
                   load(lock_operations_[op][o]));
     }
   }
@@ -366,13 +492,18 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
                 load(node_quarantines_[i]));
   }
 
-  for (const auto& [name, value] : extra_gauges) {
-    if (!is_valid_metric_name(name)) continue;
-    // A name ending in _total is a counter kept elsewhere (the HTTP server's), sampled here.
-    text.family(name, name.ends_with("_total") ? "counter" : "gauge",
-                "Reported by fencelockd at scrape time.");
-    text.sample(name, {}, value);
+  for (const ExtraMetric& extra : extra_gauges) {
+    if (!is_valid_metric_name(extra.name)) continue;
+    text.family(extra.name, extra.name.ends_with("_total") ? "counter" : "gauge",
+                extra.help.empty() ? "Reported by fencelockd at scrape time." : extra.help);
+    text.sample(extra.name, {}, extra.value);
   }
+
+  text.family("fencelock_build_info", "gauge",
+              "Always 1; its labels say which fencelockd build is running.");
+  text.sample("fencelock_build_info", {{"version", kVersion}, {"compiler", kCompiler}},
+              std::uint64_t{1});
+  render_process_metrics(text);
   return out;
 }
 

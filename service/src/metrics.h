@@ -14,12 +14,18 @@
 //   acquire_duration_seconds                  histogram; every acquire, whatever its outcome
 //   token_draw_duration_seconds               histogram; acquires that drew (or tried to draw)
 //   lock_operations_total{operation,outcome}  counter; extend|release|inspect ×
-//                                             ok|lease_lost|unavailable|invalid|internal
+//                                             ok|lease_lost|unavailable|invalid|internal, where a
+//                                             release's lease_lost is labelled not_held (it
+//                                             answered released:false: the lease had expired)
 //   node_up{node}, node_quarantined{node}     gauges, from the engine's NodeStatus at scrape time
 //   node_commands_total{node}, node_errors_total{node}, node_timeouts_total{node},
 //   node_disconnects_total{node}              counters, from NodeStatus at scrape time
 //   node_transitions_total{node,direction}    counter; direction up|down, from the observer
 //   node_quarantines_total{node}              counter; from the observer
+//   build_info{version,compiler}              gauge, always 1
+// and the standard process families (no prefix), read at scrape time from getrusage(2), /proc and
+// getrlimit(2): process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds,
+// process_max_fds, process_start_time_seconds. One that cannot be read is left out.
 // `node` is the node's address as configured; label values are escaped per the format.
 #pragma once
 
@@ -43,6 +49,17 @@ namespace fencelock::service {
 
 // The Content-Type GET /metrics must answer with for the output of Metrics::render().
 inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// A value kept elsewhere (the HTTP server, the handlers, the token source), sampled at scrape time.
+// A name ending in _total is rendered as a counter, any other as a gauge. `help`: the HELP text,
+// a generic one if empty.
+struct ExtraMetric {
+  ExtraMetric(std::string metric_name, double metric_value, std::string_view help_text = {})
+      : name(std::move(metric_name)), value(metric_value), help(help_text) {}
+  std::string name;
+  double value = 0;
+  std::string_view help;
+};
 
 class Metrics final : public storage::EngineObserver {
  public:
@@ -77,12 +94,12 @@ class Metrics final : public storage::EngineObserver {
   // Renders every family in the text format, ending with a newline. `nodes` is
   // RedlockEngine::node_statuses() at scrape time: nodes[i] names node index i, so per-node series
   // exist only for i < nodes.size(). `extra_gauges` are appended as gauges, one family each, with
-  // a generic HELP line (e.g. {"fencelock_http_open_connections", 3}); a name that is not a valid
-  // metric name ([a-zA-Z_:][a-zA-Z0-9_:]*) is skipped so the output stays parseable.
+  // their HELP line (e.g. {"fencelock_http_open_connections", 3, "..."}); a name that is not a
+  // valid metric name ([a-zA-Z_:][a-zA-Z0-9_:]*) is skipped so the output stays parseable.
   // Precondition: extra gauge names are distinct and do not collide with the families above.
   // Thread-safe: may run concurrently with every update. Throws only std::bad_alloc.
   std::string render(const std::vector<storage::NodeStatus>& nodes,
-                     const std::vector<std::pair<std::string, double>>& extra_gauges = {}) const;
+                     const std::vector<ExtraMetric>& extra_gauges = {}) const;
 
  private:
   using Counter = std::atomic<std::uint64_t>;

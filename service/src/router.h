@@ -32,7 +32,8 @@ template <class Handler>
 struct RouteMatch {
   enum class Kind {
     kFound,             // entry and name are set
-    kBadName,           // the path has a route's shape but {name} is not a valid name: 400
+    kBadName,           // the path has a route's shape but {name} is not a valid name: 400;
+                        // entry is the route it would have been (name stays empty)
     kNotFound,          // no route has this path: 404
     kMethodNotAllowed,  // the path exists with other methods: 405; `allow` lists them
   };
@@ -64,6 +65,7 @@ RouteMatch<Handler> match_route(const std::array<RouteEntry<Handler>, N>& table,
     if (entry.method != method) continue;
     if (!name.empty() && !valid_route_name(name)) {
       match.kind = RouteMatch<Handler>::Kind::kBadName;
+      match.entry = &entry;
       return match;
     }
     match.kind = RouteMatch<Handler>::Kind::kFound;

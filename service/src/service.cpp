@@ -1,5 +1,6 @@
 #include "service.h"
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cerrno>
@@ -38,28 +39,33 @@ namespace {
 // file it reads blocks) before it leaves it behind.
 constexpr std::chrono::milliseconds kReloadAtShutdown{1000};
 
-// Node transitions go to the log as well as to the metrics.
+// Node transitions go to the log as well as to the metrics. Once the service is stopping, the
+// engine closing its connections is expected: a node going down then is logged at debug level.
 class LoggingObserver final : public storage::EngineObserver {
  public:
   explicit LoggingObserver(Metrics& metrics) : metrics_(metrics) {}
+  void stopping() noexcept { stopping_.store(true, std::memory_order_relaxed); }
   void on_node_up(std::size_t node, const std::string& address,
                   const std::string& run_id) override {
-    log_event(LogLevel::kInfo, "lock_node_up", "node=" + address + " run_id=" + run_id);
+    log_event(LogLevel::kInfo, "lock_node_up", {{"node", address}, {"run_id", run_id}});
     metrics_.on_node_up(node, address, run_id);
   }
   void on_node_down(std::size_t node, const std::string& address, const std::string& why) override {
-    log_event(LogLevel::kWarning, "lock_node_down", "node=" + address + " reason=\"" + why + "\"");
-    metrics_.on_node_down(node, address, why);
+    const bool stopping = stopping_.load(std::memory_order_relaxed);
+    log_event(stopping ? LogLevel::kDebug : LogLevel::kWarning, "lock_node_down",
+              {{"node", address}, {"reason", why}, LogField::when(stopping, {"shutdown", true})});
+    if (!stopping) metrics_.on_node_down(node, address, why);
   }
   void on_node_quarantined(std::size_t node, const std::string& address,
                            std::chrono::milliseconds duration) override {
     log_event(LogLevel::kWarning, "lock_node_quarantined",
-              "node=" + address + " may_have_lost_keys=true votes_ignored_for_ms=" +
-                  std::to_string(duration.count()));
+              {{"node", address},
+               {"may_have_lost_keys", true},
+               {"votes_ignored_for_ms", duration.count()}});
     metrics_.on_node_quarantined(node, address, duration);
   }
   void on_node_refused(std::size_t, const std::string& address, const std::string& why) override {
-    log_event(LogLevel::kError, "lock_node_refused", "node=" + address + " reason=\"" + why + "\"");
+    log_event(LogLevel::kError, "lock_node_refused", {{"node", address}, {"reason", why}});
   }
   void on_node_unresolved(std::size_t, const std::string& address,
                           const std::string& why) override {
@@ -75,11 +81,38 @@ class LoggingObserver final : public storage::EngineObserver {
     metrics_.on_operation(report);
   }
   void on_grants_refused_for_good(const std::string& why) override {
-    log_event(LogLevel::kError, "TOKEN_STORE_WENT_BACK", "reason=\"" + why + "\"");
+    log_event(LogLevel::kError, "TOKEN_STORE_WENT_BACK", {{"reason", why}});
   }
 
  private:
   Metrics& metrics_;
+  std::atomic<bool> stopping_{false};
+};
+
+// The token source as the engine and the handlers see it, counting failed draws for /metrics.
+class CountingTokenSource final : public storage::TokenSource {
+ public:
+  explicit CountingTokenSource(std::shared_ptr<storage::TokenSource> inner)
+      : inner_(std::move(inner)) {}
+  // The count is shared with the callback: a source may answer after this object is gone.
+  void next(std::string_view name, Callback done) override {
+    inner_->next(name, [errors = draw_errors_,
+                        done = std::move(done)](storage::Result<std::uint64_t> token) {
+      if (!token.ok()) errors->fetch_add(1, std::memory_order_relaxed);
+      done(std::move(token));
+    });
+  }
+  void current(std::string_view name, Callback done) override {
+    inner_->current(name, std::move(done));
+  }
+  std::uint64_t draw_errors() const noexcept {
+    return draw_errors_->load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::shared_ptr<storage::TokenSource> inner_;
+  std::shared_ptr<std::atomic<std::uint64_t>> draw_errors_ =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
 };
 
 struct OpenedTokens {
@@ -152,8 +185,8 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
   if (!source.ok()) return std::move(source).error();
   if (!source.value()->persistence_warning().empty()) {
     log_event(LogLevel::kWarning, "UNSAFE_TOKEN_PERSISTENCE",
-              "detail=\"" + source.value()->persistence_warning() +
-                  "\" consequence=\"fencing tokens may repeat after a counter crash\"");
+              {{"detail", source.value()->persistence_warning()},
+               {"consequence", "fencing tokens may repeat after a counter crash"}});
   }
   return OpenedTokens{source.value(), source.value(), nullptr, "redis", "", ""};
 }
@@ -162,14 +195,14 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
 void reload_keys(const std::filesystem::path& path, Authorizer& authorizer) {
   auto keys = KeySet::load(path);
   if (!keys.ok()) {
-    log_event(LogLevel::kError, "auth_file_rejected",
-              "reason=\"" + keys.error().message + "\" (the previous keys stay in force)");
+    log_event(
+        LogLevel::kError, "auth_file_rejected",
+        {{"reason", keys.error().message}, {"consequence", "the previous keys stay in force"}});
     return;
   }
   const std::size_t count = keys->keys().size();
   authorizer.replace(std::move(keys).value());
-  log_event(LogLevel::kInfo, "auth_file_reloaded",
-            "path=" + path.string() + " keys=" + std::to_string(count));
+  log_event(LogLevel::kInfo, "auth_file_reloaded", {{"path", path.string()}, {"keys", count}});
 }
 
 void arm_pause_after_quorum(int) {
@@ -195,7 +228,9 @@ storage::Status install_failpoints() {
   action.sa_flags = SA_RESTART;
   ::sigaction(SIGUSR2, &action, nullptr);
   log_event(LogLevel::kWarning, "FAILPOINTS_ON",
-            "failpoint=pause-after-quorum signal=SIGUSR2 (a test hook: never in production)");
+            {{"failpoint", "pause-after-quorum"},
+             {"signal", "SIGUSR2"},
+             {"detail", "a test hook: never in production"}});
   return storage::Done{};
 }
 
@@ -221,7 +256,7 @@ storage::Status run_service(const ServiceConfig& config) {
   SighupReloader reloader(io, [reloadable] {
     if (reloadable->auth_file.empty() && !reloadable->tls) {
       log_event(LogLevel::kInfo, "reload_skipped",
-                "reason=\"nothing to reload: no --auth-file and no --tls-cert\"");
+                {{"reason", "nothing to reload: no --auth-file and no --tls-cert"}});
       return;
     }
     if (!reloadable->auth_file.empty()) reload_keys(reloadable->auth_file, reloadable->authorizer);
@@ -235,12 +270,13 @@ storage::Status run_service(const ServiceConfig& config) {
     auto keys = KeySet::load(config.auth_file);
     if (!keys.ok()) return std::move(keys).error();
     log_event(LogLevel::kInfo, "auth_file_loaded",
-              "path=" + config.auth_file.string() + " keys=" + std::to_string(keys->keys().size()));
+              {{"path", config.auth_file.string()}, {"keys", keys->keys().size()}});
     authorizer.replace(std::move(keys).value());
   } else {
     log_event(LogLevel::kWarning, "OPEN_TO_ANYONE",
-              "no --auth-file: anyone who can connect may take, release and read every lock and "
-              "draw tokens (docs/operations.md, \"Securing fencelock\")");
+              {{"detail",
+                "no --auth-file: anyone who can connect may take, release and read every lock and "
+                "draw tokens (docs/operations.md, \"Securing fencelock\")"}});
   }
 
   // TLS files are read before anything connects anywhere: a bad one stops the start at once.
@@ -261,6 +297,8 @@ storage::Status run_service(const ServiceConfig& config) {
 
   auto tokens = open_tokens(config, io);
   if (!tokens.ok()) return std::move(tokens).error();
+  const auto counted_tokens = std::make_shared<CountingTokenSource>(tokens->source);
+  tokens->source = counted_tokens;
   storage::EngineOptions engine_options = config.engine;
   auto node_credentials =
       redis_credentials(config.redis_user, config.redis_password_file, "FENCELOCK_REDIS_PASSWORD");
@@ -285,31 +323,56 @@ storage::Status run_service(const ServiceConfig& config) {
   std::shared_ptr<storage::RedisTokenSource> redis_tokens = tokens->redis;
   std::shared_ptr<storage::EtcdTokenSource> etcd_tokens = tokens->etcd;
   HttpServer* server_ptr = nullptr;
+  ApiHandlers* handlers_ptr = nullptr;
+  const TokenReadiness token_ready = [redis_tokens, etcd_tokens] {
+    return (!redis_tokens || redis_tokens->epoch() >= 0) &&
+           (!etcd_tokens || !etcd_tokens->broken());
+  };
   ApiHandlers handlers(
-      *engine, tokens->source, tokens->label,
-      [redis_tokens, etcd_tokens] {
-        return (!redis_tokens || redis_tokens->epoch() >= 0) &&
-               (!etcd_tokens || !etcd_tokens->broken());
-      },
-      [&metrics, &engine, &server_ptr] {
-        std::vector<std::pair<std::string, double>> gauges;
+      *engine, tokens->source, tokens->label, token_ready,
+      [&metrics, &engine, &server_ptr, &handlers_ptr, token_ready, counted_tokens] {
+        std::vector<ExtraMetric> gauges;
+        gauges.reserve(12);
         if (server_ptr != nullptr) {
-          gauges.emplace_back("fencelock_http_open_connections",
-                              static_cast<double>(server_ptr->open_connections()));
-          gauges.emplace_back("fencelock_http_connections_refused_total",
-                              static_cast<double>(server_ptr->refused_connections()));
-          gauges.emplace_back("fencelock_http_body_bytes_reserved",
-                              static_cast<double>(server_ptr->body_bytes_reserved()));
+          gauges.push_back({"fencelock_http_open_connections",
+                            static_cast<double>(server_ptr->open_connections()),
+                            "Client connections open now."});
+          gauges.push_back({"fencelock_http_connections_refused_total",
+                            static_cast<double>(server_ptr->refused_connections()),
+                            "Connections (and requests on connections let in for probes only) "
+                            "answered 503 because of --max-connections or "
+                            "--max-connections-per-client."});
+          gauges.push_back({"fencelock_http_client_hang_ups_total",
+                            static_cast<double>(server_ptr->hang_ups()),
+                            "Clients that closed the connection in the middle of sending a "
+                            "request (not counted as requests)."});
+          gauges.push_back({"fencelock_http_body_bytes_reserved",
+                            static_cast<double>(server_ptr->body_bytes_reserved()),
+                            "Bytes of the --body-memory budget held by request bodies now."});
           if (server_ptr->tls()) {
-            gauges.emplace_back("fencelock_tls_handshake_failures_total",
-                                static_cast<double>(server_ptr->tls_handshake_failures()));
+            gauges.push_back({"fencelock_tls_handshake_failures_total",
+                              static_cast<double>(server_ptr->tls_handshake_failures()),
+                              "TLS handshakes that failed or timed out."});
           }
         }
-        gauges.emplace_back("fencelock_lock_nodes_voting",
-                            static_cast<double>(engine->voting_nodes()));
+        if (handlers_ptr != nullptr) {
+          gauges.push_back({"fencelock_acquires_waiting",
+                            static_cast<double>(handlers_ptr->waiting_acquires()),
+                            "Acquires with a wait_ms that have not been answered yet."});
+        }
+        gauges.push_back({"fencelock_lock_nodes_voting",
+                          static_cast<double>(engine->voting_nodes()),
+                          "Lock nodes whose votes count now (up and not quarantined)."});
+        gauges.push_back({"fencelock_token_source_up",
+                          token_ready() && !engine->grant_refusal() ? 1.0 : 0.0,
+                          "1 if the token source can hand out fencing tokens now, else 0."});
+        gauges.push_back({"fencelock_token_draw_errors_total",
+                          static_cast<double>(counted_tokens->draw_errors()),
+                          "Fencing token draws that failed (acquires and POST /v1/tokens)."});
         return metrics.render(engine->node_statuses(), gauges);
       },
       &authorizer);
+  handlers_ptr = &handlers;
 
   HttpServerOptions server_options;
   server_options.listen = config.listen;
@@ -324,16 +387,23 @@ storage::Status run_service(const ServiceConfig& config) {
       [&metrics](const RequestRecord& r) {
         metrics.record_request(r.route, r.status,
                                std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
-        std::string fields =
-            "method=" + std::string(r.method) + " route=" + std::string(route_label(r.route));
-        if (!r.name.empty()) fields += " name=" + std::string(r.name);
-        fields += " status=" + std::to_string(r.status);
-        fields += " duration_us=" +
-                  std::to_string(
-                      std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count());
-        if (!r.detail.empty()) fields += " " + std::string(r.detail);
-        if (!r.client.empty()) fields += " client=\"" + std::string(r.client) + "\"";
-        log_event(LogLevel::kInfo, "request", fields);
+        if (!log_enabled(LogLevel::kInfo)) return;
+        static const AnswerLog nothing;
+        const AnswerLog& answer = r.answer != nullptr ? *r.answer : nothing;
+        log_event(LogLevel::kInfo, "request",
+                  {{"method", r.method},
+                   {"route", route_label(r.route)},
+                   LogField::if_present("name", r.name),
+                   {"status", r.status},
+                   {"duration_us",
+                    std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count()},
+                   LogField::if_present("error", answer.error),
+                   LogField::if_present("token", answer.token),
+                   LogField::if_present("owner", answer.owner),
+                   LogField::if_present("key", answer.key),
+                   LogField::if_present("client", r.client),
+                   {"peer", r.peer},
+                   {"request_id", r.request_id}});
       },
       tls ? &*tls : nullptr);
   server_ptr = &server;
@@ -347,8 +417,9 @@ storage::Status run_service(const ServiceConfig& config) {
   engine->start();
   server.start_accepting();
   log_event(LogLevel::kInfo, "listening",
-            "address=" + config.listen.host + ":" + std::to_string(server.port()) + " scheme=" +
-                (tls ? "https" : "http") + " threads=" + std::to_string(config.threads));
+            {{"address", config.listen.host + ":" + std::to_string(server.port())},
+             {"scheme", tls ? "https" : "http"},
+             {"threads", config.threads}});
 
   reloader.start();
 
@@ -359,13 +430,14 @@ storage::Status run_service(const ServiceConfig& config) {
   on_signal = [&](const boost::system::error_code& ec, int signal_number) {
     if (ec) return;
     if (shutting_down) {  // a second signal: stop waiting for anything
-      log_event(LogLevel::kWarning, "forced_shutdown", "signal=" + std::to_string(signal_number));
+      log_event(LogLevel::kWarning, "forced_shutdown", {{"signal", signal_number}});
       forced = true;
       io.stop();
       return;
     }
     shutting_down = true;
-    log_event(LogLevel::kInfo, "shutting_down", "signal=" + std::to_string(signal_number));
+    log_event(LogLevel::kInfo, "shutting_down", {{"signal", signal_number}});
+    observer.stopping();
     reloader.stop();
     signals.async_wait(on_signal);
     // The engine first: acquires waiting for a held lock are answered (503) at once instead of
@@ -388,7 +460,7 @@ storage::Status run_service(const ServiceConfig& config) {
         io.run();
         return;
       } catch (const std::exception& e) {
-        log_event(LogLevel::kError, "internal_error", std::string("what=\"") + e.what() + "\"");
+        log_event(LogLevel::kError, "internal_error", {{"what", e.what()}});
       }
     }
   };
@@ -398,10 +470,11 @@ storage::Status run_service(const ServiceConfig& config) {
   for (auto& worker : workers) worker.join();
   if (!reloader.finish(forced ? std::chrono::milliseconds(0) : kReloadAtShutdown)) {
     log_event(LogLevel::kWarning, "reload_abandoned",
-              "reason=\"a SIGHUP reload still running at shutdown (blocked reading a file?) is "
-              "left behind; the process exits without it\"");
+              {{"reason",
+                "a SIGHUP reload still running at shutdown (blocked reading a file?) is left "
+                "behind; the process exits without it"}});
   }
-  log_event(LogLevel::kInfo, "stopped", "");
+  log_event(LogLevel::kInfo, "stopped");
   return storage::Done{};
 }
 

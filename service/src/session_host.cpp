@@ -1,8 +1,30 @@
 #include "session_host.h"
 
 #include <algorithm>
+#include <random>
 
 namespace fencelock::service {
+
+bool RequestId::accept(std::string_view text) noexcept {
+  if (text.empty() || text.size() > kMaxRequestIdBytes) return false;
+  for (const char c : text) {
+    if (c <= ' ' || c >= 0x7f || c == '"' || c == '\\') return false;
+  }
+  std::copy(text.begin(), text.end(), bytes_.begin());
+  size_ = text.size();
+  return true;
+}
+
+void RequestId::assign_hex(std::uint64_t value) noexcept {
+  constexpr char kHex[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < 16; ++i) bytes_[15 - i] = kHex[(value >> (4 * i)) & 0xfU];
+  size_ = 16;
+}
+
+std::uint64_t SessionHost::random_request_id_base() {
+  std::random_device device;
+  return (std::uint64_t{device()} << 32) ^ device();
+}
 
 Admission SessionHost::add(const std::shared_ptr<Session>& session, const std::string& client) {
   Admission admission = Admission::kServe;

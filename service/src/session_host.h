@@ -6,9 +6,11 @@
 // Thread-safe: sessions on many strands add and forget themselves concurrently.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -56,15 +58,35 @@ enum class Admission {
 // says how many were not logged. The metric counts every failure.
 inline constexpr std::size_t kHandshakeFailureLogsPerSecond = 5;
 
-// What the request log and the metrics learn about each answered request.
+// A request's id, for the log line and the X-Request-Id header: the client's own if it sent an
+// acceptable one (accept_request_id()), else one the server makes (SessionHost::new_request_id()).
+inline constexpr std::size_t kMaxRequestIdBytes = 64;
+class RequestId {
+ public:
+  std::string_view view() const noexcept { return {bytes_.data(), size_}; }
+  // Takes `text` if it is 1..kMaxRequestIdBytes of printable ASCII other than space, '"' and '\\'
+  // (so it goes into a header and a log field as is); otherwise keeps the id it has and returns
+  // false.
+  bool accept(std::string_view text) noexcept;
+  void assign_hex(std::uint64_t value) noexcept;
+
+ private:
+  std::array<char, kMaxRequestIdBytes> bytes_{};
+  std::size_t size_ = 0;
+};
+
+// What the request log and the metrics learn about each answered request. Views into the session:
+// valid during the observer's call only.
 struct RequestRecord {
   std::string_view method;
   Route route;
   std::string_view name;  // empty for routes without one
   unsigned status;
   std::chrono::steady_clock::duration duration;
-  std::string_view detail;  // ApiResponse::log_detail
+  const AnswerLog* answer;  // what the handler had to say, or nullptr
   std::string_view client;  // the subject of the connection's TLS client certificate, or empty
+  std::string_view peer;    // the client's address ("127.0.0.1", "::1")
+  std::string_view request_id;
 };
 using RequestObserver = std::function<void(const RequestRecord&)>;
 
@@ -80,7 +102,20 @@ class SessionHost {
   }
   bool draining() const noexcept { return draining_.load(std::memory_order_relaxed); }
   std::size_t open_connections() const noexcept { return open_.load(std::memory_order_relaxed); }
-  // Connections answered 503 at accept (over a cap), since start.
+  // A fresh request id: 16 hex digits, unique within this process and unlikely to repeat across
+  // restarts (a random start). Thread-safe, lock-free.
+  void new_request_id(RequestId& id) noexcept {
+    id.assign_hex(request_id_base_ + request_ids_.fetch_add(1, std::memory_order_relaxed));
+  }
+  // A client closed its connection in the middle of sending a request (or while its request was
+  // being handled): not an answered request, so counted apart from them.
+  void count_hang_up() noexcept { hang_ups_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t hang_ups() const noexcept { return hang_ups_.load(std::memory_order_relaxed); }
+  // A request refused on a connection let in over max_connections for probes only (kHealthOnly):
+  // counted with the connections refused at accept.
+  void count_refused_request() noexcept { refused_.fetch_add(1, std::memory_order_relaxed); }
+  // Connections answered 503 at accept (over a cap), and requests other than probes answered 503
+  // on a connection let in for probes only, since start.
   std::uint64_t refused_connections() const noexcept {
     return refused_.load(std::memory_order_relaxed);
   }
@@ -116,6 +151,7 @@ class SessionHost {
   std::function<void()> take_drained();
 
  private:
+  static std::uint64_t random_request_id_base();
   void check_drained();
 
   const HttpServerOptions options_;
@@ -123,6 +159,9 @@ class SessionHost {
   RequestObserver observer_;
   std::atomic<std::size_t> open_{0};
   std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> hang_ups_{0};
+  const std::uint64_t request_id_base_ = random_request_id_base();
+  std::atomic<std::uint64_t> request_ids_{0};
   std::atomic<std::uint64_t> tls_handshake_failures_{0};
   std::atomic<std::size_t> body_bytes_{0};
   std::atomic<bool> draining_{false};

@@ -108,8 +108,9 @@ TEST_CASE("api: acquire, refuse, extend, inspect and release answer the document
   CHECK(lease["token"] == 1);
   CHECK(lease["ttl_ms"] == 10000);
   CHECK(lease["waited_ms"] == 0);
-  CHECK(granted.log_detail.find("owner=\"w-1\"") != std::string::npos);
-  CHECK(granted.log_detail.find(lease["lease"].get<std::string>()) == std::string::npos);
+  CHECK(granted.log.owner == "w-1");
+  CHECK(granted.log.token == std::optional<std::uint64_t>(1));
+  CHECK(granted.log.error.empty());
 
   const ApiResponse refused = api.call(Method::kPost, "/v1/locks/orders", R"({"ttl_ms": 1000})");
   CHECK(refused.status == 409);

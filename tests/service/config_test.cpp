@@ -149,6 +149,10 @@ TEST_CASE("a flag beats its environment variable, which beats the config file ke
       {"quarantine", "quarantine", "false", "FENCELOCK_QUARANTINE", "on", "off", "off", "on",
        "off"},
       {"key-prefix", "key_prefix", R"("f:")", "FENCELOCK_KEY_PREFIX", "e:", "c:", "f:", "e:", "c:"},
+      {"log-format", "log_format", R"("json")", "FENCELOCK_LOG_FORMAT", "text", "json", "json",
+       "text", "json"},
+      {"log-level", "log_level", R"("debug")", "FENCELOCK_LOG_LEVEL", "warning", "error", "debug",
+       "warning", "error"},
   }));
   CAPTURE(flag);
   TempDir dir;
@@ -258,6 +262,8 @@ TEST_CASE("a malformed value is refused with a one-line message that starts with
       {{"--redis", "redis.example_:6379"}, "--redis: 'redis.example_:6379': host must be"},
       {{"--redis", "127.0.0.1"}, "--redis: '127.0.0.1': expected HOST:PORT"},
       {{"--quarantine", "maybe"}, "--quarantine: expected on or off"},
+      {{"--log-format", "xml"}, "--log-format: expected text or json, got 'xml'"},
+      {{"--log-level", "warn"}, "--log-level: expected debug, info, warning or error"},
       {{"--tokens-unsafe-persistence=maybe"}, "--tokens-unsafe-persistence: expected on or off"},
       {{"--token-epoch-file="}, "--token-epoch-file: expected a path of 1 to 4096 bytes"},
       {{"--token-epoch-file", std::string(4097, 'p')}, "--token-epoch-file: expected a path"},
@@ -655,7 +661,9 @@ TEST_CASE("every setting has a flag, an environment variable and a line in --hel
                                           "max-ttl",
                                           "max-wait",
                                           "quarantine",
-                                          "key-prefix"};
+                                          "key-prefix",
+                                          "log-format",
+                                          "log-level"};
   const std::string line = describe(accepted(with_redis({})).config);
   std::string expected_keys;
   for (const std::string& flag : flags) expected_keys += flag + "=";
@@ -695,5 +703,6 @@ TEST_CASE("describe() prints the effective configuration on one line", "[service
                                      "tokens=redis://127.0.0.1:6400 "));
   CHECK_THAT(line, Catch::Contains(" threads=4 "));
   CHECK_THAT(line, Catch::Contains(" drift-factor=0.01 "));
-  CHECK_THAT(line, Catch::EndsWith(" key-prefix=\"my locks:\""));
+  CHECK_THAT(line, Catch::Contains(" key-prefix=\"my locks:\" "));
+  CHECK_THAT(line, Catch::EndsWith(" log-format=text log-level=info"));
 }

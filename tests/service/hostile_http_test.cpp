@@ -321,7 +321,12 @@ TEST_CASE("hostile: connection caps answer 503, keep probes reachable and count 
   HttpClient http = service.client();
   CHECK(http.post("/v1/locks/after", {{"ttl_ms", 1000}}).status == 200);
   const std::string metrics = http.get("/metrics").body;
-  CHECK_THAT(metrics, Catch::Contains("fencelock_http_connections_refused_total 1"));
+  // The 13th connection from one address, and the request on a probes-only connection.
+  CHECK_THAT(metrics, Catch::Contains("fencelock_http_connections_refused_total 2"));
+  // The 20 slow clients hung up in the middle of their headers: no request, no 400.
+  CHECK_THAT(metrics, Catch::Contains("fencelock_http_client_hang_ups_total 20"));
+  CHECK_THAT(metrics, !Catch::Contains("status=\"400\""));
+  CHECK_THAT(service.daemon->log(), !Catch::Contains("status=400"));
 }
 
 TEST_CASE("hostile: request bodies share one memory budget — over it a request gets 503 unread",

@@ -8,10 +8,12 @@
 #include <csignal>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "fencelockd_process.h"
 #include "http_client.h"
+#include "prometheus_text.h"
 #include "redis_cluster.h"
 #include "service_under_test.h"
 #include "sync_redis.h"
@@ -25,6 +27,23 @@ namespace {
 using Service = ServiceUnderTest;
 std::string join(const std::vector<std::string>& parts) {
   return join_addresses(parts);
+}
+
+// A value from the daemon's /metrics, NaN if it is absent.
+double metric(Service& s, const std::string& name, const Labels& labels = {}) {
+  return parse(s.client().get("/metrics").body).value(name, labels);
+}
+
+// Polls a metric until `wanted` holds (every 10 ms, at most `limit`); whether it did.
+template <class Wanted>
+bool metric_reaches(Service& s, const std::string& name, Wanted wanted,
+                    std::chrono::milliseconds limit = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!wanted(metric(s, name))) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
 }
 }  // namespace
 
@@ -81,7 +100,7 @@ TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service
     const std::string log = s.daemon->log();
     CHECK(log.find(lease_string.substr(lease_string.find('.') + 1)) == std::string::npos);
     CHECK(log.find("route=acquire name=orders status=200") != std::string::npos);
-    CHECK(log.find("owner=\"worker-1\"") != std::string::npos);
+    CHECK(log.find("owner=worker-1") != std::string::npos);
   }
 }
 
@@ -303,6 +322,116 @@ TEST_CASE("http: SIGTERM drains and exits 0", "[service][redis]") {
   CHECK(s.daemon->stop(SIGTERM) == std::optional<int>(0));
   CHECK_THAT(s.daemon->log(), Catch::Contains("shutting_down"));
   CHECK_THAT(s.daemon->log(), Catch::Contains("stopped"));
+  // Closing its own connections to the lock nodes is no warning.
+  CHECK_THAT(s.daemon->log(), !Catch::Contains("warning lock_node_down"));
+}
+
+TEST_CASE("http: every answer carries a request id, the client's own if it is short and printable",
+          "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  const HttpAnswer generated = http.get("/healthz");
+  const std::string id = generated.header("x-request-id");
+  CHECK(id.size() == 16);
+  CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(http.get("/healthz").header("x-request-id") != id);  // a new one for every request
+
+  const HttpAnswer own = http.request("GET", "/v1/locks/mine", "", {{"X-Request-Id", "job-42/a"}});
+  CHECK(own.header("x-request-id") == "job-42/a");
+  CHECK(s.daemon->log_shows("route=lock_status name=mine status=200"));
+  CHECK_THAT(s.daemon->log(), Catch::Contains("peer=127.0.0.1 request_id=job-42/a"));
+
+  for (const std::string& bad : {std::string(65, 'x'), std::string("two words"),
+                                 std::string("quote\"d"), std::string("\xc3\xa9t\xc3\xa9")}) {
+    INFO(bad);
+    const std::string answered =
+        http.request("GET", "/healthz", "", {{"X-Request-Id", bad}}).header("x-request-id");
+    CHECK(answered.size() == 16);
+    CHECK(answered != bad);
+  }
+  SECTION("an error answer carries it too") {
+    const HttpAnswer missing = http.request("GET", "/nowhere", "", {{"X-Request-Id", "r-404"}});
+    CHECK(missing.status == 404);
+    CHECK(missing.header("x-request-id") == "r-404");
+  }
+}
+
+TEST_CASE("http: --log-format json writes one JSON object a line and --log-level drops the rest",
+          "[service][redis]") {
+  SECTION("json") {
+    Service s({"--log-format", "json"});
+    REQUIRE(s.client().post("/v1/locks/j", {{"ttl_ms", 1000}, {"owner", "a \"b\"\n"}}).status ==
+            200);
+    REQUIRE(s.daemon->log_shows("\"route\":\"acquire\""));
+    std::istringstream lines(s.daemon->log());
+    std::size_t requests = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line.front() != '{') continue;  // the harness's own lines, if any
+      const json record = json::parse(line, nullptr, false);
+      INFO(line);
+      REQUIRE_FALSE(record.is_discarded());
+      CHECK(record.contains("time"));
+      CHECK(record.contains("level"));
+      CHECK(record.contains("event"));
+      if (record["event"] == "request" && record["route"] == "acquire") {
+        ++requests;
+        CHECK(record["status"] == 200);
+        CHECK(record["name"] == "j");
+        CHECK(record["owner"] == "a \"b\"\n");
+        CHECK(record["token"].is_number_unsigned());
+        CHECK(record["peer"] == "127.0.0.1");
+        CHECK(record["request_id"].get<std::string>().size() == 16);
+      }
+      if (record["event"] == "starting") CHECK(record.contains("listen"));
+    }
+    CHECK(requests == 1);
+  }
+  SECTION("warning and above only") {
+    Service s({"--log-level", "warning"});
+    REQUIRE(s.client().post("/v1/locks/q", {{"ttl_ms", 1000}}).status == 200);
+    CHECK(s.daemon->stop(SIGTERM) == std::optional<int>(0));
+    CHECK_THAT(s.daemon->log(), !Catch::Contains(" info "));
+    CHECK_THAT(s.daemon->log(), Catch::Contains("warning OPEN_TO_ANYONE"));
+  }
+  SECTION("a bad value is refused at start") {
+    TempDir dir;
+    const FinishedRun bad =
+        run_fencelockd(dir.path(), {"--redis", "127.0.0.1:7000", "--log-level", "verbose"});
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.output, Catch::Contains("--log-level"));
+  }
+}
+
+TEST_CASE(
+    "http: a release that finds its lease expired is counted not_held, a bad name under "
+    "its route",
+    "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  const json lease = http.post("/v1/locks/short", {{"ttl_ms", 100}}).json();
+  REQUIRE(lease.contains("lease"));
+  std::this_thread::sleep_for(300ms);  // the lease expires on the nodes
+  REQUIRE(http.del("/v1/locks/short", {{"lease", lease["lease"]}}).json()["released"] == false);
+  const json again = http.post("/v1/locks/short", {{"ttl_ms", 1000}}).json();
+  REQUIRE(http.del("/v1/locks/short", {{"lease", again["lease"]}}).json()["released"] == true);
+  CHECK(http.post("/v1/locks/bad%20name", {{"ttl_ms", 1000}}).status == 400);
+
+  const Exposition text = parse(http.get("/metrics").body);
+  REQUIRE(text.errors.empty());
+  const std::string ops = "fencelock_lock_operations_total";
+  CHECK(text.value(ops, {{"operation", "release"}, {"outcome", "not_held"}}) == 1);
+  CHECK(text.value(ops, {{"operation", "release"}, {"outcome", "ok"}}) == 1);
+  const std::string requests = "fencelock_http_requests_total";
+  CHECK(text.value(requests, {{"route", "acquire"}, {"status", "400"}}) == 1);
+  CHECK_FALSE(text.has(requests, {{"route", "not_found"}, {"status", "400"}}));
+  CHECK(text.value("fencelock_token_source_up") == 1);
+  CHECK(text.value("fencelock_token_draw_errors_total") == 0);
+  CHECK(text.value("fencelock_acquires_waiting") == 0);
+  CHECK(text.count_of("fencelock_build_info") == 1);
+  CHECK(text.value("process_open_fds") > 5);
+  CHECK(text.value("process_resident_memory_bytes") > 1e6);
+  CHECK(text.value("process_start_time_seconds") > 1.7e9);
+  CHECK(text.value("process_cpu_seconds_total") >= 0);
 }
 
 TEST_CASE("http: bad configuration stops fencelockd at start with exit code 2",
@@ -358,7 +487,8 @@ TEST_CASE("http: SIGTERM answers acquires that are waiting at once instead of ho
   std::thread waiter([&] {
     waited = s.client().post("/v1/locks/busy", {{"ttl_ms", 1000}, {"wait_ms", 30000}});
   });
-  std::this_thread::sleep_for(300ms);  // the waiter is queued on the held lock
+  // The waiter is queued on the held lock once the gauge says so.
+  REQUIRE(metric_reaches(s, "fencelock_acquires_waiting", [](double n) { return n >= 1; }));
   const auto started = std::chrono::steady_clock::now();
   CHECK(s.daemon->stop(SIGTERM, 10s) == std::optional<int>(0));
   waiter.join();

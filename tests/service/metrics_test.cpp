@@ -208,8 +208,13 @@ TEST_CASE("extend, release and inspect are counted per operation and outcome", "
 
   const Exposition text = parse(metrics.render({}));
   REQUIRE(text.errors.empty());
+  // A release that finds its lease gone answers released:false: its own outcome, not_held.
+  const std::string label =
+      kind == OperationKind::kRelease && outcome == "lease_lost" ? "not_held" : outcome;
   CHECK(text.value("fencelock_lock_operations_total",
-                   {{"operation", operation}, {"outcome", outcome}}) == 2);
+                   {{"operation", operation}, {"outcome", label}}) == 2);
+  CHECK_FALSE(text.has("fencelock_lock_operations_total",
+                       {{"operation", "release"}, {"outcome", "lease_lost"}}));
   double total = 0;
   for (const Sample& s : text.samples) {
     if (s.name == "fencelock_lock_operations_total") total += s.value;
@@ -291,6 +296,39 @@ TEST_CASE("extra gauges are rendered as their own families and invalid names are
   CHECK(text.value("fencelock_infinite") == kInf);
   CHECK(text.types.count("bad") == 0);
   CHECK(text.types.count("9starts_with_digit") == 0);
+}
+
+TEST_CASE("an extra metric carries its help text, and a _total name is a counter", "[service]") {
+  Metrics metrics;
+  const std::string out =
+      metrics.render({}, {{"fencelock_things_total", 4, "Things that happened."}});
+  CHECK_THAT(out, Catch::Contains("# HELP fencelock_things_total Things that happened.\n"
+                                  "# TYPE fencelock_things_total counter\n"
+                                  "fencelock_things_total 4\n"));
+}
+
+TEST_CASE("build info and the process families are rendered from the running process",
+          "[service]") {
+  Metrics metrics;
+  const Exposition text = parse(metrics.render({}));
+  REQUIRE(text.errors.empty());
+  CHECK(text.types.at("fencelock_build_info") == "gauge");
+  REQUIRE(text.count_of("fencelock_build_info") == 1);
+  for (const Sample& s : text.samples) {
+    if (s.name != "fencelock_build_info") continue;
+    CHECK(s.value == 1);
+    CHECK_FALSE(s.labels.at("version").empty());
+    CHECK_FALSE(s.labels.at("compiler").empty());
+  }
+  CHECK(text.types.at("process_cpu_seconds_total") == "counter");
+  CHECK(text.value("process_cpu_seconds_total") > 0);
+  CHECK(text.value("process_resident_memory_bytes") > 1024 * 1024);
+  CHECK(text.value("process_open_fds") >= 3);  // stdin, stdout, stderr at least
+  CHECK(text.value("process_max_fds") >= text.value("process_open_fds"));
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  CHECK(text.value("process_start_time_seconds") <= now + 1);
+  CHECK(text.value("process_start_time_seconds") > now - 24 * 3600);  // a test run is shorter
 }
 
 TEST_CASE("concurrent updates from 8 threads lose nothing", "[service]") {
@@ -378,6 +416,12 @@ TEST_CASE("the whole output parses as the text format with HELP and TYPE before 
       {"fencelock_node_resolve_failures_total", "counter"},
       {"fencelock_node_address_changes_total", "counter"},
       {"fencelock_http_open_connections", "gauge"},
+      {"fencelock_build_info", "gauge"},
+      {"process_cpu_seconds_total", "counter"},
+      {"process_resident_memory_bytes", "gauge"},
+      {"process_open_fds", "gauge"},
+      {"process_max_fds", "gauge"},
+      {"process_start_time_seconds", "gauge"},
   };
   CHECK(text.types == expected);
   for (const Sample& s : text.samples) {

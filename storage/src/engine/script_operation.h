@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/engine_core.h"
@@ -68,9 +69,15 @@ class ClaimOperation : public ScriptOperation {
     return claim.proof + claim_token_text(claim.token, claim.owner);
   }
 
-  // Finishes (the observer learns the error code, if any) and answers the handler.
+  // Finishes (the observer learns the error code, if any) and answers the handler. A release that
+  // found the lease gone (false) is reported as kLeaseLost: its caller held it past its expiry.
   void complete(Result<T> result) {
-    finish(result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code));
+    std::optional<ErrorCode> reported;
+    if (!result.ok()) reported = result.error().code;
+    if constexpr (std::is_same_v<T, bool>) {
+      if (result.ok() && !result.value()) reported = ErrorCode::kLeaseLost;
+    }
+    finish(reported);
     core_->complete_later(std::move(done_), std::move(result));
   }
 

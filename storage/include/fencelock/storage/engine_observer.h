@@ -19,7 +19,9 @@ enum class OperationKind : std::uint8_t { kAcquire, kExtend, kRelease, kInspect 
 
 struct OperationReport {
   OperationKind kind;
-  std::optional<ErrorCode> error;                     // nullopt on success
+  // nullopt on success; a release that found the lease no longer held (it answers false) reports
+  // kLeaseLost.
+  std::optional<ErrorCode> error;
   std::chrono::steady_clock::duration elapsed;        // from the call to its completion
   std::uint32_t attempts = 1;                         // acquire: tries made within the wait budget
   std::vector<Vote> votes;                            // per node, of the last attempt
