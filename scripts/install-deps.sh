@@ -13,8 +13,9 @@ build_packages=(
   catch2 help2man
 )
 # Needed to run the tests and the quickstart (etcd-server: the etcd token source's tests;
-# dpkg-dev and adduser: scripts/test-install.sh builds and installs the .deb).
-run_packages=(redis-server etcd-server curl dpkg-dev adduser)
+# dpkg-dev and adduser: scripts/test-install.sh builds and installs the .deb; libnss-wrapper: it
+# names the lock nodes in a hosts file only its processes see).
+run_packages=(redis-server etcd-server curl dpkg-dev adduser libnss-wrapper)
 
 if [ "${1:-}" = "--list-build" ]; then
   printf '%s\n' "${build_packages[@]}"

@@ -144,8 +144,15 @@ for i in 1 2 3; do
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work/redis$i" \
     >"$work/redis$i.log" 2>&1 &
   pids+=($!)
-  redis_ports+=("127.0.0.1:$port")
+  redis_ports+=("lock-$i.test:$port")
 done
+# The nodes are given by name, from a hosts file that only this test's processes see
+# (libnss-wrapper), as a user would name them in Compose or Kubernetes.
+# The daemon reads it as its own user: the work directory (no secrets in it) must be searchable.
+chmod 0755 "$work"
+printf '127.0.0.1 lock-1.test lock-2.test lock-3.test fencelockd.test\n' >"$work/hosts"
+chmod 0644 "$work/hosts"
+name_env=(LD_PRELOAD=libnss_wrapper.so NSS_WRAPPER_HOSTS="$work/hosts")
 for port in $((base + 1)) $((base + 2)) $((base + 3)); do
   for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
   redis-cli -p "$port" ping >/dev/null || fail "redis-server on $port did not start"
@@ -169,11 +176,11 @@ redis_list=$(IFS=,; echo "${redis_ports[*]}")
   # shellcheck disable=SC1090
   . "$env_file"
   set +a
-  export FENCELOCK_REDIS=$redis_list FENCELOCK_LISTEN=$listen
+  export FENCELOCK_REDIS=$redis_list FENCELOCK_LISTEN=$listen FENCELOCK_LOG_FORMAT=json
   cd "$state_dir"
   umask 0027
   # shellcheck disable=SC2086
-  exec setpriv --reuid "$user" --regid "$user" --init-groups -- $exec_start
+  exec env "${name_env[@]}" setpriv --reuid "$user" --regid "$user" --init-groups -- $exec_start
 ) >"$work/fencelockd.log" 2>&1 &
 daemon_pid=$!
 pids+=("$daemon_pid")
@@ -185,10 +192,27 @@ for _ in $(seq 100); do
 done
 [ "$ready" -eq 1 ] || { cat "$work/fencelockd.log" >&2; fail "the unit's ExecStart never became ready"; }
 [ "$(stat -c %U "$state_dir/tokens.db")" = "$user" ] || fail "tokens.db is not owned by $user"
-step "unit's ExecStart ($exec_start as $user, $env_file) answers /readyz on $listen"
+step "unit's ExecStart ($exec_start as $user, $env_file, --redis $redis_list) answers /readyz on $listen"
 
+# What an operator looks at first: the metrics name the nodes as configured, and every log line
+# is one JSON object.
+metrics=$(curl -fs "http://$listen/metrics") || fail "GET /metrics failed"
+for i in 1 2 3; do
+  grep -q "^fencelock_node_up{node=\"lock-$i.test:$((base + i))\"} 1$" <<<"$metrics" ||
+    fail "/metrics does not show lock-$i.test:$((base + i)) up"
+done
+grep -q '^fencelock_build_info{' <<<"$metrics" || fail "/metrics lacks fencelock_build_info"
 /usr/bin/fencelock --endpoint "http://$listen" token --next install-check | grep -q '"token":' ||
   fail "the installed CLI could not draw a token"
+env "${name_env[@]}" /usr/bin/fencelock --endpoint "http://fencelockd.test:${listen##*:}" \
+  token --next install-check | grep -q '"token":' ||
+  fail "the installed CLI could not reach fencelockd.test by name"
+python3 - "$work/fencelockd.log" <<'PY' || fail "fencelockd's log is not one JSON object a line"
+import json, sys
+events = [json.loads(line)["event"] for line in open(sys.argv[1]) if line.strip()]
+assert "starting" in events and "lock_node_up" in events and "request" in events, events
+PY
+step "metrics name the nodes as configured, the log is JSON, the CLI reaches fencelockd by name"
 cmake -S tests/install/consumer -B "$work/consumer-usr" -G Ninja >/dev/null
 cmake --build "$work/consumer-usr" >/dev/null
 "$work/consumer-usr/install-consumer-shared" live "http://$listen"

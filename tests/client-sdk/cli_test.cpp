@@ -242,7 +242,7 @@ TEST_CASE("cli: release of a lease that is gone exits 4", "[client][redis]") {
   CHECK_THAT(again.output, Catch::Contains("no longer held the lock"));
 }
 
-TEST_CASE("cli: several endpoints fail over to one that answers; -v never shows secrets",
+TEST_CASE("cli: several endpoints fail over to one that answers, and -v never shows secrets",
           "[client][redis]") {
   ServiceUnderTest s;
   const std::string dead = "http://127.0.0.1:" + std::to_string(pick_free_port());
