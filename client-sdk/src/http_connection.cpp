@@ -11,7 +11,6 @@
 // deadline only frees its shared state when it ends. Then every address is tried in order.
 #include "http_connection.h"
 
-#include <netdb.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -19,10 +18,11 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http.hpp>
 #include <condition_variable>
-#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "fencelock/host_lookup.h"
 
 namespace fencelock {
 
@@ -65,29 +65,17 @@ struct Lookup {
 
 void run_lookup(const std::shared_ptr<Lookup>& lookup, const std::string& host,
                 std::uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  auto found = lookup_host(host);
   std::vector<tcp::endpoint> endpoints;
   std::string error;
-  if (rc != 0) {
-    error = rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc);
+  if (!found) {
+    error = std::move(found).error();
   } else {
-    for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-      if (a->ai_family == AF_INET) {
-        const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-        endpoints.emplace_back(asio::ip::address_v4(ntohl(in->sin_addr.s_addr)), port);
-      } else if (a->ai_family == AF_INET6) {
-        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
-        asio::ip::address_v6::bytes_type bytes;
-        std::memcpy(bytes.data(), in6->sin6_addr.s6_addr, bytes.size());
-        endpoints.emplace_back(asio::ip::address_v6(bytes, in6->sin6_scope_id), port);
-      }
+    for (const std::string& text : found.value()) {
+      boost::system::error_code ec;
+      const auto address = asio::ip::make_address(text, ec);
+      if (!ec) endpoints.emplace_back(address, port);
     }
-    ::freeaddrinfo(found);
     if (endpoints.empty()) error = "no IPv4 or IPv6 address";
   }
   const std::lock_guard<std::mutex> lock(lookup->mutex);

@@ -2,23 +2,21 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <mutex>
+#include <thread>
 
+#include "fencelock/host_lookup.h"
 #include "net/resolver_override.h"
 
 namespace fencelock::storage {
 
 namespace asio = boost::asio;
-using asio::ip::tcp;
 
 struct AddressResolver::State {
   explicit State(asio::any_io_executor strand)
-      : executor(std::move(strand)),
-        resolver(executor),
-        deadline_timer(executor),
-        answer_timer(executor) {}
+      : executor(std::move(strand)), deadline_timer(executor), answer_timer(executor) {}
 
   asio::any_io_executor executor;
-  tcp::resolver resolver;
   asio::steady_timer deadline_timer;
   // Delays an overridden answer (tests). Like a running getaddrinfo it is never cancelled by a
   // deadline: its late answer meets the generation check.
@@ -34,6 +32,29 @@ struct AddressResolver::State {
     Handler done = std::move(handler);
     handler = nullptr;
     done(std::move(answer));
+  }
+};
+
+// Shared by the resolver and the threads of its lookups. A lookup's thread holds only this — never
+// the State, whose timers must die on the strand — and posts its answer while the channel is open;
+// the resolver's destructor closes it (and drops the executor, which must not outlive its
+// io_context), so a lookup that outlives the resolver answers nobody.
+struct AddressResolver::Channel {
+  std::mutex mutex;
+  asio::any_io_executor executor;  // empty once closed
+  std::weak_ptr<State> state;
+
+  void answer(std::uint64_t generation, Result<Endpoints> endpoints) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!executor) return;
+    asio::post(executor, [state = state, generation, endpoints = std::move(endpoints)]() mutable {
+      if (const auto alive = state.lock()) alive->finish(generation, std::move(endpoints));
+    });
+  }
+
+  void close() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    executor = asio::any_io_executor();
   }
 };
 
@@ -59,10 +80,14 @@ Result<AddressResolver::Endpoints> endpoints_of(const std::string& host,
 }  // namespace
 
 AddressResolver::AddressResolver(asio::any_io_executor strand)
-    : state_(std::make_shared<State>(std::move(strand))) {}
+    : state_(std::make_shared<State>(strand)), channel_(std::make_shared<Channel>()) {
+  channel_->executor = std::move(strand);
+  channel_->state = state_;
+}
 
 AddressResolver::~AddressResolver() {
-  ++state_->generation;  // a lookup still running answers nobody
+  channel_->close();  // a lookup still running answers nobody
+  ++state_->generation;
   state_->handler = nullptr;
   try {
     cancel();
@@ -74,7 +99,6 @@ void AddressResolver::cancel() {
   ++state_->generation;
   state_->handler = nullptr;
   state_->deadline_timer.cancel();
-  state_->resolver.cancel();
 }
 
 void AddressResolver::resolve(const NodeAddress& address, std::chrono::milliseconds deadline,
@@ -111,23 +135,20 @@ void AddressResolver::resolve(const NodeAddress& address, std::chrono::milliseco
     });
     return;
   }
-  state_->resolver.async_resolve(
-      host, std::to_string(port), tcp::resolver::numeric_service,
-      [state = state_, generation, host](const boost::system::error_code& ec,
-                                         const tcp::resolver::results_type& results) {
-        if (ec == asio::error::operation_aborted) return;
-        if (ec) {
-          state->finish(generation, unavailable("cannot resolve " + host + ": " + ec.message()));
-          return;
-        }
-        Endpoints endpoints;
-        for (const auto& entry : results) endpoints.push_back(entry.endpoint());
-        if (endpoints.empty()) {
-          state->finish(generation, unavailable(host + " has no address"));
-          return;
-        }
-        state->finish(generation, std::move(endpoints));
-      });
+  try {
+    std::thread([channel = channel_, generation, host, port] {
+      auto found = lookup_host(host);
+      if (!found) {
+        channel->answer(generation, unavailable("cannot resolve " + host + ": " + found.error()));
+      } else {
+        channel->answer(generation, endpoints_of(host, found.value(), port));
+      }
+    }).detach();
+  } catch (const std::system_error& e) {
+    asio::post(state_->executor, [state = state_, generation, host, what = std::string(e.what())] {
+      state->finish(generation, unavailable("cannot resolve " + host + ": no thread: " + what));
+    });
+  }
 }
 
 }  // namespace fencelock::storage

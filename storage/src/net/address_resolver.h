@@ -1,15 +1,18 @@
 // Resolves a lock node's (or a token source's) address to IP endpoints without blocking the
 // event loop, for connections that re-resolve their name on every (re)connect.
 //
-// Asio's resolver runs getaddrinfo on one private thread per io_context: the loop never blocks,
-// but the lookups of one io_context are serialized and a running lookup cannot be interrupted
-// (cancel() only drops lookups not started yet). So the deadline is ours: when it passes, the
-// handler is answered at once and the lookup's late completion is dropped — a generation counter
-// tells it from the current one — never trusted. An IP literal is answered without any lookup
-// (posted, never inline), so numeric configurations never touch the resolver thread.
+// Each lookup runs getaddrinfo on a thread of its own. Not Asio's resolver: it runs every lookup
+// of an io_context on one thread, one after the other, so one name whose DNS never answers made
+// every other name of the process wait behind it (past its deadline: a quorum of healthy nodes
+// took minutes to form), and destroying the io_context waited for a running lookup (a SIGTERM
+// that took as long as resolv.conf's timeouts). A running getaddrinfo cannot be interrupted, so
+// the deadline is ours: when it passes, the handler is answered at once and the lookup's late
+// completion is dropped — a generation counter tells it from the current one — never trusted.
+// A lookup that outlives its resolver answers nobody and touches nothing of it. An IP literal is
+// answered without any lookup (posted, never inline).
 //
-// Threading: construct, call and destroy on the strand given at construction; the handler runs
-// on it.
+// Threading: construct, call and destroy on the strand given at construction, and before its
+// io_context is destroyed; the handler runs on it.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -46,7 +49,9 @@ class AddressResolver {
 
  private:
   struct State;
+  struct Channel;
   std::shared_ptr<State> state_;
+  std::shared_ptr<Channel> channel_;  // what a lookup's thread answers through
 };
 
 }  // namespace fencelock::storage

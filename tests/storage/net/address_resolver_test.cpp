@@ -2,7 +2,9 @@
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <memory>
 #include <optional>
+#include <thread>
 
 #include "net/resolver_override.h"
 
@@ -119,4 +121,37 @@ TEST_CASE("resolver: a cancelled or replaced lookup never answers", "[storage]")
   CHECK(replaced.answers == 0);
   REQUIRE(current.answers == 1);
   CHECK(texts(current.result->value()) == std::vector<std::string>{"127.0.0.3#1"});
+}
+
+TEST_CASE("resolver: a resolver destroyed while its lookup runs is never answered", "[storage]") {
+  // The lookup's thread outlives the resolver (and here its io_context too): it must touch
+  // neither. ASan/UBSan would show a use after free.
+  Lookup lookup;
+  for (int round = 0; round < 20; ++round) {
+    asio::io_context io;
+    {
+      AddressResolver resolver(io.get_executor());
+      resolver.resolve(address("localhost:6379"), 5s, lookup.handler());
+    }
+    io.run_for(50ms);
+  }
+  std::this_thread::sleep_for(200ms);  // let the last lookups end while nothing waits for them
+  CHECK(lookup.answers == 0);
+}
+
+TEST_CASE("resolver: lookups of several names run side by side, each with its own answer",
+          "[storage]") {
+  asio::io_context io;
+  std::vector<std::unique_ptr<AddressResolver>> resolvers;
+  std::vector<Lookup> lookups(8);
+  for (Lookup& lookup : lookups) {
+    resolvers.push_back(std::make_unique<AddressResolver>(io.get_executor()));
+    resolvers.back()->resolve(address("localhost:7001"), 5s, lookup.handler());
+  }
+  io.run_for(6s);
+  for (const Lookup& lookup : lookups) {
+    REQUIRE(lookup.answers == 1);
+    REQUIRE(lookup.result->ok());
+    CHECK_THAT(texts(lookup.result->value()), Catch::VectorContains(std::string("127.0.0.1#7001")));
+  }
 }
