@@ -79,8 +79,11 @@ cmake -S tests/install/consumer -B "$work/consumer-cmake" -G Ninja -DCMAKE_PREFI
 cmake --build "$work/consumer-cmake" >/dev/null
 "$work/consumer-cmake/install-consumer-static" refused "$closed_port"
 "$work/consumer-cmake/install-consumer-shared" refused "$closed_port"
-ldd "$work/consumer-cmake/install-consumer-shared" | grep -q "$prefix/$libdir/libfencelock_client.so" ||
-  fail "install-consumer-shared does not load the installed libfencelock_client.so"
+# Captured first: `ldd | grep -q` under pipefail fails whenever grep's early exit kills ldd with
+# SIGPIPE — which is how CI once failed this check while the right library was loaded.
+shared_libs=$(ldd "$work/consumer-cmake/install-consumer-shared")
+grep -q "$prefix/$libdir/libfencelock_client.so" <<<"$shared_libs" ||
+  fail "install-consumer-shared does not load the installed libfencelock_client.so: $shared_libs"
 # The shared SDK must not need OpenSSL's or SQLite's development files.
 cmake -S tests/install/consumer -B "$work/consumer-shared-only" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
   -DCONSUMER_VARIANTS=shared -DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON -DCMAKE_DISABLE_FIND_PACKAGE_SQLite3=ON \
@@ -202,11 +205,11 @@ for i in 1 2 3; do
     fail "/metrics does not show lock-$i.test:$((base + i)) up"
 done
 grep -q '^fencelock_build_info{' <<<"$metrics" || fail "/metrics lacks fencelock_build_info"
-/usr/bin/fencelock --endpoint "http://$listen" token --next install-check | grep -q '"token":' ||
-  fail "the installed CLI could not draw a token"
-env "${name_env[@]}" /usr/bin/fencelock --endpoint "http://fencelockd.test:${listen##*:}" \
-  token --next install-check | grep -q '"token":' ||
-  fail "the installed CLI could not reach fencelockd.test by name"
+drawn=$(/usr/bin/fencelock --endpoint "http://$listen" token --next install-check)
+grep -q '"token":' <<<"$drawn" || fail "the installed CLI could not draw a token: $drawn"
+drawn=$(env "${name_env[@]}" /usr/bin/fencelock --endpoint "http://fencelockd.test:${listen##*:}" \
+  token --next install-check)
+grep -q '"token":' <<<"$drawn" || fail "the installed CLI could not reach fencelockd.test by name: $drawn"
 python3 - "$work/fencelockd.log" <<'PY' || fail "fencelockd's log is not one JSON object a line"
 import json, sys
 events = [json.loads(line)["event"] for line in open(sys.argv[1]) if line.strip()]
