@@ -10,12 +10,17 @@ set -euo pipefail
 build_packages=(
   g++ cmake ninja-build pkg-config
   libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev
-  catch2 help2man
+  catch2 help2man libpq-dev
 )
 # Needed to run the tests and the quickstart (etcd-server: the etcd token source's tests;
 # dpkg-dev and adduser: scripts/test-install.sh builds and installs the .deb; libnss-wrapper: it
-# names the lock nodes in a hosts file only its processes see).
-run_packages=(redis-server etcd-server curl dpkg-dev adduser libnss-wrapper)
+# names the lock nodes in a hosts file only its processes see; postgresql-15 and python3-psycopg2:
+# the PostgreSQL FencedTable, the Python client and the web-backend examples run against a real
+# server — scripts/live-stack.sh). Node.js and npm (the Node client, the OpenAPI lint, the
+# benchmark's peers) come from Debian unless a node is already on the PATH.
+run_packages=(redis-server etcd-server curl dpkg-dev adduser libnss-wrapper postgresql-15 python3-psycopg2)
+command -v node >/dev/null || run_packages+=(nodejs)
+command -v npm >/dev/null || run_packages+=(npm)
 
 if [ "${1:-}" = "--list-build" ]; then
   printf '%s\n' "${build_packages[@]}"
