@@ -64,6 +64,7 @@ RedisNode::RedisNode(asio::any_io_executor strand, std::size_t index, RedisNodeO
       address_(options_.address.to_string()),
       listener_(listener),
       resolver_(strand_),
+      candidates_(options_.address),
       deadline_timer_(strand_),
       reconnect_timer_(strand_),
       backoff_(options_.reconnect_min, options_.reconnect_max) {}
@@ -99,12 +100,8 @@ void RedisNode::stop() {
 }
 
 void RedisNode::connect() {
-  if (next_candidate_ >= candidates_.size() && options_.address.is_literal()) {
-    candidates_ = {options_.address.host};  // exactly as written: no resolver, no extra hop
-    next_candidate_ = 0;
-  }
-  if (next_candidate_ < candidates_.size()) {
-    connect_to(candidates_[next_candidate_++]);
+  if (const auto ip = candidates_.next()) {
+    connect_to(*ip);
     return;
   }
   state_ = State::kResolving;
@@ -128,10 +125,7 @@ void RedisNode::on_resolved(Result<AddressResolver::Endpoints> resolved) {
   }
   counters_.unresolved = false;
   last_unresolved_.clear();
-  candidates_.clear();
-  for (const auto& endpoint : resolved.value())
-    candidates_.push_back(endpoint.address().to_string());
-  next_candidate_ = 0;
+  candidates_.assign(resolved.value());
   connect();
 }
 
@@ -280,13 +274,11 @@ void RedisNode::connection_lost(const std::string& why) {
   }
   state_ = State::kIdle;
   if (was_up && listener_ != nullptr) listener_->on_node_down(index_, why);
-  if (!was_up && next_candidate_ < candidates_.size()) {
+  if (!was_up && !candidates_.exhausted()) {
     schedule_reconnect(/*immediately=*/true);  // the name's next address
     return;
   }
-  // Whatever comes next resolves the name again.
-  candidates_.clear();
-  next_candidate_ = 0;
+  candidates_.forget();  // whatever comes next resolves the name again
   // A connection that was healthy is replaced at once (a timeout under load must not cost a
   // backoff); failures to get a healthy one back are paced by the backoff.
   schedule_reconnect(/*immediately=*/was_up);

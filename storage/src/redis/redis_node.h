@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "fencelock/storage/engine_options.h"
+#include "net/address_candidates.h"
 #include "net/address_resolver.h"
 #include "redis/node_reply.h"
 #include "redis/reconnect_backoff.h"
@@ -190,8 +191,7 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
 
   State state_ = State::kIdle;
   AddressResolver resolver_;
-  std::vector<std::string> candidates_;  // IP literals of the last resolution, in its order
-  std::size_t next_candidate_ = 0;
+  AddressCandidates candidates_;
   std::string peer_;             // "IP:port" of the connection being made or in use
   std::string last_ready_peer_;  // of the last connection that passed its handshake
   std::string last_unresolved_;  // reported to the listener; cleared once a resolution works

@@ -27,6 +27,7 @@ ReleaseSubscriber::ReleaseSubscriber(asio::any_io_executor strand, ReleaseSubscr
       options_(std::move(options)),
       on_message_(std::move(on_message)),
       resolver_(strand_),
+      candidates_(options_.address),
       subscribe_timer_(strand_),
       reconnect_timer_(strand_),
       backoff_(options_.reconnect_min, options_.reconnect_max) {}
@@ -50,12 +51,8 @@ void ReleaseSubscriber::stop() {
 }
 
 void ReleaseSubscriber::connect() {
-  if (next_candidate_ >= candidates_.size() && options_.address.is_literal()) {
-    candidates_ = {options_.address.host};
-    next_candidate_ = 0;
-  }
-  if (next_candidate_ < candidates_.size()) {
-    connect_to(candidates_[next_candidate_++]);
+  if (const auto ip = candidates_.next()) {
+    connect_to(*ip);
     return;
   }
   state_ = State::kResolving;
@@ -68,14 +65,12 @@ void ReleaseSubscriber::connect() {
 void ReleaseSubscriber::on_resolved(Result<AddressResolver::Endpoints> resolved) {
   if (state_ != State::kResolving) return;
   state_ = State::kIdle;
-  candidates_.clear();
-  next_candidate_ = 0;
   if (!resolved) {  // the lock node itself reports it (RedisNode shares the name)
+    candidates_.forget();
     schedule_reconnect();
     return;
   }
-  for (const auto& endpoint : resolved.value())
-    candidates_.push_back(endpoint.address().to_string());
+  candidates_.assign(resolved.value());
   connect();
 }
 
@@ -140,10 +135,7 @@ void ReleaseSubscriber::connection_lost() {
   if (state_ == State::kStopped) return;
   const bool was_subscribed = state_ == State::kSubscribed;
   state_ = State::kIdle;
-  if (was_subscribed || next_candidate_ >= candidates_.size()) {
-    candidates_.clear();  // the next attempt resolves the name again
-    next_candidate_ = 0;
-  }
+  if (was_subscribed || candidates_.exhausted()) candidates_.forget();  // look the name up again
   schedule_reconnect();
 }
 

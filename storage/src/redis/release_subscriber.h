@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "fencelock/storage/engine_options.h"
+#include "net/address_candidates.h"
 #include "net/address_resolver.h"
 #include "redis/reconnect_backoff.h"
 
@@ -75,8 +76,7 @@ class ReleaseSubscriber : public std::enable_shared_from_this<ReleaseSubscriber>
   ReleaseSubscriberOptions options_;
   MessageHandler on_message_;
   AddressResolver resolver_;
-  std::vector<std::string> candidates_;  // IP literals of the last resolution, in its order
-  std::size_t next_candidate_ = 0;
+  AddressCandidates candidates_;
   State state_ = State::kIdle;
   redisAsyncContext* context_ = nullptr;
   std::uint64_t generation_ = 0;  // of context_: a timer armed for an older one does nothing
