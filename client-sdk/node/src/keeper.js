@@ -37,6 +37,7 @@ export class LeaseKeeper {
   #lostTimer;
   #stopped = false;
   #lastError;
+  #inFlight = new AbortController();
 
   /** Starts renewing at once. */
   constructor(client, lease, options = {}) {
@@ -86,7 +87,7 @@ export class LeaseKeeper {
     const withinMs = Math.floor(this.#lostAt() - performance.now());
     if (withinMs <= 0) return this.#giveUp();
     try {
-      await this.#client.extend(this.lease, this.lease.ttlMs, { withinMs });
+      await this.#client.extend(this.lease, this.lease.ttlMs, { withinMs, signal: this.#inFlight.signal });
       if (this.#stopped || this.lease.lost) return;
       this.renewals += 1;
       this.#schedule();
@@ -112,6 +113,7 @@ export class LeaseKeeper {
 
   #stop() {
     this.#stopped = true;
+    this.#inFlight.abort(new Error('the keeper stopped'));
     clearTimeout(this.#renewTimer);
     clearTimeout(this.#lostTimer);
   }
