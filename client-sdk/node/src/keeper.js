@@ -38,6 +38,7 @@ export class LeaseKeeper {
   #stopped = false;
   #lastError;
   #inFlight = new AbortController();
+  #extending = false;
 
   /** Starts renewing at once. */
   constructor(client, lease, options = {}) {
@@ -86,6 +87,7 @@ export class LeaseKeeper {
     if (this.#boundReached()) return;  // the lost timer fires before the deadline
     const withinMs = Math.floor(this.#lostAt() - performance.now());
     if (withinMs <= 0) return this.#giveUp();
+    this.#extending = true;
     try {
       await this.#client.extend(this.lease, this.lease.ttlMs, { withinMs, signal: this.#inFlight.signal });
       if (this.#stopped || this.lease.lost) return;
@@ -100,13 +102,17 @@ export class LeaseKeeper {
       }
       this.#lastError = error;
       this.#renewAfter(Math.min(200, Math.max(10, this.lease.ttlMs / 20)));
+    } finally {
+      this.#extending = false;
     }
   }
 
   #giveUp() {
     if (this.#stopped || this.lease.lost) return;
     this.#stop();
-    const why = this.#lastError ? `renewal kept failing (${this.#lastError.message})` : 'renewal stopped at its bound';
+    let why = 'renewal stopped at its bound';
+    if (this.#lastError) why = `renewal kept failing (${this.#lastError.message})`;
+    else if (this.#extending) why = 'renewal did not succeed in time';
     declareLost(this.lease, new LeaseLostError(
       `the lease on "${this.lease.name}" is about to expire: ${why}`, this.#lastError));
   }

@@ -74,7 +74,7 @@ describe('the lease keeper', () => {
       const early = lease.deadline - firedAt;
       assert.ok(early > 0, `fired ${Math.round(-early)} ms after the deadline`);
       assert.ok(early < 400, `fired ${Math.round(early)} ms before the deadline, about the margin`);
-      assert.match(lease.lostReason.message, /renewal kept failing/);
+      assert.match(lease.lostReason.message, /renewal (kept failing|did not succeed in time)/);
       await client.release(lease);
     } finally {
       await silent.close();
