@@ -1,14 +1,15 @@
 // The client against a live fencelockd: every endpoint, the errors that tell outcomes apart,
 // endpoint fail-over and the retry rules, bounded calls, and a lease whose secret never shows.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { inspect } from 'node:util';
 
 import {
-  Client, FencelockError, InvalidArgumentError, LeaseLostError, LockedError, NotHeldError, TransportError, UnavailableError,
+  Client, DeniedError, FencelockError, InvalidArgumentError, RateLimitedError, LeaseLostError, LockedError, NotHeldError, TransportError, UnavailableError,
 } from 'fencelock';
 
 import { parseWithTokens } from '../src/token_json.js';
@@ -117,6 +118,37 @@ describe('errors that tell outcomes apart', () => {
       assert.equal(status.held, false);
     } finally {
       await lonely.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('sends the API key, and tells a refused key (DeniedError) from a rate limit (RateLimitedError)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fencelock-node-'));
+    const secret = `flk_${randomBytes(32).toString('hex')}`;
+    const keys = { keys: [{ id: 'node-test', secret_sha256: createHash('sha256').update(secret).digest('hex'),
+      names: ['app.*'], rights: ['read'], rate: 1 }] };
+    await writeFile(join(dir, 'keys.json'), JSON.stringify(keys));
+    const guarded = await startFencelockdWithoutNodes(dir, ['--auth-file', join(dir, 'keys.json')]);
+    try {
+      const options = { endpoints: [guarded.url], maxRetries: 0 };
+      const anonymous = await new Client(options).status('app.x').then(() => null, (e) => e);
+      assert.ok(anonymous instanceof DeniedError, String(anonymous));
+      assert.deepEqual([anonymous.code, anonymous.status], ['unauthenticated', 401]);
+      const keyed = new Client({ ...options, apiKey: secret });
+      const noRight = await keyed.acquire('app.x', { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(noRight instanceof DeniedError);
+      assert.deepEqual([noRight.code, noRight.status], ['forbidden', 403]);
+      // The key passed (the lock nodes are down, so the status itself is 503); the next call
+      // within the second is over the key's rate.
+      const first = await keyed.status('app.x').then(() => null, (e) => e);
+      assert.ok(first === null || first instanceof UnavailableError, String(first));
+      const limited = await keyed.status('app.x').then(() => null, (e) => e);
+      assert.ok(limited instanceof RateLimitedError, String(limited));
+      assert.equal(limited.code, 'rate_limited');
+      assert.ok(limited.retryAfterMs > 0 && limited.retryAfterMs <= 2000);
+      assert.ok(!String(limited.message).includes(secret) && !inspect(keyed).includes(secret), 'the key never shows');
+    } finally {
+      await guarded.stop();
       await rm(dir, { recursive: true, force: true });
     }
   });

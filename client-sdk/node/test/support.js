@@ -63,10 +63,12 @@ export async function startSilentServer() {
 
 // A fencelockd of the test's own whose lock nodes are all down (closed ports): every acquire is
 // 503 unavailable. Resolves {url, stop()} once it answers /healthz (at most 10 s).
-export async function startFencelockdWithoutNodes(dir) {
+// `extraArgs` are more flags (say, --auth-file).
+export async function startFencelockdWithoutNodes(dir, extraArgs = []) {
   const port = sparePortBase;
   const nodes = [1, 2, 3].map((i) => `127.0.0.1:${sparePortBase + i}`).join(',');
-  const child = spawn(fencelockdPath, ['--listen', `127.0.0.1:${port}`, '--redis', nodes, '--tokens', `sqlite:${dir}/tokens.db`],
+  const child = spawn(fencelockdPath,
+    ['--listen', `127.0.0.1:${port}`, '--redis', nodes, '--tokens', `sqlite:${dir}/tokens.db`, ...extraArgs],
     { stdio: 'ignore' });
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
