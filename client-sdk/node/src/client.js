@@ -10,7 +10,6 @@
 import { performance } from 'node:perf_hooks';
 
 import {
-  FencelockError,
   InternalError,
   InvalidArgumentError,
   LeaseLostError,
@@ -230,6 +229,7 @@ export class Client {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
+        redirect: 'error',  // fencelockd never redirects; a lease or key must not follow one
         signal: signal ? anySignal([signal, timeout]) : timeout,
       });
       text = await response.text();
@@ -309,5 +309,3 @@ function anySignal(signals) {
   }
   return controller.signal;
 }
-
-export { FencelockError };
