@@ -1,0 +1,149 @@
+// Types of the fencelock Node client (hand-written; the sources are plain ESM JavaScript).
+/// <reference types="node" />
+import { EventEmitter } from 'node:events';
+
+export interface Timeouts {
+  /** One request's round trip, excluding an acquire's wait. Default 5000; 1 .. 600000. */
+  requestMs?: number;
+}
+
+export interface ClientOptions {
+  /** fencelockd base URLs, tried in order. Default ["http://127.0.0.1:8080"]; 1..16. */
+  endpoints?: string[];
+  /** Sent as "Authorization: Bearer <apiKey>" (fencelockd with --auth-file). Never logged. */
+  apiKey?: string;
+  timeouts?: Timeouts;
+  /** Extra attempts of retry-safe calls (extend, release, status, tokens). Default 2; 0..10. */
+  maxRetries?: number;
+  /** Pause before a retry, doubled each time. Default 50; 0..10000. */
+  retryBackoffMs?: number;
+}
+
+export interface RenewOptions {
+  /** Extend when this fraction of the ttl is left. Default 1/3; 0.05 .. 0.95. */
+  renewWhenLeft?: number;
+  /** Extend at most this many times; then the lease is declared lost before its deadline. */
+  maxRenewals?: number;
+  /** Stop extending once the lease has been held this long (ms). */
+  maxHoldMs?: number;
+  /** How long before the deadline the lost signal fires if renewal has not succeeded. Default ttl/10, >= 20 ms, <= ttl/2. */
+  lostMarginMs?: number;
+}
+
+export interface AcquireOptions {
+  /** How long the lock holds unless extended or released (ms). */
+  ttlMs: number;
+  /** How long to keep trying while someone else holds it (ms). Default 0. */
+  waitMs?: number;
+  /** Who asks; written to fencelockd's request log only. */
+  owner?: string;
+  /** Aborts the call (the promise rejects with the signal's reason). */
+  signal?: AbortSignal;
+}
+
+export interface WithLockOptions extends AcquireOptions {
+  renew?: RenewOptions;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface LockStatus {
+  held: boolean;
+  /** Until fewer than a majority hold it; null when not held. */
+  remainingMs: number | null;
+  /** The name's current token. */
+  lastToken: bigint;
+}
+
+export interface LeaseEvents {
+  lost: [reason: LeaseLostError];
+}
+
+/** A granted lock. The lease string (the secret) never shows in toString, inspect or JSON. */
+export declare class Lease extends EventEmitter {
+  private constructor();
+  readonly name: string;
+  /** The fencing token (64-bit, exact): send it with every write to the protected resource. */
+  readonly token: bigint;
+  readonly ttlMs: number;
+  /** The conservative local deadline, on performance.now()'s clock (ms). */
+  readonly deadline: number;
+  /** Aborted (reason: a LeaseLostError) when the lease is lost. */
+  readonly signal: AbortSignal;
+  readonly lost: boolean;
+  readonly lostReason: LeaseLostError | undefined;
+  valid(): boolean;
+  remainingMs(): number;
+  /** Throws a LeaseLostError if the lease is lost, released or past its deadline. */
+  check(): void;
+  /** The secret proof of ownership. Do not log it. */
+  leaseString(): string;
+  toJSON(): { name: string; token: string; ttlMs: number; remainingMs: number; lost: boolean };
+  on(event: 'lost', listener: (reason: LeaseLostError) => void): this;
+  once(event: 'lost', listener: (reason: LeaseLostError) => void): this;
+  off(event: 'lost', listener: (reason: LeaseLostError) => void): this;
+}
+
+/** Renews a lease in the background; declares it lost before its deadline when renewal fails. */
+export declare class LeaseKeeper {
+  constructor(client: Client, lease: Lease, options?: RenewOptions);
+  readonly lease: Lease;
+  readonly renewals: number;
+  /** Stops renewing; the lease runs out at its deadline. */
+  stop(): void;
+  /** Stops renewing and releases: true iff the lease still held the lock. */
+  release(): Promise<boolean>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export declare class Client {
+  constructor(options?: ClientOptions);
+  /** Rejects with LockedError, UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError. */
+  acquire(name: string, options: AcquireOptions): Promise<Lease>;
+  /** Rejects with NotHeldError (and marks the lease lost), UnavailableError, InvalidArgumentError, TransportError. */
+  extend(lease: Lease, ttlMs?: number, options?: CallOptions & { withinMs?: number }): Promise<void>;
+  /** True iff the lease still held the lock. Idempotent. */
+  release(lease: Lease, options?: CallOptions): Promise<boolean>;
+  status(name: string, options?: CallOptions): Promise<LockStatus>;
+  /** Draws the name's next token without a lock (a hazard: see docs/api.md). */
+  nextToken(name: string, options?: CallOptions): Promise<bigint>;
+  currentToken(name: string, options?: CallOptions): Promise<bigint>;
+  keep(lease: Lease, options?: RenewOptions): LeaseKeeper;
+  /** Acquire, keep renewed, run work, release (also when work throws). Rejects with LeaseLostError if the lease was lost meanwhile. */
+  withLock<T>(name: string, options: WithLockOptions, work: (lease: Lease) => Promise<T> | T): Promise<T>;
+}
+
+export interface ErrorDetails {
+  status?: number;
+  requestId?: string;
+  retryAfterMs?: number;
+  cause?: unknown;
+}
+
+export declare class FencelockError extends Error {
+  constructor(code: string, message: string, details?: ErrorDetails);
+  /** The API's stable code ("locked", "not_held", "unavailable", …), "transport" or "lease_lost". */
+  readonly code: string;
+  /** The HTTP status, when the service answered. */
+  readonly status: number | undefined;
+  /** The answer's X-Request-Id: quote it when asking about a failed request. */
+  readonly requestId: string | undefined;
+}
+export declare class LockedError extends FencelockError {
+  readonly retryAfterMs: number | undefined;
+}
+export declare class NotHeldError extends FencelockError {}
+export declare class UnavailableError extends FencelockError {}
+export declare class DeniedError extends FencelockError {}
+export declare class RateLimitedError extends FencelockError {
+  readonly retryAfterMs: number | undefined;
+}
+export declare class InvalidArgumentError extends FencelockError {}
+export declare class TransportError extends FencelockError {}
+export declare class InternalError extends FencelockError {}
+export declare class LeaseLostError extends FencelockError {
+  constructor(message: string, reason?: unknown);
+  readonly reason: unknown;
+}

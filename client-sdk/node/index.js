@@ -1,0 +1,16 @@
+// fencelock: a client for fencelockd's HTTP API v1 (docs/api.md). See README.md.
+export { Client } from './src/client.js';
+export { Lease } from './src/lease.js';
+export { LeaseKeeper } from './src/keeper.js';
+export {
+  FencelockError,
+  LockedError,
+  NotHeldError,
+  UnavailableError,
+  DeniedError,
+  RateLimitedError,
+  InvalidArgumentError,
+  TransportError,
+  InternalError,
+  LeaseLostError,
+} from './src/errors.js';

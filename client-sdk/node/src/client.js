@@ -1,0 +1,311 @@
+// The fencelock client: talks to fencelockd's HTTP API v1 (docs/api.md) with Node's built-in
+// fetch, whose connections are kept alive by default.
+//
+// Every request is bounded by AbortSignal.timeout (requestMs; an acquire adds its waitMs).
+// Retries follow the C++ SDK: calls that are safe to repeat (extend, release, status, nextToken,
+// currentToken) are retried on transport errors and 503s, up to maxRetries times, on the next
+// endpoint; acquire is retried only when its request could not be sent at all (connection refused,
+// name not resolved), because a sent acquire may have been granted. After a transport error the
+// client starts its next calls at the endpoint that answered last.
+import { performance } from 'node:perf_hooks';
+
+import {
+  InternalError,
+  InvalidArgumentError,
+  LeaseLostError,
+  NotHeldError,
+  TransportError,
+  errorFromAnswer,
+} from './errors.js';
+import { Lease, declareLost, renewLease, retireLease } from './lease.js';
+import { LeaseKeeper } from './keeper.js';
+import { parseWithTokens } from './token_json.js';
+
+const namePattern = /^[A-Za-z0-9._:-]{1,200}$/;
+// Errors of fetch that happen before a byte of the request left: nothing can have been granted.
+const notSentCodes = new Set([
+  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+export class Client {
+  #endpoints;
+  #apiKey;
+  #requestMs;
+  #maxRetries;
+  #retryBackoffMs;
+  #current = 0;
+
+  /**
+   * @param {object} [options]
+   * @param {string[]} [options.endpoints] fencelockd base URLs, tried in order. Default
+   *   ["http://127.0.0.1:8080"]; 1..16, http: or https:.
+   * @param {string} [options.apiKey] sent as "Authorization: Bearer <apiKey>"; never logged.
+   * @param {{requestMs?: number}} [options.timeouts] one request's round trip, excluding an
+   *   acquire's wait. Default 5000; 1 .. 600000.
+   * @param {number} [options.maxRetries] extra attempts of retry-safe calls. Default 2; 0..10.
+   * @param {number} [options.retryBackoffMs] pause before a retry, doubled each time. Default 50.
+   */
+  constructor(options = {}) {
+    const endpoints = options.endpoints ?? ['http://127.0.0.1:8080'];
+    if (!Array.isArray(endpoints) || endpoints.length < 1 || endpoints.length > 16) {
+      throw new InvalidArgumentError('invalid_request', 'endpoints: 1 to 16 URLs');
+    }
+    this.#endpoints = endpoints.map((endpoint) => {
+      let url;
+      try {
+        url = new URL(endpoint);
+      } catch {
+        throw new InvalidArgumentError('invalid_request', `endpoints: not a URL: ${endpoint}`);
+      }
+      if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search) {
+        throw new InvalidArgumentError('invalid_request', `endpoints: want http(s)://HOST:PORT, got ${endpoint}`);
+      }
+      return url.origin;
+    });
+    const apiKey = options.apiKey ?? '';
+    if (typeof apiKey !== 'string' || apiKey.length > 256 || !/^[\x21-\x7e]*$/.test(apiKey)) {
+      throw new InvalidArgumentError('invalid_request', 'apiKey: printable ASCII without spaces, at most 256 characters');
+    }
+    this.#apiKey = apiKey;
+    this.#requestMs = checkInteger('timeouts.requestMs', options.timeouts?.requestMs ?? 5000, 1, 600000);
+    this.#maxRetries = checkInteger('maxRetries', options.maxRetries ?? 2, 0, 10);
+    this.#retryBackoffMs = checkInteger('retryBackoffMs', options.retryBackoffMs ?? 50, 0, 10000);
+  }
+
+  /**
+   * Acquires `name` for `ttlMs`, waiting up to `waitMs` while someone else holds it.
+   * Rejects with LockedError (held, and the wait ran out; retryAfterMs when known),
+   * UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError.
+   */
+  async acquire(name, { ttlMs, waitMs = 0, owner, signal } = {}) {
+    checkName(name);
+    checkInteger('ttlMs', ttlMs, 1, Number.MAX_SAFE_INTEGER);
+    checkInteger('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
+    const body = { ttl_ms: ttlMs, wait_ms: waitMs };
+    if (owner !== undefined) body.owner = String(owner);
+    const { answer, sentAt } = await this.#call('POST', `/v1/locks/${name}`, body, {
+      idempotent: false,
+      attemptMs: this.#requestMs + waitMs,
+      signal,
+    });
+    const token = answer.token;
+    if (typeof answer.lease !== 'string' || typeof token !== 'bigint' || token <= 0n ||
+        !Number.isSafeInteger(answer.validity_ms) || !Number.isSafeInteger(answer.waited_ms ?? 0)) {
+      throw new InternalError('internal', 'acquire: the answer lacks lease, token or validity_ms');
+    }
+    const deadline = sentAt + (answer.waited_ms ?? 0) + answer.validity_ms;
+    return new Lease(name, answer.lease, token, ttlMs, deadline);
+  }
+
+  /**
+   * Makes the lease's remaining ttl at least `ttlMs` and moves its deadline. `withinMs` bounds
+   * the whole call, retries included. Rejects with NotHeldError (the lease is gone: stop using
+   * it; the lease is marked lost), UnavailableError, InvalidArgumentError, TransportError.
+   */
+  async extend(lease, ttlMs = lease.ttlMs, { withinMs, signal } = {}) {
+    checkLease(lease);
+    checkInteger('ttlMs', ttlMs, 1, Number.MAX_SAFE_INTEGER);
+    try {
+      const { answer, sentAt } = await this.#call(
+        'POST', `/v1/locks/${lease.name}/extend`, { lease: lease.leaseString(), ttl_ms: ttlMs },
+        { idempotent: true, withinMs, signal });
+      if (!Number.isSafeInteger(answer.validity_ms)) {
+        throw new InternalError('internal', 'extend: the answer lacks validity_ms');
+      }
+      renewLease(lease, ttlMs, sentAt + answer.validity_ms);
+    } catch (error) {
+      if (error instanceof NotHeldError) {
+        declareLost(lease, new LeaseLostError(`extend of "${lease.name}" was refused: ${error.message}`, error));
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Releases the lease: resolves true iff it still held the lock. Idempotent. Rejects with
+   * UnavailableError, InvalidArgumentError, TransportError (the ttl frees the lock anyway).
+   */
+  async release(lease, { signal } = {}) {
+    checkLease(lease);
+    const { answer } = await this.#call('DELETE', `/v1/locks/${lease.name}`, { lease: lease.leaseString() },
+      { idempotent: true, signal });
+    retireLease(lease);
+    return answer.released === true;
+  }
+
+  /** The lock's state: {held, remainingMs (null when not held), lastToken (bigint)}. */
+  async status(name, { signal } = {}) {
+    checkName(name);
+    const { answer } = await this.#call('GET', `/v1/locks/${name}`, undefined, { idempotent: true, signal });
+    return { held: answer.held === true, remainingMs: answer.remaining_ms ?? null, lastToken: answer.last_token ?? 0n };
+  }
+
+  /** Draws the name's next token without a lock (see the hazard in docs/api.md). A bigint. */
+  async nextToken(name, { signal } = {}) {
+    checkName(name);
+    const { answer } = await this.#call('POST', `/v1/tokens/${name}`, undefined, { idempotent: true, signal });
+    return tokenOf(answer);
+  }
+
+  /** The latest token issued for the name, 0n if none. A bigint. */
+  async currentToken(name, { signal } = {}) {
+    checkName(name);
+    const { answer } = await this.#call('GET', `/v1/tokens/${name}`, undefined, { idempotent: true, signal });
+    return tokenOf(answer);
+  }
+
+  /**
+   * Keeps `lease` renewed in the background until release() or stop(); see LeaseKeeper.
+   * @param {Lease} lease
+   * @param {import('./keeper.js').RenewOptions} [options]
+   */
+  keep(lease, options) {
+    return new LeaseKeeper(this, lease, options);
+  }
+
+  /**
+   * Acquires `name`, runs `work(lease)` while a LeaseKeeper renews it, and releases it when work
+   * settles (also when it throws). Resolves with work's result; rejects with the acquire's error,
+   * with work's error, or with a LeaseLostError if the lease was lost while work ran (work should
+   * watch lease.signal or call lease.check() before each step and before each write).
+   */
+  async withLock(name, options, work) {
+    if (typeof work !== 'function') throw new InvalidArgumentError('invalid_request', 'withLock: work must be a function');
+    const lease = await this.acquire(name, options);
+    const keeper = new LeaseKeeper(this, lease, options?.renew);
+    let result;
+    try {
+      result = await work(lease);
+    } finally {
+      await keeper.release().catch(() => {});
+    }
+    if (lease.lost) throw lease.lostReason;
+    return result;
+  }
+
+  // One call: tries endpoints in turn by the retry rules. Resolves {answer, sentAt}, sentAt being
+  // performance.now() just before the successful attempt was sent.
+  async #call(method, path, body, { idempotent, attemptMs = this.#requestMs, withinMs, signal }) {
+    const start = performance.now();
+    const attempts = idempotent ? this.#maxRetries + 1 : Math.max(this.#maxRetries + 1, this.#endpoints.length);
+    let lastError;
+    for (let attempt = 0; attempt < attempts; ++attempt) {
+      let timeoutMs = attemptMs;
+      if (withinMs !== undefined) {
+        const left = Math.floor(start + withinMs - performance.now());
+        if (left <= 0) break;
+        timeoutMs = Math.min(timeoutMs, left);
+      }
+      if (attempt > 0 && this.#retryBackoffMs > 0) {
+        const pause = Math.min(this.#retryBackoffMs * 2 ** (attempt - 1), withinMs === undefined ? Infinity : timeoutMs / 2);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+      const index = this.#current;
+      const outcome = await this.#attempt(this.#endpoints[index], method, path, body, timeoutMs, signal);
+      if (outcome.answer !== undefined) return outcome;
+      lastError = outcome.error;
+      const transport = lastError instanceof TransportError;
+      if (transport) this.#current = (index + 1) % this.#endpoints.length;
+      const retry = idempotent ? transport || lastError.status === 503 : outcome.notSent === true;
+      if (!retry) break;
+      if (!transport) this.#current = (index + 1) % this.#endpoints.length;
+    }
+    throw lastError ?? new TransportError('transport', `${method} ${path}: no time left for a request`);
+  }
+
+  // One request to one endpoint. Resolves {answer, sentAt} or {error, notSent}; rejects only
+  // when the caller's own signal aborted.
+  async #attempt(endpoint, method, path, body, timeoutMs, signal) {
+    const headers = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const sentAt = performance.now();
+    let response;
+    let text;
+    try {
+      response = await fetch(endpoint + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        redirect: 'error',  // fencelockd never redirects; a lease or key must not follow one
+        signal: signal ? anySignal([signal, timeout]) : timeout,
+      });
+      text = await response.text();
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      const code = causeCode(error);
+      const why = timeout.aborted ? `timed out after ${timeoutMs} ms` : (code ?? error.message);
+      return {
+        error: new TransportError('transport', `${method} ${endpoint}${path}: ${why}`, { cause: error }),
+        notSent: !timeout.aborted && notSentCodes.has(code),
+      };
+    }
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    let parsed;
+    try {
+      parsed = parseWithTokens(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (response.ok) {
+      if (parsed === null || typeof parsed !== 'object') {
+        return { error: new InternalError('internal', `${method} ${path}: an answer that is not a JSON object`, { status: response.status, requestId }) };
+      }
+      return { answer: parsed, sentAt };
+    }
+    const problem = parsed?.error ?? {};
+    let retryAfterMs = Number.isSafeInteger(problem.retry_after_ms) ? problem.retry_after_ms : undefined;
+    const retryAfter = response.headers.get('retry-after');
+    if (retryAfterMs === undefined && retryAfter !== null && /^[0-9]+$/.test(retryAfter)) {
+      retryAfterMs = Number(retryAfter) * 1000;
+    }
+    const message = typeof problem.message === 'string' ? problem.message : `HTTP ${response.status}`;
+    return {
+      error: errorFromAnswer(response.status, typeof problem.code === 'string' ? problem.code : undefined, message,
+        { requestId, retryAfterMs }),
+    };
+  }
+}
+
+function checkInteger(what, value, min, max) {
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError('invalid_request', `${what}: an integer from ${min} to ${max}, got ${value}`);
+  }
+  return value;
+}
+
+function checkName(name) {
+  if (typeof name !== 'string' || !namePattern.test(name) || name === '.' || name === '..') {
+    throw new InvalidArgumentError('invalid_request', 'name: 1 to 200 characters from [A-Za-z0-9._:-], not "." or ".."');
+  }
+}
+
+function checkLease(lease) {
+  if (!(lease instanceof Lease)) throw new InvalidArgumentError('invalid_request', 'lease: not a Lease from acquire()');
+}
+
+function tokenOf(answer) {
+  if (typeof answer.token !== 'bigint') throw new InternalError('internal', 'the answer lacks a token');
+  return answer.token;
+}
+
+function causeCode(error) {
+  const cause = error?.cause;
+  return cause?.code ?? cause?.errors?.[0]?.code ?? undefined;
+}
+
+// AbortSignal.any exists from Node 20.3; this covers Node 18.
+function anySignal(signals) {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);
+  const controller = new AbortController();
+  for (const s of signals) {
+    if (s.aborted) {
+      controller.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', () => controller.abort(s.reason), { once: true, signal: controller.signal });
+  }
+  return controller.signal;
+}

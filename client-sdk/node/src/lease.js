@@ -1,0 +1,112 @@
+// A granted lock as the client holds it: name, fencing token, a conservative local deadline, and
+// the lost-lease signal.
+//
+// The deadline is the client's own send time of the granting (or last extending) request plus the
+// waited_ms (acquire only) and validity_ms the service answered, on performance.now() — never later
+// than the truth, however long a waiting acquire waited or the answer took.
+//
+// `signal` (an AbortSignal), the 'lost' event and check() say when the lease must no longer be
+// relied on: when an extend was refused (not_held), when a LeaseKeeper gave up renewing (before
+// the deadline), or at the deadline itself. Once lost, a lease stays lost.
+//
+// The lease string (the secret that proves ownership for extend and release) is kept outside the
+// object: it never shows in toString(), util.inspect(), JSON.stringify() or Object.keys().
+// leaseString() returns it for a caller who must hand it on; treat it like a password.
+import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { inspect } from 'node:util';
+
+import { LeaseLostError } from './errors.js';
+
+const internals = new WeakMap();
+
+export class Lease extends EventEmitter {
+  /** @internal Created by Client.acquire. */
+  constructor(name, leaseString, token, ttlMs, deadline) {
+    super();
+    const state = {
+      secret: leaseString,
+      controller: new AbortController(),
+      token,
+      ttlMs,
+      deadline,
+      lostReason: undefined,
+      expiryTimer: undefined,
+    };
+    internals.set(this, state);
+    Object.defineProperty(this, 'name', { value: name, enumerable: true });
+    armExpiry(this, state);
+  }
+
+  /** The fencing token: send it with every write to the protected resource. */
+  get token() { return internals.get(this).token; }
+  /** The ttl last asked for (acquire or extend), in ms. */
+  get ttlMs() { return internals.get(this).ttlMs; }
+  /** The local deadline on performance.now()'s clock, in ms. */
+  get deadline() { return internals.get(this).deadline; }
+  /** Aborted when the lease is lost; its reason is a LeaseLostError. */
+  get signal() { return internals.get(this).controller.signal; }
+  get lost() { return internals.get(this).lostReason !== undefined; }
+  /** Why the lease was lost (a LeaseLostError), undefined while it is not. */
+  get lostReason() { return internals.get(this).lostReason; }
+
+  /** True until the deadline and while not lost. */
+  valid() { return !this.lost && !internals.get(this).released && performance.now() < this.deadline; }
+  /** Ms left until the deadline, 0 once it passed. */
+  remainingMs() { return Math.max(0, Math.floor(this.deadline - performance.now())); }
+  /** Throws the LeaseLostError if the lease is lost or past its deadline. */
+  check() {
+    if (!this.lost && performance.now() >= this.deadline) {
+      declareLost(this, new LeaseLostError(`the lease on "${this.name}" reached its deadline`));
+    }
+    if (this.lost) throw this.lostReason;
+    if (internals.get(this).released) throw new LeaseLostError(`the lease on "${this.name}" was released`);
+  }
+  /** The secret proof of ownership. Do not log it. */
+  leaseString() { return internals.get(this).secret; }
+
+  toString() { return `Lease(${this.name} #${this.token})`; }
+  toJSON() {
+    return { name: this.name, token: this.token.toString(), ttlMs: this.ttlMs, remainingMs: this.remainingMs(), lost: this.lost };
+  }
+  [inspect.custom]() {
+    return `Lease { name: ${JSON.stringify(this.name)}, token: ${this.token}n, ttlMs: ${this.ttlMs}, remainingMs: ${this.remainingMs()}, lost: ${this.lost} }`;
+  }
+}
+
+// A timer at the deadline, so that `signal` fires even when nobody calls check(). Unref'd: a lease
+// never holds the process open.
+function armExpiry(lease, state) {
+  clearTimeout(state.expiryTimer);
+  const delay = Math.max(0, state.deadline - performance.now());
+  state.expiryTimer = setTimeout(() => {
+    declareLost(lease, new LeaseLostError(`the lease on "${lease.name}" reached its deadline`));
+  }, delay);
+  state.expiryTimer.unref();
+}
+
+/** @internal A successful extend moves the deadline (never after the lease was lost). */
+export function renewLease(lease, ttlMs, deadline) {
+  const state = internals.get(lease);
+  if (state.lostReason !== undefined) return;
+  state.ttlMs = ttlMs;
+  state.deadline = deadline;
+  armExpiry(lease, state);
+}
+
+/** @internal Marks the lease lost: aborts `signal`, emits 'lost'. Idempotent. */
+export function declareLost(lease, reason) {
+  const state = internals.get(lease);
+  if (state.lostReason !== undefined) return;
+  state.lostReason = reason;
+  clearTimeout(state.expiryTimer);
+  state.controller.abort(reason);
+  lease.emit('lost', reason);
+}
+
+/** @internal After a release: the timer stops and check() throws, but 'lost' is not emitted. */
+export function retireLease(lease) {
+  const state = internals.get(lease);
+  clearTimeout(state.expiryTimer);
+  state.released = true;
+}

@@ -1,0 +1,234 @@
+// The client against a live fencelockd: every endpoint, the errors that tell outcomes apart,
+// endpoint fail-over and the retry rules, bounded calls, and a lease whose secret never shows.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { inspect } from 'node:util';
+
+import {
+  Client, DeniedError, FencelockError, InvalidArgumentError, RateLimitedError, LeaseLostError, LockedError, NotHeldError, TransportError, UnavailableError,
+} from 'fencelock';
+
+import { parseWithTokens } from '../src/token_json.js';
+import { fencelockUrl, sleep, sparePortBase, startFencelockdWithoutNodes, startSilentServer, uniqueName } from './support.js';
+
+const client = new Client({ endpoints: [fencelockUrl] });
+const closedEndpoint = `http://127.0.0.1:${sparePortBase + 9}`;
+
+describe('a lease through every endpoint', () => {
+  it('acquires, reports status and tokens, extends, and releases once', async () => {
+    const name = uniqueName('basic');
+    const lease = await client.acquire(name, { ttlMs: 2000, owner: 'node-test' });
+    assert.equal(lease.name, name);
+    assert.equal(typeof lease.token, 'bigint');
+    assert.ok(lease.token > 0n);
+    assert.ok(lease.valid());
+    assert.ok(lease.remainingMs() > 1000 && lease.remainingMs() <= 2000);
+
+    const status = await client.status(name);
+    assert.equal(status.held, true);
+    assert.ok(status.remainingMs > 0 && status.remainingMs <= 2000);
+    assert.equal(status.lastToken, lease.token);
+    assert.equal(await client.currentToken(name), lease.token);
+
+    const before = lease.deadline;
+    await client.extend(lease, 5000);
+    assert.ok(lease.deadline > before, 'an extend moves the deadline');
+    assert.equal(lease.ttlMs, 5000);
+    assert.equal(lease.token, (await client.status(name)).lastToken, 'an extend keeps the token');
+
+    assert.equal(await client.release(lease), true);
+    assert.equal(await client.release(lease), false, 'a second release is harmless and says so');
+    assert.deepEqual(await client.status(name), { held: false, remainingMs: null, lastToken: lease.token });
+    assert.throws(() => lease.check(), LeaseLostError);
+
+    const drawn = await client.nextToken(name);
+    assert.ok(drawn > lease.token);
+    const again = await client.acquire(name, { ttlMs: 1000 });
+    assert.ok(again.token > drawn, 'a grant after a draw gets a greater token');
+    await client.release(again);
+  });
+
+  it('reports a name never drawn as token 0', async () => {
+    assert.equal(await client.currentToken(uniqueName('fresh')), 0n);
+  });
+});
+
+describe('errors that tell outcomes apart', () => {
+  it('refuses a held lock with LockedError and says how long it stays held', async () => {
+    const name = uniqueName('locked');
+    const lease = await client.acquire(name, { ttlMs: 3000 });
+    try {
+      const refused = await client.acquire(name, { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(refused instanceof LockedError);
+      assert.ok(refused instanceof FencelockError);
+      assert.equal(refused.code, 'locked');
+      assert.equal(refused.status, 409);
+      assert.ok(refused.retryAfterMs > 0 && refused.retryAfterMs <= 3000);
+      assert.match(refused.requestId, /^[0-9a-f]{16}$/);
+    } finally {
+      await client.release(lease);
+    }
+  });
+
+  it('waits for a held lock when asked to, and gets it when it is released', async () => {
+    const name = uniqueName('wait');
+    const first = await client.acquire(name, { ttlMs: 10000 });
+    setTimeout(() => client.release(first), 300);
+    const second = await client.acquire(name, { ttlMs: 1000, waitMs: 5000 });
+    assert.ok(second.token > first.token);
+    assert.ok(second.remainingMs() <= 1000);
+    await client.release(second);
+  });
+
+  it('refuses an extend of an expired lease with NotHeldError, and the lease says it is lost', async () => {
+    const name = uniqueName('notheld');
+    const lease = await client.acquire(name, { ttlMs: 100 });
+    const lost = new Promise((resolve) => lease.once('lost', resolve));
+    await sleep(300);
+    assert.ok((await lost) instanceof LeaseLostError, 'the deadline passing is signalled without a call');
+    assert.ok(lease.signal.aborted);
+    assert.ok(lease.signal.reason instanceof LeaseLostError);
+    assert.throws(() => lease.check(), LeaseLostError);
+    const refused = await client.extend(lease, 1000).then(() => null, (e) => e);
+    assert.ok(refused instanceof NotHeldError);
+    assert.equal(refused.code, 'not_held');
+    assert.equal(refused.status, 409);
+  });
+
+  it('answers UnavailableError when the lock nodes are down, and does not retry an acquire', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fencelock-node-'));
+    const lonely = await startFencelockdWithoutNodes(dir);
+    try {
+      const onlyDown = new Client({ endpoints: [lonely.url] });
+      const refused = await onlyDown.acquire(uniqueName('down'), { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(refused instanceof UnavailableError, String(refused));
+      assert.equal(refused.code, 'unavailable');
+      assert.equal(refused.status, 503);
+
+      // An acquire answered 503 was sent: it is not tried on the next endpoint.
+      const downFirst = new Client({ endpoints: [lonely.url, fencelockUrl] });
+      const notRetried = await downFirst.acquire(uniqueName('down'), { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(notRetried instanceof UnavailableError);
+      // A status is safe to repeat: the 503 sends it on to the working endpoint.
+      const status = await new Client({ endpoints: [lonely.url, fencelockUrl] }).status(uniqueName('down'));
+      assert.equal(status.held, false);
+    } finally {
+      await lonely.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('sends the API key, and tells a refused key (DeniedError) from a rate limit (RateLimitedError)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fencelock-node-'));
+    const secret = `flk_${randomBytes(32).toString('hex')}`;
+    const keys = { keys: [{ id: 'node-test', secret_sha256: createHash('sha256').update(secret).digest('hex'),
+      names: ['app.*'], rights: ['read'], rate: 1 }] };
+    await writeFile(join(dir, 'keys.json'), JSON.stringify(keys));
+    const guarded = await startFencelockdWithoutNodes(dir, ['--auth-file', join(dir, 'keys.json')]);
+    try {
+      const options = { endpoints: [guarded.url], maxRetries: 0 };
+      const anonymous = await new Client(options).status('app.x').then(() => null, (e) => e);
+      assert.ok(anonymous instanceof DeniedError, String(anonymous));
+      assert.deepEqual([anonymous.code, anonymous.status], ['unauthenticated', 401]);
+      const keyed = new Client({ ...options, apiKey: secret });
+      const noRight = await keyed.acquire('app.x', { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(noRight instanceof DeniedError);
+      assert.deepEqual([noRight.code, noRight.status], ['forbidden', 403]);
+      // The key passed (the lock nodes are down, so the status itself is 503); the next call
+      // within the second is over the key's rate.
+      const first = await keyed.status('app.x').then(() => null, (e) => e);
+      assert.ok(first === null || first instanceof UnavailableError, String(first));
+      const limited = await keyed.status('app.x').then(() => null, (e) => e);
+      assert.ok(limited instanceof RateLimitedError, String(limited));
+      assert.equal(limited.code, 'rate_limited');
+      assert.ok(limited.retryAfterMs > 0 && limited.retryAfterMs <= 2000);
+      assert.ok(!String(limited.message).includes(secret) && !inspect(keyed).includes(secret), 'the key never shows');
+    } finally {
+      await guarded.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses bad arguments before sending, and reports the service refusing others', async () => {
+    await assert.rejects(client.acquire('a/b', { ttlMs: 1000 }), InvalidArgumentError);
+    await assert.rejects(client.acquire('..', { ttlMs: 1000 }), InvalidArgumentError);
+    await assert.rejects(client.acquire('x', { ttlMs: 1.5 }), InvalidArgumentError);
+    await assert.rejects(client.acquire('x', {}), InvalidArgumentError);
+    assert.throws(() => new Client({ endpoints: ['ftp://x'] }), InvalidArgumentError);
+    assert.throws(() => new Client({ endpoints: [] }), InvalidArgumentError);
+    const tooShort = await client.acquire(uniqueName('short'), { ttlMs: 1 }).then(() => null, (e) => e);
+    assert.ok(tooShort instanceof InvalidArgumentError);
+    assert.equal(tooShort.code, 'invalid_request');
+    assert.equal(tooShort.status, 400);
+  });
+});
+
+describe('endpoints', () => {
+  it('fails over from a closed endpoint, acquire included (nothing was sent)', async () => {
+    const failover = new Client({ endpoints: [closedEndpoint, fencelockUrl] });
+    const name = uniqueName('failover');
+    const lease = await failover.acquire(name, { ttlMs: 2000 });
+    assert.equal((await failover.status(name)).held, true);
+    await failover.extend(lease, 2000);
+    assert.equal(await failover.release(lease), true);
+  });
+
+  it('reports TransportError when no endpoint answers', async () => {
+    const nowhere = new Client({ endpoints: [closedEndpoint], maxRetries: 1, retryBackoffMs: 0 });
+    const failed = await nowhere.status('x').then(() => null, (e) => e);
+    assert.ok(failed instanceof TransportError);
+    assert.equal(failed.code, 'transport');
+  });
+
+  it('bounds every call by its timeout, and does not resend an acquire that may have arrived', async () => {
+    const silent = await startSilentServer();
+    try {
+      const hung = new Client({ endpoints: [silent.url, fencelockUrl], timeouts: { requestMs: 300 }, retryBackoffMs: 0 });
+      let started = performance.now();
+      const timedOut = await hung.acquire(uniqueName('hung'), { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(timedOut instanceof TransportError, String(timedOut));
+      assert.match(timedOut.message, /timed out/);
+      assert.ok(performance.now() - started < 2000);
+
+      // A status is safe to repeat: after the timeout it goes to the next endpoint.
+      const other = new Client({ endpoints: [silent.url, fencelockUrl], timeouts: { requestMs: 300 }, retryBackoffMs: 0 });
+      started = performance.now();
+      assert.equal((await other.status(uniqueName('hung'))).held, false);
+      assert.ok(performance.now() - started < 2000);
+    } finally {
+      await silent.close();
+    }
+  });
+});
+
+describe('the lease secret and 64-bit tokens', () => {
+  it('never shows the lease string in toString, inspect, JSON or the own keys', async () => {
+    const lease = await client.acquire(uniqueName('secret'), { ttlMs: 1000 });
+    try {
+      const secret = lease.leaseString();
+      assert.match(secret, /^[0-9]+\./);
+      const proof = secret.split('.')[1];
+      for (const shown of [String(lease), `${lease}`, inspect(lease), inspect(lease, { showHidden: true, depth: 5 }),
+        JSON.stringify(lease), JSON.stringify(Object.entries(lease)), Object.keys(lease).join()]) {
+        assert.ok(!shown.includes(proof), `the secret shows in ${shown}`);
+      }
+      assert.equal(JSON.parse(JSON.stringify(lease)).token, lease.token.toString());
+    } finally {
+      await client.release(lease);
+    }
+  });
+
+  it('keeps tokens above 2^53 exact', () => {
+    const answer = parseWithTokens('{"name":"a","lease":"9007199254740993.00ff","token":9007199254740993,"ttl_ms":5}');
+    assert.equal(answer.token, 9007199254740993n);
+    assert.equal(answer.lease, '9007199254740993.00ff');
+    assert.equal(parseWithTokens('{"held":false,"remaining_ms":null,"last_token" : 18446744073709551615}').last_token, 18446744073709551615n);
+    assert.equal(parseWithTokens('{"error":{"code":"x","message":"a \\"token\\":5 in a message"}}').error.message, 'a "token":5 in a message');
+    assert.throws(() => parseWithTokens('{"token":18446744073709551616}'), SyntaxError);
+    assert.throws(() => parseWithTokens('{"token":1.5}'), SyntaxError);
+  });
+});

@@ -1,0 +1,32 @@
+// Type check of index.d.ts and postgres.d.ts (tsc --noEmit; never run).
+import { Client, Lease, LockedError, LeaseLostError, FencelockError } from 'fencelock';
+import { guardedUpdate, fenceRead, FencedTable, TokenRule, type Queryable } from 'fencelock/postgres';
+
+declare const db: Queryable;
+
+export async function usage(): Promise<bigint> {
+  const client = new Client({ endpoints: ['http://127.0.0.1:8080'], apiKey: 'k', timeouts: { requestMs: 2000 } });
+  try {
+    const lease: Lease = await client.acquire('invoice-42', { ttlMs: 30000, waitMs: 5000 });
+    await client.extend(lease, 30000);
+    const released: boolean = await client.release(lease);
+    void released;
+  } catch (error) {
+    if (error instanceof LockedError) console.log(error.retryAfterMs);
+    else if (error instanceof FencelockError) console.log(error.code);
+  }
+  const status = await client.status('invoice-42');
+  const remaining: number | null = status.remainingMs;
+  void remaining;
+  return client.withLock('invoice-42', { ttlMs: 1000, renew: { renewWhenLeft: 0.5 } }, async (lease) => {
+    lease.on('lost', (reason: LeaseLostError) => console.log(reason.code));
+    lease.signal.throwIfAborted();
+    lease.check();
+    const written = await guardedUpdate(db, { table: 'accounts', key: 'alice', token: lease.token, values: { balance: 1 } });
+    const fenced = await fenceRead(db, { table: 'accounts', key: 'alice', token: lease.token, rule: TokenRule.newerOrSame });
+    const table = await FencedTable.open(db, { table: 'accounts' });
+    const current: bigint | null = await table.currentToken('alice');
+    void current;
+    return written.applied && fenced.outcome === 'applied' ? lease.token : 0n;
+  });
+}
