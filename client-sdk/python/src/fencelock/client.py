@@ -128,6 +128,12 @@ class Client:
         for endpoint in self._endpoints:
             endpoint.close()
 
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to tidy
+            pass
+
     def __enter__(self) -> "Client":
         return self
 
