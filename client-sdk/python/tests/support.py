@@ -19,7 +19,7 @@ import tempfile
 import time
 import unittest
 import uuid
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List
 from contextlib import contextmanager
 
 FENCELOCK_URL = os.environ.get("FENCELOCK_URL", "")

@@ -8,6 +8,8 @@
 Standard library only; fencelock.postgres (guarded PostgreSQL writes) needs psycopg2.
 """
 
+import logging
+
 from .client import NAME_RULE, Client, LockStatus, check_name
 from .errors import (DeniedError, FencelockError, InternalError, InvalidArgumentError,
                      LeaseLostError, LockedError, NotHeldError, RateLimitedError, TlsError,
@@ -16,6 +18,9 @@ from .keeper import LeaseKeeper
 from .lease import Lease
 
 __version__ = "0.1.0"
+
+# A library logs to "fencelock" and leaves handlers to the application.
+logging.getLogger("fencelock").addHandler(logging.NullHandler())
 
 __all__ = [
     "Client", "Lease", "LeaseKeeper", "LockStatus", "check_name", "NAME_RULE",
