@@ -88,7 +88,7 @@ class LeaseKeeperTest(unittest.TestCase):
     def test_a_renewal_bound_ends_in_the_lost_signal_before_the_deadline(self) -> None:
         recorder = LostRecorder()
         lease = self.client.acquire(self.name, 0.3)
-        with self.client.keep(lease, max_renewals=2, on_lost=recorder) as kept:
+        with self.client.keep(lease, max_renewals=2, on_lost=recorder):
             self.assertTrue(recorder.fired.wait(3.0))
             at, deadline, error = recorder.calls[0]
             self.assertLess(at, deadline)
