@@ -118,8 +118,7 @@ class Endpoint:
                     return connection
                 connection.close()
         if self.scheme == "https":
-            context = self._ssl_context or ssl.create_default_context()
-            return http.client.HTTPSConnection(self.host, self.port, context=context)
+            return http.client.HTTPSConnection(self.host, self.port, context=self._ssl_context)
         return http.client.HTTPConnection(self.host, self.port)
 
     def _give_back(self, connection: http.client.HTTPConnection) -> None:

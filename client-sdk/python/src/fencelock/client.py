@@ -115,6 +115,8 @@ class Client:
                 raise InvalidArgumentError(
                     "api_key must be at most 256 printable ASCII characters without spaces")
             self._headers["Authorization"] = "Bearer " + api_key
+        if ssl_context is None and any(str(url).startswith("https:") for url in endpoints):
+            ssl_context = ssl.create_default_context()
         self._endpoints = [Endpoint(url, ssl_context, max_idle) for url in endpoints]
         self._preferred = 0
         self._mutex = threading.Lock()
@@ -219,7 +221,9 @@ class Client:
     # --- keeping a lease -----------------------------------------------------------------
 
     def keep(self, lease: Lease, **options: Any) -> "LeaseKeeper":
-        """Starts a LeaseKeeper renewing `lease` in the background (options: see LeaseKeeper)."""
+        """Starts a LeaseKeeper renewing `lease` in the background (options: see LeaseKeeper).
+        Use it as a context manager (`with client.keep(lease):`) or call its release(): its
+        threads renew until then."""
         from .keeper import LeaseKeeper
         return LeaseKeeper(self, lease, **options)
 
@@ -238,7 +242,12 @@ class Client:
         (raise_if_lost=False: it does not). A failed release is ignored: the ttl frees the lock.
         """
         lease = self.acquire(name, ttl, wait, owner)
-        keeper = self.keep(lease, on_lost=on_lost, **keeper_options)
+        try:
+            keeper = self.keep(lease, on_lost=on_lost, **keeper_options)
+        except BaseException:  # bad keeper options: do not leave the lock held until its ttl
+            with contextlib.suppress(FencelockError):
+                self.release(lease)
+            raise
         try:
             yield lease
         finally:
