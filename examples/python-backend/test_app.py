@@ -73,7 +73,12 @@ class PythonBackendExample(unittest.TestCase):
 
         def depositor(share: List[int]) -> None:
             for amount in share:
-                answer = call("POST", f"/accounts/{account}/deposit", {"amount": amount})
+                # As a caller would: try again (bounded) when told to — 409 busy, 503 unavailable.
+                for _ in range(10):
+                    answer = call("POST", f"/accounts/{account}/deposit", {"amount": amount})
+                    if answer[0] not in (409, 503):
+                        break
+                    time.sleep(0.1)
                 with mutex:
                     results.append(answer)
 
@@ -93,7 +98,11 @@ class PythonBackendExample(unittest.TestCase):
         client = fencelock.Client(os.environ["FENCELOCK_URL"])
         stale = client.acquire(f"account-{account}", 0.2)  # a holder that then pauses
         time.sleep(0.3)
-        status, body = call("POST", f"/accounts/{account}/deposit", {"amount": 10})
+        for _ in range(10):
+            status, body = call("POST", f"/accounts/{account}/deposit", {"amount": 10})
+            if status != 503:
+                break
+            time.sleep(0.1)
         self.assertEqual(status, 200)
         self.assertGreater(body["token"], stale.token)
         conn = psycopg2.connect(os.environ["DATABASE_URL"])

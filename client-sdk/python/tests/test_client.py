@@ -69,7 +69,7 @@ class WithoutService(unittest.TestCase):
 @needs_stack
 class AgainstTheService(unittest.TestCase):
     def setUp(self) -> None:
-        self.client = fencelock.Client(support.FENCELOCK_URL)
+        self.client = support.PatientClient(support.FENCELOCK_URL)
         self.name = unique_name("py-client")
 
     def tearDown(self) -> None:
@@ -169,8 +169,8 @@ class AgainstTheService(unittest.TestCase):
         self.assertEqual(len(endpoint._idle), 1)
 
     def test_the_next_endpoint_answers_when_the_first_is_a_closed_port(self) -> None:
-        client = fencelock.Client([f"http://127.0.0.1:{support.closed_port()}",
-                                   support.FENCELOCK_URL], retry_backoff=0.01)
+        client = support.PatientClient([f"http://127.0.0.1:{support.closed_port()}",
+                                        support.FENCELOCK_URL], retry_backoff=0.01)
         lease = client.acquire(self.name, 2.0)  # not delivered anywhere: safe to retry
         self.assertTrue(client.status(self.name).held)
         client.extend(lease)
@@ -219,18 +219,23 @@ class AgainstTheService(unittest.TestCase):
     def test_one_client_serves_many_threads(self) -> None:
         names = [f"{self.name}-{i}" for i in range(8)]
         tokens: dict = {}
+        errors: list = []
 
         def work(name: str) -> None:
-            for _ in range(5):
-                lease = self.client.acquire(name, 2.0, wait=2.0)
-                self.client.release(lease)
-            tokens[name] = self.client.current_token(name)
+            try:
+                for _ in range(5):
+                    lease = self.client.acquire(name, 2.0, wait=2.0)
+                    self.assertTrue(self.client.release(lease))
+                tokens[name] = self.client.current_token(name)
+            except BaseException as e:  # reported by the main thread
+                errors.append(e)
 
         threads = [threading.Thread(target=work, args=(n,)) for n in names]
         for t in threads:
             t.start()
         for t in threads:
             t.join(30)
+        self.assertEqual(errors, [])
         self.assertEqual(sorted(tokens), sorted(names))
         self.assertTrue(all(token >= 5 for token in tokens.values()))
 

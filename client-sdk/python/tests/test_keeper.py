@@ -31,7 +31,7 @@ class LostRecorder:
 @needs_stack
 class LeaseKeeperTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.client = fencelock.Client(support.FENCELOCK_URL, request_timeout=0.5,
+        self.client = support.PatientClient(support.FENCELOCK_URL, request_timeout=0.5,
                                        retry_backoff=0.01)
         self.name = unique_name("py-keeper")
 
@@ -39,10 +39,10 @@ class LeaseKeeperTest(unittest.TestCase):
         self.client.close()
 
     def test_the_keeper_renews_past_several_ttls(self) -> None:
-        lease = self.client.acquire(self.name, 0.3)
+        lease = self.client.acquire(self.name, 0.6)
         first_deadline = lease.deadline
         with self.client.keep(lease) as kept:
-            time.sleep(1.5)  # five ttls
+            time.sleep(2.0)  # more than three ttls
             self.assertFalse(kept.lost.is_set())
             kept.check()
             self.assertGreater(kept.deadline, first_deadline + 1.0)
@@ -111,15 +111,15 @@ class LeaseKeeperTest(unittest.TestCase):
 @needs_stack
 class LockContextManagerTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.client = fencelock.Client(support.FENCELOCK_URL, request_timeout=0.5)
+        self.client = support.PatientClient(support.FENCELOCK_URL, request_timeout=0.5)
         self.name = unique_name("py-with")
 
     def tearDown(self) -> None:
         self.client.close()
 
     def test_the_block_holds_the_lock_and_the_exit_releases_it(self) -> None:
-        with self.client.lock(self.name, ttl=0.3) as lease:
-            time.sleep(0.8)  # renewed meanwhile
+        with self.client.lock(self.name, ttl=0.6) as lease:
+            time.sleep(1.5)  # renewed meanwhile
             lease.check()
             self.assertTrue(self.client.status(self.name).held)
             with self.assertRaises(fencelock.LockedError):

@@ -242,7 +242,7 @@ class KleppmannScenario(PostgresTestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.client = fencelock.Client(support.FENCELOCK_URL)
+        self.client = support.PatientClient(support.FENCELOCK_URL)
         self.lock = unique_name("account")
         self.execute(f"INSERT INTO {self.table} (id, balance) VALUES ('alice', 100)")
 
