@@ -20,7 +20,7 @@ import time
 import unittest
 import urllib.request
 import uuid
-from typing import Any, Callable, Iterator, List
+from typing import Any, Callable, Iterator, List, Sequence
 
 import fencelock
 from contextlib import contextmanager
@@ -104,7 +104,7 @@ def _ready() -> bool:
 
 
 @contextmanager
-def fencelockd_without_lock_nodes(port: int) -> Iterator[str]:
+def fencelockd_without_lock_nodes(port: int, extra: Sequence[str] = ()) -> Iterator[str]:
     """A fencelockd of our own whose lock nodes are closed ports: it answers 503 unavailable.
     Yields its URL; always stopped (SIGTERM, then SIGKILL after 5 s)."""
     redis: List[str] = [f"127.0.0.1:{closed_port()}" for _ in range(3)]
@@ -112,7 +112,8 @@ def fencelockd_without_lock_nodes(port: int) -> Iterator[str]:
         log = open(os.path.join(tmp, "fencelockd.log"), "w")
         process = subprocess.Popen(
             [FENCELOCKD, "--listen", f"127.0.0.1:{port}", "--redis", ",".join(redis),
-             "--tokens", f"sqlite:{tmp}/tokens.db"], stdout=log, stderr=subprocess.STDOUT)
+             "--tokens", f"sqlite:{tmp}/tokens.db", *extra], stdout=log,
+            stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}"
             if not wait_until(lambda: _answers(port), 10, 0.05):

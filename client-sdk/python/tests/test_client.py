@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import tempfile
 import threading
 import time
 import unittest
@@ -215,6 +218,43 @@ class AgainstTheService(unittest.TestCase):
             # Retried on the next endpoint: the live one answers.
             both = fencelock.Client([url, support.FENCELOCK_URL], retry_backoff=0.01)
             self.assertFalse(both.status(self.name).held)
+
+    def test_api_keys_denied_and_rate_limited(self) -> None:
+        secret, slow_secret = "py-" + "a" * 40, "py-" + "b" * 40
+        keys = {"keys": [
+            {"id": "reader", "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(),
+             "names": ["allowed.*"], "rights": ["read"]},
+            {"id": "slow", "secret_sha256": hashlib.sha256(slow_secret.encode()).hexdigest(),
+             "names": ["*"], "rights": ["read"], "rate": 1, "burst": 1}]}
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as auth:
+            json.dump(keys, auth)
+            auth.flush()
+            port = support.SPARE_PORT_BASE + 2
+            with support.fencelockd_without_lock_nodes(port, ["--auth-file", auth.name]) as url:
+                anonymous = fencelock.Client(url, max_retries=0)
+                with self.assertRaises(fencelock.DeniedError) as caught:
+                    anonymous.status("allowed.x")
+                self.assertEqual((caught.exception.http_status, caught.exception.wire_code),
+                                 (401, "unauthenticated"))
+                reader = fencelock.Client(url, api_key=secret, max_retries=0)
+                with self.assertRaises(fencelock.DeniedError) as caught:
+                    reader.acquire("allowed.x", 1.0)  # no "lock" right
+                self.assertEqual(caught.exception.wire_code, "forbidden")
+                self.assertNotIn(secret, str(caught.exception))
+                with self.assertRaises(fencelock.DeniedError):
+                    reader.status("elsewhere")        # no pattern matches
+                # The key passes; the lock nodes (closed ports) do not answer.
+                with self.assertRaises(fencelock.UnavailableError):
+                    reader.status("allowed.x")
+                slow = fencelock.Client(url, api_key=slow_secret, max_retries=0)
+                with self.assertRaises(fencelock.RateLimitedError) as caught:
+                    for _ in range(5):
+                        try:
+                            slow.status("x")
+                        except fencelock.UnavailableError:
+                            pass
+                self.assertEqual(caught.exception.code, "rate_limited")
+                self.assertIsNotNone(caught.exception.retry_after)
 
     def test_one_client_serves_many_threads(self) -> None:
         names = [f"{self.name}-{i}" for i in range(8)]
