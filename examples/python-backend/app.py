@@ -43,7 +43,9 @@ def deposit(account: str, amount: int) -> Tuple[int, Dict[str, Any]]:
         # Checks the table's schema (a few catalog queries); keep one per connection if that counts.
         accounts = postgres.FencedTable(conn, "accounts")
         # ttl: longer than a deposit takes; the keeper renews it if the database is slow.
-        with client.lock(f"account-{account}", ttl=10, wait=5) as lease:
+        # raise_if_lost=False: the guarded write's outcome is the truth about this deposit, even
+        # if the lease is lost right after it landed.
+        with client.lock(f"account-{account}", ttl=10, wait=5, raise_if_lost=False) as lease:
             # Fence the read: from now on an older holder's write to this row is refused.
             if not accounts.fence_read(account, lease.token):
                 return 409, {"error": "a newer lease already touched this account; retry"}

@@ -239,7 +239,9 @@ class Client:
         when renewal failed; `lease.check()` raises LeaseLostError then. Fence every write with
         `lease.token` anyway: a paused process can act after the check. If the lease was lost
         while the block ran and the block raised nothing, the exit raises LeaseLostError
-        (raise_if_lost=False: it does not). A failed release is ignored: the ttl frees the lock.
+        (raise_if_lost=False: it does not) — the block may have done part or all of its work by
+        then: fenced writes that were applied stay applied, so let their outcomes decide what
+        happened. A failed release is ignored: the ttl frees the lock.
         """
         lease = self.acquire(name, ttl, wait, owner)
         try:

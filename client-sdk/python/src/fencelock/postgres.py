@@ -27,7 +27,7 @@ is built from strings. Tokens are positive and at most 2**63 - 1 (bigint).
 Transactions: on a connection with no transaction open (or in autocommit mode) each call runs in
 a transaction of its own and commits, so the outcome reported is the one that happened. Inside
 the caller's open transaction it joins it: the write takes effect at the caller's commit and
-vanishes with its rollback. Correct at READ COMMITTED (PostgreSQL re-checks the WHERE against a
+vanishes with its rollback, and an error leaves that transaction aborted (roll it back). Correct at READ COMMITTED (PostgreSQL re-checks the WHERE against a
 row updated concurrently) and at REPEATABLE READ / SERIALIZABLE (a conflict is a serialization
 failure, raised as UnavailableError: retry the transaction).
 
