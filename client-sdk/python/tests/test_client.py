@@ -124,6 +124,7 @@ class AgainstTheService(unittest.TestCase):
         assert error.retry_after is not None
         self.assertLessEqual(error.retry_after, 5.0)
         self.assertNotIn(lease.lease_string, str(error))
+        self.assertRegex(error.request_id or "", r"^[0-9a-f]{16}$")
         self.client.release(lease)
 
     def test_a_waiting_acquire_gets_the_lock_when_it_is_released(self) -> None:

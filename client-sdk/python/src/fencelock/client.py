@@ -333,7 +333,9 @@ def _error_from_reply(reply: Reply) -> FencelockError:
             retry_after = float(int(reply.headers["retry-after"]))
         except ValueError:
             pass
-    return error_for(reply.status, code, message, retry_after)
+    error = error_for(reply.status, code, message, retry_after)
+    error.request_id = reply.headers.get("x-request-id")
+    return error
 
 
 def _expect_object(reply: Reply) -> Dict[str, Any]:

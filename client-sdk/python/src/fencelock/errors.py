@@ -4,7 +4,8 @@ Every error is a FencelockError whose ``code`` is a stable string, the same name
 SDK's ErrorCode (docs/sdk.md): "locked", "not_held", "unavailable", "invalid_argument",
 "denied", "rate_limited", "transport", "tls", "internal", plus "lease_lost" for the lease keeper.
 ``wire_code`` is the service's own code from docs/api.md ("quota_exceeded", "forbidden", ...)
-when an answer carried one, ``http_status`` the answer's status (0 when there was no answer).
+when an answer carried one, ``http_status`` the answer's status (0 when there was no answer),
+``request_id`` its X-Request-Id (quote it when asking about a failed request).
 Messages are for people and never contain a lease string or an API key.
 """
 
@@ -33,6 +34,8 @@ class FencelockError(Exception):
         # Seconds until a retry may succeed, when the service said (retry_after_ms or
         # Retry-After); None otherwise.
         self.retry_after = retry_after
+        # The answer's X-Request-Id: names the request in fencelockd's log. None without one.
+        self.request_id: Optional[str] = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
