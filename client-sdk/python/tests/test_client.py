@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import ssl
+import subprocess
 import tempfile
 import threading
 import time
@@ -256,6 +259,32 @@ class AgainstTheService(unittest.TestCase):
                             pass
                 self.assertEqual(caught.exception.code, "rate_limited")
                 self.assertIsNotNone(caught.exception.retry_after)
+
+    def test_https_checks_the_certificate(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                 "-subj", "/CN=fencelock-test", "-addext",
+                 "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                check=True, capture_output=True, timeout=30)
+            port = support.SPARE_PORT_BASE + 3
+            with support.fencelockd_without_lock_nodes(
+                    port, ["--tls-cert", cert, "--tls-key", key]):
+                trusted = ssl.create_default_context(cafile=cert)
+                client = fencelock.Client(f"https://127.0.0.1:{port}", ssl_context=trusted,
+                                          max_retries=0)
+                with self.assertRaises(fencelock.UnavailableError):  # TLS worked; no lock nodes
+                    client.acquire(self.name, 1.0)
+                untrusting = fencelock.Client(f"https://127.0.0.1:{port}", max_retries=0)
+                with self.assertRaises(fencelock.TlsError) as caught:
+                    untrusting.status(self.name)
+                self.assertEqual(caught.exception.code, "tls")
+                plain = fencelock.Client(f"http://127.0.0.1:{port}", max_retries=0)
+                with self.assertRaises(fencelock.InvalidArgumentError) as plain_caught:
+                    plain.acquire(self.name, 1.0)
+                self.assertEqual(plain_caught.exception.wire_code, "plain_http_on_tls_port")
 
     def test_one_client_serves_many_threads(self) -> None:
         names = [f"{self.name}-{i}" for i in range(8)]
