@@ -223,6 +223,19 @@ class AgainstTheService(unittest.TestCase):
             both = fencelock.Client([url, support.FENCELOCK_URL], retry_backoff=0.01)
             self.assertFalse(both.status(self.name).held)
 
+    def test_a_connection_the_server_closed_while_idle_is_not_used_for_an_acquire(self) -> None:
+        port = support.SPARE_PORT_BASE + 4
+        with support.fencelockd_without_lock_nodes(port, ["--idle-timeout", "1s"]) as url:
+            client = fencelock.Client(url, max_retries=0)
+            with self.assertRaises(fencelock.UnavailableError):
+                client.status(self.name)
+            self.assertEqual(len(client._endpoints[0]._idle), 1)
+            time.sleep(1.5)  # fencelockd closes the idle keep-alive connection
+            # Were the closed connection used, the acquire would count as maybe delivered and
+            # fail with TransportError; a fresh connection gets the service's own answer.
+            with self.assertRaises(fencelock.UnavailableError):
+                client.acquire(self.name, 1.0)
+
     def test_api_keys_denied_and_rate_limited(self) -> None:
         secret, slow_secret = "py-" + "a" * 40, "py-" + "b" * 40
         keys = {"keys": [
