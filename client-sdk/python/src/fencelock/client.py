@@ -1,0 +1,358 @@
+"""The fencelock client: acquire / extend / release / status / tokens over HTTP (docs/api.md).
+
+Same shape as the C++ SDK (client-sdk/include/fencelock/client.h), with exceptions instead of
+Result values. Times are in seconds (int or float).
+
+Thread safety: one Client per process, shared by all threads; every call is blocking, takes an
+idle keep-alive connection of an endpoint (or opens one) and gives it back.
+
+Retries: calls that are safe to repeat (extend, release, status, next_token, current_token) are
+retried on transport errors and 503s, up to max_retries times, on the next endpoint. acquire is
+retried only when its request could not even be sent (nothing can have been granted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
+
+from ._http import Endpoint, Reply, RoundTripError
+from .errors import (FencelockError, InternalError, InvalidArgumentError, LeaseLostError,
+                     TlsError, TransportError, error_for)
+from .lease import Lease
+
+if TYPE_CHECKING:  # keeper.py imports this module
+    from .keeper import LeaseKeeper
+
+Seconds = Union[int, float]
+
+_NAME = re.compile(r"[A-Za-z0-9._:-]{1,200}")
+NAME_RULE = 'name must be 1 to 200 characters from [A-Za-z0-9._:-], other than "." and ".."'
+
+
+@dataclass(frozen=True)
+class LockStatus:
+    held: bool
+    # Seconds until fewer than a majority of lock nodes hold it; None when not held.
+    remaining: Optional[float]
+    # The name's current token (GET /v1/tokens/{name}): at or above every token handed out for
+    # it, below every later one.
+    last_token: int
+
+
+def check_name(name: str) -> None:
+    """InvalidArgumentError unless `name` is a valid lock name (docs/api.md, "Names")."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
+        raise InvalidArgumentError(NAME_RULE)
+
+
+def _milliseconds(value: Seconds, what: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgumentError(f"{what} must be a number of seconds")
+    ms = int(round(value * 1000))
+    if ms < minimum or ms > 2**31:
+        raise InvalidArgumentError(f"{what} out of range: {value!r} s")
+    return ms
+
+
+class Client:
+    """A connection to one or more fencelockd instances (the same lock nodes behind each)."""
+
+    def __init__(
+        self,
+        endpoints: Union[str, Sequence[str]] = ("http://127.0.0.1:8080",),
+        *,
+        api_key: Optional[str] = None,
+        connect_timeout: Seconds = 1.0,
+        request_timeout: Seconds = 5.0,
+        max_retries: int = 2,
+        retry_backoff: Seconds = 0.05,
+        max_idle_connections: int = 8,
+        ssl_context: Optional[ssl.SSLContext] = None,
+    ) -> None:
+        """
+        endpoints: fencelockd base URLs ("http://HOST:PORT", "https://HOST:PORT"), tried in
+            order — after a failure the next one; 1..16.
+        api_key: sent as "Authorization: Bearer <api_key>" (fencelockd with --auth-file). Never
+            logged, never in an error message or repr.
+        connect_timeout: connecting (TLS handshake included); default 1 s; 0.001 .. 60.
+        request_timeout: each socket read or write of one request (an acquire adds its wait);
+            default 5 s; 0.001 .. 600.
+        max_retries: extra attempts of retry-safe calls; default 2; 0..10.
+        retry_backoff: pause before a retry, doubled each time; default 0.05 s; 0 .. 10.
+        max_idle_connections: idle keep-alive connections kept per endpoint; default 8; 0..1024.
+        ssl_context: for https:// endpoints (default: ssl.create_default_context(), the system's
+            trust store); load your CA and client certificate into it.
+        Raises InvalidArgumentError for a malformed endpoint or an option out of bounds.
+        """
+        if isinstance(endpoints, str):
+            endpoints = [endpoints]
+        endpoints = list(endpoints)
+        if not 1 <= len(endpoints) <= 16:
+            raise InvalidArgumentError("endpoints: need 1 to 16 fencelockd URLs")
+
+        def bounded(value: Any, lo: float, hi: float, what: str) -> float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    lo <= value <= hi):
+                raise InvalidArgumentError(f"{what} must be {lo} .. {hi}")
+            return float(value)
+
+        self._connect_timeout = bounded(connect_timeout, 0.001, 60, "connect_timeout")
+        self._request_timeout = bounded(request_timeout, 0.001, 600, "request_timeout")
+        self._max_retries = int(bounded(max_retries, 0, 10, "max_retries"))
+        self._retry_backoff = bounded(retry_backoff, 0, 10, "retry_backoff")
+        max_idle = int(bounded(max_idle_connections, 0, 1024, "max_idle_connections"))
+        self._headers: Dict[str, str] = {}
+        if api_key:
+            if (not isinstance(api_key, str) or len(api_key) > 256
+                    or not all(" " < c < "\x7f" for c in api_key)):
+                raise InvalidArgumentError(
+                    "api_key must be at most 256 printable ASCII characters without spaces")
+            self._headers["Authorization"] = "Bearer " + api_key
+        if ssl_context is None and any(str(url).startswith("https:") for url in endpoints):
+            ssl_context = ssl.create_default_context()
+        self._endpoints = [Endpoint(url, ssl_context, max_idle) for url in endpoints]
+        self._preferred = 0
+        self._mutex = threading.Lock()
+
+    def __repr__(self) -> str:
+        urls = [e.url for e in self._endpoints]
+        return f"Client(endpoints={urls!r}{', api_key=***' if self._headers else ''})"
+
+    def close(self) -> None:
+        """Closes the idle connections. The client stays usable (it reconnects)."""
+        for endpoint in self._endpoints:
+            endpoint.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to tidy
+            pass
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the API -------------------------------------------------------------------------
+
+    def acquire(self, name: str, ttl: Seconds, wait: Seconds = 0,
+                owner: Optional[str] = None) -> Lease:
+        """Acquires `name` for `ttl` seconds, waiting up to `wait` seconds while someone else
+        holds it. `owner` (<= 200 chars) appears in the service's request log.
+        Raises LockedError (held and the wait ran out; .retry_after when known),
+        UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError."""
+        check_name(name)
+        body: Dict[str, Any] = {"ttl_ms": _milliseconds(ttl, "ttl", 1)}
+        wait_ms = _milliseconds(wait, "wait", 0)
+        if wait_ms > 0:
+            body["wait_ms"] = wait_ms
+        if owner:
+            body["owner"] = owner
+        reply, sent_at = self._call("POST", f"/v1/locks/{name}", body, safe=False,
+                                    extra=wait_ms / 1000.0)
+        answer = _expect_object(reply)
+        token = _integer(answer, "token")
+        validity = _integer(answer, "validity_ms")
+        waited = _integer(answer, "waited_ms") if "waited_ms" in answer else 0
+        lease = answer.get("lease")
+        if not isinstance(lease, str):
+            raise InternalError("the service's answer lacks the lease")
+        # Conservative: validity counts from the start of the winning attempt, which is no
+        # earlier than our send time plus the time the service says it waited.
+        return Lease(name, lease, token, body["ttl_ms"] / 1000.0,
+                     sent_at + (waited + validity) / 1000.0)
+
+    def extend(self, lease: Lease, ttl: Optional[Seconds] = None,
+               within: Optional[Seconds] = None) -> None:
+        """Makes the lock's remaining ttl at least `ttl` seconds (default: the lease's ttl) and
+        moves the lease's deadline. `within` bounds the whole call, retries included.
+        Raises NotHeldError (expired, released or taken over: stop using it), UnavailableError,
+        InvalidArgumentError, DeniedError, TransportError."""
+        ttl_ms = _milliseconds(lease.ttl if ttl is None else ttl, "ttl", 1)
+        body = {"lease": lease.lease_string, "ttl_ms": ttl_ms}
+        reply, sent_at = self._call("POST", f"/v1/locks/{lease.name}/extend", body, safe=True,
+                                    within=within)
+        validity = _integer(_expect_object(reply), "validity_ms")
+        lease._renew(ttl_ms / 1000.0, sent_at + validity / 1000.0)
+
+    def release(self, lease: Lease) -> bool:
+        """Releases the lease: True iff it still held the lock. Idempotent.
+        Raises UnavailableError, InvalidArgumentError, DeniedError, TransportError."""
+        reply, _ = self._call("DELETE", f"/v1/locks/{lease.name}",
+                              {"lease": lease.lease_string}, safe=True)
+        released = _expect_object(reply).get("released")
+        if not isinstance(released, bool):
+            raise InternalError("the service's answer lacks 'released'")
+        return released
+
+    def status(self, name: str) -> LockStatus:
+        """Whether `name` is held, for how long, and its current token. Never the lease."""
+        check_name(name)
+        reply, _ = self._call("GET", f"/v1/locks/{name}", None, safe=True)
+        answer = _expect_object(reply)
+        remaining = answer.get("remaining_ms")
+        return LockStatus(
+            held=answer.get("held") is True,
+            remaining=remaining / 1000.0 if isinstance(remaining, int) else None,
+            last_token=_integer(answer, "last_token"))
+
+    def next_token(self, name: str) -> int:
+        """Draws the next token of `name` without a lock. Hazard (docs/api.md): a drawn token is
+        newer than the current holder's and can fence that holder out."""
+        check_name(name)
+        reply, _ = self._call("POST", f"/v1/tokens/{name}", None, safe=True)
+        return _integer(_expect_object(reply), "token")
+
+    def current_token(self, name: str) -> int:
+        """The latest token issued for `name` (0 if none was ever drawn)."""
+        check_name(name)
+        reply, _ = self._call("GET", f"/v1/tokens/{name}", None, safe=True)
+        return _integer(_expect_object(reply), "token")
+
+    # --- keeping a lease -----------------------------------------------------------------
+
+    def keep(self, lease: Lease, **options: Any) -> "LeaseKeeper":
+        """Starts a LeaseKeeper renewing `lease` in the background (options: see LeaseKeeper).
+        Use it as a context manager (`with client.keep(lease):`) or call its release(): its
+        threads renew until then."""
+        from .keeper import LeaseKeeper
+        return LeaseKeeper(self, lease, **options)
+
+    @contextlib.contextmanager
+    def lock(self, name: str, ttl: Seconds, wait: Seconds = 0, *,
+             owner: Optional[str] = None,
+             on_lost: Optional[Callable[[Lease, LeaseLostError], None]] = None,
+             raise_if_lost: bool = True, **keeper_options: Any) -> Iterator[Lease]:
+        """`with client.lock("name", ttl=10, wait=5) as lease:` acquires (errors as acquire()),
+        keeps the lease renewed while the block runs, and releases it at exit.
+
+        Inside the block, `lease.lost` (a threading.Event) is set — before the lease's deadline —
+        when renewal failed; `lease.check()` raises LeaseLostError then. Fence every write with
+        `lease.token` anyway: a paused process can act after the check. If the lease was lost
+        while the block ran and the block raised nothing, the exit raises LeaseLostError
+        (raise_if_lost=False: it does not) — the block may have done part or all of its work by
+        then: fenced writes that were applied stay applied, so let their outcomes decide what
+        happened. A failed release is ignored: the ttl frees the lock.
+        """
+        lease = self.acquire(name, ttl, wait, owner)
+        try:
+            keeper = self.keep(lease, on_lost=on_lost, **keeper_options)
+        except BaseException:  # bad keeper options: do not leave the lock held until its ttl
+            with contextlib.suppress(FencelockError):
+                self.release(lease)
+            raise
+        try:
+            yield lease
+        finally:
+            keeper.stop_and_release()
+        if raise_if_lost and lease.lost.is_set():
+            raise lease.lost_reason or LeaseLostError(f"the lease of {name!r} was lost")
+
+    # --- one call with retries -----------------------------------------------------------
+
+    def _call(self, method: str, target: str, body: Optional[Dict[str, Any]], *, safe: bool,
+              extra: float = 0.0, within: Optional[Seconds] = None) -> Tuple[Reply, float]:
+        """Sends one request, retrying as the module comment says. Returns the reply whose status
+        is not a retried 503 and the monotonic send time of its attempt. Raises the error of the
+        last attempt (a TLS failure before a later connection failure)."""
+        data = json.dumps(body).encode() if body is not None else None
+        started = time.monotonic()
+        overall = started + within if within is not None else None
+        backoff = self._retry_backoff
+        last: Optional[FencelockError] = None
+        tls: Optional[FencelockError] = None
+        with self._mutex:
+            preferred = self._preferred
+        for attempt in range(self._max_retries + 1):
+            index = (preferred + attempt) % len(self._endpoints)
+            endpoint = self._endpoints[index]
+            sent_at = time.monotonic()
+            timeout = self._request_timeout + extra
+            if overall is not None:
+                timeout = min(timeout, overall - sent_at)
+            if timeout <= 0:
+                break
+            try:
+                reply = endpoint.round_trip(method, target, data, self._headers,
+                                            self._connect_timeout, timeout)
+            except RoundTripError as failure:
+                last = failure.error
+                if failure.maybe_delivered and not safe:
+                    raise last from None
+                if isinstance(last, TlsError):
+                    tls = tls or last
+                    if len(self._endpoints) == 1:
+                        break
+            else:
+                with self._mutex:
+                    self._preferred = index
+                if not (reply.status == 503 and safe):
+                    return reply, sent_at
+                last = _error_from_reply(reply)
+            if attempt == self._max_retries:
+                break
+            if overall is not None and time.monotonic() + backoff >= overall:
+                break
+            time.sleep(backoff)
+            backoff *= 2
+        if tls is not None and (last is None or type(last) is TransportError):
+            raise tls
+        raise last or TransportError("no time left to send the request")
+
+
+# --- reading answers -----------------------------------------------------------------------
+
+def _error_from_reply(reply: Reply) -> FencelockError:
+    code: Optional[str] = None
+    message = f"HTTP {reply.status}"
+    retry_after: Optional[float] = None
+    try:
+        answer = json.loads(reply.body)
+    except ValueError:
+        answer = None
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if isinstance(error, dict):
+        if isinstance(error.get("code"), str):
+            code = error["code"]
+        if isinstance(error.get("message"), str):
+            message = error["message"]
+        ms = error.get("retry_after_ms")
+        if isinstance(ms, int) and not isinstance(ms, bool):
+            retry_after = ms / 1000.0
+    if retry_after is None and "retry-after" in reply.headers:
+        try:
+            retry_after = float(int(reply.headers["retry-after"]))
+        except ValueError:
+            pass
+    error = error_for(reply.status, code, message, retry_after)
+    error.request_id = reply.headers.get("x-request-id")
+    return error
+
+
+def _expect_object(reply: Reply) -> Dict[str, Any]:
+    if reply.status != 200:
+        raise _error_from_reply(reply)
+    try:
+        answer = json.loads(reply.body)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise InternalError("the service answered something that is not a JSON object",
+                            http_status=reply.status)
+    return answer
+
+
+def _integer(answer: Dict[str, Any], name: str) -> int:
+    value = answer.get(name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InternalError(f"the service's answer lacks the integer {name!r}")
+    return value

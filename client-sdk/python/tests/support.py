@@ -1,0 +1,183 @@
+"""What the live tests share: the stack's addresses (from test.sh's environment), unique lock
+names, and the real processes a test may start or pause — every wait bounded.
+
+Environment (test.sh sets it from scripts/live-stack.sh):
+  FENCELOCK_URL, DATABASE_URL      the live stack
+  FENCELOCK_STACK_DIR              its directory (fencelockd.pid, for pausing it)
+  FENCELOCK_REDIS_PORTS            its redis-servers, "P1,P2,P3"
+  FENCELOCKD                       the fencelockd binary, for extra instances
+  FENCELOCK_SPARE_PORT_BASE        ports a test may use for its own servers (default 17950)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+import uuid
+from typing import Any, Callable, Iterator, List, Sequence
+
+import fencelock
+from contextlib import contextmanager
+
+FENCELOCK_URL = os.environ.get("FENCELOCK_URL", "")
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+STACK_DIR = os.environ.get("FENCELOCK_STACK_DIR", "")
+REDIS_PORTS = [int(p) for p in os.environ.get("FENCELOCK_REDIS_PORTS", "").split(",") if p]
+FENCELOCKD = os.environ.get("FENCELOCKD", "")
+SPARE_PORT_BASE = int(os.environ.get("FENCELOCK_SPARE_PORT_BASE", "17950"))
+
+needs_stack = unittest.skipUnless(FENCELOCK_URL, "no live stack (run client-sdk/python/test.sh)")
+needs_postgres = unittest.skipUnless(DATABASE_URL, "no PostgreSQL (run client-sdk/python/test.sh)")
+
+
+class PatientClient(fencelock.Client):
+    """The tests' client: an acquire answered 503 is tried again (10 times, 0.1 s apart).
+
+    On this loaded 2-core machine fencelockd now and then misses its 50 ms node timeout on every
+    node at once (lock_node_down "command timed out" in its log) and answers 503 for a moment.
+    The client rightly does not retry an acquire on 503; tests that are not about unavailability
+    use this class so that such a moment does not fail them. Tests about 503s use
+    fencelock.Client."""
+
+    def acquire(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
+        for _ in range(10):
+            try:
+                return super().acquire(*args, **kwargs)
+            except fencelock.UnavailableError:
+                time.sleep(0.1)
+        return super().acquire(*args, **kwargs)
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def closed_port() -> int:
+    """A loopback port with nothing listening (bound and released at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, step: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+def delete_lock_keys(name: str) -> None:
+    """Deletes lock `name`'s key on every lock node, as if its lease had expired everywhere."""
+    for port in REDIS_PORTS:
+        subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "DEL",
+                        f"fencelock:lock:{name}"], check=True, capture_output=True, timeout=5)
+
+
+@contextmanager
+def paused_fencelockd() -> Iterator[None]:
+    """SIGSTOPs the stack's fencelockd for the block; SIGCONT always follows."""
+    with open(os.path.join(STACK_DIR, "fencelockd.pid")) as f:
+        pid = int(f.read().strip())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        # Its Redis commands timed out while it was stopped: wait until it has its nodes back.
+        wait_until(_ready, 10, 0.05)
+
+
+def _ready() -> bool:
+    try:
+        with urllib.request.urlopen(FENCELOCK_URL + "/readyz", timeout=1) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def fencelockd_without_lock_nodes(port: int, extra: Sequence[str] = ()) -> Iterator[str]:
+    """A fencelockd of our own whose lock nodes are closed ports: it answers 503 unavailable.
+    Yields its URL; always stopped (SIGTERM, then SIGKILL after 5 s)."""
+    redis: List[str] = [f"127.0.0.1:{closed_port()}" for _ in range(3)]
+    with tempfile.TemporaryDirectory(prefix="fencelock-py-") as tmp:
+        log = open(os.path.join(tmp, "fencelockd.log"), "w")
+        process = subprocess.Popen(
+            [FENCELOCKD, "--listen", f"127.0.0.1:{port}", "--redis", ",".join(redis),
+             "--tokens", f"sqlite:{tmp}/tokens.db", *extra], stdout=log,
+            stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            if not wait_until(lambda: _answers(port), 10, 0.05):
+                raise RuntimeError(f"fencelockd on {port} did not start")
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+            log.close()
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class FakeServer:
+    """A loopback TCP server that reads one request per connection and then closes it without
+    answering: the request was delivered, its outcome unknown. Counts connections. Bounded: it
+    serves until stop()."""
+
+    def __init__(self) -> None:
+        import threading
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._listener.settimeout(0.1)
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.requests = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            with connection:
+                connection.settimeout(2)
+                try:
+                    if connection.recv(65536):
+                        self.requests += 1
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._listener.close()
+
+
+def pg_connect(autocommit: bool = False) -> "object":
+    import psycopg2
+    conn = psycopg2.connect(DATABASE_URL, connect_timeout=5)
+    conn.autocommit = autocommit
+    return conn
+

@@ -1,0 +1,327 @@
+"""The client against a live fencelockd: every call, every error class, fail-over, retries."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import fencelock
+from fencelock.errors import error_for
+
+import support
+from support import needs_stack, unique_name
+
+
+class WithoutService(unittest.TestCase):
+    def test_bad_names_are_refused_before_anything_is_sent(self) -> None:
+        client = fencelock.Client([f"http://127.0.0.1:{support.closed_port()}"])
+        for bad in ["", ".", "..", "a/b", "a b", "x" * 201, "é"]:
+            with self.assertRaises(fencelock.InvalidArgumentError, msg=bad):
+                client.acquire(bad, 1)
+        with self.assertRaises(fencelock.InvalidArgumentError):
+            client.acquire("ok", 0)
+        with self.assertRaises(fencelock.InvalidArgumentError):
+            client.acquire("ok", 1, wait=-1)
+
+    def test_bad_options_are_refused(self) -> None:
+        for kwargs in [dict(endpoints=[]), dict(endpoints=["ftp://x:1"]),
+                       dict(endpoints=["http://h:1/path"]), dict(endpoints=["http://h:99999"]),
+                       dict(request_timeout=0), dict(max_retries=11),
+                       dict(api_key="has space")]:
+            with self.assertRaises(fencelock.InvalidArgumentError, msg=str(kwargs)):
+                fencelock.Client(**kwargs)  # type: ignore[arg-type]
+
+    def test_the_api_key_and_the_lease_string_stay_out_of_repr_and_str(self) -> None:
+        client = fencelock.Client("http://127.0.0.1:1", api_key="s3cret-key")
+        self.assertNotIn("s3cret", repr(client))
+        lease = fencelock.Lease("n", "7.topsecretproof", 7, 1.0, time.monotonic() + 1)
+        for text in (repr(lease), str(lease), f"{lease}"):
+            self.assertNotIn("topsecretproof", text)
+            self.assertIn("token=7", text)
+        with self.assertRaises(TypeError):
+            import pickle
+            pickle.dumps(lease)
+
+    def test_each_wire_code_has_its_class_and_stable_code(self) -> None:
+        table = [
+            (409, "locked", fencelock.LockedError, "locked"),
+            (409, "not_held", fencelock.NotHeldError, "not_held"),
+            (503, "unavailable", fencelock.UnavailableError, "unavailable"),
+            (401, "unauthenticated", fencelock.DeniedError, "denied"),
+            (403, "forbidden", fencelock.DeniedError, "denied"),
+            (429, "rate_limited", fencelock.RateLimitedError, "rate_limited"),
+            (429, "quota_exceeded", fencelock.RateLimitedError, "rate_limited"),
+            (400, "invalid_request", fencelock.InvalidArgumentError, "invalid_argument"),
+            (413, "payload_too_large", fencelock.InvalidArgumentError, "invalid_argument"),
+            (500, "internal", fencelock.InternalError, "internal"),
+            (503, None, fencelock.UnavailableError, "unavailable"),
+            (418, "new_code", fencelock.InvalidArgumentError, "invalid_argument"),
+        ]
+        for status, wire, cls, code in table:
+            error = error_for(status, wire, "m", None)
+            self.assertIs(type(error), cls, (status, wire))
+            self.assertEqual(error.code, code)
+            self.assertIsInstance(error, fencelock.FencelockError)
+            self.assertEqual(error.wire_code, wire)
+
+
+@needs_stack
+class AgainstTheService(unittest.TestCase):
+    def setUp(self) -> None:
+        self.client = support.PatientClient(support.FENCELOCK_URL)
+        self.name = unique_name("py-client")
+
+    def tearDown(self) -> None:
+        self.client.close()
+
+    def test_acquire_extend_status_release_and_tokens(self) -> None:
+        before = time.monotonic()
+        lease = self.client.acquire(self.name, 2.0, owner="python-tests")
+        after = time.monotonic()
+        self.assertGreater(lease.token, 0)
+        self.assertEqual(lease.ttl, 2.0)
+        # Conservative: never later than our send time plus the ttl.
+        self.assertLessEqual(lease.deadline, after + 2.0)
+        self.assertGreater(lease.deadline, before + 1.5)
+        self.assertTrue(lease.valid())
+        lease.check()
+
+        status = self.client.status(self.name)
+        self.assertTrue(status.held)
+        assert status.remaining is not None
+        self.assertLessEqual(status.remaining, 2.0)
+        self.assertEqual(status.last_token, lease.token)
+        self.assertEqual(self.client.current_token(self.name), lease.token)
+
+        old_deadline = lease.deadline
+        self.client.extend(lease, 5.0)
+        self.assertEqual(lease.ttl, 5.0)
+        self.assertGreater(lease.deadline, old_deadline + 2.0)
+
+        self.assertTrue(self.client.release(lease))
+        self.assertFalse(self.client.release(lease), "release is idempotent")
+        status = self.client.status(self.name)
+        self.assertFalse(status.held)
+        self.assertIsNone(status.remaining)
+
+        drawn = self.client.next_token(self.name)
+        self.assertGreater(drawn, lease.token)
+        self.assertEqual(self.client.current_token(self.name), drawn)
+        self.assertGreater(self.client.acquire(self.name, 1.0).token, drawn)
+
+    def test_a_held_lock_is_locked_with_retry_after(self) -> None:
+        lease = self.client.acquire(self.name, 5.0)
+        with self.assertRaises(fencelock.LockedError) as caught:
+            self.client.acquire(self.name, 1.0)
+        error = caught.exception
+        self.assertEqual(error.code, "locked")
+        self.assertEqual(error.http_status, 409)
+        self.assertIsNotNone(error.retry_after)
+        assert error.retry_after is not None
+        self.assertLessEqual(error.retry_after, 5.0)
+        self.assertNotIn(lease.lease_string, str(error))
+        self.assertRegex(error.request_id or "", r"^[0-9a-f]{16}$")
+        self.client.release(lease)
+
+    def test_a_waiting_acquire_gets_the_lock_when_it_is_released(self) -> None:
+        first = self.client.acquire(self.name, 10.0)
+        timer = threading.Timer(0.3, lambda: self.client.release(first))
+        timer.start()
+        try:
+            started = time.monotonic()
+            second = self.client.acquire(self.name, 2.0, wait=5.0)
+            self.assertLess(time.monotonic() - started, 4.0)
+            self.assertGreater(second.token, first.token)
+            # The deadline counts the wait: send time + waited + validity, within the ttl after it.
+            self.assertLessEqual(second.deadline, time.monotonic() + 2.0)
+            self.client.release(second)
+        finally:
+            timer.join(5)
+
+    def test_extending_a_released_or_expired_lease_is_not_held(self) -> None:
+        lease = self.client.acquire(self.name, 0.2)
+        time.sleep(0.4)
+        with self.assertRaises(fencelock.NotHeldError) as caught:
+            self.client.extend(lease)
+        self.assertEqual(caught.exception.code, "not_held")
+        self.assertNotIn(lease.lease_string, str(caught.exception))
+        self.assertFalse(self.client.release(lease))
+
+    def test_the_service_refuses_a_ttl_over_its_maximum(self) -> None:
+        with self.assertRaises(fencelock.InvalidArgumentError) as caught:
+            self.client.acquire(self.name, 3601)
+        self.assertEqual(caught.exception.wire_code, "invalid_request")
+        self.assertEqual(caught.exception.http_status, 400)
+
+    def test_an_altered_lease_is_refused_and_changes_nothing(self) -> None:
+        lease = self.client.acquire(self.name, 5.0)
+        forged = fencelock.Lease(self.name, str(lease.token + 1) + lease.lease_string[
+            lease.lease_string.index("."):], lease.token + 1, 5.0, lease.deadline)
+        with self.assertRaises(fencelock.InvalidArgumentError):
+            self.client.release(forged)
+        self.assertTrue(self.client.status(self.name).held)
+        self.client.release(lease)
+
+    def test_keep_alive_connections_are_reused(self) -> None:
+        for _ in range(5):
+            self.client.status(self.name)
+        endpoint = self.client._endpoints[0]
+        self.assertEqual(len(endpoint._idle), 1)
+
+    def test_the_next_endpoint_answers_when_the_first_is_a_closed_port(self) -> None:
+        client = support.PatientClient([f"http://127.0.0.1:{support.closed_port()}",
+                                        support.FENCELOCK_URL], retry_backoff=0.01)
+        lease = client.acquire(self.name, 2.0)  # not delivered anywhere: safe to retry
+        self.assertTrue(client.status(self.name).held)
+        client.extend(lease)
+        self.assertTrue(client.release(lease))
+
+    def test_no_endpoint_reachable_is_a_transport_error(self) -> None:
+        client = fencelock.Client([f"http://127.0.0.1:{support.closed_port()}",
+                                   f"http://127.0.0.1:{support.closed_port()}"],
+                                  retry_backoff=0.01)
+        with self.assertRaises(fencelock.TransportError) as caught:
+            client.status(self.name)
+        self.assertEqual(caught.exception.code, "transport")
+        with self.assertRaises(fencelock.TransportError):
+            client.acquire(self.name, 1.0)
+
+    def test_an_acquire_that_may_have_been_delivered_is_not_retried(self) -> None:
+        fake = support.FakeServer()
+        try:
+            client = fencelock.Client([fake.url, support.FENCELOCK_URL], retry_backoff=0.01,
+                                      request_timeout=2)
+            with self.assertRaises(fencelock.TransportError):
+                client.acquire(self.name, 2.0)
+            self.assertEqual(fake.requests, 1)
+            self.assertFalse(self.client.status(self.name).held,
+                             "the second endpoint was never asked")
+            # A status is safe to repeat: it fails over.
+            self.assertFalse(fencelock.Client([fake.url, support.FENCELOCK_URL],
+                                              retry_backoff=0.01).status(self.name).held)
+        finally:
+            fake.stop()
+
+    def test_a_service_without_its_lock_nodes_is_unavailable(self) -> None:
+        port = support.SPARE_PORT_BASE + 1
+        with support.fencelockd_without_lock_nodes(port) as url:
+            client = fencelock.Client(url, retry_backoff=0.01)
+            with self.assertRaises(fencelock.UnavailableError) as caught:
+                client.acquire(self.name, 1.0)
+            self.assertEqual(caught.exception.code, "unavailable")
+            self.assertEqual(caught.exception.http_status, 503)
+            with self.assertRaises(fencelock.UnavailableError):
+                client.current_token(self.name)
+            # Retried on the next endpoint: the live one answers.
+            both = fencelock.Client([url, support.FENCELOCK_URL], retry_backoff=0.01)
+            self.assertFalse(both.status(self.name).held)
+
+    def test_a_connection_the_server_closed_while_idle_is_not_used_for_an_acquire(self) -> None:
+        port = support.SPARE_PORT_BASE + 4
+        with support.fencelockd_without_lock_nodes(port, ["--idle-timeout", "1s"]) as url:
+            client = fencelock.Client(url, max_retries=0)
+            with self.assertRaises(fencelock.UnavailableError):
+                client.status(self.name)
+            self.assertEqual(len(client._endpoints[0]._idle), 1)
+            time.sleep(1.5)  # fencelockd closes the idle keep-alive connection
+            # Were the closed connection used, the acquire would count as maybe delivered and
+            # fail with TransportError; a fresh connection gets the service's own answer.
+            with self.assertRaises(fencelock.UnavailableError):
+                client.acquire(self.name, 1.0)
+
+    def test_api_keys_denied_and_rate_limited(self) -> None:
+        secret, slow_secret = "py-" + "a" * 40, "py-" + "b" * 40
+        keys = {"keys": [
+            {"id": "reader", "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(),
+             "names": ["allowed.*"], "rights": ["read"]},
+            {"id": "slow", "secret_sha256": hashlib.sha256(slow_secret.encode()).hexdigest(),
+             "names": ["*"], "rights": ["read"], "rate": 1, "burst": 1}]}
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as auth:
+            json.dump(keys, auth)
+            auth.flush()
+            port = support.SPARE_PORT_BASE + 2
+            with support.fencelockd_without_lock_nodes(port, ["--auth-file", auth.name]) as url:
+                anonymous = fencelock.Client(url, max_retries=0)
+                with self.assertRaises(fencelock.DeniedError) as caught:
+                    anonymous.status("allowed.x")
+                self.assertEqual((caught.exception.http_status, caught.exception.wire_code),
+                                 (401, "unauthenticated"))
+                reader = fencelock.Client(url, api_key=secret, max_retries=0)
+                with self.assertRaises(fencelock.DeniedError) as caught:
+                    reader.acquire("allowed.x", 1.0)  # no "lock" right
+                self.assertEqual(caught.exception.wire_code, "forbidden")
+                self.assertNotIn(secret, str(caught.exception))
+                with self.assertRaises(fencelock.DeniedError):
+                    reader.status("elsewhere")        # no pattern matches
+                # The key passes; the lock nodes (closed ports) do not answer.
+                with self.assertRaises(fencelock.UnavailableError):
+                    reader.status("allowed.x")
+                slow = fencelock.Client(url, api_key=slow_secret, max_retries=0)
+                with self.assertRaises(fencelock.RateLimitedError) as caught:
+                    for _ in range(5):
+                        try:
+                            slow.status("x")
+                        except fencelock.UnavailableError:
+                            pass
+                self.assertEqual(caught.exception.code, "rate_limited")
+                self.assertIsNotNone(caught.exception.retry_after)
+
+    def test_https_checks_the_certificate(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                 "-subj", "/CN=fencelock-test", "-addext",
+                 "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                check=True, capture_output=True, timeout=30)
+            port = support.SPARE_PORT_BASE + 3
+            with support.fencelockd_without_lock_nodes(
+                    port, ["--tls-cert", cert, "--tls-key", key]):
+                trusted = ssl.create_default_context(cafile=cert)
+                client = fencelock.Client(f"https://127.0.0.1:{port}", ssl_context=trusted,
+                                          max_retries=0)
+                with self.assertRaises(fencelock.UnavailableError):  # TLS worked; no lock nodes
+                    client.acquire(self.name, 1.0)
+                untrusting = fencelock.Client(f"https://127.0.0.1:{port}", max_retries=0)
+                with self.assertRaises(fencelock.TlsError) as caught:
+                    untrusting.status(self.name)
+                self.assertEqual(caught.exception.code, "tls")
+                plain = fencelock.Client(f"http://127.0.0.1:{port}", max_retries=0)
+                with self.assertRaises(fencelock.InvalidArgumentError) as plain_caught:
+                    plain.acquire(self.name, 1.0)
+                self.assertEqual(plain_caught.exception.wire_code, "plain_http_on_tls_port")
+
+    def test_one_client_serves_many_threads(self) -> None:
+        names = [f"{self.name}-{i}" for i in range(8)]
+        tokens: dict = {}
+        errors: list = []
+
+        def work(name: str) -> None:
+            try:
+                for _ in range(5):
+                    lease = self.client.acquire(name, 2.0, wait=2.0)
+                    self.assertTrue(self.client.release(lease))
+                tokens[name] = self.client.current_token(name)
+            except BaseException as e:  # reported by the main thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(errors, [])
+        self.assertEqual(sorted(tokens), sorted(names))
+        self.assertTrue(all(token >= 5 for token in tokens.values()))
+
+
+if __name__ == "__main__":
+    unittest.main()
