@@ -588,7 +588,8 @@ const std::vector<FlagSpec>& flag_table() {
                              "0..0.5.",
                              &EngineOptions::drift_factor));
     t.push_back(duration_flag("retry-delay",
-                              "Pause between attempts while waiting for a held lock; 0s..60s.",
+                              "Pause between attempts while waiting for a held lock when the refusal does "
+                              "not tell when it expires (a split vote); 0s..60s.",
                               &EngineOptions::retry_delay));
     t.push_back(duration_flag("retry-jitter", "Random spread of that pause, +/-; 0s..60s.",
                               &EngineOptions::retry_jitter));

@@ -13,12 +13,31 @@ namespace asio = boost::asio;
 
 namespace {
 
-// The plain SET answers OK or nil; the acquire-and-mark script 1 or 0.
-Vote vote_for_set(const NodeReply& reply) {
-  if (reply.kind == NodeReply::Kind::kStatus && reply.text == "OK") return Vote::kYes;
-  if (reply.kind == NodeReply::Kind::kNil) return Vote::kNo;
-  if (reply.kind == NodeReply::Kind::kInteger && (reply.integer == 0 || reply.integer == 1)) {
-    return reply.integer == 1 ? Vote::kYes : Vote::kNo;
+// The longest a waiter sleeps on the holder's expiry before it looks again: a release is
+// announced and wakes it at once, but an announcement can be lost (every subscriber connection
+// down at that moment), and this bounds what that costs.
+constexpr std::chrono::seconds kLongestExpirySleep{2};
+
+// The plain SET answers OK or nil; the acquire-and-mark script 1, or {0, holder, pttl} when
+// refused. `answer` learns what the node said about the holder (expiry_wait.h).
+Vote vote_for_set(const NodeReply& reply, NodeAnswer& answer) {
+  using Kind = NodeReply::Kind;
+  if ((reply.kind == Kind::kStatus && reply.text == "OK") ||
+      (reply.kind == Kind::kInteger && reply.integer == 1)) {
+    answer.kind = NodeAnswer::Kind::kFree;
+    return Vote::kYes;
+  }
+  if (reply.kind == Kind::kNil) return Vote::kNo;
+  if (reply.kind == Kind::kArray && reply.elements.size() == 3 &&
+      reply.elements[0].kind == Kind::kInteger && reply.elements[0].integer == 0) {
+    const NodeReply& holder = reply.elements[1];
+    const NodeReply& pttl = reply.elements[2];
+    if (holder.kind == Kind::kString && pttl.kind == Kind::kInteger && pttl.integer >= 0) {
+      answer.kind = NodeAnswer::Kind::kHeld;
+      answer.holder = holder.text;
+      answer.remaining = std::chrono::milliseconds(pttl.integer);
+    }
+    return Vote::kNo;
   }
   return Vote::kFailed;
 }
@@ -59,6 +78,7 @@ void AcquireOperation::attempt() {
   phase_ = Phase::kVoting;
   woken_during_attempt_ = false;
   tally_.emplace(core_->new_tally());
+  answers_.assign(core_->node_count(), NodeAnswer{});
   // Validity counts from here: before the first request reaches any node.
   attempt_started_ = Clock::now();
   marking_ = attempt_started_ < call_started_ + request_.wait;  // it would wait if refused
@@ -91,7 +111,8 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
                       shared_from_this(), attempt_)) {
     return;
   }
-  tally_->record(node, vote_for_set(reply));
+  tally_->record(node, node < answers_.size() ? vote_for_set(reply, answers_[node])
+                                             : Vote::kFailed);
   switch (tally_->outcome()) {
     case TallyOutcome::kUndecided:
       return;
@@ -198,8 +219,16 @@ void AcquireOperation::sleep_until_retry(Error error) {
   const EngineOptions& options = core_->options();
   const auto now = Clock::now();
   const auto budget_end = call_started_ + request_.wait;
-  const auto delay = std::min<Clock::duration>(
-      retry_delay(options.retry_delay, options.retry_jitter, core_->rng()), budget_end - now);
+  // Until the holder's keys expire, if the refusal tells when (a release wakes it earlier);
+  // otherwise — and at most every kLongestExpirySleep, in case an announcement was lost — the
+  // random retry delay.
+  Clock::duration pause = retry_delay(options.retry_delay, options.retry_jitter, core_->rng());
+  if (const auto frees_in =
+          time_until_grantable(answers_, core_->quorum(), options.drift_factor)) {
+    pause = std::min<Clock::duration>(*frees_in, std::max<Clock::duration>(pause, kLongestExpirySleep));
+  }
+  answers_.clear();  // a wake-up without a new attempt knows nothing new
+  const auto delay = std::min<Clock::duration>(pause, budget_end - now);
   phase_ = Phase::kWaitingToRetry;
   retry_timer_.expires_after(delay);
   retry_timer_.async_wait([self = shared_from_this(),

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "engine/engine_core.h"
+#include "engine/expiry_wait.h"
 #include "fencelock/storage/lease.h"
 #include "fencelock/storage/redlock_engine.h"
 
@@ -70,6 +71,7 @@ class AcquireOperation : public ReplySink,
   std::uint64_t token_floor_ = 0;  // the token must be above it (InstanceRegistry::token_floor)
   Clock::duration token_draw_{0};
   std::optional<QuorumTally> tally_;
+  std::vector<NodeAnswer> answers_;  // of the last attempt, by node: when its holder's keys expire
   boost::asio::steady_timer retry_timer_;
 };
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine_under_test.h"
+#include "sync_redis.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/sqlite_token_source.h"
 #include "sync_redis.h"
@@ -746,12 +747,19 @@ TEST_CASE("every acquire makes at least one attempt, however short its wait", "[
   options.retry_delay = 3s;  // the queued waiter below sleeps far past the holder's expiry
   options.retry_jitter = 0ms;
   EngineUnderTest t(options);
-  REQUIRE(t.acquire("brief", 150ms).ok());
-  auto waiter = std::async(std::launch::async, [&] { return t.acquire("brief", 30s, 10s); });
+  // Held for a minute by a lease of no engine: the waiter, refused, sleeps its retry delay (the
+  // holder's expiry is farther off), and the keys then vanish without an announcement.
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis(cluster.node(i).port()).command({"SET", "fencelock:lock:brief", "theirs", "PX", "60000"});
+  }
+  auto waiter = std::async(std::launch::async, [&] { return t.acquire("brief", 2s, 10s); });
   std::this_thread::sleep_for(50ms);  // the waiter was refused and queued
-  // A newcomer queues behind the waiter; its budget ends after the holder's lease expired and
-  // long before the waiter's next try, so its one attempt finds the lock free.
-  auto newcomer = t.acquire("brief", 5s, 300ms);
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis(cluster.node(i).port()).command({"DEL", "fencelock:lock:brief"});
+  }
+  // A newcomer queues behind the waiter; its budget ends long before the waiter's next try, so
+  // its one attempt, at the end of its budget, finds the lock free.
+  auto newcomer = t.acquire("brief", 1s, 300ms);
   REQUIRE(newcomer.ok());
   CHECK(newcomer->waited >= 250ms);
   CHECK(waiter.get().ok());  // granted after the newcomer's lease, not lost
