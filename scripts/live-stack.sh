@@ -95,7 +95,9 @@ setsid setpriv --reuid=postgres --regid=postgres --init-groups "$pg_bin/postgres
 echo $! >"$dir/postgres.pid"
 
 listen=127.0.0.1:$((port_base + 10))
-spawn fencelockd "$fencelockd" --listen "$listen" --redis "$redis_list" --tokens "sqlite:$dir/tokens.db"
+# A node timeout above the default 50 ms: a loaded CI machine otherwise sees brief 503s.
+spawn fencelockd "$fencelockd" --listen "$listen" --redis "$redis_list" --tokens "sqlite:$dir/tokens.db" \
+  --node-timeout 250ms
 
 ready=0
 for _ in $(seq 100); do

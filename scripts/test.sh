@@ -93,6 +93,23 @@ if ! scripts/test-install.sh >"$PWD/build/test-install.log" 2>&1; then
   tail -n 40 "$PWD/build/test-install.log" >&2
   status=1
 fi
+# The Python and Node clients and their web-backend examples against a live stack (redis x3,
+# fencelockd, PostgreSQL 15: scripts/live-stack.sh; ports 17800-17850 and 17900-17999; ~1-2 min).
+if ! client-sdk/python/test.sh --port-base 17900 >"$PWD/build/python-client.log" 2>&1; then
+  echo "test.sh: the Python client tests failed:" >&2
+  tail -n 40 "$PWD/build/python-client.log" >&2
+  status=1
+fi
+if ! client-sdk/node/test.sh >"$PWD/build/node-client.log" 2>&1; then
+  echo "test.sh: the Node client tests failed:" >&2
+  grep -E '^not ok|^# (pass|fail)|^\s+(error|expected|actual):' "$PWD/build/node-client.log" | tail -n 40 >&2
+  status=1
+fi
+if ! examples/node-backend/test.sh >"$PWD/build/node-backend.log" 2>&1; then
+  echo "test.sh: the Node backend example failed:" >&2
+  tail -n 30 "$PWD/build/node-backend.log" >&2
+  status=1
+fi
 # The fault campaign, every scenario and negative control once (~5 min; docs/safety.md).
 if ! scripts/faults.sh --quick >"$PWD/build/faults-quick.log" 2>&1; then
   echo "test.sh: the fault campaign failed:" >&2
