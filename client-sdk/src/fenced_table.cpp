@@ -158,8 +158,7 @@ Result<std::optional<std::uint64_t>> FencedTable::current_token(std::string_view
   return std::optional<std::uint64_t>(static_cast<std::uint64_t>(*stored.value()));
 }
 
-Result<WriteResult> FencedTable::guarded(std::string_view key, std::uint64_t token,
-                                         TokenRule rule,
+Result<WriteResult> FencedTable::guarded(std::string_view key, std::uint64_t token, TokenRule rule,
                                          const std::function<Result<bool>(std::int64_t)>& step) {
   auto signed_token = checked_token(token);
   if (!signed_token.ok()) return std::move(signed_token).error();
@@ -192,12 +191,12 @@ Result<WriteResult> FencedTable::guarded(std::string_view key, std::uint64_t tok
   }
 }
 
-Result<WriteResult> FencedTable::classify(std::string_view key, std::int64_t token,
-                                          TokenRule rule,
+Result<WriteResult> FencedTable::classify(std::string_view key, std::int64_t token, TokenRule rule,
                                           const std::function<Result<bool>(std::int64_t)>& step) {
   auto changed = step(token);
   if (!changed.ok()) return std::move(changed).error();
-  if (changed.value()) return WriteResult{WriteOutcome::kApplied, static_cast<std::uint64_t>(token)};
+  if (changed.value())
+    return WriteResult{WriteOutcome::kApplied, static_cast<std::uint64_t>(token)};
 
   auto stored = backend_->read_token(key);
   if (!stored.ok()) return std::move(stored).error();

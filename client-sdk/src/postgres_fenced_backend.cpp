@@ -240,9 +240,8 @@ Result<PgResult> PostgresFencedBackend::checked(PGresult* raw, std::string_view 
 }
 
 Status PostgresFencedBackend::prepare(const std::string& name, const std::string& sql) {
-  auto result =
-      checked(PQprepare(connection_, name.c_str(), sql.c_str(), 0, nullptr),
-              "cannot prepare \"" + sql + "\"");
+  auto result = checked(PQprepare(connection_, name.c_str(), sql.c_str(), 0, nullptr),
+                        "cannot prepare \"" + sql + "\"");
   if (!result.ok()) return std::move(result).error();
   return Done{};
 }
@@ -283,13 +282,12 @@ Result<bool> PostgresFencedBackend::changed_one(const PGresult* result) {
 
 Status PostgresFencedBackend::open() {
   if (PQstatus(connection_) != CONNECTION_OK) {
-    return fenced_error(ErrorCode::kInvalidArgument,
-                        "the PostgreSQL connection is not open: " +
-                            trimmed(PQerrorMessage(connection_)));
+    return fenced_error(ErrorCode::kInvalidArgument, "the PostgreSQL connection is not open: " +
+                                                         trimmed(PQerrorMessage(connection_)));
   }
-  for (auto [name, sql] : {std::pair{&names_.table, &table_sql_},
-                           std::pair{&names_.key_column, &key_sql_},
-                           std::pair{&names_.token_column, &token_sql_}}) {
+  for (auto [name, sql] :
+       {std::pair{&names_.table, &table_sql_}, std::pair{&names_.key_column, &key_sql_},
+        std::pair{&names_.token_column, &token_sql_}}) {
     auto escaped = quoted(*name);
     if (!escaped.ok()) return std::move(escaped).error();
     *sql = std::move(escaped).value();
@@ -368,9 +366,9 @@ Status PostgresFencedBackend::open() {
       of_key, "reading the indexes of " + names_.table);
   if (!unique.ok()) return std::move(unique).error();
   if (std::string_view(PQgetvalue(unique->get(), 0, 0)) == "0") {
-    return fenced_error(ErrorCode::kInvalidArgument,
-                        "column \"" + names_.key_column +
-                            "\" is neither the primary key nor UNIQUE on its own");
+    return fenced_error(
+        ErrorCode::kInvalidArgument,
+        "column \"" + names_.key_column + "\" is neither the primary key nor UNIQUE on its own");
   }
 
   const auto fence_sql = [&](TokenRule rule) {
@@ -435,10 +433,10 @@ Result<const PostgresFencedBackend::CachedUpdate*> PostgresFencedBackend::assign
       for (const auto& [unused, old] : update_cache_) deallocate(old.name);
       update_cache_.clear();
     }
-    cached = update_cache_
-                 .emplace(std::move(cache_key),
-                          CachedUpdate{name, static_cast<std::size_t>(user_count)})
-                 .first;
+    cached =
+        update_cache_
+            .emplace(std::move(cache_key), CachedUpdate{name, static_cast<std::size_t>(user_count)})
+            .first;
   }
   if (param_count != cached->second.param_count) {
     return fenced_error(ErrorCode::kInvalidArgument,
@@ -449,8 +447,8 @@ Result<const PostgresFencedBackend::CachedUpdate*> PostgresFencedBackend::assign
 }
 
 Result<bool> PostgresFencedBackend::update(std::string_view key, std::string_view assignments,
-                                           const std::vector<SqlValue>& params,
-                                           std::int64_t token, TokenRule rule) {
+                                           const std::vector<SqlValue>& params, std::int64_t token,
+                                           TokenRule rule) {
   auto statement = assignment_statement(assignments, rule, params.size());
   if (!statement.ok()) return std::move(statement).error();
   Parameters parameters;
@@ -486,8 +484,8 @@ Result<bool> PostgresFencedBackend::fence(std::string_view key, std::int64_t tok
 Result<std::optional<std::int64_t>> PostgresFencedBackend::read_token(std::string_view key) {
   Parameters parameters;
   parameters.add_text(std::string(key));
-  auto result = run(prefix_ + "select_token", parameters,
-                    "reading the token of a row of " + names_.table);
+  auto result =
+      run(prefix_ + "select_token", parameters, "reading the token of a row of " + names_.table);
   if (!result.ok()) return std::move(result).error();
   if (PQntuples(result->get()) == 0) return std::optional<std::int64_t>();
   const std::string_view text = PQgetvalue(result->get(), 0, 0);
@@ -526,8 +524,8 @@ Result<std::unique_ptr<FencedBackend>> connect_postgres_backend(std::string_view
     return fenced_error(ErrorCode::kUnavailable, "cannot connect to PostgreSQL: out of memory");
   }
   if (PQstatus(connection) != CONNECTION_OK) {
-    Error error = fenced_error(ErrorCode::kUnavailable,
-                               "cannot connect to PostgreSQL: " + trimmed(PQerrorMessage(connection)));
+    Error error = fenced_error(ErrorCode::kUnavailable, "cannot connect to PostgreSQL: " +
+                                                            trimmed(PQerrorMessage(connection)));
     PQfinish(connection);
     return error;
   }

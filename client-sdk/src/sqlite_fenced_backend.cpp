@@ -111,7 +111,8 @@ class SqliteFencedBackend final : public FencedBackend {
   Status commit() override { return step_fixed(commit_.get(), "COMMIT"); }
   void rollback() noexcept override {
     // Some errors (SQLITE_FULL, SQLITE_IOERR, ...) roll the transaction back by themselves.
-    if (sqlite3_get_autocommit(db_) == 0) static_cast<void>(step_fixed(rollback_.get(), "ROLLBACK"));
+    if (sqlite3_get_autocommit(db_) == 0)
+      static_cast<void>(step_fixed(rollback_.get(), "ROLLBACK"));
   }
   bool is_serialization_failure(const Error&) const override { return false; }
 
@@ -212,7 +213,8 @@ Status SqliteFencedBackend::open() {
       const bool has_default = sqlite3_column_int64(statement, 3) != 0;
       if (pk > 0) ++primary_key_columns;
       // SQLite compares identifiers ASCII-case-insensitively.
-      const bool is_key = sqlite3_stricmp(std::string(name).c_str(), names_.key_column.c_str()) == 0;
+      const bool is_key =
+          sqlite3_stricmp(std::string(name).c_str(), names_.key_column.c_str()) == 0;
       const bool is_token =
           sqlite3_stricmp(std::string(name).c_str(), names_.token_column.c_str()) == 0;
       if (is_key) {

@@ -82,8 +82,8 @@ class PostgresObjectTable final : public ObjectTable {
         run({"SELECT current_token, read_fenced FROM objects WHERE key = $1", {key}}, "select");
     if (!result.ok()) return std::move(result).error();
     if (PQntuples(result->get()) == 0) return std::optional<RowState>();
-    return std::optional<RowState>(RowState{number(result->get(), 0),
-                                            std::string_view(PQgetvalue(result->get(), 0, 1)) != "0"});
+    return std::optional<RowState>(RowState{
+        number(result->get(), 0), std::string_view(PQgetvalue(result->get(), 0, 1)) != "0"});
   }
 
   Status insert(const std::string& key, const std::string& value, std::uint64_t token) override {
@@ -146,9 +146,9 @@ class PostgresObjectTable final : public ObjectTable {
       formats.push_back(binary ? 1 : 0);
       types.push_back(binary ? kByteaOid : 0);
     }
-    PgResult result(PQexecParams(connection_.get(), statement.sql,
-                                 static_cast<int>(values.size()), types.data(), values.data(),
-                                 lengths.data(), formats.data(), statement.result_format));
+    PgResult result(PQexecParams(connection_.get(), statement.sql, static_cast<int>(values.size()),
+                                 types.data(), values.data(), lengths.data(), formats.data(),
+                                 statement.result_format));
     const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
       return Error{ErrorCode::kUnavailable,
@@ -168,9 +168,10 @@ class PostgresObjectTable final : public ObjectTable {
 Result<std::unique_ptr<ObjectTable>> open_postgres_objects(const std::string& url) {
   Connection connection(PQconnectdb(url.c_str()));
   if (PQstatus(connection.get()) != CONNECTION_OK) {
-    return Error{ErrorCode::kUnavailable,
-                 "cannot connect to PostgreSQL: " + without_newline(PQerrorMessage(connection.get())),
-                 0, std::nullopt};
+    return Error{
+        ErrorCode::kUnavailable,
+        "cannot connect to PostgreSQL: " + without_newline(PQerrorMessage(connection.get())), 0,
+        std::nullopt};
   }
   // value NULL: a placeholder left by a fenced read of a key that has no object.
   const PgResult created(PQexec(connection.get(),
@@ -178,10 +179,10 @@ Result<std::unique_ptr<ObjectTable>> open_postgres_objects(const std::string& ur
                                 " value bytea, current_token bigint NOT NULL DEFAULT 0,"
                                 " read_fenced integer NOT NULL DEFAULT 0)"));
   if (PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
-    return Error{ErrorCode::kUnavailable,
-                 "cannot create the objects table: " +
-                     without_newline(PQresultErrorMessage(created.get())),
-                 0, std::nullopt};
+    return Error{
+        ErrorCode::kUnavailable,
+        "cannot create the objects table: " + without_newline(PQresultErrorMessage(created.get())),
+        0, std::nullopt};
   }
   auto fenced = fencelock::FencedTable::open(connection.get(), "objects", "key", "current_token");
   if (!fenced.ok()) return std::move(fenced).error();

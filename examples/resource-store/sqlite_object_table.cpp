@@ -121,9 +121,9 @@ class SqliteObjectTable final : public ObjectTable {
     if (rc == SQLITE_ROW) {
       // By length, not up to the first NUL: values are bytes.
       const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(select.get(), 0));
-      return std::optional<Object>(Object{
-          std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(select.get(), 0))),
-          static_cast<std::uint64_t>(sqlite3_column_int64(select.get(), 1))});
+      return std::optional<Object>(
+          Object{std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(select.get(), 0))),
+                 static_cast<std::uint64_t>(sqlite3_column_int64(select.get(), 1))});
     }
     if (rc != SQLITE_DONE) return failure(db_, "select");
     return std::optional<Object>();

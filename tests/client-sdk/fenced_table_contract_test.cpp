@@ -141,8 +141,8 @@ TEMPLATE_TEST_CASE("contract: Kleppmann's paused client - token 33 is refused af
   Opened client1 = db.open();
   Opened client2 = db.open();
   // Client 1 holds token 33 and pauses; its lease expires; client 2 is granted 34 and writes.
-  auto written = require_table(client2).update(
-      "alice", "balance = " + TestType::param(1), {std::int64_t{200}}, 34);
+  auto written = require_table(client2).update("alice", "balance = " + TestType::param(1),
+                                               {std::int64_t{200}}, 34);
   REQUIRE(written.ok());
   CHECK(written->outcome == WriteOutcome::kApplied);
   // Client 1 wakes up and writes with its stale token.
@@ -155,10 +155,10 @@ TEMPLATE_TEST_CASE("contract: Kleppmann's paused client - token 33 is refused af
   CHECK(db.value("current_token", "alice") == "34");
 }
 
-TEMPLATE_TEST_CASE("contract: with fenced reads, a paused holder's read-modify-write is refused and "
-                   "no update is lost",
-                   "[client][postgres]", SqliteDatabase, PostgresReadCommitted,
-                   PostgresSerializable) {
+TEMPLATE_TEST_CASE(
+    "contract: with fenced reads, a paused holder's read-modify-write is refused and "
+    "no update is lost",
+    "[client][postgres]", SqliteDatabase, PostgresReadCommitted, PostgresSerializable) {
   TestType db;
   INFO(TestType::kName);
   Opened a = db.open();
@@ -176,23 +176,23 @@ TEMPLATE_TEST_CASE("contract: with fenced reads, a paused holder's read-modify-w
   const std::int64_t b_saw = std::stoll(db.value("balance", "alice"));
 
   // A wakes and writes 100 + 10: refused, because B's read already carries 34.
-  auto a_write = require_table(a).update("alice", set_balance, {a_saw + 10}, 33,
-                                         TokenRule::kNewerOrSame);
+  auto a_write =
+      require_table(a).update("alice", set_balance, {a_saw + 10}, 33, TokenRule::kNewerOrSame);
   REQUIRE(a_write.ok());
   CHECK(a_write->outcome == WriteOutcome::kStale);
   CHECK(a_write->current_token == 34);
   // B writes 100 + 20 with its own token, which its fenced read put on the row.
-  auto b_write = require_table(b).update("alice", set_balance, {b_saw + 20}, 34,
-                                         TokenRule::kNewerOrSame);
+  auto b_write =
+      require_table(b).update("alice", set_balance, {b_saw + 20}, 34, TokenRule::kNewerOrSame);
   REQUIRE(b_write.ok());
   CHECK(b_write->outcome == WriteOutcome::kApplied);
   CHECK(db.value("balance", "alice") == "120");  // A was told its +10 failed: nothing is lost
 }
 
-TEMPLATE_TEST_CASE("contract: a fenced read of a missing row raises its token so an older write "
-                   "then fails",
-                   "[client][postgres]", SqliteDatabase, PostgresReadCommitted,
-                   PostgresSerializable) {
+TEMPLATE_TEST_CASE(
+    "contract: a fenced read of a missing row raises its token so an older write "
+    "then fails",
+    "[client][postgres]", SqliteDatabase, PostgresReadCommitted, PostgresSerializable) {
   TestType db;
   INFO(TestType::kName);
   Opened newer = db.open();
@@ -203,8 +203,8 @@ TEMPLATE_TEST_CASE("contract: a fenced read of a missing row raises its token so
   CHECK(fenced->current_token == 34);
   CHECK(db.value("current_token", "bob") == "34");  // the placeholder row carries the token
 
-  auto old_write = require_table(older).update("bob", "balance = " + TestType::param(1),
-                                               {std::int64_t{5}}, 33);
+  auto old_write =
+      require_table(older).update("bob", "balance = " + TestType::param(1), {std::int64_t{5}}, 33);
   REQUIRE(old_write.ok());
   CHECK(old_write->outcome == WriteOutcome::kStale);
   CHECK(old_write->current_token == 34);
@@ -243,8 +243,8 @@ TEMPLATE_TEST_CASE("contract: tokens up to INT64_MAX are stored and INT64_MAX + 
   CHECK(stored.value() == std::optional<std::uint64_t>(kMax));
 
   for (const std::uint64_t too_big : {kMax + 1, std::numeric_limits<std::uint64_t>::max()}) {
-    auto refused = table.update("alice", "balance = " + TestType::param(1), {std::int64_t{2}},
-                                too_big);
+    auto refused =
+        table.update("alice", "balance = " + TestType::param(1), {std::int64_t{2}}, too_big);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().code == ErrorCode::kInvalidArgument);
     CHECK_THAT(refused.error().message, Catch::Contains("INT64_MAX"));
@@ -257,10 +257,10 @@ TEMPLATE_TEST_CASE("contract: tokens up to INT64_MAX are stored and INT64_MAX + 
   CHECK(db.value("current_token", "bob") == "no row");
 }
 
-TEMPLATE_TEST_CASE("contract: a table without the token column, or a missing table, is a clear "
-                   "error at open",
-                   "[client][postgres]", SqliteDatabase, PostgresReadCommitted,
-                   PostgresSerializable) {
+TEMPLATE_TEST_CASE(
+    "contract: a table without the token column, or a missing table, is a clear "
+    "error at open",
+    "[client][postgres]", SqliteDatabase, PostgresReadCommitted, PostgresSerializable) {
   TestType db;
   INFO(TestType::kName);
   db.exec("CREATE TABLE no_token(id TEXT PRIMARY KEY, balance BIGINT)");
@@ -285,10 +285,10 @@ TEMPLATE_TEST_CASE("contract: a table without the token column, or a missing tab
   CHECK(db.value("balance", "alice") == "100");
 }
 
-TEMPLATE_TEST_CASE("contract: 16 writers on their own connections with interleaved tokens - no "
-                   "token older than the newest accepted ever lands",
-                   "[client][postgres]", SqliteDatabase, PostgresReadCommitted,
-                   PostgresSerializable) {
+TEMPLATE_TEST_CASE(
+    "contract: 16 writers on their own connections with interleaved tokens - no "
+    "token older than the newest accepted ever lands",
+    "[client][postgres]", SqliteDatabase, PostgresReadCommitted, PostgresSerializable) {
   constexpr std::size_t kThreads = 16;
   constexpr std::size_t kWritesPerThread = 40;
   const std::vector<std::string> rows = {"alice", "bob"};
@@ -296,8 +296,8 @@ TEMPLATE_TEST_CASE("contract: 16 writers on their own connections with interleav
   INFO(TestType::kName);
   db.exec("INSERT INTO accounts(id, balance, current_token) VALUES('bob', 0, 0)");
   // Every applied write appends its token to the row's history, in the same statement.
-  const std::string assignments = "balance = balance + 1, history = history || " +
-                                  TestType::param(1);
+  const std::string assignments =
+      "balance = balance + 1, history = history || " + TestType::param(1);
 
   struct Attempt {
     std::string row;
@@ -319,9 +319,9 @@ TEMPLATE_TEST_CASE("contract: 16 writers on their own connections with interleav
         // alternate, so each row sees a mix of old and new tokens.
         const std::uint64_t token = 1000 + k * kThreads + t;
         const std::string& row = rows[(k + t) % rows.size()];
-        attempts[t].push_back({row, token,
-                               opened.table->update(row, assignments,
-                                                    {"," + std::to_string(token)}, token)});
+        attempts[t].push_back(
+            {row, token,
+             opened.table->update(row, assignments, {"," + std::to_string(token)}, token)});
       }
     });
   }

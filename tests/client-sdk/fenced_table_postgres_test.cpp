@@ -72,8 +72,7 @@ TEST_CASE("postgres: a token column that is not bigint is refused at open, namin
     auto opened = FencedTable::open(connection.get(), table);
     REQUIRE_FALSE(opened.ok());
     CHECK(opened.error().code == ErrorCode::kInvalidArgument);
-    CHECK_THAT(opened.error().message,
-               Catch::Contains(std::string("is ") + type + ", not bigint"));
+    CHECK_THAT(opened.error().message, Catch::Contains(std::string("is ") + type + ", not bigint"));
   }
 }
 
@@ -86,9 +85,10 @@ TEST_CASE("postgres: names are matched exactly, as PostgreSQL stores them", "[cl
   CHECK(FencedTable::open(connection.get(), "accounts").ok());
 }
 
-TEST_CASE("postgres: inside the caller's SERIALIZABLE transaction a conflict is kUnavailable "
-          "naming 40001, and the rerun transaction decides by token",
-          "[client][postgres]") {
+TEST_CASE(
+    "postgres: inside the caller's SERIALIZABLE transaction a conflict is kUnavailable "
+    "naming 40001, and the rerun transaction decides by token",
+    "[client][postgres]") {
   const std::string url = fresh_accounts();
   const PgConnection a = connect(url);
   const PgConnection b = connect(url);
@@ -120,9 +120,10 @@ TEST_CASE("postgres: inside the caller's SERIALIZABLE transaction a conflict is 
         "201:35");
 }
 
-TEST_CASE("postgres: inside the caller's transaction a guarded write and a placeholder share its "
-          "fate",
-          "[client][postgres]") {
+TEST_CASE(
+    "postgres: inside the caller's transaction a guarded write and a placeholder share its "
+    "fate",
+    "[client][postgres]") {
   const std::string url = fresh_accounts();
   const PgConnection connection = connect(url);
   FencedTable table = open_table(connection.get());
@@ -131,21 +132,24 @@ TEST_CASE("postgres: inside the caller's transaction a guarded write and a place
   REQUIRE(table.fence_read("bob", 40).ok());
   SECTION("rolled back: neither the write nor the placeholder remains") {
     run(connection.get(), "ROLLBACK");
-    CHECK(run(connection.get(), "SELECT balance || ':' || current_token FROM accounts WHERE id = "
-                                "'alice'") == "100:32");
+    CHECK(run(connection.get(),
+              "SELECT balance || ':' || current_token FROM accounts WHERE id = "
+              "'alice'") == "100:32");
     CHECK(run(connection.get(), "SELECT count(*) FROM accounts WHERE id = 'bob'") == "0");
   }
   SECTION("committed: both remain") {
     run(connection.get(), "COMMIT");
-    CHECK(run(connection.get(), "SELECT balance || ':' || current_token FROM accounts WHERE id = "
-                                "'alice'") == "7:40");
+    CHECK(run(connection.get(),
+              "SELECT balance || ':' || current_token FROM accounts WHERE id = "
+              "'alice'") == "7:40");
     CHECK(run(connection.get(), "SELECT current_token FROM accounts WHERE id = 'bob'") == "40");
   }
 }
 
-TEST_CASE("postgres: a table that cannot hold a placeholder reports kNoSuchRow for a fenced read "
-          "of a missing key",
-          "[client][postgres]") {
+TEST_CASE(
+    "postgres: a table that cannot hold a placeholder reports kNoSuchRow for a fenced read "
+    "of a missing key",
+    "[client][postgres]") {
   const std::string url = fresh_accounts();
   postgres_exec(url,
                 "CREATE TABLE strict_rows(id text PRIMARY KEY, owner text NOT NULL,"
@@ -166,11 +170,10 @@ TEST_CASE("postgres: every SqlValue type binds to $1 ... $N", "[client][postgres
                 "INSERT INTO blobs(id) VALUES('k')");
   const PgConnection connection = connect(url);
   FencedTable table = open_table(connection.get(), "blobs");
-  auto written = table.update(
-      "k", "i = $1, d = $2, t = $3, b = $4, n = $5",
-      {std::int64_t{-42}, 0.5, std::string("it's \"quoted\""),
-       std::vector<std::uint8_t>{0, 1, 255}, nullptr},
-      1);
+  auto written = table.update("k", "i = $1, d = $2, t = $3, b = $4, n = $5",
+                              {std::int64_t{-42}, 0.5, std::string("it's \"quoted\""),
+                               std::vector<std::uint8_t>{0, 1, 255}, nullptr},
+                              1);
   REQUIRE(written.ok());
   CHECK(written->outcome == WriteOutcome::kApplied);
   CHECK(run(connection.get(),
@@ -178,9 +181,10 @@ TEST_CASE("postgres: every SqlValue type binds to $1 ... $N", "[client][postgres
             " coalesce(n, 'NULL') FROM blobs") == "-42|0.5|it's \"quoted\"|0001ff|NULL");
 }
 
-TEST_CASE("postgres: bad assignments, parameter counts and keys are kInvalidArgument and change "
-          "nothing",
-          "[client][postgres]") {
+TEST_CASE(
+    "postgres: bad assignments, parameter counts and keys are kInvalidArgument and change "
+    "nothing",
+    "[client][postgres]") {
   const std::string url = fresh_accounts();
   const PgConnection connection = connect(url);
   FencedTable table = open_table(connection.get());
@@ -191,10 +195,10 @@ TEST_CASE("postgres: bad assignments, parameter counts and keys are kInvalidArgu
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().code == ErrorCode::kInvalidArgument);
   };
-  refused("alice", "balance = $1 /*", {std::int64_t{1}});       // hides the condition
-  refused("alice", "balance = 1; DELETE FROM accounts", {});    // two statements
-  refused("alice", "no_such_column = $1", {std::int64_t{1}});   // does not compile
-  refused("alice", "balance = $1", {});                         // one parameter, none given
+  refused("alice", "balance = $1 /*", {std::int64_t{1}});      // hides the condition
+  refused("alice", "balance = 1; DELETE FROM accounts", {});   // two statements
+  refused("alice", "no_such_column = $1", {std::int64_t{1}});  // does not compile
+  refused("alice", "balance = $1", {});                        // one parameter, none given
   refused("alice", "balance = $1", {std::string("not a number")});
   refused(std::string_view("al\0ice", 6), "balance = $1", {std::int64_t{1}});
   refused("alice", "  ", {});
@@ -206,11 +210,12 @@ TEST_CASE("postgres: bad assignments, parameter counts and keys are kInvalidArgu
   CHECK(applied->outcome == WriteOutcome::kApplied);
 }
 
-TEST_CASE("postgres: a server that does not answer is kUnavailable at connect", "[client][postgres]") {
+TEST_CASE("postgres: a server that does not answer is kUnavailable at connect",
+          "[client][postgres]") {
   const auto port = fencelock::testing::pick_free_port();
-  auto opened = FencedTable::connect("postgresql://fencelock@127.0.0.1:" + std::to_string(port) +
-                                     "/postgres?connect_timeout=2",
-                                     "accounts");
+  auto opened = FencedTable::connect(
+      "postgresql://fencelock@127.0.0.1:" + std::to_string(port) + "/postgres?connect_timeout=2",
+      "accounts");
   REQUIRE_FALSE(opened.ok());
   CHECK(opened.error().code == ErrorCode::kUnavailable);
   CHECK_THAT(opened.error().message, Catch::Contains("cannot connect to PostgreSQL"));

@@ -71,11 +71,10 @@ std::string percent_encoded(const std::string& text) {
 
 PostgresServer::PostgresServer() : pg_dir_(dir_.path() / "pg") {
   // The postgres user must traverse the test's directory and own the server's.
-  std::filesystem::permissions(dir_.path(), std::filesystem::perms::owner_all |
-                                                std::filesystem::perms::group_read |
-                                                std::filesystem::perms::group_exec |
-                                                std::filesystem::perms::others_read |
-                                                std::filesystem::perms::others_exec);
+  std::filesystem::permissions(
+      dir_.path(), std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                       std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                       std::filesystem::perms::others_exec);
   std::filesystem::create_directories(pg_dir_);
   std::filesystem::permissions(pg_dir_, std::filesystem::perms::owner_all);
   give_to_server_user(pg_dir_);
@@ -155,8 +154,8 @@ void PostgresServer::wait_ready() {
   const std::string conninfo = url() + "?connect_timeout=2";
   while (std::chrono::steady_clock::now() < deadline) {
     if (process_.poll_exit()) {
-      throw std::runtime_error("postgres on port " + std::to_string(port_) +
-                               " exited at start:\n" + log_tail());
+      throw std::runtime_error("postgres on port " + std::to_string(port_) + " exited at start:\n" +
+                               log_tail());
     }
     if (PQping(conninfo.c_str()) == PQPING_OK) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
