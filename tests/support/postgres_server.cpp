@@ -176,7 +176,9 @@ void postgres_exec(const std::string& url, const std::string& sql) {
   if (PQstatus(connection) != CONNECTION_OK) {
     throw std::runtime_error("cannot connect to " + url + ": " + PQerrorMessage(connection));
   }
-  const std::unique_ptr<PGresult, void (*)(PGresult*)> result(PQexec(connection, sql.c_str()),
+  // Quiet: DROP TABLE IF EXISTS of a missing table would print a NOTICE on stderr.
+  const std::string quiet = "SET client_min_messages = warning;" + sql;
+  const std::unique_ptr<PGresult, void (*)(PGresult*)> result(PQexec(connection, quiet.c_str()),
                                                               PQclear);
   const auto status = PQresultStatus(result.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
