@@ -388,7 +388,7 @@ Status PostgresFencedBackend::open() {
       {prefix_ + "fence_le", fence_sql(TokenRule::kNewerOrSame)},
   };
   for (const auto& [name, sql] : statements) {
-    const Status prepared = prepare(name, sql);
+    Status prepared = prepare(name, sql);
     if (!prepared.ok()) return prepared;
     fixed_statements_.push_back(name);
   }
