@@ -397,7 +397,7 @@ cat <<EOT
 
 fencelock is running (logs and data in $run_dir):
   fencelockd        http://127.0.0.1:$fencelockd_port   (metrics: /metrics, readiness: /readyz)
-  fenced store      http://127.0.0.1:$fenced_port
+  fenced store      http://127.0.0.1:$fenced_port   (objects in $fenced_db)
   unfenced store    http://127.0.0.1:$unfenced_port
   Redis lock nodes  $nodes
 
