@@ -60,9 +60,8 @@
 // example, create rows only with the token in the same statement, and refuse creation when a
 // newer token already read). Tokens are stored as signed 64-bit integers (SQLite INTEGER,
 // PostgreSQL bigint), so tokens above INT64_MAX are refused. Tokens increase per lock name, so
-// every token
-// written to a row must come from the same lock name (say, lock "account:alice" for row alice);
-// tokens of different names are not comparable.
+// every token written to a row must come from the same lock name (say, lock "account:alice" for
+// row alice); tokens of different names are not comparable.
 //
 // The SQL each database runs. SQLite: the UPDATE above inside BEGIN IMMEDIATE ... COMMIT; a fenced
 // read of a missing key INSERTs the placeholder in the same transaction. PostgreSQL: the UPDATE
