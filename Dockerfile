@@ -1,4 +1,5 @@
-# fencelockd, the fencelock CLI and the example resource store, built from Debian 12 packages only.
+# fencelockd, the fencelock CLI and the example resource store (which links libpq for --db
+# postgresql://...), built from Debian 12 packages only.
 # The build stage's package list must equal `scripts/install-deps.sh --list-build` (CI checks it).
 FROM debian:12 AS build
 ARG BUILD_PACKAGES="g++ cmake ninja-build pkg-config libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev catch2 help2man libpq-dev"
@@ -10,7 +11,7 @@ RUN cmake --preset release -DFENCELOCK_BUILD_TESTS=OFF && cmake --build --preset
 
 FROM debian:12-slim
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libhiredis0.14 libsqlite3-0 libssl3 libtcmalloc-minimal4 libstdc++6 curl \
+      libhiredis0.14 libsqlite3-0 libpq5 libssl3 libtcmalloc-minimal4 libstdc++6 curl \
     && rm -rf /var/lib/apt/lists/* && useradd --system --home /data fencelock && mkdir -p /data && chown fencelock /data
 COPY --from=build /src/build/release/service/fencelockd /src/build/release/client-sdk/fencelock \
      /src/build/release/examples/resource-store /usr/local/bin/

@@ -25,8 +25,8 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # the shlibs file for the SDK's shared libraries
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "redis-server")
-# Building against the static SDK needs the OpenSSL and SQLite development files.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libssl-dev, libsqlite3-dev, pkg-config")
+# Building against the static SDK needs the OpenSSL, SQLite and libpq development files.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libssl-dev, libsqlite3-dev, libpq-dev, pkg-config")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
   ${PROJECT_SOURCE_DIR}/packaging/debian/prerm

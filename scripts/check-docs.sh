@@ -89,7 +89,7 @@ if [ -n "$build_dir" ]; then
     [ -f "$build_dir/$lib" ] || { echo "check-docs: $build_dir/$lib is missing: build first" >&2; exit 1; }
     libs+=("$build_dir/$lib")
   done
-  libs+=(-lssl -lcrypto -lsqlite3 -pthread)
+  libs+=(-lssl -lcrypto -lsqlite3 -lpq -pthread)
 fi
 host_port=""
 if [ -n "$endpoint" ]; then

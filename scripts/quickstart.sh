@@ -4,12 +4,15 @@
 # not), waits until fencelockd is ready, runs the Kleppmann demo and prints what to try next.
 # Everything keeps running in the run directory; `--stop` stops it. Running it again restarts it.
 #
-#   ./scripts/quickstart.sh [--cluster] [--stop] [--preset release|asan] [--run-dir DIR] [--port-base N]
+#   ./scripts/quickstart.sh [--cluster] [--postgres] [--stop] [--preset release|asan] [--run-dir DIR]
+#                           [--port-base N]
 #
 # Ports: Redis N+1..N+5, fencelockd N+80, fenced store N+90, unfenced store N+91 (N = 7000).
 # --cluster: no single point of failure — 3 etcd members (clients N+21..N+23, peers N+31..N+33)
 # for the tokens, 3 fencelockd (N+81..N+83) and HAProxy on N+80 in front; the demo runs through
 # HAProxy while the etcd leader and one fencelockd are SIGKILLed, then both are started again.
+# --postgres: the fenced store keeps its objects in PostgreSQL 15 (a server of its own in
+# DIR/pg on N+95, run as the `postgres` user when started as root; --stop stops it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -19,6 +22,7 @@ run_dir=$root/run
 port_base=${FENCELOCK_QUICKSTART_PORT_BASE:-7000}
 stop_only=0
 cluster=0
+postgres=0
 needs_value() { [ $# -ge 2 ] || { echo "quickstart: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -27,7 +31,8 @@ while [ $# -gt 0 ]; do
     --preset) needs_value "$@"; preset=$2; shift ;;
     --run-dir) needs_value "$@"; run_dir=$2; shift ;;
     --port-base) needs_value "$@"; port_base=$2; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --postgres) postgres=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "quickstart: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -44,12 +49,49 @@ stop_all() {
     [ -e "$pidfile" ] || continue
     pid=$(cat "$pidfile" 2>/dev/null || true)
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
+      # PostgreSQL's SIGTERM waits for its clients to leave; SIGINT (fast shutdown) ends them.
+      if [ "$(basename "$pidfile")" = postgres.pid ]; then
+        kill -INT "$pid" 2>/dev/null || true
+      else
+        kill -TERM "$pid" 2>/dev/null || true
+      fi
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$pid" 2>/dev/null || true
     fi
     rm -f "$pidfile"
   done
+}
+
+# ---- --postgres: the fenced store's PostgreSQL ---------------------------------------------------
+postgres_port=$((port_base + 95))
+start_postgres() {
+  local pg_bin=/usr/lib/postgresql/15/bin as_pg=()
+  [ -x "$pg_bin/postgres" ] || { echo "quickstart: PostgreSQL 15 is missing (scripts/install-deps.sh)" >&2; exit 2; }
+  mkdir -p "$run_dir/pg"
+  chmod 700 "$run_dir/pg"
+  if [ "$(id -u)" = 0 ]; then  # initdb and the server refuse to run as root
+    chown postgres:postgres "$run_dir/pg"
+    # setpriv execs the server: the pid in postgres.pid is the postmaster itself.
+    as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups)
+    if ! "${as_pg[@]}" test -x "$run_dir/pg"; then
+      echo "quickstart: the postgres user cannot reach $run_dir; use a --run-dir it can traverse" >&2
+      exit 1
+    fi
+  fi
+  "${as_pg[@]}" "$pg_bin/initdb" -D "$run_dir/pg/data" -A trust -U fencelock >"$run_dir/initdb.log" 2>&1 ||
+    { tail -n 20 "$run_dir/initdb.log" >&2; exit 1; }
+  nohup "${as_pg[@]}" "$pg_bin/postgres" -D "$run_dir/pg/data" -p "$postgres_port" -k "$run_dir/pg" \
+    -c listen_addresses=127.0.0.1 >"$run_dir/postgres.log" 2>&1 &
+  echo $! >"$run_dir/postgres.pid"
+  disown
+  for _ in $(seq 300); do
+    "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$postgres_port" -U fencelock -d postgres && break
+    sleep 0.1
+  done
+  "$pg_bin/psql" -q -h 127.0.0.1 -p "$postgres_port" -U fencelock -d postgres \
+    -c "CREATE DATABASE store_fenced" >/dev/null ||
+    { echo "quickstart: PostgreSQL did not start; see $run_dir/postgres.log" >&2; tail -n 20 "$run_dir/postgres.log" >&2; exit 1; }
+  fenced_db="postgresql://fencelock@127.0.0.1:$postgres_port/store_fenced"
 }
 
 # ---- --cluster: 3 etcd members, 3 fencelockd on etcd tokens, HAProxy in front ----------------
@@ -185,7 +227,7 @@ cluster_quickstart() {
   write_haproxy_config
   start haproxy haproxy -db -f "$run_dir/haproxy.cfg"
   start store-fenced "$bin/examples/resource-store" --listen "127.0.0.1:$fenced_port" \
-    --db "$run_dir/store-fenced.db" --log "$run_dir/store-fenced.ops.log" --mode fenced
+    --db "$fenced_db" --log "$run_dir/store-fenced.ops.log" --mode fenced
   start store-unfenced "$bin/examples/resource-store" --listen "127.0.0.1:$unfenced_port" \
     --db "$run_dir/store-unfenced.db" --log "$run_dir/store-unfenced.ops.log" --mode unfenced
   echo -n "quickstart: waiting for three fencelockd and HAProxy to be ready"
@@ -271,7 +313,7 @@ fencelock is running as a cluster (logs and data in $run_dir):
   HAProxy           http://127.0.0.1:$front_port   (round robin over the three; checks /readyz)
   fencelockd        $(for i in 1 2 3; do echo -n "http://127.0.0.1:$(member_port "$i")  "; done)
   etcd members      $endpoints
-  fenced store      http://127.0.0.1:$fenced_port
+  fenced store      http://127.0.0.1:$fenced_port   (objects in $fenced_db)
   unfenced store    http://127.0.0.1:$unfenced_port
   Redis lock nodes  $nodes
 
@@ -300,7 +342,9 @@ bin=$root/build/$preset
 stop_all  # a second run starts from a clean slate
 mkdir -p "$run_dir"
 rm -rf "$run_dir"/redis-* "$run_dir"/*.db* "$run_dir"/*.log "$run_dir"/etcd-* "$run_dir"/probe.* \
-  "$run_dir"/demo.out "$run_dir"/haproxy.cfg
+  "$run_dir"/demo.out "$run_dir"/haproxy.cfg "$run_dir"/pg
+fenced_db=$run_dir/store-fenced.db
+[ "$postgres" = 1 ] && start_postgres
 
 fencelockd_port=$((port_base + 80))
 fenced_port=$((port_base + 90))
@@ -325,7 +369,7 @@ start() {  # name, command...
 start fencelockd "$bin/service/fencelockd" --listen "127.0.0.1:$fencelockd_port" --redis "$nodes" \
   --tokens "sqlite:$run_dir/tokens.db"
 start store-fenced "$bin/examples/resource-store" --listen "127.0.0.1:$fenced_port" \
-  --db "$run_dir/store-fenced.db" --log "$run_dir/store-fenced.ops.log" --mode fenced
+  --db "$fenced_db" --log "$run_dir/store-fenced.ops.log" --mode fenced
 start store-unfenced "$bin/examples/resource-store" --listen "127.0.0.1:$unfenced_port" \
   --db "$run_dir/store-unfenced.db" --log "$run_dir/store-unfenced.ops.log" --mode unfenced
 
@@ -353,7 +397,7 @@ cat <<EOT
 
 fencelock is running (logs and data in $run_dir):
   fencelockd        http://127.0.0.1:$fencelockd_port   (metrics: /metrics, readiness: /readyz)
-  fenced store      http://127.0.0.1:$fenced_port
+  fenced store      http://127.0.0.1:$fenced_port   (objects in $fenced_db)
   unfenced store    http://127.0.0.1:$unfenced_port
   Redis lock nodes  $nodes
 

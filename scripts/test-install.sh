@@ -79,6 +79,8 @@ cmake -S tests/install/consumer -B "$work/consumer-cmake" -G Ninja -DCMAKE_PREFI
 cmake --build "$work/consumer-cmake" >/dev/null
 "$work/consumer-cmake/install-consumer-static" refused "$closed_port"
 "$work/consumer-cmake/install-consumer-shared" refused "$closed_port"
+# The static fenced_table needs libpq: the installed package must find it (find_dependency).
+"$work/consumer-cmake/install-consumer-fenced" "postgresql://fencelock@127.0.0.1:1/x?connect_timeout=2"
 # Captured first: `ldd | grep -q` under pipefail fails whenever grep's early exit kills ldd with
 # SIGPIPE — which is how CI once failed this check while the right library was loaded.
 shared_libs=$(ldd "$work/consumer-cmake/install-consumer-shared")
@@ -94,8 +96,14 @@ export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 # shellcheck disable=SC2046
 g++ -std=c++20 -Wall -Wextra -Werror tests/install/consumer/main.cpp -o "$work/consumer-pkgconfig" \
   $(pkg-config --cflags --libs fencelock) -Wl,-rpath,"$prefix/$libdir"
+# shellcheck disable=SC2046
+g++ -std=c++20 -Wall -Wextra -Werror tests/install/consumer/fenced_main.cpp -o "$work/consumer-fenced-pkgconfig" \
+  $(pkg-config --cflags --libs fencelock-fenced-table) -Wl,-rpath,"$prefix/$libdir"
+static_libs=$(pkg-config --static --libs fencelock-fenced-table)
+grep -q -- -lpq <<<"$static_libs" || fail "fencelock-fenced-table.pc does not bring libpq to a static link: $static_libs"
 unset PKG_CONFIG_PATH
 "$work/consumer-pkgconfig" refused "$closed_port"
+"$work/consumer-fenced-pkgconfig" "postgresql://fencelock@127.0.0.1:1/x?connect_timeout=2"
 step "find_package(fencelock) and pkg-config consumers OK"
 
 # The same program with fencelock as a subdirectory: it must need neither Catch2 nor the service's

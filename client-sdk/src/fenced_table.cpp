@@ -1,63 +1,35 @@
-// FencedTable: one guarded UPDATE per call, and — only when it changed nothing — one SELECT to
-// tell a stale token from a missing row.
+// FencedTable: the contract both databases share, over a FencedBackend that runs one database's
+// statements (fenced_backend.h).
 //
-// Safety comes from the single UPDATE alone: SQLite runs it atomically, so the token comparison
-// and the write cannot be separated by another writer. The surrounding BEGIN IMMEDIATE ... COMMIT
-// only keeps the *report* honest: without it, a row could be inserted or re-tokened between the
-// UPDATE and the SELECT, and we would call a refusal "no such row" or report a token that was not
-// the one that beat us. IMMEDIATE takes the write lock up front, so the busy timeout applies at
-// BEGIN and the UPDATE never has to upgrade a read snapshot (which WAL refuses when stale).
+// Safety comes from the backend's single guarded statement alone: the database runs it
+// atomically, so the token comparison and the write cannot be separated by another writer. What
+// this file adds is the honest report. When the statement changed nothing, one read tells a stale
+// token (the row carries a newer one) from a missing row, and both run in one transaction so the
+// row cannot appear or move in between. A row whose token the rule admits although the statement
+// changed nothing means something outside our statement interfered (a trigger): kInternal, never a
+// guess.
 //
-// The caller's assignments are spliced into the UPDATE's text, so we check that our fencing
-// condition survived: the assignments alone form one statement with positional parameters only
-// (no ';' ending it early, none of our reserved names), and in the whole statement our two
-// parameters come right after the caller's (a comment or a string opened in the assignments
-// would swallow them). The newline before our suffix ends any trailing "--" comment.
+// PostgreSQL at REPEATABLE READ or SERIALIZABLE aborts a transaction whose row another one changed
+// since its snapshot (SQLSTATE 40001). That abort is the database keeping the guarded statement
+// safe, not a failure of the write's logic, so a call in our own transaction is simply run again
+// — a bounded number of times, with a short random pause so racing writers spread out.
 #include "fencelock/fenced_table.h"
 
-#include <sqlite3.h>
-
+#include <chrono>
 #include <limits>
+#include <random>
+#include <thread>
 #include <utility>
+
+#include "fenced_backend.h"
 
 namespace fencelock {
 
 namespace {
 
-constexpr const char* kTokenParameter = ":fencelock_token";
-constexpr const char* kKeyParameter = ":fencelock_key";
-// Assignment strings are meant to be constants in the caller's code, so a handful are in use at a
-// time; the bound only stops a caller who builds them dynamically from growing the cache forever.
-constexpr std::size_t kMaxCachedUpdates = 64;
 constexpr std::uint64_t kMaxToken =
     static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-
-Error make_error(ErrorCode code, std::string message) {
-  Error error;
-  error.code = code;
-  error.message = std::move(message);
-  return error;
-}
-
-ErrorCode code_for(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return ErrorCode::kUnavailable;
-    case SQLITE_CONSTRAINT:
-    case SQLITE_TOOBIG:
-    case SQLITE_MISMATCH:
-    case SQLITE_RANGE:
-      return ErrorCode::kInvalidArgument;  // the caller's values or assignments, not the SDK
-    default:
-      return ErrorCode::kInternal;
-  }
-}
-
-// Reads sqlite3_errmsg at once: a later ROLLBACK would overwrite it.
-Error sqlite_error(sqlite3* db, int rc, std::string_view doing) {
-  return make_error(code_for(rc), std::string(doing) + ": " + sqlite3_errmsg(db));
-}
+constexpr auto kMaxRetryPause = std::chrono::milliseconds(20);
 
 bool is_identifier(std::string_view name) {
   const auto letter = [](char c) {
@@ -71,7 +43,8 @@ bool is_identifier(std::string_view name) {
   return true;
 }
 
-// SQLite compares identifiers ASCII-case-insensitively, and ours are ASCII.
+// ASCII case-insensitively: SQLite compares identifiers so, and a PostgreSQL table with two
+// columns differing only in case is too confusing to guard.
 bool same_identifier(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   const auto lower = [](char c) {
@@ -83,411 +56,159 @@ bool same_identifier(std::string_view a, std::string_view b) {
   return true;
 }
 
-bool is_blank(std::string_view text) {
-  return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
-}
-
-std::string quoted(const std::string& identifier) {
-  return "\"" + identifier + "\"";
-}
-
-// Resets and unbinds a statement on every path out of a call, so the connection holds no open
-// statement (COMMIT and schema changes need that) and no pointer to the caller's values.
-class StatementReset {
- public:
-  explicit StatementReset(sqlite3_stmt* statement) : statement_(statement) {}
-  ~StatementReset() {
-    sqlite3_reset(statement_);
-    sqlite3_clear_bindings(statement_);
+Result<FencedNames> checked_names(std::string table, std::string key_column,
+                                  std::string token_column) {
+  for (const std::string* name : {&table, &key_column, &token_column}) {
+    if (!is_identifier(*name)) {
+      return fenced_error(
+          ErrorCode::kInvalidArgument,
+          "\"" + *name + "\" is not an identifier of the form [A-Za-z_][A-Za-z0-9_]*");
+    }
   }
-  StatementReset(const StatementReset&) = delete;
-  StatementReset& operator=(const StatementReset&) = delete;
+  if (same_identifier(key_column, token_column)) {
+    return fenced_error(ErrorCode::kInvalidArgument,
+                        "the key and token columns are both \"" + key_column + "\"");
+  }
+  return FencedNames{std::move(table), std::move(key_column), std::move(token_column)};
+}
 
- private:
-  sqlite3_stmt* statement_;
-};
-
-int bind_value(sqlite3_stmt* statement, int index, const SqlValue& value) {
-  // SQLITE_STATIC: the caller's values outlive the call, and StatementReset unbinds them.
-  struct Binder {
-    sqlite3_stmt* statement;
-    int index;
-    int operator()(std::nullptr_t) const { return sqlite3_bind_null(statement, index); }
-    int operator()(std::int64_t v) const { return sqlite3_bind_int64(statement, index, v); }
-    int operator()(double v) const { return sqlite3_bind_double(statement, index, v); }
-    int operator()(const std::string& v) const {
-      return sqlite3_bind_text64(statement, index, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8);
-    }
-    int operator()(const std::vector<std::uint8_t>& v) const {
-      // A null data pointer would bind NULL, and an empty vector may have one.
-      if (v.empty()) return sqlite3_bind_zeroblob(statement, index, 0);
-      return sqlite3_bind_blob64(statement, index, v.data(), v.size(), SQLITE_STATIC);
-    }
-  };
-  return std::visit(Binder{statement, index}, value);
+Result<std::int64_t> checked_token(std::uint64_t token) {
+  if (token > kMaxToken) {
+    return fenced_error(ErrorCode::kInvalidArgument,
+                        "token " + std::to_string(token) +
+                            " is above INT64_MAX (tokens are stored as signed 64-bit integers)");
+  }
+  return static_cast<std::int64_t>(token);
 }
 
 bool rule_allows(TokenRule rule, std::int64_t stored, std::int64_t token) {
   return rule == TokenRule::kStrictlyNewer ? stored < token : stored <= token;
 }
 
-const char* comparison(TokenRule rule) {
-  return rule == TokenRule::kStrictlyNewer ? " < " : " <= ";
+void pause_before_retry(int attempt) {
+  thread_local std::minstd_rand random(std::random_device{}());
+  const auto limit = std::min<std::int64_t>(kMaxRetryPause.count() * 1000, 500LL << attempt);
+  std::uniform_int_distribution<std::int64_t> micros(0, limit);
+  std::this_thread::sleep_for(std::chrono::microseconds(micros(random)));
 }
 
 }  // namespace
 
-void FencedTable::StatementFinalizer::operator()(sqlite3_stmt* statement) const noexcept {
-  sqlite3_finalize(statement);
+Error fenced_error(ErrorCode code, std::string message) {
+  Error error;
+  error.code = code;
+  error.message = std::move(message);
+  return error;
 }
 
-FencedTable::FencedTable(sqlite3* db, std::string table, std::string key_column,
-                         std::string token_column)
-    : db_(db),
-      table_(std::move(table)),
-      key_column_(std::move(key_column)),
-      token_column_(std::move(token_column)) {}
-
+FencedTable::FencedTable(std::unique_ptr<FencedBackend> backend) : backend_(std::move(backend)) {}
 FencedTable::FencedTable(FencedTable&&) noexcept = default;
 FencedTable& FencedTable::operator=(FencedTable&&) noexcept = default;
 FencedTable::~FencedTable() = default;
 
-Result<FencedTable::Statement> FencedTable::prepare(const std::string& sql) {
-  sqlite3_stmt* raw = nullptr;
-  const char* tail = nullptr;
-  const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
-                                    SQLITE_PREPARE_PERSISTENT, &raw, &tail);
-  Statement statement(raw);
-  if (rc != SQLITE_OK) {
-    // SQLITE_ERROR here means the SQL does not compile against this schema: the caller's to fix.
-    const ErrorCode code = (rc & 0xff) == SQLITE_ERROR ? ErrorCode::kInvalidArgument : code_for(rc);
-    return make_error(code, std::string("cannot prepare \"") + sql + "\": " + sqlite3_errmsg(db_));
-  }
-  if (statement == nullptr || (tail != nullptr && !is_blank(tail))) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "not exactly one SQL statement: \"" + sql + "\"");
-  }
-  return statement;
-}
-
 Result<FencedTable> FencedTable::open(sqlite3* db, std::string table, std::string key_column,
                                       std::string token_column) {
-  if (db == nullptr) return make_error(ErrorCode::kInvalidArgument, "no database connection");
-  for (const std::string* name : {&table, &key_column, &token_column}) {
-    if (!is_identifier(*name)) {
-      return make_error(
-          ErrorCode::kInvalidArgument,
-          "\"" + *name + "\" is not an identifier of the form [A-Za-z_][A-Za-z0-9_]*");
-    }
-  }
-  if (same_identifier(key_column, token_column)) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "the key and token columns are both \"" + key_column + "\"");
-  }
-  FencedTable fenced(db, std::move(table), std::move(key_column), std::move(token_column));
-
-  // Existence matters beyond a friendly message: SQLite reads a double-quoted name that matches
-  // no column as a string literal, so a misspelt column would compile and silently match nothing.
-  auto is_table = fenced.prepare("SELECT wr FROM pragma_table_list(?1) WHERE type = 'table'");
-  if (!is_table.ok()) return std::move(is_table).error();
-  bool without_rowid = false;
-  {
-    sqlite3_stmt* statement = is_table.value().get();
-    const StatementReset reset(statement);
-    sqlite3_bind_text(statement, 1, fenced.table_.c_str(), -1, SQLITE_STATIC);
-    const int rc = sqlite3_step(statement);
-    if (rc == SQLITE_DONE)
-      return make_error(ErrorCode::kInvalidArgument, "no table named \"" + fenced.table_ + "\"");
-    if (rc != SQLITE_ROW) return sqlite_error(db, rc, "reading the schema");
-    without_rowid = sqlite3_column_int64(statement, 0) != 0;
-  }
-
-  auto columns = fenced.prepare(
-      "SELECT name, pk, \"notnull\", dflt_value IS NOT NULL, upper(type) = 'INTEGER' FROM "
-      "pragma_table_info(?1)");
-  if (!columns.ok()) return std::move(columns).error();
-  bool has_key = false;
-  bool has_token = false;
-  bool key_is_whole_primary_key = false;
-  int primary_key_columns = 0;
-  // Columns a placeholder row (key and token only) would leave without a value SQLite can fill:
-  // NOT NULL without a default, or part of a primary key. An INTEGER PRIMARY KEY of a rowid
-  // table is the exception (SQLite assigns it), checked once the primary key is known.
-  int unfillable_columns = 0;
-  bool integer_primary_key = false;
-  {
-    sqlite3_stmt* statement = columns.value().get();
-    const StatementReset reset(statement);
-    sqlite3_bind_text(statement, 1, fenced.table_.c_str(), -1, SQLITE_STATIC);
-    int rc = SQLITE_ROW;
-    while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
-      const auto* text = sqlite3_column_text(statement, 0);
-      const std::string_view name =
-          text == nullptr ? std::string_view() : reinterpret_cast<const char*>(text);
-      const auto pk = sqlite3_column_int64(statement, 1);
-      const bool not_null = sqlite3_column_int64(statement, 2) != 0;
-      const bool has_default = sqlite3_column_int64(statement, 3) != 0;
-      if (pk > 0) ++primary_key_columns;
-      const bool is_key = same_identifier(name, fenced.key_column_);
-      const bool is_token = same_identifier(name, fenced.token_column_);
-      if (is_key) {
-        has_key = true;
-        key_is_whole_primary_key = pk == 1;
-      }
-      if (is_token) has_token = true;
-      if (!is_key && !is_token) {
-        if (pk > 0) {
-          integer_primary_key = sqlite3_column_int64(statement, 4) != 0;
-          ++unfillable_columns;
-        } else if (not_null && !has_default) {
-          ++unfillable_columns;
-        }
-      }
-    }
-    if (rc != SQLITE_DONE) return sqlite_error(db, rc, "reading the columns of " + fenced.table_);
-  }
-  if (integer_primary_key && primary_key_columns == 1 && !without_rowid) --unfillable_columns;
-  for (const auto& [found, name] :
-       {std::pair{has_key, &fenced.key_column_}, std::pair{has_token, &fenced.token_column_}}) {
-    if (!found) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "table \"" + fenced.table_ + "\" has no column \"" + *name + "\"");
-    }
-  }
-
-  // The outcome is about one row, so the key must pick at most one: the whole primary key (an
-  // INTEGER PRIMARY KEY has no index to find), or a full single-column unique index.
-  key_is_whole_primary_key = key_is_whole_primary_key && primary_key_columns == 1;
-  if (!key_is_whole_primary_key) {
-    auto unique = fenced.prepare(
-        "SELECT count(*) FROM pragma_index_list(?1) AS il"
-        " WHERE il.\"unique\" = 1 AND il.partial = 0"
-        " AND (SELECT count(*) FROM pragma_index_info(il.name)) = 1"
-        " AND (SELECT ii.name FROM pragma_index_info(il.name) AS ii) = ?2 COLLATE NOCASE");
-    if (!unique.ok()) return std::move(unique).error();
-    sqlite3_stmt* statement = unique.value().get();
-    const StatementReset reset(statement);
-    sqlite3_bind_text(statement, 1, fenced.table_.c_str(), -1, SQLITE_STATIC);
-    sqlite3_bind_text(statement, 2, fenced.key_column_.c_str(), -1, SQLITE_STATIC);
-    const int rc = sqlite3_step(statement);
-    if (rc != SQLITE_ROW) return sqlite_error(db, rc, "reading the indexes of " + fenced.table_);
-    if (sqlite3_column_int64(statement, 0) == 0) {
-      return make_error(
-          ErrorCode::kInvalidArgument,
-          "column \"" + fenced.key_column_ + "\" is neither the primary key nor UNIQUE on its own");
-    }
-  }
-
-  const std::string table_sql = quoted(fenced.table_);
-  const std::string key_sql = quoted(fenced.key_column_);
-  const std::string token_sql = quoted(fenced.token_column_);
-  const auto fence_sql = [&](TokenRule rule) {
-    return "UPDATE " + table_sql + " SET " + token_sql + " = " + kTokenParameter + " WHERE " +
-           key_sql + " = " + kKeyParameter + " AND " + token_sql + comparison(rule) +
-           kTokenParameter;
-  };
-  const std::pair<Statement*, std::string> statements[] = {
-      {&fenced.begin_, "BEGIN IMMEDIATE"},
-      {&fenced.commit_, "COMMIT"},
-      {&fenced.rollback_, "ROLLBACK"},
-      {&fenced.select_token_,
-       "SELECT " + token_sql + " FROM " + table_sql + " WHERE " + key_sql + " = " + kKeyParameter},
-      {&fenced.fence_strictly_newer_, fence_sql(TokenRule::kStrictlyNewer)},
-      {&fenced.fence_newer_or_same_, fence_sql(TokenRule::kNewerOrSame)},
-  };
-  for (const auto& [slot, sql] : statements) {
-    auto statement = fenced.prepare(sql);
-    if (!statement.ok()) return std::move(statement).error();
-    *slot = std::move(statement).value();
-  }
-  if (unfillable_columns == 0) {
-    auto insert = fenced.prepare("INSERT INTO " + table_sql + "(" + key_sql + ", " + token_sql +
-                                 ") VALUES(" + kKeyParameter + ", " + kTokenParameter + ")");
-    if (!insert.ok()) return std::move(insert).error();
-    fenced.insert_placeholder_ = std::move(insert).value();
-  }
-  return fenced;
+  if (db == nullptr) return fenced_error(ErrorCode::kInvalidArgument, "no database connection");
+  auto names = checked_names(std::move(table), std::move(key_column), std::move(token_column));
+  if (!names.ok()) return std::move(names).error();
+  auto backend = open_sqlite_backend(db, std::move(names).value());
+  if (!backend.ok()) return std::move(backend).error();
+  return FencedTable(std::move(backend).value());
 }
 
-Result<sqlite3_stmt*> FencedTable::assignment_statement(std::string_view assignments,
-                                                        TokenRule rule, std::size_t param_count) {
-  std::string cache_key = (rule == TokenRule::kStrictlyNewer ? "<" : "<=");
-  cache_key += '\n';
-  cache_key += assignments;
-  auto cached = update_cache_.find(cache_key);
-  if (cached == update_cache_.end()) {
-    if (is_blank(assignments)) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "no assignments: use fence_read() to move only the token");
-    }
-    // First the assignments alone, never run: they must be one statement whose parameters are
-    // all positional, which also keeps our reserved names out of them.
-    auto alone = prepare("UPDATE " + quoted(table_) + " SET " + std::string(assignments));
-    if (!alone.ok()) return std::move(alone).error();
-    const int user_count = sqlite3_bind_parameter_count(alone.value().get());
-    for (int i = 1; i <= user_count; ++i) {
-      const char* name = sqlite3_bind_parameter_name(alone.value().get(), i);
-      if (name != nullptr && name[0] != '?') {
-        return make_error(ErrorCode::kInvalidArgument, std::string("named parameter ") + name +
-                                                           " in assignments: use ?1, ?2, ...");
-      }
-    }
+Result<FencedTable> FencedTable::open(pg_conn* connection, std::string table,
+                                      std::string key_column, std::string token_column) {
+  if (connection == nullptr)
+    return fenced_error(ErrorCode::kInvalidArgument, "no database connection");
+  auto names = checked_names(std::move(table), std::move(key_column), std::move(token_column));
+  if (!names.ok()) return std::move(names).error();
+  auto backend = open_postgres_backend(connection, false, std::move(names).value());
+  if (!backend.ok()) return std::move(backend).error();
+  return FencedTable(std::move(backend).value());
+}
 
-    const std::string token_sql = quoted(token_column_);
-    auto prepared =
-        prepare("UPDATE " + quoted(table_) + " SET " + std::string(assignments) + "\n, " +
-                token_sql + " = " + kTokenParameter + " WHERE " + quoted(key_column_) + " = " +
-                kKeyParameter + " AND " + token_sql + comparison(rule) + kTokenParameter);
-    if (!prepared.ok()) return std::move(prepared).error();
-    // Then the whole: our two parameters must follow the caller's, token then key, as in our
-    // suffix; otherwise a comment or a quote in the assignments swallowed the condition.
-    sqlite3_stmt* statement = prepared.value().get();
-    if (sqlite3_bind_parameter_count(statement) != user_count + 2 ||
-        sqlite3_bind_parameter_index(statement, kTokenParameter) != user_count + 1 ||
-        sqlite3_bind_parameter_index(statement, kKeyParameter) != user_count + 2) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "assignments \"" + std::string(assignments) +
-                            "\" hide the fencing condition (an open comment or quote?)");
-    }
-    if (update_cache_.size() >= kMaxCachedUpdates) update_cache_.clear();
-    cached = update_cache_.emplace(std::move(cache_key), std::move(prepared).value()).first;
-  }
-  sqlite3_stmt* statement = cached->second.get();
-  const auto expected = static_cast<std::size_t>(sqlite3_bind_parameter_count(statement) - 2);
-  if (param_count != expected) {
-    return make_error(ErrorCode::kInvalidArgument, "assignments take " + std::to_string(expected) +
-                                                       " parameter(s) but " +
-                                                       std::to_string(param_count) + " were given");
-  }
-  return statement;
+Result<FencedTable> FencedTable::connect(std::string_view connection_string, std::string table,
+                                         std::string key_column, std::string token_column) {
+  auto names = checked_names(std::move(table), std::move(key_column), std::move(token_column));
+  if (!names.ok()) return std::move(names).error();
+  auto backend = connect_postgres_backend(connection_string, std::move(names).value());
+  if (!backend.ok()) return std::move(backend).error();
+  return FencedTable(std::move(backend).value());
 }
 
 Result<WriteResult> FencedTable::update(std::string_view key, std::string_view assignments,
                                         const std::vector<SqlValue>& params, std::uint64_t token,
                                         TokenRule rule) {
-  if (token > kMaxToken) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "token " + std::to_string(token) + " is above INT64_MAX");
-  }
-  auto statement = assignment_statement(assignments, rule, params.size());
-  if (!statement.ok()) return std::move(statement).error();
-  sqlite3_stmt* update = statement.value();
-  const StatementReset reset(update);
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const int rc = bind_value(update, static_cast<int>(i + 1), params[i]);
-    if (rc != SQLITE_OK)
-      return sqlite_error(db_, rc, "binding parameter ?" + std::to_string(i + 1));
-  }
-  return guarded(update, key, token, rule, Absent::kReport);
+  return guarded(key, token, rule, [&](std::int64_t signed_token) {
+    return backend_->update(key, assignments, params, signed_token, rule);
+  });
 }
 
 Result<WriteResult> FencedTable::fence_read(std::string_view key, std::uint64_t token,
                                             TokenRule rule) {
-  if (token > kMaxToken) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "token " + std::to_string(token) + " is above INT64_MAX");
-  }
-  sqlite3_stmt* fence =
-      rule == TokenRule::kStrictlyNewer ? fence_strictly_newer_.get() : fence_newer_or_same_.get();
-  const StatementReset reset(fence);
-  return guarded(fence, key, token, rule, Absent::kInsertPlaceholder);
-}
-
-Result<WriteResult> FencedTable::guarded(sqlite3_stmt* statement, std::string_view key,
-                                         std::uint64_t token, TokenRule rule, Absent absent) {
-  // Inside the caller's transaction we already hold the write lock once the UPDATE has run, so
-  // the follow-up SELECT is consistent without a transaction of our own.
-  if (sqlite3_get_autocommit(db_) == 0) return run_guarded(statement, key, token, rule, absent);
-
-  {
-    const StatementReset reset(begin_.get());
-    const int rc = sqlite3_step(begin_.get());
-    if (rc != SQLITE_DONE) return sqlite_error(db_, rc, "BEGIN IMMEDIATE");
-  }
-  auto result = run_guarded(statement, key, token, rule, absent);
-  if (result.ok()) {
-    const StatementReset reset(commit_.get());
-    const int rc = sqlite3_step(commit_.get());
-    if (rc != SQLITE_DONE) result = sqlite_error(db_, rc, "COMMIT");
-  }
-  // Some errors (SQLITE_FULL, SQLITE_IOERR, ...) roll the transaction back by themselves.
-  if (!result.ok() && sqlite3_get_autocommit(db_) == 0) {
-    const StatementReset reset(rollback_.get());
-    static_cast<void>(sqlite3_step(rollback_.get()));
-  }
-  return result;
-}
-
-Result<WriteResult> FencedTable::run_guarded(sqlite3_stmt* statement, std::string_view key,
-                                             std::uint64_t token, TokenRule rule, Absent absent) {
-  const auto signed_token = static_cast<std::int64_t>(token);
-  const int token_index = sqlite3_bind_parameter_index(statement, kTokenParameter);
-  const int key_index = sqlite3_bind_parameter_index(statement, kKeyParameter);
-  sqlite3_bind_int64(statement, token_index, signed_token);
-  int rc =
-      sqlite3_bind_text64(statement, key_index, key.data(), key.size(), SQLITE_STATIC, SQLITE_UTF8);
-  if (rc != SQLITE_OK) return sqlite_error(db_, rc, "binding the key");
-
-  rc = sqlite3_step(statement);
-  // Rows changed by the UPDATE itself; rows that triggers touch are not counted.
-  const int changed = sqlite3_changes(db_);
-  auto failure = rc == SQLITE_DONE ? std::optional<Error>()
-                                   : sqlite_error(db_, rc, "guarded UPDATE of " + table_);
-  sqlite3_reset(statement);  // before COMMIT or ROLLBACK; the caller's guard unbinds it later
-  if (failure) return *std::move(failure);
-  if (changed == 1) return WriteResult{WriteOutcome::kApplied, token};
-  if (changed != 0) {
-    return make_error(ErrorCode::kInternal,
-                      "guarded UPDATE changed " + std::to_string(changed) + " rows");
-  }
-
-  auto stored = current_token(key);
-  if (!stored.ok()) return std::move(stored).error();
-  if (!stored.value().has_value()) {
-    if (absent == Absent::kInsertPlaceholder && insert_placeholder_ != nullptr) {
-      return insert_placeholder(key, signed_token);
-    }
-    return WriteResult{WriteOutcome::kNoSuchRow, 0};
-  }
-  const std::uint64_t winner = *stored.value();
-  if (rule_allows(rule, static_cast<std::int64_t>(winner), signed_token)) {
-    return make_error(ErrorCode::kInternal, "row token " + std::to_string(winner) +
-                                                " admits token " + std::to_string(token) +
-                                                " yet the UPDATE changed nothing (a trigger?)");
-  }
-  return WriteResult{WriteOutcome::kStale, winner};
-}
-
-// Runs in the same transaction as the UPDATE that found no row, so no other writer can create the
-// row in between: the INSERT either adds the placeholder or fails on a constraint of the schema.
-Result<WriteResult> FencedTable::insert_placeholder(std::string_view key, std::int64_t token) {
-  sqlite3_stmt* insert = insert_placeholder_.get();
-  const StatementReset reset(insert);
-  sqlite3_bind_int64(insert, sqlite3_bind_parameter_index(insert, kTokenParameter), token);
-  int rc = sqlite3_bind_text64(insert, sqlite3_bind_parameter_index(insert, kKeyParameter),
-                               key.data(), key.size(), SQLITE_STATIC, SQLITE_UTF8);
-  if (rc != SQLITE_OK) return sqlite_error(db_, rc, "binding the key");
-  rc = sqlite3_step(insert);
-  if (rc != SQLITE_DONE) return sqlite_error(db_, rc, "inserting a placeholder row into " + table_);
-  return WriteResult{WriteOutcome::kApplied, static_cast<std::uint64_t>(token)};
+  return guarded(key, token, rule, [&](std::int64_t signed_token) {
+    return backend_->fence(key, signed_token, rule);
+  });
 }
 
 Result<std::optional<std::uint64_t>> FencedTable::current_token(std::string_view key) {
-  sqlite3_stmt* select = select_token_.get();
-  const StatementReset reset(select);
-  int rc = sqlite3_bind_text64(select, 1, key.data(), key.size(), SQLITE_STATIC, SQLITE_UTF8);
-  if (rc != SQLITE_OK) return sqlite_error(db_, rc, "binding the key");
-  rc = sqlite3_step(select);
-  if (rc == SQLITE_DONE) return std::optional<std::uint64_t>();
-  if (rc != SQLITE_ROW) return sqlite_error(db_, rc, "reading the token of a row of " + table_);
-  // The type first: reading the value may convert it.
-  const bool is_integer = sqlite3_column_type(select, 0) == SQLITE_INTEGER;
-  const std::int64_t stored = sqlite3_column_int64(select, 0);
-  if (!is_integer || stored < 0) {
-    return make_error(ErrorCode::kInternal, "row token in " + table_ + "." + token_column_ +
-                                                " is not a non-negative INTEGER");
+  auto stored = backend_->read_token(key);
+  if (!stored.ok()) return std::move(stored).error();
+  if (!stored.value().has_value()) return std::optional<std::uint64_t>();
+  return std::optional<std::uint64_t>(static_cast<std::uint64_t>(*stored.value()));
+}
+
+Result<WriteResult> FencedTable::guarded(std::string_view key, std::uint64_t token, TokenRule rule,
+                                         const std::function<Result<bool>(std::int64_t)>& step) {
+  auto signed_token = checked_token(token);
+  if (!signed_token.ok()) return std::move(signed_token).error();
+  // Inside the caller's transaction the statement joins it: its snapshot and locks are the
+  // caller's, and an abort ends the caller's transaction, which only the caller can run again.
+  if (backend_->in_transaction()) return classify(key, signed_token.value(), rule, step);
+
+  for (int attempt = 1;; ++attempt) {
+    auto result = Result<WriteResult>(fenced_error(ErrorCode::kInternal, "not run"));
+    const Status begun = backend_->begin();
+    if (begun.ok()) {
+      result = classify(key, signed_token.value(), rule, step);
+      if (result.ok()) {
+        const Status committed = backend_->commit();
+        if (!committed.ok()) result = committed.error();
+      }
+      if (!result.ok()) backend_->rollback();
+    } else {
+      result = begun.error();
+    }
+    if (result.ok() || !backend_->is_serialization_failure(result.error())) return result;
+    if (attempt == kMaxSerializationAttempts) {
+      Error error = std::move(result).error();
+      error.message = "aborted to keep transactions serializable " +
+                      std::to_string(kMaxSerializationAttempts) +
+                      " times in a row; nothing was written: " + error.message;
+      return error;
+    }
+    pause_before_retry(attempt);
   }
-  return std::optional<std::uint64_t>(static_cast<std::uint64_t>(stored));
+}
+
+Result<WriteResult> FencedTable::classify(std::string_view key, std::int64_t token, TokenRule rule,
+                                          const std::function<Result<bool>(std::int64_t)>& step) {
+  auto changed = step(token);
+  if (!changed.ok()) return std::move(changed).error();
+  if (changed.value())
+    return WriteResult{WriteOutcome::kApplied, static_cast<std::uint64_t>(token)};
+
+  auto stored = backend_->read_token(key);
+  if (!stored.ok()) return std::move(stored).error();
+  if (!stored.value().has_value()) return WriteResult{WriteOutcome::kNoSuchRow, 0};
+  const std::int64_t winner = *stored.value();
+  if (rule_allows(rule, winner, token)) {
+    return fenced_error(ErrorCode::kInternal, "row token " + std::to_string(winner) +
+                                                  " admits token " + std::to_string(token) +
+                                                  " yet the guarded statement changed nothing "
+                                                  "(a trigger?)");
+  }
+  return WriteResult{WriteOutcome::kStale, static_cast<std::uint64_t>(winner)};
 }
 
 }  // namespace fencelock

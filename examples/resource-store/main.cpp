@@ -1,9 +1,11 @@
-// resource-store: a small HTTP service holding objects (key → value) in SQLite that refuses writes
-// carrying a stale fencing token — the resource side of fencelock's contract.
+// resource-store: a small HTTP service holding objects (key → value) in SQLite or PostgreSQL that
+// refuses writes carrying a stale fencing token — the resource side of fencelock's contract.
 //
-//   resource-store [--listen 127.0.0.1:8090] [--db ./resource-store.db] [--log
-//   ./resource-store.log]
-//                  [--mode fenced|same-token|unfenced]
+//   resource-store [--listen 127.0.0.1:8090] [--db ./resource-store.db | postgresql://...]
+//                  [--log ./resource-store.log] [--mode fenced|same-token|unfenced]
+//
+// --db: a SQLite file (created if missing), or a PostgreSQL URL (postgresql:// or postgres://),
+// where the store creates its `objects` table if it is missing.
 //
 //   PUT /objects/{key}   body: the value; header Fencing-Token: N (required unless unfenced)
 //                        200 {"key","token","applied":true}

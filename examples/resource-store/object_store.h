@@ -1,5 +1,6 @@
-// The resource store's data: objects (key → value) in SQLite, each row carrying the newest fencing
-// token that wrote or fenced-read it, and an append-only log of every operation, accepted or not.
+// The resource store's data: objects (key → value) in SQLite or PostgreSQL (object_table.h), each
+// row carrying the newest fencing token that wrote or fenced-read it, and an append-only log of
+// every operation, accepted or not.
 //
 // Modes: kFenced applies a write only if its token is newer than the row's (the card's condition,
 // `current_token < :token`) — or equals it when that token's holder fenced its read of the row
@@ -9,11 +10,10 @@
 //
 // A fenced read of a key with no object records its token all the same (a placeholder row whose
 // value is NULL, answered as "no object"), so an older holder cannot create the object afterwards.
-// Thread-safe: one mutex around the database and the log; processes sharing the database file
-// serialize through SQLite's write lock (every check-and-write is one BEGIN IMMEDIATE transaction).
+// Thread-safe: one mutex around the database and the log; processes sharing the database
+// serialize each check-and-write in one transaction (SQLite: BEGIN IMMEDIATE's write lock;
+// PostgreSQL: an advisory lock on the key).
 #pragma once
-
-#include <sqlite3.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -23,8 +23,8 @@
 #include <optional>
 #include <string>
 
-#include "fencelock/fenced_table.h"
 #include "fencelock/result.h"
+#include "object_table.h"
 
 namespace resource_store {
 
@@ -35,17 +35,13 @@ struct PutOutcome {
   std::uint64_t current_token = 0;  // the row's token afterwards (the newer one when refused)
 };
 
-struct Object {
-  std::string value;
-  std::uint64_t token = 0;
-};
-
 class ObjectStore {
  public:
-  // Opens (creating) the database and the log. Errors: kUnavailable with the path;
-  // kInvalidArgument for a database written by an older resource-store (its objects cannot record
-  // fenced reads of missing keys).
-  static fencelock::Result<std::unique_ptr<ObjectStore>> open(const std::filesystem::path& db,
+  // Opens (creating) the database and the log. `db` is a SQLite file's path, or a
+  // postgresql://... (or postgres://...) URL. Errors: kUnavailable with the path or libpq's
+  // message; kInvalidArgument for a SQLite database written by an older resource-store (its
+  // objects cannot record fenced reads of missing keys).
+  static fencelock::Result<std::unique_ptr<ObjectStore>> open(const std::string& db,
                                                               const std::filesystem::path& log,
                                                               Mode mode);
   ~ObjectStore();
@@ -65,7 +61,7 @@ class ObjectStore {
   Mode mode() const noexcept { return mode_; }
 
  private:
-  ObjectStore(sqlite3* db, fencelock::FencedTable table, std::filesystem::path log_path, Mode mode);
+  ObjectStore(std::unique_ptr<ObjectTable> table, std::filesystem::path log_path, Mode mode);
   fencelock::Result<PutOutcome> put_fenced(const std::string& key, const std::string& value,
                                            std::uint64_t token);
   fencelock::Result<PutOutcome> fence_read(const std::string& key, std::uint64_t token);
@@ -74,8 +70,7 @@ class ObjectStore {
                   const std::string& value);
 
   mutable std::mutex mutex_;
-  sqlite3* db_;
-  fencelock::FencedTable table_;
+  std::unique_ptr<ObjectTable> table_;
   std::filesystem::path log_path_;
   std::ofstream log_;
   std::uint64_t seq_ = 0;

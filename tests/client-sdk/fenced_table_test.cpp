@@ -723,7 +723,7 @@ TEST_CASE("open refuses a missing table or column and a key that does not pick o
 }
 
 TEST_CASE("open without a connection is refused", "[client]") {
-  const auto result = FencedTable::open(nullptr, "accounts");
+  const auto result = FencedTable::open(static_cast<sqlite3*>(nullptr), "accounts");
   REQUIRE_FALSE(result.ok());
   CHECK(result.error().code == ErrorCode::kInvalidArgument);
 }

@@ -1,4 +1,4 @@
-// Guarded (fenced) writes to a SQLite table: the resource side of fencing tokens.
+// Guarded (fenced) writes to a SQLite or PostgreSQL table: the resource side of fencing tokens.
 //
 // Why. A lease can end while its holder is paused (a GC pause, a swapped-out VM, a slow disk) and
 // the holder cannot notice: it wakes up still believing it holds the lock and writes. The lock
@@ -7,8 +7,8 @@
 // lock name, and every protected row remembers the newest token that touched it. A write carrying
 // token T is applied only if the row has not yet seen a newer token, in ONE statement:
 //
-//   UPDATE <table> SET <assignments>, <token_column> = :fencelock_token
-//    WHERE <key_column> = :fencelock_key AND <token_column> < :fencelock_token
+//   UPDATE <table> SET <assignments>, <token_column> = <token>
+//    WHERE <key_column> = <key> AND <token_column> < <token>
 //
 // The check and the write are one atomic statement, so no other writer can slip in between them.
 // Kleppmann's hole is closed: client 1 (token 33) pauses past its lease, client 2 (token 34)
@@ -39,10 +39,13 @@
 // read already put its token on the row.
 //
 // Schema. The table needs a key column that is unique on its own (PRIMARY KEY or a single-column
-// UNIQUE index) and an INTEGER token column that starts below every real token, for example:
+// UNIQUE index) and a 64-bit integer token column that starts below every real token (SQLite:
+// INTEGER; PostgreSQL: bigint — open() refuses integer or numeric), for example:
 //
 //   CREATE TABLE accounts(id TEXT PRIMARY KEY, balance INTEGER NOT NULL,
-//                         current_token INTEGER NOT NULL DEFAULT 0);
+//                         current_token INTEGER NOT NULL DEFAULT 0);          -- SQLite
+//   CREATE TABLE accounts(id text PRIMARY KEY, balance bigint NOT NULL,
+//                         current_token bigint NOT NULL DEFAULT 0);           -- PostgreSQL
 //
 // Rows are created by the application: update() never inserts. fence_read() of a key with no row
 // must still record its token, or it fences nothing: B (34) reads "no such row"; A (33), paused
@@ -55,20 +58,43 @@
 // placeholder's token. When the table cannot hold a placeholder, fence_read() of a missing key
 // reports kNoSuchRow and fences nothing: the application must then fence creation itself (for
 // example, create rows only with the token in the same statement, and refuse creation when a
-// newer token already read). Tokens are stored as SQLite INTEGERs, so tokens above INT64_MAX are
-// refused. Tokens increase per lock name, so every token
-// written to a row must come from the same lock name (say, lock "account:alice" for row alice);
-// tokens of different names are not comparable.
+// newer token already read). Tokens are stored as signed 64-bit integers (SQLite INTEGER,
+// PostgreSQL bigint), so tokens above INT64_MAX are refused. Tokens increase per lock name, so
+// every token written to a row must come from the same lock name (say, lock "account:alice" for
+// row alice); tokens of different names are not comparable.
 //
-// Thread safety: a FencedTable is used by one thread at a time, like the sqlite3* it borrows
-// (unless that connection was opened in serialized mode, when SQLite itself serializes calls).
-// Fencing across threads and processes comes from SQLite's locking: give each thread its own
-// connection and its own FencedTable.
+// The SQL each database runs. SQLite: the UPDATE above inside BEGIN IMMEDIATE ... COMMIT; a fenced
+// read of a missing key INSERTs the placeholder in the same transaction. PostgreSQL: the UPDATE
+// above as a prepared statement, and for a fenced read one statement that moves the token or
+// inserts the placeholder atomically (one of `<` / `<=` per TokenRule):
+//
+//   INSERT INTO <table> AS fenced (<key>, <token>) VALUES ($1, $2)
+//   ON CONFLICT (<key>) DO UPDATE SET <token> = GREATEST(fenced.<token>, EXCLUDED.<token>)
+//   WHERE fenced.<token> <= EXCLUDED.<token>
+//
+// (the plain UPDATE when the table cannot hold a placeholder). Every value is a bound parameter;
+// the table and column names are quoted (PQescapeIdentifier / "name") when the statements are
+// prepared, once, at open().
+//
+// Isolation (PostgreSQL). Safety comes from the single guarded statement, which is atomic at every
+// isolation level: at READ COMMITTED a writer that waits for the row lock re-checks the condition
+// against the row version that won; at REPEATABLE READ and SERIALIZABLE PostgreSQL aborts it with
+// SQLSTATE 40001 instead. Outside the caller's transaction a call runs in a transaction of its own
+// (at the connection's default isolation) and retries such an abort (40001, and deadlock 40P01)
+// up to kMaxSerializationAttempts times in all, with a short random pause between; if every
+// attempt is aborted the call returns kUnavailable and nothing was written. Inside the caller's
+// transaction an abort cannot be retried by us — PostgreSQL has ended the transaction — so it is
+// returned at once as kUnavailable (the message names the SQLSTATE): ROLLBACK and run the whole
+// transaction again.
+//
+// Thread safety: a FencedTable is used by one thread at a time, like the connection it borrows or
+// owns (a sqlite3* unless opened in serialized mode, a PGconn* always). Fencing across threads and
+// processes comes from the database's own locking: give each thread its own connection and its
+// own FencedTable.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,7 +105,7 @@
 #include "fencelock/result.h"
 
 struct sqlite3;
-struct sqlite3_stmt;
+struct pg_conn;  // libpq's PGconn
 
 namespace fencelock {
 
@@ -104,13 +130,22 @@ struct WriteResult {
   std::uint64_t current_token = 0;
 };
 
-// One bound value for the assignments' positional parameters ?1, ?2, ...: NULL, INTEGER, REAL,
-// TEXT (UTF-8) or BLOB. An empty vector binds a zero-length BLOB, not NULL.
+// One bound value for the assignments' positional parameters (SQLite ?1, ?2, ...; PostgreSQL $1,
+// $2, ...): NULL, a 64-bit integer, a double, UTF-8 text or bytes. An empty vector binds a
+// zero-length BLOB, not NULL. PostgreSQL receives every value but bytes as text and infers each
+// parameter's type from the assignments (write $1::type where it cannot); bytes are sent in
+// binary and must go to a bytea parameter; text must not contain NUL.
 using SqlValue =
     std::variant<std::nullptr_t, std::int64_t, double, std::string, std::vector<std::uint8_t>>;
 
+class FencedBackend;
+
 class FencedTable {
  public:
+  // How often a call outside the caller's transaction is tried when PostgreSQL aborts it to keep
+  // it serializable (SQLSTATE 40001 or 40P01); see "Isolation" above.
+  static constexpr int kMaxSerializationAttempts = 10;
+
   // Checks `table`, `key_column` and `token_column` once and prepares the fixed statements.
   // `db` is borrowed: it must stay open until this FencedTable (and every object moved from it)
   // is destroyed, because the prepared statements belong to it. Names must match
@@ -122,27 +157,53 @@ class FencedTable {
   static Result<FencedTable> open(sqlite3* db, std::string table, std::string key_column = "id",
                                   std::string token_column = "current_token");
 
+  // The same over a PostgreSQL connection (libpq). `connection` is borrowed, must be
+  // CONNECTION_OK and stay open until this FencedTable is destroyed; the statements are prepared
+  // on it under names of their own ("fencelock_fenced_<n>_...", deallocated by the destructor).
+  // Names follow the same rule and, being quoted, match PostgreSQL's stored (case-sensitive)
+  // names: an unquoted CREATE TABLE Accounts is stored as accounts. The table is found through the
+  // connection's search_path. Besides SQLite's checks, the token column must be bigint.
+  // Errors: kInvalidArgument (a null or bad connection, a bad name, a missing table or column, a
+  // token column that is not bigint, a key that is not unique on its own), kUnavailable (the
+  // connection failed), kInternal (other PostgreSQL errors, with its message).
+  static Result<FencedTable> open(pg_conn* connection, std::string table,
+                                  std::string key_column = "id",
+                                  std::string token_column = "current_token");
+
+  // Opens its own PostgreSQL connection from `connection_string` (a postgresql://... URI or
+  // "key=value ..." libpq string; connect_timeout defaults to 10 s unless it names one), then as
+  // open(pg_conn*). The connection is closed with the FencedTable. Blocks while connecting.
+  // Errors: kUnavailable (cannot connect, with libpq's message, the password never shown), and
+  // those of open(pg_conn*).
+  static Result<FencedTable> connect(std::string_view connection_string, std::string table,
+                                     std::string key_column = "id",
+                                     std::string token_column = "current_token");
+
   // Applies `assignments` to the row `key` only if the row's token satisfies `rule` against
   // `token`, and sets the row's token to `token` in the same statement.
   //
-  // `assignments` is the SET list without the token column, e.g. "balance = balance + ?1", with
-  // positional parameters ?1 ... ?N bound from `params` (params.size() must be N). It is SQL:
+  // `assignments` is the SET list without the token column, e.g. "balance = balance + ?1" (SQLite)
+  // or "balance = balance + $1" (PostgreSQL), with positional parameters ?1 ... ?N or $1 ... $N
+  // bound from `params` (params.size() must be N). It is SQL:
   // write it in code, never build it from input; values go in `params`. Named parameters are
   // refused (the key and token use reserved ones), and so is anything that is not a single SET
   // list, such as a second statement or a comment that would hide the fencing condition. Each
   // distinct `assignments` string is prepared once and cached (a bounded number of them).
   //
-  // The key is bound as TEXT (an INTEGER key column converts it by affinity).
+  // The key is bound as text (SQLite: an INTEGER key column converts it by affinity; PostgreSQL:
+  // parsed as the key column's type, kInvalidArgument when it is not one).
   // Outside a transaction, the UPDATE and the read that tells kStale from kNoSuchRow run in one
-  // BEGIN IMMEDIATE transaction, so the outcome reported is the one that happened. Inside the
-  // caller's open transaction they join it: the write takes effect at the caller's COMMIT and
-  // vanishes with its ROLLBACK.
+  // transaction of our own (SQLite: BEGIN IMMEDIATE), so the outcome reported is the one that
+  // happened (PostgreSQL at READ COMMITTED: the token reported with kStale is the row's when we
+  // looked, at least the one that refused you). Inside the caller's open transaction they join
+  // it: the write takes effect at the caller's COMMIT and vanishes with its ROLLBACK.
   //
   // Returns kApplied, kStale or kNoSuchRow (ordinary outcomes, not errors).
   // Errors (nothing is written): kInvalidArgument (token > INT64_MAX, malformed assignments, a
   // parameter count that does not match, a constraint violated by the assignments),
-  // kUnavailable (SQLITE_BUSY / SQLITE_LOCKED after the connection's busy timeout: retry),
-  // kInternal (any other SQLite error, with SQLite's message).
+  // kUnavailable (SQLITE_BUSY / SQLITE_LOCKED after the connection's busy timeout; PostgreSQL's
+  // serialization failures as described under "Isolation", a lost connection: retry),
+  // kInternal (any other database error, with its message).
   Result<WriteResult> update(std::string_view key, std::string_view assignments,
                              const std::vector<SqlValue>& params, std::uint64_t token,
                              TokenRule rule = TokenRule::kStrictlyNewer);
@@ -163,8 +224,8 @@ class FencedTable {
                                  TokenRule rule = TokenRule::kNewerOrSame);
 
   // The token stored in row `key`, or nullopt if there is no such row. A plain read: it fences
-  // nothing. Errors: kUnavailable (busy), kInternal (a SQLite error, or a stored token that is not
-  // a non-negative INTEGER).
+  // nothing. Errors: kUnavailable (busy, connection lost), kInternal (a database error, or a stored
+  // token that is not a non-negative integer).
   Result<std::optional<std::uint64_t>> current_token(std::string_view key);
 
   FencedTable(FencedTable&&) noexcept;
@@ -174,38 +235,15 @@ class FencedTable {
   ~FencedTable();
 
  private:
-  struct StatementFinalizer {
-    void operator()(sqlite3_stmt* statement) const noexcept;
-  };
-  using Statement = std::unique_ptr<sqlite3_stmt, StatementFinalizer>;
+  explicit FencedTable(std::unique_ptr<FencedBackend> backend);
 
-  FencedTable(sqlite3* db, std::string table, std::string key_column, std::string token_column);
+  // One guarded call: `step` runs the backend's statement and says whether it changed the row.
+  Result<WriteResult> guarded(std::string_view key, std::uint64_t token, TokenRule rule,
+                              const std::function<Result<bool>(std::int64_t)>& step);
+  Result<WriteResult> classify(std::string_view key, std::int64_t token, TokenRule rule,
+                               const std::function<Result<bool>(std::int64_t)>& step);
 
-  // What a guarded statement does when no row has the key.
-  enum class Absent { kReport, kInsertPlaceholder };
-
-  Result<WriteResult> guarded(sqlite3_stmt* statement, std::string_view key, std::uint64_t token,
-                              TokenRule rule, Absent absent);
-  Result<WriteResult> run_guarded(sqlite3_stmt* statement, std::string_view key,
-                                  std::uint64_t token, TokenRule rule, Absent absent);
-  Result<WriteResult> insert_placeholder(std::string_view key, std::int64_t token);
-  Result<sqlite3_stmt*> assignment_statement(std::string_view assignments, TokenRule rule,
-                                             std::size_t param_count);
-  Result<Statement> prepare(const std::string& sql);
-
-  sqlite3* db_ = nullptr;
-  std::string table_;
-  std::string key_column_;
-  std::string token_column_;
-  Statement begin_;
-  Statement commit_;
-  Statement rollback_;
-  Statement select_token_;
-  Statement fence_strictly_newer_;
-  Statement fence_newer_or_same_;
-  Statement insert_placeholder_;  // null when the table cannot hold a placeholder row
-  // Key: the rule (0 or 1) followed by the assignments text.
-  std::map<std::string, Statement, std::less<>> update_cache_;
+  std::unique_ptr<FencedBackend> backend_;
 };
 
 }  // namespace fencelock
