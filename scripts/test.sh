@@ -17,6 +17,7 @@ scripts/install-deps.sh
 # Leftovers of a crashed earlier run (the harness cleans up; a SIGKILLed runner cannot).
 pkill -KILL -f 'redis-server .*fencelock-test-' 2>/dev/null || true
 pkill -KILL -f 'etcd .*fencelock-test-' 2>/dev/null || true
+pkill -KILL -f 'postgres .*fencelock-test-' 2>/dev/null || true
 rm -rf "${TMPDIR:-/tmp}"/fencelock-test-* 2>/dev/null || true
 
 cmake --preset asan >/dev/null
@@ -35,6 +36,13 @@ if pgrep -f 'etcd .*fencelock-test-' >/dev/null; then
   echo "test.sh: a test left etcd members running:" >&2
   pgrep -af 'etcd .*fencelock-test-' >&2 || true
   pkill -KILL -f 'etcd .*fencelock-test-' || true
+  status=1
+fi
+# (A server run as the postgres user loses the parent-death signal: a crashed test can leave it.)
+if pgrep -f 'postgres .*fencelock-test-' >/dev/null; then
+  echo "test.sh: a test left PostgreSQL servers running:" >&2
+  pgrep -af 'postgres .*fencelock-test-' >&2 || true
+  pkill -KILL -f 'postgres .*fencelock-test-' || true
   status=1
 fi
 [ $# -gt 0 ] && exit "$status"
@@ -83,6 +91,29 @@ done
 if pgrep -f "$cluster_dir" >/dev/null; then
   echo "test.sh: quickstart --cluster --stop left processes running" >&2
   pkill -KILL -f "$cluster_dir" || true
+  status=1
+fi
+# The quickstart with the fenced store on PostgreSQL 15 (its own server in the run dir).
+pg_quickstart_dir=$PWD/build/quickstart-pg-ci
+pg_quickstart_log=$PWD/build/quickstart-pg-ci.log
+if ! timeout 300 scripts/quickstart.sh --postgres --preset release --run-dir "$pg_quickstart_dir" --port-base 17400 >"$pg_quickstart_log" 2>&1; then
+  echo "test.sh: the PostgreSQL quickstart failed:" >&2
+  tail -n 40 "$pg_quickstart_log" >&2
+  status=1
+fi
+grep -q "SAFE: the stale token was rejected" "$pg_quickstart_log" || { echo "test.sh: the PostgreSQL quickstart demo did not end safe" >&2; status=1; }
+pg_quickstart_pids=$(cat "$pg_quickstart_dir"/*.pid 2>/dev/null || true)
+scripts/quickstart.sh --stop --run-dir "$pg_quickstart_dir" >/dev/null
+for pid in $pg_quickstart_pids; do
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "test.sh: quickstart --postgres --stop left pid $pid running" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+    status=1
+  fi
+done
+if pgrep -f "$pg_quickstart_dir" >/dev/null; then
+  echo "test.sh: quickstart --postgres --stop left processes running" >&2
+  pkill -KILL -f "$pg_quickstart_dir" || true
   status=1
 fi
 scripts/check-compose.sh || status=1

@@ -587,10 +587,11 @@ const std::vector<FlagSpec>& flag_table() {
                              "Allowance for Redis clocks running fast, as a fraction of the ttl; "
                              "0..0.5.",
                              &EngineOptions::drift_factor));
-    t.push_back(duration_flag("retry-delay",
-                              "Pause between attempts while waiting for a held lock when the refusal does "
-                              "not tell when it expires (a split vote); 0s..60s.",
-                              &EngineOptions::retry_delay));
+    t.push_back(
+        duration_flag("retry-delay",
+                      "Pause between attempts while waiting for a held lock when the refusal does "
+                      "not tell when it expires (a split vote); 0s..60s.",
+                      &EngineOptions::retry_delay));
     t.push_back(duration_flag("retry-jitter", "Random spread of that pause, +/-; 0s..60s.",
                               &EngineOptions::retry_jitter));
     t.push_back(duration_flag("min-ttl", "Shortest lease ttl a client may ask for; 1ms..max-ttl.",

@@ -111,8 +111,8 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
                       shared_from_this(), attempt_)) {
     return;
   }
-  tally_->record(node, node < answers_.size() ? vote_for_set(reply, answers_[node])
-                                             : Vote::kFailed);
+  tally_->record(node,
+                 node < answers_.size() ? vote_for_set(reply, answers_[node]) : Vote::kFailed);
   switch (tally_->outcome()) {
     case TallyOutcome::kUndecided:
       return;
@@ -223,9 +223,9 @@ void AcquireOperation::sleep_until_retry(Error error) {
   // otherwise — and at most every kLongestExpirySleep, in case an announcement was lost — the
   // random retry delay.
   Clock::duration pause = retry_delay(options.retry_delay, options.retry_jitter, core_->rng());
-  if (const auto frees_in =
-          time_until_grantable(answers_, core_->quorum(), options.drift_factor)) {
-    pause = std::min<Clock::duration>(*frees_in, std::max<Clock::duration>(pause, kLongestExpirySleep));
+  if (const auto frees_in = time_until_grantable(answers_, core_->quorum(), options.drift_factor)) {
+    pause =
+        std::min<Clock::duration>(*frees_in, std::max<Clock::duration>(pause, kLongestExpirySleep));
   }
   answers_.clear();  // a wake-up without a new attempt knows nothing new
   const auto delay = std::min<Clock::duration>(pause, budget_end - now);

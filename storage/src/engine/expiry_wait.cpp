@@ -17,9 +17,9 @@ std::optional<std::chrono::milliseconds> time_until_grantable(std::span<const No
   }
   if (held_by.empty()) return std::nullopt;
   const auto main_holder =
-      std::max_element(held_by.begin(), held_by.end(),
-                       [](const auto& a, const auto& b) { return a.second < b.second; })
-          ->first;
+      std::max_element(held_by.begin(), held_by.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
 
   std::size_t free_now = 0;
   std::vector<std::chrono::milliseconds> holder_remaining;

@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "engine_under_test.h"
-#include "sync_redis.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/sqlite_token_source.h"
 #include "sync_redis.h"
@@ -750,7 +749,8 @@ TEST_CASE("every acquire makes at least one attempt, however short its wait", "[
   // Held for a minute by a lease of no engine: the waiter, refused, sleeps its retry delay (the
   // holder's expiry is farther off), and the keys then vanish without an announcement.
   for (std::size_t i = 0; i < cluster.size(); ++i) {
-    SyncRedis(cluster.node(i).port()).command({"SET", "fencelock:lock:brief", "theirs", "PX", "60000"});
+    SyncRedis(cluster.node(i).port())
+        .command({"SET", "fencelock:lock:brief", "theirs", "PX", "60000"});
   }
   auto waiter = std::async(std::launch::async, [&] { return t.acquire("brief", 2s, 10s); });
   std::this_thread::sleep_for(50ms);  // the waiter was refused and queued
