@@ -230,7 +230,7 @@ if etcd_ab or pick("fencelock-tokens-etcd", "tokens"):
 
 expiry_rows = [r for r in rows if r.get("workload") == "expiry"]
 if expiry_rows:
-    md.append("\n## 8. Expiry take-over\n")
+    md.append("\n## 7. Expiry take-over\n")
     md.append("A holder acquires a fresh name with a 200 ms ttl and never releases it (a holder that crashed); "
               "right after its grant a waiter asks for the same name and waits. fencelock: the two instances of "
               "section 4, holder on the first, waiter on the same or the other instance with `wait_ms` 2 s (a "
@@ -245,14 +245,15 @@ if expiry_rows:
     md.append("|---|---|---:|---:|---:|---:|---:|")
     for r in expiry_rows:
         label = "fencelock, two instances" if r["system"] == "fencelock-x2" else r["system"]
-        md.append(f"| {label} | {r.get('placement', '—')} instance | {r['ops']} / {r['rounds']} | "
+        waiter = "in-process, no service" if r.get("placement") == "in-process" else f"{r.get('placement')} instance"
+        md.append(f"| {label} | {waiter} | {r['ops']} / {r['rounds']} | "
                   f"{num(r.get('after_validity_p50_ms'), 1)} / {num(r.get('after_validity_p90_ms'), 1)} / "
                   f"{num(r.get('after_validity_max_ms'), 1)} ms | {num(r.get('after_ttl_p50_ms'), 1)} / "
                   f"{num(r.get('after_ttl_p90_ms'), 1)} / {num(r.get('after_ttl_max_ms'), 1)} ms | "
                   f"{r.get('refused', 0)} | {r.get('errors', 0)} |")
 
 rss = pick("fencelock", "rss")
-md.append("\n## 7. Targets\n")
+md.append("\n## 8. Targets\n")
 targets_at = len(md) + 1  # the targets table starts at the next line
 md.append("| target | measured | met |")
 md.append("|---|---|---|")
