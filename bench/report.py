@@ -228,8 +228,32 @@ if etcd_ab or pick("fencelock-tokens-etcd", "tokens"):
                       f"{cpu_us(plain)} / {cpu_us(other)} µs | {cpu_us(other, 'peer_cpu_ms_per_op')} µs | "
                       f"{num(et and et['ops_per_sec'])} | {ratio(mean(other), et and et['ops_per_sec'])} |")
 
+expiry_rows = [r for r in rows if r.get("workload") == "expiry"]
+if expiry_rows:
+    md.append("\n## 7. Expiry take-over\n")
+    md.append("A holder acquires a fresh name with a 200 ms ttl and never releases it (a holder that crashed); "
+              "right after its grant a waiter asks for the same name and waits. fencelock: the two instances of "
+              "section 4, holder on the first, waiter on the same or the other instance with `wait_ms` 2 s (a "
+              "refused waiter sleeps until the holder's keys expire, the PTTL the nodes answered). node-redlock: "
+              "two acquires in-process, the waiter with the library's default retries (10 × 200 ± 100 ms). "
+              "Take-over = the waiter's grant arriving at the client − a reference point on the holder's side: "
+              "its **validity end** (send time + `waited_ms` + `validity_ms` as the holder was told; node-redlock: "
+              "`lock.expiration`, start + ttl − 1 % − 2 ms) and its **ttl end** (send time + ttl, a lower bound "
+              "for the keys' expiry on the nodes). Median / p90 / max over the rounds, nearest rank.\n")
+    md.append("| system | waiter | granted / rounds | after validity end p50 / p90 / max | "
+              "after ttl end p50 / p90 / max | gave up | errors |")
+    md.append("|---|---|---:|---:|---:|---:|---:|")
+    for r in expiry_rows:
+        label = "fencelock, two instances" if r["system"] == "fencelock-x2" else r["system"]
+        waiter = "in-process, no service" if r.get("placement") == "in-process" else f"{r.get('placement')} instance"
+        md.append(f"| {label} | {waiter} | {r['ops']} / {r['rounds']} | "
+                  f"{num(r.get('after_validity_p50_ms'), 1)} / {num(r.get('after_validity_p90_ms'), 1)} / "
+                  f"{num(r.get('after_validity_max_ms'), 1)} ms | {num(r.get('after_ttl_p50_ms'), 1)} / "
+                  f"{num(r.get('after_ttl_p90_ms'), 1)} / {num(r.get('after_ttl_max_ms'), 1)} ms | "
+                  f"{r.get('refused', 0)} | {r.get('errors', 0)} |")
+
 rss = pick("fencelock", "rss")
-md.append("\n## 7. Targets\n")
+md.append("\n## 8. Targets\n")
 targets_at = len(md) + 1  # the targets table starts at the next line
 md.append("| target | measured | met |")
 md.append("|---|---|---|")
@@ -291,6 +315,14 @@ for c, (plain, other) in etcd_ab.items():
         target(f"etcd token source: uncontended pairs/s at {c} callers ≥ 5× etcd's lock API on the same etcd",
                f"{num(mean(other))} vs {num(et['ops_per_sec'])}: **{ratio(mean(other), et['ops_per_sec'])}**",
                mean(other) >= 5 * et["ops_per_sec"])
+for r in expiry_rows:
+    if r["system"] == "fencelock-x2":
+        p50 = r.get("after_validity_p50_ms")
+        target(f"expiry take-over, waiter on the {r.get('placement')} instance: median grant ≤ 5 ms after the "
+               "holder's validity end",
+               f"{num(p50, 1)} ms (p90 {num(r.get('after_validity_p90_ms'), 1)}, max "
+               f"{num(r.get('after_validity_max_ms'), 1)}; {r['ops']} of {r['rounds']} rounds granted)",
+               p50 is not None and p50 <= 5 and r["ops"] == r["rounds"])
 if rss:
     target("fencelockd RSS ≤ 64 MiB with 1,000 open keep-alive connections",
            f"{rss['rss_kib'] / 1024:.1f} MiB with {int(float(rss['connections']))} connections", rss["rss_kib"] <= 64 * 1024)

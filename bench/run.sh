@@ -10,8 +10,8 @@
 # Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
 # benchmarked), fencelockd (release build, SQLite tokens), one etcd member; then, for the
 # scale-out runs, a token master (appendfsync always) and two more fencelockd on the same lock
-# nodes with the Redis token source; then one each with API keys, with TLS and keys, and with
-# the etcd token source. Loopback only; every load run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
+# nodes with the Redis token source (also used for the expiry take-over runs); then one each with
+# API keys, with TLS and keys, and with the etcd token source. Loopback only; every load run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -131,6 +131,24 @@ for c in $draw_levels; do
   "$bin/bench/http_bench" --endpoint "http://127.0.0.1:${pair_ports%% *}" --system fencelock-tokens-redis \
     --workload tokens --callers "$c" --seconds "$seconds" | record
 done
+# Expiry take-over (#19): a holder acquires with a 200 ms ttl through the first instance and never
+# releases; a waiter already refused and waiting (wait_ms 2 s) through the same or the other
+# instance. bench/expiry_bench says how its reference points are defined. node-redlock's take-over
+# of an expired lock, with its default retry settings, on the same nodes for comparison.
+expiry_rounds=50
+[ "$quick" = 1 ] && expiry_rounds=5
+pair_a=http://127.0.0.1:${pair_ports%% *}
+pair_b=http://127.0.0.1:${pair_ports##* }
+for placement in same other; do
+  waiter=$pair_a
+  [ "$placement" = other ] && waiter=$pair_b
+  say "fencelock x2 expiry take-over, waiter on the $placement instance, $expiry_rounds rounds, ttl 200 ms"
+  timeout 120 "$bin/bench/expiry_bench" --holder "$pair_a" --waiter "$waiter" --system fencelock-x2 \
+    --placement "$placement" --rounds "$expiry_rounds" --ttl-ms 200 --wait-ms 2000 --max-seconds 90 | record
+done
+say "node-redlock expiry take-over, default retries, $expiry_rounds rounds, ttl 200 ms"
+timeout 120 bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload expiry \
+  --rounds "$expiry_rounds" --ttl-ms 200 | record
 for p in $pair_ports; do kill -TERM "$(cat "$work/fencelockd-$p.pid")" 2>/dev/null || true; done
 
 # The cost of API keys (#16): a fencelockd with --auth-file (its own key prefix and SQLite file),

@@ -4,6 +4,13 @@
 //   node bench.js --redis 127.0.0.1:7001,127.0.0.1:7002,... \
 //                 --workload uncontended|contended --callers N --seconds S \
 //                 [--names 10000] [--ttl-ms 10000]
+//   node bench.js --redis ... --workload expiry [--rounds 50] [--ttl-ms 200]
+//
+// expiry: take-over of an expired lock (#19), sequential rounds on fresh names.
+// A holder (retryCount 0) acquires with --ttl-ms and never releases; at once a
+// waiter with the library's default retry settings asks for the same name.
+// Reported: the waiter's grant − the holder's validity end (lock.expiration:
+// start + ttl − drift) and − its ttl end (start + ttl), median/p90/max.
 //
 // Prints ONE JSON line on stdout (see README.md for the keys); diagnostics go
 // to stderr. CommonJS on purpose: run.sh resolves redlock/ioredis through
@@ -27,13 +34,14 @@ function usage(msg) {
   if (msg) process.stderr.write(`bench.js: ${msg}\n`);
   process.stderr.write(
     "usage: node bench.js --redis H:P[,H:P...] --workload uncontended|contended " +
-      "--callers N --seconds S [--names 10000] [--ttl-ms 10000] [--hold-ms 1]\n"
+      "--callers N --seconds S [--names 10000] [--ttl-ms 10000] [--hold-ms 1]\n" +
+      "       node bench.js --redis H:P[,H:P...] --workload expiry [--rounds 50] [--ttl-ms 200]\n"
   );
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = { names: 10000, ttlMs: 10000, holdMs: 1 };
+  const opts = { names: 10000, ttlMs: undefined, holdMs: 1, rounds: 50 };
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
     let v;
@@ -60,7 +68,7 @@ function parseArgs(argv) {
         if (!Number.isInteger(opts.holdMs) || opts.holdMs < 0) usage(`bad --hold-ms ${v}`);
         break;
       case "--workload":
-        if (v !== "uncontended" && v !== "contended") usage(`bad --workload ${v}`);
+        if (v !== "uncontended" && v !== "contended" && v !== "expiry") usage(`bad --workload ${v}`);
         opts.workload = v;
         break;
       case "--callers":
@@ -68,6 +76,10 @@ function parseArgs(argv) {
         break;
       case "--seconds":
         opts.seconds = Number(v);
+        break;
+      case "--rounds":
+        opts.rounds = Number(v);
+        if (!Number.isInteger(opts.rounds) || opts.rounds < 1 || opts.rounds > 10000) usage(`bad --rounds ${v}`);
         break;
       case "--names":
         opts.names = Number(v);
@@ -81,6 +93,11 @@ function parseArgs(argv) {
   }
   if (!opts.redis || opts.redis.length === 0) usage("--redis is required");
   if (!opts.workload) usage("--workload is required");
+  if (opts.ttlMs === undefined) opts.ttlMs = opts.workload === "expiry" ? 200 : 10000;
+  if (opts.workload === "expiry") {
+    opts.callers = 1;
+    opts.seconds = opts.seconds || 1;
+  }
   if (!Number.isInteger(opts.callers) || opts.callers < 1) usage("--callers must be an integer >= 1");
   if (!(opts.seconds > 0) || !Number.isFinite(opts.seconds)) usage("--seconds must be > 0");
   if (!Number.isInteger(opts.names) || opts.names < 1) usage("--names must be an integer >= 1");
@@ -280,6 +297,64 @@ async function main() {
       p999_ms: p999,
       pair_p50_ms: pp50,
       pair_p99_ms: pp99,
+      refused,
+      errors,
+    };
+  } else if (opts.workload === "expiry") {
+    const afterValidity = []; // ms, waiter's grant − holder's lock.expiration
+    const afterTtl = []; // ms, waiter's grant − (holder's start + ttl)
+    let rounds = 0;
+    let granted = 0;
+    for (; rounds < opts.rounds; rounds++) {
+      const key = `bench:expiry:${process.pid}:${rounds}`;
+      const startDate = Date.now();
+      const ta = now();
+      let held;
+      try {
+        held = await redlock.acquire([key], opts.ttlMs, { retryCount: 0 });
+      } catch (e) {
+        errors++;
+        continue;
+      }
+      // lock.expiration is on Date.now()'s clock: carry it over to performance.now()'s.
+      const validityEnd = ta + (held.expiration - startDate);
+      const ttlEnd = ta + opts.ttlMs;
+      const startNodeErrors = nodeErrors;
+      let took;
+      try {
+        took = await redlock.acquire([key], opts.ttlMs); // the library's default retries
+      } catch (e) {
+        const kind = await classifyAcquireFailure(e, startNodeErrors, ctx);
+        if (kind === "locked") refused++;
+        else errors++;
+        continue;
+      }
+      const tg = now();
+      granted++;
+      afterValidity.push(tg - validityEnd);
+      afterTtl.push(tg - ttlEnd);
+      try {
+        await took.release();
+      } catch (e) {
+        errors++;
+      }
+    }
+    const [v50, v90, vmax] = percentiles(afterValidity, [0.5, 0.9, 1]);
+    const [t50, t90, tmax] = percentiles(afterTtl, [0.5, 0.9, 1]);
+    result = {
+      system: "node-redlock",
+      version,
+      workload: "expiry",
+      placement: "in-process",
+      rounds,
+      ops: granted,
+      ttl_ms: opts.ttlMs,
+      after_validity_p50_ms: v50,
+      after_validity_p90_ms: v90,
+      after_validity_max_ms: vmax,
+      after_ttl_p50_ms: t50,
+      after_ttl_p90_ms: t90,
+      after_ttl_max_ms: tmax,
       refused,
       errors,
     };
