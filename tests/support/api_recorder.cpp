@@ -26,9 +26,9 @@ void record_exchange(std::string_view transport, std::string_view method, std::s
   if (path.empty() || answer.status == 0 || answer.header("server") != "fencelockd") return;
   nlohmann::json headers = nlohmann::json::object();
   for (const auto& [name, value] : answer.headers) headers[name] = value;
-  const nlohmann::json line{{"transport", transport}, {"method", method}, {"target", target},
-                            {"raw", raw},             {"status", answer.status},
-                            {"headers", headers},     {"body", answer.body}};
+  const nlohmann::json line{
+      {"transport", transport},  {"method", method},   {"target", target},   {"raw", raw},
+      {"status", answer.status}, {"headers", headers}, {"body", answer.body}};
   // A body that is not UTF-8 is recorded with replacement characters rather than lost.
   const std::string text =
       line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
