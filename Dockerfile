@@ -2,7 +2,7 @@
 # postgresql://...), built from Debian 12 packages only.
 # The build stage's package list must equal `scripts/install-deps.sh --list-build` (CI checks it).
 FROM debian:12 AS build
-ARG BUILD_PACKAGES="g++ cmake ninja-build pkg-config libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev catch2 help2man libpq-dev"
+ARG BUILD_PACKAGES="g++ cmake ninja-build pkg-config libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev catch2 help2man libpq-dev python3-yaml"
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $BUILD_PACKAGES \
     && rm -rf /var/lib/apt/lists/*
 COPY . /src

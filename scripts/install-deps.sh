@@ -6,11 +6,12 @@
 set -euo pipefail
 
 # Everything the build needs; the Dockerfile's build stage installs exactly these (help2man: the
-# man pages are generated from --help at build time).
+# man pages are generated from --help at build time; python3-yaml: docs/openapi.yaml is compiled
+# into fencelockd as JSON; libpq-dev: FencedTable on PostgreSQL).
 build_packages=(
   g++ cmake ninja-build pkg-config
   libboost-dev nlohmann-json3-dev libhiredis-dev libsqlite3-dev libssl-dev libgoogle-perftools-dev
-  catch2 help2man libpq-dev
+  catch2 help2man libpq-dev python3-yaml
 )
 # Needed to run the tests and the quickstart (etcd-server: the etcd token source's tests;
 # dpkg-dev and adduser: scripts/test-install.sh builds and installs the .deb; libnss-wrapper: it

@@ -49,6 +49,13 @@ fi
 
 # Formatting and clang-tidy over the tree (uses the asan build's compile commands).
 scripts/check-style.sh || status=1
+# docs/openapi.yaml: Redocly's lint, and every answer the HTTP integration tests get from
+# fencelockd validated against it (~3-4 min).
+scripts/check-openapi.sh >"$PWD/build/check-openapi.log" 2>&1 || {
+  echo "test.sh: the OpenAPI check failed:" >&2
+  tail -n 40 "$PWD/build/check-openapi.log" >&2
+  status=1
+}
 
 echo "test.sh: release build, quickstart cycle, container files"
 quickstart_dir=$PWD/build/quickstart-ci

@@ -8,6 +8,7 @@
 #include "lease_codec.h"
 #include "log.h"
 #include "metrics.h"
+#include "openapi_document.h"
 
 namespace fencelock::service {
 
@@ -36,7 +37,8 @@ json lease_body(const std::string& name, const std::string& lease, std::uint64_t
               {"validity_ms", validity.count()}};
 }
 
-// The right a route needs (auth/api_keys.h); 0 for health, readiness and metrics.
+// The right a route needs (auth/api_keys.h); 0 for health, readiness, metrics and the API's own
+// description (public: it holds nothing a key protects).
 std::uint8_t required_right(Route route) {
   switch (route) {
     case Route::kAcquire:
@@ -137,8 +139,8 @@ ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit,
   return error_response(ApiError::kInvalidRequest, "malformed HTTP request");
 }
 
-const std::array<RouteEntry<ApiHandlers::Handler>, 9>& ApiHandlers::routes() {
-  static const std::array<RouteEntry<Handler>, 9> table{{
+const std::array<RouteEntry<ApiHandlers::Handler>, 10>& ApiHandlers::routes() {
+  static const std::array<RouteEntry<Handler>, 10> table{{
       {Method::kPost, "/v1/locks/{name}/extend", Route::kExtend, &ApiHandlers::extend},
       {Method::kPost, "/v1/locks/{name}", Route::kAcquire, &ApiHandlers::acquire},
       {Method::kDelete, "/v1/locks/{name}", Route::kRelease, &ApiHandlers::release},
@@ -148,6 +150,7 @@ const std::array<RouteEntry<ApiHandlers::Handler>, 9>& ApiHandlers::routes() {
       {Method::kGet, "/healthz", Route::kHealthz, &ApiHandlers::healthz},
       {Method::kGet, "/readyz", Route::kReadyz, &ApiHandlers::readyz},
       {Method::kGet, "/metrics", Route::kMetrics, &ApiHandlers::metrics},
+      {Method::kGet, "/v1/openapi.json", Route::kOpenApi, &ApiHandlers::openapi},
   }};
   return table;
 }
@@ -420,6 +423,12 @@ ApiHandlers::Cancel ApiHandlers::metrics(const Call&, Reply reply) {
   ApiResponse response;
   response.body = metrics_ ? metrics_() : std::string();
   response.content_type = kMetricsContentType;
+  return answer(reply, std::move(response));
+}
+
+ApiHandlers::Cancel ApiHandlers::openapi(const Call&, Reply reply) {
+  ApiResponse response;
+  response.body = std::string(openapi_document_json());
   return answer(reply, std::move(response));
 }
 

@@ -117,7 +117,7 @@ class ApiHandlers {
     std::shared_ptr<KeyUsage> usage;  // the key's caps and counters, if it has caps
   };
   using Handler = Cancel (ApiHandlers::*)(const Call& call, Reply reply);
-  static const std::array<RouteEntry<Handler>, 9>& routes();
+  static const std::array<RouteEntry<Handler>, 10>& routes();
 
   Cancel acquire(const Call& call, Reply reply);
   Cancel extend(const Call& call, Reply reply);
@@ -128,6 +128,7 @@ class ApiHandlers {
   Cancel healthz(const Call& call, Reply reply);
   Cancel readyz(const Call& call, Reply reply);
   Cancel metrics(const Call& call, Reply reply);
+  Cancel openapi(const Call& call, Reply reply);
 
   storage::LockEngine& engine_;
   std::shared_ptr<storage::TokenSource> tokens_;

@@ -98,22 +98,21 @@ bool is_gone(const beast::error_code& ec) {
 }
 
 // What plain HTTP on the TLS port gets (answer_plain_http()): 400 plain_http_on_tls_port, in the
-// envelope of every other error.
-const std::string& plain_http_answer() {
-  static const std::string answer = [] {
-    const ApiResponse error = ApiHandlers::error_response(
-        ApiError::kPlainHttpOnTlsPort, "plain HTTP request sent to a TLS-only port: use https://");
-    http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
-    response.set(http::field::server, "fencelockd");
-    response.set(http::field::content_type, error.content_type);
-    response.keep_alive(false);
-    response.body() = error.body;
-    response.prepare_payload();
-    std::ostringstream text;
-    text << response;
-    return text.str();
-  }();
-  return answer;
+// envelope and with the headers of every other answer (X-Request-Id included).
+std::string plain_http_answer(std::string_view request_id) {
+  const ApiResponse error = ApiHandlers::error_response(
+      ApiError::kPlainHttpOnTlsPort, "plain HTTP request sent to a TLS-only port: use https://");
+  http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
+  response.set(http::field::server, "fencelockd");
+  response.set(http::field::content_type, error.content_type);
+  response.set(http::field::cache_control, "no-store");
+  response.set(kRequestIdHeader, beast::string_view(request_id.data(), request_id.size()));
+  response.keep_alive(false);
+  response.body() = error.body;
+  response.prepare_payload();
+  std::ostringstream text;
+  text << response;
+  return text.str();
 }
 
 }  // namespace
@@ -208,11 +207,12 @@ void HttpSession<Stream>::on_handshake(beast::error_code ec, Admission admission
 
 template <class Stream>
 void HttpSession<Stream>::answer_plain_http() {
-  const std::string& answer = plain_http_answer();
+  host_->new_request_id(request_id_);
+  auto answer = std::make_shared<const std::string>(plain_http_answer(request_id_.view()));
   // OpenSSL read the request's first bytes as a TLS record; the answer goes on the bare socket.
   tcp().expires_after(kPlainHttpLinger);
-  asio::async_write(tcp(), asio::buffer(answer),
-                    [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+  asio::async_write(tcp(), asio::buffer(*answer),
+                    [self = this->shared_from_this(), answer](beast::error_code ec, std::size_t) {
                       if (ec) return self->close();
                       beast::error_code ignored;
                       self->tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);

@@ -8,12 +8,15 @@
 #include <string>
 #include <string_view>
 
+#include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/result.h"
 
 namespace fencelock::service {
 
 inline constexpr std::size_t kMaxOwnerLength = 200;
-inline constexpr std::size_t kMaxLeaseLength = 64;
+// The longest lease fencelockd hands out (lease_codec.h): a token of up to 20 digits (an etcd
+// source's floor may be up to 2^62), '.', the proof.
+inline constexpr std::size_t kMaxLeaseLength = 20 + 1 + storage::kLeaseProofLength;
 
 struct BodyLimits {
   std::chrono::milliseconds min_ttl{10};

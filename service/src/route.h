@@ -17,12 +17,13 @@ enum class Route : std::uint8_t {
   kHealthz,       // GET    /healthz
   kReadyz,        // GET    /readyz
   kMetrics,       // GET    /metrics
+  kOpenApi,       // GET    /v1/openapi.json
   kNotFound,      // anything else (404 and 405 are counted here)
 };
-inline constexpr std::size_t kRouteCount = 10;
+inline constexpr std::size_t kRouteCount = 11;
 
 // "acquire", "extend", "release", "lock_status", "next_token", "current_token", "healthz",
-// "readyz", "metrics", "not_found".
+// "readyz", "metrics", "openapi", "not_found".
 std::string_view route_label(Route route) noexcept;
 
 }  // namespace fencelock::service

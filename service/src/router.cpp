@@ -26,6 +26,8 @@ std::string_view route_label(Route route) noexcept {
       return "readyz";
     case Route::kMetrics:
       return "metrics";
+    case Route::kOpenApi:
+      return "openapi";
     case Route::kNotFound:
       return "not_found";
   }

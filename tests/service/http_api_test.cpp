@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fencelock/wire_error.h"
 #include "fencelockd_process.h"
 #include "http_client.h"
 #include "prometheus_text.h"
@@ -301,6 +303,40 @@ TEST_CASE("http: metrics are served in the Prometheus text format", "[service][r
     CHECK_THAT(metrics.body, Catch::Contains(family));
   }
   CHECK_THAT(metrics.body, Catch::Contains("fencelock_acquire_total{outcome=\"granted\"} 1"));
+}
+
+TEST_CASE("http: GET /v1/openapi.json serves the API's OpenAPI 3.1 description as JSON",
+          "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  const HttpAnswer answer = http.get("/v1/openapi.json");
+  REQUIRE(answer.status == 200);
+  CHECK(answer.header("content-type") == "application/json");
+  const json document = answer.json();
+  REQUIRE(document.is_object());
+  CHECK(document["openapi"] == "3.1.0");
+  const auto [path, method] = GENERATE(table<std::string, std::string>({
+      {"/v1/locks/{name}", "post"},
+      {"/v1/locks/{name}", "delete"},
+      {"/v1/locks/{name}", "get"},
+      {"/v1/locks/{name}/extend", "post"},
+      {"/v1/tokens/{name}", "post"},
+      {"/v1/tokens/{name}", "get"},
+      {"/healthz", "get"},
+      {"/readyz", "get"},
+      {"/metrics", "get"},
+      {"/v1/openapi.json", "get"},
+  }));
+  CAPTURE(path, method);
+  CHECK(document["paths"][path].contains(method));
+  // Every code the service can send is in the document's enum (client_gone is never sent).
+  const json& codes = document["components"]["schemas"]["ErrorCode"]["enum"];
+  for (int e = 0; e <= static_cast<int>(fencelock::WireError::kPlainHttpOnTlsPort); ++e) {
+    const auto error = static_cast<fencelock::WireError>(e);
+    if (error == fencelock::WireError::kClientGone) continue;
+    CAPTURE(fencelock::wire_code(error));
+    CHECK(std::find(codes.begin(), codes.end(), fencelock::wire_code(error)) != codes.end());
+  }
 }
 
 TEST_CASE("http: a thousand keep-alive connections are served at once", "[service][redis]") {

@@ -110,10 +110,12 @@ TEST_CASE("http auth: refused requests are 401 or 403 and change nothing on any 
 
   CHECK(s.keys_on_nodes() == 0);
   CHECK(s.current_token("billing.a") == token_before);
-  // Health, readiness and metrics stay reachable without a key (probes, scrapers).
+  // Health, readiness, metrics and the API's description stay reachable without a key (probes,
+  // scrapers, client generators).
   CHECK(s.call("GET", "/healthz", nullptr, nullptr).status == 200);
   CHECK(s.call("GET", "/readyz", nullptr, nullptr).status == 200);
   CHECK(s.call("GET", "/metrics", nullptr, nullptr).status == 200);
+  CHECK(s.call("GET", "/v1/openapi.json", nullptr, nullptr).status == 200);
   // And the right key works.
   const HttpAnswer granted = s.call("POST", "/v1/locks/billing.a", acquire, &s.billing);
   CHECK(granted.status == 200);

@@ -122,6 +122,7 @@ TEST_CASE(
   const HttpAnswer answer = HttpClient(s.port(), 2s).post("/v1/locks/plain", {{"ttl_ms", 1000}});
   CHECK(answer.status == 400);
   CHECK(answer.json()["error"]["code"] == "plain_http_on_tls_port");
+  CHECK(answer.header("x-request-id").size() == 16);  // like every answer (docs/openapi.yaml)
   CHECK(s.daemon->log_shows("tls_handshake_failed peer=127.0.0.1 reason=\"http request"));
   CHECK(s.client().get("/healthz").status == 200);
   CHECK(handshake_failures(s) >= failures_before + 2);

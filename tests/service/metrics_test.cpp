@@ -55,6 +55,7 @@ TEST_CASE("route labels are the fixed names of API v1", "[service]") {
       {Route::kHealthz, "healthz"},
       {Route::kReadyz, "readyz"},
       {Route::kMetrics, "metrics"},
+      {Route::kOpenApi, "openapi"},
       {Route::kNotFound, "not_found"},
   }));
   CHECK(route_label(route) == label);

@@ -11,7 +11,7 @@ namespace {
 
 // A table of the API's shape; the handler is just a number here (the real table carries
 // ApiHandlers' member functions and is exercised through dispatch() in api_handlers_test.cpp).
-const std::array<RouteEntry<int>, 9> kTable{{
+const std::array<RouteEntry<int>, 10> kTable{{
     {Method::kPost, "/v1/locks/{name}/extend", Route::kExtend, 1},
     {Method::kPost, "/v1/locks/{name}", Route::kAcquire, 2},
     {Method::kDelete, "/v1/locks/{name}", Route::kRelease, 3},
@@ -21,6 +21,7 @@ const std::array<RouteEntry<int>, 9> kTable{{
     {Method::kGet, "/healthz", Route::kHealthz, 7},
     {Method::kGet, "/readyz", Route::kReadyz, 8},
     {Method::kGet, "/metrics", Route::kMetrics, 9},
+    {Method::kGet, "/v1/openapi.json", Route::kOpenApi, 10},
 }};
 
 RouteMatch<int> match(Method method, const std::string& target) {
@@ -41,6 +42,7 @@ TEST_CASE("every API v1 route is found by method and path", "[service]") {
           {Method::kGet, "/healthz", Route::kHealthz, ""},
           {Method::kGet, "/readyz", Route::kReadyz, ""},
           {Method::kGet, "/metrics", Route::kMetrics, ""},
+          {Method::kGet, "/v1/openapi.json", Route::kOpenApi, ""},
           {Method::kGet, "/v1/locks/a.b_c:d-E?verbose=1", Route::kLockStatus, "a.b_c:d-E"},
           {Method::kPost, "/v1/locks/extend", Route::kAcquire,
            "extend"},  // a lock may be called "extend"

@@ -7,6 +7,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http.hpp>
 
+#include "api_recorder.h"
+
 namespace fencelock::testing {
 
 namespace beast = boost::beast;
@@ -83,6 +85,7 @@ HttpAnswer HttpClient::request(const std::string& method, const std::string& tar
     }
     answer.body = res.body();
     if (!res.keep_alive()) stream_.reset();
+    record_exchange("http", method, target, false, answer);
     return answer;
   }
   return {};
@@ -99,7 +102,14 @@ HttpAnswer HttpClient::raw(const std::string& bytes) {
   if (ec && !parser.is_header_done()) return {};
   HttpAnswer answer;
   answer.status = parser.get().result_int();
+  for (const auto& field : parser.get()) {
+    std::string name(field.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    answer.headers[name] = std::string(field.value());
+  }
   answer.body = parser.get().body();
+  const auto [method, target] = request_line_of(bytes);
+  record_exchange("http", method, target, true, answer);
   return answer;
 }
 

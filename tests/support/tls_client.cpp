@@ -8,6 +8,8 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http.hpp>
 
+#include "api_recorder.h"
+
 namespace fencelock::testing {
 
 namespace asio = boost::asio;
@@ -161,6 +163,7 @@ HttpAnswer TlsClient::request(const std::string& method, const std::string& targ
   }
   answer.body = res.body();
   if (!res.keep_alive()) drop();
+  record_exchange("https", method, target, false, answer);
   return answer;
 }
 
