@@ -22,8 +22,12 @@ namespace {
 NodeAnswer held(const char* holder, std::chrono::milliseconds remaining) {
   return NodeAnswer{NodeAnswer::Kind::kHeld, holder, remaining};
 }
-NodeAnswer free_node() { return NodeAnswer{NodeAnswer::Kind::kFree, "", 0ms}; }
-NodeAnswer unknown() { return NodeAnswer{}; }
+NodeAnswer free_node() {
+  return NodeAnswer{NodeAnswer::Kind::kFree, "", 0ms};
+}
+NodeAnswer unknown() {
+  return NodeAnswer{};
+}
 
 std::optional<std::chrono::milliseconds> grantable_in(const std::vector<NodeAnswer>& answers) {
   return time_until_grantable(answers, answers.size() / 2 + 1, /*drift_factor=*/0.01);
@@ -63,8 +67,8 @@ TEST_CASE("expiry wait: a split vote or too few answers cannot tell, and fall ba
                   .has_value());
   // Two nodes silent: the holder's three keys are all that is known, and the silent nodes may
   // never answer — every one of the three must expire.
-  CHECK(grantable_in({unknown(), unknown(), held("h", 300ms), held("h", 200ms), held("h", 100ms)}) ==
-        304ms);
+  CHECK(grantable_in(
+            {unknown(), unknown(), held("h", 300ms), held("h", 200ms), held("h", 100ms)}) == 304ms);
   // Three silent: no quorum can be reached from what answered.
   CHECK_FALSE(grantable_in({unknown(), unknown(), unknown(), held("h", 300ms), held("h", 200ms)})
                   .has_value());
@@ -136,10 +140,10 @@ TEST_CASE("expiry wait: another waiter's lone key is no holder's expiry when a n
       std::vector<NodeAnswer>{free_node(), held("w", 30000ms), unknown()}, 2, 0.01);
   CHECK((!in.has_value() || *in <= 300ms));
   // Five nodes, one down, two waiters split two and two: the same.
-  const auto five = time_until_grantable(
-      std::vector<NodeAnswer>{free_node(), free_node(), held("w", 30000ms), held("w", 30000ms),
-                              unknown()},
-      3, 0.01);
+  const auto five =
+      time_until_grantable(std::vector<NodeAnswer>{free_node(), free_node(), held("w", 30000ms),
+                                                   held("w", 30000ms), unknown()},
+                           3, 0.01);
   CHECK((!five.has_value() || *five <= 300ms));
 }
 
