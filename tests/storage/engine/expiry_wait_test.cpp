@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine_under_test.h"
@@ -124,4 +125,48 @@ TEST_CASE("a waiter refused by a holder that keeps extending wakes once per leas
   // Woken at each expiry the holder then moved on: a handful of attempts, not one per 50 ms.
   CHECK(evalsha_calls(cluster, 0) < 15);
   CHECK(holder_engine.release("extended", claim(holder)).value());
+}
+
+// Review of 15ef2fe (review-expiry): with a node silent, another waiter's half-won key is taken
+// for the holder's, and the refused waiter sleeps as if a lease held the lock — up to 2 s, with no
+// jitter, where a split vote should be paced by the random retry delay.
+
+TEST_CASE("expiry wait: another waiter's lone key is no holder's expiry when a node is silent",
+          "[storage]") {
+  // Three nodes, one down: this attempt won node 0, another waiter's attempt won node 1. Neither
+  // can reach the quorum of two; the other's key is deleted at once (silently). Nothing tells
+  // this waiter to sleep out that key's ttl.
+  const auto in = time_until_grantable(
+      std::vector<NodeAnswer>{free_node(), held("w", 30000ms), unknown()}, 2, 0.01);
+  CHECK((!in.has_value() || *in <= 300ms));
+  // Five nodes, one down, two waiters split two and two: the same.
+  const auto five =
+      time_until_grantable(std::vector<NodeAnswer>{free_node(), free_node(), held("w", 30000ms),
+                                                   held("w", 30000ms), unknown()},
+                           3, 0.01);
+  CHECK((!five.has_value() || *five <= 300ms));
+}
+
+TEST_CASE("a split vote with a node down is retried after the retry delay, not the 2 s expiry cap",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 100ms;
+  options.retry_jitter = 0ms;
+  EngineUnderTest waiter_engine(options);
+  cluster.node(2).kill();  // one node down: the quorum of two is still reachable
+  // Another engine's waiter won node 1 in the same round (a 48-hex lease value with its ttl);
+  // its attempt fails and is cleaned up silently (kReleaseSilently: no announcement).
+  const std::string other_value(48, 'a');
+  REQUIRE(SyncRedis(cluster.node(1).port())
+              .command({"SET", "fencelock:lock:split", other_value, "PX", "30000"})
+              .text == "OK");
+  auto waiter = std::async(std::launch::async,
+                           [&] { return waiter_engine.acquire("split", 10s, /*wait=*/1500ms); });
+  std::this_thread::sleep_for(100ms);  // refused once: node 0 granted, node 1 held, node 2 down
+  SyncRedis(cluster.node(1).port()).command({"DEL", "fencelock:lock:split"});
+  const auto granted = waiter.get();
+  REQUIRE(granted.ok());  // the old 200 ms pacing finds the lock free within its budget
+  CHECK(granted->waited < 600ms);
+  CHECK(waiter_engine.release("split", claim(granted)).value());
 }
