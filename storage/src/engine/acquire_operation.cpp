@@ -2,6 +2,8 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <cstdint>
+#include <random>
 
 #include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/lease_secret.h"
@@ -17,6 +19,7 @@ namespace {
 // announced and wakes it at once, but an announcement can be lost (every subscriber connection
 // down at that moment), and this bounds what that costs.
 constexpr std::chrono::seconds kLongestExpirySleep{2};
+constexpr std::chrono::milliseconds kExpirySpread{2};
 
 // The plain SET answers OK or nil; the acquire-and-mark script 1, or {0, holder, pttl} when
 // refused. `answer` learns what the node said about the holder (expiry_wait.h).
@@ -224,8 +227,12 @@ void AcquireOperation::sleep_until_retry(Error error) {
   // random retry delay.
   Clock::duration pause = retry_delay(options.retry_delay, options.retry_jitter, core_->rng());
   if (const auto frees_in = time_until_grantable(answers_, core_->quorum(), options.drift_factor)) {
-    pause =
-        std::min<Clock::duration>(*frees_in, std::max<Clock::duration>(pause, kLongestExpirySleep));
+    // Spread by up to kExpirySpread: waiters of several instances that wake at the same expiry
+    // would otherwise split the nodes between them more often than not.
+    const auto spread = std::uniform_int_distribution<std::int64_t>(
+        0, std::chrono::microseconds(kExpirySpread).count())(core_->rng());
+    pause = std::min<Clock::duration>(*frees_in + std::chrono::microseconds(spread),
+                                      std::max<Clock::duration>(pause, kLongestExpirySleep));
   }
   answers_.clear();  // a wake-up without a new attempt knows nothing new
   const auto delay = std::min<Clock::duration>(pause, budget_end - now);

@@ -33,6 +33,9 @@ std::optional<std::chrono::milliseconds> time_until_grantable(std::span<const No
     }
   }
   if (free_now >= quorum) return std::nullopt;  // lost to other waiters, not to a holder
+  // Fewer than a quorum of one lease's keys may be another waiter's half-won attempt (a split vote
+  // with a node down), deleted at once and unannounced: only the random retry delay breaks that.
+  if (held_by[main_holder] < quorum) return std::nullopt;
   const std::size_t needed = quorum - free_now;
   if (needed > holder_remaining.size()) return std::nullopt;  // too few answered to tell
   std::sort(holder_remaining.begin(), holder_remaining.end());

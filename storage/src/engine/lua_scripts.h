@@ -110,7 +110,7 @@ inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
 // The SET NX PX of an acquire that will wait if refused: on success returns 1, exactly like the
 // plain SET. On refusal it marks the holder's value with ARGV[3] (this engine's id), or "*" if
 // another engine's mark is there, keeping its ttl (KEEPTTL), and returns {0, holder's lease id
-// (the value's first 16 characters), the key's PTTL}: when the holder's lease ends here
+// (the value's first 16 characters, never a mark), the key's PTTL}: when the holder's lease ends here
 // (expiry_wait.h). Refusal and mark are one atomic step, so no release can slip between the two
 // unannounced; a value already marked so is not written again (no AOF entry, no fsync). The
 // secret part is never changed, and never leaves the node.
@@ -119,8 +119,9 @@ inline constexpr std::string_view kAcquireAndMarkScript =
     "  return 1\n"
     "end\n"
     "local value = redis.call('GET', KEYS[1])\n"
-    "local refusal = {0, string.sub(value, 1, 16), redis.call('PTTL', KEYS[1])}\n"
     "local at = string.find(value, '#', 1, true)\n"
+    "local id = string.sub(value, 1, math.min(16, (at or #value + 1) - 1))\n"
+    "local refusal = {0, id, redis.call('PTTL', KEYS[1])}\n"
     "local wanted = ARGV[3]\n"
     "if at then\n"
     "  local mark = string.sub(value, at + 1)\n"
@@ -204,7 +205,7 @@ inline constexpr std::string_view kReleaseScriptSha = "ac0e9a2693df72e8f98646103
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
 inline constexpr std::string_view kAcquireAndMarkScriptSha =
-    "4343d0c7dca55de480773d3262f72cb655907dca";
+    "6978c8e9d79a2e229214eb14610b8169f138fa7c";
 
 constexpr std::string_view script_sha(Script script) {
   switch (script) {
