@@ -9,10 +9,11 @@
 // some *other* lease than the main holder (another waiter's half-won attempt, cleaned up at once)
 // count as free now; nodes that did not answer count as never free. If the main holder holds a
 // quorum of the answers (a waiter never does: its half-won keys are deleted at once) and its keys
-// are what keeps a quorum out of reach, the lock frees when enough of them expire: the k-th smallest
-// remaining ttl among them, plus the drift allowance for Redis's clocks running slower than ours,
-// plus 1 ms for the expiry itself. Otherwise (a split vote between waiters, too few answers) the
-// answer is "unknown", and the caller paces retries with its random retry delay as before.
+// are what keeps a quorum out of reach, the lock frees when enough of them expire: the k-th
+// smallest remaining ttl among them, plus the drift allowance for Redis's clocks running slower
+// than ours, plus 1 ms for the expiry itself. Otherwise (a split vote between waiters, too few
+// answers) the answer is "unknown", and the caller paces retries with its random retry delay as
+// before.
 //
 // Releases are announced (pub/sub) and wake waiters at once; this covers what announcements
 // cannot: expiry. Pure; safe from any thread.

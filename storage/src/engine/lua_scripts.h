@@ -110,9 +110,9 @@ inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
 // The SET NX PX of an acquire that will wait if refused: on success returns 1, exactly like the
 // plain SET. On refusal it marks the holder's value with ARGV[3] (this engine's id), or "*" if
 // another engine's mark is there, keeping its ttl (KEEPTTL), and returns {0, holder's lease id
-// (the value's first 16 characters, never a mark), the key's PTTL}: when the holder's lease ends here
-// (expiry_wait.h). Refusal and mark are one atomic step, so no release can slip between the two
-// unannounced; a value already marked so is not written again (no AOF entry, no fsync). The
+// (the value's first 16 characters, never a mark), the key's PTTL}: when the holder's lease ends
+// here (expiry_wait.h). Refusal and mark are one atomic step, so no release can slip between the
+// two unannounced; a value already marked so is not written again (no AOF entry, no fsync). The
 // secret part is never changed, and never leaves the node.
 inline constexpr std::string_view kAcquireAndMarkScript =
     "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
