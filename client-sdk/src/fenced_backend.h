@@ -77,5 +77,11 @@ Result<std::unique_ptr<FencedBackend>> connect_postgres_backend(std::string_view
 
 // Shared by both backends: an Error with `code` and `message`.
 Error fenced_error(ErrorCode code, std::string message);
+// Whether `text` is only whitespace.
+bool is_blank(std::string_view text);
+// The token comparison of `rule` in SQL, with spaces around it: " < " or " <= ".
+const char* comparison(TokenRule rule);
+// What a backend caches one prepared guarded UPDATE under: the rule and the assignments.
+std::string update_cache_key(std::string_view assignments, TokenRule rule);
 
 }  // namespace fencelock

@@ -101,6 +101,21 @@ Error fenced_error(ErrorCode code, std::string message) {
   return error;
 }
 
+bool is_blank(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
+}
+
+const char* comparison(TokenRule rule) {
+  return rule == TokenRule::kStrictlyNewer ? " < " : " <= ";
+}
+
+std::string update_cache_key(std::string_view assignments, TokenRule rule) {
+  std::string key = rule == TokenRule::kStrictlyNewer ? "<" : "<=";
+  key += '\n';
+  key += assignments;
+  return key;
+}
+
 FencedTable::FencedTable(std::unique_ptr<FencedBackend> backend) : backend_(std::move(backend)) {}
 FencedTable::FencedTable(FencedTable&&) noexcept = default;
 FencedTable& FencedTable::operator=(FencedTable&&) noexcept = default;
@@ -139,7 +154,11 @@ Result<FencedTable> FencedTable::connect(std::string_view connection_string, std
 Result<WriteResult> FencedTable::update(std::string_view key, std::string_view assignments,
                                         const std::vector<SqlValue>& params, std::uint64_t token,
                                         TokenRule rule) {
-  return guarded(key, token, rule, [&](std::int64_t signed_token) {
+  return guarded(key, token, rule, [&](std::int64_t signed_token) -> Result<bool> {
+    if (is_blank(assignments)) {
+      return fenced_error(ErrorCode::kInvalidArgument,
+                          "no assignments: use fence_read() to move only the token");
+    }
     return backend_->update(key, assignments, params, signed_token, rule);
   });
 }

@@ -76,14 +76,6 @@ std::string to_text(double value) {
   return ec == std::errc() ? std::string(buffer, end) : std::to_string(value);
 }
 
-const char* comparison(TokenRule rule) {
-  return rule == TokenRule::kStrictlyNewer ? " < " : " <= ";
-}
-
-bool is_blank(std::string_view text) {
-  return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
-}
-
 // One PQexecPrepared / PQexecParams call's parameters, kept alive together.
 class Parameters {
  public:
@@ -397,15 +389,9 @@ Status PostgresFencedBackend::open() {
 
 Result<const PostgresFencedBackend::CachedUpdate*> PostgresFencedBackend::assignment_statement(
     std::string_view assignments, TokenRule rule, std::size_t param_count) {
-  std::string cache_key = (rule == TokenRule::kStrictlyNewer ? "<" : "<=");
-  cache_key += '\n';
-  cache_key += assignments;
+  std::string cache_key = update_cache_key(assignments, rule);
   auto cached = update_cache_.find(cache_key);
   if (cached == update_cache_.end()) {
-    if (is_blank(assignments)) {
-      return fenced_error(ErrorCode::kInvalidArgument,
-                          "no assignments: use fence_read() to move only the token");
-    }
     // First the assignments alone, prepared unnamed and never run: how many parameters they take.
     const std::string alone = "UPDATE " + table_sql_ + " SET " + std::string(assignments);
     const Status checked_alone = prepare("", alone);

@@ -47,16 +47,8 @@ Error sqlite_error(sqlite3* db, int rc, std::string_view doing) {
   return fenced_error(code_for(rc), std::string(doing) + ": " + sqlite3_errmsg(db));
 }
 
-bool is_blank(std::string_view text) {
-  return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
-}
-
 std::string quoted(const std::string& identifier) {
   return "\"" + identifier + "\"";
-}
-
-const char* comparison(TokenRule rule) {
-  return rule == TokenRule::kStrictlyNewer ? " < " : " <= ";
 }
 
 struct StatementFinalizer {
@@ -299,15 +291,9 @@ Status SqliteFencedBackend::open() {
 Result<sqlite3_stmt*> SqliteFencedBackend::assignment_statement(std::string_view assignments,
                                                                 TokenRule rule,
                                                                 std::size_t param_count) {
-  std::string cache_key = (rule == TokenRule::kStrictlyNewer ? "<" : "<=");
-  cache_key += '\n';
-  cache_key += assignments;
+  std::string cache_key = update_cache_key(assignments, rule);
   auto cached = update_cache_.find(cache_key);
   if (cached == update_cache_.end()) {
-    if (is_blank(assignments)) {
-      return fenced_error(ErrorCode::kInvalidArgument,
-                          "no assignments: use fence_read() to move only the token");
-    }
     // First the assignments alone, never run: they must be one statement whose parameters are
     // all positional, which also keeps our reserved names out of them.
     auto alone = prepare("UPDATE " + quoted(names_.table) + " SET " + std::string(assignments));
