@@ -52,6 +52,8 @@ std::size_t acquire_outcome(const std::optional<ErrorCode>& error) noexcept {
       return 2;
     case ErrorCode::kInvalidArgument:
       return 3;
+    case ErrorCode::kPermitsMismatch:  // TODO(#19 service): its own outcome
+      return 3;
     case ErrorCode::kLeaseLost:  // acquire never reports it: a broken invariant
     case ErrorCode::kInternal:
       return 4;
@@ -80,6 +82,7 @@ std::size_t lock_outcome(const std::optional<ErrorCode>& error) noexcept {
       return 3;
     case ErrorCode::kLocked:  // only acquire reports them
     case ErrorCode::kCancelled:
+    case ErrorCode::kPermitsMismatch:
     case ErrorCode::kInternal:
       return 4;
   }

@@ -16,6 +16,8 @@ std::string_view error_code_name(ErrorCode code) noexcept {
       return "internal";
     case ErrorCode::kCancelled:
       return "cancelled";
+    case ErrorCode::kPermitsMismatch:
+      return "permits_mismatch";
   }
   return "internal";
 }

@@ -113,6 +113,36 @@ class InMemoryEngine final : public storage::LockEngine {
       done(status);
     });
   }
+  // TODO(#19 service): in-memory lock sets and semaphores.
+  storage::AcquireTicket acquire_set(storage::LockSetRequest, LockSetHandler done) override {
+    later([done = std::move(done)] { done(not_built()); });
+    return {};
+  }
+  void extend_set(std::vector<std::string>, storage::LockSetClaim, std::chrono::milliseconds,
+                  LockSetExtendHandler done) override {
+    later([done = std::move(done)] { done(not_built()); });
+  }
+  void release_set(std::vector<std::string>, storage::LockSetClaim, ReleaseHandler done) override {
+    later([done = std::move(done)] { done(not_built()); });
+  }
+  storage::AcquireTicket acquire_permit(storage::PermitRequest, PermitHandler done) override {
+    later([done = std::move(done)] { done(not_built()); });
+    return {};
+  }
+  void extend_permit(std::string, std::uint32_t, std::uint32_t, storage::LeaseClaim,
+                     std::chrono::milliseconds, ExtendHandler done) override {
+    later([done = std::move(done)] { done(not_built()); });
+  }
+  void release_permit(std::string, std::uint32_t, std::uint32_t, storage::LeaseClaim,
+                      ReleaseHandler done) override {
+    later([done = std::move(done)] { done(not_built()); });
+  }
+  void inspect_semaphore(std::string, SemaphoreStatusHandler done) override {
+    later([done = std::move(done)] { done(not_built()); });
+  }
+  static storage::Error not_built() {
+    return storage::make_error(storage::ErrorCode::kInternal, "not in the in-memory engine");
+  }
   std::size_t node_count() const noexcept override { return 1; }
   std::size_t quorum() const noexcept override { return 1; }
   std::size_t voting_nodes() const noexcept override { return 1; }

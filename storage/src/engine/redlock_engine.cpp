@@ -142,6 +142,39 @@ void RedlockEngine::inspect(std::string name, InspectHandler done) {
                  });
 }
 
+namespace {
+Error not_built_yet() {
+  return make_error(ErrorCode::kInternal, "lock sets and semaphores are not implemented yet");
+}
+}  // namespace
+
+AcquireTicket RedlockEngine::acquire_set(LockSetRequest, LockSetHandler done) {
+  answer_later(core_, std::move(done), Result<LockSetLease>(not_built_yet()));
+  return {};
+}
+void RedlockEngine::extend_set(std::vector<std::string>, LockSetClaim, milliseconds,
+                               LockSetExtendHandler done) {
+  answer_later(core_, std::move(done), Result<LockSetExtension>(not_built_yet()));
+}
+void RedlockEngine::release_set(std::vector<std::string>, LockSetClaim, ReleaseHandler done) {
+  answer_later(core_, std::move(done), Result<bool>(not_built_yet()));
+}
+AcquireTicket RedlockEngine::acquire_permit(PermitRequest, PermitHandler done) {
+  answer_later(core_, std::move(done), Result<Permit>(not_built_yet()));
+  return {};
+}
+void RedlockEngine::extend_permit(std::string, std::uint32_t, std::uint32_t, LeaseClaim,
+                                  milliseconds, ExtendHandler done) {
+  answer_later(core_, std::move(done), Result<Extension>(not_built_yet()));
+}
+void RedlockEngine::release_permit(std::string, std::uint32_t, std::uint32_t, LeaseClaim,
+                                   ReleaseHandler done) {
+  answer_later(core_, std::move(done), Result<bool>(not_built_yet()));
+}
+void RedlockEngine::inspect_semaphore(std::string, SemaphoreStatusHandler done) {
+  answer_later(core_, std::move(done), Result<SemaphoreStatus>(not_built_yet()));
+}
+
 std::size_t RedlockEngine::node_count() const noexcept {
   return core_->node_count();
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fencelock::storage {
 
@@ -63,6 +64,90 @@ struct LockStatus {
   bool held = false;  // one lease value is present on a quorum of voting nodes
   // When held: time until fewer than a quorum of nodes still hold it.
   std::optional<std::chrono::milliseconds> remaining;
+};
+
+// ---- Lock sets: several names under one lease (LockEngine::acquire_set) ----
+
+// The most names one lock set may hold.
+inline constexpr std::size_t kMaxLockSetNames = 16;
+
+// A lease over every name in `names` at once: all of them or none, on each node atomically (one
+// script per node), with one fencing token per name. ttl, wait and owner as in AcquireRequest.
+struct LockSetRequest {
+  std::vector<std::string> names;  // 1..kMaxLockSetNames distinct valid names, any order
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds wait{0};
+  std::string owner;
+};
+
+// A granted lock set. Names are in canonical (sorted) order and tokens[i] is names[i]'s fencing
+// token, drawn from the counter of that name (the same counter as the single lock of that name).
+// The proof binds the whole token list; never log it.
+struct LockSetLease {
+  std::vector<std::string> names;
+  std::vector<std::uint64_t> tokens;
+  std::string proof;
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds validity{0};
+  std::chrono::steady_clock::time_point started{};
+  std::chrono::milliseconds waited{0};
+
+  std::chrono::steady_clock::time_point valid_until() const { return started + validity; }
+};
+
+// What a lock set's holder presents to extend or release it: its tokens in the canonical order of
+// its names, its proof and its owner.
+struct LockSetClaim {
+  std::vector<std::uint64_t> tokens;
+  std::string proof;
+  std::string owner;
+};
+
+// A successful extend of a lock set (see Extension); tokens in the canonical order of the names.
+struct LockSetExtension {
+  std::vector<std::uint64_t> tokens;
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds validity{0};
+  std::chrono::steady_clock::time_point started{};
+};
+
+// ---- Counting semaphores (LockEngine::acquire_permit) ----
+
+// The most permits a semaphore may have.
+inline constexpr std::uint32_t kMaxPermits = 64;
+
+// One permit of semaphore `name`, which has `permits` permits in all (1..kMaxPermits). A live
+// semaphore with another permit count refuses it (kPermitsMismatch). ttl, wait, owner as in
+// AcquireRequest.
+struct PermitRequest {
+  std::string name;
+  std::uint32_t permits = 0;
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds wait{0};
+  std::string owner;
+};
+
+// A granted permit: slot `slot` (0..permits-1) of the semaphore, held like a lock (at most one
+// live permit per slot, hence at most `permits` live permits). Its token comes from the counter
+// of `name` (shared with the lock of that name). The proof is as Lease's; never log it.
+struct Permit {
+  std::string name;
+  std::uint32_t permits = 0;
+  std::uint32_t slot = 0;
+  std::string proof;
+  std::uint64_t token = 0;
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds validity{0};
+  std::chrono::steady_clock::time_point started{};
+  std::chrono::milliseconds waited{0};
+
+  std::chrono::steady_clock::time_point valid_until() const { return started + validity; }
+};
+
+// What inspect_semaphore learned. Never contains a holder's secret.
+struct SemaphoreStatus {
+  std::uint32_t permits = 0;  // the live semaphore's permit count; 0 when no permit is live
+  std::uint32_t held = 0;     // permits held on a quorum of voting nodes
 };
 
 }  // namespace fencelock::storage

@@ -6,7 +6,7 @@
 // started the operation, and on a thread where it must not block; calls are safe from any thread.
 // A lease's proof and secret are never logged.
 // Errors of every call: kInvalidArgument (bad name, ttl, wait or claim), kUnavailable; acquire also
-// kLocked and kCancelled; extend kLeaseLost.
+// kLocked and kCancelled; extend kLeaseLost; acquire_permit kPermitsMismatch.
 #pragma once
 
 #include <chrono>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/lease.h"
@@ -67,6 +68,28 @@ class LockEngine {
                       ExtendHandler done) = 0;
   virtual void release(std::string name, LeaseClaim claim, ReleaseHandler done) = 0;
   virtual void inspect(std::string name, InspectHandler done) = 0;
+
+  // Lock sets (lease.h): one lease over several names, all or nothing. `names` in any order (they
+  // are sorted; claims carry tokens in that sorted order). Errors as acquire/extend/release.
+  using LockSetHandler = std::function<void(Result<LockSetLease>)>;
+  using LockSetExtendHandler = std::function<void(Result<LockSetExtension>)>;
+  virtual AcquireTicket acquire_set(LockSetRequest request, LockSetHandler done) = 0;
+  virtual void extend_set(std::vector<std::string> names, LockSetClaim claim,
+                          std::chrono::milliseconds ttl, LockSetExtendHandler done) = 0;
+  virtual void release_set(std::vector<std::string> names, LockSetClaim claim,
+                           ReleaseHandler done) = 0;
+
+  // Counting semaphores (lease.h): a permit is a lease on one of the semaphore's slots. Errors as
+  // acquire/extend/release, and kPermitsMismatch (acquire_permit).
+  using PermitHandler = std::function<void(Result<Permit>)>;
+  using SemaphoreStatusHandler = std::function<void(Result<SemaphoreStatus>)>;
+  virtual AcquireTicket acquire_permit(PermitRequest request, PermitHandler done) = 0;
+  virtual void extend_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
+                             LeaseClaim claim, std::chrono::milliseconds ttl,
+                             ExtendHandler done) = 0;
+  virtual void release_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
+                              LeaseClaim claim, ReleaseHandler done) = 0;
+  virtual void inspect_semaphore(std::string name, SemaphoreStatusHandler done) = 0;
 
   virtual std::size_t node_count() const noexcept = 0;
   virtual std::size_t quorum() const noexcept = 0;

@@ -92,6 +92,19 @@ class RedlockEngine final : public LockEngine {
   // kInvalidArgument.
   void inspect(std::string name, InspectHandler done) override;
 
+  // Lock sets and semaphores: see lock_engine.h and lease.h. TODO(#19 engine): implement.
+  AcquireTicket acquire_set(LockSetRequest request, LockSetHandler done) override;
+  void extend_set(std::vector<std::string> names, LockSetClaim claim, std::chrono::milliseconds ttl,
+                  LockSetExtendHandler done) override;
+  void release_set(std::vector<std::string> names, LockSetClaim claim,
+                   ReleaseHandler done) override;
+  AcquireTicket acquire_permit(PermitRequest request, PermitHandler done) override;
+  void extend_permit(std::string name, std::uint32_t permits, std::uint32_t slot, LeaseClaim claim,
+                     std::chrono::milliseconds ttl, ExtendHandler done) override;
+  void release_permit(std::string name, std::uint32_t permits, std::uint32_t slot, LeaseClaim claim,
+                      ReleaseHandler done) override;
+  void inspect_semaphore(std::string name, SemaphoreStatusHandler done) override;
+
   std::size_t node_count() const noexcept override;
   std::size_t quorum() const noexcept override;
   // Nodes that are up and voting; a quorum of them is needed for any grant.

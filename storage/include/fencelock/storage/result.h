@@ -21,6 +21,7 @@ enum class ErrorCode {
   kInvalidArgument,  // the caller passed a value outside the documented bounds
   kInternal,         // a broken invariant or an unexpected reply; always worth a log line
   kCancelled,        // acquire: the caller cancelled it (its client went away); nothing is held
+  kPermitsMismatch,  // acquire_permit: the live semaphore has another permit count
 };
 
 // A stable, lower-case name for logs and metrics ("locked", "unavailable", ...).
