@@ -121,8 +121,9 @@ TEST_CASE("a permit's body needs permits, an integer from 1 to 64", "[service]")
                R"({"permits": 65, "ttl_ms": 1000})", R"({"permits": 3.0, "ttl_ms": 1000})",
                R"({"permits": "3", "ttl_ms": 1000})");
   CHECK_THAT(parse_permit_acquire_body(text, kLimits).error().message, Catch::Contains("permits"));
-  const std::string lease = "17." + std::string(48, 'a') + ".64.63";
-  CHECK(lease.size() == kMaxPermitLeaseLength - 19);
-  CHECK(parse_permit_release_body(R"({"lease": ")" + lease + R"("})").ok());
-  CHECK(parse_permit_extend_body(R"({"lease": ")" + lease + R"(", "ttl_ms": 10})", kLimits).ok());
+  const std::string longest = std::string(20, '9') + "." + std::string(48, 'a') + ".64.63";
+  CHECK(longest.size() == kMaxPermitLeaseLength);
+  CHECK(parse_permit_release_body(R"({"lease": ")" + longest + R"("})").ok());
+  CHECK(parse_permit_extend_body(R"({"lease": ")" + longest + R"(", "ttl_ms": 10})", kLimits).ok());
+  CHECK_FALSE(parse_permit_release_body(R"({"lease": "9)" + longest + R"("})").ok());
 }
