@@ -164,9 +164,10 @@ ApiHandlers::Cancel ApiHandlers::extend_set(const Call& call, Reply reply) {
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
   auto claim = decode_set_lease(parsed->extend.lease, parsed->names.size());
   if (!claim) {
-    return answer(reply, error_response(ApiError::kInvalidRequest,
-                                        "lease is malformed, or its tokens do not match the " +
-                                            std::to_string(parsed->names.size()) + " names"));
+    return answer(reply,
+                  error_response(ApiError::kInvalidRequest,
+                                 "lease is malformed, or does not hold one token per name (" +
+                                     std::to_string(parsed->names.size()) + ")"));
   }
   claim->owner = std::string(call.owner);
   std::vector<std::string> sorted = parsed->names;
@@ -195,9 +196,10 @@ ApiHandlers::Cancel ApiHandlers::release_set(const Call& call, Reply reply) {
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
   auto claim = decode_set_lease(parsed->release.lease, parsed->names.size());
   if (!claim) {
-    return answer(reply, error_response(ApiError::kInvalidRequest,
-                                        "lease is malformed, or its tokens do not match the " +
-                                            std::to_string(parsed->names.size()) + " names"));
+    return answer(reply,
+                  error_response(ApiError::kInvalidRequest,
+                                 "lease is malformed, or does not hold one token per name (" +
+                                     std::to_string(parsed->names.size()) + ")"));
   }
   claim->owner = std::string(call.owner);
   std::vector<std::string> sorted = parsed->names;
