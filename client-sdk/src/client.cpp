@@ -131,8 +131,9 @@ ErrorCode sdk_code_for(WireError error) {
     case WireError::kNotFound:
     case WireError::kMethodNotAllowed:
     case WireError::kPlainHttpOnTlsPort:
-    case WireError::kPermitsMismatch:
       return ErrorCode::kInvalidArgument;
+    case WireError::kPermitsMismatch:
+      return ErrorCode::kPermitsMismatch;
     case WireError::kInternal:
     case WireError::kClientGone:
       return ErrorCode::kInternal;
@@ -157,9 +158,7 @@ Error error_from_reply(const HttpReply& reply) {
   }
   // The code decides; a body without a code this version knows is filed by its status.
   ErrorCode mapped = ErrorCode::kInternal;
-  if (code == "permits_mismatch") {
-    mapped = ErrorCode::kPermitsMismatch;
-  } else if (const auto wire = wire_error_from_code(code)) {
+  if (const auto wire = wire_error_from_code(code)) {
     mapped = sdk_code_for(*wire);
   } else if (reply.status == 503) {
     mapped = ErrorCode::kUnavailable;
