@@ -6,6 +6,8 @@
 #include <optional>
 #include <thread>
 
+#include "child_environment.h"
+
 namespace fencelock::cli {
 
 namespace {
@@ -29,6 +31,28 @@ std::optional<milliseconds> service_max_wait(const Error& error) {
   const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
   if (ec != std::errc() || end != rest.data() + rest.size() || value <= 0) return std::nullopt;
   return milliseconds(value);
+}
+
+// One request of the kind args asks for.
+Result<Lease> acquire_once(Client& client, const CliArgs& args, milliseconds wait) {
+  switch (lease_kind_of(args)) {
+    case LeaseKind::kSet:
+      return client.acquire_set(args.names, args.ttl, wait, args.owner);
+    case LeaseKind::kPermit:
+      return client.acquire_permit(args.name, *args.permits, args.ttl, wait, args.owner);
+    case LeaseKind::kLock:
+      break;
+  }
+  return client.acquire(args.name, args.ttl, wait, args.owner);
+}
+
+std::string tokens_said(const Lease& lease) {
+  if (lease.kind() == LeaseKind::kSet) return "tokens " + tokens_text(lease);
+  std::string text = "token " + std::to_string(lease.token());
+  if (lease.kind() == LeaseKind::kPermit)
+    text +=
+        " (slot " + std::to_string(lease.slot()) + " of " + std::to_string(lease.permits()) + ")";
+  return text;
 }
 
 std::string seconds_text(milliseconds d) {
@@ -56,10 +80,9 @@ Result<Lease> acquire_waiting(Client& client, const CliArgs& args) {
     say(args, "acquiring '" + args.name + "' (ttl " + seconds_text(args.ttl) + ", waiting up to " +
                   seconds_text(wait) + " in this request, attempt " + std::to_string(attempt) +
                   ")");
-    auto lease = client.acquire(args.name, args.ttl, wait, args.owner);
+    auto lease = acquire_once(client, args, wait);
     if (lease.ok()) {
-      say(args, "acquired '" + args.name + "' with token " + std::to_string(lease->token()) +
-                    " after " +
+      say(args, "acquired '" + args.name + "' with " + tokens_said(lease.value()) + " after " +
                     seconds_text(std::chrono::duration_cast<milliseconds>(Clock::now() - started)));
       return lease;
     }
@@ -74,7 +97,8 @@ Result<Lease> acquire_waiting(Client& client, const CliArgs& args) {
                                error.code == ErrorCode::kTransport;
     if (!waits || !worth_waiting || Clock::now() >= deadline) return lease;
     if (error.code == ErrorCode::kLocked) {
-      say(args, "'" + args.name + "' is still held by another lease; waiting on");
+      say(args, "'" + args.name + "' is still held by another lease" +
+                    (args.permits ? " (every permit)" : "") + "; waiting on");
       continue;
     }
     say(args, "the service cannot answer (" + error.message + "); asking again in " +

@@ -8,7 +8,8 @@
 
 namespace fencelock::cli {
 
-// Acquires args.name for args.ttl. The service caps one request's wait (--max-wait, default
+// Acquires what args names for args.ttl — a lock, a lock set (args.names) or a permit
+// (args.permits; lease_kind_of). The service caps one request's wait (--max-wait, default
 // 60 s): while the lock stays held, this asks again until --wait has passed, or for ever with
 // --wait forever. While waiting, a service that cannot answer (kUnavailable, kTransport) is asked
 // again after a pause too; a wait of 0 makes exactly one request. Returns the Lease, or the last

@@ -1,14 +1,54 @@
 #include "cli_args.h"
 
+#include <algorithm>
+#include <charconv>
+
+#include "fencelock/names.h"
+
 namespace fencelock::cli {
 
 namespace {
+
+// The service's bounds (docs/api.md), refused here before any request.
+constexpr std::size_t kMaxSetNames = 16;
+constexpr std::uint32_t kMaxPermits = 64;
 
 Error usage_error(std::string message) {
   return Error{ErrorCode::kInvalidArgument, std::move(message), 0, std::nullopt};
 }
 
+std::optional<std::uint32_t> permit_count(std::string_view text) {
+  std::uint32_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 ||
+      value > kMaxPermits)
+    return std::nullopt;
+  return value;
+}
+
+// The names of a lock set or a permit, checked as the service would check them.
+Status check_names(const CliArgs& args) {
+  if (args.names.size() > kMaxSetNames)
+    return usage_error("a lock set has at most 16 names, got " + std::to_string(args.names.size()));
+  for (const auto& name : args.names) {
+    if (!is_valid_lock_name(name))
+      return usage_error("'" + name + "': " + std::string(kLockNameRule));
+  }
+  std::vector<std::string> sorted = args.names;
+  std::sort(sorted.begin(), sorted.end());
+  if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+    return usage_error("'" + *twice + "' is named twice");
+  if (args.permits && args.names.size() > 1)
+    return usage_error("--permits takes one semaphore NAME, not a lock set");
+  return Done{};
+}
+
 }  // namespace
+
+LeaseKind lease_kind_of(const CliArgs& args) noexcept {
+  if (args.permits) return LeaseKind::kPermit;
+  return args.names.size() > 1 ? LeaseKind::kSet : LeaseKind::kLock;
+}
 
 std::optional<std::chrono::milliseconds> parse_cli_duration(std::string_view text) noexcept {
   struct Unit {
@@ -75,14 +115,30 @@ Commands:
       Without CMD: acquire NAME, print {"name","token","ttl_ms"}, hold the lock (renewing it)
       until SIGINT (Ctrl-C), SIGTERM or SIGHUP, then release it and exit 0; exit 4 if the lease
       is lost meanwhile.
+  run [options] [NAME] --name NAME2 [--name NAME3 ...] [-- CMD [ARGS...]]
+      A lock set: every name at once under one lease (all or none, up to 16, in any order).
+      CMD gets FENCELOCK_NAMES="a,b" and FENCELOCK_TOKENS="a=17,b=4" (sorted by name; fence a
+      write to the resource of name N with N's token) instead of FENCELOCK_NAME/FENCELOCK_TOKEN.
+  run [options] --permits N NAME [-- CMD [ARGS...]]
+      A permit of the counting semaphore NAME with N permits (1..64; at most N holders at once;
+      like `consul lock -n N`). CMD gets FENCELOCK_NAME, FENCELOCK_TOKEN, FENCELOCK_SLOT (0..N-1)
+      and FENCELOCK_PERMITS; fence per slot (N holders write at once). Exit 8 if the semaphore
+      is live with another N.
   acquire [--ttl 30s] [--wait 0s] [--owner TEXT] NAME
-      Print {"name","lease","token","ttl_ms","validity_ms"}.
+      Print {"name","lease","token","ttl_ms","validity_ms"}. With --name (a lock set): print
+      {"names","lease","tokens":{"a":17,...},"ttl_ms","validity_ms"}; with --permits N: print
+      {"name","permits","slot","lease","token","ttl_ms","validity_ms"}.
   extend [--ttl 30s] NAME [LEASE]
   release NAME [LEASE]
       LEASE defaults to $FENCELOCK_LEASE (keeps it out of the process list). Prints
-      {"name","released"}; exits 4 when the lease no longer held the lock.
+      {"name","released"}; exits 4 when the lease no longer held the lock. A lock set: every
+      name with --name (`extend --name a --name b [LEASE]`), prints {"names",...}; a permit:
+      --permits N NAME [LEASE].
   status NAME
       Print {"name","held","remaining_ms","last_token"}.
+  semaphore NAME
+      Print {"name","permits","held"}: the live semaphore's permit count (0 when no permit is
+      live) and how many are held.
   token [--next] NAME
       Print {"name","token"}: the current token, or with --next a new one.
 
@@ -104,6 +160,9 @@ Options:
                       --cacert, --cert and --key are refused (exit 2)
   --cert PATH         client certificate (PEM) for a fencelockd with --tls-client-ca, or
                       $FENCELOCK_CERT; --key PATH (or $FENCELOCK_KEY) is its private key
+  --name NAME         run, acquire, extend, release: one more name; two names or more make a lock
+                      set (at most 16, each once; refused with exit 2 before any request)
+  --permits N         run, acquire, extend, release: NAME is a counting semaphore of N permits
   Durations: whole numbers with h, m, s or ms, largest first: 500ms, 30s, 2m, 1h30m.
 
 Exit codes:
@@ -118,6 +177,8 @@ Exit codes:
   6  denied: no API key, an unknown one, or one without the right or the name
   7  TLS failed: the server's certificate is not trusted (--cacert) or not for this host, or
      the server refused the TLS version or the client certificate
+  8  permits mismatch: --permits N, but the semaphore is live with another count (the message
+     names it)
   127 run: CMD could not be started
 )";
 }
@@ -161,6 +222,8 @@ int exit_code_for(const Error& error) noexcept {
       return kExitDenied;
     case ErrorCode::kTls:
       return kExitTls;
+    case ErrorCode::kPermitsMismatch:
+      return kExitPermitsMismatch;
     case ErrorCode::kInvalidArgument:
       return kExitUsage;
     case ErrorCode::kInternal:
@@ -175,6 +238,7 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
   CliArgs out;
   if (endpoint_env && !endpoint_env->empty()) out.endpoint = *endpoint_env;
   std::vector<std::string> positional;
+  std::vector<std::string> extra_names;  // --name
   bool seen_command = false;
 
   auto duration_of = [](const std::string& flag,
@@ -233,6 +297,13 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
         out.key = value;
       } else if (flag == "--owner") {
         out.owner = value;
+      } else if (flag == "--name") {
+        extra_names.push_back(value);
+      } else if (flag == "--permits") {
+        out.permits = permit_count(value);
+        if (!out.permits)
+          return usage_error("--permits: expected a whole number from 1 to 64, got '" + value +
+                             "'");
       } else if (flag == "--wait" && value == "forever") {
         out.wait_forever = true;
       } else if (flag == "--timeout" || flag == "--ttl" || flag == "--wait" || flag == "--grace") {
@@ -262,6 +333,8 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
         out.command = Command::kStatus;
       else if (arg == "token")
         out.command = Command::kToken;
+      else if (arg == "semaphore")
+        out.command = Command::kSemaphore;
       else
         return usage_error("unknown command '" + arg + "' (see fencelock --help)");
       continue;
@@ -271,14 +344,34 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
 
   if (!seen_command) return usage_error("missing command (see fencelock --help)");
   const bool takes_lease = out.command == Command::kExtend || out.command == Command::kRelease;
-  const std::size_t most = takes_lease ? 2 : 1;
-  if (positional.empty()) return usage_error("missing NAME");
-  if (positional.size() > most)
-    return usage_error("unexpected argument '" + positional[most] + "'");
-  out.name = positional[0];
+  const bool holds =
+      takes_lease || out.command == Command::kRun || out.command == Command::kAcquire;
+  if (!holds && !extra_names.empty())
+    return usage_error("--name is only for run, acquire, extend and release");
+  if (!holds && out.permits)
+    return usage_error("--permits is only for run, acquire, extend and release");
+  // extend and release of a lock set take every name with --name: a positional would be
+  // ambiguous between NAME and LEASE.
+  const bool name_positional = !(takes_lease && !extra_names.empty());
+  const std::size_t most = std::size_t{name_positional} + std::size_t{takes_lease};
+  if (positional.empty() && extra_names.empty()) return usage_error("missing NAME");
+  if (positional.size() > most) {
+    return usage_error("unexpected argument '" + positional[most] + "'" +
+                       (takes_lease && !extra_names.empty()
+                            ? " (extend and release of a lock set take every name with --name)"
+                            : ""));
+  }
+  if (name_positional && !positional.empty()) {
+    out.names.push_back(positional.front());
+    positional.erase(positional.begin());
+  }
+  out.names.insert(out.names.end(), extra_names.begin(), extra_names.end());
+  if (auto valid = check_names(out); !valid.ok()) return std::move(valid).error();
+  out.name = out.names.front();
+  for (std::size_t i = 1; i < out.names.size(); ++i) out.name += "," + out.names[i];
   if (takes_lease) {
-    if (positional.size() == 2)
-      out.lease = positional[1];
+    if (!positional.empty())
+      out.lease = positional.front();
     else if (lease_env && !lease_env->empty())
       out.lease = *lease_env;
     else

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fencelock/lease.h"
 #include "fencelock/result.h"
 
 namespace fencelock::cli {
@@ -21,9 +23,20 @@ inline constexpr int kExitNotHeld = 4;      // extend, release: the lease is gon
 inline constexpr int kExitUnavailable = 5;  // the service or its lock nodes cannot answer now
 inline constexpr int kExitDenied = 6;       // no API key, an unknown one, or one not allowed this
 inline constexpr int kExitTls = 7;          // TLS failed: certificate not trusted, or refused
-inline constexpr int kExitCannotRun = 127;  // run: CMD could not be started
+inline constexpr int kExitPermitsMismatch = 8;  // --permits N: the semaphore is live with another N
+inline constexpr int kExitCannotRun = 127;      // run: CMD could not be started
 
-enum class Command { kHelp, kVersion, kRun, kAcquire, kExtend, kRelease, kStatus, kToken };
+enum class Command {
+  kHelp,
+  kVersion,
+  kRun,
+  kAcquire,
+  kExtend,
+  kRelease,
+  kStatus,
+  kToken,
+  kSemaphore,
+};
 
 struct CliArgs {
   Command command = Command::kHelp;
@@ -34,7 +47,11 @@ struct CliArgs {
   std::string cert;     // --cert PATH, else FENCELOCK_CERT: client certificate (mutual TLS)
   std::string key;      // --key PATH, else FENCELOCK_KEY: its private key
   std::chrono::milliseconds timeout{5000};  // --timeout: one request's round trip
-  std::string name;
+  // run, acquire, extend, release: the positional NAME and every --name, in the order given;
+  // two or more make a lock set. Other commands: the positional NAME. Never empty once parsed.
+  std::vector<std::string> names;
+  std::string name;  // names[0]; for a lock set, every name joined by ',' (a label for messages)
+  std::optional<std::uint32_t> permits;     // --permits N (1..64): NAME is a counting semaphore
   std::chrono::milliseconds ttl{30'000};    // --ttl
   std::chrono::milliseconds wait{0};        // --wait (run: default 0 too); any length
   bool wait_forever = false;                // --wait forever
@@ -47,6 +64,9 @@ struct CliArgs {
 };
 
 // `args` excludes argv[0]. `env` looks up FENCELOCK_ENDPOINT and FENCELOCK_LEASE.
+// Lock sets and permits are checked here, before any request: more than 16 names, a name given
+// twice or not a valid lock name, --permits outside 1..64 or with several names, --name or
+// --permits on a command that takes neither.
 // Errors: kInvalidArgument with a one-line message (exit kExitUsage).
 Result<CliArgs> parse_cli(const std::vector<std::string>& args,
                           const std::optional<std::string>& endpoint_env,
@@ -62,6 +82,9 @@ void fill_from_environment(CliArgs& args,
 // was asked for. Errors: kInvalidArgument with a one-line message (exit kExitUsage).
 Status check_tls_files(const CliArgs& args);
 
+// What the command line asks to hold: a lock, a lock set (two or more names) or a permit.
+LeaseKind lease_kind_of(const CliArgs& args) noexcept;
+
 std::string cli_usage();
 
 // A duration as the CLI takes it: one or more whole numbers with a unit, largest unit first,
@@ -73,7 +96,7 @@ std::optional<std::chrono::milliseconds> parse_cli_duration(std::string_view tex
 std::vector<std::string> endpoints_of(const CliArgs& args);
 
 // The exit code for an SDK error (kLocked → 3, kNotHeld → 4, unavailable/transport → 5, kTls → 7,
-// ...).
+// kPermitsMismatch → 8, ...).
 int exit_code_for(const Error& error) noexcept;
 
 }  // namespace fencelock::cli

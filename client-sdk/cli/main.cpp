@@ -10,6 +10,7 @@
 #include "acquire_waiting.h"
 #include "cli_args.h"
 #include "fencelock/client.h"
+#include "lease_json.h"
 #include "run_command.h"
 
 namespace {
@@ -34,12 +35,16 @@ int print(const json& body) {
   return kExitOk;
 }
 
-json lease_json(const Lease& lease) {
-  return json{{"name", lease.name()},
-              {"lease", lease.lease_string()},
-              {"token", lease.token()},
-              {"ttl_ms", lease.ttl().count()},
-              {"validity_ms", lease.remaining().count()}};
+// The lease that extend and release name on the command line, rebuilt from its string.
+Result<Lease> lease_of(const CliArgs& a) {
+  auto lease = lease_from_string(lease_kind_of(a), a.names, a.lease, a.ttl);
+  if (lease.ok() && a.permits && lease->permits() != *a.permits) {
+    return Error{ErrorCode::kInvalidArgument,
+                 "the lease is a permit of a semaphore with " + std::to_string(lease->permits()) +
+                     " permits, not --permits " + std::to_string(*a.permits),
+                 0, std::nullopt};
+  }
+  return lease;
 }
 
 }  // namespace
@@ -91,22 +96,28 @@ int run(int argc, char** argv) {
     case Command::kAcquire: {
       auto lease = acquire_waiting(client, a);
       if (!lease.ok()) return fail(lease.error(), ("acquire " + a.name).c_str());
-      return print(lease_json(lease.value()));
+      return print(acquired_json(lease.value()));
     }
     case Command::kExtend: {
+      auto lease = lease_of(a);
+      if (!lease.ok()) return fail(lease.error(), ("extend " + a.name).c_str());
       say(a, "extending '" + a.name + "'");
-      Lease lease(a.name, a.lease, 0, a.ttl, Lease::Clock::now());
-      auto extended = client.extend(lease, a.ttl);
+      auto extended = client.extend(lease.value(), a.ttl);
       if (!extended.ok()) return fail(extended.error(), ("extend " + a.name).c_str());
-      return print(json{
-          {"name", a.name}, {"ttl_ms", a.ttl.count()}, {"validity_ms", lease.remaining().count()}});
+      json body = lease_identity_json(lease.value());
+      body["ttl_ms"] = a.ttl.count();
+      body["validity_ms"] = lease->remaining().count();
+      return print(body);
     }
     case Command::kRelease: {
-      Lease lease(a.name, a.lease, 0, a.ttl, Lease::Clock::now());
+      auto lease = lease_of(a);
+      if (!lease.ok()) return fail(lease.error(), ("release " + a.name).c_str());
       say(a, "releasing '" + a.name + "'");
-      auto released = client.release(lease);
+      auto released = client.release(lease.value());
       if (!released.ok()) return fail(released.error(), ("release " + a.name).c_str());
-      print(json{{"name", a.name}, {"released", released.value()}});
+      json body = lease_identity_json(lease.value());
+      body["released"] = released.value();
+      print(body);
       if (!released.value()) {
         std::fprintf(stderr,
                      "fencelock: release %s: the lease no longer held the lock (expired, "
@@ -115,6 +126,11 @@ int run(int argc, char** argv) {
         return kExitNotHeld;
       }
       return kExitOk;
+    }
+    case Command::kSemaphore: {
+      auto status = client.semaphore_status(a.name);
+      if (!status.ok()) return fail(status.error(), ("semaphore " + a.name).c_str());
+      return print(json{{"name", a.name}, {"permits", status->permits}, {"held", status->held}});
     }
     case Command::kStatus: {
       auto status = client.status(a.name);

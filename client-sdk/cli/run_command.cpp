@@ -17,7 +17,9 @@
 extern char** environ;
 
 #include "acquire_waiting.h"
+#include "child_environment.h"
 #include "fencelock/lease_keeper.h"
+#include "lease_json.h"
 
 namespace fencelock::cli {
 
@@ -62,25 +64,15 @@ int exit_status_of(int wait_status) {
   return kExitError;
 }
 
-// Starts CMD in a new process group, the terminal's foreground group if `with_terminal`. Returns
-// its pid, or -1 (errno set) if fork failed; an exec failure shows as exit status 127.
-pid_t start_child(const CliArgs& args, std::uint64_t token, bool with_terminal) {
+// Starts CMD in a new process group, the terminal's foreground group if `with_terminal`, with
+// `environment` ("NAME=value" entries). Returns its pid, or -1 (errno set) if fork failed; an
+// exec failure shows as exit status 127.
+pid_t start_child(const CliArgs& args, std::vector<std::string> environment, bool with_terminal) {
   // Everything the child needs is built here: after fork only async-signal-safe calls are allowed
   // (other threads — the lease keeper's — may hold the allocator's lock).
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    if (entry.starts_with("FENCELOCK_NAME=") || entry.starts_with("FENCELOCK_TOKEN=") ||
-        entry.starts_with("FENCELOCK_LEASE=")) {
-      continue;  // ours below; and the lease never reaches the command
-    }
-    env_strings.emplace_back(entry);
-  }
-  env_strings.push_back("FENCELOCK_NAME=" + args.name);
-  env_strings.push_back("FENCELOCK_TOKEN=" + std::to_string(token));
   std::vector<char*> envp;
-  envp.reserve(env_strings.size() + 1);
-  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.reserve(environment.size() + 1);
+  for (auto& e : environment) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<char*> argv;
   for (const auto& a : args.command_line) argv.push_back(const_cast<char*>(a.c_str()));
@@ -123,13 +115,11 @@ void report_renewals(const LeaseKeeper& keeper, const CliArgs& args, std::uint32
   say(args, "renewed '" + args.name + "' (" + std::to_string(renewals) + " so far)");
 }
 
-// `run NAME` without a command: holds the lock until SIGINT, SIGTERM or SIGHUP (then releases
-// it, exit 0) or until the lease is lost (exit kExitNotHeld), renewing it meanwhile.
-int hold(LeaseKeeper& keeper, const CliArgs& args) {
-  // A lock name needs no JSON escaping: [A-Za-z0-9._:-] only (it was just granted).
-  std::printf("{\"name\":\"%s\",\"token\":%llu,\"ttl_ms\":%lld}\n", args.name.c_str(),
-              static_cast<unsigned long long>(keeper.token()),
-              static_cast<long long>(args.ttl.count()));
+// `run NAME` without a command: prints `held` (lease_json.h), holds the lock until SIGINT,
+// SIGTERM or SIGHUP (then releases it, exit 0) or until the lease is lost (exit kExitNotHeld),
+// renewing it meanwhile.
+int hold(LeaseKeeper& keeper, const std::string& held, const CliArgs& args) {
+  std::printf("%s\n", held.c_str());
   std::fflush(stdout);
   say(args, "holding '" + args.name + "' until SIGINT (Ctrl-C), SIGTERM or SIGHUP");
   std::uint32_t reported = 0;
@@ -171,7 +161,10 @@ int run_command(Client& client, const CliArgs& args) {
   auto lease = acquire_waiting(client, args);
   if (!lease.ok()) {
     if (lease.error().code == ErrorCode::kLocked) {
-      std::fprintf(stderr, "fencelock: '%s' is held by another lease%s\n", args.name.c_str(),
+      const std::string what = args.permits            ? "every permit of '" + args.name + "' is"
+                               : args.names.size() > 1 ? "a name of '" + args.name + "' is"
+                                                       : "'" + args.name + "' is";
+      std::fprintf(stderr, "fencelock: %s held by another lease%s\n", what.c_str(),
                    args.wait.count() > 0 ? " and the wait ran out" : "");
     } else {
       std::fprintf(stderr, "fencelock: cannot acquire '%s': %s\n", args.name.c_str(),
@@ -179,7 +172,10 @@ int run_command(Client& client, const CliArgs& args) {
     }
     return exit_code_for(lease.error());
   }
-  const std::uint64_t token = lease->token();
+  std::vector<std::string> inherited;
+  for (char** e = environ; *e != nullptr; ++e) inherited.emplace_back(*e);
+  std::vector<std::string> environment = child_environment(inherited, lease.value());
+  const std::string held = held_json(lease.value()).dump();
 
   struct sigaction forward {};
   forward.sa_handler = remember_signal;
@@ -187,9 +183,9 @@ int run_command(Client& client, const CliArgs& args) {
   for (const int s : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &forward, nullptr);
 
   LeaseKeeper keeper(client, std::move(lease).value());
-  if (args.command_line.empty()) return hold(keeper, args);
+  if (args.command_line.empty()) return hold(keeper, held, args);
   bool with_terminal = runs_in_terminal_foreground();
-  const pid_t child = start_child(args, token, with_terminal);
+  const pid_t child = start_child(args, std::move(environment), with_terminal);
   if (child < 0) {
     std::fprintf(stderr, "fencelock: cannot start the command: %s\n", std::strerror(errno));
     (void)keeper.release();

@@ -1,10 +1,11 @@
 // `fencelock run`: hold a lock for exactly as long as a command runs (compare `etcdctl lock` and
 // `consul lock`).
 //
-// Acquires NAME (waiting up to --wait, acquire_waiting.h), starts CMD in its own process group —
-// the terminal's foreground group when fencelock runs in the foreground of a terminal — with
-// FENCELOCK_NAME and FENCELOCK_TOKEN in its environment (never the lease), keeps the lease alive
-// with a LeaseKeeper, and
+// Acquires NAME — or a lock set, or a permit (waiting up to --wait, acquire_waiting.h) — starts
+// CMD in its own process group — the terminal's foreground group when fencelock runs in the
+// foreground of a terminal — with FENCELOCK_NAME and FENCELOCK_TOKEN (a set: FENCELOCK_NAMES and
+// FENCELOCK_TOKENS; a permit: also FENCELOCK_SLOT and FENCELOCK_PERMITS; child_environment.h) in
+// its environment (never the lease), keeps the lease alive with a LeaseKeeper, and
 //   - when CMD exits: releases the lease and returns CMD's exit status (128+N for signal N);
 //   - when the lease is lost (the keeper's signal, before the deadline): sends SIGTERM to CMD's
 //     process group, SIGKILL after --grace, releases what can be released, returns kExitNotHeld;

@@ -131,8 +131,9 @@ ErrorCode sdk_code_for(WireError error) {
     case WireError::kNotFound:
     case WireError::kMethodNotAllowed:
     case WireError::kPlainHttpOnTlsPort:
-    case WireError::kPermitsMismatch:
       return ErrorCode::kInvalidArgument;
+    case WireError::kPermitsMismatch:
+      return ErrorCode::kPermitsMismatch;
     case WireError::kInternal:
     case WireError::kClientGone:
       return ErrorCode::kInternal;
@@ -197,6 +198,91 @@ Status check_name(std::string_view name) {
     return make(ErrorCode::kInvalidArgument, std::string(kLockNameRule));
   }
   return Done{};
+}
+
+// The bounds the service keeps (docs/api.md), checked before anything is sent.
+constexpr std::size_t kMaxSetNames = 16;
+constexpr std::uint32_t kMaxPermits = 64;
+
+// A lock set's names in canonical (sorted) order, or why they cannot form one.
+Result<std::vector<std::string>> canonical_names(const std::vector<std::string>& names) {
+  if (names.empty() || names.size() > kMaxSetNames)
+    return make(ErrorCode::kInvalidArgument, "a lock set needs 1 to 16 names");
+  for (const auto& name : names) {
+    if (!is_valid_lock_name(name)) {
+      return make(ErrorCode::kInvalidArgument, "'" + name + "': " + std::string(kLockNameRule));
+    }
+  }
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+    return make(ErrorCode::kInvalidArgument, "'" + *twice + "' is named twice in the lock set");
+  return sorted;
+}
+
+Status check_acquire(std::chrono::milliseconds ttl, std::chrono::milliseconds wait) {
+  if (ttl.count() <= 0 || wait.count() < 0)
+    return make(ErrorCode::kInvalidArgument, "ttl must be positive and wait not negative");
+  return Done{};
+}
+
+// The body of an acquire of any kind: ttl_ms, and wait_ms and owner when given.
+json acquire_body(std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
+                  std::string_view owner) {
+  json body{{"ttl_ms", ttl.count()}};
+  if (wait.count() > 0) body["wait_ms"] = wait.count();
+  if (!owner.empty()) body["owner"] = std::string(owner);
+  return body;
+}
+
+// What every grant answers: the lease string and when the lease ends at the latest — the send
+// time plus waited_ms (absent from services that predate it) plus validity_ms. Conservative: the
+// validity counts from the start of the winning attempt, which is no earlier than our send time
+// plus the time the service says it waited.
+struct Grant {
+  std::string lease_string;
+  Clock::time_point deadline;
+};
+
+Result<Grant> grant_of(const json& body, Clock::time_point sent_at) {
+  auto validity = field<std::int64_t>(body, "validity_ms");
+  if (!validity.ok()) return std::move(validity).error();
+  if (!body.contains("lease") || !body["lease"].is_string())
+    return make(ErrorCode::kInternal, "the service's answer lacks the lease");
+  milliseconds waited{0};
+  if (body.contains("waited_ms")) {
+    auto field_value = field<std::int64_t>(body, "waited_ms");
+    if (!field_value.ok()) return std::move(field_value).error();
+    waited = milliseconds(field_value.value());
+  }
+  return Grant{body["lease"].get<std::string>(), sent_at + waited + milliseconds(validity.value())};
+}
+
+// A lock set's tokens, in the order of `names`, from the answer's {"tokens":{"a":17,...}}.
+Result<std::vector<std::uint64_t>> tokens_of(const json& body,
+                                             const std::vector<std::string>& names) {
+  if (!body.contains("tokens") || !body["tokens"].is_object())
+    return make(ErrorCode::kInternal, "the service's answer lacks the tokens");
+  std::vector<std::uint64_t> tokens;
+  for (const auto& name : names) {
+    auto token = field<std::uint64_t>(body["tokens"], name.c_str());
+    if (!token.ok()) return std::move(token).error();
+    tokens.push_back(token.value());
+  }
+  return tokens;
+}
+
+// The target of an extend (`extend` true) or a release of `lease`, by its kind.
+std::string target_of(const Lease& lease, bool extend) {
+  switch (lease.kind()) {
+    case LeaseKind::kSet:
+      return extend ? "/v1/locks:extend" : "/v1/locks";
+    case LeaseKind::kPermit:
+      return "/v1/semaphores/" + lease.name() + (extend ? "/extend" : "");
+    case LeaseKind::kLock:
+      break;
+  }
+  return "/v1/locks/" + lease.name() + (extend ? "/extend" : "");
 }
 
 }  // namespace
@@ -352,42 +438,70 @@ const ClientOptions& Client::options() const noexcept {
 Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseconds wait,
                               std::string_view owner) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
-  if (ttl.count() <= 0 || wait.count() < 0)
-    return make(ErrorCode::kInvalidArgument, "ttl must be positive and wait not negative");
-  json body{{"ttl_ms", ttl.count()}};
-  if (wait.count() > 0) body["wait_ms"] = wait.count();
-  if (!owner.empty()) body["owner"] = std::string(owner);
+  if (auto valid = check_acquire(ttl, wait); !valid.ok()) return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto parsed = expect_object(
+      impl_->call("POST", "/v1/locks/" + std::string(name), acquire_body(ttl, wait, owner).dump(),
+                  Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
+  if (!parsed.ok()) return std::move(parsed).error();
+  auto token = field<std::uint64_t>(parsed.value(), "token");
+  if (!token.ok()) return std::move(token).error();
+  auto grant = grant_of(parsed.value(), sent_at);
+  if (!grant.ok()) return std::move(grant).error();
+  return Lease(std::string(name), std::move(grant->lease_string), token.value(), ttl,
+               grant->deadline);
+}
+
+Result<Lease> Client::acquire_set(const std::vector<std::string>& names, milliseconds ttl,
+                                  milliseconds wait, std::string_view owner) {
+  auto sorted = canonical_names(names);
+  if (!sorted.ok()) return std::move(sorted).error();
+  if (auto valid = check_acquire(ttl, wait); !valid.ok()) return std::move(valid).error();
+  json body = acquire_body(ttl, wait, owner);
+  body["names"] = sorted.value();
   Clock::time_point sent_at;
   auto parsed =
-      expect_object(impl_->call("POST", "/v1/locks/" + std::string(name), body.dump(),
+      expect_object(impl_->call("POST", "/v1/locks", body.dump(), Impl::Retry::kOnlyIfUndelivered,
+                                wait, std::nullopt, sent_at));
+  if (!parsed.ok()) return std::move(parsed).error();
+  auto tokens = tokens_of(parsed.value(), sorted.value());
+  if (!tokens.ok()) return std::move(tokens).error();
+  auto grant = grant_of(parsed.value(), sent_at);
+  if (!grant.ok()) return std::move(grant).error();
+  return Lease::lock_set(std::move(sorted).value(), std::move(tokens).value(),
+                         std::move(grant->lease_string), ttl, grant->deadline);
+}
+
+Result<Lease> Client::acquire_permit(std::string_view name, std::uint32_t permits, milliseconds ttl,
+                                     milliseconds wait, std::string_view owner) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  if (permits < 1 || permits > kMaxPermits)
+    return make(ErrorCode::kInvalidArgument, "permits must be 1..64");
+  if (auto valid = check_acquire(ttl, wait); !valid.ok()) return std::move(valid).error();
+  json body = acquire_body(ttl, wait, owner);
+  body["permits"] = permits;
+  Clock::time_point sent_at;
+  auto parsed =
+      expect_object(impl_->call("POST", "/v1/semaphores/" + std::string(name), body.dump(),
                                 Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto token = field<std::uint64_t>(parsed.value(), "token");
-  auto validity = field<std::int64_t>(parsed.value(), "validity_ms");
   if (!token.ok()) return std::move(token).error();
-  if (!validity.ok()) return std::move(validity).error();
-  if (!parsed->contains("lease") || !parsed.value()["lease"].is_string())
-    return make(ErrorCode::kInternal, "the service's answer lacks the lease");
-  // How long the service waited before the attempt that won; absent from services that predate it.
-  milliseconds waited{0};
-  if (parsed->contains("waited_ms")) {
-    auto field_value = field<std::int64_t>(parsed.value(), "waited_ms");
-    if (!field_value.ok()) return std::move(field_value).error();
-    waited = milliseconds(field_value.value());
-  }
-  // Conservative: the validity counts from the start of the winning attempt, which is no earlier
-  // than our send time plus the time the service says it waited.
-  return Lease(std::string(name), parsed.value()["lease"].get<std::string>(), token.value(), ttl,
-               sent_at + waited + milliseconds(validity.value()));
+  auto slot = field<std::uint32_t>(parsed.value(), "slot");
+  if (!slot.ok()) return std::move(slot).error();
+  auto grant = grant_of(parsed.value(), sent_at);
+  if (!grant.ok()) return std::move(grant).error();
+  return Lease::permit(std::string(name), permits, slot.value(), std::move(grant->lease_string),
+                       token.value(), ttl, grant->deadline);
 }
 
 Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds> within) {
   if (ttl.count() <= 0) return make(ErrorCode::kInvalidArgument, "ttl must be positive");
-  const json body{{"lease", lease.lease_string()}, {"ttl_ms", ttl.count()}};
+  json body{{"lease", lease.lease_string()}, {"ttl_ms", ttl.count()}};
+  if (lease.kind() == LeaseKind::kSet) body["names"] = lease.names();
   Clock::time_point sent_at;
-  auto parsed =
-      expect_object(impl_->call("POST", "/v1/locks/" + lease.name() + "/extend", body.dump(),
-                                Impl::Retry::kSafe, milliseconds(0), within, sent_at));
+  auto parsed = expect_object(impl_->call("POST", target_of(lease, true), body.dump(),
+                                          Impl::Retry::kSafe, milliseconds(0), within, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto validity = field<std::int64_t>(parsed.value(), "validity_ms");
   if (!validity.ok()) return std::move(validity).error();
@@ -396,15 +510,30 @@ Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds
 }
 
 Result<bool> Client::release(const Lease& lease) {
-  const json body{{"lease", lease.lease_string()}};
+  json body{{"lease", lease.lease_string()}};
+  if (lease.kind() == LeaseKind::kSet) body["names"] = lease.names();
   Clock::time_point sent_at;
   auto parsed =
-      expect_object(impl_->call("DELETE", "/v1/locks/" + lease.name(), body.dump(),
-                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+      expect_object(impl_->call("DELETE", target_of(lease, false), body.dump(), Impl::Retry::kSafe,
+                                milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   if (!parsed->contains("released") || !parsed.value()["released"].is_boolean())
     return make(ErrorCode::kInternal, "the service's answer lacks 'released'");
   return parsed.value()["released"].get<bool>();
+}
+
+Result<SemaphoreStatus> Client::semaphore_status(std::string_view name) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto parsed =
+      expect_object(impl_->call("GET", "/v1/semaphores/" + std::string(name), {},
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  if (!parsed.ok()) return std::move(parsed).error();
+  auto permits = field<std::uint32_t>(parsed.value(), "permits");
+  if (!permits.ok()) return std::move(permits).error();
+  auto held = field<std::uint32_t>(parsed.value(), "held");
+  if (!held.ok()) return std::move(held).error();
+  return SemaphoreStatus{permits.value(), held.value()};
 }
 
 Result<LockStatus> Client::status(std::string_view name) {

@@ -17,8 +17,13 @@ Clock::time_point from_ticks(Clock::rep ticks) {
 
 LeaseKeeper::LeaseKeeper(Client& client, Lease lease, RenewOptions options)
     : client_(client),
+      kind_(lease.kind()),
       name_(lease.name()),
+      names_(lease.names()),
+      tokens_(lease.tokens()),
       token_(lease.token()),
+      slot_(lease.slot()),
+      permits_(lease.permits()),
       options_(options),
       acquired_(Clock::now()),
       lease_(std::move(lease)),
@@ -31,6 +36,13 @@ LeaseKeeper::~LeaseKeeper() {
   if (!released_.exchange(true)) {
     (void)client_.release(lease_);  // best effort: the ttl frees the lock otherwise
   }
+}
+
+std::uint64_t LeaseKeeper::token_of(std::string_view name) const noexcept {
+  for (std::size_t i = 0; i < names_.size() && i < tokens_.size(); ++i) {
+    if (names_[i] == name) return tokens_[i];
+  }
+  return 0;
 }
 
 Clock::time_point LeaseKeeper::deadline() const noexcept {
@@ -64,7 +76,6 @@ void LeaseKeeper::declare_lost(Error why) {
 }
 
 void LeaseKeeper::run(const std::stop_token& stop) {
-  const std::string lease_string = lease_.lease_string();
   std::optional<Error> last_failure;  // set while renewal keeps failing transiently
   Clock::time_point retry_at{};       // when to try again after such a failure
   for (;;) {
@@ -98,7 +109,10 @@ void LeaseKeeper::run(const std::stop_token& stop) {
     if (bounded) continue;
 
     // The extend may take at most until the lost signal is due, so the signal is never late.
-    Lease attempt(name_, lease_string, token_, ttl, deadline);
+    Lease attempt = [&] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      return lease_.copy();
+    }();
     auto extended = client_.extend(
         attempt, ttl,
         std::max(std::chrono::duration_cast<milliseconds>(lost_at - now), milliseconds(1)));
@@ -122,9 +136,13 @@ void LeaseKeeper::run(const std::stop_token& stop) {
 
 Status with_lease(Client& client, std::string_view name, milliseconds ttl, milliseconds wait,
                   const std::function<void(LeaseKeeper&)>& work, RenewOptions options) {
-  auto lease = client.acquire(name, ttl, wait);
-  if (!lease.ok()) return std::move(lease).error();
-  LeaseKeeper keeper(client, std::move(lease).value(), options);
+  return with_lease(client, client.acquire(name, ttl, wait), work, options);
+}
+
+Status with_lease(Client& client, Result<Lease> acquired,
+                  const std::function<void(LeaseKeeper&)>& work, RenewOptions options) {
+  if (!acquired.ok()) return std::move(acquired).error();
+  LeaseKeeper keeper(client, std::move(acquired).value(), options);
   work(keeper);
   const auto reason = keeper.lost_reason();
   (void)keeper.release();

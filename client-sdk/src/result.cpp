@@ -22,6 +22,8 @@ std::string_view error_code_name(ErrorCode code) noexcept {
       return "tls";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kPermitsMismatch:
+      return "permits_mismatch";
   }
   return "internal";
 }

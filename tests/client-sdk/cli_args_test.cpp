@@ -187,3 +187,93 @@ TEST_CASE("cli: release of a lease that is gone has the not-held exit code, docu
   CHECK_THAT(cli_usage(), Catch::Contains("exits 4 when the lease no longer held the lock"));
   CHECK_THAT(cli_usage(), Catch::Contains("4  not held: extend or release found the lease gone"));
 }
+
+TEST_CASE("cli: --name makes a lock set, with or without the positional NAME", "[client]") {
+  auto a = parse({"run", "--name", "a", "--name", "b", "--", "true"});
+  REQUIRE(a.ok());
+  CHECK(a->names == std::vector<std::string>{"a", "b"});
+  CHECK(a->name == "a,b");
+  CHECK(lease_kind_of(a.value()) == fencelock::LeaseKind::kSet);
+  CHECK(a->command_line == std::vector<std::string>{"true"});
+
+  auto b = parse({"acquire", "--ttl", "10s", "c", "--name", "a"});
+  REQUIRE(b.ok());
+  CHECK(b->names == std::vector<std::string>{"c", "a"});
+  CHECK(lease_kind_of(b.value()) == fencelock::LeaseKind::kSet);
+
+  auto one = parse({"run", "--name", "solo"});
+  REQUIRE(one.ok());
+  CHECK(lease_kind_of(one.value()) == fencelock::LeaseKind::kLock);
+  CHECK(one->name == "solo");
+}
+
+TEST_CASE("cli: extend and release of a lock set take every name with --name", "[client]") {
+  auto a = parse({"extend", "--name", "b", "--name", "a", "17,4.ab"});
+  REQUIRE(a.ok());
+  CHECK(a->names == std::vector<std::string>{"b", "a"});
+  CHECK(a->lease == "17,4.ab");
+  auto b = parse({"release", "--name", "b", "--name", "a"}, std::nullopt, "17,4.ab");
+  REQUIRE(b.ok());
+  CHECK(b->lease == "17,4.ab");
+  auto c = parse({"release", "--name", "b", "a", "17,4.ab"});
+  REQUIRE_FALSE(c.ok());
+  CHECK_THAT(c.error().message, Catch::Contains("take every name with --name"));
+}
+
+TEST_CASE("cli: --permits makes NAME a counting semaphore", "[client]") {
+  auto a = parse({"run", "--permits", "3", "pool", "--", "true"});
+  REQUIRE(a.ok());
+  CHECK(a->permits == 3u);
+  CHECK(a->name == "pool");
+  CHECK(lease_kind_of(a.value()) == fencelock::LeaseKind::kPermit);
+  CHECK(parse({"acquire", "--permits=64", "pool"})->permits == 64u);
+  CHECK(parse({"release", "--permits", "1", "pool", "9.ab.1.0"})->permits == 1u);
+  CHECK(parse({"semaphore", "pool"})->command == Command::kSemaphore);
+}
+
+TEST_CASE("cli: lock sets and permits out of bounds are refused before any request", "[client]") {
+  std::vector<std::string> seventeen = {"run"};
+  for (int i = 0; i < 17; ++i) {
+    seventeen.push_back("--name");
+    seventeen.push_back("n" + std::to_string(i));
+  }
+  const auto [args, message] = GENERATE_COPY(table<std::vector<std::string>, std::string>({
+      {seventeen, "at most 16 names, got 17"},
+      {{"run", "a", "--name", "b", "--name", "a"}, "'a' is named twice"},
+      {{"acquire", "--name", "a", "--name", "bad name"}, "'bad name': name must be"},
+      {{"acquire", "--name", "a", "--name", ".."}, "'..': name must be"},
+      {{"run", "--permits", "0", "pool"}, "--permits: expected a whole number from 1 to 64"},
+      {{"run", "--permits", "65", "pool"}, "--permits: expected a whole number from 1 to 64"},
+      {{"run", "--permits", "3x", "pool"}, "--permits: expected a whole number"},
+      {{"run", "--permits", "-1", "pool"}, "--permits: expected a whole number"},
+      {{"run", "--permits", "", "pool"}, "--permits: expected a whole number"},
+      {{"run", "--permits", "2", "a", "--name", "b"}, "--permits takes one semaphore NAME"},
+      {{"status", "--name", "a", "b"}, "--name is only for run, acquire, extend and release"},
+      {{"token", "--permits", "2", "a"}, "--permits is only for"},
+      {{"semaphore", "--permits", "2", "a"}, "--permits is only for"},
+      {{"run", "--name"}, "--name: needs a value"},
+  }));
+  auto parsed = parse(args);
+  REQUIRE_FALSE(parsed.ok());
+  CHECK(exit_code_for(parsed.error()) == kExitUsage);
+  CHECK_THAT(parsed.error().message, Catch::Contains(message));
+}
+
+TEST_CASE("cli: a lock set of 16 names is accepted", "[client]") {
+  std::vector<std::string> sixteen = {"acquire"};
+  for (int i = 0; i < 16; ++i) {
+    sixteen.push_back("--name");
+    sixteen.push_back("n" + std::to_string(i));
+  }
+  auto a = parse(sixteen);
+  REQUIRE(a.ok());
+  CHECK(a->names.size() == 16);
+}
+
+TEST_CASE("cli: a permits mismatch has an exit code of its own, documented", "[client]") {
+  const fencelock::Error mismatch{fencelock::ErrorCode::kPermitsMismatch, "live with 5", 409, {}};
+  CHECK(exit_code_for(mismatch) == kExitPermitsMismatch);
+  CHECK_THAT(cli_usage(), Catch::Contains("  8  permits mismatch"));
+  CHECK_THAT(cli_usage(), Catch::Contains("FENCELOCK_TOKENS=\"a=17,b=4\""));
+  CHECK_THAT(cli_usage(), Catch::Contains("FENCELOCK_SLOT"));
+}

@@ -261,3 +261,92 @@ TEST_CASE("cli: several endpoints fail over to one that answers, and -v never sh
     CHECK(released.output.find(lease_string) == std::string::npos);  // stdout has no lease either
   }
 }
+
+TEST_CASE("cli: run --name a --name b holds a lock set and gives the command a token per name",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  REQUIRE(s.client().post("/v1/tokens/b", json::object()).status == 200);  // b's counter is at 1
+  const CliRun r = cli(s, {"run", "--ttl", "5s", "b", "--name", "a", "--", "sh", "-c",
+                           "echo \"names=$FENCELOCK_NAMES tokens=$FENCELOCK_TOKENS "
+                           "name=${FENCELOCK_NAME:-none} token=${FENCELOCK_TOKEN:-none} "
+                           "lease=${FENCELOCK_LEASE:-none}\"; exit 5"});
+  CHECK(r.exit_code == 5);
+  CHECK_THAT(r.output, Catch::Contains("names=a,b tokens=a=1,b=2 name=none token=none lease=none"));
+  CHECK(s.client().get("/v1/locks/a").json()["held"] == false);
+  CHECK(s.client().get("/v1/locks/b").json()["held"] == false);
+}
+
+TEST_CASE("cli: run of a lock set with a held name exits 3 and takes none of the names",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  REQUIRE(s.client().post("/v1/locks/b", {{"ttl_ms", 30000}}).status == 200);
+  const CliRun r = cli(s, {"run", "--name", "a", "--name", "b", "--", "true"});
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.output, Catch::Contains("held by another lease"));
+  CHECK(s.client().get("/v1/locks/a").json()["held"] == false);
+}
+
+TEST_CASE("cli: run --permits N gives the command its slot, and a full semaphore exits 3",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  REQUIRE(s.client().post("/v1/semaphores/pool", {{"permits", 2}, {"ttl_ms", 30000}}).status ==
+          200);
+  const CliRun r = cli(s, {"run", "--permits", "2", "pool", "--", "sh", "-c",
+                           "echo \"name=$FENCELOCK_NAME token=$FENCELOCK_TOKEN "
+                           "slot=$FENCELOCK_SLOT permits=$FENCELOCK_PERMITS\""});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("name=pool token=2 slot="));
+  CHECK_THAT(r.output, Catch::Contains(" permits=2"));
+  CHECK(s.client().get("/v1/semaphores/pool").json()["held"] == 1);
+
+  REQUIRE(s.client().post("/v1/semaphores/pool", {{"permits", 2}, {"ttl_ms", 30000}}).status ==
+          200);
+  const CliRun full = cli(s, {"run", "--permits", "2", "--wait", "200ms", "pool", "--", "true"});
+  CHECK(full.exit_code == 3);
+  CHECK_THAT(full.output, Catch::Contains("every permit of 'pool' is held"));
+
+  const CliRun mismatch = cli(s, {"run", "--permits", "3", "pool", "--", "true"});
+  CHECK(mismatch.exit_code == 8);
+}
+
+TEST_CASE("cli: acquire, extend and release a lock set and a permit for scripts",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  const CliRun set = cli(s, {"acquire", "--ttl", "30s", "--name", "y", "--name", "x"});
+  REQUIRE(set.exit_code == 0);
+  const json set_json = first_json_line(set.output);
+  CHECK(set_json["names"] == json::array({"x", "y"}));
+  CHECK(set_json["tokens"] == json{{"x", 1}, {"y", 1}});
+  const std::string set_lease = set_json["lease"];
+  const CliRun extended = cli(s, {"extend", "--ttl", "1m", "--name", "x", "--name", "y"}, 20s,
+                              {"FENCELOCK_LEASE=" + set_lease});
+  CHECK(extended.exit_code == 0);
+  CHECK(first_json_line(extended.output)["names"] == json::array({"x", "y"}));
+  CHECK(s.client().get("/v1/locks/y").json()["remaining_ms"] > 40000);
+  const CliRun released = cli(s, {"release", "--name", "y", "--name", "x", set_lease});
+  CHECK(released.exit_code == 0);
+  CHECK(first_json_line(released.output)["released"] == true);
+  CHECK(s.client().get("/v1/locks/x").json()["held"] == false);
+
+  const CliRun permit = cli(s, {"acquire", "--permits", "3", "slots"});
+  REQUIRE(permit.exit_code == 0);
+  const json permit_json = first_json_line(permit.output);
+  CHECK(permit_json["permits"] == 3);
+  CHECK(permit_json["slot"] < 3);
+  const std::string permit_lease = permit_json["lease"];
+  CHECK(cli(s, {"semaphore", "slots"}).output.find("\"held\":1") != std::string::npos);
+  CHECK(cli(s, {"extend", "--permits", "3", "slots", permit_lease}).exit_code == 0);
+  CHECK(cli(s, {"release", "--permits", "2", "slots", permit_lease}).exit_code == 2);
+  CHECK(cli(s, {"release", "--permits", "3", "slots", permit_lease}).exit_code == 0);
+  CHECK(cli(s, {"release", "--permits", "3", "slots", permit_lease}).exit_code == 4);
+}
+
+TEST_CASE("cli: a lock set with a duplicate or too many names is refused before any request",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  const CliRun twice = cli(s, {"run", "--name", "a", "--name", "a", "--", "true"});
+  CHECK(twice.exit_code == 2);
+  CHECK_THAT(twice.output, Catch::Contains("'a' is named twice"));
+  CHECK(cli(s, {"run", "--permits", "65", "p", "--", "true"}).exit_code == 2);
+  CHECK(s.client().get("/v1/tokens/a").json()["token"] == 0);  // nothing was acquired
+}

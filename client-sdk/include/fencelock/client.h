@@ -5,9 +5,10 @@
 // connection from the pool (or opens one) and returns it afterwards. Every call is blocking and
 // bounded by the request timeout (acquire: plus its wait).
 //
-// Retries: calls that are safe to repeat (extend, release, status, next_token, current_token) are
-// retried on transport and TLS errors and 503s, up to max_retries times, on the next endpoint.
-// acquire is retried only when the request could not even be sent (nothing can have been granted).
+// Retries: calls that are safe to repeat (extend, release, status, semaphore_status, next_token,
+// current_token) are retried on transport and TLS errors and 503s, up to max_retries times, on the
+// next endpoint. acquire, acquire_set and acquire_permit are retried only when the request could
+// not even be sent (nothing can have been granted).
 #pragma once
 
 #include <chrono>
@@ -68,6 +69,12 @@ struct LockStatus {
   std::uint64_t last_token = 0;
 };
 
+// GET /v1/semaphores/{name}.
+struct SemaphoreStatus {
+  std::uint32_t permits = 0;  // the live semaphore's permit count; 0 when no permit is live
+  std::uint32_t held = 0;     // permits held now
+};
+
 class Client {
  public:
   // Reads the TLS files when an endpoint is https://. Errors: kInvalidArgument (a malformed
@@ -87,15 +94,42 @@ class Client {
                         std::chrono::milliseconds wait = std::chrono::milliseconds(0),
                         std::string_view owner = {});
 
-  // Resets the lease's ttl and moves its deadline. `within` bounds the whole call, retries
-  // included (default: the request timeout per attempt). Errors: kNotHeld (expired, released or
-  // taken over: stop using it), kUnavailable, kInvalidArgument, kTransport.
+  // Acquires every name of `names` at once under one lease (a lock set): all of them or none,
+  // never a part. `names` in any order, 1..16 distinct valid names; the lease holds them sorted,
+  // with one fencing token per name (Lease::token_of; each from that name's counter, the one its
+  // single lock uses). A set and a single lock of the same name exclude each other. ttl, wait,
+  // owner and errors as acquire (kLocked when any name is held by another lease; kInvalidArgument
+  // for a duplicate, a bad name or more than 16 names, refused before sending).
+  Result<Lease> acquire_set(const std::vector<std::string>& names, std::chrono::milliseconds ttl,
+                            std::chrono::milliseconds wait = std::chrono::milliseconds(0),
+                            std::string_view owner = {});
+
+  // Acquires one permit of the counting semaphore `name`, which has `permits` permits (1..64): at
+  // most that many permits are live at once, each a lease on one slot (Lease::slot). Its token is
+  // drawn from `name`'s counter (shared with the lock `name`) and grows with every grant. ttl,
+  // wait, owner as acquire. Errors: kLocked (every permit is held, and the wait ran out;
+  // retry_after when known), kPermitsMismatch (the semaphore is live with another permit count,
+  // which the message names), kUnavailable, kInvalidArgument (permits out of 1..64, a bad name:
+  // refused before sending), kTransport.
+  Result<Lease> acquire_permit(std::string_view name, std::uint32_t permits,
+                               std::chrono::milliseconds ttl,
+                               std::chrono::milliseconds wait = std::chrono::milliseconds(0),
+                               std::string_view owner = {});
+
+  // Resets the lease's ttl and moves its deadline — a lock's, a lock set's (all its names at
+  // once) or a permit's. `within` bounds the whole call, retries included (default: the request
+  // timeout per attempt). Errors: kNotHeld (expired, released or taken over: stop using it),
+  // kUnavailable, kInvalidArgument, kTransport.
   Status extend(Lease& lease, std::chrono::milliseconds ttl,
                 std::optional<std::chrono::milliseconds> within = std::nullopt);
 
-  // Releases the lease: true iff it still held the lock. Idempotent. Errors: kUnavailable,
-  // kInvalidArgument, kTransport.
+  // Releases the lease (a lock, every name of a set, a permit): true iff it still held it.
+  // Idempotent. Errors: kUnavailable, kInvalidArgument, kTransport.
   Result<bool> release(const Lease& lease);
+
+  // How many permits of semaphore `name` are held, and of how many. Errors: kUnavailable,
+  // kInvalidArgument, kDenied, kTransport.
+  Result<SemaphoreStatus> semaphore_status(std::string_view name);
 
   Result<LockStatus> status(std::string_view name);
   Result<std::uint64_t> next_token(std::string_view name);

@@ -1,5 +1,6 @@
 // Keeps a lease alive while work runs under it (Redisson's watchdog, node-redlock's `using`),
-// and says when it is lost.
+// and says when it is lost. Any lease: a lock, a lock set (all its names are extended together,
+// one request) or a semaphore permit.
 //
 // A background thread extends the lease whenever `renew_when_left` of its ttl is left. The
 // lost-lease signal — lost_token(), a std::stop_token — is raised
@@ -23,7 +24,9 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "fencelock/client.h"
 #include "fencelock/lease.h"
@@ -56,8 +59,15 @@ class LeaseKeeper {
   // Why the signal fired (nullopt while not lost).
   std::optional<Error> lost_reason() const;
 
-  const std::string& name() const noexcept { return name_; }
-  std::uint64_t token() const noexcept { return token_; }
+  // The lease's identity, as Lease (lease.h) defines it: fixed for the keeper's life.
+  LeaseKind kind() const noexcept { return kind_; }
+  const std::string& name() const noexcept { return name_; }  // a set: "a,b" (a label)
+  const std::vector<std::string>& names() const noexcept { return names_; }
+  const std::vector<std::uint64_t>& tokens() const noexcept { return tokens_; }
+  std::uint64_t token() const noexcept { return token_; }  // a set: 0 (use token_of)
+  std::uint64_t token_of(std::string_view name) const noexcept;
+  std::uint32_t slot() const noexcept { return slot_; }
+  std::uint32_t permits() const noexcept { return permits_; }
   Lease::Clock::time_point deadline() const noexcept;
   std::uint32_t renewals() const noexcept { return renewals_.load(); }
 
@@ -70,8 +80,13 @@ class LeaseKeeper {
   std::chrono::milliseconds margin() const noexcept;
 
   Client& client_;
+  const LeaseKind kind_;
   const std::string name_;
+  const std::vector<std::string> names_;
+  const std::vector<std::uint64_t> tokens_;
   const std::uint64_t token_;
+  const std::uint32_t slot_;
+  const std::uint32_t permits_;
   const RenewOptions options_;
   const Lease::Clock::time_point acquired_;
 
@@ -91,5 +106,11 @@ class LeaseKeeper {
 Status with_lease(Client& client, std::string_view name, std::chrono::milliseconds ttl,
                   std::chrono::milliseconds wait, const std::function<void(LeaseKeeper&)>& work,
                   RenewOptions options = {});
+
+// The same for a lease already acquired, of any kind — the result of acquire, acquire_set or
+// acquire_permit, passed as it came: with_lease(client, client.acquire_set({"a", "b"}, 30s), work).
+// Returns its error if the acquire failed, kNotHeld if the lease was lost while work ran, else ok.
+Status with_lease(Client& client, Result<Lease> acquired,
+                  const std::function<void(LeaseKeeper&)>& work, RenewOptions options = {});
 
 }  // namespace fencelock

@@ -4,7 +4,8 @@
 // handle differently: kLocked (someone else holds it: wait or give up), kNotHeld (your lease is
 // gone: stop writing), kUnavailable (the service or its lock nodes cannot decide now: retry
 // later), kInvalidArgument (fix the call), kTransport (no answer from the service at all), kTls
-// (the TLS handshake failed: fix the certificates, retrying will not help).
+// (the TLS handshake failed: fix the certificates, retrying will not help), kPermitsMismatch (the
+// semaphore is live with another permit count: ask with that count, or wait until it is free).
 // No exception crosses the SDK's API. A Result is a plain value, not thread-safe.
 #pragma once
 
@@ -29,10 +30,12 @@ enum class ErrorCode {
   kTls,              // TLS failed: the server's certificate is not trusted (ca_file) or not for
                      // this host, or the server refused the protocol or our client certificate
   kInternal,         // 500, or an answer the SDK cannot read
+  kPermitsMismatch,  // 409 permits_mismatch: acquire_permit with another permit count than the
+                     // live semaphore's (the message names the live count)
 };
 
 // "locked", "not_held", "unavailable", "invalid_argument", "denied", "rate_limited", "transport",
-// "tls", "internal".
+// "tls", "internal", "permits_mismatch".
 std::string_view error_code_name(ErrorCode code) noexcept;
 
 struct Error {

@@ -1,0 +1,200 @@
+// The C++ SDK's lock sets and counting semaphores (#19) against the real service (real
+// fencelockd, real redis-servers), and what it refuses before sending.
+#include <catch2/catch.hpp>
+#include <set>
+#include <thread>
+
+#include "fencelock/client.h"
+#include "fencelock/lease_keeper.h"
+#include "fencelock/lock_guard.h"
+#include "service_under_test.h"
+
+using namespace fencelock;
+using namespace fencelock::testing;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+Client client_for(ServiceUnderTest& s) {
+  ClientOptions options;
+  options.endpoints = {s.endpoint()};
+  auto client = Client::create(options);
+  if (!client.ok()) FAIL(client.error().message);
+  return std::move(client).value();
+}
+
+}  // namespace
+
+TEST_CASE("sdk: a lock set is taken whole, fenced per name, extended and released as one",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  REQUIRE(client.next_token("b").value() == 1);  // b's counter is ahead of a's
+
+  const auto sent = Clock::now();
+  auto set = client.acquire_set({"b", "a"}, 10s, 0ms, "sdk-test");
+  REQUIRE(set.ok());
+  CHECK(set->kind() == LeaseKind::kSet);
+  CHECK(set->names() == std::vector<std::string>{"a", "b"});
+  CHECK(set->token_of("a") == 1);
+  CHECK(set->token_of("b") == 2);  // each name's own counter, the one its single lock uses
+  CHECK(set->token() == 0);
+  CHECK(set->deadline() <= sent + 10s);
+  CHECK(set->remaining() > 9s);
+  CHECK(client.current_token("a").value() == 1);
+  CHECK(client.current_token("b").value() == 2);
+
+  SECTION("a single lock of one of its names, or a set that overlaps it, is refused") {
+    CHECK(client.acquire("a", 1s).error().code == ErrorCode::kLocked);
+    CHECK(client.acquire_set({"c", "b"}, 1s).error().code == ErrorCode::kLocked);
+    CHECK(client.acquire("c", 1s).ok());  // the refused set left nothing of itself behind
+  }
+  SECTION("an extend moves the deadline of every name at once") {
+    const auto before = set->deadline();
+    REQUIRE(client.extend(set.value(), 30s).ok());
+    CHECK(set->deadline() > before);
+    CHECK(set->ttl() == 30s);
+    CHECK(client.status("a")->remaining > 20s);
+    CHECK(client.status("b")->remaining > 20s);
+  }
+  SECTION("a release frees every name, and is idempotent") {
+    CHECK(client.release(set.value()).value() == true);
+    CHECK(client.release(set.value()).value() == false);
+    CHECK(client.extend(set.value(), 1s).error().code == ErrorCode::kNotHeld);
+    CHECK_FALSE(client.status("a")->held);
+    CHECK_FALSE(client.status("b")->held);
+    auto single = client.acquire("a", 1s);
+    REQUIRE(single.ok());
+    CHECK(single->token() == 2);
+  }
+}
+
+TEST_CASE("sdk: a lock set rebuilt from its lease string is released by another client",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  auto set = client.acquire_set({"x", "y", "z"}, 10s);
+  REQUIRE(set.ok());
+  auto copy = lease_from_string(LeaseKind::kSet, {"z", "x", "y"}, set->lease_string(), 10s);
+  REQUIRE(copy.ok());
+  Client other = client_for(s);
+  CHECK(other.release(copy.value()).value() == true);
+  CHECK_FALSE(client.status("y")->held);
+}
+
+TEST_CASE("sdk: a semaphore grants at most its permits, each on a slot of its own",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  auto first = client.acquire_permit("pool", 2, 10s);
+  auto second = client.acquire_permit("pool", 2, 10s);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  CHECK(first->kind() == LeaseKind::kPermit);
+  CHECK(first->permits() == 2);
+  CHECK(std::set<std::uint32_t>{first->slot(), second->slot()} == std::set<std::uint32_t>{0, 1});
+  CHECK(second->token() > first->token());  // from the semaphore's counter, growing per grant
+  CHECK(first->token_of("pool") == first->token());
+
+  auto third = client.acquire_permit("pool", 2, 10s);
+  REQUIRE_FALSE(third.ok());
+  CHECK(third.error().code == ErrorCode::kLocked);
+
+  auto mismatch = client.acquire_permit("pool", 3, 10s);
+  REQUIRE_FALSE(mismatch.ok());
+  CHECK(mismatch.error().code == ErrorCode::kPermitsMismatch);
+  CHECK(mismatch.error().http_status == 409);
+  CHECK_THAT(mismatch.error().message, Catch::Contains("2"));
+
+  auto status = client.semaphore_status("pool");
+  REQUIRE(status.ok());
+  CHECK(status->permits == 2);
+  CHECK(status->held == 2);
+
+  const auto before = first->deadline();
+  REQUIRE(client.extend(first.value(), 20s).ok());
+  CHECK(first->deadline() > before);
+
+  CHECK(client.release(first.value()).value() == true);
+  CHECK(client.release(first.value()).value() == false);
+  CHECK(client.semaphore_status("pool")->held == 1);
+  auto again = client.acquire_permit("pool", 2, 10s);
+  REQUIRE(again.ok());
+  CHECK(again->slot() == first->slot());
+  CHECK(again->token() > second->token());
+
+  CHECK(client.release(second.value()).value() == true);
+  CHECK(client.release(again.value()).value() == true);
+  CHECK(client.semaphore_status("pool")->held == 0);
+}
+
+TEST_CASE("sdk: a waiting permit acquire gets the permit its holder releases", "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  auto held = client.acquire_permit("one", 1, 10s);
+  REQUIRE(held.ok());
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(300ms);
+    (void)client.release(held.value());
+  });
+  const auto started = Clock::now();
+  auto waited = client.acquire_permit("one", 1, 10s, 5s);
+  releaser.join();
+  REQUIRE(waited.ok());
+  CHECK(Clock::now() - started < 4s);
+  CHECK(waited->token() > held->token());
+}
+
+TEST_CASE("sdk: a lease keeper and a lock guard work for lock sets and permits",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  {
+    LeaseKeeper keeper(client, client.acquire_set({"k1", "k2"}, 300ms).value());
+    CHECK(keeper.kind() == LeaseKind::kSet);
+    CHECK(keeper.names() == std::vector<std::string>{"k1", "k2"});
+    CHECK(keeper.token_of("k2") == 1);
+    std::this_thread::sleep_for(900ms);
+    CHECK_FALSE(keeper.lost());
+    CHECK(keeper.renewals() >= 2);
+    CHECK(client.status("k1")->held);
+    CHECK(keeper.release().value() == true);
+  }
+  {
+    LeaseKeeper keeper(client, client.acquire_permit("kp", 2, 300ms).value());
+    CHECK(keeper.slot() < 2);
+    CHECK(keeper.permits() == 2);
+    std::this_thread::sleep_for(900ms);
+    CHECK_FALSE(keeper.lost());
+    CHECK(client.semaphore_status("kp")->held == 1);
+  }  // the keeper releases
+  CHECK(client.semaphore_status("kp")->held == 0);
+  {
+    LockGuard guard(client, client.acquire_set({"g1", "g2"}, 10s).value());
+    CHECK(client.status("g2")->held);
+  }
+  CHECK_FALSE(client.status("g2")->held);
+  auto done = with_lease(client, client.acquire_permit("wp", 1, 300ms), [&](LeaseKeeper& k) {
+    CHECK(k.kind() == LeaseKind::kPermit);
+    CHECK(client.semaphore_status("wp")->held == 1);
+  });
+  CHECK(done.ok());
+  CHECK(client.semaphore_status("wp")->held == 0);
+}
+
+TEST_CASE("sdk: bad lock sets and permit counts are refused before anything is sent", "[client]") {
+  auto client = Client::create({}).value();  // nothing listens there: a request would fail
+  std::vector<std::string> seventeen;
+  for (int i = 0; i < 17; ++i) seventeen.push_back("n" + std::to_string(i));
+  CHECK(client.acquire_set({}, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire_set(seventeen, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire_set({"a", "b", "a"}, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire_set({"a", "bad name"}, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire_set({"a", "b"}, 0ms).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire_permit("pool", 0, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire_permit("pool", 65, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.acquire_permit("a/b", 2, 1s).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.semaphore_status("..").error().code == ErrorCode::kInvalidArgument);
+  CHECK(error_code_name(ErrorCode::kPermitsMismatch) == "permits_mismatch");
+}
