@@ -322,7 +322,8 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
     const auto now = Clock::now();
     // A lease of 10 s released within milliseconds must still have been held everywhere.
     const bool checks_released = s_.workload == "set" || s_.workload == "semaphore";
-    if (status != 200 || (checks_released && !body.value("released", false))) ++totals_.errors;
+    if (status != 200 || (checks_released && !(body.is_object() && body.value("released", false))))
+      ++totals_.errors;
     if (s_.workload == "contended") {
       totals_.last_release = now;
     } else {
