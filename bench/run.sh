@@ -120,17 +120,6 @@ for layout in 8:8 1:8; do
   "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload semaphore \
     --semaphores "${layout%%:*}" --permits "${layout##*:}" --callers "$set_callers" --seconds "$seconds" | record
 done
-if [ "$quick" = 1 ]; then
-  # The smoke test of #19's primitives (no timing): every set and semaphore run granted something.
-  python3 - "$results" <<'PY'
-import json, sys
-rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-bad = [r for r in rows if r.get("workload") in ("set", "multi", "semaphore") and not r.get("ops")]
-for r in bad:
-    print(f"bench: no pair completed: {json.dumps(r)}", file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
-fi
 
 say "two fencelockd instances (Redis token source) on the same lock nodes"
 redis-server --port "$token_port" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync always \
@@ -332,6 +321,15 @@ echo "{\"system\":\"fencelock\",\"workload\":\"rss\",\"connections\":${open:-0},
 if [ "$quick" = 1 ]; then
   python3 bench/report.py "$results" "$out/environment.txt" "$out/benchmarks-quick.md" ""
   say "quick run done: $out/benchmarks-quick.md (docs untouched)"
+  # The smoke test of #19's primitives (no timing): every set and semaphore run granted something.
+  python3 - "$results" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+bad = [r for r in rows if r.get("workload") in ("set", "multi", "semaphore") and not r.get("ops")]
+for r in bad:
+    print(f"bench: no pair completed: {json.dumps(r)}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
 else
   python3 bench/report.py "$results" "$out/environment.txt" docs/benchmarks-side-by-side.md docs/benchmarks.svg \
     docs/benchmarks.md
