@@ -131,6 +131,7 @@ ErrorCode sdk_code_for(WireError error) {
     case WireError::kNotFound:
     case WireError::kMethodNotAllowed:
     case WireError::kPlainHttpOnTlsPort:
+    case WireError::kPermitsMismatch:
       return ErrorCode::kInvalidArgument;
     case WireError::kInternal:
     case WireError::kClientGone:

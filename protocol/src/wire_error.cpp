@@ -12,7 +12,7 @@ struct Entry {
   std::string_view code;
 };
 
-constexpr std::array<Entry, 14> kTable{{
+constexpr std::array<Entry, 15> kTable{{
     {WireError::kInvalidRequest, 400, "invalid_request"},
     {WireError::kNotFound, 404, "not_found"},
     {WireError::kMethodNotAllowed, 405, "method_not_allowed"},
@@ -27,6 +27,7 @@ constexpr std::array<Entry, 14> kTable{{
     {WireError::kUnavailable, 503, "unavailable"},
     {WireError::kClientGone, 499, "client_gone"},
     {WireError::kPlainHttpOnTlsPort, 400, "plain_http_on_tls_port"},
+    {WireError::kPermitsMismatch, 409, "permits_mismatch"},
 }};
 
 const Entry& entry_of(WireError error) noexcept {

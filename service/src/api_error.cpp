@@ -16,8 +16,8 @@ ApiError api_error_from(storage::ErrorCode code) noexcept {
       return ApiError::kInternal;
     case storage::ErrorCode::kCancelled:
       return ApiError::kClientGone;
-    case storage::ErrorCode::kPermitsMismatch:  // TODO(#19 service): 409 permits_mismatch
-      return ApiError::kInvalidRequest;
+    case storage::ErrorCode::kPermitsMismatch:
+      return ApiError::kPermitsMismatch;
   }
   return ApiError::kInternal;
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fencelock/names.h"
+#include "handler_support.h"
 #include "lease_codec.h"
 #include "log.h"
 #include "metrics.h"
@@ -16,17 +17,7 @@ namespace {
 
 using nlohmann::json;
 using storage::Result;
-
-ApiResponse ok(const json& body, std::optional<std::uint64_t> token = std::nullopt) {
-  ApiResponse response;
-  response.body = body.dump();
-  response.log.token = token;
-  return response;
-}
-
-ApiResponse from_storage_error(const storage::Error& error) {
-  return ApiHandlers::error_response(api_error_from(error.code), error.message);
-}
+using namespace handler_support;
 
 json lease_body(const std::string& name, const std::string& lease, std::uint64_t token,
                 std::chrono::milliseconds ttl, std::chrono::milliseconds validity) {
@@ -44,15 +35,27 @@ std::uint8_t required_right(Route route) {
     case Route::kAcquire:
     case Route::kExtend:
     case Route::kRelease:
+    case Route::kAcquireSet:
+    case Route::kExtendSet:
+    case Route::kReleaseSet:
+    case Route::kAcquirePermit:
+    case Route::kExtendPermit:
+    case Route::kReleasePermit:
       return kRightLock;
     case Route::kLockStatus:
     case Route::kCurrentToken:
+    case Route::kSemaphoreStatus:
       return kRightRead;
     case Route::kNextToken:
       return kRightToken;
     default:
       return 0;
   }
+}
+
+// The routes whose names are in the body (a lock set) rather than in the path.
+bool names_in_body(Route route) {
+  return route == Route::kAcquireSet || route == Route::kExtendSet || route == Route::kReleaseSet;
 }
 
 ApiResponse denial_response(const Authorizer::Decision& decision) {
@@ -64,31 +67,6 @@ ApiResponse denial_response(const Authorizer::Decision& decision) {
   response.authenticate = decision.error == ApiError::kUnauthenticated;
   response.log.key = decision.key_id;
   return response;
-}
-
-// A claim refused as not the lease's own, by a caller with a key: the lease may be another key's
-// (its proof is bound to the key id, lease_secret.h), which is a 403, not a malformed request.
-ApiResponse claim_error(const storage::Error& error, std::string_view owner) {
-  if (!owner.empty() && error.code == storage::ErrorCode::kInvalidArgument)
-    return ApiHandlers::error_response(ApiError::kForbidden, error.message);
-  return from_storage_error(error);
-}
-
-// How KeyUsage names a lease: its name and token (unique per grant).
-std::string usage_key(const std::string& name, std::uint64_t token) {
-  return name + "#" + std::to_string(token);
-}
-
-ApiResponse quota_error(const std::string& message) {
-  ApiResponse response = ApiHandlers::error_response(ApiError::kQuotaExceeded, message, 1000);
-  response.retry_after_s = 1;
-  return response;
-}
-
-// Answers at once; for handlers that have nothing to cancel.
-ApiHandlers::Cancel answer(ApiHandlers::Reply& reply, ApiResponse response) {
-  reply(std::move(response));
-  return {};
 }
 
 }  // namespace
@@ -139,8 +117,8 @@ ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit,
   return error_response(ApiError::kInvalidRequest, "malformed HTTP request");
 }
 
-const std::array<RouteEntry<ApiHandlers::Handler>, 10>& ApiHandlers::routes() {
-  static const std::array<RouteEntry<Handler>, 10> table{{
+const std::array<RouteEntry<ApiHandlers::Handler>, ApiHandlers::kRoutes>& ApiHandlers::routes() {
+  static const std::array<RouteEntry<Handler>, kRoutes> table{{
       {Method::kPost, "/v1/locks/{name}/extend", Route::kExtend, &ApiHandlers::extend},
       {Method::kPost, "/v1/locks/{name}", Route::kAcquire, &ApiHandlers::acquire},
       {Method::kDelete, "/v1/locks/{name}", Route::kRelease, &ApiHandlers::release},
@@ -151,6 +129,16 @@ const std::array<RouteEntry<ApiHandlers::Handler>, 10>& ApiHandlers::routes() {
       {Method::kGet, "/readyz", Route::kReadyz, &ApiHandlers::readyz},
       {Method::kGet, "/metrics", Route::kMetrics, &ApiHandlers::metrics},
       {Method::kGet, "/v1/openapi.json", Route::kOpenApi, &ApiHandlers::openapi},
+      {Method::kPost, "/v1/locks", Route::kAcquireSet, &ApiHandlers::acquire_set},
+      {Method::kDelete, "/v1/locks", Route::kReleaseSet, &ApiHandlers::release_set},
+      {Method::kPost, "/v1/locks:extend", Route::kExtendSet, &ApiHandlers::extend_set},
+      {Method::kPost, "/v1/semaphores/{name}/extend", Route::kExtendPermit,
+       &ApiHandlers::extend_permit},
+      {Method::kPost, "/v1/semaphores/{name}", Route::kAcquirePermit, &ApiHandlers::acquire_permit},
+      {Method::kDelete, "/v1/semaphores/{name}", Route::kReleasePermit,
+       &ApiHandlers::release_permit},
+      {Method::kGet, "/v1/semaphores/{name}", Route::kSemaphoreStatus,
+       &ApiHandlers::semaphore_status},
   }};
   return table;
 }
@@ -192,8 +180,22 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   }
   dispatched.route = match.entry->route;
   dispatched.name = match.name;
+  // A lock set's names are in its body and, like a name in the path, are checked before the key:
+  // the key needs its right on every one of them.
+  std::vector<std::string> body_names;
+  if (names_in_body(dispatched.route)) {
+    auto names = parse_set_names(body);
+    if (!names.ok()) {
+      reply(from_storage_error(names.error()));
+      return dispatched;
+    }
+    body_names = std::move(names).value();
+  }
   Authorizer::Decision decision;
-  if (authorizer_ != nullptr) {
+  if (authorizer_ != nullptr && !body_names.empty()) {
+    decision = authorizer_->check(required_right(dispatched.route), body_names, authorization,
+                                  Authorizer::Clock::now());
+  } else if (authorizer_ != nullptr) {
     decision = authorizer_->check(required_right(dispatched.route), match.name, authorization,
                                   Authorizer::Clock::now());
   } else {

@@ -4,6 +4,9 @@
 // token source → map errors. Every answer, error or not, carries the API's envelope.
 //
 // Lease proofs appear only in the acquire and extend answers, never in logs or read endpoints.
+// Lock sets (POST/DELETE /v1/locks, POST /v1/locks:extend) carry their names in the body; a key
+// needs its right on every one. A lock set counts as one lock per name against a key's
+// max_locks, a permit as one lock; a waiting acquire of either as one waiter.
 // Threading: dispatch() may be called from any thread; `reply` runs on the engine's strand or the
 // token source's thread and must only post work back to the connection.
 #pragma once
@@ -17,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api_error.h"
 #include "auth/authorizer.h"
@@ -69,7 +73,8 @@ class ApiHandlers {
  public:
   using Reply = std::function<void(ApiResponse)>;
   // Stops a request that is still being worked on, because its client went away. Empty for
-  // requests that answer promptly anyway; only a waiting acquire returns one.
+  // requests that answer promptly anyway; only a waiting acquire (of a lock, a lock set or a
+  // permit) returns one.
   using Cancel = std::function<void()>;
 
   // What dispatch() did with a request: the route it took (kNotFound for 404/405/HEAD; a bad
@@ -117,7 +122,8 @@ class ApiHandlers {
     std::shared_ptr<KeyUsage> usage;  // the key's caps and counters, if it has caps
   };
   using Handler = Cancel (ApiHandlers::*)(const Call& call, Reply reply);
-  static const std::array<RouteEntry<Handler>, 10>& routes();
+  static constexpr std::size_t kRoutes = 17;
+  static const std::array<RouteEntry<Handler>, kRoutes>& routes();
 
   Cancel acquire(const Call& call, Reply reply);
   Cancel extend(const Call& call, Reply reply);
@@ -129,6 +135,17 @@ class ApiHandlers {
   Cancel readyz(const Call& call, Reply reply);
   Cancel metrics(const Call& call, Reply reply);
   Cancel openapi(const Call& call, Reply reply);
+  // Lock sets (set_handlers.cpp) and semaphores (semaphore_handlers.cpp).
+  Cancel acquire_set(const Call& call, Reply reply);
+  Cancel extend_set(const Call& call, Reply reply);
+  Cancel release_set(const Call& call, Reply reply);
+  Cancel acquire_permit(const Call& call, Reply reply);
+  Cancel extend_permit(const Call& call, Reply reply);
+  Cancel release_permit(const Call& call, Reply reply);
+  Cancel semaphore_status(const Call& call, Reply reply);
+  // Tells a refused waiting-capable acquire's caller when to try again: the answer of 409 locked
+  // for a lock set, from inspecting its names (the latest expiry among those held).
+  void answer_set_locked(std::vector<std::string> names, std::string message, Reply reply);
 
   storage::LockEngine& engine_;
   std::shared_ptr<storage::TokenSource> tokens_;

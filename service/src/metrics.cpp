@@ -40,8 +40,8 @@ std::size_t status_index(unsigned status) noexcept {
   return kStatuses.size();
 }
 
-constexpr std::array<std::string_view, 6> kAcquireOutcomes{"granted", "locked",   "unavailable",
-                                                           "invalid", "internal", "cancelled"};
+constexpr std::array<std::string_view, 7> kAcquireOutcomes{
+    "granted", "locked", "unavailable", "invalid", "internal", "cancelled", "permits_mismatch"};
 
 std::size_t acquire_outcome(const std::optional<ErrorCode>& error) noexcept {
   if (!error) return 0;
@@ -52,8 +52,8 @@ std::size_t acquire_outcome(const std::optional<ErrorCode>& error) noexcept {
       return 2;
     case ErrorCode::kInvalidArgument:
       return 3;
-    case ErrorCode::kPermitsMismatch:  // TODO(#19 service): its own outcome
-      return 3;
+    case ErrorCode::kPermitsMismatch:  // a permit asked of a semaphore with another count
+      return 6;
     case ErrorCode::kLeaseLost:  // acquire never reports it: a broken invariant
     case ErrorCode::kInternal:
       return 4;

@@ -10,7 +10,8 @@
 //   http_requests_total{route,status}         counter; a route/status pair appears once nonzero
 //   http_request_duration_seconds{route}      histogram; every route, always
 //   acquire_total{outcome}                    counter; granted|locked|unavailable|invalid|internal|
-//                                                      cancelled (the client went away)
+//                                                      cancelled (the client went away)|
+//                                                      permits_mismatch (a semaphore's count)
 //   acquire_duration_seconds                  histogram; every acquire, whatever its outcome
 //   token_draw_duration_seconds               histogram; acquires that drew (or tried to draw)
 //   lock_operations_total{operation,outcome}  counter; extend|release|inspect ×
@@ -104,7 +105,7 @@ class Metrics final : public storage::EngineObserver {
  private:
   using Counter = std::atomic<std::uint64_t>;
   static constexpr std::size_t kStatusCount = 11;         // the ten statuses above + "other"
-  static constexpr std::size_t kAcquireOutcomeCount = 6;  // granted ... internal, cancelled
+  static constexpr std::size_t kAcquireOutcomeCount = 7;  // granted ... permits_mismatch
   static constexpr std::size_t kLockOperationCount = 3;   // extend, release, inspect
   static constexpr std::size_t kLockOutcomeCount = 5;     // ok ... internal
   static constexpr std::size_t kNodeSlots = storage::kMaxLockNodes;

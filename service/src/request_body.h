@@ -5,9 +5,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "fencelock/storage/lease.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/result.h"
 
@@ -17,6 +20,11 @@ inline constexpr std::size_t kMaxOwnerLength = 200;
 // The longest lease fencelockd hands out (lease_codec.h): a token of up to 20 digits (an etcd
 // source's floor may be up to 2^62), '.', the proof.
 inline constexpr std::size_t kMaxLeaseLength = 20 + 1 + storage::kLeaseProofLength;
+// A lock set's lease: up to kMaxLockSetNames comma-separated tokens, '.', the proof.
+inline constexpr std::size_t kMaxSetLeaseLength =
+    storage::kMaxLockSetNames * 21 - 1 + 1 + storage::kLeaseProofLength;
+// A permit's lease: the token, '.', the proof, '.', the permits (≤ 2 digits), '.', the slot.
+inline constexpr std::size_t kMaxPermitLeaseLength = kMaxLeaseLength + 1 + 2 + 1 + 2;
 
 struct BodyLimits {
   std::chrono::milliseconds min_ttl{10};
@@ -39,11 +47,53 @@ struct ReleaseBody {
   std::string lease;
 };
 
+// A lock set's acquire: AcquireBody and its names (as sent; the engine sorts them).
+struct SetAcquireBody {
+  std::vector<std::string> names;
+  AcquireBody acquire;
+};
+
+// A lock set's extend or release: the names (as sent) and ExtendBody / ReleaseBody.
+struct SetExtendBody {
+  std::vector<std::string> names;
+  ExtendBody extend;
+};
+struct SetReleaseBody {
+  std::vector<std::string> names;
+  ReleaseBody release;
+};
+
+// A permit's acquire: AcquireBody and the semaphore's permit count (1..kMaxPermits).
+struct PermitAcquireBody {
+  std::uint32_t permits = 0;
+  AcquireBody acquire;
+};
+
 // {"ttl_ms": int, "wait_ms": int (optional, default 0), "owner": string (optional)}
 storage::Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits);
 // {"lease": string, "ttl_ms": int}
 storage::Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits);
 // {"lease": string}
 storage::Result<ReleaseBody> parse_release_body(std::string_view body);
+
+// The "names" of a lock set's body: an array of 1..kMaxLockSetNames distinct valid lock names.
+// The messages say which rule failed ("names must hold at most 16 names", "names holds 'a'
+// twice", ...). Read before authorization: the names are what the key must hold rights on.
+storage::Result<std::vector<std::string>> parse_set_names(std::string_view body);
+// {"names": [...], "ttl_ms": int, "wait_ms": int (optional), "owner": string (optional)}
+storage::Result<SetAcquireBody> parse_set_acquire_body(std::string_view body,
+                                                       const BodyLimits& limits);
+// {"names": [...], "lease": string, "ttl_ms": int}
+storage::Result<SetExtendBody> parse_set_extend_body(std::string_view body,
+                                                     const BodyLimits& limits);
+// {"names": [...], "lease": string}
+storage::Result<SetReleaseBody> parse_set_release_body(std::string_view body);
+// {"permits": int (1..kMaxPermits), "ttl_ms": int, "wait_ms": int (optional), "owner": ...}
+storage::Result<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
+                                                             const BodyLimits& limits);
+// A permit's extend and release bodies are ExtendBody / ReleaseBody with a longer lease.
+storage::Result<ExtendBody> parse_permit_extend_body(std::string_view body,
+                                                     const BodyLimits& limits);
+storage::Result<ReleaseBody> parse_permit_release_body(std::string_view body);
 
 }  // namespace fencelock::service

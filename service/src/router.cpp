@@ -28,6 +28,20 @@ std::string_view route_label(Route route) noexcept {
       return "metrics";
     case Route::kOpenApi:
       return "openapi";
+    case Route::kAcquireSet:
+      return "acquire_set";
+    case Route::kExtendSet:
+      return "extend_set";
+    case Route::kReleaseSet:
+      return "release_set";
+    case Route::kAcquirePermit:
+      return "acquire_permit";
+    case Route::kExtendPermit:
+      return "extend_permit";
+    case Route::kReleasePermit:
+      return "release_permit";
+    case Route::kSemaphoreStatus:
+      return "semaphore_status";
     case Route::kNotFound:
       return "not_found";
   }

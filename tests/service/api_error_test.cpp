@@ -17,6 +17,7 @@ TEST_CASE("every API error has its fixed status and wire code", "[service]") {
       {ApiError::kUnavailable, 503, "unavailable"},
       {ApiError::kClientGone, 499, "client_gone"},
       {ApiError::kPlainHttpOnTlsPort, 400, "plain_http_on_tls_port"},
+      {ApiError::kPermitsMismatch, 409, "permits_mismatch"},
   }));
   CHECK(http_status(error) == status);
   CHECK(wire_code(error) == code);
@@ -36,6 +37,7 @@ TEST_CASE("storage errors map onto API errors", "[service]") {
       {ErrorCode::kInvalidArgument, ApiError::kInvalidRequest},
       {ErrorCode::kInternal, ApiError::kInternal},
       {ErrorCode::kCancelled, ApiError::kClientGone},
+      {ErrorCode::kPermitsMismatch, ApiError::kPermitsMismatch},
   }));
   CHECK(api_error_from(storage_code) == api);
 }

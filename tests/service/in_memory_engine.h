@@ -3,6 +3,7 @@
 // inside the call that started it (the LockEngine contract). Not thread-safe; one test thread.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "fencelock/storage/lock_engine.h"
 #include "fencelock/storage/token_source.h"
@@ -113,35 +115,124 @@ class InMemoryEngine final : public storage::LockEngine {
       done(status);
     });
   }
-  // TODO(#19 service): in-memory lock sets and semaphores.
-  storage::AcquireTicket acquire_set(storage::LockSetRequest, LockSetHandler done) override {
-    later([done = std::move(done)] { done(not_built()); });
+  // Lock sets share the single locks' table (a set and a lock of one name exclude each other);
+  // every name of a set holds the set's proof and its own token.
+  storage::AcquireTicket acquire_set(storage::LockSetRequest request,
+                                     LockSetHandler done) override {
+    ++calls_;
+    later([this, request, done = std::move(done)]() mutable {
+      if (refusal) return done(storage::make_error(storage::ErrorCode::kUnavailable, *refusal));
+      std::sort(request.names.begin(), request.names.end());
+      if (std::adjacent_find(request.names.begin(), request.names.end()) != request.names.end())
+        return done(storage::make_error(storage::ErrorCode::kInvalidArgument, "duplicate name"));
+      for (const std::string& name : request.names) {
+        if (locks_.count(name) != 0) {
+          return done(storage::make_error(storage::ErrorCode::kLocked,
+                                          "'" + name + "' is held by another lease"));
+        }
+      }
+      storage::LockSetLease lease;
+      lease.proof = next_proof();
+      for (const std::string& name : request.names) {
+        const std::uint64_t token = draw(name);
+        lease.tokens.push_back(token);
+        locks_[name] = {token, lease.proof};
+      }
+      lease.names = request.names;
+      lease.ttl = request.ttl;
+      lease.validity = request.ttl - std::chrono::milliseconds(1);
+      lease.started = Clock::now();
+      done(std::move(lease));
+    });
     return {};
   }
-  void extend_set(std::vector<std::string>, storage::LockSetClaim, std::chrono::milliseconds,
-                  LockSetExtendHandler done) override {
-    later([done = std::move(done)] { done(not_built()); });
+  void extend_set(std::vector<std::string> names, storage::LockSetClaim claim,
+                  std::chrono::milliseconds ttl, LockSetExtendHandler done) override {
+    ++calls_;
+    later([this, names, claim, ttl, done = std::move(done)] {
+      if (const auto error = check_set(names, claim)) return done(*error);
+      done(storage::LockSetExtension{claim.tokens, ttl, ttl - std::chrono::milliseconds(1),
+                                     Clock::now()});
+    });
   }
-  void release_set(std::vector<std::string>, storage::LockSetClaim, ReleaseHandler done) override {
-    later([done = std::move(done)] { done(not_built()); });
+  void release_set(std::vector<std::string> names, storage::LockSetClaim claim,
+                   ReleaseHandler done) override {
+    ++calls_;
+    later([this, names, claim, done = std::move(done)] {
+      if (const auto error = check_set(names, claim)) {
+        if (error->code == storage::ErrorCode::kLeaseLost) return done(false);
+        return done(*error);
+      }
+      for (const std::string& name : names) locks_.erase(name);
+      done(true);
+    });
   }
-  storage::AcquireTicket acquire_permit(storage::PermitRequest, PermitHandler done) override {
-    later([done = std::move(done)] { done(not_built()); });
+
+  // A semaphore: its permit count and its held slots. It lives while a slot is held.
+  storage::AcquireTicket acquire_permit(storage::PermitRequest request,
+                                        PermitHandler done) override {
+    ++calls_;
+    later([this, request, done = std::move(done)] {
+      if (refusal) return done(storage::make_error(storage::ErrorCode::kUnavailable, *refusal));
+      Semaphore& semaphore = semaphores_[request.name];
+      if (!semaphore.slots.empty() && semaphore.permits != request.permits) {
+        return done(storage::make_error(storage::ErrorCode::kPermitsMismatch,
+                                        "semaphore '" + request.name + "' has " +
+                                            std::to_string(semaphore.permits) + " permits, not " +
+                                            std::to_string(request.permits)));
+      }
+      semaphore.permits = request.permits;
+      std::uint32_t slot = 0;
+      while (slot < request.permits && semaphore.slots.count(slot) != 0) ++slot;
+      if (slot == request.permits) {
+        return done(storage::make_error(storage::ErrorCode::kLocked, "every permit is held"));
+      }
+      storage::Permit permit;
+      permit.name = request.name;
+      permit.permits = request.permits;
+      permit.slot = slot;
+      permit.proof = next_proof();
+      permit.token = draw(request.name);
+      permit.ttl = request.ttl;
+      permit.validity = request.ttl - std::chrono::milliseconds(1);
+      permit.started = Clock::now();
+      semaphore.slots[slot] = {permit.token, permit.proof};
+      done(std::move(permit));
+    });
     return {};
   }
-  void extend_permit(std::string, std::uint32_t, std::uint32_t, storage::LeaseClaim,
-                     std::chrono::milliseconds, ExtendHandler done) override {
-    later([done = std::move(done)] { done(not_built()); });
+  void extend_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
+                     storage::LeaseClaim claim, std::chrono::milliseconds ttl,
+                     ExtendHandler done) override {
+    ++calls_;
+    later([this, name, permits, slot, claim, ttl, done = std::move(done)] {
+      if (const auto error = check_permit(name, permits, slot, claim)) return done(*error);
+      done(storage::Extension{claim.token, ttl, ttl - std::chrono::milliseconds(1), Clock::now()});
+    });
   }
-  void release_permit(std::string, std::uint32_t, std::uint32_t, storage::LeaseClaim,
-                      ReleaseHandler done) override {
-    later([done = std::move(done)] { done(not_built()); });
+  void release_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
+                      storage::LeaseClaim claim, ReleaseHandler done) override {
+    ++calls_;
+    later([this, name, permits, slot, claim, done = std::move(done)] {
+      if (const auto error = check_permit(name, permits, slot, claim)) {
+        if (error->code == storage::ErrorCode::kLeaseLost) return done(false);
+        return done(*error);
+      }
+      semaphores_[name].slots.erase(slot);
+      done(true);
+    });
   }
-  void inspect_semaphore(std::string, SemaphoreStatusHandler done) override {
-    later([done = std::move(done)] { done(not_built()); });
-  }
-  static storage::Error not_built() {
-    return storage::make_error(storage::ErrorCode::kInternal, "not in the in-memory engine");
+  void inspect_semaphore(std::string name, SemaphoreStatusHandler done) override {
+    ++calls_;
+    later([this, name, done = std::move(done)] {
+      storage::SemaphoreStatus status;
+      const auto it = semaphores_.find(name);
+      if (it != semaphores_.end() && !it->second.slots.empty()) {
+        status.permits = it->second.permits;
+        status.held = static_cast<std::uint32_t>(it->second.slots.size());
+      }
+      done(status);
+    });
   }
   std::size_t node_count() const noexcept override { return 1; }
   std::size_t quorum() const noexcept override { return 1; }
@@ -160,11 +251,63 @@ class InMemoryEngine final : public storage::LockEngine {
     std::uint64_t token;
     std::string proof;
   };
+  struct Semaphore {
+    std::uint32_t permits = 0;
+    std::map<std::uint32_t, Held> slots;
+  };
   void later(std::function<void()> work) { pending_.push_back(std::move(work)); }
+  std::string next_proof() {
+    const std::string proof = std::string(16, 'a') + std::to_string(next_proof_++);
+    return proof + std::string(48 - proof.size(), '0');
+  }
+  std::uint64_t draw(const std::string& name) {
+    std::uint64_t token = 0;
+    tokens_->next(name, [&](storage::Result<std::uint64_t> drawn) { token = drawn.value(); });
+    return token;
+  }
+  // Why a set claim does not hold `names` (sorted), or nullopt: kLeaseLost when a name is not held
+  // with the claim's proof, kInvalidArgument when a token is not the one granted.
+  std::optional<storage::Error> check_set(const std::vector<std::string>& names,
+                                          const storage::LockSetClaim& claim) const {
+    if (claim.tokens.size() != names.size())
+      return storage::make_error(storage::ErrorCode::kInvalidArgument, "token count");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const auto it = locks_.find(names[i]);
+      if (it == locks_.end() || it->second.proof != claim.proof) {
+        return storage::make_error(storage::ErrorCode::kLeaseLost,
+                                   "the lease no longer holds the lock set");
+      }
+      if (it->second.token != claim.tokens[i]) {
+        return storage::make_error(storage::ErrorCode::kInvalidArgument,
+                                   "the lease's tokens are not its own");
+      }
+    }
+    return std::nullopt;
+  }
+  std::optional<storage::Error> check_permit(const std::string& name, std::uint32_t permits,
+                                             std::uint32_t slot,
+                                             const storage::LeaseClaim& claim) const {
+    const auto it = semaphores_.find(name);
+    const Held* held = nullptr;
+    if (it != semaphores_.end() && it->second.permits == permits) {
+      const auto found = it->second.slots.find(slot);
+      if (found != it->second.slots.end()) held = &found->second;
+    }
+    if (held == nullptr || held->proof != claim.proof) {
+      return storage::make_error(storage::ErrorCode::kLeaseLost,
+                                 "the lease no longer holds the permit");
+    }
+    if (held->token != claim.token) {
+      return storage::make_error(storage::ErrorCode::kInvalidArgument,
+                                 "the lease's token is not its own");
+    }
+    return std::nullopt;
+  }
 
   std::shared_ptr<storage::TokenSource> tokens_;
   storage::EngineOptions options_;
   std::map<std::string, Held> locks_;
+  std::map<std::string, Semaphore> semaphores_;
   std::deque<std::function<void()>> pending_;
   std::size_t calls_ = 0;
   std::uint64_t next_proof_ = 1;

@@ -56,6 +56,13 @@ TEST_CASE("route labels are the fixed names of API v1", "[service]") {
       {Route::kReadyz, "readyz"},
       {Route::kMetrics, "metrics"},
       {Route::kOpenApi, "openapi"},
+      {Route::kAcquireSet, "acquire_set"},
+      {Route::kExtendSet, "extend_set"},
+      {Route::kReleaseSet, "release_set"},
+      {Route::kAcquirePermit, "acquire_permit"},
+      {Route::kExtendPermit, "extend_permit"},
+      {Route::kReleasePermit, "release_permit"},
+      {Route::kSemaphoreStatus, "semaphore_status"},
       {Route::kNotFound, "not_found"},
   }));
   CHECK(route_label(route) == label);
@@ -160,13 +167,15 @@ TEST_CASE("an acquire is counted under the outcome its error names", "[service]"
       {ErrorCode::kInvalidArgument, "invalid"},
       {ErrorCode::kInternal, "internal"},
       {ErrorCode::kLeaseLost, "internal"},
+      {ErrorCode::kPermitsMismatch, "permits_mismatch"},
   }));
   Metrics metrics;
   metrics.on_operation(report(OperationKind::kAcquire, error, 7ms));
 
   const Exposition text = parse(metrics.render({}));
   REQUIRE(text.errors.empty());
-  for (const std::string o : {"granted", "locked", "unavailable", "invalid", "internal"}) {
+  for (const std::string o :
+       {"granted", "locked", "unavailable", "invalid", "internal", "permits_mismatch"}) {
     INFO("outcome " << o);
     CHECK(text.value("fencelock_acquire_total", {{"outcome", o}}) == (o == outcome ? 1 : 0));
   }

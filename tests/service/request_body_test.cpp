@@ -1,6 +1,8 @@
 #include "request_body.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 using namespace std::chrono_literals;
 using namespace fencelock::service;
@@ -66,4 +68,61 @@ TEST_CASE("extend and release bodies need a lease string", "[service]") {
   CHECK(parse_release_body(R"({"lease": ")" + longest + R"("})").ok());
   CHECK(parse_extend_body(R"({"lease": ")" + longest + R"(", "ttl_ms": 1000})", kLimits).ok());
   CHECK(parse_release_body(R"({"lease": "1.x"})").ok());
+}
+
+TEST_CASE("a lock set's body names 1 to 16 distinct valid names, in any order", "[service]") {
+  auto body = parse_set_acquire_body(
+      R"({"names": ["b", "a"], "ttl_ms": 30000, "wait_ms": 5, "owner": "w"})", kLimits);
+  REQUIRE(body.ok());
+  CHECK(body->names == std::vector<std::string>{"b", "a"});
+  CHECK(body->acquire.ttl == 30s);
+  CHECK(body->acquire.wait == 5ms);
+  CHECK(body->acquire.owner == "w");
+  std::vector<std::string> sixteen;
+  for (int i = 0; i < 16; ++i) sixteen.push_back("n" + std::to_string(i));
+  nlohmann::json full{{"names", sixteen}, {"ttl_ms", 1000}};
+  CHECK(parse_set_acquire_body(full.dump(), kLimits).ok());
+  full["names"].push_back("n16");
+  CHECK_THAT(parse_set_acquire_body(full.dump(), kLimits).error().message,
+             Catch::Contains("at most 16 names"));
+  CHECK_THAT(parse_set_names(R"({"names": ["a", "b", "a"]})").error().message,
+             Catch::Contains("'a' twice"));
+  CHECK_THAT(parse_set_names(R"({"names": null})").error().message,
+             Catch::Contains("names is required"));
+  CHECK_THAT(parse_set_names(R"({"names": [".."]})").error().message, Catch::Contains("name"));
+}
+
+TEST_CASE("a lock set's extend and release carry the names and a lease as long as 16 tokens",
+          "[service]") {
+  std::string longest;
+  for (int i = 0; i < 16; ++i) longest += (i == 0 ? "" : ",") + std::string(20, '9');
+  longest += "." + std::string(48, 'a');
+  CHECK(longest.size() == kMaxSetLeaseLength);
+  const auto release = parse_set_release_body(R"({"names": ["a"], "lease": ")" + longest + R"("})");
+  REQUIRE(release.ok());
+  CHECK(release->release.lease == longest);
+  CHECK_FALSE(parse_set_release_body(R"({"names": ["a"], "lease": ")" + longest + R"(1"})").ok());
+  const auto extend =
+      parse_set_extend_body(R"({"names": ["a", "b"], "lease": "1,2.x", "ttl_ms": 10})", kLimits);
+  REQUIRE(extend.ok());
+  CHECK(extend->names == std::vector<std::string>{"a", "b"});
+  CHECK(extend->extend.ttl == 10ms);
+  CHECK_FALSE(parse_set_extend_body(R"({"lease": "1,2.x", "ttl_ms": 10})", kLimits).ok());
+}
+
+TEST_CASE("a permit's body needs permits, an integer from 1 to 64", "[service]") {
+  const auto body =
+      parse_permit_acquire_body(R"({"permits": 64, "ttl_ms": 1000, "wait_ms": 7})", kLimits);
+  REQUIRE(body.ok());
+  CHECK(body->permits == 64);
+  CHECK(body->acquire.wait == 7ms);
+  const std::string text =
+      GENERATE(as<std::string>{}, R"({"ttl_ms": 1000})", R"({"permits": 0, "ttl_ms": 1000})",
+               R"({"permits": 65, "ttl_ms": 1000})", R"({"permits": 3.0, "ttl_ms": 1000})",
+               R"({"permits": "3", "ttl_ms": 1000})");
+  CHECK_THAT(parse_permit_acquire_body(text, kLimits).error().message, Catch::Contains("permits"));
+  const std::string lease = "17." + std::string(48, 'a') + ".64.63";
+  CHECK(lease.size() == kMaxPermitLeaseLength - 19);
+  CHECK(parse_permit_release_body(R"({"lease": ")" + lease + R"("})").ok());
+  CHECK(parse_permit_extend_body(R"({"lease": ")" + lease + R"(", "ttl_ms": 10})", kLimits).ok());
 }

@@ -24,6 +24,7 @@ enum class WireError {
   kUnavailable,         // 503: fewer than a majority of lock nodes, or the token source, answered
   kClientGone,          // 499 (logged only, never sent): the client closed its connection first
   kPlainHttpOnTlsPort,  // 400: a plain HTTP request on fencelockd's TLS port (use https://)
+  kPermitsMismatch,     // 409: a semaphore asked with another permit count than the live one
 };
 
 // The HTTP status for `error` (400, 404, ...).

@@ -1,6 +1,7 @@
 #include "auth/authorizer.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <unordered_map>
 
@@ -104,6 +105,19 @@ std::size_t Authorizer::key_count() const {
 Authorizer::Decision Authorizer::check(std::uint8_t right, std::string_view name,
                                        std::string_view authorization,
                                        Clock::time_point now) const {
+  return check_names(right, std::array<std::string_view, 1>{name}, authorization, now);
+}
+
+Authorizer::Decision Authorizer::check(std::uint8_t right, std::span<const std::string> names,
+                                       std::string_view authorization,
+                                       Clock::time_point now) const {
+  return check_names(right, names, authorization, now);
+}
+
+template <class Names>
+Authorizer::Decision Authorizer::check_names(std::uint8_t right, const Names& names,
+                                             std::string_view authorization,
+                                             Clock::time_point now) const {
   const auto current = state();
   if (!current || right == 0) {
     Decision open;
@@ -130,11 +144,13 @@ Authorizer::Decision Authorizer::check(std::uint8_t right, std::string_view name
                                             std::string(right_name(static_cast<Right>(right))) +
                                             "' (it has: " + rights_text(key->rights) + ")");
   }
-  const bool name_allowed = std::any_of(key->names.begin(), key->names.end(),
-                                        [&](const auto& p) { return name_matches(p, name); });
-  if (!name_allowed) {
-    return refuse(ApiError::kForbidden,
-                  "key '" + key->id + "' may not use the name '" + std::string(name) + "'");
+  for (const auto& name : names) {
+    const bool name_allowed = std::any_of(key->names.begin(), key->names.end(),
+                                          [&](const auto& p) { return name_matches(p, name); });
+    if (!name_allowed) {
+      return refuse(ApiError::kForbidden,
+                    "key '" + key->id + "' may not use the name '" + std::string(name) + "'");
+    }
   }
   const auto index = static_cast<std::size_t>(key - current->keys.keys().data());
   if (const auto& bucket = current->buckets[index]) {

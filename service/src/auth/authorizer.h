@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,11 @@ class Authorizer {
   // `right` 0: the route needs none (health, readiness, metrics) and is allowed without a key.
   Decision check(std::uint8_t right, std::string_view name, std::string_view authorization,
                  Clock::time_point now) const;
+  // The same for a request on several names (a lock set): the key needs `right` on EVERY name
+  // (403 names the first it may not use); one request takes one token from the key's rate.
+  // Precondition: names is not empty.
+  Decision check(std::uint8_t right, std::span<const std::string> names,
+                 std::string_view authorization, Clock::time_point now) const;
 
  private:
   struct State {
@@ -57,6 +63,9 @@ class Authorizer {
     std::vector<std::shared_ptr<KeyUsage>> usages;      // by key index; null without caps
   };
   std::shared_ptr<const State> state() const;
+  template <class Names>
+  Decision check_names(std::uint8_t right, const Names& names, std::string_view authorization,
+                       Clock::time_point now) const;
 
   mutable std::mutex mutex_;  // guards state_ (the pointer, not what it points to)
   std::shared_ptr<const State> state_;

@@ -1,5 +1,7 @@
 #include "auth/key_usage.h"
 
+#include <algorithm>
+
 namespace fencelock::service {
 
 KeyUsage::KeyUsage(std::optional<std::size_t> max_locks, std::optional<std::size_t> max_waiters)
@@ -31,19 +33,19 @@ std::size_t KeyUsage::purge(Clock::time_point now) {
   return held_.size();
 }
 
-bool KeyUsage::reserve_lock(Clock::time_point now) {
+bool KeyUsage::reserve_lock(Clock::time_point now, std::size_t count) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (max_locks_) {
     // Purging is linear in what the key holds, which the cap bounds.
-    if (purge(now) + reserved_ >= *max_locks_) return false;
+    if (purge(now) + reserved_ + count > *max_locks_) return false;
   }
-  ++reserved_;
+  reserved_ += count;
   return true;
 }
 
-void KeyUsage::cancel_reservation() {
+void KeyUsage::cancel_reservation(std::size_t count) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (reserved_ > 0) --reserved_;
+  reserved_ -= std::min(reserved_, count);
 }
 
 void KeyUsage::hold(const std::string& lease, Clock::time_point until) {

@@ -26,10 +26,11 @@ class KeyUsage {
   bool begin_wait();
   void end_wait();
 
-  // A lock for an acquire in flight (false: held + in flight would pass max_locks). Every
-  // reservation ends in hold() (granted) or cancel_reservation().
-  bool reserve_lock(Clock::time_point now);
-  void cancel_reservation();
+  // `count` locks for an acquire in flight — a lock set reserves one per name (false: held + in
+  // flight would pass max_locks). Every reserved lock ends in hold() (granted; one call per lock)
+  // or in cancel_reservation() with the same count.
+  bool reserve_lock(Clock::time_point now, std::size_t count = 1);
+  void cancel_reservation(std::size_t count = 1);
   // `lease`: name and token, unique per grant.
   void hold(const std::string& lease, Clock::time_point until);
   void renew(const std::string& lease, Clock::time_point until);  // an extend
