@@ -1,5 +1,6 @@
 #include "engine/acquire_operation.h"
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <cstdint>
@@ -45,25 +46,83 @@ Vote vote_for_set(const NodeReply& reply, NodeAnswer& answer) {
   return Vote::kFailed;
 }
 
+// The Result type a handler takes.
+template <class Handler>
+struct AnswerOf;
+template <class Answer>
+struct AnswerOf<std::function<void(Answer)>> {
+  using type = Answer;
+};
+
+std::string lock_held_message(AcquireTarget::Kind kind) {
+  switch (kind) {
+    case AcquireTarget::Kind::kLock:
+      break;
+    case AcquireTarget::Kind::kSet:
+      return "a name of the set is held by another lease";
+    case AcquireTarget::Kind::kPermit:
+      return "every permit of the semaphore is held";
+  }
+  return "the lock is held by another lease";
+}
+
 }  // namespace
 
-AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request,
-                                   std::string value, RedlockEngine::AcquireHandler done)
+std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot) {
+  std::string name(semaphore);
+  name.append("#permit:").append(std::to_string(slot));
+  return name;
+}
+
+std::string permit_config_name(std::string_view semaphore) {
+  return std::string(semaphore) + "#permits";
+}
+
+AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireTarget target,
+                                   std::string value, Handler done)
     : core_(std::move(core)),
-      request_(std::move(request)),
-      key_(core_->key_of(request_.name)),
+      target_(std::move(target)),
       value_(std::move(value)),
       done_(std::move(done)),
-      retry_timer_(core_->strand()) {}
+      retry_timer_(core_->strand()) {
+  if (target_.kind == AcquireTarget::Kind::kPermit) {
+    for (std::uint32_t i = 0; i < target_.permits; ++i)
+      slot_names_.push_back(permit_slot_name(name(), i));
+  }
+  set_keys();
+}
+
+void AcquireOperation::set_keys() {
+  keys_.clear();
+  if (target_.kind != AcquireTarget::Kind::kPermit) {
+    for (const auto& n : target_.names) keys_.push_back(core_->key_of(n));
+    return;
+  }
+  keys_.push_back(core_->key_of(permit_config_name(name())));
+  for (const auto& slot : slot_names_) keys_.push_back(core_->key_of(slot));
+}
 
 void AcquireOperation::start() {
   call_started_ = Clock::now();
   core_->operation_started();
+  if (target_.kind == AcquireTarget::Kind::kPermit) {
+    // The first slot at random: permit callers spread over the slots instead of all trying 0.
+    slot_ = std::uniform_int_distribution<std::uint32_t>(0, target_.permits - 1)(core_->rng());
+  }
   core_->track(this, weak_from_this());
-  // Others already wait for this name: queue behind them instead of barging in (no starvation).
-  if (request_.wait.count() > 0 && !core_->stopped() && core_->has_waiters(request_.name)) {
-    sleep_until_retry(make_error(ErrorCode::kLocked, "the lock is held by another lease"));
-    return;
+  // Others already wait for one of these names: queue behind them instead of barging in (no
+  // starvation). A permit queues only once every slot has waiters (a free slot is worth a try).
+  if (target_.wait.count() > 0 && !core_->stopped()) {
+    const bool permit = target_.kind == AcquireTarget::Kind::kPermit;
+    bool behind = permit;
+    for (const auto& queue : queues()) {
+      const bool waited_for = core_->has_waiters(queue);
+      behind = permit ? behind && waited_for : behind || waited_for;
+    }
+    if (behind) {
+      sleep_until_retry(make_error(ErrorCode::kLocked, lock_held_message(target_.kind)));
+      return;
+    }
   }
   attempt();
 }
@@ -82,9 +141,14 @@ void AcquireOperation::attempt() {
   woken_during_attempt_ = false;
   tally_.emplace(core_->new_tally());
   answers_.assign(core_->node_count(), NodeAnswer{});
+  if (target_.kind == AcquireTarget::Kind::kPermit) {
+    mismatch_.reset();
+    free_votes_.assign(target_.permits, 0);
+    soonest_votes_.assign(target_.permits, 0);
+  }
   // Validity counts from here: before the first request reaches any node.
   attempt_started_ = Clock::now();
-  marking_ = attempt_started_ < call_started_ + request_.wait;  // it would wait if refused
+  marking_ = attempt_started_ < call_started_ + target_.wait;  // it would wait if refused
   // Queued from its first marking attempt on: a release announced while it is out must reach it.
   if (marking_) join_queue();
   core_->broadcast(attempt_command(marking_, /*eval=*/false), shared_from_this(), attempt_);
@@ -96,26 +160,43 @@ void AcquireOperation::attempt() {
 }
 
 RespCommand AcquireOperation::attempt_command(bool marking, bool eval) const {
-  const auto ttl = std::to_string(request_.ttl.count());
-  if (!marking) {
-    RespCommand set(6);
-    set.arg("SET").arg(key_).arg(value_).arg("NX").arg("PX").arg(ttl);
-    return set;
+  const auto ttl = std::to_string(target_.ttl.count());
+  switch (target_.kind) {
+    case AcquireTarget::Kind::kLock:
+      if (!marking) {  // the fast path: no script
+        RespCommand set(6);
+        set.arg("SET").arg(keys_.front()).arg(value_).arg("NX").arg("PX").arg(ttl);
+        return set;
+      } else {
+        const std::string args[] = {value_, ttl, core_->engine_id()};
+        return EngineCore::script_command(Script::kAcquireAndMark, eval, keys_, args);
+      }
+    case AcquireTarget::Kind::kSet: {
+      const std::string args[] = {value_, ttl, marking ? core_->engine_id() : std::string()};
+      return EngineCore::script_command(Script::kAcquireSet, eval, keys_, args);
+    }
+    case AcquireTarget::Kind::kPermit:
+      break;
   }
-  const std::string keys[] = {key_};
-  const std::string args[] = {value_, ttl, core_->engine_id()};
-  return EngineCore::script_command(Script::kAcquireAndMark, eval, keys, args);
+  const std::string args[] = {value_, ttl, marking ? core_->engine_id() : std::string(),
+                              std::to_string(slot_)};
+  return EngineCore::script_command(Script::kAcquirePermit, eval, keys_, args);
 }
 
 void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
-  if (marking_ && core_->resend_on_noscript(
-                      node, reply, [this] { return attempt_command(true, /*eval=*/true); },
+  const bool scripted = marking_ || target_.kind != AcquireTarget::Kind::kLock;
+  if (scripted && core_->resend_on_noscript(
+                      node, reply, [this] { return attempt_command(marking_, /*eval=*/true); },
                       shared_from_this(), attempt_)) {
     return;
   }
-  tally_->record(node,
-                 node < answers_.size() ? vote_for_set(reply, answers_[node]) : Vote::kFailed);
+  Vote vote = Vote::kFailed;
+  if (node < answers_.size()) {
+    vote = target_.kind == AcquireTarget::Kind::kPermit ? permit_vote(node, reply)
+                                                        : vote_for_set(reply, answers_[node]);
+  }
+  tally_->record(node, vote);
   switch (tally_->outcome()) {
     case TallyOutcome::kUndecided:
       return;
@@ -127,9 +208,49 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
   }
   if (tally_->unavailable()) {
     attempt_failed(make_error(ErrorCode::kUnavailable, tally_->shortfall()));
+  } else if (mismatch_) {
+    attempt_failed(make_error(ErrorCode::kPermitsMismatch,
+                              "the semaphore is live with " + *mismatch_ +
+                                  " permits; it takes another count only once none is held"));
   } else {
-    attempt_failed(make_error(ErrorCode::kLocked, "the lock is held by another lease"));
+    attempt_failed(make_error(ErrorCode::kLocked, lock_held_message(target_.kind)));
   }
+}
+
+Vote AcquireOperation::permit_vote(std::size_t node, const NodeReply& reply) {
+  using Kind = NodeReply::Kind;
+  if (reply.kind == Kind::kArray && reply.elements.size() == 2 &&
+      reply.elements[0].kind == Kind::kInteger && reply.elements[0].integer == -2) {
+    mismatch_ = reply.elements[1].text;  // {-2, "<live N>"}
+    return Vote::kNo;
+  }
+  if (reply.kind != Kind::kArray || reply.elements.size() != 5) {
+    return vote_for_set(reply, answers_[node]);  // 1, or an error
+  }
+  // {0, holder, pttl, {free slots}, soonest slot}: holder and pttl are the soonest slot's.
+  NodeReply head = reply;
+  head.elements.resize(3);
+  const Vote vote = vote_for_set(head, answers_[node]);
+  for (const NodeReply& free : reply.elements[3].elements) {
+    if (free.kind == Kind::kInteger && free.integer >= 0 && free.integer < target_.permits)
+      ++free_votes_[static_cast<std::size_t>(free.integer)];
+  }
+  const NodeReply& soonest = reply.elements[4];
+  if (soonest.kind == Kind::kInteger && soonest.integer >= 0 && soonest.integer < target_.permits)
+    ++soonest_votes_[static_cast<std::size_t>(soonest.integer)];
+  return vote;
+}
+
+std::optional<std::uint32_t> AcquireOperation::free_slot_to_try() {
+  const auto most = [](const std::vector<std::uint32_t>& votes) {
+    return static_cast<std::uint32_t>(std::max_element(votes.begin(), votes.end()) - votes.begin());
+  };
+  const std::uint32_t free = most(free_votes_);
+  if (free != slot_ && free_votes_[free] >= core_->quorum()) return free;
+  // None free: after the sleep, try the slot that frees first on most nodes; the expiry sleep
+  // only knows its holder if the answers agree on one (otherwise the retry delay paces it).
+  if (soonest_votes_[most(soonest_votes_)] > 0) slot_ = most(soonest_votes_);
+  return std::nullopt;
 }
 
 void AcquireOperation::on_quorum() {
@@ -139,70 +260,149 @@ void AcquireOperation::on_quorum() {
   }
   TokenSource* tokens = core_->tokens();
   token_requested_ = Clock::now();
+  tokens_.assign(target_.names.size(), 0);
+  token_error_.reset();
   if (tokens == nullptr) {
-    on_token(attempt_, std::uint64_t{0});
+    on_all_tokens();
     return;
   }
   phase_ = Phase::kDrawingToken;
-  token_floor_ = core_->token_floor();  // what the token must be above, known before the draw
-  // The token source may answer on another thread: come back to the strand.
-  tokens->next(
-      request_.name, [self = shared_from_this(), attempt = attempt_](Result<std::uint64_t> token) {
-        asio::dispatch(self->core_->strand(), [self, attempt, token = std::move(token)]() mutable {
-          self->on_token(attempt, std::move(token));
-        });
+  token_floor_ = core_->token_floor();  // what the tokens must be above, known before the draw
+  tokens_pending_ = target_.names.size();
+  // One token per name, all drawn at once. The token source may answer on another thread: come
+  // back to the strand.
+  for (std::size_t i = 0; i < target_.names.size(); ++i) {
+    tokens->next(target_.names[i], [self = shared_from_this(), attempt = attempt_,
+                                    i](Result<std::uint64_t> token) {
+      asio::dispatch(self->core_->strand(), [self, attempt, i, token = std::move(token)]() mutable {
+        self->on_token(attempt, i, std::move(token));
       });
+    });
+  }
 }
 
-void AcquireOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> token) {
-  if (attempt != attempt_ || phase_ == Phase::kDone) return;
+void AcquireOperation::on_token(std::uint32_t attempt, std::size_t index,
+                                Result<std::uint64_t> token) {
+  if (attempt != attempt_ || phase_ != Phase::kDrawingToken) return;
+  if (token.ok()) {
+    tokens_[index] = token.value();
+  } else if (!token_error_) {
+    token_error_ = std::move(token).error();
+  }
+  if (--tokens_pending_ == 0) on_all_tokens();
+}
+
+void AcquireOperation::on_all_tokens() {
   token_draw_ = Clock::now() - token_requested_;
-  if (!token.ok()) {
-    attempt_failed(make_error(ErrorCode::kUnavailable, "fencing token: " + token.error().message));
+  if (token_error_) {
+    attempt_failed(make_error(ErrorCode::kUnavailable, "fencing token: " + token_error_->message));
     return;
   }
   if (abandoned_) {  // won while its caller went away: nobody would ever release it
     attempt_failed(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
     return;
   }
-  // The validity check covers the token draw: lease order then equals token order.
+  // The validity check covers the token draws (measured after the last token arrived): lease
+  // order then equals token order.
   const auto validity = reportable_validity(remaining_validity(
-      request_.ttl, Clock::now() - attempt_started_, core_->options().drift_factor));
+      target_.ttl, Clock::now() - attempt_started_, core_->options().drift_factor));
   if (validity < std::chrono::milliseconds(1)) {
     attempt_failed(make_error(ErrorCode::kUnavailable,
                               "the quorum took longer than the ttl allows; no validity left"));
     return;
   }
-  // The registry's verdict may have changed while the quorum and the draw were out; and the token
-  // must be above what the lock nodes have seen handed out.
-  if (auto refusal = core_->token_refusal(token.value(), token_floor_)) {
-    attempt_failed(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
-    return;
+  // The registry's verdict may have changed while the quorum and the draw were out; and every
+  // token must be above what the lock nodes have seen handed out.
+  for (const std::uint64_t token : tokens_) {
+    if (auto refusal = core_->token_refusal(token, token_floor_)) {
+      attempt_failed(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
+      return;
+    }
   }
-  Lease lease;
-  lease.name = request_.name;
-  lease.proof = lease_proof(value_, token.value(), request_.owner);
-  lease.token = token.value();
-  lease.ttl = request_.ttl;
-  lease.validity = validity;
-  lease.started = attempt_started_;
-  lease.waited = std::chrono::floor<std::chrono::milliseconds>(attempt_started_ - call_started_);
+  grant(validity);
+}
+
+void AcquireOperation::grant(std::chrono::milliseconds validity) {
   failpoints::on_grant_decided();
-  complete(std::move(lease));
+  const auto waited =
+      std::chrono::floor<std::chrono::milliseconds>(attempt_started_ - call_started_);
+  finish(std::nullopt);
+  switch (target_.kind) {
+    case AcquireTarget::Kind::kLock: {
+      Lease lease;
+      lease.name = std::move(target_.names.front());
+      lease.proof = lease_proof(value_, tokens_.front(), target_.owner);
+      lease.token = tokens_.front();
+      lease.ttl = target_.ttl;
+      lease.validity = validity;
+      lease.started = attempt_started_;
+      lease.waited = waited;
+      core_->complete_later(std::get<RedlockEngine::AcquireHandler>(std::move(done_)),
+                            Result<Lease>(std::move(lease)));
+      break;
+    }
+    case AcquireTarget::Kind::kSet: {
+      LockSetLease lease;
+      lease.proof = lease_proof(value_, tokens_, target_.owner);
+      lease.names = std::move(target_.names);
+      lease.tokens = std::move(tokens_);
+      lease.ttl = target_.ttl;
+      lease.validity = validity;
+      lease.started = attempt_started_;
+      lease.waited = waited;
+      core_->complete_later(std::get<RedlockEngine::LockSetHandler>(std::move(done_)),
+                            Result<LockSetLease>(std::move(lease)));
+      break;
+    }
+    case AcquireTarget::Kind::kPermit: {
+      Permit permit;
+      permit.name = std::move(target_.names.front());
+      permit.permits = target_.permits;
+      permit.slot = slot_;
+      permit.proof = lease_proof(value_, tokens_.front(), target_.owner);
+      permit.token = tokens_.front();
+      permit.ttl = target_.ttl;
+      permit.validity = validity;
+      permit.started = attempt_started_;
+      permit.waited = waited;
+      core_->complete_later(std::get<RedlockEngine::PermitHandler>(std::move(done_)),
+                            Result<Permit>(std::move(permit)));
+      break;
+    }
+  }
+  core_->operation_finished();
 }
 
 void AcquireOperation::attempt_failed(Error error) {
-  core_->release_everywhere(request_.name, value_);
+  // A permit's attempt wrote (at most) its slot key; the config key may stay: it only lives as
+  // long as a permit's ttl, and a count check looks at the slots themselves.
+  if (target_.kind == AcquireTarget::Kind::kPermit) {
+    core_->release_everywhere(std::span<const std::string>(&keys_[1 + slot_], 1), value_);
+  } else {
+    core_->release_everywhere(keys_, value_);
+  }
   if (abandoned_) {
     complete(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
     // It may have held the lock a moment: the next waiter need not sleep out its retry delay.
-    core_->wake_first_waiter(request_.name, {});
+    for (const auto& queue : queues()) core_->wake_first_waiter(queue, {});
     return;
+  }
+  // A permit refused on its slot while another slot is free on a quorum tries that one at once
+  // (at most once per slot before it sleeps or gives up: the answers may keep shifting).
+  if (target_.kind == AcquireTarget::Kind::kPermit && error.code == ErrorCode::kLocked &&
+      !core_->stopped()) {
+    if (const auto free = free_slot_to_try(); free && hops_ < target_.permits) {
+      ++hops_;
+      slot_ = *free;
+      retry_now();
+      return;
+    }
   }
   // Only a held lock is worth waiting for. An outage (too few nodes answered, no token, no
   // validity left) is answered at once: waiting it out would hold the caller for its whole budget.
+  // So is a permit count that does not match the live semaphore's.
   const bool retryable = error.code == ErrorCode::kLocked;
-  const auto budget_end = call_started_ + request_.wait;
+  const auto budget_end = call_started_ + target_.wait;
   const auto now = Clock::now();
   if (!retryable || core_->stopped() || now >= budget_end) {
     complete(std::move(error));
@@ -219,9 +419,10 @@ void AcquireOperation::attempt_failed(Error error) {
 
 void AcquireOperation::sleep_until_retry(Error error) {
   join_queue();
+  hops_ = 0;
   const EngineOptions& options = core_->options();
   const auto now = Clock::now();
-  const auto budget_end = call_started_ + request_.wait;
+  const auto budget_end = call_started_ + target_.wait;
   // Until the holder's keys expire, if the refusal tells when (a release wakes it earlier);
   // otherwise — and at most every kLongestExpirySleep, in case an announcement was lost — the
   // random retry delay.
@@ -247,7 +448,7 @@ void AcquireOperation::sleep_until_retry(Error error) {
     }
     // The budget ran out while queued. An acquire that queued behind others without trying yet
     // still makes its one attempt: the lock may well be free by now.
-    if (Clock::now() >= self->call_started_ + self->request_.wait && self->attempt_ > 0) {
+    if (Clock::now() >= self->call_started_ + self->target_.wait && self->attempt_ > 0) {
       self->complete(std::move(error));
       return;
     }
@@ -276,7 +477,8 @@ bool AcquireOperation::wake_now() {
 void AcquireOperation::join_queue() {
   if (queued_) return;
   queued_ = true;
-  core_->add_waiter(request_.name, std::weak_ptr<Waiter>(shared_from_this()));
+  for (const auto& queue : queues())
+    core_->add_waiter(queue, std::weak_ptr<Waiter>(shared_from_this()));
 }
 
 void AcquireOperation::retry_now() {
@@ -312,15 +514,25 @@ void AcquireOperation::cancel() {
   if (phase_ == Phase::kWaitingToRetry) retry_timer_.cancel();
 }
 
-void AcquireOperation::complete(Result<Lease> result) {
-  if (phase_ == Phase::kDone) return;
+void AcquireOperation::finish(std::optional<ErrorCode> error) {
   phase_ = Phase::kDone;
   core_->untrack(this);
-  if (queued_) core_->remove_waiter(request_.name, this);
-  core_->report(OperationKind::kAcquire,
-                result.ok() ? std::nullopt : std::optional<ErrorCode>(result.error().code),
-                Clock::now() - call_started_, attempt_, tally_ ? &*tally_ : nullptr, token_draw_);
-  core_->complete_later(std::move(done_), std::move(result));
+  if (queued_) {
+    for (const auto& queue : queues()) core_->remove_waiter(queue, this);
+  }
+  core_->report(OperationKind::kAcquire, error, Clock::now() - call_started_, attempt_,
+                tally_ ? &*tally_ : nullptr, token_draw_);
+}
+
+void AcquireOperation::complete(Error error) {
+  if (phase_ == Phase::kDone) return;
+  finish(error.code);
+  std::visit(
+      [&](auto& done) {
+        using Answer = typename AnswerOf<std::decay_t<decltype(done)>>::type;
+        core_->complete_later(std::move(done), Answer(std::move(error)));
+      },
+      done_);
   core_->operation_finished();
 }
 

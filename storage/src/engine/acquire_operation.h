@@ -1,5 +1,14 @@
-// One acquire call: attempts (SET NX PX on every node → quorum → token → validity check) until
-// granted, refused with no wait budget left, or the engine stops.
+// One acquire call — of a single lock, a lock set or a semaphore permit (AcquireTarget) — attempts
+// (one write on every node → quorum → tokens → validity check) until granted, refused with no
+// wait budget left, or the engine stops.
+//
+// What differs between the three is only the target: the keys of an attempt and the command that
+// writes them (a single lock that will not wait: the plain SET NX PX, its fast path; otherwise a
+// script that writes all of the keys or none, lua_scripts.h), the names whose tokens are drawn
+// (one per name, in parallel), the names whose waiter queues it joins (a lock's or set's names, a
+// semaphore's slots), and how a node's refusal is read. A permit attempt tries one slot (the first
+// at random); a refusal that shows another slot free on a quorum of the answers moves it to that
+// slot at once, without sleeping.
 //
 // An attempt is identified by its number, carried as the reply cookie, so answers that straggle
 // in from an earlier attempt are ignored. Every failed attempt releases the key on every node;
@@ -13,6 +22,9 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "engine/engine_core.h"
 #include "engine/expiry_wait.h"
@@ -21,14 +33,36 @@
 
 namespace fencelock::storage {
 
+// What one acquire call tries to take.
+struct AcquireTarget {
+  enum class Kind : std::uint8_t { kLock, kSet, kPermit };
+  Kind kind = Kind::kLock;
+  // The names whose tokens are drawn: the lock's name, the set's names in canonical order, or the
+  // semaphore's name.
+  std::vector<std::string> names;
+  std::uint32_t permits = 0;  // kPermit: the semaphore's count
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds wait{0};
+  std::string owner;
+};
+
+// The slot key name of a semaphore's slot (lua_scripts.h): "<name>#permit:<slot>"; and its config
+// key's name, "<name>#permits". Names, not keys: EngineCore::key_of() adds the prefix.
+std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot);
+std::string permit_config_name(std::string_view semaphore);
+
 class AcquireOperation : public ReplySink,
                          public Cancellable,
                          public Waiter,
                          public detail::CancellableAcquire,
                          public std::enable_shared_from_this<AcquireOperation> {
  public:
-  AcquireOperation(std::shared_ptr<EngineCore> core, AcquireRequest request, std::string value,
-                   RedlockEngine::AcquireHandler done);
+  // How the grant is answered: a Lease, a LockSetLease or a Permit, after the target's kind.
+  using Handler = std::variant<RedlockEngine::AcquireHandler, RedlockEngine::LockSetHandler,
+                               RedlockEngine::PermitHandler>;
+
+  AcquireOperation(std::shared_ptr<EngineCore> core, AcquireTarget target, std::string value,
+                   Handler done);
 
   void start();  // on the strand
   // AcquireTicket::cancel: abandon() on the strand.
@@ -44,21 +78,46 @@ class AcquireOperation : public ReplySink,
   void attempt();
   RespCommand attempt_command(bool marking, bool eval) const;
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
+  // Reads one node's answer to a permit attempt into answers_, free_votes_ and mismatch_.
+  Vote permit_vote(std::size_t node, const NodeReply& reply);
   void on_quorum();
-  void on_token(std::uint32_t attempt, Result<std::uint64_t> token);
+  void on_token(std::uint32_t attempt, std::size_t index, Result<std::uint64_t> token);
+  void on_all_tokens();
   void attempt_failed(Error error);
+  // A refused permit attempt: a slot free on a quorum of the answers to try at once, if any; and
+  // the slot to try after a sleep otherwise.
+  std::optional<std::uint32_t> free_slot_to_try();
   void cancel() override;
   bool wake_now() override;
   void retry_now();
   void join_queue();  // into the engine's waiter queue for the name, once
   void sleep_until_retry(Error error);
-  void complete(Result<Lease> result);
+  void grant(std::chrono::milliseconds validity);
+  void complete(Error error);
+  // Bookkeeping common to every completion (observer, queues); then the handler gets `answer`.
+  void finish(std::optional<ErrorCode> error);
+  // Sets keys_ for an attempt on slot_ (permits) — once for the other kinds.
+  void set_keys();
+  const std::string& name() const { return target_.names.front(); }
+  // The waiter queues it joins: the names, or the semaphore's slots.
+  const std::vector<std::string>& queues() const {
+    return target_.kind == AcquireTarget::Kind::kPermit ? slot_names_ : target_.names;
+  }
 
   std::shared_ptr<EngineCore> core_;
-  AcquireRequest request_;
-  std::string key_;
+  AcquireTarget target_;
+  std::vector<std::string> keys_;  // of the attempt (a permit: config key, then every slot key)
+  std::vector<std::string> slot_names_;  // kPermit: the names of the semaphore's slots
   std::string value_;  // the lease value written on the nodes (lease_secret.h); never leaves here
-  RedlockEngine::AcquireHandler done_;
+  Handler done_;
+  std::uint32_t slot_ = 0;                 // kPermit: the slot of the attempt
+  std::uint32_t hops_ = 0;                 // kPermit: attempts moved to a free slot without a sleep
+  std::optional<std::string> mismatch_;    // kPermit: a node's live count of another semaphore
+  std::vector<std::uint32_t> free_votes_;  // kPermit: per slot, the answers that found it free
+  std::vector<std::uint32_t> soonest_votes_;  // kPermit: per slot, answers it frees first on
+  std::vector<std::uint64_t> tokens_;         // drawn for the attempt, one per name
+  std::size_t tokens_pending_ = 0;
+  std::optional<Error> token_error_;
   Phase phase_ = Phase::kVoting;
   bool queued_ = false;                // in the engine's waiter queue for the name
   bool marking_ = false;               // the attempt in flight marks the name as waited for
@@ -68,7 +127,7 @@ class AcquireOperation : public ReplySink,
   Clock::time_point call_started_;
   Clock::time_point attempt_started_;
   Clock::time_point token_requested_;
-  std::uint64_t token_floor_ = 0;  // the token must be above it (InstanceRegistry::token_floor)
+  std::uint64_t token_floor_ = 0;  // tokens must be above it (InstanceRegistry::token_floor)
   Clock::duration token_draw_{0};
   std::optional<QuorumTally> tally_;
   std::vector<NodeAnswer> answers_;  // of the last attempt, by node: when its holder's keys expire

@@ -209,9 +209,8 @@ void EngineCore::report(OperationKind kind, std::optional<ErrorCode> error, Cloc
   observer_->on_operation(report);
 }
 
-void EngineCore::release_everywhere(std::string_view name, std::string_view value) {
+void EngineCore::release_everywhere(std::span<const std::string> keys, std::string_view value) {
   // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
-  const std::string keys[] = {key_of(name)};
   const std::string args[] = {std::string(value)};
   broadcast(script_command(Script::kReleaseSilently, true, keys, args), nullptr, 0);
 }

@@ -121,9 +121,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
               std::chrono::steady_clock::duration elapsed, std::uint32_t attempts,
               const QuorumTally* tally, std::chrono::steady_clock::duration token_draw);
 
-  // Compare-and-delete of the lease `value` under `name` on every node, answers ignored, never
-  // announced: the cleanup of a failed attempt.
-  void release_everywhere(std::string_view name, std::string_view value);
+  // Compare-and-delete of the lease `value` under each of `keys` on every node (one script per
+  // node), answers ignored, never announced: the cleanup of a failed attempt.
+  void release_everywhere(std::span<const std::string> keys, std::string_view value);
 
   // Cross-instance hand-off. A waiting acquire marks the holder's value on every node that
   // refuses it (lua_scripts.h); a release that deletes a value marked by another engine publishes

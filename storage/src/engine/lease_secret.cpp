@@ -79,9 +79,21 @@ std::string claim_token_text(std::uint64_t token, std::string_view owner) {
   return text;
 }
 
-std::string lease_proof(std::string_view value, std::uint64_t token, std::string_view owner) {
-  // The same text the scripts hash: "<token>[@<owner>]:<value>" (sha1hex is lower-case hex).
-  std::string text = claim_token_text(token, owner);
+std::string claim_token_text(std::span<const std::uint64_t> tokens, std::string_view owner) {
+  std::string text;
+  for (const std::uint64_t token : tokens) {
+    if (!text.empty()) text.push_back(',');
+    text.append(std::to_string(token));
+  }
+  if (!owner.empty()) text.append("@").append(owner);
+  return text;
+}
+
+namespace {
+
+// The proof over an already formed token text (claim_token_text()).
+std::string proof_of_text(std::string_view value, std::string text) {
+  // The same text the scripts hash: "<token text>:<value>" (sha1hex is lower-case hex).
   text.push_back(':');
   text.append(value.substr(0, kLeaseValueLength));
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
@@ -91,6 +103,17 @@ std::string lease_proof(std::string_view value, std::uint64_t token, std::string
   proof.reserve(kLeaseProofLength);
   append_hex(proof, digest.data(), (kLeaseProofLength - kLeaseIdLength) / 2);
   return proof;
+}
+
+}  // namespace
+
+std::string lease_proof(std::string_view value, std::uint64_t token, std::string_view owner) {
+  return proof_of_text(value, claim_token_text(token, owner));
+}
+
+std::string lease_proof(std::string_view value, std::span<const std::uint64_t> tokens,
+                        std::string_view owner) {
+  return proof_of_text(value, claim_token_text(tokens, owner));
 }
 
 bool is_well_formed_lease_proof(std::string_view text) noexcept {

@@ -31,9 +31,16 @@ enum class Script : std::uint8_t {
   kReleaseSilently = 1,
   kExtend = 2,
   kInspect = 3,
-  kAcquireAndMark = 4
+  kAcquireAndMark = 4,
+  kAcquireSet = 5,
+  kReleaseSet = 6,
+  kExtendSet = 7,
+  kAcquirePermit = 8,
+  kReleasePermit = 9,
+  kExtendPermit = 10,
+  kInspectSemaphore = 11
 };
-inline constexpr std::size_t kScriptCount = 5;
+inline constexpr std::size_t kScriptCount = 12;
 
 // The start of every script that checks a holder's claim (see above): leaves the key's value in
 // `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on
@@ -84,12 +91,17 @@ inline constexpr std::string_view kReleaseScript = FENCELOCK_LUA_CHECK_CLAIM
 // only to the engine), without any announcement. It frees nothing anyone waits for, and announcing
 // it would wake other engines' waiters straight into the same split vote, over and over while the
 // lock is held.
+// Every key in KEYS (one for a single lock, all of a lock set's keys, a permit's slot key).
 inline constexpr std::string_view kReleaseSilentlyScript =
-    "local value = redis.call('GET', KEYS[1])\n"
-    "if value == ARGV[1] or (value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. '#') then\n"
-    "  return redis.call('DEL', KEYS[1])\n"
+    "local deleted = 0\n"
+    "for i = 1, #KEYS do\n"
+    "  local value = redis.call('GET', KEYS[i])\n"
+    "  if value == ARGV[1] or (value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. '#') "
+    "then\n"
+    "    deleted = deleted + redis.call('DEL', KEYS[i])\n"
+    "  end\n"
     "end\n"
-    "return 0\n";
+    "return deleted\n";
 
 // Compare-and-lengthen: if the key still holds the claimed lease (marked or not), makes its
 // remaining ttl at least ARGV[2] ms and returns 1; otherwise returns 0 or -1 (see above). It never
@@ -105,7 +117,237 @@ inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
     "end\n"
     "return 1\n";
 
+// ---- Lock sets (KEYS = the set's keys, in the canonical order of its names) ----
+// A lock set writes one lease value on every key of the set. Its claim is as a single lease's, with
+// the token text "<t1>,<t2>,...[@owner]" (lease_secret.h).
+
+// Marks `value` of `key` for the waiters of engine `wanted` as kAcquireAndMarkScript does.
+#define FENCELOCK_LUA_MARK                                                \
+  "local function mark(key, value, wanted)\n"                             \
+  "  local at = string.find(value, '#', 1, true)\n"                       \
+  "  if at then\n"                                                        \
+  "    local m = string.sub(value, at + 1)\n"                             \
+  "    if m == wanted or m == '*' then\n"                                 \
+  "      return\n"                                                        \
+  "    end\n"                                                             \
+  "    wanted = '*'\n"                                                    \
+  "    value = string.sub(value, 1, at - 1)\n"                            \
+  "  end\n"                                                               \
+  "  redis.call('SET', key, value .. '#' .. wanted, 'KEEPTTL')\n"         \
+  "end\n"                                                                 \
+  "local function holder(value)\n"                                        \
+  "  local at = string.find(value, '#', 1, true)\n"                       \
+  "  return string.sub(value, 1, math.min(16, (at or #value + 1) - 1))\n" \
+  "end\n"
+
+// All or nothing on this node: if no key of the set exists, SETs every key to ARGV[1] PX ARGV[2]
+// and returns 1. Otherwise writes nothing but marks (ARGV[3], this engine's id, or "" for an
+// attempt that will not wait: no mark) every held key as kAcquireAndMarkScript does, and returns
+// {0, holder id, pttl} of the held key that frees last: the set can be granted here only once all
+// are free.
+inline constexpr std::string_view kAcquireSetScript = FENCELOCK_LUA_MARK
+    "for i = 1, #KEYS do\n"
+    "  if redis.call('EXISTS', KEYS[i]) == 1 then\n"
+    "    local id, last = '', -2\n"
+    "    for j = i, #KEYS do\n"
+    "      local value = redis.call('GET', KEYS[j])\n"
+    "      if value then\n"
+    "        local pttl = redis.call('PTTL', KEYS[j])\n"
+    "        if pttl > last then\n"
+    "          last = pttl\n"
+    "          id = holder(value)\n"
+    "        end\n"
+    "        if ARGV[3] ~= '' then\n"
+    "          mark(KEYS[j], value, ARGV[3])\n"
+    "        end\n"
+    "      end\n"
+    "    end\n"
+    "    return {0, id, last}\n"
+    "  end\n"
+    "end\n"
+    "for i = 1, #KEYS do\n"
+    "  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])\n"
+    "end\n"
+    "return 1\n";
+
+// The start of the set's release and extend: finds which keys hold the claimed lease (ARGV[1], as
+// in FENCELOCK_LUA_CHECK_CLAIM). Leaves `values` (key index → value, marked or not) and `all`
+// (every key holds it). Returns -1 — before changing anything — when the lease is there but the
+// claim's token list is not the one it was granted with (the digest is checked once: every key of
+// the set holds the same value).
+#define FENCELOCK_LUA_CHECK_SET_CLAIM                                           \
+  "local claim = ARGV[1]\n"                                                     \
+  "local id = string.sub(claim, 1, 16)\n"                                       \
+  "local held = nil\n"                                                          \
+  "local values = {}\n"                                                         \
+  "local all = true\n"                                                          \
+  "for i = 1, #KEYS do\n"                                                       \
+  "  local value = redis.call('GET', KEYS[i])\n"                                \
+  "  if value and string.sub(value, 1, 16) == id then\n"                        \
+  "    local lease = string.sub(value, 1, 48)\n"                                \
+  "    if not held then\n"                                                      \
+  "      local digest = redis.sha1hex(string.sub(claim, 49) .. ':' .. lease)\n" \
+  "      if string.sub(digest, 1, 32) ~= string.sub(claim, 17, 48) then\n"      \
+  "        return -1\n"                                                         \
+  "      end\n"                                                                 \
+  "      held = lease\n"                                                        \
+  "    end\n"                                                                   \
+  "    if lease == held then\n"                                                 \
+  "      values[i] = value\n"                                                   \
+  "    else\n"                                                                  \
+  "      all = false\n"                                                         \
+  "    end\n"                                                                   \
+  "  else\n"                                                                    \
+  "    all = false\n"                                                           \
+  "  end\n"                                                                     \
+  "end\n"
+
+// Compare-and-delete of every key of the set that still holds the claim; announces each marked one
+// as kReleaseScript does (ARGV[2]: the optional release tag). Returns 1 iff this node held the
+// whole set (it then votes yes), 0 otherwise, -1 as FENCELOCK_LUA_CHECK_SET_CLAIM.
+inline constexpr std::string_view kReleaseSetScript = FENCELOCK_LUA_CHECK_SET_CLAIM
+    "local tag = ARGV[2] or ('0000000000000000' .. id)\n"
+    "for i, value in pairs(values) do\n"
+    "  redis.call('DEL', KEYS[i])\n"
+    "  if #value ~= 48 and string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
+    "    redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL
+    "', tag .. ' ' .. KEYS[i])\n"
+    "  end\n"
+    "end\n"
+    "if all then\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+// Compare-and-lengthen of the whole set: only if every key holds the claim, makes each key's
+// remaining ttl at least ARGV[2] ms (never shorter, as kExtendScript) and returns 1; otherwise
+// changes nothing and returns 0 (or -1).
+inline constexpr std::string_view kExtendSetScript = FENCELOCK_LUA_CHECK_SET_CLAIM
+    "if not all then\n"
+    "  return 0\n"
+    "end\n"
+    "for i = 1, #KEYS do\n"
+    "  if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[2]) then\n"
+    "    redis.call('PEXPIRE', KEYS[i], ARGV[2])\n"
+    "  end\n"
+    "end\n"
+    "return 1\n";
+
+#undef FENCELOCK_LUA_CHECK_SET_CLAIM
+
+// ---- Counting semaphores ----
+// Semaphore X with N permits: slot keys "<prefix>X#permit:<i>" (i < N), each a lock key (a permit
+// is a lease on one slot), and the config key "<prefix>X#permits" holding N, with a ttl at least
+// the longest live permit's. Scripts derive a slot key from the config key: drop the final 's', add
+// ":<i>" — so they can look at the slots of a count other than the caller's.
+
+// A permit attempt. KEYS[1]: the config key, KEYS[2..N+1]: the slot keys; ARGV[1]: the lease value,
+// ARGV[2]: ttl (ms), ARGV[3]: this engine's id, or "" (no mark), ARGV[4]: the slot tried (0-based).
+// Returns {-2, "<live N>"} if the config key holds another N and some slot of that N is live
+// (nothing written); 1 if the slot was free: it is SET like a single lock and the config key set to
+// N with a ttl at least ARGV[2]; otherwise {0, holder id, pttl, {free slots}, slot}: the slots free
+// on this node, and the held slot that frees first here, its holder and remaining ttl. A refusal
+// marks every held slot for this engine's waiters (as kAcquireAndMarkScript), so a release of any
+// slot through another engine is announced.
+inline constexpr std::string_view kAcquirePermitScript = FENCELOCK_LUA_MARK
+    "local permits = tostring(#KEYS - 1)\n"
+    "local live = redis.call('GET', KEYS[1])\n"
+    "if live and live ~= permits then\n"
+    "  local base = string.sub(KEYS[1], 1, -2) .. ':'\n"
+    "  for i = 0, (tonumber(live) or 0) - 1 do\n"
+    "    if redis.call('EXISTS', base .. i) == 1 then\n"
+    "      return {-2, live}\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "if redis.call('SET', KEYS[tonumber(ARGV[4]) + 2], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "  if live ~= permits or redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "    redis.call('SET', KEYS[1], permits, 'PX', ARGV[2])\n"
+    "  end\n"
+    "  return 1\n"
+    "end\n"
+    "local free = {}\n"
+    "local slot, id, soonest = -1, '', -1\n"
+    "for i = 2, #KEYS do\n"
+    "  local value = redis.call('GET', KEYS[i])\n"
+    "  if not value then\n"
+    "    table.insert(free, i - 2)\n"
+    "  else\n"
+    "    local pttl = redis.call('PTTL', KEYS[i])\n"
+    "    if slot < 0 or (pttl >= 0 and pttl < soonest) then\n"
+    "      slot, id, soonest = i - 2, holder(value), pttl\n"
+    "    end\n"
+    "    if ARGV[3] ~= '' then\n"
+    "      mark(KEYS[i], value, ARGV[3])\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return {0, id, soonest, free, slot}\n";
+
+#undef FENCELOCK_LUA_MARK
+
+// A permit's release: KEYS[1] its slot key, KEYS[2] the config key; ARGV as kReleaseScript. The
+// compare-and-delete and announcement of kReleaseScript; and once no slot of the semaphore is live
+// here any more, the config key is deleted too, so the semaphore can be re-created with another
+// count at once.
+inline constexpr std::string_view kReleasePermitScript = FENCELOCK_LUA_CHECK_CLAIM
+    "redis.call('DEL', KEYS[1])\n"
+    "local live = redis.call('GET', KEYS[2])\n"
+    "if live then\n"
+    "  local base = string.sub(KEYS[2], 1, -2) .. ':'\n"
+    "  local any = false\n"
+    "  for i = 0, (tonumber(live) or 0) - 1 do\n"
+    "    if redis.call('EXISTS', base .. i) == 1 then\n"
+    "      any = true\n"
+    "      break\n"
+    "    end\n"
+    "  end\n"
+    "  if not any then\n"
+    "    redis.call('DEL', KEYS[2])\n"
+    "  end\n"
+    "end\n"
+    "if #value == 48 then\n"
+    "  return 1\n"
+    "end\n"
+    "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n"
+    "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
+    "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL
+    "', tag .. ' ' .. KEYS[1])\n"
+    "end\n"
+    "return 1\n";
+
+// A permit's extend: KEYS[1] its slot key, KEYS[2] the config key; ARGV[1] the claim, ARGV[2] the
+// ttl (ms), ARGV[3] the permit count. As kExtendScript on the slot, and raises the config key's
+// remaining ttl to at least the permit's (never shortening it).
+inline constexpr std::string_view kExtendPermitScript = FENCELOCK_LUA_CHECK_CLAIM
+    "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "end\n"
+    "if redis.call('GET', KEYS[2]) ~= ARGV[3] then\n"
+    "  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])\n"
+    "elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then\n"
+    "  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+    "end\n"
+    "return 1\n";
+
 #undef FENCELOCK_LUA_CHECK_CLAIM
+
+// A semaphore's state here: KEYS[1] the config key. Returns {N or "", {"<slot>:<holder id>" of
+// every live slot}}; never a value's secret.
+inline constexpr std::string_view kInspectSemaphoreScript =
+    "local live = redis.call('GET', KEYS[1])\n"
+    "if not live then\n"
+    "  return {'', {}}\n"
+    "end\n"
+    "local base = string.sub(KEYS[1], 1, -2) .. ':'\n"
+    "local held = {}\n"
+    "for i = 0, (tonumber(live) or 0) - 1 do\n"
+    "  local value = redis.call('GET', base .. i)\n"
+    "  if value then\n"
+    "    table.insert(held, i .. ':' .. string.sub(value, 1, 16))\n"
+    "  end\n"
+    "end\n"
+    "return {live, held}\n";
 
 // The SET NX PX of an acquire that will wait if refused: on success returns 1, exactly like the
 // plain SET. On refusal it marks the holder's value with ARGV[3] (this engine's id), or "*" if
@@ -200,12 +442,23 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha =
-    "a6573291506a8c2e441cabf3c2d753eddd649307";
+    "bbd9fdbe73f35a2e0afaefdebc41cd25b9900809";
 inline constexpr std::string_view kReleaseScriptSha = "ac0e9a2693df72e8f9864610396db3aaf6e71093";
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
 inline constexpr std::string_view kAcquireAndMarkScriptSha =
     "6978c8e9d79a2e229214eb14610b8169f138fa7c";
+inline constexpr std::string_view kAcquireSetScriptSha = "886a4fdd0a48d683fc681c32f4560564c5f54e04";
+inline constexpr std::string_view kReleaseSetScriptSha = "15735c4a24a8bdbba3cf2381abcdf03fa4cec45d";
+inline constexpr std::string_view kExtendSetScriptSha = "291c298b18576dfcc32adcdb9e08cc703d075bb8";
+inline constexpr std::string_view kAcquirePermitScriptSha =
+    "cac558d66869832c3308ac42373e81b01a372860";
+inline constexpr std::string_view kReleasePermitScriptSha =
+    "69adf1b93ccf41662280bbb9597ef4d7f28a1160";
+inline constexpr std::string_view kExtendPermitScriptSha =
+    "de221dbf5854ed8b1125f0662d61c56e0a7c0a52";
+inline constexpr std::string_view kInspectSemaphoreScriptSha =
+    "85c89408bc266f575cff7854d6f80daaab8a2199";
 
 constexpr std::string_view script_sha(Script script) {
   switch (script) {
@@ -219,6 +472,20 @@ constexpr std::string_view script_sha(Script script) {
       return kInspectScriptSha;
     case Script::kAcquireAndMark:
       return kAcquireAndMarkScriptSha;
+    case Script::kAcquireSet:
+      return kAcquireSetScriptSha;
+    case Script::kReleaseSet:
+      return kReleaseSetScriptSha;
+    case Script::kExtendSet:
+      return kExtendSetScriptSha;
+    case Script::kAcquirePermit:
+      return kAcquirePermitScriptSha;
+    case Script::kReleasePermit:
+      return kReleasePermitScriptSha;
+    case Script::kExtendPermit:
+      return kExtendPermitScriptSha;
+    case Script::kInspectSemaphore:
+      return kInspectSemaphoreScriptSha;
   }
   return {};
 }
@@ -235,6 +502,20 @@ constexpr std::string_view script_source(Script script) {
       return kInspectScript;
     case Script::kAcquireAndMark:
       return kAcquireAndMarkScript;
+    case Script::kAcquireSet:
+      return kAcquireSetScript;
+    case Script::kReleaseSet:
+      return kReleaseSetScript;
+    case Script::kExtendSet:
+      return kExtendSetScript;
+    case Script::kAcquirePermit:
+      return kAcquirePermitScript;
+    case Script::kReleasePermit:
+      return kReleasePermitScript;
+    case Script::kExtendPermit:
+      return kExtendPermitScript;
+    case Script::kInspectSemaphore:
+      return kInspectSemaphoreScript;
   }
   return {};
 }

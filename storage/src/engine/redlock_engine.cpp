@@ -1,5 +1,6 @@
 #include "fencelock/storage/redlock_engine.h"
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -37,6 +38,60 @@ Status check_owner(std::string_view owner) {
     return make_error(ErrorCode::kInvalidArgument, "a lease owner is at most " +
                                                        std::to_string(kMaxLeaseOwnerLength) +
                                                        " characters of [A-Za-z0-9._-]");
+  }
+  return Done{};
+}
+
+Status check_wait(const EngineOptions& options, milliseconds wait) {
+  if (wait < milliseconds(0) || wait > options.max_wait) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "wait must be between 0 ms and " + std::to_string(options.max_wait.count()) + " ms");
+  }
+  return Done{};
+}
+
+// A lock set's names: 1..kMaxLockSetNames valid, distinct names. Sorts them into canonical order.
+Status check_set_names(std::vector<std::string>& names) {
+  if (names.empty() || names.size() > kMaxLockSetNames) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "a lock set has 1 to " + std::to_string(kMaxLockSetNames) + " names");
+  }
+  for (const auto& name : names) {
+    if (Status valid = check_name(name); !valid.ok()) return valid;
+  }
+  std::sort(names.begin(), names.end());
+  if (std::adjacent_find(names.begin(), names.end()) != names.end()) {
+    return make_error(ErrorCode::kInvalidArgument, "a lock set's names must be distinct");
+  }
+  return Done{};
+}
+
+// A lock set's claim: one token per name.
+Status check_set_claim(const std::vector<std::string>& names, const LockSetClaim& claim) {
+  if (claim.tokens.size() != names.size()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the lease carries " + std::to_string(claim.tokens.size()) + " tokens for " +
+                          std::to_string(names.size()) + " names");
+  }
+  if (!is_well_formed_lease_proof(claim.proof)) {
+    return make_error(ErrorCode::kInvalidArgument, "lease is malformed");
+  }
+  return check_owner(claim.owner);
+}
+
+Status check_permits(std::uint32_t permits) {
+  if (permits < 1 || permits > kMaxPermits) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "permits must be between 1 and " + std::to_string(kMaxPermits));
+  }
+  return Done{};
+}
+
+Status check_slot(std::uint32_t permits, std::uint32_t slot) {
+  if (Status valid = check_permits(permits); !valid.ok()) return valid;
+  if (slot >= permits) {
+    return make_error(ErrorCode::kInvalidArgument, "the permit's slot is not below its count");
   }
   return Done{};
 }
@@ -86,11 +141,7 @@ AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done
   Status valid = check_name(request.name);
   if (valid.ok()) valid = check_owner(request.owner);
   if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
-  if (valid.ok() && (request.wait < milliseconds(0) || request.wait > core_->options().max_wait)) {
-    valid = make_error(ErrorCode::kInvalidArgument,
-                       "wait must be between 0 ms and " +
-                           std::to_string(core_->options().max_wait.count()) + " ms");
-  }
+  if (valid.ok()) valid = check_wait(core_->options(), request.wait);
   if (!valid.ok()) {
     answer_later(core_, std::move(done), Result<Lease>(std::move(valid).error()));
     return {};
@@ -100,7 +151,12 @@ AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done
     answer_later(core_, std::move(done), Result<Lease>(std::move(value).error()));
     return {};
   }
-  auto operation = std::make_shared<AcquireOperation>(core_, std::move(request),
+  AcquireTarget target;
+  target.names.push_back(std::move(request.name));
+  target.ttl = request.ttl;
+  target.wait = request.wait;
+  target.owner = std::move(request.owner);
+  auto operation = std::make_shared<AcquireOperation>(core_, std::move(target),
                                                       std::move(value).value(), std::move(done));
   asio::dispatch(core_->strand(), [operation] { operation->start(); });
   // A cancel is posted to the strand after the start above, so it always finds the operation
@@ -117,7 +173,10 @@ void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl,
     return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
   asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
                                    ttl, done = std::move(done)]() mutable {
-    std::make_shared<ExtendOperation>(core, name, std::move(claim), ttl, std::move(done))->start();
+    const std::uint64_t token = claim.token;
+    std::make_shared<ExtendOperation>(core, single_lock_claim(*core, Script::kExtend, name, claim),
+                                      token, ttl, std::move(done))
+        ->start();
   });
 }
 
@@ -128,7 +187,10 @@ void RedlockEngine::release(std::string name, LeaseClaim claim, ReleaseHandler d
     return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
   asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
                                    done = std::move(done)]() mutable {
-    std::make_shared<ReleaseOperation>(core, name, std::move(claim), std::move(done))->start();
+    ClaimTarget target = single_lock_claim(*core, Script::kRelease, name, claim);
+    std::string tag = release_tag_for(*core, target.names);
+    std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
+        ->start();
   });
 }
 
@@ -143,36 +205,172 @@ void RedlockEngine::inspect(std::string name, InspectHandler done) {
 }
 
 namespace {
-Error not_built_yet() {
-  return make_error(ErrorCode::kInternal, "lock sets and semaphores are not implemented yet");
+
+// The claim target of a lock set (its names already in canonical order).
+ClaimTarget set_claim(const EngineCore& core, Script script, std::vector<std::string> names,
+                      const LockSetClaim& claim) {
+  ClaimTarget target;
+  target.script = script;
+  for (const auto& name : names) target.keys.push_back(core.key_of(name));
+  target.names = std::move(names);
+  target.claim = claim.proof + claim_token_text(claim.tokens, claim.owner);
+  target.owned = !claim.owner.empty();
+  return target;
 }
+
+// The claim target of a permit: its slot key, then the semaphore's config key.
+ClaimTarget permit_claim(const EngineCore& core, Script script, const std::string& name,
+                         std::uint32_t slot, const LeaseClaim& claim) {
+  ClaimTarget target;
+  target.script = script;
+  target.names.push_back(permit_slot_name(name, slot));
+  target.keys.push_back(core.key_of(target.names.front()));
+  target.keys.push_back(core.key_of(permit_config_name(name)));
+  target.claim = claim.proof + claim_token_text(claim.token, claim.owner);
+  target.owned = !claim.owner.empty();
+  return target;
+}
+
 }  // namespace
 
-AcquireTicket RedlockEngine::acquire_set(LockSetRequest, LockSetHandler done) {
-  answer_later(core_, std::move(done), Result<LockSetLease>(not_built_yet()));
-  return {};
+AcquireTicket RedlockEngine::acquire_set(LockSetRequest request, LockSetHandler done) {
+  Status valid = check_set_names(request.names);
+  if (valid.ok()) valid = check_owner(request.owner);
+  if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
+  if (valid.ok()) valid = check_wait(core_->options(), request.wait);
+  if (!valid.ok()) {
+    answer_later(core_, std::move(done), Result<LockSetLease>(std::move(valid).error()));
+    return {};
+  }
+  Result<std::string> value = generate_lease_value();
+  if (!value.ok()) {
+    answer_later(core_, std::move(done), Result<LockSetLease>(std::move(value).error()));
+    return {};
+  }
+  AcquireTarget target;
+  target.kind = AcquireTarget::Kind::kSet;
+  target.names = std::move(request.names);
+  target.ttl = request.ttl;
+  target.wait = request.wait;
+  target.owner = std::move(request.owner);
+  auto operation = std::make_shared<AcquireOperation>(core_, std::move(target),
+                                                      std::move(value).value(), std::move(done));
+  asio::dispatch(core_->strand(), [operation] { operation->start(); });
+  return AcquireTicket(std::weak_ptr<detail::CancellableAcquire>(operation));
 }
-void RedlockEngine::extend_set(std::vector<std::string>, LockSetClaim, milliseconds,
+
+void RedlockEngine::extend_set(std::vector<std::string> names, LockSetClaim claim, milliseconds ttl,
                                LockSetExtendHandler done) {
-  answer_later(core_, std::move(done), Result<LockSetExtension>(not_built_yet()));
+  Status valid = check_set_names(names);
+  if (valid.ok()) valid = check_set_claim(names, claim);
+  if (valid.ok()) valid = check_ttl(core_->options(), ttl);
+  if (!valid.ok()) {
+    return answer_later(core_, std::move(done), Result<LockSetExtension>(std::move(valid).error()));
+  }
+  asio::dispatch(core_->strand(), [core = core_, names = std::move(names), claim = std::move(claim),
+                                   ttl, done = std::move(done)]() mutable {
+    auto answer = [tokens = claim.tokens,
+                   done = std::move(done)](Result<Extension> extension) mutable {
+      if (!extension.ok()) return done(Result<LockSetExtension>(std::move(extension).error()));
+      const Extension& e = extension.value();
+      done(Result<LockSetExtension>(
+          LockSetExtension{std::move(tokens), e.ttl, e.validity, e.started}));
+    };
+    std::make_shared<ExtendOperation>(core,
+                                      set_claim(*core, Script::kExtendSet, std::move(names), claim),
+                                      claim.tokens.front(), ttl, std::move(answer))
+        ->start();
+  });
 }
-void RedlockEngine::release_set(std::vector<std::string>, LockSetClaim, ReleaseHandler done) {
-  answer_later(core_, std::move(done), Result<bool>(not_built_yet()));
+
+void RedlockEngine::release_set(std::vector<std::string> names, LockSetClaim claim,
+                                ReleaseHandler done) {
+  Status valid = check_set_names(names);
+  if (valid.ok()) valid = check_set_claim(names, claim);
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, names = std::move(names), claim = std::move(claim),
+                                   done = std::move(done)]() mutable {
+    ClaimTarget target = set_claim(*core, Script::kReleaseSet, std::move(names), claim);
+    std::string tag = release_tag_for(*core, target.names);
+    std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
+        ->start();
+  });
 }
-AcquireTicket RedlockEngine::acquire_permit(PermitRequest, PermitHandler done) {
-  answer_later(core_, std::move(done), Result<Permit>(not_built_yet()));
-  return {};
+
+AcquireTicket RedlockEngine::acquire_permit(PermitRequest request, PermitHandler done) {
+  Status valid = check_name(request.name);
+  if (valid.ok()) valid = check_permits(request.permits);
+  if (valid.ok()) valid = check_owner(request.owner);
+  if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
+  if (valid.ok()) valid = check_wait(core_->options(), request.wait);
+  if (!valid.ok()) {
+    answer_later(core_, std::move(done), Result<Permit>(std::move(valid).error()));
+    return {};
+  }
+  Result<std::string> value = generate_lease_value();
+  if (!value.ok()) {
+    answer_later(core_, std::move(done), Result<Permit>(std::move(value).error()));
+    return {};
+  }
+  AcquireTarget target;
+  target.kind = AcquireTarget::Kind::kPermit;
+  target.names.push_back(std::move(request.name));
+  target.permits = request.permits;
+  target.ttl = request.ttl;
+  target.wait = request.wait;
+  target.owner = std::move(request.owner);
+  auto operation = std::make_shared<AcquireOperation>(core_, std::move(target),
+                                                      std::move(value).value(), std::move(done));
+  asio::dispatch(core_->strand(), [operation] { operation->start(); });
+  return AcquireTicket(std::weak_ptr<detail::CancellableAcquire>(operation));
 }
-void RedlockEngine::extend_permit(std::string, std::uint32_t, std::uint32_t, LeaseClaim,
-                                  milliseconds, ExtendHandler done) {
-  answer_later(core_, std::move(done), Result<Extension>(not_built_yet()));
+
+void RedlockEngine::extend_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
+                                  LeaseClaim claim, milliseconds ttl, ExtendHandler done) {
+  Status valid = check_name(name);
+  if (valid.ok()) valid = check_slot(permits, slot);
+  if (valid.ok()) valid = check_claim(claim);
+  if (valid.ok()) valid = check_ttl(core_->options(), ttl);
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), permits, slot,
+                                   claim = std::move(claim), ttl,
+                                   done = std::move(done)]() mutable {
+    std::make_shared<ExtendOperation>(core,
+                                      permit_claim(*core, Script::kExtendPermit, name, slot, claim),
+                                      claim.token, ttl, std::move(done), std::to_string(permits))
+        ->start();
+  });
 }
-void RedlockEngine::release_permit(std::string, std::uint32_t, std::uint32_t, LeaseClaim,
-                                   ReleaseHandler done) {
-  answer_later(core_, std::move(done), Result<bool>(not_built_yet()));
+
+void RedlockEngine::release_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
+                                   LeaseClaim claim, ReleaseHandler done) {
+  Status valid = check_name(name);
+  if (valid.ok()) valid = check_slot(permits, slot);
+  if (valid.ok()) valid = check_claim(claim);
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), slot,
+                                   claim = std::move(claim), done = std::move(done)]() mutable {
+    ClaimTarget target = permit_claim(*core, Script::kReleasePermit, name, slot, claim);
+    std::string tag = release_tag_for(*core, target.names);
+    std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
+        ->start();
+  });
 }
-void RedlockEngine::inspect_semaphore(std::string, SemaphoreStatusHandler done) {
-  answer_later(core_, std::move(done), Result<SemaphoreStatus>(not_built_yet()));
+
+void RedlockEngine::inspect_semaphore(std::string name, SemaphoreStatusHandler done) {
+  Status valid = check_name(name);
+  if (!valid.ok()) {
+    return answer_later(core_, std::move(done), Result<SemaphoreStatus>(std::move(valid).error()));
+  }
+  asio::dispatch(core_->strand(),
+                 [core = core_, name = std::move(name), done = std::move(done)]() mutable {
+                   std::make_shared<InspectSemaphoreOperation>(
+                       core, core->key_of(permit_config_name(name)), std::move(done))
+                       ->start();
+                 });
 }
 
 std::size_t RedlockEngine::node_count() const noexcept {

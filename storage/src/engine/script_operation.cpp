@@ -1,6 +1,7 @@
 #include "engine/script_operation.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 
 #include "fencelock/storage/lease_timing.h"
@@ -62,31 +63,40 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
   core_->operation_finished();
 }
 
-ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
-                                   const LeaseClaim& claim, std::function<void(Result<bool>)> done)
-    : ReleaseOperation(
-          core, name, claim,
-          // Tagged only with waiters here: the tag lets the script skip announcing a
-          // release that only our own waiters wait for (they are woken directly).
-          core->has_waiters(std::string(name)) ? core->new_release_tag() : std::string(),
-          std::move(done)) {}
+ClaimTarget single_lock_claim(const EngineCore& core, Script script, std::string_view name,
+                              const LeaseClaim& claim) {
+  ClaimTarget target;
+  target.script = script;
+  target.keys.push_back(core.key_of(name));
+  target.names.emplace_back(name);
+  target.claim = claim.proof + claim_token_text(claim.token, claim.owner);
+  target.owned = !claim.owner.empty();
+  return target;
+}
 
-ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
-                                   const LeaseClaim& claim, std::string release_tag,
-                                   std::function<void(Result<bool>)> done)
-    : ClaimOperation(core, OperationKind::kRelease, Script::kRelease, core->key_of(name), claim,
-                     release_tag.empty()
-                         ? std::vector<std::string>{claim_argument(claim)}
-                         : std::vector<std::string>{claim_argument(claim), release_tag},
+std::string release_tag_for(EngineCore& core, const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (core.has_waiters(name)) return core.new_release_tag();
+  }
+  return {};
+}
+
+ReleaseOperation::ReleaseOperation(const std::shared_ptr<EngineCore>& core, ClaimTarget target,
+                                   std::string release_tag, std::function<void(Result<bool>)> done)
+    : ClaimOperation(core, OperationKind::kRelease, target.script, std::move(target.keys),
+                     target.owned,
+                     release_tag.empty() ? std::vector<std::string>{target.claim}
+                                         : std::vector<std::string>{target.claim, release_tag},
                      std::move(done)),
-      name_(name),
+      names_(std::move(target.names)),
       release_tag_(std::move(release_tag)) {}
 
 void ReleaseOperation::decide() {
   if (finished()) return;
   if (tally_.outcome() == TallyOutcome::kReached) {
     complete(true);
-    core_->wake_first_waiter(name_, release_tag_);  // hand the lock over without a retry delay
+    // Hand the lock over without a retry delay.
+    for (const auto& name : names_) core_->wake_first_waiter(name, release_tag_);
   } else if (surely_not_held(tally_)) {
     complete(false);
   } else if (cannot_tell(tally_)) {
@@ -94,12 +104,16 @@ void ReleaseOperation::decide() {
   }
 }
 
-ExtendOperation::ExtendOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
-                                 const LeaseClaim& claim, std::chrono::milliseconds ttl,
-                                 std::function<void(Result<Extension>)> done)
-    : ClaimOperation(core, OperationKind::kExtend, Script::kExtend, core->key_of(name), claim,
-                     {claim_argument(claim), std::to_string(ttl.count())}, std::move(done)),
-      token_(claim.token),
+ExtendOperation::ExtendOperation(const std::shared_ptr<EngineCore>& core, ClaimTarget target,
+                                 std::uint64_t token, std::chrono::milliseconds ttl,
+                                 std::function<void(Result<Extension>)> done, std::string extra)
+    : ClaimOperation(
+          core, OperationKind::kExtend, target.script, std::move(target.keys), target.owned,
+          extra.empty()
+              ? std::vector<std::string>{target.claim, std::to_string(ttl.count())}
+              : std::vector<std::string>{target.claim, std::to_string(ttl.count()), extra},
+          std::move(done)),
+      token_(token),
       ttl_(ttl) {}
 
 void ExtendOperation::decide() {
@@ -168,6 +182,63 @@ void InspectOperation::decide() {
   }
   finish(std::nullopt);
   core_->complete_later(std::move(done_), Result<LockStatus>(status));
+}
+
+InspectSemaphoreOperation::InspectSemaphoreOperation(
+    const std::shared_ptr<EngineCore>& core, std::string config_key,
+    std::function<void(Result<SemaphoreStatus>)> done)
+    : ScriptOperation(core, OperationKind::kInspect, Script::kInspectSemaphore,
+                      {std::move(config_key)}, {}),
+      seen_(tally_.node_count()),
+      done_(std::move(done)) {}
+
+void InspectSemaphoreOperation::on_answer(std::size_t node, const NodeReply& reply) {
+  // {N or "", {"<slot>:<holder id>", ...}}
+  const bool well_formed = reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 2 &&
+                           reply.elements[0].kind == NodeReply::Kind::kString &&
+                           reply.elements[1].kind == NodeReply::Kind::kArray;
+  if (!well_formed || node >= seen_.size()) {
+    tally_.record(node, Vote::kFailed);
+  } else {
+    seen_[node].permits = reply.elements[0].text;
+    for (const NodeReply& slot : reply.elements[1].elements) seen_[node].slots.push_back(slot.text);
+    tally_.record(node, Vote::kYes);  // "answered"
+  }
+  decide();
+}
+
+void InspectSemaphoreOperation::decide() {
+  if (finished() || tally_.pending_voters() != 0) return;
+  if (tally_.answered_voters() < tally_.quorum()) {
+    finish(ErrorCode::kUnavailable);
+    core_->complete_later(std::move(done_), Result<SemaphoreStatus>(make_error(
+                                                ErrorCode::kUnavailable, tally_.shortfall())));
+    return;
+  }
+  std::map<std::string, std::size_t> counts;  // count text → nodes
+  std::map<std::string, std::size_t> slots;   // "<slot>:<holder>" → nodes
+  for (std::size_t i = 0; i < seen_.size(); ++i) {
+    if (!tally_.is_voter(i) || tally_.vote_of(i) != Vote::kYes) continue;
+    if (!seen_[i].permits.empty()) ++counts[seen_[i].permits];
+    for (const auto& slot : seen_[i].slots) ++slots[slot];
+  }
+  SemaphoreStatus status;
+  for (const auto& [slot, nodes] : slots) {
+    if (nodes >= tally_.quorum()) ++status.held;
+  }
+  // The count of the live semaphore: the one most nodes hold (0 when no permit is live).
+  std::size_t best = 0;
+  for (const auto& [text, nodes] : counts) {
+    std::uint32_t permits = 0;
+    std::from_chars(text.data(), text.data() + text.size(), permits);
+    if (nodes > best) {
+      best = nodes;
+      status.permits = permits;
+    }
+  }
+  if (status.held == 0) status.permits = 0;
+  finish(std::nullopt);
+  core_->complete_later(std::move(done_), Result<SemaphoreStatus>(status));
 }
 
 }  // namespace fencelock::storage

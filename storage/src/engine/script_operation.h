@@ -49,25 +49,33 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
   bool finished_ = false;
 };
 
+// What a release or extend works on: the script, its keys, the claim argument and, for a release,
+// the names whose first waiter it wakes. A single lock: kRelease/kExtend on its key; a lock set:
+// kReleaseSet/kExtendSet on every key of the set; a permit: kReleasePermit/kExtendPermit on its
+// slot key and the semaphore's config key (lua_scripts.h).
+struct ClaimTarget {
+  Script script = Script::kRelease;
+  std::vector<std::string> keys;
+  std::vector<std::string> names;  // release: waiter queues to wake once it is free
+  // The script argument that carries a claim: proof, then the token text the proof was made from
+  // ("<token>", "<t1>,<t2>,..." — then "@<owner>" if any; lease_secret.h).
+  std::string claim;
+  bool owned = false;  // the claim names an owner: a mismatch may be another API key's lease
+};
+
 // Base of release and extend: scripts that check the holder's claim (lua_scripts.h) and answer 1
 // (done), 0 (not this lease, or gone) or -1 (this lease, but not its token: refused at once with
 // kInvalidArgument, nothing changed anywhere); the subclass decides from the tally.
 template <class T>
 class ClaimOperation : public ScriptOperation {
  protected:
-  // `args` start with claim_argument(claim).
+  // `args` start with the claim argument.
   ClaimOperation(const std::shared_ptr<EngineCore>& core, OperationKind kind, Script script,
-                 std::string key, const LeaseClaim& claim, std::vector<std::string> args,
+                 std::vector<std::string> keys, bool owned, std::vector<std::string> args,
                  std::function<void(Result<T>)> done)
-      : ScriptOperation(core, kind, script, {std::move(key)}, std::move(args)),
-        owned_(!claim.owner.empty()),
+      : ScriptOperation(core, kind, script, std::move(keys), std::move(args)),
+        owned_(owned),
         done_(std::move(done)) {}
-
-  // The script argument that carries a claim: proof, then the token text the proof was made from
-  // ("<token>" or "<token>@<owner>", lease_secret.h).
-  static std::string claim_argument(const LeaseClaim& claim) {
-    return claim.proof + claim_token_text(claim.token, claim.owner);
-  }
 
   // Finishes (the observer learns the error code, if any) and answers the handler. A release that
   // found the lease gone (false) is reported as kLeaseLost: its caller held it past its expiry.
@@ -98,27 +106,35 @@ class ClaimOperation : public ScriptOperation {
   std::function<void(Result<T>)> done_;
 };
 
+// The claim target of the single lock `name`.
+ClaimTarget single_lock_claim(const EngineCore& core, Script script, std::string_view name,
+                              const LeaseClaim& claim);
+
+// The release tag of a release of `names`: engine id + release number when this engine has waiters
+// for one of them, "" otherwise (the script then skips announcing a release that only our own
+// waiters wait for: they are woken directly).
+std::string release_tag_for(EngineCore& core, const std::vector<std::string>& names);
+
 // Compare-and-delete on every node (announced to other engines' waiters, see EngineCore).
+// `release_tag`: release_tag_for(target.names).
 class ReleaseOperation final : public ClaimOperation<bool> {
  public:
-  ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
-                   const LeaseClaim& claim, std::function<void(Result<bool>)> done);
+  ReleaseOperation(const std::shared_ptr<EngineCore>& core, ClaimTarget target,
+                   std::string release_tag, std::function<void(Result<bool>)> done);
 
  private:
-  ReleaseOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
-                   const LeaseClaim& claim, std::string release_tag,
-                   std::function<void(Result<bool>)> done);
   void decide() override;
-  std::string name_;         // to wake the name's first waiter once the lock is free
-  std::string release_tag_;  // engine id + release number, as announced
+  std::vector<std::string> names_;  // to wake each name's first waiter once the lock is free
+  std::string release_tag_;         // engine id + release number, as announced
 };
 
-// Compare-and-lengthen on every node.
+// Compare-and-lengthen on every node. `extra` follows the claim and the ttl in the script's
+// arguments (a permit's count).
 class ExtendOperation final : public ClaimOperation<Extension> {
  public:
-  ExtendOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
-                  const LeaseClaim& claim, std::chrono::milliseconds ttl,
-                  std::function<void(Result<Extension>)> done);
+  ExtendOperation(const std::shared_ptr<EngineCore>& core, ClaimTarget target, std::uint64_t token,
+                  std::chrono::milliseconds ttl, std::function<void(Result<Extension>)> done,
+                  std::string extra = {});
 
  private:
   void decide() override;
@@ -141,6 +157,24 @@ class InspectOperation final : public ScriptOperation {
   void decide() override;
   std::vector<Holding> holdings_;
   std::function<void(Result<LockStatus>)> done_;
+};
+
+// A semaphore's count and live slots on every node (kInspectSemaphoreScript); waits for every
+// voting node, as InspectOperation. A slot counts as held when one holder holds it on a quorum.
+class InspectSemaphoreOperation final : public ScriptOperation {
+ public:
+  InspectSemaphoreOperation(const std::shared_ptr<EngineCore>& core, std::string config_key,
+                            std::function<void(Result<SemaphoreStatus>)> done);
+
+ private:
+  struct Seen {
+    std::string permits;             // "" if no config key there
+    std::vector<std::string> slots;  // "<slot>:<holder id>"
+  };
+  void on_answer(std::size_t node, const NodeReply& reply) override;
+  void decide() override;
+  std::vector<Seen> seen_;
+  std::function<void(Result<SemaphoreStatus>)> done_;
 };
 
 }  // namespace fencelock::storage

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -56,9 +57,16 @@ bool is_valid_lease_owner(std::string_view owner) noexcept;
 
 // The proof for `value` (as generate_lease_value() makes it) granted with `token` to `owner`.
 std::string lease_proof(std::string_view value, std::uint64_t token, std::string_view owner = {});
+// The proof of a lock set: as above, over every token of the set in its canonical order (the
+// hashed text is "<t1>,<t2>,...[@<owner>]:<value>"), so that no token of the list can be altered.
+// A one-token list gives exactly the single lease's proof.
+std::string lease_proof(std::string_view value, std::span<const std::uint64_t> tokens,
+                        std::string_view owner);
 
-// The token text the scripts hash and the claim carries: "<token>" or "<token>@<owner>".
+// The token text the scripts hash and the claim carries: "<token>" or "<token>@<owner>"; for a
+// lock set "<t1>,<t2>,...", then "@<owner>" if any.
 std::string claim_token_text(std::uint64_t token, std::string_view owner);
+std::string claim_token_text(std::span<const std::uint64_t> tokens, std::string_view owner);
 
 // True iff `text` has the shape lease_proof() produces. Cheap; used to refuse malformed leases
 // before any node is asked.

@@ -11,6 +11,15 @@
 // engine on the same nodes (announced over Redis pub/sub; see EngineCore and docs/architecture.md).
 // Every acquire makes at least one attempt; none waits out an outage (kUnavailable at once).
 //
+// Lock sets (acquire_set) write one lease value on every key of the set with one Lua script per
+// node, all keys or none; release and extend are one script per node over all keys, and a node
+// votes yes only for the whole set. One token per name is drawn after the quorum. A semaphore's
+// permit (acquire_permit) is a lease on one of its N slot keys, beside a config key holding N; a
+// refused slot moves the attempt at once to a slot free on a quorum, and a live semaphore with
+// another N refuses with kPermitsMismatch. Set and permit waiters queue on every name (every slot)
+// and are woken by a release of any. See docs/architecture.md, "Lock sets" and "Counting
+// semaphores".
+//
 // Extend and release are compare-and-set Lua scripts (lua_scripts.h) on every node; inspect reads
 // the holder's value and ttl on every node and reports whether one value holds a quorum, never
 // the value itself. See docs/architecture.md for the algorithm, its timing assumptions and the
@@ -92,12 +101,25 @@ class RedlockEngine final : public LockEngine {
   // kInvalidArgument.
   void inspect(std::string name, InspectHandler done) override;
 
-  // Lock sets and semaphores: see lock_engine.h and lease.h. TODO(#19 engine): implement.
+  // Lock sets (lease.h). acquire_set: as acquire, for every name at once; names are checked
+  // (1..kMaxLockSetNames valid, distinct: else kInvalidArgument) and sorted. Errors as acquire.
+  // extend_set / release_set: as extend / release over the whole set; the claim carries one token
+  // per name in canonical order (another count, or an altered list: kInvalidArgument). A node
+  // votes yes only if it holds every key of the set; an extend changes nothing on a node that does
+  // not. Reported to the observer as kAcquire / kExtend / kRelease.
   AcquireTicket acquire_set(LockSetRequest request, LockSetHandler done) override;
   void extend_set(std::vector<std::string> names, LockSetClaim claim, std::chrono::milliseconds ttl,
                   LockSetExtendHandler done) override;
   void release_set(std::vector<std::string> names, LockSetClaim claim,
                    ReleaseHandler done) override;
+  // Semaphores (lease.h). acquire_permit: as acquire, for one free slot of `permits` (1..
+  // kMaxPermits, else kInvalidArgument); kLocked when every slot is held; kPermitsMismatch, without
+  // waiting, when the live semaphore has another count — its message is "the semaphore is live
+  // with <N> permits; ..." (the first number in it is the live N). extend_permit / release_permit:
+  // as extend / release on the permit's slot (slot < permits, else kInvalidArgument), keeping the
+  // count alive as long as the permit (extend) or ending it with the last live slot (release).
+  // inspect_semaphore: the live count (0 if no permit is live) and the slots held on a quorum;
+  // errors as inspect. Reported to the observer as kAcquire / kExtend / kRelease / kInspect.
   AcquireTicket acquire_permit(PermitRequest request, PermitHandler done) override;
   void extend_permit(std::string name, std::uint32_t permits, std::uint32_t slot, LeaseClaim claim,
                      std::chrono::milliseconds ttl, ExtendHandler done) override;
