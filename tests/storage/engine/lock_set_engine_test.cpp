@@ -230,7 +230,7 @@ TEST_CASE("overlapping lock sets from several engines in both orders never show 
           if (holders[name]++ != 0) ++overlaps;
         std::this_thread::sleep_for(2ms);
         for (const auto& name : set->names) --holders[name];
-        if (!release_set(t, set->names, set_claim(*set)).value_or(false)) ++failures;
+        if (auto r = release_set(t, set->names, set_claim(*set)); !r.ok() || !r.value()) ++failures;
       }
     });
   }
