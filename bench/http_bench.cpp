@@ -2,11 +2,12 @@
 // keep-alive connection, all driven by one thread. One JSON line of results on stdout.
 //
 //   http_bench --endpoint http[s]://127.0.0.1:8080[,http[s]://127.0.0.1:8081...]
-//              --workload uncontended|contended|extend|tokens|idle|connections
+//              --workload uncontended|contended|extend|tokens|idle|connections|set|semaphore
 //              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms
 //              1]
 //              [--system fencelock] [--api-key SECRET] [--ca-file CA.pem]
-//              [--max-connections 20000]
+//              [--max-connections 20000] [--set-size 4] [--set-pool 0]
+//              [--semaphores 8] [--permits 8]
 //
 //   Several endpoints (fencelockd instances sharing lock nodes): caller i talks to endpoint
 //   i mod n, so a contended hand-off often crosses instances. --system labels the JSON line.
@@ -23,6 +24,15 @@
 //                GET /healthz, close; repeat (ops = connections; handshake_* = TLS handshake
 //                alone). At most --max-connections in all: each leaves a loopback port in
 //                TIME_WAIT.
+//   set          lock sets (#19): POST /v1/locks with --set-size names, then DELETE /v1/locks
+//                (ops = pairs). --set-pool 0: caller i always asks for its own names set-<i>-<k>,
+//                so no two callers meet (the cost of a set alone). --set-pool P: each acquire
+//                takes --set-size distinct names at random out of P shared ones pool-<j>, sent in
+//                random order, with wait_ms: overlapping sets queue on each other.
+//   semaphore    counting semaphores (#19): caller i acquires a permit of sem-<i mod S> (S =
+//                --semaphores, each of --permits permits) with wait_ms and releases it (ops =
+//                pairs). Callers ≤ S × permits: nobody waits for a permit (8 × 8 at 64 callers);
+//                more callers per semaphore than permits: they queue.
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/resource.h>
@@ -73,6 +83,10 @@ struct Settings {
   std::string authorization;               // --api-key SECRET: "Bearer SECRET" on every request
   std::string ca_file;                     // --ca-file: trust anchors for https:// endpoints
   std::uint64_t max_connections = 20'000;  // the connections workload stops there
+  int set_size = 4;                        // set: names per acquire (1..16)
+  int set_pool = 0;                        // set: 0 = each caller its own names, else shared pool
+  int semaphores = 8;                      // semaphore: how many semaphores the callers spread over
+  int permits = 8;                         // semaphore: permits of each (1..64)
 };
 
 struct Totals {
@@ -95,8 +109,9 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
 
  public:
   Caller(asio::io_context& io, ssl::context* tls, const Settings& s, const Endpoint& endpoint,
-         Totals& totals, Clock::time_point end, unsigned seed)
-      : io_(io),
+         Totals& totals, Clock::time_point end, int index, unsigned seed)
+      : index_(index),
+        io_(io),
         tls_(tls),
         stream_(make_stream(io, tls)),
         timer_(io),
@@ -160,7 +175,7 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
     if (s_.workload != "connections" || Clock::now() >= end_ ||
         totals_.connections >= s_.max_connections)
       return;
-    std::make_shared<Caller>(io_, tls_, s_, endpoint_, totals_, end_, rng_())->start();
+    std::make_shared<Caller>(io_, tls_, s_, endpoint_, totals_, end_, index_, rng_())->start();
   }
 
   void begin() {
@@ -199,7 +214,48 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
     } else if (s_.workload == "extend") {
       send(http::verb::post, "/v1/locks/" + name_ + "/extend",
            json{{"lease", lease_}, {"ttl_ms", s_.ttl_ms}}.dump(), &Caller::on_simple);
+    } else if (s_.workload == "set") {
+      set_names_ = pick_set();
+      json body{{"names", set_names_}, {"ttl_ms", s_.ttl_ms}};
+      if (s_.set_pool > 0) body["wait_ms"] = s_.wait_ms;
+      send(http::verb::post, "/v1/locks", body.dump(), &Caller::on_acquired);
+    } else if (s_.workload == "semaphore") {
+      name_ = "sem-" + std::to_string(index_ % s_.semaphores);
+      send(http::verb::post, "/v1/semaphores/" + name_,
+           json{{"permits", s_.permits}, {"ttl_ms", s_.ttl_ms}, {"wait_ms", s_.wait_ms}}.dump(),
+           &Caller::on_acquired);
     }
+  }
+
+  // The names of the next set, in the order they are sent (the service sorts them).
+  json pick_set() {
+    std::vector<std::string> names;
+    if (s_.set_pool == 0) {
+      for (int k = 0; k < s_.set_size; ++k)
+        names.push_back("set-" + std::to_string(index_) + "-" + std::to_string(k));
+    } else {
+      std::vector<int> pool(static_cast<std::size_t>(s_.set_pool));
+      for (std::size_t j = 0; j < pool.size(); ++j) pool[j] = static_cast<int>(j);
+      for (std::size_t k = 0; k < static_cast<std::size_t>(s_.set_size); ++k) {
+        std::swap(pool[k], pool[k + rng_() % (pool.size() - k)]);
+        names.push_back("pool-" + std::to_string(pool[k]));
+      }
+    }
+    std::shuffle(names.begin(), names.end(), rng_);
+    return names;
+  }
+
+  // A grant's answer has the shape docs/api.md gives it (a token per name of a set, a slot
+  // below the permit count): a smoke test of the feature as well as a load.
+  bool grant_well_formed(const json& body) const {
+    if (!body.is_object() || !body.contains("lease") || !body["lease"].is_string()) return false;
+    if (s_.workload == "set")
+      return body.contains("tokens") && body["tokens"].is_object() &&
+             body["tokens"].size() == static_cast<std::size_t>(s_.set_size);
+    if (s_.workload == "semaphore")
+      return body.value("permits", 0) == s_.permits && body.value("slot", -1) >= 0 &&
+             body.value("slot", -1) < s_.permits;
+    return true;
   }
 
   void send(http::verb verb, const std::string& target, std::string body, Then then) {
@@ -236,6 +292,7 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
       ++(status == 409 ? totals_.refused : totals_.errors);
       return next();
     }
+    if (!grant_well_formed(body)) ++totals_.errors;
     if (s_.workload == "contended") {
       if (totals_.last_release != Clock::time_point{})
         totals_.handoff.record(now - totals_.last_release);
@@ -250,13 +307,23 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
   }
 
   void release() {
-    send(http::verb::delete_, "/v1/locks/" + name_, json{{"lease", lease_}}.dump(),
-         &Caller::on_released);
+    if (s_.workload == "set")
+      send(http::verb::delete_, "/v1/locks", json{{"names", set_names_}, {"lease", lease_}}.dump(),
+           &Caller::on_released);
+    else if (s_.workload == "semaphore")
+      send(http::verb::delete_, "/v1/semaphores/" + name_, json{{"lease", lease_}}.dump(),
+           &Caller::on_released);
+    else
+      send(http::verb::delete_, "/v1/locks/" + name_, json{{"lease", lease_}}.dump(),
+           &Caller::on_released);
   }
 
-  void on_released(unsigned status, const json&) {
+  void on_released(unsigned status, const json& body) {
     const auto now = Clock::now();
-    if (status != 200) ++totals_.errors;
+    // A lease of 10 s released within milliseconds must still have been held everywhere.
+    const bool checks_released = s_.workload == "set" || s_.workload == "semaphore";
+    if (status != 200 || (checks_released && !(body.is_object() && body.value("released", false))))
+      ++totals_.errors;
     if (s_.workload == "contended") {
       totals_.last_release = now;
     } else {
@@ -301,6 +368,7 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
     reconnect();
   }
 
+  int index_;  // which caller: set's own names, semaphore's choice
   asio::io_context& io_;
   ssl::context* tls_;  // https:// endpoints only
   Stream stream_;
@@ -316,6 +384,7 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
   Clock::time_point connect_started_;
   std::mt19937 rng_;
   std::string name_, lease_;
+  json set_names_;
   Then then_ = nullptr;
 };
 
@@ -376,6 +445,14 @@ int main(int argc, char** argv) {
       s.ca_file = value;
     else if (flag == "--max-connections")
       s.max_connections = std::stoull(value);
+    else if (flag == "--set-size")
+      s.set_size = std::stoi(value);
+    else if (flag == "--set-pool")
+      s.set_pool = std::stoi(value);
+    else if (flag == "--semaphores")
+      s.semaphores = std::stoi(value);
+    else if (flag == "--permits")
+      s.permits = std::stoi(value);
     else {
       std::fprintf(stderr, "http_bench: unknown flag %s (see the comment at the top)\n",
                    flag.c_str());
@@ -383,6 +460,13 @@ int main(int argc, char** argv) {
     }
   }
   if (s.endpoints.empty()) s.endpoints.push_back(Endpoint{});
+  if (s.set_size < 1 || s.set_pool < 0 || (s.set_pool > 0 && s.set_pool < s.set_size) ||
+      s.semaphores < 1 || s.permits < 1) {
+    std::fprintf(stderr,
+                 "http_bench: --set-size ≥ 1, --set-pool 0 or ≥ --set-size, "
+                 "--semaphores ≥ 1 and --permits ≥ 1\n");
+    return 2;
+  }
   asio::io_context io(1);
   // One context for every https:// caller: TLS 1.2+, the server's certificate must verify.
   ssl::context tls(ssl::context::tls_client);
@@ -401,11 +485,15 @@ int main(int argc, char** argv) {
     const Endpoint& endpoint = s.endpoints[static_cast<std::size_t>(c) % s.endpoints.size()];
     const auto seed = static_cast<unsigned>(c + 1);
     if (endpoint.tls)
-      std::make_shared<Caller<TlsStream>>(io, &tls, s, endpoint, totals, end, seed)->start();
+      std::make_shared<Caller<TlsStream>>(io, &tls, s, endpoint, totals, end, c, seed)->start();
     else
-      std::make_shared<Caller<PlainStream>>(io, nullptr, s, endpoint, totals, end, seed)->start();
+      std::make_shared<Caller<PlainStream>>(io, nullptr, s, endpoint, totals, end, c, seed)
+          ->start();
   }  // the callers keep themselves alive while they have work
-  io.run_until(end + std::chrono::seconds(s.workload == "contended" ? 10 : 3));
+  // Callers that wait (wait_ms) may still be queued at the end: give them their wait.
+  const bool waits = s.workload == "contended" || s.workload == "semaphore" ||
+                     (s.workload == "set" && s.set_pool > 0);
+  io.run_until(end + std::chrono::seconds(waits ? 10 : 3));
   const double elapsed =
       std::chrono::duration<double>(std::min(Clock::now(), end + std::chrono::seconds(1)) - started)
           .count();
@@ -423,7 +511,15 @@ int main(int argc, char** argv) {
            {"p999_ms", ms(totals.latency.quantile(0.999))},
            {"refused", totals.refused},
            {"errors", totals.errors}};
-  if (s.workload == "uncontended") {
+  if (s.workload == "set") {
+    out["set_size"] = s.set_size;
+    out["set_pool"] = s.set_pool;
+  }
+  if (s.workload == "semaphore") {
+    out["semaphores"] = s.semaphores;
+    out["permits"] = s.permits;
+  }
+  if (s.workload == "uncontended" || s.workload == "set" || s.workload == "semaphore") {
     out["pair_p50_ms"] = ms(totals.pair.quantile(0.5));
     out["pair_p99_ms"] = ms(totals.pair.quantile(0.99));
   }

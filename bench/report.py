@@ -252,8 +252,51 @@ if expiry_rows:
                   f"{num(r.get('after_ttl_p90_ms'), 1)} / {num(r.get('after_ttl_max_ms'), 1)} ms | "
                   f"{r.get('refused', 0)} | {r.get('errors', 0)} |")
 
+set_rows = [r for r in rows if r.get("system") == "fencelock" and r.get("workload") == "set"]
+semaphore_rows = [r for r in rows if r.get("system") == "fencelock" and r.get("workload") == "semaphore"]
+if set_rows or semaphore_rows:
+    md.append("\n## 8. Lock sets and semaphores\n")
+    md.append("The first fencelockd of section 1. **Lock sets** of 4 names (`POST /v1/locks`, then `DELETE /v1/locks`) "
+              "beside node-redlock's multi-resource lock (`redlock.acquire([r1, r2, r3, r4], ttl)`, in-process) on the "
+              "same five nodes: with *own names* each caller always asks for its own four names, so no two callers meet "
+              "(what a set costs); with *4 of 8 shared* each acquire takes four distinct names at random out of 8, in "
+              "random order, fencelock with `wait_ms` 5 s (overlapping sets queue), node-redlock with its default "
+              "retries. **Semaphores** (`POST` / `DELETE /v1/semaphores/{name}`, fencelock only): caller i on semaphore "
+              "i mod S; with 8 semaphores of 8 permits nobody waits for a permit at 64 callers, with one semaphore of 8 "
+              "permits the callers queue (`wait_ms` 5 s). Each pair is an acquire and its release at once; latencies "
+              "as in section 1 (acquire alone, and acquire + release).\n")
+    md.append("| primitive | layout | callers | system | pairs/s | acquire p50 / p99 | pair p50 / p99 | refused or gave up | "
+              "errors | fencelock ÷ node-redlock |")
+    md.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+
+    def set_row(r, primitive, layout, peer=None):
+        label = "node-redlock (in-process)" if r["system"] == "node-redlock" else "fencelock (HTTP)"
+        md.append(f"| {primitive} | {layout} | {r['callers']} | {label} | {num(r['ops_per_sec'])} | "
+                  f"{num(r.get('p50_ms'), 2)} / {num(r.get('p99_ms'), 2)} ms | "
+                  f"{num(r.get('pair_p50_ms'), 2)} / {num(r.get('pair_p99_ms'), 2)} ms | "
+                  f"{r.get('refused', 0)} | {r.get('errors', 0)} | "
+                  f"{ratio(r['ops_per_sec'], peer and peer['ops_per_sec']) if peer is not None else ''} |")
+
+    for r in set_rows:
+        pool = r.get("set_pool", 0)
+        layout = f"{r.get('set_size', 4)} own names" if not pool else f"{r.get('set_size', 4)} of {pool} shared"
+        peer = next((p for p in rows if p.get("system") == "node-redlock" and p.get("workload") == "multi"
+                     and p.get("set_pool") == pool and p.get("callers") == r["callers"]), None)
+        set_row(r, "lock set", layout, peer or {})
+        if peer:
+            set_row(peer, "lock set", layout)
+    for r in semaphore_rows:
+        set_row(r, "semaphore", f"{r.get('semaphores')} × {r.get('permits')} permits")
+    own = next((r for r in set_rows if not r.get("set_pool")), None)
+    single = own and pick("fencelock", "uncontended", own["callers"])
+    if own and single:
+        md.append(f"\nA set of {own.get('set_size', 4)} names against one name (section 1, {own['callers']} callers): "
+                  f"{num(own['ops_per_sec'])} against {num(single['ops_per_sec'])} pairs/s "
+                  f"({percent(own['ops_per_sec'], single['ops_per_sec'])}) — one script per node either way, with four "
+                  "keys on each node and a token per name instead of one.\n")
+
 rss = pick("fencelock", "rss")
-md.append("\n## 8. Targets\n")
+md.append("\n## 9. Targets\n")
 targets_at = len(md) + 1  # the targets table starts at the next line
 md.append("| target | measured | met |")
 md.append("|---|---|---|")

@@ -2,7 +2,7 @@
 # Benchmarks fencelock side by side with node-redlock and etcd on this machine, in one run, on the
 # same five Redis masters, and writes the report.
 #
-#   ./bench/run.sh           full run (~12 min): writes docs/benchmarks-side-by-side.md,
+#   ./bench/run.sh           full run (~13 min): writes docs/benchmarks-side-by-side.md,
 #                            docs/benchmarks.svg and the targets table in docs/benchmarks.md
 #   ./bench/run.sh --quick   smoke test (~1 min): short runs, report in build/bench/ only
 #   FENCELOCK_BENCH_PORT_BASE=N   its ports are N+1 .. N+89 (default 27300)
@@ -11,7 +11,9 @@
 # benchmarked), fencelockd (release build, SQLite tokens), one etcd member; then, for the
 # scale-out runs, a token master (appendfsync always) and two more fencelockd on the same lock
 # nodes with the Redis token source (also used for the expiry take-over runs); then one each with
-# API keys, with TLS and keys, and with the etcd token source. Loopback only; every load run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
+# API keys, with TLS and keys, and with the etcd token source. Lock sets and semaphores (#19) run
+# on the first fencelockd, beside node-redlock's multi-resource lock. Loopback only; every load
+# run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -96,6 +98,29 @@ for run in $contended_runs; do
     node bench/peers/etcd/bench.js --endpoint "http://127.0.0.1:$etcd_port" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
   done
 done
+# Lock sets and semaphores (#19) on the first fencelockd, beside node-redlock's multi-resource
+# lock (redlock.acquire([r1, r2, r3, r4], ttl)) on the same nodes. Sets of 4 names: pool 0 = each
+# caller always its own four names (no two callers meet: what a set costs); pool 8 = four out of 8
+# shared names, sent in random order, with wait_ms (overlapping sets queue on each other;
+# node-redlock retries with its defaults). Semaphores (fencelock only, node-redlock has none):
+# 8 semaphores of 8 permits, caller i on semaphore i mod 8 (at 64 callers nobody waits for a
+# permit: what a permit costs), then one semaphore of 8 permits for all callers (they queue).
+set_callers=64
+[ "$quick" = 1 ] && set_callers=16
+for pool in 0 8; do
+  say "fencelock lock sets of 4 names, pool $pool, $set_callers callers"
+  "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload set --set-size 4 \
+    --set-pool "$pool" --callers "$set_callers" --seconds "$seconds" | record
+  say "node-redlock multi-resource lock of 4, pool $pool, $set_callers callers"
+  bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload multi --set-size 4 \
+    --set-pool "$pool" --callers "$set_callers" --seconds "$seconds" | record
+done
+for layout in 8:8 1:8; do
+  say "fencelock semaphores: ${layout%%:*} of ${layout##*:} permits, $set_callers callers"
+  "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload semaphore \
+    --semaphores "${layout%%:*}" --permits "${layout##*:}" --callers "$set_callers" --seconds "$seconds" | record
+done
+
 say "two fencelockd instances (Redis token source) on the same lock nodes"
 redis-server --port "$token_port" --bind 127.0.0.1 --save "" --appendonly yes --appendfsync always \
   --daemonize yes --pidfile "$work/redis-$token_port.pid" --dir "$work" --logfile "$work/redis-$token_port.log" >/dev/null
@@ -296,6 +321,15 @@ echo "{\"system\":\"fencelock\",\"workload\":\"rss\",\"connections\":${open:-0},
 if [ "$quick" = 1 ]; then
   python3 bench/report.py "$results" "$out/environment.txt" "$out/benchmarks-quick.md" ""
   say "quick run done: $out/benchmarks-quick.md (docs untouched)"
+  # The smoke test of #19's primitives (no timing): every set and semaphore run granted something.
+  python3 - "$results" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+bad = [r for r in rows if r.get("workload") in ("set", "multi", "semaphore") and not r.get("ops")]
+for r in bad:
+    print(f"bench: no pair completed: {json.dumps(r)}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
 else
   python3 bench/report.py "$results" "$out/environment.txt" docs/benchmarks-side-by-side.md docs/benchmarks.svg \
     docs/benchmarks.md

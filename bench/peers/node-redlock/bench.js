@@ -5,6 +5,13 @@
 //                 --workload uncontended|contended --callers N --seconds S \
 //                 [--names 10000] [--ttl-ms 10000]
 //   node bench.js --redis ... --workload expiry [--rounds 50] [--ttl-ms 200]
+//   node bench.js --redis ... --workload multi --callers N --seconds S [--set-size 4] [--set-pool 0]
+//
+// multi: node-redlock's multi-resource lock, redlock.acquire([r1, r2, r3, r4], ttl), laid out
+// like fencelock's http_bench --workload set (#19): --set-pool 0, caller i always asks for its
+// own resources bench:set:<i>:<k> (retryCount 0, nobody else holds them); --set-pool P, each
+// acquire takes --set-size distinct resources at random out of P shared bench:pool:<j>, in
+// random order, with the library's default retries. Acquire, release at once (ops = pairs).
 //
 // expiry: take-over of an expired lock (#19), sequential rounds on fresh names.
 // A holder (retryCount 0) acquires with --ttl-ms and never releases; at once a
@@ -35,13 +42,15 @@ function usage(msg) {
   process.stderr.write(
     "usage: node bench.js --redis H:P[,H:P...] --workload uncontended|contended " +
       "--callers N --seconds S [--names 10000] [--ttl-ms 10000] [--hold-ms 1]\n" +
-      "       node bench.js --redis H:P[,H:P...] --workload expiry [--rounds 50] [--ttl-ms 200]\n"
+      "       node bench.js --redis H:P[,H:P...] --workload expiry [--rounds 50] [--ttl-ms 200]\n" +
+      "       node bench.js --redis H:P[,H:P...] --workload multi --callers N --seconds S " +
+      "[--set-size 4] [--set-pool 0] [--ttl-ms 10000]\n"
   );
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = { names: 10000, ttlMs: undefined, holdMs: 1, rounds: 50 };
+  const opts = { names: 10000, ttlMs: undefined, holdMs: 1, rounds: 50, setSize: 4, setPool: 0 };
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
     let v;
@@ -68,7 +77,7 @@ function parseArgs(argv) {
         if (!Number.isInteger(opts.holdMs) || opts.holdMs < 0) usage(`bad --hold-ms ${v}`);
         break;
       case "--workload":
-        if (v !== "uncontended" && v !== "contended" && v !== "expiry") usage(`bad --workload ${v}`);
+        if (!["uncontended", "contended", "expiry", "multi"].includes(v)) usage(`bad --workload ${v}`);
         opts.workload = v;
         break;
       case "--callers":
@@ -83,6 +92,14 @@ function parseArgs(argv) {
         break;
       case "--names":
         opts.names = Number(v);
+        break;
+      case "--set-size":
+        opts.setSize = Number(v);
+        if (!Number.isInteger(opts.setSize) || opts.setSize < 1) usage(`bad --set-size ${v}`);
+        break;
+      case "--set-pool":
+        opts.setPool = Number(v);
+        if (!Number.isInteger(opts.setPool) || opts.setPool < 0) usage(`bad --set-pool ${v}`);
         break;
       case "--ttl-ms":
         opts.ttlMs = Number(v);
@@ -101,6 +118,7 @@ function parseArgs(argv) {
   if (!Number.isInteger(opts.callers) || opts.callers < 1) usage("--callers must be an integer >= 1");
   if (!(opts.seconds > 0) || !Number.isFinite(opts.seconds)) usage("--seconds must be > 0");
   if (!Number.isInteger(opts.names) || opts.names < 1) usage("--names must be an integer >= 1");
+  if (opts.setPool > 0 && opts.setPool < opts.setSize) usage("--set-pool must be 0 or >= --set-size");
   // Redlock rejects non-integer durations.
   if (!Number.isInteger(opts.ttlMs) || opts.ttlMs < 1) usage("--ttl-ms must be an integer >= 1");
   return opts;
@@ -203,8 +221,9 @@ async function main() {
 
   // uncontended: library defaults except retryCount 0 (a held name is
   // "refused", never waited for). contended: library defaults, untouched.
-  const redlock =
-    opts.workload === "uncontended" ? new Redlock(clients, { retryCount: 0 }) : new Redlock(clients);
+  // multi: as uncontended with its own resources, as contended (default retries) on a shared pool.
+  const noRetries = opts.workload === "uncontended" || (opts.workload === "multi" && opts.setPool === 0);
+  const redlock = noRetries ? new Redlock(clients, { retryCount: 0 }) : new Redlock(clients);
   let nodeErrors = 0;
   redlock.on("error", (e) => {
     if (!(e instanceof ResourceLockedError)) nodeErrors++;
@@ -246,17 +265,29 @@ async function main() {
     }
   };
 
-  if (opts.workload === "uncontended") {
+  // The resources of one acquire: one random name (uncontended), or a set (multi).
+  const resourcesOf = (id) => {
+    if (opts.workload === "uncontended") return ["bench:" + Math.floor(Math.random() * opts.names)];
+    if (opts.setPool === 0) return Array.from({ length: opts.setSize }, (_, k) => `bench:set:${id}:${k}`);
+    const pool = Array.from({ length: opts.setPool }, (_, j) => j);
+    for (let k = 0; k < opts.setSize; k++) {
+      const j = k + Math.floor(Math.random() * (pool.length - k));
+      [pool[k], pool[j]] = [pool[j], pool[k]];
+    }
+    return pool.slice(0, opts.setSize).map((j) => `bench:pool:${j}`);
+  };
+
+  if (opts.workload === "uncontended" || opts.workload === "multi") {
     const pairLat = [];
     let pairs = 0;
-    const caller = async () => {
+    const caller = async (id) => {
       while (now() < deadline) {
-        const name = "bench:" + Math.floor(Math.random() * opts.names);
+        const resources = resourcesOf(id);
         const ta = now();
         const startNodeErrors = nodeErrors;
         let lock;
         try {
-          lock = await redlock.acquire([name], opts.ttlMs);
+          lock = await redlock.acquire(resources, opts.ttlMs);
         } catch (e) {
           const kind = await classifyAcquireFailure(e, startNodeErrors, ctx);
           if (now() <= deadline) {
@@ -286,7 +317,8 @@ async function main() {
     result = {
       system: "node-redlock",
       version,
-      workload: "uncontended",
+      workload: opts.workload,
+      ...(opts.workload === "multi" ? { set_size: opts.setSize, set_pool: opts.setPool } : {}),
       callers: opts.callers,
       seconds: opts.seconds,
       ops: pairs,
