@@ -61,12 +61,25 @@ export interface LeaseEvents {
   lost: [reason: LeaseLostError];
 }
 
-/** A granted lock. The lease string (the secret) never shows in toString, inspect or JSON. */
+/**
+ * A granted lock, or a permit of a semaphore (kind 'permit': `permits`, `slot`). A lock set is a
+ * LockSetLease. The lease string (the secret) never shows in toString, inspect or JSON.
+ */
 export declare class Lease extends EventEmitter {
   private constructor();
+  readonly kind: 'lock' | 'permit';
   readonly name: string;
-  /** The fencing token (64-bit, exact): send it with every write to the protected resource. */
+  /** [name]. */
+  readonly names: readonly string[];
+  /** The fencing token (64-bit, exact): send it with every write to the protected resource. A
+   * permit's increases with every grant of the semaphore: fence per (semaphore, slot). */
   readonly token: bigint;
+  /** {[name]: token}. */
+  readonly tokens: Readonly<Record<string, bigint>>;
+  /** A permit: the semaphore's permit count. */
+  readonly permits?: number;
+  /** A permit: which one it holds, 0 .. permits-1. */
+  readonly slot?: number;
   readonly ttlMs: number;
   /** The conservative local deadline, on performance.now()'s clock (ms). */
   readonly deadline: number;
@@ -80,16 +93,40 @@ export declare class Lease extends EventEmitter {
   check(): void;
   /** The secret proof of ownership. Do not log it. */
   leaseString(): string;
-  toJSON(): { name: string; token: string; ttlMs: number; remainingMs: number; lost: boolean };
+  toJSON(): { kind: string; name: string; token: string; ttlMs: number; remainingMs: number; lost: boolean; permits?: number; slot?: number };
   on(event: 'lost', listener: (reason: LeaseLostError) => void): this;
   once(event: 'lost', listener: (reason: LeaseLostError) => void): this;
   off(event: 'lost', listener: (reason: LeaseLostError) => void): this;
 }
 
+/** Several names under one lease (Client.acquireSet): a token per name, no single token. */
+export type LockSetLease = Omit<Lease, 'kind' | 'token' | 'toJSON' | 'permits' | 'slot'> & {
+  readonly kind: 'set';
+  /** Sorted. */
+  readonly names: readonly string[];
+  /** A lock set has no single token: fence the write to the resource of name n with tokens[n]. */
+  readonly token: undefined;
+  readonly tokens: Readonly<Record<string, bigint>>;
+  toJSON(): { kind: 'set'; name: string; tokens: Record<string, string>; ttlMs: number; remainingMs: number; lost: boolean };
+};
+
+/** Any lease a Client grants. */
+export type AnyLease = Lease | LockSetLease;
+
+export interface SemaphoreStatus {
+  /** The live permit count; 0 when no permit is live. */
+  permits: number;
+  /** Permits held on a majority of lock nodes. */
+  held: number;
+}
+
+export declare const maxSetNames: 16;
+export declare const maxPermits: 64;
+
 /** Renews a lease in the background; declares it lost before its deadline when renewal fails. */
 export declare class LeaseKeeper {
-  constructor(client: Client, lease: Lease, options?: RenewOptions);
-  readonly lease: Lease;
+  constructor(client: Client, lease: AnyLease, options?: RenewOptions);
+  readonly lease: AnyLease;
   readonly renewals: number;
   /** Stops renewing; the lease runs out at its deadline. */
   stop(): void;
@@ -103,16 +140,23 @@ export declare class Client {
   /** Rejects with LockedError, UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError. */
   acquire(name: string, options: AcquireOptions): Promise<Lease>;
   /** Rejects with NotHeldError (and marks the lease lost), UnavailableError, InvalidArgumentError, TransportError. */
-  extend(lease: Lease, ttlMs?: number, options?: CallOptions & { withinMs?: number }): Promise<void>;
-  /** True iff the lease still held the lock. Idempotent. */
-  release(lease: Lease, options?: CallOptions): Promise<boolean>;
+  extend(lease: AnyLease, ttlMs?: number, options?: CallOptions & { withinMs?: number }): Promise<void>;
+  /** True iff the lease still held the lock (every name of a set; the permit). Idempotent. */
+  release(lease: AnyLease, options?: CallOptions): Promise<boolean>;
+  /** All of `names` (1..16, distinct) or none; a token per name. Rejects as acquire. */
+  acquireSet(names: string[], options: AcquireOptions): Promise<LockSetLease>;
+  /** One of `permits` (1..64) permits of semaphore `name`. Rejects as acquire, and with PermitsMismatchError. */
+  acquirePermit(name: string, permits: number, options: AcquireOptions): Promise<Lease>;
+  semaphoreStatus(name: string, options?: CallOptions): Promise<SemaphoreStatus>;
   status(name: string, options?: CallOptions): Promise<LockStatus>;
   /** Draws the name's next token without a lock (a hazard: see docs/api.md). */
   nextToken(name: string, options?: CallOptions): Promise<bigint>;
   currentToken(name: string, options?: CallOptions): Promise<bigint>;
-  keep(lease: Lease, options?: RenewOptions): LeaseKeeper;
+  keep(lease: AnyLease, options?: RenewOptions): LeaseKeeper;
   /** Acquire, keep renewed, run work, release (also when work throws). Rejects with LeaseLostError if the lease was lost meanwhile. */
   withLock<T>(name: string, options: WithLockOptions, work: (lease: Lease) => Promise<T> | T): Promise<T>;
+  withLockSet<T>(names: string[], options: WithLockOptions, work: (lease: LockSetLease) => Promise<T> | T): Promise<T>;
+  withPermit<T>(name: string, permits: number, options: WithLockOptions, work: (lease: Lease) => Promise<T> | T): Promise<T>;
 }
 
 export interface ErrorDetails {
@@ -135,6 +179,10 @@ export declare class LockedError extends FencelockError {
   readonly retryAfterMs: number | undefined;
 }
 export declare class NotHeldError extends FencelockError {}
+export declare class PermitsMismatchError extends FencelockError {
+  /** The semaphore's live permit count, when the service said. */
+  readonly permits: number | undefined;
+}
 export declare class UnavailableError extends FencelockError {}
 export declare class DeniedError extends FencelockError {}
 export declare class RateLimitedError extends FencelockError {

@@ -1,11 +1,12 @@
 // fencelock: a client for fencelockd's HTTP API v1 (docs/api.md). See README.md.
-export { Client } from './src/client.js';
+export { Client, maxPermits, maxSetNames } from './src/client.js';
 export { Lease } from './src/lease.js';
 export { LeaseKeeper } from './src/keeper.js';
 export {
   FencelockError,
   LockedError,
   NotHeldError,
+  PermitsMismatchError,
   UnavailableError,
   DeniedError,
   RateLimitedError,

@@ -22,6 +22,9 @@ import { LeaseKeeper } from './keeper.js';
 import { parseWithTokens } from './token_json.js';
 
 const namePattern = /^[A-Za-z0-9._:-]{1,200}$/;
+// The service's bounds (docs/api.md): names in one lock set, permits of one semaphore.
+export const maxSetNames = 16;
+export const maxPermits = 64;
 // Errors of fetch that happen before a byte of the request left: nothing can have been granted.
 const notSentCodes = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
@@ -80,22 +83,79 @@ export class Client {
    */
   async acquire(name, { ttlMs, waitMs = 0, owner, signal } = {}) {
     checkName(name);
+    const { answer, deadline } = await this.#grant('acquire', `/v1/locks/${name}`, {}, { ttlMs, waitMs, owner, signal });
+    return new Lease(name, answer.lease, grantedToken(answer.token), ttlMs, deadline);
+  }
+
+  /**
+   * Acquires every name of `names` (1..16 distinct lock names) under one lease — all or none —
+   * for `ttlMs`, waiting up to `waitMs` while any is held. The lease's `tokens` maps each name to
+   * its own fencing token (bigint). Rejects as acquire().
+   */
+  async acquireSet(names, { ttlMs, waitMs = 0, owner, signal } = {}) {
+    if (!Array.isArray(names) || names.length < 1 || names.length > maxSetNames) {
+      throw new InvalidArgumentError('invalid_request', `names: an array of 1 to ${maxSetNames} lock names`);
+    }
+    names.forEach(checkName);
+    if (new Set(names).size !== names.length) {
+      throw new InvalidArgumentError('invalid_request', 'names: must be distinct');
+    }
+    const { answer, deadline } = await this.#grant('acquireSet', '/v1/locks', { names: [...names] },
+      { ttlMs, waitMs, owner, signal });
+    const tokens = answer.tokens;
+    if (tokens === null || typeof tokens !== 'object' ||
+        [...Object.keys(tokens)].sort().join('\n') !== [...names].sort().join('\n')) {
+      throw new InternalError('internal', 'acquireSet: the answer lacks a token per name');
+    }
+    const sorted = Object.fromEntries(Object.keys(tokens).sort().map((n) => [n, grantedToken(tokens[n])]));
+    return new Lease('', answer.lease, undefined, ttlMs, deadline, { tokens: sorted });
+  }
+
+  /**
+   * Acquires one of the `permits` (1..64) permits of semaphore `name` for `ttlMs`, waiting up to
+   * `waitMs` while all are held: at most `permits` holders at once (under Redlock's timing
+   * assumptions). The lease's `slot` says which permit; fence per (semaphore, slot) with its
+   * token. Rejects as acquire(), and with PermitsMismatchError (`permits`: the live count) when
+   * the semaphore has live permits under another count.
+   */
+  async acquirePermit(name, permits, { ttlMs, waitMs = 0, owner, signal } = {}) {
+    checkName(name);
+    checkInteger('permits', permits, 1, maxPermits);
+    const { answer, deadline } = await this.#grant('acquirePermit', `/v1/semaphores/${name}`, { permits },
+      { ttlMs, waitMs, owner, signal });
+    if (!Number.isSafeInteger(answer.slot) || !Number.isSafeInteger(answer.permits)) {
+      throw new InternalError('internal', 'acquirePermit: the answer lacks slot or permits');
+    }
+    return new Lease(name, answer.lease, grantedToken(answer.token), ttlMs, deadline,
+      { permits: answer.permits, slot: answer.slot });
+  }
+
+  /** Semaphore `name`: {permits (its live count, 0 when none is live), held}. Never a lease. */
+  async semaphoreStatus(name, { signal } = {}) {
+    checkName(name);
+    const { answer } = await this.#call('GET', `/v1/semaphores/${name}`, undefined, { idempotent: true, signal });
+    if (!Number.isSafeInteger(answer.permits) || !Number.isSafeInteger(answer.held)) {
+      throw new InternalError('internal', 'semaphoreStatus: the answer lacks permits or held');
+    }
+    return { permits: answer.permits, held: answer.held };
+  }
+
+  // The POST of every grant: bounds, the request, and the conservative deadline of its answer.
+  async #grant(what, path, body, { ttlMs, waitMs, owner, signal }) {
     checkInteger('ttlMs', ttlMs, 1, Number.MAX_SAFE_INTEGER);
     checkInteger('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
-    const body = { ttl_ms: ttlMs, wait_ms: waitMs };
+    Object.assign(body, { ttl_ms: ttlMs, wait_ms: waitMs });
     if (owner !== undefined) body.owner = String(owner);
-    const { answer, sentAt } = await this.#call('POST', `/v1/locks/${name}`, body, {
+    const { answer, sentAt } = await this.#call('POST', path, body, {
       idempotent: false,
       attemptMs: this.#requestMs + waitMs,
       signal,
     });
-    const token = answer.token;
-    if (typeof answer.lease !== 'string' || typeof token !== 'bigint' || token <= 0n ||
-        !Number.isSafeInteger(answer.validity_ms) || !Number.isSafeInteger(answer.waited_ms ?? 0)) {
-      throw new InternalError('internal', 'acquire: the answer lacks lease, token or validity_ms');
+    if (typeof answer.lease !== 'string' || !Number.isSafeInteger(answer.validity_ms) ||
+        !Number.isSafeInteger(answer.waited_ms ?? 0)) {
+      throw new InternalError('internal', `${what}: the answer lacks lease or validity_ms`);
     }
-    const deadline = sentAt + (answer.waited_ms ?? 0) + answer.validity_ms;
-    return new Lease(name, answer.lease, token, ttlMs, deadline);
+    return { answer, deadline: sentAt + (answer.waited_ms ?? 0) + answer.validity_ms };
   }
 
   /**
@@ -107,8 +167,9 @@ export class Client {
     checkLease(lease);
     checkInteger('ttlMs', ttlMs, 1, Number.MAX_SAFE_INTEGER);
     try {
+      const { path, body } = leaseRequest(lease);
       const { answer, sentAt } = await this.#call(
-        'POST', `/v1/locks/${lease.name}/extend`, { lease: lease.leaseString(), ttl_ms: ttlMs },
+        'POST', lease.kind === 'set' ? '/v1/locks:extend' : `${path}/extend`, { ...body, ttl_ms: ttlMs },
         { idempotent: true, withinMs, signal });
       if (!Number.isSafeInteger(answer.validity_ms)) {
         throw new InternalError('internal', 'extend: the answer lacks validity_ms');
@@ -123,13 +184,14 @@ export class Client {
   }
 
   /**
-   * Releases the lease: resolves true iff it still held the lock. Idempotent. Rejects with
+   * Releases the lease (a lock, a whole set, a permit): resolves true iff it still held it.
+   * Idempotent. Rejects with
    * UnavailableError, InvalidArgumentError, TransportError (the ttl frees the lock anyway).
    */
   async release(lease, { signal } = {}) {
     checkLease(lease);
-    const { answer } = await this.#call('DELETE', `/v1/locks/${lease.name}`, { lease: lease.leaseString() },
-      { idempotent: true, signal });
+    const { path, body } = leaseRequest(lease);
+    const { answer } = await this.#call('DELETE', path, body, { idempotent: true, signal });
     retireLease(lease);
     return answer.released === true;
   }
@@ -171,8 +233,22 @@ export class Client {
    * watch lease.signal or call lease.check() before each step and before each write).
    */
   async withLock(name, options, work) {
-    if (typeof work !== 'function') throw new InvalidArgumentError('invalid_request', 'withLock: work must be a function');
-    const lease = await this.acquire(name, options);
+    return this.#withLease('withLock', () => this.acquire(name, options), options, work);
+  }
+
+  /** withLock for a lock set (acquireSet): fence with lease.tokens[name]. */
+  async withLockSet(names, options, work) {
+    return this.#withLease('withLockSet', () => this.acquireSet(names, options), options, work);
+  }
+
+  /** withLock for one permit of a semaphore (acquirePermit): fence per slot with lease.token. */
+  async withPermit(name, permits, options, work) {
+    return this.#withLease('withPermit', () => this.acquirePermit(name, permits, options), options, work);
+  }
+
+  async #withLease(what, acquire, options, work) {
+    if (typeof work !== 'function') throw new InvalidArgumentError('invalid_request', `${what}: work must be a function`);
+    const lease = await acquire();
     const keeper = new LeaseKeeper(this, lease, options?.renew);
     let result;
     try {
@@ -264,7 +340,7 @@ export class Client {
     const message = typeof problem.message === 'string' ? problem.message : `HTTP ${response.status}`;
     return {
       error: errorFromAnswer(response.status, typeof problem.code === 'string' ? problem.code : undefined, message,
-        { requestId, retryAfterMs }),
+        { requestId, retryAfterMs, permits: Number.isSafeInteger(problem.permits) ? problem.permits : undefined }),
     };
   }
 }
@@ -284,6 +360,19 @@ function checkName(name) {
 
 function checkLease(lease) {
   if (!(lease instanceof Lease)) throw new InvalidArgumentError('invalid_request', 'lease: not a Lease from acquire()');
+}
+
+function grantedToken(token) {
+  if (typeof token !== 'bigint' || token <= 0n) throw new InternalError('internal', 'the answer lacks a token');
+  return token;
+}
+
+// The path that names `lease` (extend appends "/extend", but for a set) and the body that proves it.
+function leaseRequest(lease) {
+  const body = { lease: lease.leaseString() };
+  if (lease.kind === 'set') return { path: '/v1/locks', body: { names: [...lease.names], ...body } };
+  if (lease.kind === 'permit') return { path: `/v1/semaphores/${lease.name}`, body };
+  return { path: `/v1/locks/${lease.name}`, body };
 }
 
 function tokenOf(answer) {

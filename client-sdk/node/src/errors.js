@@ -2,8 +2,8 @@
 // `.code` is the API's stable code (docs/api.md, "Errors"), or "transport" when no usable answer
 // came back, or "lease_lost" for a lease the keeper declared lost. Subclasses tell the outcomes a
 // caller handles differently apart: LockedError (wait or give up), NotHeldError (stop writing),
-// UnavailableError (retry later), DeniedError, RateLimitedError, InvalidArgumentError,
-// TransportError, InternalError.
+// UnavailableError (retry later), PermitsMismatchError, DeniedError, RateLimitedError,
+// InvalidArgumentError, TransportError, InternalError.
 
 export class FencelockError extends Error {
   /**
@@ -30,6 +30,14 @@ export class LockedError extends FencelockError {
 
 // 409 not_held: the lease no longer holds the lock (expired, released or taken over).
 export class NotHeldError extends FencelockError {}
+
+// 409 permits_mismatch: the semaphore has live permits under another permit count, `permits`.
+export class PermitsMismatchError extends FencelockError {
+  constructor(code, message, details = {}) {
+    super(code, message, details);
+    this.permits = details.permits;
+  }
+}
 
 // 503 unavailable: too few lock nodes, or the token source, answered. Retry later.
 export class UnavailableError extends FencelockError {}
@@ -66,6 +74,7 @@ export class LeaseLostError extends FencelockError {
 const byCode = {
   locked: LockedError,
   not_held: NotHeldError,
+  permits_mismatch: PermitsMismatchError,
   unavailable: UnavailableError,
   unauthenticated: DeniedError,
   forbidden: DeniedError,

@@ -1,5 +1,9 @@
-// A granted lock as the client holds it: name, fencing token, a conservative local deadline, and
-// the lost-lease signal.
+// A granted lease as the client holds it — a lock, a lock set (several names at once) or a
+// semaphore permit: its fencing token(s), a conservative local deadline, and the lost-lease
+// signal. `kind` is 'lock', 'set' or 'permit'. A set has `names` (sorted) and `tokens` (name →
+// bigint token: fence the write to the resource of name n with tokens[n]); its `name` is the names
+// joined by ',' and its `token` undefined. A permit has `permits` and `slot` (0..permits-1); its
+// token increases with every grant of the semaphore: fence per (semaphore, slot).
 //
 // The deadline is the client's own send time of the granting (or last extending) request plus the
 // waited_ms (acquire only) and validity_ms the service answered, on performance.now() — never later
@@ -21,8 +25,8 @@ import { LeaseLostError } from './errors.js';
 const internals = new WeakMap();
 
 export class Lease extends EventEmitter {
-  /** @internal Created by Client.acquire. */
-  constructor(name, leaseString, token, ttlMs, deadline) {
+  /** @internal Created by Client.acquire, acquireSet, acquirePermit. */
+  constructor(name, leaseString, token, ttlMs, deadline, { tokens, permits, slot } = {}) {
     super();
     const state = {
       secret: leaseString,
@@ -34,7 +38,18 @@ export class Lease extends EventEmitter {
       expiryTimer: undefined,
     };
     internals.set(this, state);
-    Object.defineProperty(this, 'name', { value: name, enumerable: true });
+    const kind = tokens !== undefined ? 'set' : permits !== undefined ? 'permit' : 'lock';
+    const names = kind === 'set' ? Object.freeze(Object.keys(tokens)) : Object.freeze([name]);
+    Object.defineProperty(this, 'kind', { value: kind, enumerable: true });
+    Object.defineProperty(this, 'name', { value: kind === 'set' ? names.join(',') : name, enumerable: true });
+    Object.defineProperty(this, 'names', { value: names, enumerable: true });
+    Object.defineProperty(this, 'tokens', {
+      value: Object.freeze(kind === 'set' ? { ...tokens } : { [name]: token }), enumerable: true,
+    });
+    if (kind === 'permit') {
+      Object.defineProperty(this, 'permits', { value: permits, enumerable: true });
+      Object.defineProperty(this, 'slot', { value: slot, enumerable: true });
+    }
     armExpiry(this, state);
   }
 
@@ -65,12 +80,24 @@ export class Lease extends EventEmitter {
   /** The secret proof of ownership. Do not log it. */
   leaseString() { return internals.get(this).secret; }
 
-  toString() { return `Lease(${this.name} #${this.token})`; }
+  toString() { return `Lease(${this.name} #${this.#tokenText()})`; }
   toJSON() {
-    return { name: this.name, token: this.token.toString(), ttlMs: this.ttlMs, remainingMs: this.remainingMs(), lost: this.lost };
+    const json = { kind: this.kind, name: this.name, ttlMs: this.ttlMs, remainingMs: this.remainingMs(), lost: this.lost };
+    if (this.kind === 'set') {
+      json.tokens = Object.fromEntries(Object.entries(this.tokens).map(([n, t]) => [n, t.toString()]));
+    } else {
+      json.token = this.token.toString();
+    }
+    if (this.kind === 'permit') Object.assign(json, { permits: this.permits, slot: this.slot });
+    return json;
   }
   [inspect.custom]() {
-    return `Lease { name: ${JSON.stringify(this.name)}, token: ${this.token}n, ttlMs: ${this.ttlMs}, remainingMs: ${this.remainingMs()}, lost: ${this.lost} }`;
+    const permit = this.kind === 'permit' ? `, permits: ${this.permits}, slot: ${this.slot}` : '';
+    return `Lease { kind: '${this.kind}', name: ${JSON.stringify(this.name)}, token: ${this.#tokenText()}${permit}, ttlMs: ${this.ttlMs}, remainingMs: ${this.remainingMs()}, lost: ${this.lost} }`;
+  }
+  #tokenText() {
+    if (this.kind !== 'set') return `${this.token}n`;
+    return `{ ${Object.entries(this.tokens).map(([n, t]) => `${JSON.stringify(n)}: ${t}n`).join(', ')} }`;
   }
 }
 

@@ -46,12 +46,23 @@ class PatientClient(fencelock.Client):
     fencelock.Client."""
 
     def acquire(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
-        for _ in range(10):
-            try:
-                return super().acquire(*args, **kwargs)
-            except fencelock.UnavailableError:
-                time.sleep(0.1)
-        return super().acquire(*args, **kwargs)
+        return _patiently(super().acquire, *args, **kwargs)
+
+    def acquire_set(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
+        return _patiently(super().acquire_set, *args, **kwargs)
+
+    def acquire_permit(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
+        return _patiently(super().acquire_permit, *args, **kwargs)
+
+
+def _patiently(grant: Callable[..., fencelock.Lease], *args: Any,
+               **kwargs: Any) -> fencelock.Lease:
+    for _ in range(10):
+        try:
+            return grant(*args, **kwargs)
+        except fencelock.UnavailableError:
+            time.sleep(0.1)
+    return grant(*args, **kwargs)
 
 
 def unique_name(prefix: str) -> str:

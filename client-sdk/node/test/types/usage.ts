@@ -1,5 +1,8 @@
 // Type check of index.d.ts and postgres.d.ts (tsc --noEmit; never run).
-import { Client, Lease, LockedError, LeaseLostError, FencelockError } from 'fencelock';
+import {
+  Client, Lease, LockedError, LeaseLostError, FencelockError, PermitsMismatchError, maxPermits, maxSetNames,
+  type SemaphoreStatus,
+} from 'fencelock';
 import { guardedUpdate, fenceRead, FencedTable, TokenRule, type Queryable } from 'fencelock/postgres';
 
 declare const db: Queryable;
@@ -30,3 +33,27 @@ export async function usage(): Promise<bigint> {
     return written.applied && fenced.outcome === 'applied' ? lease.token : 0n;
   });
 }
+
+// Lock sets and semaphore permits.
+async function setsAndPermits(client: Client): Promise<void> {
+  const set = await client.acquireSet(['a', 'b'], { ttlMs: 1000 });
+  const kind: 'set' = set.kind;
+  const tokenOfA: bigint | undefined = set.tokens['a'];
+  const none: undefined = set.token;
+  await client.extend(set, 2000);
+  const setReleased: boolean = await client.release(set);
+  const permit = await client.acquirePermit('workers', 3, { ttlMs: 1000, waitMs: 500 });
+  const slot: number | undefined = permit.slot;
+  const permitToken: bigint = permit.token;
+  const status: SemaphoreStatus = await client.semaphoreStatus('workers');
+  await client.withLockSet(['a', 'b'], { ttlMs: 1000 }, async (lease) => lease.tokens['b']);
+  await client.withPermit('workers', 3, { ttlMs: 1000 }, async (lease) => lease.slot);
+  client.keep(set).stop();
+  try {
+    await client.acquirePermit('workers', 5, { ttlMs: 1000 });
+  } catch (error) {
+    if (error instanceof PermitsMismatchError) console.log(error.permits);
+  }
+  console.log(kind, tokenOfA, none, setReleased, slot, permitToken, status, maxSetNames, maxPermits);
+}
+void setsAndPermits;

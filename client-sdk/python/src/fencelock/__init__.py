@@ -4,16 +4,20 @@
     client = fencelock.Client(["http://127.0.0.1:8080"])
     with client.lock("invoice-42", ttl=30, wait=5) as lease:
         write_invoice(42, token=lease.token)   # fence every write with the token
+    with client.lock_set(["account-1", "account-2"], ttl=30) as lease:   # all or none
+        transfer(1, 2, tokens=lease.tokens)     # a token per name
+    with client.permit("report-workers", 3, ttl=60, wait=30) as lease:  # one of 3 permits
+        run_report(slot=lease.slot, token=lease.token)
 
 Standard library only; fencelock.postgres (guarded PostgreSQL writes) needs psycopg2.
 """
 
 import logging
 
-from .client import NAME_RULE, Client, LockStatus, check_name
+from .client import MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, Client, LockStatus, SemaphoreStatus, check_name
 from .errors import (DeniedError, FencelockError, InternalError, InvalidArgumentError,
-                     LeaseLostError, LockedError, NotHeldError, RateLimitedError, TlsError,
-                     TransportError, UnavailableError)
+                     LeaseLostError, LockedError, NotHeldError, PermitsMismatchError,
+                     RateLimitedError, TlsError, TransportError, UnavailableError)
 from .keeper import LeaseKeeper
 from .lease import Lease
 
@@ -23,7 +27,8 @@ __version__ = "0.1.0"
 logging.getLogger("fencelock").addHandler(logging.NullHandler())
 
 __all__ = [
-    "Client", "Lease", "LeaseKeeper", "LockStatus", "check_name", "NAME_RULE",
+    "Client", "Lease", "LeaseKeeper", "LockStatus", "SemaphoreStatus", "check_name", "NAME_RULE",
+    "MAX_SET_NAMES", "MAX_PERMITS", "PermitsMismatchError",
     "FencelockError", "LockedError", "NotHeldError", "UnavailableError", "InvalidArgumentError",
     "DeniedError", "RateLimitedError", "TransportError", "TlsError", "InternalError",
     "LeaseLostError",

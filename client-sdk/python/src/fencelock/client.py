@@ -1,4 +1,4 @@
-"""The fencelock client: acquire / extend / release / status / tokens over HTTP (docs/api.md).
+"""The fencelock client: locks, lock sets, semaphore permits and tokens over HTTP (docs/api.md).
 
 Same shape as the C++ SDK (client-sdk/include/fencelock/client.h), with exceptions instead of
 Result values. Times are in seconds (int or float).
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Seque
 
 from ._http import Endpoint, Reply, RoundTripError
 from .errors import (FencelockError, InternalError, InvalidArgumentError, LeaseLostError,
-                     TlsError, TransportError, error_for)
+                     PermitsMismatchError, TlsError, TransportError, error_for)
 from .lease import Lease
 
 if TYPE_CHECKING:  # keeper.py imports this module
@@ -34,6 +34,9 @@ Seconds = Union[int, float]
 
 _NAME = re.compile(r"[A-Za-z0-9._:-]{1,200}")
 NAME_RULE = 'name must be 1 to 200 characters from [A-Za-z0-9._:-], other than "." and ".."'
+# The service's bounds (docs/api.md): names in one lock set, permits of one semaphore.
+MAX_SET_NAMES = 16
+MAX_PERMITS = 64
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,33 @@ def check_name(name: str) -> None:
     """InvalidArgumentError unless `name` is a valid lock name (docs/api.md, "Names")."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
         raise InvalidArgumentError(NAME_RULE)
+
+
+@dataclass(frozen=True)
+class SemaphoreStatus:
+    # The live semaphore's permit count; 0 when no permit is live.
+    permits: int
+    # Permits held on a majority of lock nodes.
+    held: int
+
+
+def _check_set_names(names: Sequence[str]) -> list:
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise InvalidArgumentError("names must be a list of lock names")
+    if not 1 <= len(names) <= MAX_SET_NAMES:
+        raise InvalidArgumentError(f"a lock set has 1 to {MAX_SET_NAMES} names")
+    for name in names:
+        check_name(name)
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError("a lock set's names must be distinct")
+    return list(names)
+
+
+def _check_permits(permits: int) -> int:
+    if isinstance(permits, bool) or not isinstance(permits, int) or not (
+            1 <= permits <= MAX_PERMITS):
+        raise InvalidArgumentError(f"permits must be an integer from 1 to {MAX_PERMITS}")
+    return permits
 
 
 def _milliseconds(value: Seconds, what: str, minimum: int) -> int:
@@ -151,44 +181,89 @@ class Client:
         Raises LockedError (held and the wait ran out; .retry_after when known),
         UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError."""
         check_name(name)
+        body = self._grant_body(ttl, wait, owner)
+        answer, sent_at = self._grant(f"/v1/locks/{name}", body)
+        return Lease(name, _lease_string(answer), _integer(answer, "token"),
+                     body["ttl_ms"] / 1000.0, _deadline(answer, sent_at))
+
+    def acquire_set(self, names: Sequence[str], ttl: Seconds, wait: Seconds = 0,
+                    owner: Optional[str] = None) -> Lease:
+        """Acquires every name of `names` (1..16 distinct lock names) under one lease, all or
+        none, for `ttl` seconds, waiting up to `wait` seconds while any is held. The lease's
+        ``tokens`` maps each name to its own fencing token: fence a write to the resource of
+        name n with tokens[n]. Raises as acquire()."""
+        body = self._grant_body(ttl, wait, owner)
+        body["names"] = _check_set_names(names)
+        answer, sent_at = self._grant("/v1/locks", body)
+        tokens = answer.get("tokens")
+        if not isinstance(tokens, dict) or sorted(tokens) != sorted(body["names"]) or not all(
+                isinstance(t, int) and not isinstance(t, bool) for t in tokens.values()):
+            raise InternalError("the service's answer lacks a token per name")
+        ordered = {name: tokens[name] for name in sorted(tokens)}
+        return Lease("", _lease_string(answer), None, body["ttl_ms"] / 1000.0,
+                     _deadline(answer, sent_at), tokens=ordered)
+
+    def acquire_permit(self, name: str, permits: int, ttl: Seconds, wait: Seconds = 0,
+                       owner: Optional[str] = None) -> Lease:
+        """Acquires one of the `permits` (1..64) permits of semaphore `name` for `ttl` seconds,
+        waiting up to `wait` seconds while all are held. At most `permits` permits are live at
+        once (under Redlock's timing assumptions); the lease's ``slot`` says which one it holds,
+        and its token increases with every grant of the semaphore: fence per slot.
+        Raises as acquire(), and PermitsMismatchError (.permits) when the semaphore has live
+        permits under another count."""
+        check_name(name)
+        body = self._grant_body(ttl, wait, owner)
+        body["permits"] = _check_permits(permits)
+        answer, sent_at = self._grant(f"/v1/semaphores/{name}", body)
+        return Lease(name, _lease_string(answer), _integer(answer, "token"),
+                     body["ttl_ms"] / 1000.0, _deadline(answer, sent_at),
+                     permits=_integer(answer, "permits"), slot=_integer(answer, "slot"))
+
+    def semaphore_status(self, name: str) -> SemaphoreStatus:
+        """The live permit count of semaphore `name` (0 when none is live) and how many permits
+        are held. Never a lease."""
+        check_name(name)
+        reply, _ = self._call("GET", f"/v1/semaphores/{name}", None, safe=True)
+        answer = _expect_object(reply)
+        return SemaphoreStatus(permits=_integer(answer, "permits"), held=_integer(answer, "held"))
+
+    def _grant_body(self, ttl: Seconds, wait: Seconds, owner: Optional[str]) -> Dict[str, Any]:
         body: Dict[str, Any] = {"ttl_ms": _milliseconds(ttl, "ttl", 1)}
         wait_ms = _milliseconds(wait, "wait", 0)
         if wait_ms > 0:
             body["wait_ms"] = wait_ms
         if owner:
             body["owner"] = owner
-        reply, sent_at = self._call("POST", f"/v1/locks/{name}", body, safe=False,
-                                    extra=wait_ms / 1000.0)
-        answer = _expect_object(reply)
-        token = _integer(answer, "token")
-        validity = _integer(answer, "validity_ms")
-        waited = _integer(answer, "waited_ms") if "waited_ms" in answer else 0
-        lease = answer.get("lease")
-        if not isinstance(lease, str):
-            raise InternalError("the service's answer lacks the lease")
-        # Conservative: validity counts from the start of the winning attempt, which is no
-        # earlier than our send time plus the time the service says it waited.
-        return Lease(name, lease, token, body["ttl_ms"] / 1000.0,
-                     sent_at + (waited + validity) / 1000.0)
+        return body
+
+    def _grant(self, target: str, body: Dict[str, Any]) -> Tuple[Dict[str, Any], float]:
+        reply, sent_at = self._call("POST", target, body, safe=False,
+                                    extra=body.get("wait_ms", 0) / 1000.0)
+        return _expect_object(reply), sent_at
 
     def extend(self, lease: Lease, ttl: Optional[Seconds] = None,
                within: Optional[Seconds] = None) -> None:
-        """Makes the lock's remaining ttl at least `ttl` seconds (default: the lease's ttl) and
-        moves the lease's deadline. `within` bounds the whole call, retries included.
+        """Makes the lease's remaining ttl at least `ttl` seconds (default: the lease's ttl) — a
+        lock's, every name of a set's, a permit's — and moves the lease's deadline. `within` bounds the whole call, retries included.
         Raises NotHeldError (expired, released or taken over: stop using it), UnavailableError,
         InvalidArgumentError, DeniedError, TransportError."""
         ttl_ms = _milliseconds(lease.ttl if ttl is None else ttl, "ttl", 1)
-        body = {"lease": lease.lease_string, "ttl_ms": ttl_ms}
-        reply, sent_at = self._call("POST", f"/v1/locks/{lease.name}/extend", body, safe=True,
-                                    within=within)
+        target, body = _lease_request(lease)
+        body["ttl_ms"] = ttl_ms
+        if lease.kind == "set":
+            target = "/v1/locks:extend"
+        else:
+            target += "/extend"
+        reply, sent_at = self._call("POST", target, body, safe=True, within=within)
         validity = _integer(_expect_object(reply), "validity_ms")
         lease._renew(ttl_ms / 1000.0, sent_at + validity / 1000.0)
 
     def release(self, lease: Lease) -> bool:
-        """Releases the lease: True iff it still held the lock. Idempotent.
+        """Releases the lease (a lock, a whole set, a permit): True iff it still held it.
+        Idempotent.
         Raises UnavailableError, InvalidArgumentError, DeniedError, TransportError."""
-        reply, _ = self._call("DELETE", f"/v1/locks/{lease.name}",
-                              {"lease": lease.lease_string}, safe=True)
+        target, body = _lease_request(lease)
+        reply, _ = self._call("DELETE", target, body, safe=True)
         released = _expect_object(reply).get("released")
         if not isinstance(released, bool):
             raise InternalError("the service's answer lacks 'released'")
@@ -243,7 +318,38 @@ class Client:
         then: fenced writes that were applied stay applied, so let their outcomes decide what
         happened. A failed release is ignored: the ttl frees the lock.
         """
-        lease = self.acquire(name, ttl, wait, owner)
+        with self._held(self.acquire(name, ttl, wait, owner), on_lost, raise_if_lost,
+                        keeper_options) as lease:
+            yield lease
+
+    @contextlib.contextmanager
+    def lock_set(self, names: Sequence[str], ttl: Seconds, wait: Seconds = 0, *,
+                 owner: Optional[str] = None,
+                 on_lost: Optional[Callable[[Lease, LeaseLostError], None]] = None,
+                 raise_if_lost: bool = True, **keeper_options: Any) -> Iterator[Lease]:
+        """`with client.lock_set(["a", "b"], ttl=10) as lease:` — lock() for a lock set
+        (acquire_set); fence a write to the resource of name n with lease.tokens[n]."""
+        with self._held(self.acquire_set(names, ttl, wait, owner), on_lost, raise_if_lost,
+                        keeper_options) as lease:
+            yield lease
+
+    @contextlib.contextmanager
+    def permit(self, name: str, permits: int, ttl: Seconds, wait: Seconds = 0, *,
+               owner: Optional[str] = None,
+               on_lost: Optional[Callable[[Lease, LeaseLostError], None]] = None,
+               raise_if_lost: bool = True, **keeper_options: Any) -> Iterator[Lease]:
+        """`with client.permit("workers", 3, ttl=10, wait=5) as lease:` — lock() for one permit
+        of a semaphore (acquire_permit); fence per slot with lease.token."""
+        with self._held(self.acquire_permit(name, permits, ttl, wait, owner), on_lost,
+                        raise_if_lost, keeper_options) as lease:
+            yield lease
+
+    @contextlib.contextmanager
+    def _held(self, lease: Lease,
+              on_lost: Optional[Callable[[Lease, LeaseLostError], None]], raise_if_lost: bool,
+              keeper_options: Dict[str, Any]) -> Iterator[Lease]:
+        """Keeps `lease` renewed while the block runs and releases it at exit (see lock())."""
+        name = lease.name
         try:
             keeper = self.keep(lease, on_lost=on_lost, **keeper_options)
         except BaseException:  # bad keeper options: do not leave the lock held until its ttl
@@ -335,6 +441,10 @@ def _error_from_reply(reply: Reply) -> FencelockError:
             pass
     error = error_for(reply.status, code, message, retry_after)
     error.request_id = reply.headers.get("x-request-id")
+    if isinstance(error, PermitsMismatchError) and isinstance(answer, dict):
+        permits = answer["error"].get("permits")
+        if isinstance(permits, int) and not isinstance(permits, bool):
+            error.permits = permits
     return error
 
 
@@ -356,3 +466,30 @@ def _integer(answer: Dict[str, Any], name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise InternalError(f"the service's answer lacks the integer {name!r}")
     return value
+
+
+def _lease_string(answer: Dict[str, Any]) -> str:
+    lease = answer.get("lease")
+    if not isinstance(lease, str):
+        raise InternalError("the service's answer lacks the lease")
+    return lease
+
+
+def _deadline(answer: Dict[str, Any], sent_at: float) -> float:
+    """Conservative: validity counts from the start of the winning attempt, which is no earlier
+    than our send time plus the time the service says it waited."""
+    validity = _integer(answer, "validity_ms")
+    waited = _integer(answer, "waited_ms") if "waited_ms" in answer else 0
+    return sent_at + (waited + validity) / 1000.0
+
+
+def _lease_request(lease: Lease) -> Tuple[str, Dict[str, Any]]:
+    """The path and body that name `lease` for extend ("/extend" appended, but for a set) and
+    release."""
+    body: Dict[str, Any] = {"lease": lease.lease_string}
+    if lease.kind == "set":
+        body["names"] = list(lease.names)
+        return "/v1/locks", body
+    if lease.kind == "permit":
+        return f"/v1/semaphores/{lease.name}", body
+    return f"/v1/locks/{lease.name}", body

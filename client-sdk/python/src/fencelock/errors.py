@@ -2,7 +2,8 @@
 
 Every error is a FencelockError whose ``code`` is a stable string, the same names as the C++
 SDK's ErrorCode (docs/sdk.md): "locked", "not_held", "unavailable", "invalid_argument",
-"denied", "rate_limited", "transport", "tls", "internal", plus "lease_lost" for the lease keeper.
+"denied", "rate_limited", "transport", "tls", "internal", plus "lease_lost" for the lease keeper
+and "permits_mismatch" for a semaphore asked for with another permit count than its live one.
 ``wire_code`` is the service's own code from docs/api.md ("quota_exceeded", "forbidden", ...)
 when an answer carried one, ``http_status`` the answer's status (0 when there was no answer),
 ``request_id`` its X-Request-Id (quote it when asking about a failed request).
@@ -68,6 +69,16 @@ class InvalidArgumentError(FencelockError):
     code = "invalid_argument"
 
 
+class PermitsMismatchError(FencelockError):
+    """409 permits_mismatch: the semaphore has live permits under another permit count.
+
+    ``permits``: that live count, when the service said.
+    """
+
+    code = "permits_mismatch"
+    permits: Optional[int] = None
+
+
 class DeniedError(FencelockError):
     """401/403: no API key, an unknown one, or one without the right or the name."""
 
@@ -116,6 +127,7 @@ class LeaseLostError(FencelockError):
 _BY_WIRE_CODE: Dict[str, Type[FencelockError]] = {
     "locked": LockedError,
     "not_held": NotHeldError,
+    "permits_mismatch": PermitsMismatchError,
     "unavailable": UnavailableError,
     "unauthenticated": DeniedError,
     "forbidden": DeniedError,

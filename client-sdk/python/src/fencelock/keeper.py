@@ -137,8 +137,9 @@ class LeaseKeeper:
     def _declare_lost(self, why: LeaseLostError) -> None:
         if not self.lease._mark_lost(why):
             return
-        _log.warning("fencelock: the lease of %r (token %d) is lost: %s",
-                     self.lease.name, self.lease.token, why.message)
+        _log.warning("fencelock: the lease of %r (token %s) is lost: %s",
+                     self.lease.name, self.lease.token if self.lease.kind != "set" else
+                     self.lease.tokens, why.message)
         with self._moved:
             self._moved.notify_all()
         if self._on_lost is not None:
@@ -182,8 +183,7 @@ class LeaseKeeper:
             try:
                 # A copy, so that only a renewal answered before the lease was declared lost
                 # moves the deadline the work reads.
-                attempt = Lease(self.lease.name, self.lease.lease_string, self.lease.token, ttl,
-                                deadline)
+                attempt = self.lease._copy(ttl, deadline)
                 self._client.extend(attempt, ttl, within=max(lost_at - now, 0.001))
             except NotHeldError as e:
                 self._last_failure = e

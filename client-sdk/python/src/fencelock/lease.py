@@ -1,11 +1,14 @@
-"""A granted lock as the client holds it: name, fencing token and a conservative deadline.
+"""A granted lease as the client holds it: a lock, a lock set or a semaphore permit, its fencing
+token(s) and a conservative deadline.
 
 The deadline is on time.monotonic(): the client's own send time of the granting (or last
 extending) request plus the waited_ms (acquire only) and validity_ms the service answered — never
 later than the truth, however long a waiting acquire waited (docs/api.md, "Acquire").
 
-Send ``token`` with every write to the protected resource. The lease string proves ownership for
-extend and release: it is a secret, kept out of repr(), str() and pickling.
+Send ``token`` with every write to the protected resource — for a lock set, ``tokens[name]`` with
+a write to the resource of that name; for a permit, ``token`` fenced per slot (the resource keeps
+one current token per (semaphore, slot): N holders write at once). The lease string proves
+ownership for extend and release: it is a secret, kept out of repr(), str() and pickling.
 
 Thread safety: a Lease may be read from any thread while a LeaseKeeper renews it.
 """
@@ -14,22 +17,34 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Dict, Optional, Sequence
 
 from .errors import LeaseLostError
 
 
 class Lease:
-    """One grant of a lock. Created by Client.acquire; moved forward by Client.extend."""
+    """One grant. Created by Client.acquire (a lock), Client.acquire_set (several names at once)
+    or Client.acquire_permit (a semaphore permit); moved forward by Client.extend.
 
-    __slots__ = ("name", "token", "_lease_string", "_ttl", "_deadline", "_mutex", "lost",
-                 "_lost_reason")
+    ``kind`` is "lock", "set" or "permit". A set's ``names`` are sorted and ``tokens`` maps each
+    to its token; its ``name`` is the names joined by "," (for messages) and its ``token`` None.
+    A permit's ``permits`` is the semaphore's permit count and ``slot`` the slot it holds."""
 
-    def __init__(self, name: str, lease_string: str, token: int, ttl: float,
-                 deadline: float) -> None:
-        self.name = name
+    __slots__ = ("name", "token", "names", "tokens", "permits", "slot", "_lease_string", "_ttl",
+                 "_deadline", "_mutex", "lost", "_lost_reason")
+
+    def __init__(self, name: str, lease_string: str, token: Optional[int], ttl: float,
+                 deadline: float, *, tokens: Optional[Dict[str, int]] = None,
+                 permits: Optional[int] = None, slot: Optional[int] = None) -> None:
+        # A set: the names in the order of `tokens` (sorted by the service).
+        self.names: Sequence[str] = tuple(tokens) if tokens is not None else (name,)
+        self.name = ",".join(self.names) if tokens is not None else name
         # The fencing token: send it with every write to the protected resource.
         self.token = token
+        self.tokens: Dict[str, int] = dict(tokens) if tokens is not None else (
+            {name: token} if token is not None else {})
+        self.permits = permits
+        self.slot = slot
         self._lease_string = lease_string
         self._ttl = ttl
         self._deadline = deadline
@@ -39,6 +54,13 @@ class Lease:
         # refuses it once its deadline passed.
         self.lost = threading.Event()
         self._lost_reason: Optional[LeaseLostError] = None
+
+    @property
+    def kind(self) -> str:
+        """"lock", "set" or "permit"."""
+        if self.permits is not None:
+            return "permit"
+        return "set" if self.token is None else "lock"
 
     @property
     def lease_string(self) -> str:
@@ -90,6 +112,14 @@ class Lease:
             self._deadline = deadline
             return True
 
+    def _copy(self, ttl: float, deadline: float) -> "Lease":
+        """The same grant with another ttl and deadline (never marked lost): what a renewal
+        attempt moves before the keeper adopts it."""
+        if self.kind == "set":
+            return Lease("", self._lease_string, None, ttl, deadline, tokens=self.tokens)
+        return Lease(self.name, self._lease_string, self.token, ttl, deadline,
+                     permits=self.permits, slot=self.slot)
+
     def _mark_lost(self, why: LeaseLostError) -> bool:
         """Marks the lease lost; True only for the call that did it."""
         with self._mutex:
@@ -101,6 +131,11 @@ class Lease:
 
     def __repr__(self) -> str:
         state = "lost" if self.lost.is_set() else f"{self.remaining():.3f}s left"
+        if self.kind == "set":
+            return f"Lease(names={list(self.names)!r}, tokens={self.tokens!r}, {state})"
+        if self.kind == "permit":
+            return (f"Lease(name={self.name!r}, permits={self.permits}, slot={self.slot}, "
+                    f"token={self.token}, {state})")
         return f"Lease(name={self.name!r}, token={self.token}, {state})"
 
     __str__ = __repr__
