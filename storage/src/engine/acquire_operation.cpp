@@ -343,7 +343,8 @@ void AcquireOperation::grant(std::chrono::milliseconds validity) {
     }
     case AcquireTarget::Kind::kSet: {
       LockSetLease lease;
-      lease.proof = lease_proof(value_, tokens_, target_.owner);
+      lease.proof =
+          lease_proof_of_text(value_, set_claim_text(tokens_, target_.names, target_.owner));
       lease.names = std::move(target_.names);
       lease.tokens = std::move(tokens_);
       lease.ttl = target_.ttl;
@@ -359,7 +360,8 @@ void AcquireOperation::grant(std::chrono::milliseconds validity) {
       permit.name = std::move(target_.names.front());
       permit.permits = target_.permits;
       permit.slot = slot_;
-      permit.proof = lease_proof(value_, tokens_.front(), target_.owner);
+      permit.proof = lease_proof_of_text(
+          value_, permit_claim_text(tokens_.front(), target_.permits, slot_, target_.owner));
       permit.token = tokens_.front();
       permit.ttl = target_.ttl;
       permit.validity = validity;

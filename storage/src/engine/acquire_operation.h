@@ -89,6 +89,9 @@ class AcquireOperation : public ReplySink,
   std::optional<std::uint32_t> free_slot_to_try();
   void cancel() override;
   bool wake_now() override;
+  bool needs_other_names() const override {
+    return target_.kind == AcquireTarget::Kind::kSet && target_.names.size() > 1;
+  }
   void retry_now();
   void join_queue();  // into the engine's waiter queue for the name, once
   void sleep_until_retry(Error error);

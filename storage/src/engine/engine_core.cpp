@@ -277,10 +277,12 @@ void EngineCore::wake_first_waiter(const std::string& name, std::string_view rel
   it->second.last_release.assign(release_tag);
   it->second.woken.reset();
   for (const auto& weak : it->second.queue) {
-    if (const auto waiter = weak.lock(); waiter && waiter->wake_now()) {
-      it->second.woken = waiter;
-      return;
-    }
+    const auto waiter = weak.lock();
+    if (!waiter || !waiter->wake_now()) continue;
+    if (it->second.woken.expired()) it->second.woken = waiter;
+    // A lock set's waiter may still find another of its names held: the wake-up goes on to the
+    // next waiter too, so that the freed name does not wait for an expiry sleep behind it.
+    if (!waiter->needs_other_names()) return;
   }
 }
 

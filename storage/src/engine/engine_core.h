@@ -46,6 +46,9 @@ class Waiter {
  public:
   virtual ~Waiter() = default;
   virtual bool wake_now() = 0;
+  // True for a waiter that needs names besides the one released (a lock set): its wake-up may
+  // well fail on another name, so a release also wakes the waiter behind it.
+  virtual bool needs_other_names() const { return false; }
 };
 
 class EngineCore : public NodeListener, public std::enable_shared_from_this<EngineCore> {

@@ -79,20 +79,33 @@ std::string claim_token_text(std::uint64_t token, std::string_view owner) {
   return text;
 }
 
-std::string claim_token_text(std::span<const std::uint64_t> tokens, std::string_view owner) {
+std::string set_claim_text(std::span<const std::uint64_t> tokens,
+                           std::span<const std::string> names, std::string_view owner) {
   std::string text;
   for (const std::uint64_t token : tokens) {
     if (!text.empty()) text.push_back(',');
     text.append(std::to_string(token));
   }
+  std::string joined;
+  for (const auto& name : names) joined.append(name).push_back('\n');
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_Digest(joined.data(), joined.size(), digest.data(), &length, sha1_md(), nullptr);
+  text.push_back('#');
+  append_hex(text, digest.data(), 8);
   if (!owner.empty()) text.append("@").append(owner);
   return text;
 }
 
-namespace {
+std::string permit_claim_text(std::uint64_t token, std::uint32_t permits, std::uint32_t slot,
+                              std::string_view owner) {
+  std::string text = std::to_string(token);
+  text.append("/").append(std::to_string(permits)).append("/").append(std::to_string(slot));
+  if (!owner.empty()) text.append("@").append(owner);
+  return text;
+}
 
-// The proof over an already formed token text (claim_token_text()).
-std::string proof_of_text(std::string_view value, std::string text) {
+std::string lease_proof_of_text(std::string_view value, std::string text) {
   // The same text the scripts hash: "<token text>:<value>" (sha1hex is lower-case hex).
   text.push_back(':');
   text.append(value.substr(0, kLeaseValueLength));
@@ -105,15 +118,8 @@ std::string proof_of_text(std::string_view value, std::string text) {
   return proof;
 }
 
-}  // namespace
-
 std::string lease_proof(std::string_view value, std::uint64_t token, std::string_view owner) {
-  return proof_of_text(value, claim_token_text(token, owner));
-}
-
-std::string lease_proof(std::string_view value, std::span<const std::uint64_t> tokens,
-                        std::string_view owner) {
-  return proof_of_text(value, claim_token_text(tokens, owner));
+  return lease_proof_of_text(value, claim_token_text(token, owner));
 }
 
 bool is_well_formed_lease_proof(std::string_view text) noexcept {

@@ -317,16 +317,20 @@ inline constexpr std::string_view kReleasePermitScript = FENCELOCK_LUA_CHECK_CLA
     "return 1\n";
 
 // A permit's extend: KEYS[1] its slot key, KEYS[2] the config key; ARGV[1] the claim, ARGV[2] the
-// ttl (ms), ARGV[3] the permit count. As kExtendScript on the slot, and raises the config key's
-// remaining ttl to at least the permit's (never shortening it).
+// ttl (ms), ARGV[3] the permit count (bound to the claim: permit_claim_text). As kExtendScript on
+// the slot; then the config key's remaining ttl is raised to at least the slot's (never shortened),
+// or the config key re-created with the slot's ttl if it expired — but one holding another count
+// (live with it) is left alone: the permit's count can never change a semaphore's.
 inline constexpr std::string_view kExtendPermitScript = FENCELOCK_LUA_CHECK_CLAIM
     "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
     "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
     "end\n"
-    "if redis.call('GET', KEYS[2]) ~= ARGV[3] then\n"
-    "  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])\n"
-    "elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then\n"
-    "  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+    "local pttl = redis.call('PTTL', KEYS[1])\n"
+    "local live = redis.call('GET', KEYS[2])\n"
+    "if not live then\n"
+    "  redis.call('SET', KEYS[2], ARGV[3], 'PX', pttl)\n"
+    "elseif live == ARGV[3] and redis.call('PTTL', KEYS[2]) < pttl then\n"
+    "  redis.call('PEXPIRE', KEYS[2], pttl)\n"
     "end\n"
     "return 1\n";
 
@@ -456,7 +460,7 @@ inline constexpr std::string_view kAcquirePermitScriptSha =
 inline constexpr std::string_view kReleasePermitScriptSha =
     "69adf1b93ccf41662280bbb9597ef4d7f28a1160";
 inline constexpr std::string_view kExtendPermitScriptSha =
-    "de221dbf5854ed8b1125f0662d61c56e0a7c0a52";
+    "8096a14c74c9f20df6b81648c107a44e3efca7b9";
 inline constexpr std::string_view kInspectSemaphoreScriptSha =
     "85c89408bc266f575cff7854d6f80daaab8a2199";
 

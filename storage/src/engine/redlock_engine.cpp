@@ -212,21 +212,21 @@ ClaimTarget set_claim(const EngineCore& core, Script script, std::vector<std::st
   ClaimTarget target;
   target.script = script;
   for (const auto& name : names) target.keys.push_back(core.key_of(name));
+  target.claim = claim.proof + set_claim_text(claim.tokens, names, claim.owner);
   target.names = std::move(names);
-  target.claim = claim.proof + claim_token_text(claim.tokens, claim.owner);
   target.owned = !claim.owner.empty();
   return target;
 }
 
 // The claim target of a permit: its slot key, then the semaphore's config key.
 ClaimTarget permit_claim(const EngineCore& core, Script script, const std::string& name,
-                         std::uint32_t slot, const LeaseClaim& claim) {
+                         std::uint32_t permits, std::uint32_t slot, const LeaseClaim& claim) {
   ClaimTarget target;
   target.script = script;
   target.names.push_back(permit_slot_name(name, slot));
   target.keys.push_back(core.key_of(target.names.front()));
   target.keys.push_back(core.key_of(permit_config_name(name)));
-  target.claim = claim.proof + claim_token_text(claim.token, claim.owner);
+  target.claim = claim.proof + permit_claim_text(claim.token, permits, slot, claim.owner);
   target.owned = !claim.owner.empty();
   return target;
 }
@@ -334,14 +334,14 @@ void RedlockEngine::extend_permit(std::string name, std::uint32_t permits, std::
   if (valid.ok()) valid = check_ttl(core_->options(), ttl);
   if (!valid.ok())
     return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
-  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), permits, slot,
-                                   claim = std::move(claim), ttl,
-                                   done = std::move(done)]() mutable {
-    std::make_shared<ExtendOperation>(core,
-                                      permit_claim(*core, Script::kExtendPermit, name, slot, claim),
-                                      claim.token, ttl, std::move(done), std::to_string(permits))
-        ->start();
-  });
+  asio::dispatch(core_->strand(),
+                 [core = core_, name = std::move(name), permits, slot, claim = std::move(claim),
+                  ttl, done = std::move(done)]() mutable {
+                   std::make_shared<ExtendOperation>(
+                       core, permit_claim(*core, Script::kExtendPermit, name, permits, slot, claim),
+                       claim.token, ttl, std::move(done), std::to_string(permits))
+                       ->start();
+                 });
 }
 
 void RedlockEngine::release_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
@@ -351,9 +351,9 @@ void RedlockEngine::release_permit(std::string name, std::uint32_t permits, std:
   if (valid.ok()) valid = check_claim(claim);
   if (!valid.ok())
     return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
-  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), slot,
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), permits, slot,
                                    claim = std::move(claim), done = std::move(done)]() mutable {
-    ClaimTarget target = permit_claim(*core, Script::kReleasePermit, name, slot, claim);
+    ClaimTarget target = permit_claim(*core, Script::kReleasePermit, name, permits, slot, claim);
     std::string tag = release_tag_for(*core, target.names);
     std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
         ->start();

@@ -48,12 +48,14 @@ void ScriptOperation::start() {
 }
 
 void ScriptOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
-  if (finished_) return;
-  // Once: the EVAL goes out with cookie 1, which is never resent.
+  // Once: the EVAL goes out with cookie 1, which is never resent. Also after the outcome is
+  // decided: a release or extend that a straggling node refused with NOSCRIPT must still run there
+  // (otherwise the released lease stays on that node until its ttl).
   if (cookie == 0 && core_->resend_on_noscript(
                          node, reply, [this] { return command(true); }, shared_from_this(), 1)) {
     return;
   }
+  if (finished_) return;
   on_answer(node, reply);
 }
 

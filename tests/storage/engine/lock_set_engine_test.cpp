@@ -306,14 +306,22 @@ TEST_CASE("bad lock set arguments are refused before any node is asked", "[stora
   CHECK(SyncRedis(cluster.node(0).port()).get("fencelock:lock:a") == std::nullopt);
 }
 
-TEST_CASE("a lock set's proof binds the whole token list; one token is the single lease's proof",
+TEST_CASE("a lock set's proof binds its tokens and its names, a permit's its count and slot",
           "[storage]") {
   const std::string value = generate_lease_value().value();
   const std::vector<std::uint64_t> one{17};
-  CHECK(lease_proof(value, one, "") == lease_proof(value, 17));
-  CHECK(lease_proof(value, one, "key-1") == lease_proof(value, 17, "key-1"));
+  const std::vector<std::string> a{"a"}, ab{"a", "b"}, ac{"a", "c"};
+  // A set of one name is not the single lock of that name.
+  CHECK(lease_proof_of_text(value, set_claim_text(one, a, "")) != lease_proof(value, 17));
   const std::vector<std::uint64_t> list{17, 4}, swapped{4, 17};
-  CHECK(claim_token_text(list, "k") == "17,4@k");
-  CHECK(lease_proof(value, list, "") != lease_proof(value, swapped, ""));
-  CHECK(lease_proof(value, list, "").size() == kLeaseProofLength);
+  CHECK(set_claim_text(list, ab, "k").starts_with("17,4#"));
+  CHECK(set_claim_text(list, ab, "k").ends_with("@k"));
+  CHECK(set_claim_text(list, ab, "") != set_claim_text(list, ac, ""));
+  CHECK(lease_proof_of_text(value, set_claim_text(list, ab, "")) !=
+        lease_proof_of_text(value, set_claim_text(swapped, ab, "")));
+  CHECK(lease_proof_of_text(value, set_claim_text(list, ab, "")).size() == kLeaseProofLength);
+  CHECK(permit_claim_text(9, 3, 1, "") == "9/3/1");
+  CHECK(permit_claim_text(9, 3, 1, "k") == "9/3/1@k");
+  CHECK(lease_proof_of_text(value, permit_claim_text(9, 3, 1, "")) !=
+        lease_proof_of_text(value, permit_claim_text(9, 4, 1, "")));
 }

@@ -57,16 +57,22 @@ bool is_valid_lease_owner(std::string_view owner) noexcept;
 
 // The proof for `value` (as generate_lease_value() makes it) granted with `token` to `owner`.
 std::string lease_proof(std::string_view value, std::uint64_t token, std::string_view owner = {});
-// The proof of a lock set: as above, over every token of the set in its canonical order (the
-// hashed text is "<t1>,<t2>,...[@<owner>]:<value>"), so that no token of the list can be altered.
-// A one-token list gives exactly the single lease's proof.
-std::string lease_proof(std::string_view value, std::span<const std::uint64_t> tokens,
-                        std::string_view owner);
 
-// The token text the scripts hash and the claim carries: "<token>" or "<token>@<owner>"; for a
-// lock set "<t1>,<t2>,...", then "@<owner>" if any.
+// The token text the scripts hash and the claim carries: "<token>" or "<token>@<owner>".
 std::string claim_token_text(std::uint64_t token, std::string_view owner);
-std::string claim_token_text(std::span<const std::uint64_t> tokens, std::string_view owner);
+// A lock set's: every token in the canonical order of its names, then a digest of those names:
+// "<t1>,<t2>,...#<16 hex digits of SHA-1 of the names joined by newlines>[@<owner>]". So a set's
+// proof holds only for its own tokens *and* names: a release or extend naming other names (a
+// subset, a superset, another set) is refused on every node before anything changes, and a set of
+// one name cannot stand for the single lock of that name, nor the reverse.
+std::string set_claim_text(std::span<const std::uint64_t> tokens,
+                           std::span<const std::string> names, std::string_view owner);
+// A permit's: "<token>/<permits>/<slot>[@<owner>]", so a permit's proof holds only for its own
+// semaphore size and slot: a claim with another permit count cannot change the semaphore's count.
+std::string permit_claim_text(std::uint64_t token, std::uint32_t permits, std::uint32_t slot,
+                              std::string_view owner);
+// The proof for `value` over a claim text made by one of the three functions above.
+std::string lease_proof_of_text(std::string_view value, std::string text);
 
 // True iff `text` has the shape lease_proof() produces. Cheap; used to refuse malformed leases
 // before any node is asked.
