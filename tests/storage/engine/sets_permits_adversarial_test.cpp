@@ -1,5 +1,6 @@
 // Hostile review of the #19 engine (lock sets and counting semaphores) against real redis-servers.
-// Each test names the property it attacks; each was first a finding of that review, fixed at its root.
+// Each test names the property it attacks; each was first a finding of that review, fixed at its
+// root.
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
