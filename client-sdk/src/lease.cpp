@@ -58,7 +58,7 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 
 }  // namespace
 
-Lease::Lease(std::string name, std::string lease_string, std::uint64_t token,
+Lease::Lease(const std::string& name, std::string lease_string, std::uint64_t token,
              std::chrono::milliseconds ttl, Clock::time_point deadline)
     : Lease(LeaseKind::kLock, name, {name}, {token}, 0, 0, std::move(lease_string), ttl, deadline) {
 }
@@ -84,7 +84,7 @@ Lease Lease::lock_set(std::vector<std::string> names, std::vector<std::uint64_t>
                std::move(lease_string), ttl, deadline);
 }
 
-Lease Lease::permit(std::string name, std::uint32_t permits, std::uint32_t slot,
+Lease Lease::permit(const std::string& name, std::uint32_t permits, std::uint32_t slot,
                     std::string lease_string, std::uint64_t token, std::chrono::milliseconds ttl,
                     Clock::time_point deadline) {
   return Lease(LeaseKind::kPermit, name, {name}, {token}, permits, slot, std::move(lease_string),

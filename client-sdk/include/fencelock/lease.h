@@ -40,7 +40,7 @@ class Lease {
   using Clock = std::chrono::steady_clock;
 
   // A single lock's lease (kind() == kLock).
-  Lease(std::string name, std::string lease_string, std::uint64_t token,
+  Lease(const std::string& name, std::string lease_string, std::uint64_t token,
         std::chrono::milliseconds ttl, Clock::time_point deadline);
   // A lock set's lease: `names` in canonical (sorted) order, tokens[i] the token of names[i]
   // (same size, 1..16 names).
@@ -48,7 +48,7 @@ class Lease {
                         std::string lease_string, std::chrono::milliseconds ttl,
                         Clock::time_point deadline);
   // A permit: slot `slot` (0..permits-1) of semaphore `name`, which has `permits` permits.
-  static Lease permit(std::string name, std::uint32_t permits, std::uint32_t slot,
+  static Lease permit(const std::string& name, std::uint32_t permits, std::uint32_t slot,
                       std::string lease_string, std::uint64_t token, std::chrono::milliseconds ttl,
                       Clock::time_point deadline);
 

@@ -108,7 +108,8 @@ void ReleaseOperation::decide() {
 
 ExtendOperation::ExtendOperation(const std::shared_ptr<EngineCore>& core, ClaimTarget target,
                                  std::uint64_t token, std::chrono::milliseconds ttl,
-                                 std::function<void(Result<Extension>)> done, std::string extra)
+                                 std::function<void(Result<Extension>)> done,
+                                 const std::string& extra)
     : ClaimOperation(
           core, OperationKind::kExtend, target.script, std::move(target.keys), target.owned,
           extra.empty()

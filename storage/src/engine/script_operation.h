@@ -134,7 +134,7 @@ class ExtendOperation final : public ClaimOperation<Extension> {
  public:
   ExtendOperation(const std::shared_ptr<EngineCore>& core, ClaimTarget target, std::uint64_t token,
                   std::chrono::milliseconds ttl, std::function<void(Result<Extension>)> done,
-                  std::string extra = {});
+                  const std::string& extra = {});
 
  private:
   void decide() override;
