@@ -138,7 +138,7 @@ Result<Lease> lease_from_string(LeaseKind kind, std::vector<std::string> names,
   }
   switch (kind) {
     case LeaseKind::kLock:
-      return Lease(std::move(names.front()), std::move(lease_string), tokens.front(), ttl, now);
+      return Lease(names.front(), std::move(lease_string), tokens.front(), ttl, now);
     case LeaseKind::kSet:
       return Lease::lock_set(std::move(names), std::move(tokens), std::move(lease_string), ttl,
                              now);
@@ -147,8 +147,8 @@ Result<Lease> lease_from_string(LeaseKind kind, std::vector<std::string> names,
       const auto slot = decimal<std::uint32_t>(parts[3]);
       if (!permits || !slot || *permits > kMaxPermits || *slot >= *permits)
         return invalid("a malformed permit lease string (its permits or slot)");
-      return Lease::permit(std::move(names.front()), *permits, *slot, std::move(lease_string),
-                           tokens.front(), ttl, now);
+      return Lease::permit(names.front(), *permits, *slot, std::move(lease_string), tokens.front(),
+                           ttl, now);
     }
   }
   return invalid("unknown lease kind");
