@@ -43,8 +43,9 @@ export class Lease extends EventEmitter {
     Object.defineProperty(this, 'kind', { value: kind, enumerable: true });
     Object.defineProperty(this, 'name', { value: kind === 'set' ? names.join(',') : name, enumerable: true });
     Object.defineProperty(this, 'names', { value: names, enumerable: true });
+    // Not enumerable: it holds BigInts, which JSON.stringify(Object.entries(lease)) cannot write.
     Object.defineProperty(this, 'tokens', {
-      value: Object.freeze(kind === 'set' ? { ...tokens } : { [name]: token }), enumerable: true,
+      value: Object.freeze(kind === 'set' ? { ...tokens } : { [name]: token }), enumerable: false,
     });
     if (kind === 'permit') {
       Object.defineProperty(this, 'permits', { value: permits, enumerable: true });
