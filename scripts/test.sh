@@ -12,7 +12,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+scripts/install-deps.sh ccache
+# A compiler cache: the test command builds the same sources up to four times (asan, release, the
+# install test's release for /usr, its add_subdirectory consumer); ccache compiles each once per
+# flags and keeps them for the next run. Paths under the checkout are hashed relative to it, so
+# another clone of the same commit hits the same entries. An already chosen launcher is kept.
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
+fi
+# Each stage says when it starts (minutes since the test command started): where the time goes.
+stage() { printf 'test.sh: [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 # Leftovers of a crashed earlier run (the harness cleans up; a SIGKILLed runner cannot).
 pkill -KILL -f 'redis-server .*fencelock-test-' 2>/dev/null || true
@@ -20,10 +31,12 @@ pkill -KILL -f 'etcd .*fencelock-test-' 2>/dev/null || true
 pkill -KILL -f 'postgres .*fencelock-test-' 2>/dev/null || true
 rm -rf "${TMPDIR:-/tmp}"/fencelock-test-* 2>/dev/null || true
 
+stage "asan build"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$(nproc)"
 
 status=0
+stage "ctest (asan)"
 ctest --preset asan --timeout 600 "$@" || status=$?
 
 if pgrep -f 'redis-server .*fencelock-test-' >/dev/null; then
@@ -48,16 +61,18 @@ fi
 [ $# -gt 0 ] && exit "$status"
 
 # Formatting and clang-tidy over the tree (uses the asan build's compile commands).
+stage "check-style"
 scripts/check-style.sh || status=1
 # docs/openapi.yaml: Redocly's lint, and every answer the HTTP integration tests get from
 # fencelockd validated against it (~3-4 min).
+stage "check-openapi"
 scripts/check-openapi.sh >"$PWD/build/check-openapi.log" 2>&1 || {
   echo "test.sh: the OpenAPI check failed:" >&2
   tail -n 40 "$PWD/build/check-openapi.log" >&2
   status=1
 }
 
-echo "test.sh: release build, quickstart cycle, container files"
+stage "release build, quickstart cycle, docs' code blocks"
 quickstart_dir=$PWD/build/quickstart-ci
 if ! scripts/quickstart.sh --preset release --run-dir "$quickstart_dir" --port-base 17000 >"$PWD/build/quickstart-ci.log" 2>&1; then
   echo "test.sh: the quickstart failed:" >&2
@@ -77,6 +92,7 @@ fi
 # The cluster quickstart: 3 etcd, 3 fencelockd, HAProxy; the etcd leader and one fencelockd are
 # SIGKILLed mid-demo. It must end safe, with the probe's tokens increasing, and --stop must leave
 # no process of it behind (redis-server's command line does not name the run dir: check the pids).
+stage "cluster quickstart"
 cluster_dir=$PWD/build/quickstart-cluster-ci
 cluster_log=$PWD/build/quickstart-cluster-ci.log
 if ! timeout 120 scripts/quickstart.sh --cluster --preset release --run-dir "$cluster_dir" --port-base 17200 >"$cluster_log" 2>&1; then
@@ -101,6 +117,7 @@ if pgrep -f "$cluster_dir" >/dev/null; then
   status=1
 fi
 # The quickstart with the fenced store on PostgreSQL 15 (its own server in the run dir).
+stage "PostgreSQL quickstart"
 pg_quickstart_dir=$PWD/build/quickstart-pg-ci
 pg_quickstart_log=$PWD/build/quickstart-pg-ci.log
 if ! timeout 300 scripts/quickstart.sh --postgres --preset release --run-dir "$pg_quickstart_dir" --port-base 17400 >"$pg_quickstart_log" 2>&1; then
@@ -123,6 +140,7 @@ if pgrep -f "$pg_quickstart_dir" >/dev/null; then
   pkill -KILL -f "$pg_quickstart_dir" || true
   status=1
 fi
+stage "container files, install test"
 scripts/check-compose.sh || status=1
 # Install rules and the .deb: cmake --install, out-of-tree SDK consumers (find_package and
 # pkg-config), dpkg -i, the unit's command line against real redis-servers, dpkg -r (~1-3 min).
@@ -133,6 +151,7 @@ if ! scripts/test-install.sh >"$PWD/build/test-install.log" 2>&1; then
 fi
 # The Python and Node clients and their web-backend examples against a live stack (redis x3,
 # fencelockd, PostgreSQL 15: scripts/live-stack.sh; ports 17800-17850 and 17900-17999; ~1-2 min).
+stage "Python and Node clients, Node backend example"
 if ! client-sdk/python/test.sh --port-base 17900 >"$PWD/build/python-client.log" 2>&1; then
   echo "test.sh: the Python client tests failed:" >&2
   tail -n 40 "$PWD/build/python-client.log" >&2
@@ -149,18 +168,21 @@ if ! examples/node-backend/test.sh >"$PWD/build/node-backend.log" 2>&1; then
   status=1
 fi
 # The fault campaign, every scenario and negative control once (~5 min; docs/safety.md).
+stage "fault campaign (--quick)"
 if ! scripts/faults.sh --quick >"$PWD/build/faults-quick.log" 2>&1; then
   echo "test.sh: the fault campaign failed:" >&2
   grep -vE '^PASS' "$PWD/build/faults-quick.log" | tail -n 60 >&2
   status=1
 fi
 # The benchmark harness as a smoke test: everything starts, runs and stops; no timing is asserted.
+stage "bench/run.sh --quick"
 if ! bench/run.sh --quick >"$PWD/build/bench-quick.log" 2>&1; then
   echo "test.sh: bench/run.sh --quick failed:" >&2
   tail -n 30 "$PWD/build/bench-quick.log" >&2
   status=1
 fi
 
+stage "done"
 if [ "$status" -eq 0 ]; then
   echo "test.sh: all passed"
 fi
