@@ -111,6 +111,32 @@ void answer_later(const std::shared_ptr<EngineCore>& core, Handler done, Value v
   });
 }
 
+// What acquire, acquire_set and acquire_permit share once their own arguments are checked
+// (`valid`): the owner, ttl and wait checks, a fresh lease value, and the operation started on the
+// strand. An invalid request or a failed value is answered on the strand, never inside the call.
+template <class Granted, class Handler>
+AcquireTicket start_acquire(const std::shared_ptr<EngineCore>& core, Status valid,
+                            AcquireTarget target, Handler done) {
+  if (valid.ok()) valid = check_owner(target.owner);
+  if (valid.ok()) valid = check_ttl(core->options(), target.ttl);
+  if (valid.ok()) valid = check_wait(core->options(), target.wait);
+  if (!valid.ok()) {
+    answer_later(core, std::move(done), Result<Granted>(std::move(valid).error()));
+    return {};
+  }
+  Result<std::string> value = generate_lease_value();
+  if (!value.ok()) {
+    answer_later(core, std::move(done), Result<Granted>(std::move(value).error()));
+    return {};
+  }
+  auto operation = std::make_shared<AcquireOperation>(core, std::move(target),
+                                                      std::move(value).value(), std::move(done));
+  asio::dispatch(core->strand(), [operation] { operation->start(); });
+  // A cancel is posted to the strand after the start above, so it always finds the operation
+  // started.
+  return AcquireTicket(std::weak_ptr<detail::CancellableAcquire>(operation));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RedlockEngine>> RedlockEngine::create(const asio::any_io_executor& executor,
@@ -139,29 +165,12 @@ void RedlockEngine::stop() {
 
 AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done) {
   Status valid = check_name(request.name);
-  if (valid.ok()) valid = check_owner(request.owner);
-  if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
-  if (valid.ok()) valid = check_wait(core_->options(), request.wait);
-  if (!valid.ok()) {
-    answer_later(core_, std::move(done), Result<Lease>(std::move(valid).error()));
-    return {};
-  }
-  Result<std::string> value = generate_lease_value();
-  if (!value.ok()) {
-    answer_later(core_, std::move(done), Result<Lease>(std::move(value).error()));
-    return {};
-  }
   AcquireTarget target;
   target.names.push_back(std::move(request.name));
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
-  auto operation = std::make_shared<AcquireOperation>(core_, std::move(target),
-                                                      std::move(value).value(), std::move(done));
-  asio::dispatch(core_->strand(), [operation] { operation->start(); });
-  // A cancel is posted to the strand after the start above, so it always finds the operation
-  // started.
-  return AcquireTicket(std::weak_ptr<detail::CancellableAcquire>(operation));
+  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done));
 }
 
 void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl,
@@ -235,28 +244,13 @@ ClaimTarget permit_claim(const EngineCore& core, Script script, const std::strin
 
 AcquireTicket RedlockEngine::acquire_set(LockSetRequest request, LockSetHandler done) {
   Status valid = check_set_names(request.names);
-  if (valid.ok()) valid = check_owner(request.owner);
-  if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
-  if (valid.ok()) valid = check_wait(core_->options(), request.wait);
-  if (!valid.ok()) {
-    answer_later(core_, std::move(done), Result<LockSetLease>(std::move(valid).error()));
-    return {};
-  }
-  Result<std::string> value = generate_lease_value();
-  if (!value.ok()) {
-    answer_later(core_, std::move(done), Result<LockSetLease>(std::move(value).error()));
-    return {};
-  }
   AcquireTarget target;
   target.kind = AcquireTarget::Kind::kSet;
   target.names = std::move(request.names);
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
-  auto operation = std::make_shared<AcquireOperation>(core_, std::move(target),
-                                                      std::move(value).value(), std::move(done));
-  asio::dispatch(core_->strand(), [operation] { operation->start(); });
-  return AcquireTicket(std::weak_ptr<detail::CancellableAcquire>(operation));
+  return start_acquire<LockSetLease>(core_, std::move(valid), std::move(target), std::move(done));
 }
 
 void RedlockEngine::extend_set(std::vector<std::string> names, LockSetClaim claim, milliseconds ttl,
@@ -301,18 +295,6 @@ void RedlockEngine::release_set(std::vector<std::string> names, LockSetClaim cla
 AcquireTicket RedlockEngine::acquire_permit(PermitRequest request, PermitHandler done) {
   Status valid = check_name(request.name);
   if (valid.ok()) valid = check_permits(request.permits);
-  if (valid.ok()) valid = check_owner(request.owner);
-  if (valid.ok()) valid = check_ttl(core_->options(), request.ttl);
-  if (valid.ok()) valid = check_wait(core_->options(), request.wait);
-  if (!valid.ok()) {
-    answer_later(core_, std::move(done), Result<Permit>(std::move(valid).error()));
-    return {};
-  }
-  Result<std::string> value = generate_lease_value();
-  if (!value.ok()) {
-    answer_later(core_, std::move(done), Result<Permit>(std::move(value).error()));
-    return {};
-  }
   AcquireTarget target;
   target.kind = AcquireTarget::Kind::kPermit;
   target.names.push_back(std::move(request.name));
@@ -320,10 +302,7 @@ AcquireTicket RedlockEngine::acquire_permit(PermitRequest request, PermitHandler
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
-  auto operation = std::make_shared<AcquireOperation>(core_, std::move(target),
-                                                      std::move(value).value(), std::move(done));
-  asio::dispatch(core_->strand(), [operation] { operation->start(); });
-  return AcquireTicket(std::weak_ptr<detail::CancellableAcquire>(operation));
+  return start_acquire<Permit>(core_, std::move(valid), std::move(target), std::move(done));
 }
 
 void RedlockEngine::extend_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
