@@ -141,6 +141,9 @@ void AcquireOperation::attempt() {
   woken_during_attempt_ = false;
   tally_.emplace(core_->new_tally());
   answers_.assign(core_->node_count(), NodeAnswer{});
+  consumed_wakeups_ = std::move(pending_wakeups_);
+  pending_wakeups_.clear();
+  if (target_.kind == AcquireTarget::Kind::kSet) name_free_votes_.assign(target_.names.size(), 0);
   if (target_.kind == AcquireTarget::Kind::kPermit) {
     mismatch_.reset();
     free_votes_.assign(target_.permits, 0);
@@ -193,8 +196,17 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
   }
   Vote vote = Vote::kFailed;
   if (node < answers_.size()) {
-    vote = target_.kind == AcquireTarget::Kind::kPermit ? permit_vote(node, reply)
-                                                        : vote_for_set(reply, answers_[node]);
+    switch (target_.kind) {
+      case AcquireTarget::Kind::kLock:
+        vote = vote_for_set(reply, answers_[node]);
+        break;
+      case AcquireTarget::Kind::kSet:
+        vote = set_vote(node, reply);
+        break;
+      case AcquireTarget::Kind::kPermit:
+        vote = permit_vote(node, reply);
+        break;
+    }
   }
   tally_->record(node, vote);
   switch (tally_->outcome()) {
@@ -215,6 +227,45 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
   } else {
     attempt_failed(make_error(ErrorCode::kLocked, lock_held_message(target_.kind)));
   }
+}
+
+Vote AcquireOperation::set_vote(std::size_t node, const NodeReply& reply) {
+  using Kind = NodeReply::Kind;
+  if (reply.kind != Kind::kArray || reply.elements.size() != 4) {
+    const Vote vote = vote_for_set(reply, answers_[node]);
+    if (vote == Vote::kYes) {
+      for (auto& votes : name_free_votes_) ++votes;
+    }
+    return vote;
+  }
+  // {0, holder, pttl, {held key indices, 1-based}}: holder and pttl are the key that frees last.
+  std::vector<bool> held(target_.names.size(), false);
+  for (const NodeReply& index : reply.elements[3].elements) {
+    if (index.kind == Kind::kInteger && index.integer >= 1 &&
+        static_cast<std::size_t>(index.integer) <= held.size())
+      held[static_cast<std::size_t>(index.integer) - 1] = true;
+  }
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    if (!held[i]) ++name_free_votes_[i];
+  }
+  NodeReply head = reply;
+  head.elements.resize(3);
+  return vote_for_set(head, answers_[node]);
+}
+
+void AcquireOperation::hand_on_wakeups() {
+  blockers_.clear();
+  for (std::size_t i = 0; i < target_.names.size() && i < name_free_votes_.size(); ++i) {
+    if (name_free_votes_[i] < core_->quorum()) blockers_.push_back(target_.names[i]);
+  }
+  // No name held on enough nodes to keep a quorum out (it lost to another attempt, or a split
+  // vote): blockers_ stays empty — not known what to wait for, so any release of its names wakes
+  // it.
+  for (const std::string& woken_by : consumed_wakeups_) {
+    if (std::find(blockers_.begin(), blockers_.end(), woken_by) == blockers_.end())
+      core_->wake_waiter_after(woken_by, this);
+  }
+  consumed_wakeups_.clear();
 }
 
 Vote AcquireOperation::permit_vote(std::size_t node, const NodeReply& reply) {
@@ -389,6 +440,8 @@ void AcquireOperation::attempt_failed(Error error) {
     for (const auto& queue : queues()) core_->wake_first_waiter(queue, {});
     return;
   }
+  if (target_.kind == AcquireTarget::Kind::kSet && error.code == ErrorCode::kLocked)
+    hand_on_wakeups();
   // A permit refused on its slot while another slot is free on a quorum tries that one at once
   // (at most once per slot before it sleeps or gives up: the answers may keep shifting).
   if (target_.kind == AcquireTarget::Kind::kPermit && error.code == ErrorCode::kLocked &&
@@ -458,22 +511,38 @@ void AcquireOperation::sleep_until_retry(Error error) {
   });
 }
 
-bool AcquireOperation::wake_now() {
+Waiter::Wake AcquireOperation::wake_now(std::string_view name) {
+  const bool several_queues =
+      target_.kind == AcquireTarget::Kind::kPermit ||
+      (target_.kind == AcquireTarget::Kind::kSet && target_.names.size() > 1);
   switch (phase_) {
     case Phase::kDone:
-      return false;
+      return Wake::kFinished;
     case Phase::kWoken:
-      return true;  // about to try anyway
     case Phase::kVoting:
     case Phase::kDrawingToken:
-      woken_during_attempt_ = true;
-      return true;
+      if (several_queues) return Wake::kPassed;
+      if (phase_ != Phase::kWoken) woken_during_attempt_ = true;
+      note_wakeup(name);
+      return Wake::kAlreadyAwake;
     case Phase::kWaitingToRetry:
       break;
   }
+  if (!blockers_.empty()) {
+    const auto blocker = std::find(blockers_.begin(), blockers_.end(), name);
+    if (blocker == blockers_.end()) return Wake::kPassed;  // it waits for another name
+    blockers_.erase(blocker);
+    if (!blockers_.empty()) return Wake::kPassed;  // and for others still
+  }
+  note_wakeup(name);
   retry_timer_.cancel();
   retry_now();
-  return true;
+  return Wake::kTaken;
+}
+
+void AcquireOperation::note_wakeup(std::string_view name) {
+  if (std::find(pending_wakeups_.begin(), pending_wakeups_.end(), name) == pending_wakeups_.end())
+    pending_wakeups_.emplace_back(name);
 }
 
 void AcquireOperation::join_queue() {
@@ -528,6 +597,10 @@ void AcquireOperation::finish(std::optional<ErrorCode> error) {
 
 void AcquireOperation::complete(Error error) {
   if (phase_ == Phase::kDone) return;
+  // Wake-ups that came after its last attempt went out and that no attempt will use (its budget
+  // ran out, it was cancelled, the engine stops): the next waiter of each name gets them.
+  for (const std::string& woken_by : pending_wakeups_) core_->wake_waiter_after(woken_by, this);
+  pending_wakeups_.clear();
   finish(error.code);
   std::visit(
       [&](auto& done) {

@@ -88,10 +88,14 @@ class AcquireOperation : public ReplySink,
   // the slot to try after a sleep otherwise.
   std::optional<std::uint32_t> free_slot_to_try();
   void cancel() override;
-  bool wake_now() override;
-  bool needs_other_names() const override {
-    return target_.kind == AcquireTarget::Kind::kSet && target_.names.size() > 1;
-  }
+  Wake wake_now(std::string_view name) override;
+  // Reads one node's answer to a lock set's attempt into answers_ and name_free_votes_.
+  Vote set_vote(std::size_t node, const NodeReply& reply);
+  // A lock set's attempt was refused: notes its blockers_, and each name whose release woke it that
+  // its answers found free on a quorum goes on to the next waiter of that name (which may need
+  // nothing else), instead of waiting behind this one.
+  void hand_on_wakeups();
+  void note_wakeup(std::string_view name);  // into pending_wakeups_, once
   void retry_now();
   void join_queue();  // into the engine's waiter queue for the name, once
   void sleep_until_retry(Error error);
@@ -117,8 +121,14 @@ class AcquireOperation : public ReplySink,
   std::uint32_t hops_ = 0;                 // kPermit: attempts moved to a free slot without a sleep
   std::optional<std::string> mismatch_;    // kPermit: a node's live count of another semaphore
   std::vector<std::uint32_t> free_votes_;  // kPermit: per slot, the answers that found it free
-  std::vector<std::uint32_t> soonest_votes_;  // kPermit: per slot, answers it frees first on
-  std::vector<std::uint64_t> tokens_;         // drawn for the attempt, one per name
+  std::vector<std::uint32_t> soonest_votes_;    // kPermit: per slot, answers it frees first on
+  std::vector<std::uint32_t> name_free_votes_;  // kSet: per name, the answers that found it free
+  // kSet: the names its last refusal found held on so many nodes that no quorum was free — it
+  // sleeps until a release of each (or the expiry sleep); empty: not known, any release wakes it.
+  std::vector<std::string> blockers_;
+  std::vector<std::string> pending_wakeups_;   // queues whose release woke it, for the next
+  std::vector<std::string> consumed_wakeups_;  // attempt; and those the attempt out consumed
+  std::vector<std::uint64_t> tokens_;          // drawn for the attempt, one per name
   std::size_t tokens_pending_ = 0;
   std::optional<Error> token_error_;
   Phase phase_ = Phase::kVoting;

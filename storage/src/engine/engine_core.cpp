@@ -1,5 +1,6 @@
 #include "engine/engine_core.h"
 
+#include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>
 
@@ -240,7 +241,7 @@ void EngineCore::on_announcement(std::string_view message) {
   } else if (const auto woken = it->second.woken.lock()) {
     // Another node's copy: that node has now deleted the key too. If the woken waiter's attempt
     // is still out, it may have been refused there; this makes it try once more at once.
-    woken->wake_now();
+    woken->wake_now(name);
   }
 }
 
@@ -276,13 +277,31 @@ void EngineCore::wake_first_waiter(const std::string& name, std::string_view rel
   if (it == waiters_.end()) return;
   it->second.last_release.assign(release_tag);
   it->second.woken.reset();
-  for (const auto& weak : it->second.queue) {
-    const auto waiter = weak.lock();
-    if (!waiter || !waiter->wake_now()) continue;
-    if (it->second.woken.expired()) it->second.woken = waiter;
-    // A lock set's waiter may still find another of its names held: the wake-up goes on to the
-    // next waiter too, so that the freed name does not wait for an expiry sleep behind it.
-    if (!waiter->needs_other_names()) return;
+  wake_from(it->second, name, it->second.queue.begin());
+}
+
+void EngineCore::wake_waiter_after(const std::string& name, const Waiter* after) {
+  const auto it = waiters_.find(name);
+  if (it == waiters_.end()) return;
+  auto next =
+      std::find_if(it->second.queue.begin(), it->second.queue.end(),
+                   [after](const std::weak_ptr<Waiter>& w) { return w.lock().get() == after; });
+  // Gone from the queue already (finished): the wake-up goes to the first waiter instead.
+  next = next == it->second.queue.end() ? it->second.queue.begin() : std::next(next);
+  wake_from(it->second, name, next);
+}
+
+void EngineCore::wake_from(NameWaiters& waiters, const std::string& name,
+                           std::list<std::weak_ptr<Waiter>>::iterator first) {
+  for (auto at = first; at != waiters.queue.end(); ++at) {
+    const auto waiter = at->lock();
+    if (!waiter) continue;
+    const Waiter::Wake wake = waiter->wake_now(name);
+    if (wake == Waiter::Wake::kFinished) continue;
+    if (wake == Waiter::Wake::kPassed) continue;
+    // Taken; or already awake: its attempt out (or about to go) tries again should it fail.
+    if (waiters.woken.expired()) waiters.woken = waiter;
+    return;
   }
 }
 

@@ -39,16 +39,21 @@ class Cancellable {
   virtual ~Cancellable() = default;
 };
 
-// An acquire waiting for a held lock. wake_now() makes it try again at once if it is sleeping
-// between attempts, or once more at once if its attempt in flight fails (returns true: the wake-up
-// is taken), and returns false if it is finished.
+// An acquire waiting for a held lock, woken when a name of its queues is released.
 class Waiter {
  public:
+  enum class Wake : std::uint8_t {
+    kTaken,         // it was sleeping between attempts and tries again at once
+    kAlreadyAwake,  // an attempt is out or about to go: if it fails, it tries once more at once
+    kPassed,        // it has no use for this release now: the waiters behind it get it
+    kFinished,      // done: the wake-up is not for it
+  };
   virtual ~Waiter() = default;
-  virtual bool wake_now() = 0;
-  // True for a waiter that needs names besides the one released (a lock set): its wake-up may
-  // well fail on another name, so a release also wakes the waiter behind it.
-  virtual bool needs_other_names() const { return false; }
+  // A release of `name` (one of its queues). A waiter of several queues (a lock set's names, a
+  // semaphore's slots) passes a release it cannot use on: while an attempt of its own is out (it
+  // may not even want that slot), or — a set — while another name its last refusal found held
+  // stays held.
+  virtual Wake wake_now(std::string_view name) = 0;
 };
 
 class EngineCore : public NodeListener, public std::enable_shared_from_this<EngineCore> {
@@ -150,6 +155,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // `release_tag`: the release that freed the name; later copies of its announcement only reach
   // the waiter this woke.
   void wake_first_waiter(const std::string& name, std::string_view release_tag);
+  // Hands a wake-up of `name` on to the waiters queued behind `after` (a lock set's waiter whose
+  // attempt failed on another of its names while `name` stayed free), as wake_first_waiter does.
+  void wake_waiter_after(const std::string& name, const Waiter* after);
 
   // Readable from any thread.
   std::size_t voting_nodes() const noexcept {
@@ -167,6 +175,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
     std::weak_ptr<Waiter> woken;             // the waiter that release woke
   };
 
+  // Offers a wake-up of `name` to the waiters from `first` on (wake_first_waiter).
+  void wake_from(NameWaiters& waiters, const std::string& name,
+                 std::list<std::weak_ptr<Waiter>>::iterator first);
   void on_announcement(std::string_view message);
   void on_node_ready(std::size_t node, const NodeIdentity& identity) override;
   void on_node_down(std::size_t node, const std::string& why) override;

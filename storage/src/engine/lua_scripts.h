@@ -143,15 +143,17 @@ inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
 // All or nothing on this node: if no key of the set exists, SETs every key to ARGV[1] PX ARGV[2]
 // and returns 1. Otherwise writes nothing but marks (ARGV[3], this engine's id, or "" for an
 // attempt that will not wait: no mark) every held key as kAcquireAndMarkScript does, and returns
-// {0, holder id, pttl} of the held key that frees last: the set can be granted here only once all
-// are free.
+// {0, holder id, pttl, held} — holder id and pttl of the held key that frees last (the set can be
+// granted here only once all are free), `held` the 1-based indices of the held keys (a waiter woken
+// by a release of one of its names hands the wake-up on if that name stayed free).
 inline constexpr std::string_view kAcquireSetScript = FENCELOCK_LUA_MARK
     "for i = 1, #KEYS do\n"
     "  if redis.call('EXISTS', KEYS[i]) == 1 then\n"
-    "    local id, last = '', -2\n"
+    "    local id, last, held = '', -2, {}\n"
     "    for j = i, #KEYS do\n"
     "      local value = redis.call('GET', KEYS[j])\n"
     "      if value then\n"
+    "        held[#held + 1] = j\n"
     "        local pttl = redis.call('PTTL', KEYS[j])\n"
     "        if pttl > last then\n"
     "          last = pttl\n"
@@ -162,7 +164,7 @@ inline constexpr std::string_view kAcquireSetScript = FENCELOCK_LUA_MARK
     "        end\n"
     "      end\n"
     "    end\n"
-    "    return {0, id, last}\n"
+    "    return {0, id, last, held}\n"
     "  end\n"
     "end\n"
     "for i = 1, #KEYS do\n"
@@ -452,7 +454,7 @@ inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457c
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
 inline constexpr std::string_view kAcquireAndMarkScriptSha =
     "6978c8e9d79a2e229214eb14610b8169f138fa7c";
-inline constexpr std::string_view kAcquireSetScriptSha = "886a4fdd0a48d683fc681c32f4560564c5f54e04";
+inline constexpr std::string_view kAcquireSetScriptSha = "ba84d870ace042626d33d7361889654576f2c650";
 inline constexpr std::string_view kReleaseSetScriptSha = "15735c4a24a8bdbba3cf2381abcdf03fa4cec45d";
 inline constexpr std::string_view kExtendSetScriptSha = "291c298b18576dfcc32adcdb9e08cc703d075bb8";
 inline constexpr std::string_view kAcquirePermitScriptSha =

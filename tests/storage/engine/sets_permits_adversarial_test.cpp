@@ -312,7 +312,10 @@ TEST_CASE("adversarial: a lock waiter is woken by a set release through another 
 }
 
 // Held (expected): overlapping sets asked in different orders and single locks of their names,
-// from two engines, all complete (no deadlock) and no name is validly held twice at once.
+// from two engines, all complete (no deadlock) and no name is validly held twice at once. A
+// holder holds from the moment its grant is answered (not from `started`: an attempt sent by one
+// engine before the other's release was sent may still land after it on every node — legitimate,
+// and the reason validity counts from `started`) until its validity ends or it sends its release.
 TEST_CASE("adversarial: overlapping sets and single locks never overlap on a name and all complete",
           "[storage][redis][adversarial]") {
   RedisCluster cluster(3);
@@ -332,6 +335,7 @@ TEST_CASE("adversarial: overlapping sets and single locks never overlap on a nam
       for (int round = 0; round < 4; ++round) {
         if (names.size() == 1) {
           auto lease = t.acquire(names.front(), 5s, 20s);
+          const auto granted_at = Clock::now();
           if (!lease.ok()) {
             ++failures;
             continue;
@@ -340,11 +344,12 @@ TEST_CASE("adversarial: overlapping sets and single locks never overlap on a nam
           const auto ends = std::min(lease->valid_until(), Clock::now());
           {
             std::lock_guard<std::mutex> lock(mutex);
-            windows[names.front()].emplace_back(lease->started, ends);
+            windows[names.front()].emplace_back(granted_at, ends);
           }
           if (!said_yes(t.release(names.front(), claim(lease)))) ++failures;
         } else {
           auto set = acquire_set(t, names, 5s, 20s);
+          const auto granted_at = Clock::now();
           if (!set.ok()) {
             ++failures;
             continue;
@@ -353,7 +358,7 @@ TEST_CASE("adversarial: overlapping sets and single locks never overlap on a nam
           const auto ends = std::min(set->valid_until(), Clock::now());
           {
             std::lock_guard<std::mutex> lock(mutex);
-            for (const auto& name : set->names) windows[name].emplace_back(set->started, ends);
+            for (const auto& name : set->names) windows[name].emplace_back(granted_at, ends);
           }
           if (!said_yes(release_set(t, set->names, {set->tokens, set->proof, {}}))) ++failures;
         }
