@@ -4,9 +4,9 @@
 # writes the report. The uncontended and token workloads are also driven by wrk (a witness: not
 # our own load generator).
 #
-#   ./bench/run.sh           full run (~13 min): writes docs/benchmarks-side-by-side.md,
+#   ./bench/run.sh           full run (~15 min): writes docs/benchmarks-side-by-side.md,
 #                            docs/benchmarks.svg and the targets table in docs/benchmarks.md
-#   ./bench/run.sh --quick   smoke test (~1 min): short runs, report in build/bench/ only
+#   ./bench/run.sh --quick   smoke test (~1.5 min): short runs, report in build/bench/ only
 #   FENCELOCK_BENCH_PORT_BASE=N   its ports are N+1 .. N+89 (default 27300)
 #
 # Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
