@@ -1,6 +1,7 @@
-// The Redlock libraries bench.js can drive, each through a small adapter (one file each).
+// The Redlock libraries bench.js can drive, each through a small adapter: node-redlock and its
+// fork share one (redlock-api.js: the same API), redlock-universal has its own.
 //
-// An adapter module exports a function that loads its library (from NODE_PATH) and returns:
+// Loading an adapter loads its library (from NODE_PATH) and returns:
 //   system     the "system" of the JSON line (node-redlock, sesamecare-redlock, redlock-universal)
 //   library    the npm package; version  its installed version
 //   workloads  the bench.js workloads it supports
@@ -18,16 +19,18 @@
 //                                         or "error" (anything else) for a rejected acquire
 "use strict";
 
+const { redlockApi } = require("./redlock-api");
+
 const adapters = {
-  "node-redlock": "./node-redlock",
-  "sesamecare-redlock": "./sesamecare-redlock",
-  "redlock-universal": "./redlock-universal",
+  "node-redlock": () => redlockApi("node-redlock", "redlock"),
+  "sesamecare-redlock": () => redlockApi("sesamecare-redlock", "@sesamecare-oss/redlock"),
+  "redlock-universal": () => require("./redlock-universal")(),
 };
 
 function loadLibrary(name) {
-  const file = adapters[name];
-  if (!file) throw new Error(`unknown library ${name} (one of: ${Object.keys(adapters).join(", ")})`);
-  return require(file)();
+  const load = adapters[name];
+  if (!load) throw new Error(`unknown library ${name} (one of: ${Object.keys(adapters).join(", ")})`);
+  return load();
 }
 
 module.exports = { libraries: Object.keys(adapters), loadLibrary };

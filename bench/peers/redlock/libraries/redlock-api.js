@@ -1,8 +1,8 @@
-// Adapter for the node-redlock API, shared by node-redlock 5 (npm `redlock`) and its maintained
-// fork @sesamecare-oss/redlock (the same API, rewritten in TypeScript for ioredis 5):
-// new Redlock(clients, settings); redlock.acquire(resources, ttl, settings) resolves to a Lock or
-// rejects with an ExecutionError; lock.release(); lock.expiration is on Date.now()'s clock.
-// The adapter contract: libraries/index.js.
+// Adapter for the node-redlock API, shared by node-redlock 5 (npm `redlock`, Redlock the default
+// export) and its maintained fork @sesamecare-oss/redlock (the same API rewritten in TypeScript
+// for ioredis 5, Redlock a named export): new Redlock(clients, settings);
+// redlock.acquire(resources, ttl, settings) resolves to a Lock or rejects with an ExecutionError;
+// lock.release(); lock.expiration is on Date.now()'s clock. The adapter contract: index.js.
 "use strict";
 
 const { packageVersion, sleep } = require("./util");
@@ -10,7 +10,11 @@ const { packageVersion, sleep } = require("./util");
 // How long classify() waits for the last attempt's votes (see classify below).
 const VOTES_WAIT_MS = 5;
 
-function redlockApi({ system, library, Redlock, ExecutionError, ResourceLockedError }) {
+// system: the name of the JSON line; library: the npm package to load.
+function redlockApi(system, library) {
+  const mod = require(library);
+  const Redlock = mod.Redlock || mod.default || mod;
+  const { ExecutionError, ResourceLockedError } = mod;
   return {
     system,
     library,
