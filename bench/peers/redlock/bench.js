@@ -232,6 +232,22 @@ async function main() {
     }
   };
 
+  // One acquire in a caller's loop: the lock, or null once the failure is counted (inside the
+  // window only) as onLocked() when the resources were held, or as an error.
+  const tryAcquire = async (resources, withRetries, onLocked) => {
+    const mark = locker.mark();
+    try {
+      return await locker.acquire(resources, opts.ttlMs, withRetries);
+    } catch (e) {
+      const kind = await locker.classify(e, mark);
+      if (now() <= deadline) {
+        if (kind === "locked") onLocked();
+        else errors++;
+      }
+      return null;
+    }
+  };
+
   // The resources of one acquire: one random name (uncontended), or a set (multi).
   const resourcesOf = (id) => {
     if (opts.workload === "uncontended") return ["bench:" + Math.floor(Math.random() * opts.names)];
@@ -251,18 +267,8 @@ async function main() {
       while (now() < deadline) {
         const resources = resourcesOf(id);
         const ta = now();
-        const mark = locker.mark();
-        let lock;
-        try {
-          lock = await locker.acquire(resources, opts.ttlMs, retries);
-        } catch (e) {
-          const kind = await locker.classify(e, mark);
-          if (now() <= deadline) {
-            if (kind === "locked") refused++;
-            else errors++;
-          }
-          continue;
-        }
+        const lock = await tryAcquire(resources, retries, () => refused++);
+        if (!lock) continue;
         const tb = now();
         try {
           await locker.release(lock);
@@ -371,18 +377,8 @@ async function main() {
     const caller = async (id) => {
       while (now() < deadline) {
         const ta = now();
-        const mark = locker.mark();
-        let lock;
-        try {
-          lock = await locker.acquire([key], opts.ttlMs, true);
-        } catch (e) {
-          const kind = await locker.classify(e, mark);
-          if (now() <= deadline) {
-            if (kind === "locked") failed++;
-            else errors++;
-          }
-          continue;
-        }
+        const lock = await tryAcquire([key], true, () => failed++);
+        if (!lock) continue;
         const tg = now();
         if (tg <= deadline) {
           handoffs++;
