@@ -17,6 +17,10 @@ summary_md = sys.argv[5] if len(sys.argv) > 5 else None
 SUMMARY_START = "<!-- bench/run.sh: summary start -->"
 SUMMARY_END = "<!-- bench/run.sh: summary end -->"
 rows = [json.loads(line) for line in open(results_path) if line.strip()]
+# #20: the rows wrk drove (bench/run.sh's wrk_witness) are kept apart; the sections below that
+# read `rows` are those of our own load generators.
+wrk_rows = [r for r in rows if r.get("loader") == "wrk"]
+rows = [r for r in rows if r.get("loader") != "wrk"]
 environment = open(env_path).read().strip().splitlines()
 
 
@@ -78,6 +82,31 @@ def ratio(a, b):
 
 systems = [("fencelock", "fencelock (HTTP)"), ("fencelock-engine", "fencelock engine (in-process)"),
            ("node-redlock", "node-redlock 5.0.0-beta.2 (in-process)"), ("etcd", "etcd 3.4 (HTTP gateway)")]
+
+
+# --- #20: node-redlock's maintained forks beside it (bench/peers/redlock), as columns and rows
+# of sections 1 and 2; the fastest of the three Redlock libraries is what fencelock is judged
+# against.
+def library_label(system, package):
+    version = next((r.get("version") for r in rows if r.get("system") == system and r.get("version")), "")
+    return f"{package} {version} (in-process)".replace("  ", " ")
+
+
+redlock_peers = ["node-redlock", "sesamecare-redlock", "redlock-universal"]
+systems[3:3] = [(s, library_label(s, p)) for s, p in (("sesamecare-redlock", "@sesamecare-oss/redlock"),
+                                                       ("redlock-universal", "redlock-universal"))
+                if any(r.get("system") == s for r in rows)]
+
+
+def fastest_redlock_peer(callers):
+    """The Redlock library with the most uncontended pairs/s at CALLERS: its row, or None."""
+    peers = [r for r in (pick(s, "uncontended", callers) for s in redlock_peers) if r]
+    return max(peers, key=lambda r: r["ops_per_sec"]) if peers else None
+
+
+def pick_wrk(workload, callers):
+    return next((r for r in wrk_rows if r.get("workload") == workload and r.get("callers") == callers), None)
+# --- end #20 ---
 side_by_side = {system for system, _ in systems}
 levels = sorted({r["callers"] for r in rows if r.get("workload") == "uncontended" and r.get("system") in side_by_side
                   and "set" not in r})
@@ -93,9 +122,10 @@ md.append("# Benchmarks side by side\n")
 md.append("Written by `./bench/run.sh` — do not edit by hand. One run on one machine; load generator, "
           "services and all Redis servers share its cores. Expect ±10 % between runs.\n")
 md.append("```\n" + "\n".join(environment) + "\n```\n")
-md.append("Setup: 5 local redis-servers without persistence, shared by fencelock and node-redlock; fencelockd "
+md.append("Setup: 5 local redis-servers without persistence, shared by fencelock and the Redlock libraries; fencelockd "
           "(release build, 1 network thread, SQLite token source, 5 lock nodes) measured over HTTP with keep-alive "
-          "by `bench/http_bench`; node-redlock with ioredis in-process, no HTTP hop, no fencing token; one etcd "
+          "by `bench/http_bench` (and by `wrk`, section 1b); node-redlock 5, its fork @sesamecare-oss/redlock and "
+          "redlock-universal with ioredis in-process (`bench/peers/redlock`), no HTTP hop, no fencing token; one etcd "
           "member with default fsync, driven through its HTTP/JSON gateway (lease grant + lock, unlock + revoke).\n")
 
 md.append("## 1. Uncontended: acquire → release on random names out of 10,000\n")
@@ -111,12 +141,55 @@ for c in levels:
               f"{ratio(fl and fl['ops_per_sec'], et and et['ops_per_sec'])} |")
 md.append("\nLatencies are of the acquire alone.\n")
 
+# --- #20: the same fencelockd driven by two load generators, against the fastest Redlock peer and
+# the engine's in-process ceiling.
+if wrk_rows:
+    md.append("### 1b. Uncontended and tokens by both load generators\n")
+    md.append("The same fencelockd at the same caller counts, driven by our `bench/http_bench` and by `wrk` 4.1 "
+              "(Debian) with our Lua scripts (`bench/wrk/`): C keep-alive connections, one request in flight on "
+              "each, over min(C, 2) threads. **wrk's latencies are per request** — acquires and releases "
+              "alike — where http_bench's are of the acquire alone. The fastest Redlock peer is the library "
+              "with the most pairs/s at that caller count (section 1); the engine is fencelock in-process, "
+              "without HTTP or token (its ceiling).\n")
+    md.append("| callers | http_bench pairs/s | wrk pairs/s | wrk per-request p50 / p99 | wrk ÷ http_bench | "
+              "fastest Redlock peer | fencelock ÷ fastest peer, http_bench / wrk | engine pairs/s | "
+              "fencelock ÷ engine, http_bench / wrk |")
+    md.append("|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+    for c in levels:
+        hb, wk, peer, eng = (pick("fencelock", "uncontended", c), pick_wrk("uncontended", c), fastest_redlock_peer(c),
+                             pick("fencelock-engine", "uncontended", c))
+        if not wk:
+            continue
+        hb_ops, wk_ops = hb and hb["ops_per_sec"], wk["ops_per_sec"]
+        peer_ops, eng_ops = peer and peer["ops_per_sec"], eng and eng["ops_per_sec"]
+        md.append(f"| {c} | {num(hb_ops)} | {num(wk_ops)} | {num(wk['p50_ms'], 2)} / {num(wk['p99_ms'], 2)} ms | "
+                  f"{percent(wk_ops, hb_ops)} | {peer['system'] + ': ' + num(peer_ops) if peer else '—'} | "
+                  f"{ratio(hb_ops, peer_ops)} / {ratio(wk_ops, peer_ops)} | {num(eng_ops)} | "
+                  f"{percent(hb_ops, eng_ops)} / {percent(wk_ops, eng_ops)} |")
+    token_levels = sorted({r["callers"] for r in wrk_rows if r.get("workload") == "tokens"})
+    if token_levels:
+        md.append("\nTokens (`POST /v1/tokens/{name}`, random names out of 10,000), draws/s:\n")
+        md.append("| callers | http_bench draws/s | http_bench p50 / p99 | wrk draws/s | wrk p50 / p99 | wrk ÷ http_bench |")
+        md.append("|---:|---:|---:|---:|---:|---:|")
+        for c in token_levels:
+            hb, wk = pick("fencelock", "tokens", c), pick_wrk("tokens", c)
+            md.append(f"| {c} | {num(hb and hb['ops_per_sec'])} | "
+                      f"{num(hb and hb['p50_ms'], 2)} / {num(hb and hb['p99_ms'], 2)} ms | {num(wk['ops_per_sec'])} | "
+                      f"{num(wk['p50_ms'], 2)} / {num(wk['p99_ms'], 2)} ms | "
+                      f"{percent(wk['ops_per_sec'], hb and hb['ops_per_sec'])} |")
+    errors = [r for r in wrk_rows if r.get("errors")]
+    if errors:
+        md.append("\nwrk runs with errors: " + ", ".join(f"{r['workload']} at {r['callers']}: {r['errors']} "
+                                                        f"({r.get('socket_errors', 0)} on the socket)" for r in errors) + ".\n")
+    md.append("")
+# --- end #20 ---
+
 md.append("## 2. Contended: all callers on one name\n")
 md.append("fencelock waits with `wait_ms` (waiters queue in arrival order and a release wakes the next one); the "
           "engine row is the same workload in-process, without HTTP or token (the ceiling); "
-          "node-redlock uses its own retry settings; etcd's lock call blocks until the holder unlocks. Hand-off = "
+          "node-redlock and the other Redlock libraries use their own default retry settings; etcd's lock call blocks until the holder unlocks. Hand-off = "
           "time from one holder's release to the next grant. **Read hand-off times together with acquire p99 and "
-          "failures:** node-redlock has no queue, so the caller that just released usually takes the lock straight "
+          "failures:** node-redlock (like the other Redlock libraries) has no queue, so the caller that just released usually takes the lock straight "
           "back (a fast \"hand-off\" to itself) while the others sleep out 200 ± 100 ms retry delays — its waiting "
           "shows in acquire p99 and in acquires that gave up.\n")
 md.append("| hold | callers | system | hand-offs/s | hand-off p50 | hand-off p99 | acquire p50 | acquire p99 | gave up |")
@@ -307,10 +380,35 @@ def target(text, measured, ok):
 
 
 fl64, nr64, et64 = (pick(s, "uncontended", 64) for s in ("fencelock", "node-redlock", "etcd"))
-if fl64 and nr64:
-    target("uncontended pairs/s at 64 callers ≥ 2× node-redlock",
-           f"{num(fl64['ops_per_sec'])} vs {num(nr64['ops_per_sec'])}: **{ratio(fl64['ops_per_sec'], nr64['ops_per_sec'])}**",
-           fl64["ops_per_sec"] >= 2 * nr64["ops_per_sec"])
+
+
+# --- #20's targets: at 64 callers (a quick run: its largest level), uncontended pairs/s ≥ 3× the
+# fastest Redlock peer and ≥ 50 % of the engine's in-process ceiling, each by both load
+# generators; acquire p99 ≤ 5 ms (the 1-caller row below has ≤ 1 ms).
+def redlock_targets():
+    if not levels:
+        return
+    c = 64 if 64 in levels else max(levels)
+    peer, engine = fastest_redlock_peer(c), pick("fencelock-engine", "uncontended", c)
+    loaders = (("http_bench", pick("fencelock", "uncontended", c)), ("wrk", pick_wrk("uncontended", c)))
+    for loader, r in loaders:
+        if r and peer:
+            target(f"uncontended pairs/s at {c} callers ≥ 3× the fastest Redlock peer (by {loader})",
+                   f"{num(r['ops_per_sec'])} vs {num(peer['ops_per_sec'])} ({peer['system']}): "
+                   f"**{ratio(r['ops_per_sec'], peer['ops_per_sec'])}**", r["ops_per_sec"] >= 3 * peer["ops_per_sec"])
+    for loader, r in loaders:
+        if r and engine:
+            target(f"uncontended pairs/s at {c} callers ≥ 50 % of the in-process engine (by {loader})",
+                   f"{num(r['ops_per_sec'])} vs {num(engine['ops_per_sec'])}: "
+                   f"**{percent(r['ops_per_sec'], engine['ops_per_sec'])}**", r["ops_per_sec"] >= 0.5 * engine["ops_per_sec"])
+    hb, wk = loaders[0][1], loaders[1][1]
+    if hb:
+        per_request = f" (wrk, per request: p99 {wk['p99_ms']:.2f} ms)" if wk else ""
+        target(f"acquire p99 at {c} callers ≤ 5 ms", f"p99 {hb['p99_ms']:.2f} ms{per_request}", hb["p99_ms"] <= 5.0)
+
+
+redlock_targets()
+# --- end #20 ---
 if fl64 and et64:
     target("uncontended pairs/s at 64 callers ≥ 5× etcd",
            f"{num(fl64['ops_per_sec'])} vs {num(et64['ops_per_sec'])}: **{ratio(fl64['ops_per_sec'], et64['ops_per_sec'])}**",
@@ -374,10 +472,12 @@ md.append("")
 if chart:
     md.append(f"![throughput and p99 against concurrency]({os.path.basename(chart)})\n")
     with tempfile.TemporaryDirectory() as tmp:
-        for system in ("fencelock", "node-redlock", "etcd"):
+        # #20: the Redlock forks, and fencelock driven by wrk (its p99 is per request).
+        chart_systems = ["fencelock", "fencelock-wrk"] + redlock_peers + ["etcd"]
+        for system in chart_systems:
             with open(os.path.join(tmp, system + ".dat"), "w") as f:
                 for c in levels:
-                    r = pick(system, "uncontended", c)
+                    r = pick_wrk("uncontended", c) if system == "fencelock-wrk" else pick(system, "uncontended", c)
                     if r:
                         f.write(f"{c} {r['ops_per_sec']} {r['p99_ms']}\n")
         script = f"""
@@ -389,10 +489,10 @@ set xlabel 'concurrent callers'
 set key top left
 set grid
 set ylabel 'acquire+release pairs/s'
-plot for [s in 'fencelock node-redlock etcd'] '{tmp}/'.s.'.dat' using 1:2 with linespoints title s
+plot for [s in '{" ".join(chart_systems)}'] '{tmp}/'.s.'.dat' using 1:2 with linespoints title s
 set ylabel 'acquire p99 (ms)'
 set logscale y
-plot for [s in 'fencelock node-redlock etcd'] '{tmp}/'.s.'.dat' using 1:3 with linespoints title s
+plot for [s in '{" ".join(chart_systems)}'] '{tmp}/'.s.'.dat' using 1:3 with linespoints title s
 unset multiplot
 """
         subprocess.run(["gnuplot"], input=script.encode(), check=True)

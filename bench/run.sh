@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Benchmarks fencelock side by side with node-redlock and etcd on this machine, in one run, on the
-# same five Redis masters, and writes the report.
+# Benchmarks fencelock side by side with node-redlock, its maintained forks @sesamecare-oss/redlock
+# and redlock-universal, and etcd on this machine, in one run, on the same five Redis masters, and
+# writes the report. The uncontended and token workloads are also driven by wrk (a witness: not
+# our own load generator).
 #
-#   ./bench/run.sh           full run (~13 min): writes docs/benchmarks-side-by-side.md,
+#   ./bench/run.sh           full run (~15 min): writes docs/benchmarks-side-by-side.md,
 #                            docs/benchmarks.svg and the targets table in docs/benchmarks.md
-#   ./bench/run.sh --quick   smoke test (~1 min): short runs, report in build/bench/ only
+#   ./bench/run.sh --quick   smoke test (~1.5 min): short runs, report in build/bench/ only
 #   FENCELOCK_BENCH_PORT_BASE=N   its ports are N+1 .. N+89 (default 27300)
 #
 # Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
@@ -20,8 +22,8 @@ root=$PWD
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
-scripts/install-deps.sh etcd-server gnuplot-nox python3
-# Node for the node-redlock peer: Debian's packages, unless a Node with npm is already installed
+scripts/install-deps.sh etcd-server gnuplot-nox python3 wrk
+# Node for the Redlock peers: Debian's packages, unless a Node with npm is already installed
 # (mixing the two breaks apt).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then scripts/install-deps.sh nodejs npm; fi
 cmake --preset release >/dev/null
@@ -70,13 +72,40 @@ if [ "$quick" = 1 ]; then seconds=1; levels="1 16"; contended_levels="16"; else 
 record() { tee -a "$results" | sed 's/^/  /'; }
 say() { echo "bench: $*" >&2; }
 
+# --- #20: more Redlock peers, and wrk as a witness load generator (called from the loops below) ---
+# The maintained Redlock libraries beside node-redlock, through the same driver (bench/peers/redlock,
+# one adapter per library) on the same five nodes, right after node-redlock's run at each level:
+# uncontended with one attempt per acquire (as node-redlock), contended with each library's default
+# retry settings.
+fork_libraries="sesamecare-redlock redlock-universal"
+redlock_forks() {  # redlock_forks WORKLOAD CALLERS [HOLD_MS]
+  local lib
+  for lib in $fork_libraries; do
+    say "$lib $1, $2 callers${3:+, hold $3 ms}"
+    bench/peers/redlock/run.sh "$out/redlock" -- --library "$lib" --redis "$nodes" --workload "$1" \
+      --callers "$2" --seconds "$seconds" ${3:+--hold-ms "$3"} | if [ -n "${3:-}" ]; then tag "$3"; else cat; fi | record
+  done
+}
+# wrk 4.1 (Debian) with our Lua scripts (bench/wrk/) against the same fencelockd as http_bench, at
+# the same caller counts: C keep-alive connections, one request in flight on each, over
+# min(C, 2) threads. Its line carries "loader": "wrk"; its latencies are per request.
+wrk_witness() {  # wrk_witness WORKLOAD CALLERS
+  local threads=$(($2 < 2 ? $2 : 2))
+  say "fencelock (HTTP) $1 driven by wrk, $2 connections"
+  wrk -t "$threads" -c "$2" -d "${seconds}s" --timeout 5s -s "bench/wrk/$1.lua" \
+    "http://127.0.0.1:$fencelockd_port" -- "$2" 10000 "wrk$2-" | sed -n '/^{/p' | record
+}
+# --- end #20 ---
+
 for c in $levels; do
   say "fencelock (HTTP) uncontended, $c callers"
   "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended --callers "$c" --seconds "$seconds" | record
+  wrk_witness uncontended "$c"
   say "fencelock engine (in-process) uncontended, $c callers"
   "$bin/bench/engine_bench" --redis "$nodes" --callers "$c" --seconds "$seconds" --json | record
   say "node-redlock uncontended, $c callers"
-  bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload uncontended --callers "$c" --seconds "$seconds" | record
+  bench/peers/redlock/run.sh "$out/redlock" -- --redis "$nodes" --workload uncontended --callers "$c" --seconds "$seconds" | record
+  redlock_forks uncontended "$c"
   say "etcd uncontended, $c callers"
   node bench/peers/etcd/bench.js --endpoint "http://127.0.0.1:$etcd_port" --workload uncontended --callers "$c" --seconds "$seconds" | record
 done
@@ -93,7 +122,8 @@ for run in $contended_runs; do
     say "fencelock engine (in-process) contended, $c callers, hold $hold ms"
     "$bin/bench/engine_bench" --redis "$nodes" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" --json | tag "$hold" | record
     say "node-redlock contended, $c callers, hold $hold ms"
-    bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
+    bench/peers/redlock/run.sh "$out/redlock" -- --redis "$nodes" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
+    redlock_forks contended "$c" "$hold"
     say "etcd contended, $c callers, hold $hold ms"
     node bench/peers/etcd/bench.js --endpoint "http://127.0.0.1:$etcd_port" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
   done
@@ -112,7 +142,7 @@ for pool in 0 8; do
   "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload set --set-size 4 \
     --set-pool "$pool" --callers "$set_callers" --seconds "$seconds" | record
   say "node-redlock multi-resource lock of 4, pool $pool, $set_callers callers"
-  bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload multi --set-size 4 \
+  bench/peers/redlock/run.sh "$out/redlock" -- --redis "$nodes" --workload multi --set-size 4 \
     --set-pool "$pool" --callers "$set_callers" --seconds "$seconds" | record
 done
 for layout in 8:8 1:8; do
@@ -172,7 +202,7 @@ for placement in same other; do
     --placement "$placement" --rounds "$expiry_rounds" --ttl-ms 200 --wait-ms 2000 --max-seconds 90 | record
 done
 say "node-redlock expiry take-over, default retries, $expiry_rounds rounds, ttl 200 ms"
-timeout 120 bench/peers/node-redlock/run.sh "$out/node-redlock" -- --redis "$nodes" --workload expiry \
+timeout 120 bench/peers/redlock/run.sh "$out/redlock" -- --redis "$nodes" --workload expiry \
   --rounds "$expiry_rounds" --ttl-ms 200 | record
 for p in $pair_ports; do kill -TERM "$(cat "$work/fencelockd-$p.pid")" 2>/dev/null || true; done
 
@@ -295,6 +325,7 @@ for w in extend tokens; do
   for c in 1 64; do
     say "fencelock $w, $c callers"
     "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload "$w" --callers "$c" --seconds "$seconds" | record
+    if [ "$w" = tokens ]; then wrk_witness tokens "$c"; fi
   done
 done
 
@@ -312,6 +343,7 @@ echo "{\"system\":\"fencelock\",\"workload\":\"rss\",\"connections\":${open:-0},
   echo "redis-server: $(redis-server --version | awk '{print $3}')"
   echo "etcd: $(etcd --version 2>/dev/null | head -n1)"
   echo "node: $(node --version)"
+  echo "wrk: $(wrk --version 2>&1 | head -n1 | cut -d' ' -f1-3)"
   echo "g++: $(g++ --version | head -n1)"
   # Others' work on the same cores moves every number: say how busy the machine was.
   echo "load average (1 min) at start: $load_at_start, at end: $(cut -d' ' -f1 /proc/loadavg)"
@@ -328,6 +360,19 @@ rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 bad = [r for r in rows if r.get("workload") in ("set", "multi", "semaphore") and not r.get("ops")]
 for r in bad:
     print(f"bench: no pair completed: {json.dumps(r)}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+  # The smoke test of #20's rows (no timing): every Redlock fork and every wrk workload ran and
+  # completed something.
+  python3 - "$results" $fork_libraries <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+wanted = [(fork, None, w) for fork in sys.argv[2:] for w in ("uncontended", "contended")]
+wanted += [("fencelock", "wrk", w) for w in ("uncontended", "tokens")]
+bad = [want for want in wanted
+       if not any((r.get("system"), r.get("loader"), r.get("workload")) == want and r.get("ops") for r in rows)]
+for system, loader, workload in bad:
+    print(f"bench: no {workload} row of {system}{' by ' + loader if loader else ''} completed anything", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
 else

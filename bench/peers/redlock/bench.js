@@ -1,11 +1,19 @@
 #!/usr/bin/env node
-// Peer benchmark: node-redlock (5.0.0-beta.2) over ioredis 5, N Redis masters.
+// Peer benchmark: a Redlock library over ioredis 5, N Redis masters, in-process. One driver for
+// every library (--library, default node-redlock): node-redlock 5.0.0-beta.2, its maintained fork
+// @sesamecare-oss/redlock, redlock-universal; each through a small adapter in libraries/ (the
+// contract: libraries/index.js). Same workloads, same JSON line for all.
 //
-//   node bench.js --redis 127.0.0.1:7001,127.0.0.1:7002,... \
+//   node bench.js [--library node-redlock|sesamecare-redlock|redlock-universal] \
+//                 --redis 127.0.0.1:7001,127.0.0.1:7002,... \
 //                 --workload uncontended|contended --callers N --seconds S \
 //                 [--names 10000] [--ttl-ms 10000]
 //   node bench.js --redis ... --workload expiry [--rounds 50] [--ttl-ms 200]
 //   node bench.js --redis ... --workload multi --callers N --seconds S [--set-size 4] [--set-pool 0]
+//
+// uncontended: one attempt per acquire (a held name is "refused", never waited for); contended:
+// the library's default retry settings, untouched. expiry and multi: node-redlock's API (acquire
+// of several resources at once, lock.expiration): node-redlock and @sesamecare-oss/redlock only.
 //
 // multi: node-redlock's multi-resource lock, redlock.acquire([r1, r2, r3, r4], ttl), laid out
 // like fencelock's http_bench --workload set (#19): --set-pool 0, caller i always asks for its
@@ -20,13 +28,12 @@
 // start + ttl − drift) and − its ttl end (start + ttl), median/p90/max.
 //
 // Prints ONE JSON line on stdout (see README.md for the keys); diagnostics go
-// to stderr. CommonJS on purpose: run.sh resolves redlock/ioredis through
-// NODE_PATH, which only CommonJS `require` honours.
+// to stderr. CommonJS on purpose: run.sh resolves the libraries and ioredis
+// through NODE_PATH, which only CommonJS `require` honours.
 "use strict";
 
-const fs = require("fs");
-const path = require("path");
 const { performance } = require("perf_hooks");
+const { libraries, loadLibrary } = require("./libraries");
 
 // Wind-down after --seconds, all told <= 5 s: callers get DRAIN_LIMIT_MS to
 // finish their in-flight operation (a contended acquire retrying with the
@@ -40,7 +47,7 @@ const CONNECT_TIMEOUT_MS = 5000;
 function usage(msg) {
   if (msg) process.stderr.write(`bench.js: ${msg}\n`);
   process.stderr.write(
-    "usage: node bench.js --redis H:P[,H:P...] --workload uncontended|contended " +
+    `usage: node bench.js [--library ${libraries.join("|")}] --redis H:P[,H:P...] --workload uncontended|contended ` +
       "--callers N --seconds S [--names 10000] [--ttl-ms 10000] [--hold-ms 1]\n" +
       "       node bench.js --redis H:P[,H:P...] --workload expiry [--rounds 50] [--ttl-ms 200]\n" +
       "       node bench.js --redis H:P[,H:P...] --workload multi --callers N --seconds S " +
@@ -50,7 +57,7 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const opts = { names: 10000, ttlMs: undefined, holdMs: 1, rounds: 50, setSize: 4, setPool: 0 };
+  const opts = { library: "node-redlock", names: 10000, holdMs: 1, rounds: 50, setSize: 4, setPool: 0 };
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
     let v;
@@ -65,6 +72,10 @@ function parseArgs(argv) {
       usage(`unexpected argument ${a}`);
     }
     switch (a) {
+      case "--library":
+        if (!libraries.includes(v)) usage(`bad --library ${v}`);
+        opts.library = v;
+        break;
       case "--redis":
         opts.redis = v.split(",").map((s) => s.trim()).filter(Boolean).map((hp) => {
           const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(hp);
@@ -124,24 +135,6 @@ function parseArgs(argv) {
   return opts;
 }
 
-// The installed redlock's own version (its package.json says "v5.0.0-beta.2";
-// its "exports" map hides package.json from require, so read the file).
-function redlockVersion() {
-  try {
-    let dir = path.dirname(require.resolve("redlock"));
-    for (let i = 0; i < 5; i++, dir = path.dirname(dir)) {
-      const p = path.join(dir, "package.json");
-      if (fs.existsSync(p)) {
-        const pkg = JSON.parse(fs.readFileSync(p, "utf8"));
-        if (pkg.name === "redlock") return String(pkg.version).replace(/^v/, "");
-      }
-    }
-  } catch (_) {
-    /* fall through */
-  }
-  return "unknown";
-}
-
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
 
@@ -156,38 +149,17 @@ function percentiles(samples, ps) {
 }
 const round3 = (x) => Math.round(x * 1000) / 1000;
 
-// After a failed acquire, decide whether it was a plain "the lock is held"
-// (every vote against was a ResourceLockedError) or a real error (Redis error,
-// disconnect, no quorum of answers...). Redlock hands out each attempt's vote
-// stats only as a promise that settles once ALL nodes have answered. Normally
-// that is within a fraction of a millisecond of the rejection, and the answer
-// is exact. If a node is slow or frozen it may never settle; then fall back
-// to whether redlock reported any non-"locked" error from a node while this
-// acquire was running (nodeErrors counter, fed by redlock's "error" event).
-async function classifyAcquireFailure(err, startNodeErrors, ctx) {
-  if (!(err instanceof ctx.ExecutionError) || !Array.isArray(err.attempts) || err.attempts.length === 0) {
-    return "error";
-  }
-  const last = await Promise.race([err.attempts[err.attempts.length - 1], sleep(5).then(() => null)]);
-  if (!last) return ctx.nodeErrors() === startNodeErrors ? "locked" : "error";
-  for (const e of last.votesAgainst.values()) {
-    if (!(e instanceof ctx.ResourceLockedError)) return "error";
-  }
-  return "locked";
-}
-
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
 
   const ioredisMod = require("ioredis");
   const Redis = ioredisMod.Redis || ioredisMod.default || ioredisMod;
-  const redlockMod = require("redlock");
-  const Redlock = redlockMod.default || redlockMod;
-  const { ResourceLockedError, ExecutionError } = redlockMod;
-  const version = redlockVersion();
+  const lib = loadLibrary(opts.library);
+  if (!lib.workloads.includes(opts.workload)) usage(`${opts.library} has no ${opts.workload} workload here`);
+  const { system, library, version } = lib;
 
-  // One ioredis client per Redis node, shared by every caller: how node-redlock
-  // is meant to be used. ioredis defaults otherwise.
+  // One ioredis client per Redis node, shared by every caller: how these libraries
+  // are meant to be used. ioredis defaults otherwise.
   let clientErrors = 0;
   const clients = opts.redis.map(({ host, port }) => {
     const c = new Redis({ host, port });
@@ -219,26 +191,21 @@ async function main() {
     process.exit(1);
   }
 
-  // uncontended: library defaults except retryCount 0 (a held name is
+  // uncontended: library defaults except no retries (a held name is
   // "refused", never waited for). contended: library defaults, untouched.
   // multi: as uncontended with its own resources, as contended (default retries) on a shared pool.
-  const noRetries = opts.workload === "uncontended" || (opts.workload === "multi" && opts.setPool === 0);
-  const redlock = noRetries ? new Redlock(clients, { retryCount: 0 }) : new Redlock(clients);
-  let nodeErrors = 0;
-  redlock.on("error", (e) => {
-    if (!(e instanceof ResourceLockedError)) nodeErrors++;
-  });
-  const ctx = { ExecutionError, ResourceLockedError, nodeErrors: () => nodeErrors };
+  const retries = !(opts.workload === "uncontended" || (opts.workload === "multi" && opts.setPool === 0));
+  const locker = lib.create(clients);
   process.stderr.write(
-    `node-redlock ${version}, ${clients.length} nodes, workload ${opts.workload}, ` +
-      `settings ${JSON.stringify(redlock.settings)}\n`
+    `${library} ${version}, ${clients.length} nodes, workload ${opts.workload}, ` +
+      `settings ${JSON.stringify(locker.settings)}${retries ? "" : ", without retries"}\n`
   );
 
-  // Warm-up outside the measurement: loads the Lua scripts (first EVALSHA is
-  // answered NOSCRIPT, redlock then falls back to EVAL) on every node.
+  // Warm-up outside the measurement: loads the Lua scripts (the first EVALSHA
+  // may be answered NOSCRIPT, the library then falls back to EVAL) on every node.
   try {
-    const l = await redlock.acquire([`bench:warmup:${process.pid}`], opts.ttlMs, { retryCount: 0 });
-    await l.release();
+    const l = await locker.acquire([`bench:warmup:${process.pid}`], opts.ttlMs, false);
+    await locker.release(l);
   } catch (e) {
     process.stderr.write(`bench.js: warm-up acquire/release failed: ${e.message}\n`);
   }
@@ -265,6 +232,22 @@ async function main() {
     }
   };
 
+  // One acquire in a caller's loop: the lock, or null once the failure is counted (inside the
+  // window only) as onLocked() when the resources were held, or as an error.
+  const tryAcquire = async (resources, withRetries, onLocked) => {
+    const mark = locker.mark();
+    try {
+      return await locker.acquire(resources, opts.ttlMs, withRetries);
+    } catch (e) {
+      const kind = await locker.classify(e, mark);
+      if (now() <= deadline) {
+        if (kind === "locked") onLocked();
+        else errors++;
+      }
+      return null;
+    }
+  };
+
   // The resources of one acquire: one random name (uncontended), or a set (multi).
   const resourcesOf = (id) => {
     if (opts.workload === "uncontended") return ["bench:" + Math.floor(Math.random() * opts.names)];
@@ -284,21 +267,11 @@ async function main() {
       while (now() < deadline) {
         const resources = resourcesOf(id);
         const ta = now();
-        const startNodeErrors = nodeErrors;
-        let lock;
-        try {
-          lock = await redlock.acquire(resources, opts.ttlMs);
-        } catch (e) {
-          const kind = await classifyAcquireFailure(e, startNodeErrors, ctx);
-          if (now() <= deadline) {
-            if (kind === "locked") refused++;
-            else errors++;
-          }
-          continue;
-        }
+        const lock = await tryAcquire(resources, retries, () => refused++);
+        if (!lock) continue;
         const tb = now();
         try {
-          await lock.release();
+          await locker.release(lock);
         } catch (e) {
           if (now() <= deadline) errors++;
           continue;
@@ -315,7 +288,8 @@ async function main() {
     const [p50, p90, p99, p999] = percentiles(acqLat, [0.5, 0.9, 0.99, 0.999]);
     const [pp50, pp99] = percentiles(pairLat, [0.5, 0.99]);
     result = {
-      system: "node-redlock",
+      system,
+      library,
       version,
       workload: opts.workload,
       ...(opts.workload === "multi" ? { set_size: opts.setSize, set_pool: opts.setPool } : {}),
@@ -343,20 +317,20 @@ async function main() {
       const ta = now();
       let held;
       try {
-        held = await redlock.acquire([key], opts.ttlMs, { retryCount: 0 });
+        held = await locker.acquire([key], opts.ttlMs, false);
       } catch (e) {
         errors++;
         continue;
       }
       // lock.expiration is on Date.now()'s clock: carry it over to performance.now()'s.
-      const validityEnd = ta + (held.expiration - startDate);
+      const validityEnd = ta + (locker.expiration(held) - startDate);
       const ttlEnd = ta + opts.ttlMs;
-      const startNodeErrors = nodeErrors;
+      const mark = locker.mark();
       let took;
       try {
-        took = await redlock.acquire([key], opts.ttlMs); // the library's default retries
+        took = await locker.acquire([key], opts.ttlMs, true); // the library's default retries
       } catch (e) {
-        const kind = await classifyAcquireFailure(e, startNodeErrors, ctx);
+        const kind = await locker.classify(e, mark);
         if (kind === "locked") refused++;
         else errors++;
         continue;
@@ -366,7 +340,7 @@ async function main() {
       afterValidity.push(tg - validityEnd);
       afterTtl.push(tg - ttlEnd);
       try {
-        await took.release();
+        await locker.release(took);
       } catch (e) {
         errors++;
       }
@@ -374,7 +348,8 @@ async function main() {
     const [v50, v90, vmax] = percentiles(afterValidity, [0.5, 0.9, 1]);
     const [t50, t90, tmax] = percentiles(afterTtl, [0.5, 0.9, 1]);
     result = {
-      system: "node-redlock",
+      system,
+      library,
       version,
       workload: "expiry",
       placement: "in-process",
@@ -402,18 +377,8 @@ async function main() {
     const caller = async (id) => {
       while (now() < deadline) {
         const ta = now();
-        const startNodeErrors = nodeErrors;
-        let lock;
-        try {
-          lock = await redlock.acquire([key], opts.ttlMs);
-        } catch (e) {
-          const kind = await classifyAcquireFailure(e, startNodeErrors, ctx);
-          if (now() <= deadline) {
-            if (kind === "locked") failed++;
-            else errors++;
-          }
-          continue;
-        }
+        const lock = await tryAcquire([key], true, () => failed++);
+        if (!lock) continue;
         const tg = now();
         if (tg <= deadline) {
           handoffs++;
@@ -429,7 +394,7 @@ async function main() {
         if (opts.holdMs > 0) await sleep(opts.holdMs); // hold the lock (default ~1 ms)
         lastRelease = now(); // release issued: the lock is being handed on
         try {
-          await lock.release();
+          await locker.release(lock);
         } catch (e) {
           if (now() <= deadline) errors++;
         }
@@ -448,7 +413,8 @@ async function main() {
         `(p50 ${o50} / p90 ${o90} / p99 ${o99} ms)\n`
     );
     result = {
-      system: "node-redlock",
+      system,
+      library,
       version,
       workload: "contended",
       callers: opts.callers,

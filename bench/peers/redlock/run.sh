@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# node-redlock peer benchmark launcher.
+# Redlock peer benchmark launcher (node-redlock, @sesamecare-oss/redlock, redlock-universal).
 #
-#   bench/peers/node-redlock/run.sh INSTALL_DIR -- <bench.js args>
-#   e.g. bench/peers/node-redlock/run.sh build/bench/node-redlock -- \
+#   bench/peers/redlock/run.sh INSTALL_DIR -- <bench.js args>
+#   e.g. bench/peers/redlock/run.sh build/bench/redlock -- --library sesamecare-redlock \
 #          --redis 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005 \
 #          --workload uncontended --callers 64 --seconds 5
 #
-# 1. Installs the pinned dependencies (redlock 5.0.0-beta.2, ioredis 5) into
+# 1. Installs the pinned dependencies (redlock 5.0.0-beta.2, @sesamecare-oss/redlock,
+#    redlock-universal, ioredis 5; exact versions in package-lock.json) into
 #    INSTALL_DIR with `npm ci` from this folder's package.json + package-lock.json
 #    (copied there), so nothing is written next to the sources. Idempotent: when
 #    INSTALL_DIR already holds an install of this exact lockfile, npm is not run
@@ -39,6 +40,8 @@ installed() {
     cmp -s "$here/package.json" "$install_dir/package.json" &&
     [ -f "$install_dir/node_modules/.package-lock.json" ] &&
     [ -f "$install_dir/node_modules/redlock/package.json" ] &&
+    [ -f "$install_dir/node_modules/@sesamecare-oss/redlock/package.json" ] &&
+    [ -f "$install_dir/node_modules/redlock-universal/package.json" ] &&
     [ -f "$install_dir/node_modules/ioredis/package.json" ]
 }
 
