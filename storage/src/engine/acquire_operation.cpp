@@ -482,7 +482,7 @@ void AcquireOperation::sleep_until_retry(Error error) {
   // otherwise — and at most every kLongestExpirySleep, in case an announcement was lost — the
   // random retry delay.
   Clock::duration pause = retry_delay(options.retry_delay, options.retry_jitter, core_->rng());
-  if (const auto frees_in = time_until_grantable(answers_, core_->quorum(), options.drift_factor)) {
+  if (const auto frees_in = time_until_grantable(answers_, core_->quorum())) {
     // Spread by up to kExpirySpread: waiters of several instances that wake at the same expiry
     // would otherwise split the nodes between them more often than not.
     const auto spread = std::uniform_int_distribution<std::int64_t>(

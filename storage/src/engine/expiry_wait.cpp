@@ -1,7 +1,6 @@
 #include "engine/expiry_wait.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -9,8 +8,7 @@
 namespace fencelock::storage {
 
 std::optional<std::chrono::milliseconds> time_until_grantable(std::span<const NodeAnswer> answers,
-                                                              std::size_t quorum,
-                                                              double drift_factor) {
+                                                              std::size_t quorum) {
   std::map<std::string_view, std::size_t> held_by;
   for (const NodeAnswer& answer : answers) {
     if (answer.kind == NodeAnswer::Kind::kHeld) ++held_by[answer.holder];
@@ -39,10 +37,7 @@ std::optional<std::chrono::milliseconds> time_until_grantable(std::span<const No
   const std::size_t needed = quorum - free_now;
   if (needed > holder_remaining.size()) return std::nullopt;  // too few answered to tell
   std::sort(holder_remaining.begin(), holder_remaining.end());
-  const auto frees_in = holder_remaining[needed - 1];
-  const auto drift = std::chrono::milliseconds(
-      static_cast<std::int64_t>(std::ceil(static_cast<double>(frees_in.count()) * drift_factor)));
-  return frees_in + drift + std::chrono::milliseconds(1);
+  return holder_remaining[needed - 1] + std::chrono::milliseconds(1);
 }
 
 }  // namespace fencelock::storage

@@ -10,10 +10,12 @@
 // count as free now; nodes that did not answer count as never free. If the main holder holds a
 // quorum of the answers (a waiter never does: its half-won keys are deleted at once) and its keys
 // are what keeps a quorum out of reach, the lock frees when enough of them expire: the k-th
-// smallest remaining ttl among them, plus the drift allowance for Redis's clocks running slower
-// than ours, plus 1 ms for the expiry itself. Otherwise (a split vote between waiters, too few
-// answers) the answer is "unknown", and the caller paces retries with its random retry delay as
-// before.
+// smallest remaining ttl among them, plus 1 ms for the expiry itself. No drift allowance is added
+// here: it belongs in the holder's validity (safety), not in a waiter's wake-up (liveness) — 1 % of
+// a 10 s ttl would be a 100 ms late take-over, while a node whose clock runs slower than ours
+// merely refuses the early attempt with the few milliseconds left, and the waiter sleeps those.
+// Otherwise (a split vote between waiters, too few answers) the answer is "unknown", and the caller
+// paces retries with its random retry delay as before.
 //
 // Releases are announced (pub/sub) and wake waiters at once; this covers what announcements
 // cannot: expiry. Pure; safe from any thread.
@@ -40,9 +42,8 @@ struct NodeAnswer {
 };
 
 // The time from now until the lock can first be granted again, or nullopt when the answers cannot
-// tell (see above). Precondition: 1 <= quorum <= answers.size(), 0 <= drift_factor < 1.
+// tell (see above). Precondition: 1 <= quorum <= answers.size().
 std::optional<std::chrono::milliseconds> time_until_grantable(std::span<const NodeAnswer> answers,
-                                                              std::size_t quorum,
-                                                              double drift_factor);
+                                                              std::size_t quorum);
 
 }  // namespace fencelock::storage

@@ -30,7 +30,7 @@ NodeAnswer unknown() {
 }
 
 std::optional<std::chrono::milliseconds> grantable_in(const std::vector<NodeAnswer>& answers) {
-  return time_until_grantable(answers, answers.size() / 2 + 1, /*drift_factor=*/0.01);
+  return time_until_grantable(answers, answers.size() / 2 + 1);
 }
 
 std::int64_t evalsha_calls(RedisCluster& cluster, std::size_t node) {
@@ -44,19 +44,20 @@ std::int64_t evalsha_calls(RedisCluster& cluster, std::size_t node) {
 
 TEST_CASE("expiry wait: a holder on every node frees when a quorum of its keys expired",
           "[storage]") {
-  // Five nodes, quorum three: the third-smallest remaining ttl, plus 1 % drift and 1 ms.
+  // Five nodes, quorum three: the third-smallest remaining ttl, plus 1 ms (no drift:
+  // expiry_wait.h).
   CHECK(grantable_in({held("h", 900ms), held("h", 1000ms), held("h", 1000ms), held("h", 1100ms),
-                      held("h", 800ms)}) == 1011ms);
+                      held("h", 800ms)}) == 1001ms);
 }
 
 TEST_CASE("expiry wait: free nodes and other waiters' half-won keys count as free now",
           "[storage]") {
   // Two nodes granted this attempt: one of the holder's three keys must expire — the soonest.
   CHECK(grantable_in({free_node(), free_node(), held("h", 500ms), held("h", 700ms),
-                      held("h", 600ms)}) == 506ms);
+                      held("h", 600ms)}) == 501ms);
   // A key of another waiter's failed attempt is deleted at once: it frees like a granted node.
   CHECK(grantable_in({held("w", 9000ms), free_node(), held("h", 500ms), held("h", 700ms),
-                      held("h", 600ms)}) == 506ms);
+                      held("h", 600ms)}) == 501ms);
 }
 
 TEST_CASE("expiry wait: a split vote or too few answers cannot tell, and fall back to pacing",
@@ -68,7 +69,7 @@ TEST_CASE("expiry wait: a split vote or too few answers cannot tell, and fall ba
   // Two nodes silent: the holder's three keys are all that is known, and the silent nodes may
   // never answer — every one of the three must expire.
   CHECK(grantable_in(
-            {unknown(), unknown(), held("h", 300ms), held("h", 200ms), held("h", 100ms)}) == 304ms);
+            {unknown(), unknown(), held("h", 300ms), held("h", 200ms), held("h", 100ms)}) == 301ms);
   // Three silent: no quorum can be reached from what answered.
   CHECK_FALSE(grantable_in({unknown(), unknown(), unknown(), held("h", 300ms), held("h", 200ms)})
                   .has_value());
@@ -136,14 +137,14 @@ TEST_CASE("expiry wait: another waiter's lone key is no holder's expiry when a n
   // Three nodes, one down: this attempt won node 0, another waiter's attempt won node 1. Neither
   // can reach the quorum of two; the other's key is deleted at once (silently). Nothing tells
   // this waiter to sleep out that key's ttl.
-  const auto in = time_until_grantable(
-      std::vector<NodeAnswer>{free_node(), held("w", 30000ms), unknown()}, 2, 0.01);
+  const auto in =
+      time_until_grantable(std::vector<NodeAnswer>{free_node(), held("w", 30000ms), unknown()}, 2);
   CHECK((!in.has_value() || *in <= 300ms));
   // Five nodes, one down, two waiters split two and two: the same.
   const auto five =
       time_until_grantable(std::vector<NodeAnswer>{free_node(), free_node(), held("w", 30000ms),
                                                    held("w", 30000ms), unknown()},
-                           3, 0.01);
+                           3);
   CHECK((!five.has_value() || *five <= 300ms));
 }
 
