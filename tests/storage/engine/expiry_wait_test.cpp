@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine_calls.h"
 #include "engine_under_test.h"
 #include "sync_redis.h"
 
@@ -31,13 +32,6 @@ NodeAnswer unknown() {
 
 std::optional<std::chrono::milliseconds> grantable_in(const std::vector<NodeAnswer>& answers) {
   return time_until_grantable(answers, answers.size() / 2 + 1);
-}
-
-std::int64_t evalsha_calls(RedisCluster& cluster, std::size_t node) {
-  const std::string stats =
-      SyncRedis(cluster.node(node).port()).info_field("commandstats", "cmdstat_evalsha");
-  if (stats.empty()) return 0;
-  return std::stoll(stats.substr(stats.find('=') + 1));
 }
 
 }  // namespace

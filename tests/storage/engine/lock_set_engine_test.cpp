@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "engine_calls.h"
 #include "engine_under_test.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/redlock_engine.h"
@@ -19,30 +20,6 @@ using namespace fencelock::testing;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-Result<LockSetLease> acquire_set(EngineUnderTest& t, std::vector<std::string> names,
-                                 std::chrono::milliseconds ttl,
-                                 std::chrono::milliseconds wait = 0ms) {
-  return await<LockSetLease>([&](auto done) {
-    t.engine().acquire_set(LockSetRequest{std::move(names), ttl, wait, {}}, std::move(done));
-  });
-}
-
-LockSetClaim set_claim(const LockSetLease& lease) {
-  return {lease.tokens, lease.proof, {}};
-}
-
-Result<bool> release_set(EngineUnderTest& t, std::vector<std::string> names,
-                         const LockSetClaim& claim) {
-  return await<bool>(
-      [&](auto done) { t.engine().release_set(std::move(names), claim, std::move(done)); });
-}
-
-Result<LockSetExtension> extend_set(EngineUnderTest& t, std::vector<std::string> names,
-                                    const LockSetClaim& claim, std::chrono::milliseconds ttl) {
-  return await<LockSetExtension>(
-      [&](auto done) { t.engine().extend_set(std::move(names), claim, ttl, std::move(done)); });
-}
 
 std::size_t nodes_holding(RedisCluster& cluster, const std::string& name) {
   std::size_t count = 0;

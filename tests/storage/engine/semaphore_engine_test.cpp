@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine_calls.h"
 #include "engine_under_test.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/redlock_engine.h"
@@ -16,41 +17,6 @@
 using namespace fencelock::storage;
 using namespace fencelock::testing;
 using Clock = std::chrono::steady_clock;
-
-namespace {
-
-Result<Permit> acquire_permit(EngineUnderTest& t, const std::string& name, std::uint32_t permits,
-                              std::chrono::milliseconds ttl, std::chrono::milliseconds wait = 0ms) {
-  return await<Permit>([&](auto done) {
-    t.engine().acquire_permit(PermitRequest{name, permits, ttl, wait, {}}, std::move(done));
-  });
-}
-
-LeaseClaim permit_claim(const Permit& permit) {
-  return {permit.token, permit.proof, {}};
-}
-
-Result<bool> release_permit(EngineUnderTest& t, const Permit& permit) {
-  return await<bool>([&](auto done) {
-    t.engine().release_permit(permit.name, permit.permits, permit.slot, permit_claim(permit),
-                              std::move(done));
-  });
-}
-
-Result<Extension> extend_permit(EngineUnderTest& t, const Permit& permit,
-                                std::chrono::milliseconds ttl) {
-  return await<Extension>([&](auto done) {
-    t.engine().extend_permit(permit.name, permit.permits, permit.slot, permit_claim(permit), ttl,
-                             std::move(done));
-  });
-}
-
-Result<SemaphoreStatus> inspect_semaphore(EngineUnderTest& t, const std::string& name) {
-  return await<SemaphoreStatus>(
-      [&](auto done) { t.engine().inspect_semaphore(name, std::move(done)); });
-}
-
-}  // namespace
 
 TEST_CASE("16 clients of a semaphore of 3 never hold more than 3 overlapping validity windows",
           "[storage][redis]") {

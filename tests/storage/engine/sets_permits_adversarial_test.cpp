@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine_calls.h"
 #include "engine_under_test.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/redlock_engine.h"
@@ -18,60 +19,6 @@ using namespace fencelock::testing;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-Result<LockSetLease> acquire_set(EngineUnderTest& t, std::vector<std::string> names,
-                                 std::chrono::milliseconds ttl,
-                                 std::chrono::milliseconds wait = 0ms, std::string owner = {}) {
-  return await<LockSetLease>([&](auto done) {
-    t.engine().acquire_set(LockSetRequest{std::move(names), ttl, wait, std::move(owner)},
-                           std::move(done));
-  });
-}
-
-Result<bool> release_set(EngineUnderTest& t, std::vector<std::string> names,
-                         const LockSetClaim& claim) {
-  return await<bool>(
-      [&](auto done) { t.engine().release_set(std::move(names), claim, std::move(done)); });
-}
-
-Result<LockSetExtension> extend_set(EngineUnderTest& t, std::vector<std::string> names,
-                                    const LockSetClaim& claim, std::chrono::milliseconds ttl) {
-  return await<LockSetExtension>(
-      [&](auto done) { t.engine().extend_set(std::move(names), claim, ttl, std::move(done)); });
-}
-
-Result<Permit> acquire_permit(EngineUnderTest& t, const std::string& name, std::uint32_t permits,
-                              std::chrono::milliseconds ttl, std::chrono::milliseconds wait = 0ms) {
-  return await<Permit>([&](auto done) {
-    t.engine().acquire_permit(PermitRequest{name, permits, ttl, wait, {}}, std::move(done));
-  });
-}
-
-Result<bool> release_permit(EngineUnderTest& t, const Permit& permit) {
-  return await<bool>([&](auto done) {
-    t.engine().release_permit(permit.name, permit.permits, permit.slot,
-                              {permit.token, permit.proof, {}}, std::move(done));
-  });
-}
-
-// An extend that presents `permits` as the permit's count (the lease text carries it, unproven).
-Result<Extension> extend_permit_as(EngineUnderTest& t, const Permit& permit, std::uint32_t permits,
-                                   std::chrono::milliseconds ttl) {
-  return await<Extension>([&](auto done) {
-    t.engine().extend_permit(permit.name, permits, permit.slot, {permit.token, permit.proof, {}},
-                             ttl, std::move(done));
-  });
-}
-
-Result<SemaphoreStatus> inspect_semaphore(EngineUnderTest& t, const std::string& name) {
-  return await<SemaphoreStatus>(
-      [&](auto done) { t.engine().inspect_semaphore(name, std::move(done)); });
-}
-
-// A Result<bool> that is ok and true.
-bool said_yes(const Result<bool>& result) {
-  return result.ok() && result.value();
-}
 
 bool key_exists(RedisCluster& cluster, std::size_t node, const std::string& name) {
   return SyncRedis(cluster.node(node).port())
@@ -93,7 +40,7 @@ TEST_CASE(
   REQUIRE(only.ok());
   REQUIRE(only->slot == 0);
 
-  auto altered = extend_permit_as(t, *only, 2, 10s);
+  auto altered = extend_permit(t, *only, 10s, 2);
   CHECK_FALSE(altered.ok());
 
   // Whatever the extend answered, the semaphore is still a 1-permit one with its permit held.
@@ -128,7 +75,7 @@ TEST_CASE("adversarial: the config key never expires before a live slot of the s
   const Permit& low = a->slot == 1 ? *b : *a;
   REQUIRE(release_permit(t, low).value());
 
-  (void)extend_permit_as(t, high, 3, 1000ms);  // the holder's lease text edited: "...3.1"
+  (void)extend_permit(t, high, 1000ms, 3);  // the holder's lease text edited: "...3.1"
   std::this_thread::sleep_for(1200ms);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     CHECK(key_exists(cluster, i, "pool2#permit:1"));
@@ -219,7 +166,7 @@ TEST_CASE("adversarial: sets and permits work after SCRIPT FLUSH and a release r
   auto permit = acquire_permit(t, "fsem", 2, 5s);
   REQUIRE(permit.ok());
   flush();
-  CHECK(extend_permit_as(t, *permit, 2, 8s).ok());
+  CHECK(extend_permit(t, *permit, 8s, 2).ok());
   flush();
   auto status = inspect_semaphore(t, "fsem");
   REQUIRE(status.ok());

@@ -6,30 +6,13 @@
 #include <string>
 #include <thread>
 
+#include "engine_calls.h"
 #include "engine_under_test.h"
 #include "sync_redis.h"
 
 using namespace fencelock::storage;
 using namespace fencelock::testing;
 using Clock = std::chrono::steady_clock;
-
-namespace {
-
-Result<LockSetLease> acquire_set(EngineUnderTest& t, std::vector<std::string> names,
-                                 std::chrono::milliseconds ttl, std::chrono::milliseconds wait) {
-  return await<LockSetLease>([&](auto done) {
-    t.engine().acquire_set(LockSetRequest{std::move(names), ttl, wait, {}}, std::move(done));
-  });
-}
-
-std::int64_t evalsha_calls(RedisCluster& cluster, std::size_t node) {
-  const std::string stats =
-      SyncRedis(cluster.node(node).port()).info_field("commandstats", "cmdstat_evalsha");
-  if (stats.empty()) return 0;
-  return std::stoll(stats.substr(stats.find('=') + 1));
-}
-
-}  // namespace
 
 TEST_CASE("a lock set's waiter sleeps through a release that leaves another of its names held",
           "[storage][redis]") {
@@ -59,7 +42,5 @@ TEST_CASE("a lock set's waiter sleeps through a release that leaves another of i
   waiter.join();
   REQUIRE(set.ok());
   CHECK(granted_at - released_b_at < 500ms);  // woken by the last blocker's release
-  CHECK(await<bool>([&](auto done) {
-          t.engine().release_set(set->names, {set->tokens, set->proof, {}}, std::move(done));
-        }).ok());
+  CHECK(said_yes(release_set(t, set->names, set_claim(*set))));
 }

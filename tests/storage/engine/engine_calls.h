@@ -1,0 +1,96 @@
+// Blocking calls to a RedlockEngine's lock sets and semaphores for the engine tests (the single
+// lock's are members of EngineUnderTest), and what the tests read off the nodes about them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine_under_test.h"
+#include "sync_redis.h"
+
+namespace fencelock::testing {
+
+inline storage::Result<storage::LockSetLease> acquire_set(EngineUnderTest& t,
+                                                          std::vector<std::string> names,
+                                                          std::chrono::milliseconds ttl,
+                                                          std::chrono::milliseconds wait = 0ms,
+                                                          std::string owner = {}) {
+  return await<storage::LockSetLease>([&](auto done) {
+    t.engine().acquire_set(storage::LockSetRequest{std::move(names), ttl, wait, std::move(owner)},
+                           std::move(done));
+  });
+}
+
+inline storage::LockSetClaim set_claim(const storage::LockSetLease& lease) {
+  return {lease.tokens, lease.proof, {}};
+}
+
+inline storage::Result<bool> release_set(EngineUnderTest& t, std::vector<std::string> names,
+                                         const storage::LockSetClaim& claim) {
+  return await<bool>(
+      [&](auto done) { t.engine().release_set(std::move(names), claim, std::move(done)); });
+}
+
+inline storage::Result<storage::LockSetExtension> extend_set(EngineUnderTest& t,
+                                                             std::vector<std::string> names,
+                                                             const storage::LockSetClaim& claim,
+                                                             std::chrono::milliseconds ttl) {
+  return await<storage::LockSetExtension>(
+      [&](auto done) { t.engine().extend_set(std::move(names), claim, ttl, std::move(done)); });
+}
+
+inline storage::Result<storage::Permit> acquire_permit(EngineUnderTest& t, const std::string& name,
+                                                       std::uint32_t permits,
+                                                       std::chrono::milliseconds ttl,
+                                                       std::chrono::milliseconds wait = 0ms) {
+  return await<storage::Permit>([&](auto done) {
+    t.engine().acquire_permit(storage::PermitRequest{name, permits, ttl, wait, {}},
+                              std::move(done));
+  });
+}
+
+inline storage::LeaseClaim permit_claim(const storage::Permit& permit) {
+  return {permit.token, permit.proof, {}};
+}
+
+inline storage::Result<bool> release_permit(EngineUnderTest& t, const storage::Permit& permit) {
+  return await<bool>([&](auto done) {
+    t.engine().release_permit(permit.name, permit.permits, permit.slot, permit_claim(permit),
+                              std::move(done));
+  });
+}
+
+// `permits` is the count the extend presents (a lease's text carries it, unproven): the permit's
+// own unless a test alters it.
+inline storage::Result<storage::Extension> extend_permit(EngineUnderTest& t,
+                                                         const storage::Permit& permit,
+                                                         std::chrono::milliseconds ttl,
+                                                         std::uint32_t permits = 0) {
+  return await<storage::Extension>([&](auto done) {
+    t.engine().extend_permit(permit.name, permits == 0 ? permit.permits : permits, permit.slot,
+                             permit_claim(permit), ttl, std::move(done));
+  });
+}
+
+inline storage::Result<storage::SemaphoreStatus> inspect_semaphore(EngineUnderTest& t,
+                                                                   const std::string& name) {
+  return await<storage::SemaphoreStatus>(
+      [&](auto done) { t.engine().inspect_semaphore(name, std::move(done)); });
+}
+
+// A Result<bool> that is ok and true.
+inline bool said_yes(const storage::Result<bool>& result) {
+  return result.ok() && result.value();
+}
+
+// How many EVALSHA calls `node` served so far (every script attempt, release or extend).
+inline std::int64_t evalsha_calls(RedisCluster& cluster, std::size_t node) {
+  const std::string stats =
+      SyncRedis(cluster.node(node).port()).info_field("commandstats", "cmdstat_evalsha");
+  if (stats.empty()) return 0;
+  return std::stoll(stats.substr(stats.find('=') + 1));
+}
+
+}  // namespace fencelock::testing
