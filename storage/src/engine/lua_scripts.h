@@ -65,6 +65,21 @@ inline constexpr std::size_t kScriptCount = 12;
   "  return 0\n"                                                         \
   "end\n"
 
+// The end of a release that deleted KEYS[1], whose value was `value` (FENCELOCK_LUA_CHECK_CLAIM):
+// a marked value (someone waits: lua_scripts.h's mark) is announced on the release channel with the
+// release's tag (ARGV[2], or zeros and the lease id) — unless the mark is the releasing engine's
+// own (its waiters were woken directly). Returns 1.
+#define FENCELOCK_LUA_ANNOUNCE_RELEASE                                        \
+  "if #value == 48 then\n"                                                    \
+  "  return 1\n"                                                              \
+  "end\n"                                                                     \
+  "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n" \
+  "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"                 \
+  "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL                  \
+  "', tag .. ' ' .. KEYS[1])\n"                                               \
+  "end\n"                                                                     \
+  "return 1\n"
+
 // Compare-and-delete: deletes the key only if it still holds the claimed lease (marked or not), so
 // a release can never delete a newer holder's key after ours expired. Returns 1 if deleted, 0 or -1
 // otherwise (see above). Idempotent. If the deleted value was marked by a waiter of an engine other
@@ -75,17 +90,8 @@ inline constexpr std::size_t kScriptCount = 12;
 // listeners can tell copies of one release apart from the next. The uncontended release — an
 // unmarked value, one argument — costs one GET, one digest and one DEL: on the engine's single
 // strand and in Redis's Lua GC, every extra per-call argument measurably lowers throughput.
-inline constexpr std::string_view kReleaseScript = FENCELOCK_LUA_CHECK_CLAIM
-    "redis.call('DEL', KEYS[1])\n"
-    "if #value == 48 then\n"
-    "  return 1\n"
-    "end\n"
-    "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n"
-    "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
-    "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL
-    "', tag .. ' ' .. KEYS[1])\n"
-    "end\n"
-    "return 1\n";
+inline constexpr std::string_view kReleaseScript =
+    FENCELOCK_LUA_CHECK_CLAIM "redis.call('DEL', KEYS[1])\n" FENCELOCK_LUA_ANNOUNCE_RELEASE;
 
 // The cleanup of a failed attempt: a compare-and-delete on the lease value itself (ARGV[1], known
 // only to the engine), without any announcement. It frees nothing anyone waits for, and announcing
@@ -307,16 +313,7 @@ inline constexpr std::string_view kReleasePermitScript = FENCELOCK_LUA_CHECK_CLA
     "  if not any then\n"
     "    redis.call('DEL', KEYS[2])\n"
     "  end\n"
-    "end\n"
-    "if #value == 48 then\n"
-    "  return 1\n"
-    "end\n"
-    "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n"
-    "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
-    "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL
-    "', tag .. ' ' .. KEYS[1])\n"
-    "end\n"
-    "return 1\n";
+    "end\n" FENCELOCK_LUA_ANNOUNCE_RELEASE;
 
 // A permit's extend: KEYS[1] its slot key, KEYS[2] the config key; ARGV[1] the claim, ARGV[2] the
 // ttl (ms), ARGV[3] the permit count (bound to the claim: permit_claim_text). As kExtendScript on
