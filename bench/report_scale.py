@@ -3,7 +3,8 @@ rows of the targets table (#20). Used by bench/report.py: section(rows, md), the
 targets table, targets(rows, target, md).
 
 Every scale row carries bench/proc_probe.py's "probe": from it, first_exhausted() says which
-resource ran out first. The rule, applied in this order: a single thread at ≥ 85 % of a core
+resource ran out first. The rule, applied in this order: lock node commands that timed out
+(--node-timeout) when acquires were answered 503 because of them; then a single thread at ≥ 85 % of a core
 (fencelockd's busiest thread, the busiest lock node — Redis runs commands on one thread —, or the
 loader's one thread) is what runs out, when the machine is also ≥ 90 % busy or that thread is at
 ≥ 95 %; else the machine's cores, when ≥ 90 % busy, with the biggest consumer named; else no CPU
@@ -11,7 +12,7 @@ is exhausted and the run is bound by latency (one request waits for another). De
 ports are named when ≥ 90 % of their limit is in use; memory is judged against its target.
 """
 
-SATURATED_THREAD = 0.85
+SATURATED_THREAD = 0.85  # of a core
 MACHINE_BUSY = 0.9
 
 
@@ -48,7 +49,7 @@ def first_exhausted(r):
     notes = []
     busy = p.get("machine_busy") or 0
     delta = p.get("metrics_delta", {})
-    if delta.get("node_timeouts_total"):
+    if delta.get("node_timeouts_total") and r.get("unavailable"):  # a few, answered in time: noise
         notes.append(f"the lock nodes' command deadline (--node-timeout): {delta['node_timeouts_total']:,.0f} "
                      "commands timed out, each dropping its node's connection and failing what was in flight on it "
                      f"({r.get('unavailable', 0):,} acquires answered 503)")
@@ -187,7 +188,7 @@ def section(rows, md):
                           f"{_num(r.get('handoff_p99_ms'), 2)} ms | {_num(r.get('acquire_max_ms'), 0)} ms | "
                           f"{r.get('callers_never_served', '—'):,} / {r.get('refused', '—')} / "
                           f"{r.get('unanswered_at_exit', '—')} | {r.get('unavailable', 0):,} | "
-                          f"{_num(r.get('ramp_ms'), 0)} ms | "
+                          f"{_num(r.get('ramp_ms'), 0) + ' ms' if r.get('ramp_ms') is not None else 'not reached'} | "
                           f"{_num(r.get('probe', {}).get('metrics_peak', {}).get('acquires_waiting'))} | "
                           f"{_num(commands / grants if commands and grants else None, 1)} | "
                           f"{_num(_rss_mib(fl.get('rss_start_kib')), 1)} → {_num(_rss_mib(fl.get('rss_peak_kib')), 1)} MiB | "
