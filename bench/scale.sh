@@ -133,6 +133,11 @@ else
 fi
 callers=64
 [ "$quick" = 1 ] && callers=16
+fd_limit=$(ulimit -n)
+if [ "$fd_limit" != unlimited ] && [ "$fd_limit" -lt $((idle_connections + 200)) ]; then
+  say "scale: the open-file limit ($fd_limit, hard) is below $idle_connections connections + 200:" \
+    "the 10,000-connection runs will report the connections they could not open"
+fi
 parts=" ${FENCELOCK_SCALE_PARTS:-names waiters idle nodes} "
 part() { [[ "$parts" == *" $1 "* ]]; }
 
