@@ -7,7 +7,7 @@
 //              1]
 //              [--system fencelock] [--api-key SECRET] [--ca-file CA.pem]
 //              [--max-connections 20000] [--set-size 4] [--set-pool 0]
-//              [--semaphores 8] [--permits 8]
+//              [--semaphores 8] [--permits 8] [--close-with-reset] [--ramp-ms 0]
 //
 //   Several endpoints (fencelockd instances sharing lock nodes): caller i talks to endpoint
 //   i mod n, so a contended hand-off often crosses instances. --system labels the JSON line.
@@ -15,11 +15,18 @@
 //   system's trust store) and its address (an IP subjectAltName); --api-key sends a Bearer key.
 //
 //   uncontended  acquire a random name out of --names, release it, repeat (ops = pairs)
-//   contended    every caller on one name with wait_ms; hold --hold-ms, release (ops = hand-offs;
-//                handoff_* = time from a release's answer to the next grant's answer)
+//   contended    every caller on one name with wait_ms; hold --hold-ms, release (ops = hand-offs
+//                granted within --seconds; handoff_* = time from a release's answer to the next
+//                grant's answer). Also, for the waiter-count runs of bench/scale.sh: the rate
+//                once every caller has sent its first acquire (steady_ops_per_sec, after ramp_ms),
+//                callers never granted (callers_never_served), the longest acquire
+//                (acquire_max_ms), grants while draining after --seconds (served_after_end),
+//                acquires still unanswered when the loader gave up on them (unanswered_at_exit)
+//                and acquires answered 503 (unavailable; the caller waits 100 ms before the next).
 //   extend       each caller holds its own name and extends it in a loop (ops = extends)
 //   tokens       POST /v1/tokens/{random name} (ops = draws)
 //   idle         open C connections, send one /healthz each, keep them open for S seconds
+//                (ops = connections that got their answer)
 //   connections  a new connection per request: connect (+ a full TLS handshake, no resumption),
 //                GET /healthz, close; repeat (ops = connections; handshake_* = TLS handshake
 //                alone). At most --max-connections in all: each leaves a loopback port in
@@ -33,6 +40,13 @@
 //                --semaphores, each of --permits permits) with wait_ms and releases it (ops =
 //                pairs). Callers ≤ S × permits: nobody waits for a permit (8 × 8 at 64 callers);
 //                more callers per semaphore than permits: they queue.
+//
+//   The soft limit on open files is raised to the hard one: C connections need C descriptors.
+//   --ramp-ms R: caller c starts (connects) R × c / C ms after the start instead of at once.
+//   --close-with-reset: the loader's connections end with a reset (SO_LINGER 0), not a FIN, so
+//   they leave no TIME_WAIT behind on the loader's side: 10,000 connections closed by the loader
+//   would otherwise hold 10,000 loopback ports for a minute, and any server that binds one of
+//   them then (another bench, a test harness) fails with "address in use".
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/resource.h>
@@ -45,6 +59,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -87,6 +102,8 @@ struct Settings {
   int set_pool = 0;                        // set: 0 = each caller its own names, else shared pool
   int semaphores = 8;                      // semaphore: how many semaphores the callers spread over
   int permits = 8;                         // semaphore: permits of each (1..64)
+  bool close_with_reset = false;           // --close-with-reset: SO_LINGER 0 on every connection
+  long ramp_ms = 0;                        // --ramp-ms: callers start spread over this (0: at once)
 };
 
 struct Totals {
@@ -97,6 +114,14 @@ struct Totals {
   fencelock::bench::LatencyHistogram handshake;  // connections over TLS: the handshake alone
   std::uint64_t connections = 0;                 // connections workload: started so far
   Clock::time_point last_release{};
+  // Contended (bench/scale.sh's waiter counts): fairness and the rate with every caller queued.
+  std::vector<std::uint32_t> grants_by_caller;  // grants per caller index, drain included
+  int callers_sent = 0;                         // callers that have sent their first request
+  Clock::time_point ramp_done{};                // when the last of them did
+  std::uint64_t steady_ops = 0;                 // grants after ramp_done, before the end
+  std::uint64_t served_after_end = 0;           // grants while draining
+  std::uint64_t waiting = 0;                    // acquires sent, not answered yet
+  std::uint64_t unavailable = 0;                // acquires answered 503 (also in errors)
 };
 
 using PlainStream = beast::tcp_stream;
@@ -131,7 +156,9 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
             ++self->totals_.errors;
             return self->reconnect();
           }
-          beast::get_lowest_layer(self->stream_).socket().set_option(tcp::no_delay(true));
+          auto& socket = beast::get_lowest_layer(self->stream_).socket();
+          socket.set_option(tcp::no_delay(true));
+          if (self->s_.close_with_reset) socket.set_option(asio::socket_base::linger(true, 0));
           self->handshake();
         });
   }
@@ -199,12 +226,17 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
   void next() {
     if (Clock::now() >= end_) return;
     started_ = Clock::now();
+    if (!sent_first_) {
+      sent_first_ = true;
+      if (++totals_.callers_sent == s_.callers) totals_.ramp_done = started_;
+    }
     if (s_.workload == "uncontended") {
       name_ = "bench-" + std::to_string(rng_() % static_cast<unsigned>(s_.names));
       send(http::verb::post, "/v1/locks/" + name_, json{{"ttl_ms", s_.ttl_ms}}.dump(),
            &Caller::on_acquired);
     } else if (s_.workload == "contended") {
       name_ = "hot";
+      ++totals_.waiting;
       send(http::verb::post, "/v1/locks/hot",
            json{{"ttl_ms", s_.ttl_ms}, {"wait_ms", s_.wait_ms}}.dump(), &Caller::on_acquired);
     } else if (s_.workload == "tokens") {
@@ -288,15 +320,30 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
   void on_acquired(unsigned status, const json& body) {
     const auto now = Clock::now();
     totals_.latency.record(now - started_);
+    if (s_.workload == "contended") --totals_.waiting;
     if (status != 200) {
       ++(status == 409 ? totals_.refused : totals_.errors);
+      if (s_.workload == "contended" && status == 503) {
+        // Unavailable (too few lock nodes answered in time): back off as a client would, instead
+        // of asking again at once and adding to what overloaded the nodes.
+        ++totals_.unavailable;
+        timer_.expires_after(std::chrono::milliseconds(100));
+        timer_.async_wait([self = this->shared_from_this()](beast::error_code) { self->next(); });
+        return;
+      }
       return next();
     }
     if (!grant_well_formed(body)) ++totals_.errors;
     if (s_.workload == "contended") {
       if (totals_.last_release != Clock::time_point{})
         totals_.handoff.record(now - totals_.last_release);
-      ++totals_.ops;
+      ++totals_.grants_by_caller[static_cast<std::size_t>(index_)];
+      if (now >= end_) {
+        ++totals_.served_after_end;
+      } else {
+        ++totals_.ops;
+        if (totals_.ramp_done != Clock::time_point{}) ++totals_.steady_ops;
+      }
       lease_ = body.value("lease", "");
       timer_.expires_after(std::chrono::milliseconds(s_.hold_ms));
       timer_.async_wait([self = this->shared_from_this()](beast::error_code) { self->release(); });
@@ -386,7 +433,22 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
   std::string name_, lease_;
   json set_names_;
   Then then_ = nullptr;
+  bool sent_first_ = false;  // this caller's first request of next() went out
 };
+
+// Each connection is a descriptor: allow as many as the hard limit does.
+void raise_open_file_limit(int callers) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < static_cast<rlim_t>(callers) + 16)
+    std::fprintf(stderr, "http_bench: %d callers need more open files than the limit of %llu\n",
+                 callers, static_cast<unsigned long long>(limit.rlim_cur));
+}
 
 // CPU time (user + system) this process has used so far, in ms.
 double cpu_ms() {
@@ -406,7 +468,16 @@ double ms(std::chrono::microseconds d) {
 
 int main(int argc, char** argv) {
   Settings s;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
+    if (std::string(argv[i]) == "--close-with-reset") {
+      s.close_with_reset = true;
+      --i;  // a flag without a value
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "http_bench: %s needs a value\n", argv[i]);
+      return 2;
+    }
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--endpoint") {
       std::size_t from = 0;
@@ -453,6 +524,8 @@ int main(int argc, char** argv) {
       s.semaphores = std::stoi(value);
     else if (flag == "--permits")
       s.permits = std::stoi(value);
+    else if (flag == "--ramp-ms")
+      s.ramp_ms = std::stol(value);
     else {
       std::fprintf(stderr, "http_bench: unknown flag %s (see the comment at the top)\n",
                    flag.c_str());
@@ -467,6 +540,7 @@ int main(int argc, char** argv) {
                  "--semaphores ≥ 1 and --permits ≥ 1\n");
     return 2;
   }
+  raise_open_file_limit(s.callers);
   asio::io_context io(1);
   // One context for every https:// caller: TLS 1.2+, the server's certificate must verify.
   ssl::context tls(ssl::context::tls_client);
@@ -477,26 +551,44 @@ int main(int argc, char** argv) {
   else
     tls.load_verify_file(s.ca_file);
   Totals totals;
+  totals.grants_by_caller.assign(static_cast<std::size_t>(std::max(s.callers, 0)), 0);
   const double cpu_started = cpu_ms();
   const auto started = Clock::now();
   const auto end = started + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(s.seconds));
+  // --ramp-ms R: caller c connects at c × R / C ms (0: all at once).
+  std::vector<std::unique_ptr<asio::steady_timer>> ramp;
   for (int c = 0; c < s.callers; ++c) {
     const Endpoint& endpoint = s.endpoints[static_cast<std::size_t>(c) % s.endpoints.size()];
     const auto seed = static_cast<unsigned>(c + 1);
-    if (endpoint.tls)
-      std::make_shared<Caller<TlsStream>>(io, &tls, s, endpoint, totals, end, c, seed)->start();
-    else
-      std::make_shared<Caller<PlainStream>>(io, nullptr, s, endpoint, totals, end, c, seed)
-          ->start();
+    std::function<void()> start_caller = [&io, &tls, &s, &endpoint, &totals, end, c, seed] {
+      if (endpoint.tls)
+        std::make_shared<Caller<TlsStream>>(io, &tls, s, endpoint, totals, end, c, seed)->start();
+      else
+        std::make_shared<Caller<PlainStream>>(io, nullptr, s, endpoint, totals, end, c, seed)
+            ->start();
+    };
+    if (s.ramp_ms <= 0) {
+      start_caller();
+      continue;
+    }
+    ramp.push_back(std::make_unique<asio::steady_timer>(
+        io, started + std::chrono::microseconds(s.ramp_ms * 1000 * c / s.callers)));
+    ramp.back()->async_wait([start_caller](beast::error_code) { start_caller(); });
   }  // the callers keep themselves alive while they have work
   // Callers that wait (wait_ms) may still be queued at the end: give them their wait.
   const bool waits = s.workload == "contended" || s.workload == "semaphore" ||
                      (s.workload == "set" && s.set_pool > 0);
-  io.run_until(end + std::chrono::seconds(waits ? 10 : 3));
+  // (at least their wait_ms: 10,000 queued waiters take a while to be served one by one).
+  const auto drain = waits ? std::max<Clock::duration>(std::chrono::seconds(10),
+                                                       std::chrono::milliseconds(s.wait_ms + 2000))
+                           : std::chrono::seconds(3);
+  io.run_until(end + drain);
   const double elapsed =
       std::chrono::duration<double>(std::min(Clock::now(), end + std::chrono::seconds(1)) - started)
           .count();
+  // Contended ops are counted within --seconds only (the drain's grants are served_after_end).
+  const double window = s.workload == "contended" ? s.seconds : std::max(elapsed, s.seconds);
 
   json out{{"system", s.system},
            {"instances", s.endpoints.size()},
@@ -504,7 +596,7 @@ int main(int argc, char** argv) {
            {"callers", s.callers},
            {"seconds", s.seconds},
            {"ops", totals.ops},
-           {"ops_per_sec", static_cast<double>(totals.ops) / std::max(elapsed, s.seconds)},
+           {"ops_per_sec", static_cast<double>(totals.ops) / window},
            {"p50_ms", ms(totals.latency.quantile(0.5))},
            {"p90_ms", ms(totals.latency.quantile(0.9))},
            {"p99_ms", ms(totals.latency.quantile(0.99))},
@@ -527,6 +619,19 @@ int main(int argc, char** argv) {
     out["handoff_p50_ms"] = ms(totals.handoff.quantile(0.5));
     out["handoff_p90_ms"] = ms(totals.handoff.quantile(0.9));
     out["handoff_p99_ms"] = ms(totals.handoff.quantile(0.99));
+    out["acquire_max_ms"] = ms(totals.latency.quantile(1.0));
+    out["served_after_end"] = totals.served_after_end;
+    out["unanswered_at_exit"] = totals.waiting;
+    out["unavailable"] = totals.unavailable;
+    out["callers_never_served"] = std::count(totals.grants_by_caller.begin(),
+                                             totals.grants_by_caller.end(), std::uint32_t{0});
+    out["wait_ms"] = s.wait_ms;
+    if (totals.ramp_done != Clock::time_point{} && totals.ramp_done < end) {
+      out["ramp_ms"] =
+          std::chrono::duration<double, std::milli>(totals.ramp_done - started).count();
+      out["steady_ops_per_sec"] = static_cast<double>(totals.steady_ops) /
+                                  std::chrono::duration<double>(end - totals.ramp_done).count();
+    }
   }
   if (s.endpoints.front().tls) out["tls"] = true;
   if (s.workload == "connections" && totals.ops > 0)  // the client's side of the handshake cost

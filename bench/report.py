@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 
+import report_scale  # bench/scale.sh's section and target rows (#20, cost as the work grows)
+
 results_path, env_path, out_md, chart = sys.argv[1:5]
 summary_md = sys.argv[5] if len(sys.argv) > 5 else None
 SUMMARY_START = "<!-- bench/run.sh: summary start -->"
@@ -368,8 +370,10 @@ if set_rows or semaphore_rows:
                   f"({percent(own['ops_per_sec'], single['ops_per_sec'])}) — one script per node either way, with four "
                   "keys on each node and a token per name instead of one.\n")
 
+report_scale.section(rows, md)
+
 rss = pick("fencelock", "rss")
-md.append("\n## 9. Targets\n")
+md.append("\n## 10. Targets\n")
 targets_at = len(md) + 1  # the targets table starts at the next line
 md.append("| target | measured | met |")
 md.append("|---|---|---|")
@@ -467,6 +471,7 @@ for r in expiry_rows:
 if rss:
     target("fencelockd RSS ≤ 64 MiB with 1,000 open keep-alive connections",
            f"{rss['rss_kib'] / 1024:.1f} MiB with {int(float(rss['connections']))} connections", rss["rss_kib"] <= 64 * 1024)
+report_scale.targets(rows, target, md)
 md.append("")
 
 if chart:

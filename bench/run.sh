@@ -338,6 +338,10 @@ open=$(curl -fs "http://127.0.0.1:$fencelockd_port/metrics" | awk '/^fencelock_h
 wait "$idle" || true
 echo "{\"system\":\"fencelock\",\"workload\":\"rss\",\"connections\":${open:-0},\"rss_kib\":$rss_kib}" | record
 
+# The cost as the work grows (#20): names, waiters, idle connections, lock nodes. bench/scale.sh
+# starts lock nodes and fencelockd of its own (ports N+40 .. N+50); full: ~4 min, quick: ~40 s.
+bench/scale.sh $([ "$quick" = 1 ] && echo --quick) "$results"
+
 {
   echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(. /etc/os-release; echo "$PRETTY_NAME")"
   echo "redis-server: $(redis-server --version | awk '{print $3}')"
