@@ -260,12 +260,22 @@ void AcquireOperation::hand_on_wakeups() {
   }
   // No name held on enough nodes to keep a quorum out (it lost to another attempt, or a split
   // vote): blockers_ stays empty — not known what to wait for, so any release of its names wakes
-  // it.
-  for (const std::string& woken_by : consumed_wakeups_) {
-    if (std::find(blockers_.begin(), blockers_.end(), woken_by) == blockers_.end())
-      core_->wake_waiter_after(woken_by, this);
+  // it. A name found free goes on to the next waiter of that name if a release of it woke this
+  // one, or if this one is that name's first waiter (the one that watches it: sleeping on other
+  // names, it would keep a free name from everyone behind it).
+  for (const std::string& name : target_.names) {
+    if (std::find(blockers_.begin(), blockers_.end(), name) != blockers_.end()) continue;
+    const bool woken_by = std::find(consumed_wakeups_.begin(), consumed_wakeups_.end(), name) !=
+                          consumed_wakeups_.end();
+    if (woken_by || core_->is_first_waiter(name, this)) core_->wake_waiter_after(name, this);
   }
   consumed_wakeups_.clear();
+}
+
+bool AcquireOperation::first_in_a_queue() const {
+  return std::any_of(queues().begin(), queues().end(), [this](const std::string& queue) {
+    return core_->is_first_waiter(queue, this);
+  });
 }
 
 Vote AcquireOperation::permit_vote(std::size_t node, const NodeReply& reply) {
@@ -491,12 +501,23 @@ void AcquireOperation::sleep_until_retry(Error error) {
                                       std::max<Clock::duration>(pause, kLongestExpirySleep));
   }
   answers_.clear();  // a wake-up without a new attempt knows nothing new
-  const auto delay = std::min<Clock::duration>(pause, budget_end - now);
+  // Only the first waiter of a queue watches the nodes (the expiry sleep, the retry delay): the
+  // others sleep until a release or a hand-on wakes them, or their budget ends. With thousands of
+  // waiters on one name, each polling every 2 s at most, the nodes would serve thousands of refused
+  // attempts per second for nothing. A waiter that stops being first hands that on (finish()).
+  if (!first_in_a_queue()) pause = budget_end - now;
+  last_refusal_ = std::move(error);
   phase_ = Phase::kWaitingToRetry;
+  arm_retry_timer(std::min<Clock::duration>(pause, budget_end - now));
+}
+
+void AcquireOperation::arm_retry_timer(Clock::duration delay) {
+  // A timer armed again (become_first) cancels the earlier wait: its handler sees another number.
+  const std::uint32_t sleep = ++sleep_;
   retry_timer_.expires_after(delay);
-  retry_timer_.async_wait([self = shared_from_this(),
-                           error = std::move(error)](const boost::system::error_code& ec) mutable {
-    if (self->phase_ != Phase::kWaitingToRetry) return;  // woken by a release, or done
+  retry_timer_.async_wait([self = shared_from_this(), sleep](const boost::system::error_code& ec) {
+    // Woken by a release, done, or armed again.
+    if (self->phase_ != Phase::kWaitingToRetry || sleep != self->sleep_) return;
     if (ec == asio::error::operation_aborted || self->core_->stopped()) {
       self->complete(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
       return;
@@ -504,11 +525,20 @@ void AcquireOperation::sleep_until_retry(Error error) {
     // The budget ran out while queued. An acquire that queued behind others without trying yet
     // still makes its one attempt: the lock may well be free by now.
     if (Clock::now() >= self->call_started_ + self->target_.wait && self->attempt_ > 0) {
-      self->complete(std::move(error));
+      self->complete(self->last_refusal_.value_or(
+          make_error(ErrorCode::kLocked, lock_held_message(self->target_.kind))));
       return;
     }
     self->attempt();
   });
+}
+
+void AcquireOperation::become_first(Clock::duration frees_in) {
+  if (phase_ != Phase::kWaitingToRetry) return;  // awake: it looks again when it next sleeps
+  const auto budget_left = call_started_ + target_.wait - Clock::now();
+  arm_retry_timer(std::max<Clock::duration>(
+      Clock::duration::zero(),
+      std::min<Clock::duration>({frees_in, Clock::duration(kLongestExpirySleep), budget_left})));
 }
 
 Waiter::Wake AcquireOperation::wake_now(std::string_view name) {
@@ -589,7 +619,22 @@ void AcquireOperation::finish(std::optional<ErrorCode> error) {
   phase_ = Phase::kDone;
   core_->untrack(this);
   if (queued_) {
-    for (const auto& queue : queues()) core_->remove_waiter(queue, this);
+    // The next waiter becomes the first, the one that watches the nodes. Granted here: it sleeps
+    // to this grant's expiry (a release wakes it sooner), with no attempt that would only be
+    // refused. Otherwise the lock's state is not known: it is woken, asks the nodes and sleeps to
+    // what they answer.
+    const auto grant_expires_in =
+        attempt_started_ + target_.ttl + std::chrono::milliseconds(1) - Clock::now();
+    for (const auto& queue : queues()) {
+      if (core_->is_first_waiter(queue, this)) {
+        if (error) {
+          core_->wake_waiter_after(queue, this);
+        } else {
+          core_->promote_waiter_after(queue, this, grant_expires_in);
+        }
+      }
+      core_->remove_waiter(queue, this);
+    }
   }
   core_->report(OperationKind::kAcquire, error, Clock::now() - call_started_, attempt_,
                 tally_ ? &*tally_ : nullptr, token_draw_);

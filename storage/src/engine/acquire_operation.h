@@ -96,9 +96,13 @@ class AcquireOperation : public ReplySink,
   // nothing else), instead of waiting behind this one.
   void hand_on_wakeups();
   void note_wakeup(std::string_view name);  // into pending_wakeups_, once
+  // The first (live) waiter of one of its queues: the one that watches the nodes for it.
+  bool first_in_a_queue() const;
   void retry_now();
   void join_queue();  // into the engine's waiter queue for the name, once
   void sleep_until_retry(Error error);
+  void arm_retry_timer(Clock::duration delay);  // the sleep of kWaitingToRetry
+  void become_first(Clock::duration frees_in) override;
   void grant(std::chrono::milliseconds validity);
   void complete(Error error);
   // Bookkeeping common to every completion (observer, queues); then the handler gets `answer`.
@@ -145,6 +149,8 @@ class AcquireOperation : public ReplySink,
   std::optional<QuorumTally> tally_;
   std::vector<NodeAnswer> answers_;  // of the last attempt, by node: when its holder's keys expire
   boost::asio::steady_timer retry_timer_;
+  std::uint32_t sleep_ = 0;            // which arming of retry_timer_ is current
+  std::optional<Error> last_refusal_;  // answered if the budget ends while it sleeps
 };
 
 }  // namespace fencelock::storage

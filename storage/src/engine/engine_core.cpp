@@ -272,6 +272,15 @@ void EngineCore::remove_waiter(const std::string& name, const Waiter* waiter) {
   if (it->second.queue.empty()) waiters_.erase(it);
 }
 
+bool EngineCore::is_first_waiter(const std::string& name, const Waiter* waiter) const {
+  const auto it = waiters_.find(name);
+  if (it == waiters_.end()) return false;
+  for (const auto& weak : it->second.queue) {
+    if (const auto first = weak.lock()) return first.get() == waiter;
+  }
+  return false;
+}
+
 void EngineCore::wake_first_waiter(const std::string& name, std::string_view release_tag) {
   const auto it = waiters_.find(name);
   if (it == waiters_.end()) return;
@@ -289,6 +298,22 @@ void EngineCore::wake_waiter_after(const std::string& name, const Waiter* after)
   // Gone from the queue already (finished): the wake-up goes to the first waiter instead.
   next = next == it->second.queue.end() ? it->second.queue.begin() : std::next(next);
   wake_from(it->second, name, next);
+}
+
+void EngineCore::promote_waiter_after(const std::string& name, const Waiter* after,
+                                      Clock::duration frees_in) {
+  const auto it = waiters_.find(name);
+  if (it == waiters_.end()) return;
+  bool behind = false;
+  for (const auto& weak : it->second.queue) {
+    const auto waiter = weak.lock();
+    if (!waiter) continue;
+    if (behind) {
+      waiter->become_first(frees_in);
+      return;
+    }
+    behind = waiter.get() == after;
+  }
 }
 
 void EngineCore::wake_from(NameWaiters& waiters, const std::string& name,

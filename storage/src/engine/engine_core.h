@@ -54,6 +54,10 @@ class Waiter {
   // may not even want that slot), or — a set — while another name its last refusal found held
   // stays held.
   virtual Wake wake_now(std::string_view name) = 0;
+  // It is now the first waiter of a queue — the one that watches the nodes — because the one before
+  // it was granted, which frees in about `frees_in` unless released: a sleeping waiter wakes then
+  // at the latest (or at the 2 s cap, or its budget's end).
+  virtual void become_first(std::chrono::steady_clock::duration frees_in) = 0;
 };
 
 class EngineCore : public NodeListener, public std::enable_shared_from_this<EngineCore> {
@@ -152,6 +156,11 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   bool has_waiters(const std::string& name) const;
   void add_waiter(const std::string& name, std::weak_ptr<Waiter> waiter);
   void remove_waiter(const std::string& name, const Waiter* waiter);
+  // become_first() on the first live waiter behind `after` in `name`'s queue.
+  void promote_waiter_after(const std::string& name, const Waiter* after,
+                            std::chrono::steady_clock::duration frees_in);
+  // True if `waiter` is the first live waiter of `name`'s queue.
+  bool is_first_waiter(const std::string& name, const Waiter* waiter) const;
   // `release_tag`: the release that freed the name; later copies of its announcement only reach
   // the waiter this woke.
   void wake_first_waiter(const std::string& name, std::string_view release_tag);

@@ -3,6 +3,8 @@
 // it), and a woken waiter that cannot use a name hands it on. Attempts are counted as the EVALSHA
 // calls a node served.
 #include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -43,4 +45,39 @@ TEST_CASE("a lock set's waiter sleeps through a release that leaves another of i
   REQUIRE(set.ok());
   CHECK(granted_at - released_b_at < 500ms);  // woken by the last blocker's release
   CHECK(said_yes(release_set(t, set->names, set_claim(*set))));
+}
+
+TEST_CASE("only the first waiter of a name asks the nodes while the holder keeps it",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest t(engine_options_for(cluster));
+  auto holder = t.acquire("fw", 30s);
+  REQUIRE(holder.ok());
+
+  constexpr int kWaiters = 20;
+  std::mutex mutex;
+  std::condition_variable all_done;
+  int granted = 0, answered = 0;
+  for (int i = 0; i < kWaiters; ++i) {
+    t.engine().acquire(AcquireRequest{"fw", 5s, 8s, {}}, [&](Result<Lease> lease) {
+      if (lease.ok()) {
+        // Gone at once: the next waiter's turn.
+        t.engine().release("fw", claim(*lease), [](const Result<bool>&) {});
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      granted += lease.ok() ? 1 : 0;
+      ++answered;
+      all_done.notify_all();
+    });
+  }
+  std::this_thread::sleep_for(300ms);  // every waiter made its first attempt (or queued behind)
+  const auto calls_before = evalsha_calls(cluster, 0);
+  std::this_thread::sleep_for(2500ms);  // past the 2 s cap on a waiter's sleep
+  // The first waiter looked again (once, at the cap); the 19 behind it did not.
+  CHECK(evalsha_calls(cluster, 0) - calls_before <= 3);
+
+  REQUIRE(t.release("fw", claim(holder)).ok());
+  std::unique_lock<std::mutex> lock(mutex);
+  REQUIRE(all_done.wait_for(lock, 10s, [&] { return answered == kWaiters; }));
+  CHECK(granted == kWaiters);  // each woken in turn by the release before it
 }
