@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <cstdint>
 #include <random>
+#include <utility>
 
 #include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/lease_secret.h"
@@ -452,6 +453,7 @@ void AcquireOperation::attempt_failed(Error error) {
   }
   if (target_.kind == AcquireTarget::Kind::kSet && error.code == ErrorCode::kLocked)
     hand_on_wakeups();
+  if (error.code == ErrorCode::kLocked) use_releases_while_out();
   // A permit refused on its slot while another slot is free on a quorum tries that one at once
   // (at most once per slot before it sleeps or gives up: the answers may keep shifting).
   if (target_.kind == AcquireTarget::Kind::kPermit && error.code == ErrorCode::kLocked &&
@@ -551,7 +553,14 @@ Waiter::Wake AcquireOperation::wake_now(std::string_view name) {
     case Phase::kWoken:
     case Phase::kVoting:
     case Phase::kDrawingToken:
-      if (several_queues) return Wake::kPassed;
+      if (several_queues) {
+        // Passed on (it may not need that name, or that slot), but remembered: should its attempt
+        // be refused because it reached a majority before this release did, nothing else would
+        // wake it (another engine's release is announced once per node, and the later copies
+        // only reach a waiter that took the first).
+        if (phase_ != Phase::kDrawingToken) note(released_while_out_, name);
+        return Wake::kPassed;
+      }
       if (phase_ != Phase::kWoken) woken_during_attempt_ = true;
       note_wakeup(name);
       return Wake::kAlreadyAwake;
@@ -571,8 +580,29 @@ Waiter::Wake AcquireOperation::wake_now(std::string_view name) {
 }
 
 void AcquireOperation::note_wakeup(std::string_view name) {
-  if (std::find(pending_wakeups_.begin(), pending_wakeups_.end(), name) == pending_wakeups_.end())
-    pending_wakeups_.emplace_back(name);
+  note(pending_wakeups_, name);
+}
+
+void AcquireOperation::note(std::vector<std::string>& names, std::string_view name) {
+  if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
+}
+
+void AcquireOperation::use_releases_while_out() {
+  const auto released = std::exchange(released_while_out_, {});
+  if (released.empty()) return;
+  if (target_.kind == AcquireTarget::Kind::kPermit) {
+    woken_during_attempt_ = true;  // once more at once, at a released slot
+    for (std::uint32_t slot = 0; slot < slot_names_.size(); ++slot) {
+      if (slot_names_[slot] == released.front()) slot_ = slot;
+    }
+    return;
+  }
+  // A set: a blocker released while the attempt was out no longer holds it back; once none does,
+  // it tries once more at once (empty blockers_: not known what holds it back, so it tries too).
+  std::erase_if(blockers_, [&](const std::string& blocker) {
+    return std::find(released.begin(), released.end(), blocker) != released.end();
+  });
+  if (blockers_.empty()) woken_during_attempt_ = true;
 }
 
 void AcquireOperation::join_queue() {

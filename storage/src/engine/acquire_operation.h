@@ -98,6 +98,10 @@ class AcquireOperation : public ReplySink,
   void note_wakeup(std::string_view name);  // into pending_wakeups_, once
   // The first (live) waiter of one of its queues: the one that watches the nodes for it.
   bool first_in_a_queue() const;
+  static void note(std::vector<std::string>& names, std::string_view name);  // once
+  // A refused attempt of a waiter of several queues: releases it passed on while the attempt was
+  // out make it try once more at once (a set: once no blocker is left).
+  void use_releases_while_out();
   void retry_now();
   void join_queue();  // into the engine's waiter queue for the name, once
   void sleep_until_retry(Error error);
@@ -132,7 +136,9 @@ class AcquireOperation : public ReplySink,
   std::vector<std::string> blockers_;
   std::vector<std::string> pending_wakeups_;   // queues whose release woke it, for the next
   std::vector<std::string> consumed_wakeups_;  // attempt; and those the attempt out consumed
-  std::vector<std::uint64_t> tokens_;          // drawn for the attempt, one per name
+  // Several queues: releases it passed on while an attempt was out or about to go.
+  std::vector<std::string> released_while_out_;
+  std::vector<std::uint64_t> tokens_;  // drawn for the attempt, one per name
   std::size_t tokens_pending_ = 0;
   std::optional<Error> token_error_;
   Phase phase_ = Phase::kVoting;

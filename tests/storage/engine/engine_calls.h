@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/lua_scripts.h"
 #include "engine_under_test.h"
 #include "sync_redis.h"
 
@@ -91,6 +92,30 @@ inline std::int64_t evalsha_calls(RedisCluster& cluster, std::size_t node) {
       SyncRedis(cluster.node(node).port()).info_field("commandstats", "cmdstat_evalsha");
   if (stats.empty()) return 0;
   return std::stoll(stats.substr(stats.find('=') + 1));
+}
+
+// From now on `node` keeps every command it serves in its slow log (up to 10,000), so that
+// script_calls() can count one script's calls — unlike evalsha_calls(), not counting the engine's
+// own background scripts (the registry round, every second).
+inline void log_every_command(RedisCluster& cluster, std::size_t node) {
+  SyncRedis redis(cluster.node(node).port());
+  redis.command({"CONFIG", "SET", "slowlog-max-len", "10000"});
+  redis.command({"CONFIG", "SET", "slowlog-log-slower-than", "0"});
+  redis.command({"SLOWLOG", "RESET"});
+}
+
+// How many EVALSHA calls of the script `sha` `node` served since log_every_command().
+inline std::int64_t script_calls(RedisCluster& cluster, std::size_t node, std::string_view sha) {
+  const SyncReply log = SyncRedis(cluster.node(node).port()).command({"SLOWLOG", "GET", "-1"});
+  std::int64_t calls = 0;
+  for (const SyncReply& entry : log.elements) {
+    if (entry.elements.size() < 4) continue;
+    const auto& args = entry.elements[3].elements;  // {id, time, duration, args, ...}
+    if (args.size() >= 2 && (args[0].text == "EVALSHA" || args[0].text == "evalsha") &&
+        args[1].text == sha)
+      ++calls;
+  }
+  return calls;
 }
 
 }  // namespace fencelock::testing

@@ -327,3 +327,73 @@ TEST_CASE("adversarial: overlapping sets and single locks never overlap on a nam
         SyncRedis(cluster.node(i).port()).command({"KEYS", "fencelock:lock:o*"}).elements.empty());
   }
 }
+
+namespace {
+
+// Every command a node receives from now on waits `pause` before it runs (CLIENT PAUSE ALL).
+void hold_commands(RedisCluster& cluster, std::size_t node, std::chrono::milliseconds pause) {
+  REQUIRE(SyncRedis(cluster.node(node).port())
+              .command({"CLIENT", "PAUSE", std::to_string(pause.count()), "ALL"})
+              .text == "OK");
+}
+
+}  // namespace
+
+// Lost wake-up (found by review): a waiter of several queues passes on a release that reaches it
+// while its attempt is out. If the attempt then is refused because it ran before that release on
+// a majority of nodes, nothing wakes it again: another engine's release is announced once per node
+// and the later copies only reach a waiter that took the first. Nodes 1 and 2 hold every command
+// for 400 ms: the waiter's attempt is refused on node 0 and waits there; the holder's release runs
+// on node 0 (announced at once, while the attempt is out) and on nodes 1 and 2 after the attempt.
+TEST_CASE("adversarial: a set waiter refused after another engine's release was announced retries",
+          "[storage][redis][adversarial]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.node_timeout = 2s;  // the held commands are slow answers, not a node down
+  EngineUnderTest holder(options), waiter(options);
+  auto a = holder.acquire("lw-a", 20s);
+  REQUIRE(a.ok());
+  hold_commands(cluster, 1, 400ms);
+  hold_commands(cluster, 2, 400ms);
+  Result<LockSetLease> set = make_error(ErrorCode::kInternal, "not run");
+  Clock::time_point granted_at;
+  std::thread waiting([&] {
+    set = acquire_set(waiter, {"lw-a", "lw-b"}, 5s, 6s);
+    granted_at = Clock::now();
+  });
+  std::this_thread::sleep_for(100ms);  // its attempt is out
+  const auto released_at = Clock::now();
+  CHECK(said_yes(holder.release("lw-a", claim(a))));
+  waiting.join();
+  REQUIRE(set.ok());
+  // Not the 2 s expiry-sleep cap (the old holder's key had 20 s left when it was refused).
+  CHECK(granted_at - released_at < 1s);
+  CHECK(said_yes(release_set(waiter, set->names, {set->tokens, set->proof, {}})));
+}
+
+// The same for a semaphore's waiter (its slots are its queues).
+TEST_CASE(
+    "adversarial: a permit waiter refused after another engine's release was announced retries",
+    "[storage][redis][adversarial]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.node_timeout = 2s;
+  EngineUnderTest holder(options), waiter(options);
+  auto only = acquire_permit(holder, "lw-sem", 1, 20s);
+  REQUIRE(only.ok());
+  hold_commands(cluster, 1, 400ms);
+  hold_commands(cluster, 2, 400ms);
+  Result<Permit> permit = make_error(ErrorCode::kInternal, "not run");
+  Clock::time_point granted_at;
+  std::thread waiting([&] {
+    permit = acquire_permit(waiter, "lw-sem", 1, 5s, 6s);
+    granted_at = Clock::now();
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto released_at = Clock::now();
+  CHECK(said_yes(release_permit(holder, *only)));
+  waiting.join();
+  REQUIRE(permit.ok());
+  CHECK(granted_at - released_at < 1s);
+  CHECK(said_yes(release_permit(waiter, *permit)));
+}
