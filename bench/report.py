@@ -371,6 +371,22 @@ if set_rows or semaphore_rows:
                   "keys on each node and a token per name instead of one.\n")
 
 report_scale.section(rows, md)
+def cpu_per_pair_target():
+    """#20, the HTTP path's cost: fencelockd's CPU per uncontended acquire + release pair (utime +
+    stime from /proc over the run, ÷ pairs) at 64 callers (a quick run: its largest level), over
+    every plain-fencelockd run bench/run.sh measured it on (the plain sides of beside()'s A/Bs)."""
+    measured = [r for r in rows if r.get("system") == "fencelock" and r.get("workload") == "uncontended"
+                and "server_cpu_ms_per_op" in r and r.get("ops")]
+    if not measured:
+        return
+    callers = 64 if any(r["callers"] == 64 for r in measured) else max(r["callers"] for r in measured)
+    runs = [r for r in measured if r["callers"] == callers]
+    each = sorted(1000 * r["server_cpu_ms_per_op"] for r in runs)
+    mean_us = 1000 * sum(r["server_cpu_ms_per_op"] * r["ops"] for r in runs) / sum(r["ops"] for r in runs)
+    spread = f"{each[0]:.1f}–{each[-1]:.1f} µs over {len(each)} runs" if len(each) > 1 else "1 run"
+    target(f"fencelockd CPU per uncontended pair ≤ 25 µs ({callers} callers)",
+           f"**{mean_us:.1f} µs** ({spread})", mean_us <= 25)
+
 
 rss = pick("fencelock", "rss")
 md.append("\n## 10. Targets\n")
@@ -472,6 +488,7 @@ if rss:
     target("fencelockd RSS ≤ 64 MiB with 1,000 open keep-alive connections",
            f"{rss['rss_kib'] / 1024:.1f} MiB with {int(float(rss['connections']))} connections", rss["rss_kib"] <= 64 * 1024)
 report_scale.targets(rows, target, md)
+cpu_per_pair_target()
 md.append("")
 
 if chart:

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "answer_json.h"
 #include "fencelock/names.h"
 #include "handler_support.h"
 #include "lease_codec.h"
@@ -19,13 +20,11 @@ using nlohmann::json;
 using storage::Result;
 using namespace handler_support;
 
-json lease_body(const std::string& name, const std::string& lease, std::uint64_t token,
-                std::chrono::milliseconds ttl, std::chrono::milliseconds validity) {
-  return json{{"name", name},
-              {"lease", lease},
-              {"token", token},
-              {"ttl_ms", ttl.count()},
-              {"validity_ms", validity.count()}};
+// Written by hand (answer_json.h): the hot answers' JSON without nlohmann's DOM.
+std::string lease_body(const std::string& name, const std::string& lease, std::uint64_t token,
+                       std::chrono::milliseconds ttl, std::chrono::milliseconds validity,
+                       std::optional<std::chrono::milliseconds> waited = std::nullopt) {
+  return lease_answer_json(name, lease, token, ttl, validity, waited);
 }
 
 // The right a route needs (auth/api_keys.h); 0 for health, readiness, metrics and the API's own
@@ -270,10 +269,9 @@ ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
           }
         }
         if (lease.ok()) {
-          json answer = lease_body(name, encode_lease(lease->token, lease->proof), lease->token,
-                                   lease->ttl, lease->validity);
-          answer["waited_ms"] = lease->waited.count();
-          ApiResponse response = ok(answer, lease->token);
+          std::string answer = lease_body(name, encode_lease(lease->token, lease->proof),
+                                          lease->token, lease->ttl, lease->validity, lease->waited);
+          ApiResponse response = ok_json_text(std::move(answer), lease->token);
           response.log.owner = owner_detail;
           // Granted, but the client is gone: release at once rather than hold the name for the ttl.
           response.undelivered = [this, name, usage,
@@ -307,18 +305,18 @@ ApiHandlers::Cancel ApiHandlers::extend(const Call& call, Reply reply) {
   if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   claim->owner = std::string(call.owner);
   // The answer's token and lease come from what the nodes verified, never from the request alone.
-  engine_.extend(name, *claim, parsed->ttl,
-                 [name, proof = claim->proof, owner = claim->owner, usage = call.usage,
-                  reply = std::move(reply)](Result<storage::Extension> extension) {
-                   if (!extension.ok()) return reply(claim_error(extension.error(), owner));
-                   if (usage) {
-                     usage->renew(usage_key(name, extension->token),
-                                  extension->started + extension->ttl);
-                   }
-                   reply(ok(lease_body(name, encode_lease(extension->token, proof),
-                                       extension->token, extension->ttl, extension->validity),
-                            extension->token));
-                 });
+  engine_.extend(
+      name, *claim, parsed->ttl,
+      [name, proof = claim->proof, owner = claim->owner, usage = call.usage,
+       reply = std::move(reply)](Result<storage::Extension> extension) {
+        if (!extension.ok()) return reply(claim_error(extension.error(), owner));
+        if (usage) {
+          usage->renew(usage_key(name, extension->token), extension->started + extension->ttl);
+        }
+        std::string body = lease_body(name, encode_lease(extension->token, proof), extension->token,
+                                      extension->ttl, extension->validity);
+        reply(ok_json_text(std::move(body), extension->token));
+      });
   return {};
 }
 
@@ -336,7 +334,7 @@ ApiHandlers::Cancel ApiHandlers::release(const Call& call, Reply reply) {
                    reply = std::move(reply)](Result<bool> released) {
                     if (!released.ok()) return reply(claim_error(released.error(), owner));
                     if (usage) usage->drop(usage_key(name, token));  // released, or already gone
-                    reply(ok(json{{"name", name}, {"released", released.value()}}));
+                    reply(ok_json_text(released_answer_json(name, released.value())));
                   });
   return {};
 }

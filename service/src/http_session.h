@@ -113,7 +113,9 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   std::shared_ptr<SessionHost> host_;  // outlives this session, whatever happens to the server
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   boost::beast::http::request<boost::beast::http::string_body> request_;
-  boost::beast::http::response<boost::beast::http::string_body> response_;
+  std::string head_;  // of the answer being written: status line and headers (kept, reused)
+  std::string body_;  // of the answer being written
+  unsigned status_ = 0;
   Route route_ = Route::kNotFound;
   std::string_view name_;  // the route's {name}: a view into request_'s target
   AnswerLog answer_log_;   // of the answer being written
@@ -135,6 +137,14 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   std::optional<ApiResponse> parked_;  // TLS: an answer waiting for the watch's read to end
   std::function<void()> undelivered_;  // of the answer being written
 };
+
+// The status line and headers of an answer (what Beast's serializer wrote before, without an
+// allocation per header): HTTP/1.1, Server, Content-Type, Cache-Control: no-store, X-Request-Id,
+// Allow / Retry-After / WWW-Authenticate when the answer has them, Connection: close unless
+// `keep_alive`, and Content-Length of the body; then the blank line. Replaces `head`'s contents.
+// `request_id` must be fit for a header (RequestId makes sure); the other values come from code.
+void write_answer_head(std::string& head, const ApiResponse& response, std::string_view request_id,
+                       bool keep_alive);
 
 extern template class HttpSession<PlainStream>;
 extern template class HttpSession<TlsStream>;

@@ -14,9 +14,12 @@
 //   {{"node", address}, {"addresses", list}, {"took_ms", elapsed.count()}});
 // Event names and keys are fixed snake_case words chosen by the caller, never client input.
 //
-// Thread-safe: each record is formatted into a per-thread buffer (no allocation once it has grown)
-// and written with one write(2), so records never interleave. Callers never pass a lease secret or
-// an API key's secret.
+// Thread-safe: each record is formatted into a per-thread buffer (no allocation once it has grown),
+// so records never interleave. It is then written with one write(2) by the thread that logs, or,
+// between start_async_log() and stop_async_log(), queued for a writer thread of its own
+// (log_sink.h): the thread that logs never waits for stderr, a record that finds the queue full is
+// dropped and counted (log_records_dropped()), and one thread's records keep their order. Callers
+// never pass a lease secret or an API key's secret.
 #pragma once
 
 #include <concepts>
@@ -45,6 +48,15 @@ std::string_view log_format_name(LogFormat format) noexcept;
 void configure_log(LogFormat format, LogLevel lowest) noexcept;
 // Whether a record at `level` would be written: lets a caller skip building an expensive field.
 bool log_enabled(LogLevel level) noexcept;
+
+// From start_async_log() on, records are queued for a writer thread (LogSink, log_sink.h, with
+// its default capacity and linger) instead of written by the thread that logs; stop_async_log()
+// writes every record queued and returns to writing at once. Call both from one thread (the
+// service's run); start throws std::system_error if the thread cannot start (logging then stays
+// synchronous). Records lost since start (a full queue, a failed write): log_records_dropped().
+void start_async_log();
+void stop_async_log() noexcept;
+std::uint64_t log_records_dropped() noexcept;
 
 // Longest value a field keeps by default (one_line()); longer ones end in "...".
 inline constexpr std::size_t kMaxLogValueBytes = 1024;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -237,6 +238,21 @@ storage::Status install_failpoints() {
 }  // namespace
 
 storage::Status run_service(const ServiceConfig& config) {
+  // While serving, records (the request log above all) are written by a thread of the log's own
+  // (log.h): the event loop never waits for stderr. Stopped last, whichever way this returns, so
+  // that every record queued until then is written (a clean shutdown loses none).
+  struct AsyncLog {
+    AsyncLog() {
+      try {
+        start_async_log();
+      } catch (const std::system_error& e) {
+        log_event(LogLevel::kWarning, "log_synchronous", {{"reason", e.what()}});
+      }
+    }
+    ~AsyncLog() { stop_async_log(); }
+    AsyncLog(const AsyncLog&) = delete;
+    AsyncLog& operator=(const AsyncLog&) = delete;
+  } const async_log;
   asio::io_context io(static_cast<int>(config.threads));
   // SIGHUP: the key file, then the certificate, each kept as it is when its new files are bad.
   // Both are read on the reloader's thread, never on the event loop. Its handler is installed
@@ -369,6 +385,10 @@ storage::Status run_service(const ServiceConfig& config) {
         gauges.push_back({"fencelock_token_draw_errors_total",
                           static_cast<double>(counted_tokens->draw_errors()),
                           "Fencing token draws that failed (acquires and POST /v1/tokens)."});
+        gauges.push_back({"fencelock_log_records_dropped_total",
+                          static_cast<double>(log_records_dropped()),
+                          "Log records not written: the log's queue was full (stderr did not "
+                          "keep up) or a write to stderr failed."});
         return metrics.render(engine->node_statuses(), gauges);
       },
       &authorizer);

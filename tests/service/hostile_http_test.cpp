@@ -8,8 +8,10 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -326,6 +328,7 @@ TEST_CASE("hostile: connection caps answer 503, keep probes reachable and count 
   // The 20 slow clients hung up in the middle of their headers: no request, no 400.
   CHECK_THAT(metrics, Catch::Contains("fencelock_http_client_hang_ups_total 20"));
   CHECK_THAT(metrics, !Catch::Contains("status=\"400\""));
+  REQUIRE(service.daemon->stop(SIGTERM) == std::optional<int>(0));  // the whole log, written
   CHECK_THAT(service.daemon->log(), !Catch::Contains("status=400"));
 }
 

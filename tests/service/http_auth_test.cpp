@@ -223,9 +223,10 @@ TEST_CASE("http auth: `fencelockd keys new` makes a key that works, and no secre
   const std::string lease_string = lease->lease_string();
   CHECK(client->release(lease.value()).ok());
 
+  const std::string metrics = s.call("GET", "/metrics", nullptr, nullptr).body;
+  REQUIRE(s.service->daemon->stop(SIGTERM) == std::optional<int>(0));  // the whole log, written
   const std::string log = s.service->daemon->log();
   CHECK_THAT(log, Catch::Contains("key=made"));  // the audit trail names the key
-  const std::string metrics = s.call("GET", "/metrics", nullptr, nullptr).body;
   for (const std::string& secret_text :
        {secret, s.billing.secret, s.ops.secret, lease_string.substr(lease_string.find('.') + 1)}) {
     CHECK(log.find(secret_text) == std::string::npos);
@@ -268,11 +269,13 @@ TEST_CASE("http auth: fencelockd authenticates to password-protected lock nodes 
     Fencelockd daemon(dir.path(), args);
     REQUIRE(ready(daemon));
     CHECK(HttpClient(daemon.port()).post("/v1/locks/a", json{{"ttl_ms", 1000}}).status == 200);
+    REQUIRE(daemon.stop(SIGTERM) == std::optional<int>(0));  // the whole log, written
     CHECK(daemon.log().find(password) == std::string::npos);
   }
   SECTION("from the environment") {
     Fencelockd daemon(dir.path(), base, {"FENCELOCK_REDIS_PASSWORD=" + password});
     REQUIRE(ready(daemon));
+    REQUIRE(daemon.stop(SIGTERM) == std::optional<int>(0));  // the whole log, written
     CHECK(daemon.log().find(password) == std::string::npos);
   }
   SECTION("without it the nodes are refused, and the log says why") {

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "http_client.h"
@@ -75,6 +77,7 @@ TEST_CASE("http: a lock set is granted all at once with a rising token per name"
                   {{"names", json::array({"a", "b"})}, {"lease", lease}, {"ttl_ms", 1000}})
             .error_code() == "not_held");
 
+  REQUIRE(s.daemon->stop(SIGTERM) == std::optional<int>(0));  // the whole log, written
   const std::string log = s.daemon->log();
   CHECK(log.find(lease.substr(lease.find('.') + 1)) == std::string::npos);
   CHECK(log.find("route=acquire_set") != std::string::npos);
@@ -201,6 +204,7 @@ TEST_CASE("http: a semaphore grants its permits per slot, refuses the next and a
 
   CHECK(http.get("/v1/semaphores/none").json() ==
         json{{"name", "none"}, {"permits", 0}, {"held", 0}});
+  REQUIRE(s.daemon->stop(SIGTERM) == std::optional<int>(0));  // the whole log, written
   CHECK(s.daemon->log().find(permits[0]["lease"].get<std::string>().substr(
             permits[0]["lease"].get<std::string>().find('.') + 1, 48)) == std::string::npos);
 }
