@@ -18,7 +18,7 @@ void LogSink::start() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (running_) return;
   // Both buffers are kept between batches; reserving a little spares the first requests growth.
-  queued_.reserve(std::min<std::size_t>(options_.capacity, 64 * 1024));
+  queued_.reserve(std::min<std::size_t>(options_.capacity, std::size_t{64} * 1024));
   stopping_ = false;
   writer_ = std::thread([this] { run_writer(); });
   running_ = true;
