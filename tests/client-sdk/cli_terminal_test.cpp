@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 
+#include "build_paths.h"
 #include "pty_process.h"
 #include "service_under_test.h"
 
@@ -13,7 +14,7 @@ namespace {
 
 PtyProcess run_on_terminal(ServiceUnderTest& s, const std::string& name,
                            const std::string& script) {
-  return PtyProcess({FENCELOCK_CLI_BINARY, "run", "--ttl", "5s", name, "--", "sh", "-c", script},
+  return PtyProcess({cli_binary(), "run", "--ttl", "5s", name, "--", "sh", "-c", script},
                     {"FENCELOCK_ENDPOINT=" + s.endpoint()});
 }
 

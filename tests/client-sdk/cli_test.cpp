@@ -4,6 +4,7 @@
 #include <fstream>
 #include <thread>
 
+#include "build_paths.h"
 #include "child_process.h"
 #include "fencelock/client.h"
 #include "service_under_test.h"
@@ -29,7 +30,7 @@ CliRun cli(ServiceUnderTest& s, const std::vector<std::string>& args,
            std::chrono::milliseconds limit = 20s, const std::vector<std::string>& env = {}) {
   static int run = 0;
   const auto out = s.dir.path() / ("cli-" + std::to_string(++run) + ".out");
-  std::vector<std::string> argv = {FENCELOCK_CLI_BINARY};
+  std::vector<std::string> argv = {cli_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> extra = {"FENCELOCK_ENDPOINT=" + s.endpoint()};
   extra.insert(extra.end(), env.begin(), env.end());
@@ -214,7 +215,7 @@ TEST_CASE("cli: run without a command holds the lock, renewing it, until SIGTERM
   const int signal_number = GENERATE(SIGTERM, SIGINT);
   const auto out = s.dir.path() / "hold.out";
   ChildProcess holder;
-  holder.start({FENCELOCK_CLI_BINARY, "-v", "run", "--ttl", "600ms", "held"}, out,
+  holder.start({cli_binary(), "-v", "run", "--ttl", "600ms", "held"}, out,
                {"FENCELOCK_ENDPOINT=" + s.endpoint(), "FENCELOCK_API_KEY=flk_not_shown"});
   const auto limit = std::chrono::steady_clock::now() + 10s;
   while (slurp(out).find("\"token\":1") == std::string::npos &&

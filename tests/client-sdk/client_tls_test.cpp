@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "build_paths.h"
 #include "child_process.h"
 #include "fencelock/client.h"
 #include "redis_server.h"
@@ -48,7 +49,7 @@ CliRun cli(const std::filesystem::path& dir, const std::vector<std::string>& arg
            const std::vector<std::string>& env = {}) {
   static int run = 0;
   const auto out = dir / ("cli-tls-" + std::to_string(++run) + ".out");
-  std::vector<std::string> argv = {FENCELOCK_CLI_BINARY};
+  std::vector<std::string> argv = {cli_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   ChildProcess process;
   process.start(argv, out, env);

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "build_paths.h"
 #include "child_process.h"
 #include "http_client.h"
 #include "redis_server.h"
@@ -31,8 +32,8 @@ struct Store {
         const std::string& name = "") {
     const std::string stem = name.empty() ? mode : name;
     port = pick_free_port();
-    process.start({FENCELOCK_RESOURCE_STORE, "--listen", "127.0.0.1:" + std::to_string(port),
-                   "--db", (dir / (db.empty() ? mode + ".db" : db)).string(), "--log",
+    process.start({resource_store_binary(), "--listen", "127.0.0.1:" + std::to_string(port), "--db",
+                   (dir / (db.empty() ? mode + ".db" : db)).string(), "--log",
                    (dir / (stem + ".ops.log")).string(), "--mode", mode},
                   dir / (stem + ".out"));
     const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -270,8 +271,8 @@ TEST_CASE("store: a database from an older store is refused with a clear message
   }
   ChildProcess store;
   store.start(
-      {FENCELOCK_RESOURCE_STORE, "--listen", "127.0.0.1:" + std::to_string(pick_free_port()),
-       "--db", (dir.path() / "old.db").string(), "--log", (dir.path() / "old.ops.log").string()},
+      {resource_store_binary(), "--listen", "127.0.0.1:" + std::to_string(pick_free_port()), "--db",
+       (dir.path() / "old.db").string(), "--log", (dir.path() / "old.ops.log").string()},
       dir.path() / "old.out");
   std::optional<int> code;
   const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -319,7 +320,7 @@ TEST_CASE("demo: Kleppmann's pause loses data without fencing and is refused wit
   Store unfenced(s.dir.path(), "unfenced");
   ChildProcess demo;
   const auto out = s.dir.path() / "demo.out";
-  demo.start({FENCELOCK_KLEPPMANN_DEMO, "--fencelock", s.endpoint(), "--fenced-store", fenced.url(),
+  demo.start({kleppmann_demo_binary(), "--fencelock", s.endpoint(), "--fenced-store", fenced.url(),
               "--unfenced-store", unfenced.url(), "--ttl-ms", "500"},
              out);
   std::optional<int> code;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <thread>
 
+#include "build_paths.h"
 #include "redis_server.h"
 #include "sync_redis.h"
 #include "temp_dir.h"
@@ -30,8 +31,8 @@ TEST_CASE("faults: a forward clock jump on one node expires its keys at once and
   const auto clock = dir.path() / "clock";
   write_clock(clock, "0");
   RedisServer server(dir.path() / "node", Persistence::kNone);
-  server.set_environment(
-      {"LD_PRELOAD=" FENCELOCK_CLOCK_SHIM, "FENCELOCK_CLOCK_FILE=" + clock.string()});
+  server.set_environment({std::string("LD_PRELOAD=") + clock_shim_library(),
+                          "FENCELOCK_CLOCK_FILE=" + clock.string()});
   server.start();
   SyncRedis redis(server.port());
   REQUIRE(redis.command({"SET", "k", "v", "PX", "20000"}).text == "OK");

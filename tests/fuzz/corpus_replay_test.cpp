@@ -7,11 +7,13 @@
 #include <iterator>
 #include <string>
 
+#include "build_paths.h"
 #include "fuzz_targets.h"
 
 TEST_CASE("fuzz: every kept corpus input runs through its target", "[fuzz]") {
   std::size_t inputs = 0;
-  for (const auto& dir : std::filesystem::directory_iterator(FENCELOCK_FUZZ_CORPUS)) {
+  for (const auto& dir :
+       std::filesystem::directory_iterator(fencelock::testing::fuzz_corpus_dir())) {
     const auto target = fencelock::fuzz::target_named(dir.path().filename().string());
     INFO("target " << dir.path().filename());
     REQUIRE(target != nullptr);

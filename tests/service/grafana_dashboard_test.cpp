@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "build_paths.h"
 #include "http_client.h"
 #include "prometheus_text.h"
 #include "service_under_test.h"
@@ -59,7 +60,7 @@ std::set<std::string> metric_names(const std::vector<std::string>& queries) {
 
 TEST_CASE("grafana: every metric the dashboard queries is in a real fencelockd's /metrics",
           "[service][redis]") {
-  std::ifstream file(FENCELOCK_GRAFANA_DASHBOARD);
+  std::ifstream file(grafana_dashboard_file());
   REQUIRE(file);
   std::stringstream text;
   text << file.rdbuf();

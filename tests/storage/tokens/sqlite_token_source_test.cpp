@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "build_paths.h"
 #include "temp_dir.h"
 #include "token_checks.h"
 #include "tokens/sqlite_handle.h"
@@ -42,7 +43,7 @@ struct Drawer {
     if (pid == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
       ::close(fds[0]);
-      ::execl(FENCELOCK_TOKEN_DRAWER, FENCELOCK_TOKEN_DRAWER, path.c_str(), name.c_str(),
+      ::execl(token_drawer_binary(), token_drawer_binary(), path.c_str(), name.c_str(),
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -141,7 +142,7 @@ TEST_CASE("a second process cannot own the same token file", "[storage]") {
 
   SECTION("another process is refused with a clear message") {
     const std::string command =
-        std::string(FENCELOCK_TOKEN_DRAWER) + " " + path.string() + " x 1 2>&1";
+        std::string(token_drawer_binary()) + " " + path.string() + " x 1 2>&1";
     FILE* pipe = ::popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);
     char buffer[512] = {};
