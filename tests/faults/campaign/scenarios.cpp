@@ -6,6 +6,9 @@
 #include <numeric>
 #include <thread>
 
+#include "http_client.h"
+#include "workload.h"
+
 namespace fencelock::faults {
 
 namespace {
@@ -37,12 +40,90 @@ void kill_minority(NemesisContext& c) {
   }
 }
 
-// A majority restarts empty at once, while leases are held; quarantine must keep them from voting.
+// How long the client-side window of a lease on `name` that is held now (granted, not released)
+// still runs; 0 when none is.
+milliseconds held_lease_left(const History& history, const std::string& name) {
+  const std::vector<Operation> ops = history.operations();
+  const std::int64_t now = history.now_ns();
+  std::vector<bool> released(ops.size(), false);
+  for (const Operation& op : ops) {
+    if (op.f == "release" && op.lease >= 0) released.at(static_cast<std::size_t>(op.lease)) = true;
+  }
+  std::int64_t left_ns = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Operation& op = ops[i];
+    if (op.f != "acquire" || op.name != name || op.outcome != Outcome::kOk || released[i]) continue;
+    const std::int64_t close = op.invoke_ns + (op.waited_ms + op.validity_ms) * 1'000'000;
+    left_ns = std::max(left_ns, close - now);
+  }
+  return milliseconds(left_ns / 1'000'000);
+}
+
+// A client of the nemesis's own (process kProbeProcess) asks for `name` without waiting, again and
+// again until granted or `until`: right after a majority lost a held lease's keys, a grant is an
+// overlap unless the restarted nodes are kept from voting. A grant is held briefly and released.
+constexpr int kProbeProcess = 100;
+
+void probe_acquire(NemesisContext& c, const std::string& name,
+                   std::chrono::steady_clock::time_point until) {
+  const std::string path = "/v1/locks/" + name;
+  while (std::chrono::steady_clock::now() < until) {
+    const std::uint16_t port = c.cluster.instance_port(c.random() % c.cluster.instance_count());
+    if (port == 0) continue;
+    testing::HttpClient http(port, 1000ms);
+    Operation acquire;
+    acquire.process = kProbeProcess;
+    acquire.f = "acquire";
+    acquire.name = name;
+    const std::size_t lease = c.history.begin(acquire);
+    const testing::HttpAnswer granted = http.post(path, {{"ttl_ms", 800}, {"wait_ms", 0}});
+    const nlohmann::json body = granted.json();
+    const Outcome outcome = granted.status == 200   ? Outcome::kOk
+                            : granted.status == 409 ? Outcome::kFail
+                                                    : Outcome::kInfo;
+    c.history.end(lease, outcome, [&](Operation& op) {
+      op.detail = "probe " + std::to_string(granted.status) + " " + granted.error_code();
+      if (granted.status != 200) return;
+      op.token = body.value("token", std::uint64_t{0});
+      op.validity_ms = body.value("validity_ms", std::int64_t{0});
+    });
+    if (granted.status != 200) {
+      std::this_thread::sleep_for(25ms);
+      continue;
+    }
+    std::this_thread::sleep_for(100ms);
+    Operation release;
+    release.process = kProbeProcess;
+    release.f = "release";
+    release.name = name;
+    release.lease = static_cast<std::int64_t>(lease);
+    const std::size_t index = c.history.begin(release);
+    const testing::HttpAnswer released = http.del(path, {{"lease", body.value("lease", "")}});
+    c.history.end(index, released.status == 200 ? Outcome::kOk : Outcome::kInfo,
+                  [&](Operation& op) { op.detail = "probe " + std::to_string(released.status); });
+    return;
+  }
+}
+
+// A majority restarts empty at once while a lease is held (each round waits, up to `every`, for a
+// lease with at least 600 ms of its window left), and a probe asks for the lock at once: quarantine
+// must keep the restarted nodes from voting. Without it the probe is granted over the held lease —
+// every round, not only when a waiter happens to retry in the window (the negative control).
 void restart_majority_empty(NemesisContext& c, std::chrono::milliseconds every) {
+  const std::string name = WorkloadSettings{}.lock_name;
   while (c.pause_for(every)) {
+    const auto give_up = std::chrono::steady_clock::now() + every;
+    milliseconds left = held_lease_left(c.history, name);
+    while (left < 600ms && std::chrono::steady_clock::now() < give_up) {
+      if (!c.pause_for(10ms)) return;
+      left = held_lease_left(c.history, name);
+    }
+    const auto lease_end = std::chrono::steady_clock::now() + left;
     const auto nodes = c.pick_nodes(3);
-    c.history.note("restart-empty", "nodes " + list(nodes));
+    c.history.note("restart-empty", "nodes " + list(nodes) + ", a lease held for " +
+                                        std::to_string(left.count()) + " ms more");
     for (const auto n : nodes) c.cluster.node(n).restart(false);
+    probe_acquire(c, name, lease_end);
   }
 }
 
