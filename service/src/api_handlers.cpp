@@ -1,6 +1,5 @@
 #include "api_handlers.h"
 
-#include <atomic>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -233,42 +232,21 @@ ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
   const bool waits = parsed->wait.count() > 0;
   const std::string owner(call.owner);
   // The key's caps (auth/key_usage.h): a waiter slot and a lock slot, given back on every outcome.
-  std::shared_ptr<KeyUsage> usage = call.usage;
-  if (usage) {
-    if (waits && !usage->begin_wait()) {
-      return answer(reply,
-                    quota_error("key '" + owner + "' has " + std::to_string(*usage->max_waiters()) +
-                                " acquires waiting already (max_waiters)"));
-    }
-    if (!usage->reserve_lock(std::chrono::steady_clock::now())) {
-      if (waits) usage->end_wait();
-      return answer(reply,
-                    quota_error("key '" + owner + "' holds " + std::to_string(*usage->max_locks()) +
-                                " locks through this fencelockd already (max_locks)"));
-    }
-  }
+  auto pending = PendingAcquire::begin(call.usage, owner, waits, 1, waiting_acquires_);
+  if (!pending.ok()) return answer(reply, std::move(pending).error());
   storage::AcquireRequest request{name, parsed->ttl, parsed->wait, owner};
-  if (waits) waiting_acquires_.fetch_add(1, std::memory_order_relaxed);
-  // The engine calls back exactly once; should acquire() throw instead, the count is given back.
-  struct Unwaiting {
-    std::atomic<std::size_t>* count;
-    ~Unwaiting() {
-      if (count != nullptr) count->fetch_sub(1, std::memory_order_relaxed);
-    }
-  } unwaiting{waits ? &waiting_acquires_ : nullptr};
-  const storage::AcquireTicket ticket = engine_.acquire(
-      std::move(request), [this, name, owner, owner_detail, usage, waits,
-                           reply = std::move(reply)](Result<storage::Lease> lease) mutable {
-        if (waits) waiting_acquires_.fetch_sub(1, std::memory_order_relaxed);
-        if (usage) {
-          if (waits) usage->end_wait();
-          if (lease.ok()) {
-            usage->hold(usage_key(name, lease->token), lease->started + lease->ttl);
-          } else {
-            usage->cancel_reservation();
+  storage::AcquireTicket ticket;
+  try {  // the handler runs exactly once, unless the call throws: then nothing runs it
+    ticket = engine_.acquire(
+        std::move(request),
+        [this, name, owner, owner_detail, usage = call.usage, pending = pending.value(),
+         reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+          // A refusal (409 locked) carries retry_after_ms from the engine's own answers.
+          if (!lease.ok()) {
+            pending.refused();
+            return reply(from_storage_error(lease.error()));
           }
-        }
-        if (lease.ok()) {
+          pending.granted(name, lease->token, lease->started + lease->ttl);
           std::string answer = lease_body(name, encode_lease(lease->token, lease->proof),
                                           lease->token, lease->ttl, lease->validity, lease->waited);
           ApiResponse response = ok_json_text(std::move(answer), lease->token);
@@ -279,21 +257,13 @@ ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
             if (usage) usage->drop(usage_key(name, claim.token));
             engine_.release(name, claim, [](const Result<bool>&) {});
           };
-          return reply(std::move(response));
-        }
-        if (lease.error().code != storage::ErrorCode::kLocked)
-          return reply(from_storage_error(lease.error()));
-        // Held by someone else: tell the caller when it is worth trying again, if we can tell.
-        engine_.inspect(name, [message = lease.error().message,
-                               reply = std::move(reply)](Result<storage::LockStatus> status) {
-          std::optional<std::int64_t> retry_after;
-          if (status.ok() && status->held && status->remaining)
-            retry_after = status->remaining->count();
-          reply(error_response(ApiError::kLocked, message, retry_after));
+          reply(std::move(response));
         });
-      });
-  unwaiting.count = nullptr;  // the callback gives it back
-  if (!waits) return {};      // one attempt: answered within about one node timeout anyway
+  } catch (...) {
+    pending->refused();
+    throw;
+  }
+  if (!waits) return {};  // one attempt: answered within about one node timeout anyway
   return [ticket] { ticket.cancel(); };
 }
 

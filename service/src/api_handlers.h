@@ -143,9 +143,6 @@ class ApiHandlers {
   Cancel extend_permit(const Call& call, Reply reply);
   Cancel release_permit(const Call& call, Reply reply);
   Cancel semaphore_status(const Call& call, Reply reply);
-  // Tells a refused waiting-capable acquire's caller when to try again: the answer of 409 locked
-  // for a lock set, from inspecting its names (the latest expiry among those held).
-  void answer_set_locked(std::vector<std::string> names, std::string message, Reply reply);
 
   storage::LockEngine& engine_;
   std::shared_ptr<storage::TokenSource> tokens_;

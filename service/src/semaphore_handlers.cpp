@@ -6,7 +6,6 @@
 // <slot>", lease_codec.h), so extend and release need nothing else. A permit counts as one lock
 // against a key's max_locks. A refusal for another permit count (409 permits_mismatch) carries
 // the live count, read back from the nodes.
-#include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -43,42 +42,36 @@ ApiHandlers::Cancel ApiHandlers::acquire_permit(const Call& call, Reply reply) {
   const std::string owner_detail = parsed->acquire.owner;
   const bool waits = parsed->acquire.wait.count() > 0;
   const std::string owner(call.owner);
-  std::shared_ptr<KeyUsage> usage = call.usage;
-  if (usage) {
-    if (waits && !usage->begin_wait()) {
-      return answer(reply,
-                    quota_error("key '" + owner + "' has " + std::to_string(*usage->max_waiters()) +
-                                " acquires waiting already (max_waiters)"));
-    }
-    if (!usage->reserve_lock(std::chrono::steady_clock::now())) {
-      if (waits) usage->end_wait();
-      return answer(reply,
-                    quota_error("key '" + owner + "' holds " + std::to_string(*usage->max_locks()) +
-                                " locks through this fencelockd already (max_locks)"));
-    }
-  }
+  // The key's caps (auth/key_usage.h): a waiter slot and a lock slot, given back on every outcome.
+  auto pending = PendingAcquire::begin(call.usage, owner, waits, 1, waiting_acquires_);
+  if (!pending.ok()) return answer(reply, std::move(pending).error());
   storage::PermitRequest request{name, parsed->permits, parsed->acquire.ttl, parsed->acquire.wait,
                                  owner};
-  if (waits) waiting_acquires_.fetch_add(1, std::memory_order_relaxed);
-  struct Unwaiting {
-    std::atomic<std::size_t>* count;
-    ~Unwaiting() {
-      if (count != nullptr) count->fetch_sub(1, std::memory_order_relaxed);
-    }
-  } unwaiting{waits ? &waiting_acquires_ : nullptr};
-  const storage::AcquireTicket ticket = engine_.acquire_permit(
-      std::move(request), [this, name, owner, owner_detail, usage, waits,
-                           reply = std::move(reply)](Result<storage::Permit> permit) mutable {
-        if (waits) waiting_acquires_.fetch_sub(1, std::memory_order_relaxed);
-        if (usage) {
-          if (waits) usage->end_wait();
-          if (permit.ok()) {
-            usage->hold(usage_key(name, permit->token), permit->started + permit->ttl);
-          } else {
-            usage->cancel_reservation();
+  storage::AcquireTicket ticket;
+  try {  // the handler runs exactly once, unless the call throws: then nothing runs it
+    ticket = engine_.acquire_permit(
+        std::move(request),
+        [this, name, owner, owner_detail, usage = call.usage, pending = pending.value(),
+         reply = std::move(reply)](Result<storage::Permit> permit) mutable {
+          if (!permit.ok()) {
+            pending.refused();
+            // 409 locked carries retry_after_ms from the engine's own answers, when they tell.
+            if (permit.error().code != storage::ErrorCode::kPermitsMismatch)
+              return reply(from_storage_error(permit.error()));
+            // The answer names the live count, so the caller can tell which count the others use.
+            return engine_.inspect_semaphore(
+                name, [message = permit.error().message,
+                       reply = std::move(reply)](Result<storage::SemaphoreStatus> status) {
+                  ApiResponse response = error_response(ApiError::kPermitsMismatch, message);
+                  if (status.ok() && status->permits > 0) {
+                    json body = json::parse(response.body);
+                    body["error"]["permits"] = status->permits;
+                    response.body = body.dump();
+                  }
+                  reply(std::move(response));
+                });
           }
-        }
-        if (permit.ok()) {
+          pending.granted(name, permit->token, permit->started + permit->ttl);
           json body = permit_body(name, permit->permits, permit->slot, permit->token, permit->proof,
                                   permit->ttl, permit->validity);
           body["waited_ms"] = permit->waited.count();
@@ -91,24 +84,12 @@ ApiHandlers::Cancel ApiHandlers::acquire_permit(const Call& call, Reply reply) {
             if (usage) usage->drop(usage_key(name, claim.token));
             engine_.release_permit(name, permits, slot, claim, [](const Result<bool>&) {});
           };
-          return reply(std::move(response));
-        }
-        if (permit.error().code != storage::ErrorCode::kPermitsMismatch)
-          return reply(from_storage_error(permit.error()));
-        // The answer names the live count, so the caller can tell which count the others use.
-        engine_.inspect_semaphore(
-            name, [message = permit.error().message,
-                   reply = std::move(reply)](Result<storage::SemaphoreStatus> status) {
-              ApiResponse response = error_response(ApiError::kPermitsMismatch, message);
-              if (status.ok() && status->permits > 0) {
-                json body = json::parse(response.body);
-                body["error"]["permits"] = status->permits;
-                response.body = body.dump();
-              }
-              reply(std::move(response));
-            });
-      });
-  unwaiting.count = nullptr;  // the callback gives it back
+          reply(std::move(response));
+        });
+  } catch (...) {
+    pending->refused();
+    throw;
+  }
   if (!waits) return {};
   return [ticket] { ticket.cancel(); };
 }

@@ -1,14 +1,13 @@
 // The handlers of lock sets (POST /v1/locks, POST /v1/locks:extend, DELETE /v1/locks): parse →
 // validate → call the engine's set operations → map errors, as the single-lock handlers do.
 //
-// The engine sorts the names; answers list them in that canonical order, and the lease carries
-// one token per name in the same order. A client may send the names of an extend or release in
-// any order: they are sorted here before the lease's tokens are paired with them. A key's
-// max_locks counts a set as one lock per name; each name is tracked as "<name>#<token>".
+// The engine sorts an acquire's names; answers list them in that canonical order, and the lease
+// carries one token per name in the same order. A client may send the names of an extend or
+// release in any order: they are sorted here, once, before the lease's tokens are paired with
+// them (the engine then finds them sorted). A key's max_locks counts a set as one lock per name;
+// each name is tracked as "<name>#<token>".
 #include <algorithm>
-#include <atomic>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "api_handlers.h"
@@ -46,6 +45,29 @@ std::optional<std::uint64_t> highest(const std::vector<std::uint64_t>& tokens) {
   return *std::max_element(tokens.begin(), tokens.end());
 }
 
+// What an extend or release of a lock set works on: its names in canonical order (the order of
+// the lease's tokens) and the claim its lease decodes to, bound to the caller's key `owner`.
+struct SetClaimCall {
+  std::vector<std::string> sorted;
+  storage::LockSetClaim claim;
+};
+
+// The SetClaimCall of `names` (as sent) and `lease`, or the 400 to answer if the lease does not
+// decode to one token per name.
+BasicResult<SetClaimCall, ApiResponse> set_claim_call(std::vector<std::string> names,
+                                                      std::string_view lease,
+                                                      std::string_view owner) {
+  auto claim = decode_set_lease(lease, names.size());
+  if (!claim) {
+    return ApiHandlers::error_response(ApiError::kInvalidRequest,
+                                       "lease is malformed, or does not hold one token per name (" +
+                                           std::to_string(names.size()) + ")");
+  }
+  claim->owner = std::string(owner);
+  std::sort(names.begin(), names.end());
+  return SetClaimCall{std::move(names), std::move(*claim)};
+}
+
 }  // namespace
 
 ApiHandlers::Cancel ApiHandlers::acquire_set(const Call& call, Reply reply) {
@@ -54,48 +76,26 @@ ApiHandlers::Cancel ApiHandlers::acquire_set(const Call& call, Reply reply) {
   const std::string owner_detail = parsed->acquire.owner;
   const bool waits = parsed->acquire.wait.count() > 0;
   const std::string owner(call.owner);
-  const std::size_t name_count = parsed->names.size();
-  std::shared_ptr<KeyUsage> usage = call.usage;
-  if (usage) {
-    if (waits && !usage->begin_wait()) {
-      return answer(reply,
-                    quota_error("key '" + owner + "' has " + std::to_string(*usage->max_waiters()) +
-                                " acquires waiting already (max_waiters)"));
-    }
-    if (!usage->reserve_lock(std::chrono::steady_clock::now(), name_count)) {
-      if (waits) usage->end_wait();
-      return answer(
-          reply, quota_error("key '" + owner + "' may hold " + std::to_string(*usage->max_locks()) +
-                             " locks through this fencelockd; a set of " +
-                             std::to_string(name_count) + " names would pass that (max_locks)"));
-    }
-  }
-  std::vector<std::string> names = parsed->names;
+  // The key's caps (auth/key_usage.h): a waiter slot and a lock slot per name, given back on every
+  // outcome.
+  auto pending =
+      PendingAcquire::begin(call.usage, owner, waits, parsed->names.size(), waiting_acquires_);
+  if (!pending.ok()) return answer(reply, std::move(pending).error());
   storage::LockSetRequest request{std::move(parsed->names), parsed->acquire.ttl,
                                   parsed->acquire.wait, owner};
-  if (waits) waiting_acquires_.fetch_add(1, std::memory_order_relaxed);
-  struct Unwaiting {
-    std::atomic<std::size_t>* count;
-    ~Unwaiting() {
-      if (count != nullptr) count->fetch_sub(1, std::memory_order_relaxed);
-    }
-  } unwaiting{waits ? &waiting_acquires_ : nullptr};
-  const storage::AcquireTicket ticket = engine_.acquire_set(
-      std::move(request),
-      [this, names = std::move(names), owner, owner_detail, usage, waits, name_count,
-       reply = std::move(reply)](Result<storage::LockSetLease> lease) mutable {
-        if (waits) waiting_acquires_.fetch_sub(1, std::memory_order_relaxed);
-        if (usage) {
-          if (waits) usage->end_wait();
-          if (lease.ok()) {
-            for (std::size_t i = 0; i < lease->names.size(); ++i)
-              usage->hold(usage_key(lease->names[i], lease->tokens[i]),
-                          lease->started + lease->ttl);
-          } else {
-            usage->cancel_reservation(name_count);
+  storage::AcquireTicket ticket;
+  try {  // the handler runs exactly once, unless the call throws: then nothing runs it
+    ticket = engine_.acquire_set(
+        std::move(request),
+        [this, owner, owner_detail, usage = call.usage, pending = pending.value(),
+         reply = std::move(reply)](Result<storage::LockSetLease> lease) mutable {
+          // A refusal (409 locked) carries retry_after_ms from the engine's own answers: when the
+          // set's names held now are all free again.
+          if (!lease.ok()) {
+            pending.refused();
+            return reply(from_storage_error(lease.error()));
           }
-        }
-        if (lease.ok()) {
+          pending.granted(lease->names, lease->tokens, lease->started + lease->ttl);
           json body = set_lease_body(lease->names, lease->tokens, lease->proof, lease->ttl,
                                      lease->validity);
           body["waited_ms"] = lease->waited.count();
@@ -111,71 +111,27 @@ ApiHandlers::Cancel ApiHandlers::acquire_set(const Call& call, Reply reply) {
             }
             engine_.release_set(sorted, claim, [](const Result<bool>&) {});
           };
-          return reply(std::move(response));
-        }
-        if (lease.error().code != storage::ErrorCode::kLocked)
-          return reply(from_storage_error(lease.error()));
-        answer_set_locked(std::move(names), lease.error().message, std::move(reply));
-      });
-  unwaiting.count = nullptr;  // the callback gives it back
+          reply(std::move(response));
+        });
+  } catch (...) {
+    pending->refused();
+    throw;
+  }
   if (!waits) return {};
   return [ticket] { ticket.cancel(); };
-}
-
-void ApiHandlers::answer_set_locked(std::vector<std::string> names, std::string message,
-                                    Reply reply) {
-  // The set is free once every name held now is: the latest expiry among them is when it is worth
-  // trying again (unknown if any inspect fails).
-  struct Join {
-    std::mutex mutex;
-    std::size_t left = 0;
-    bool known = true;
-    std::optional<std::chrono::milliseconds> latest;
-    std::string message;
-    Reply reply;
-  };
-  auto join = std::make_shared<Join>();
-  join->left = names.size();
-  join->message = std::move(message);
-  join->reply = std::move(reply);
-  for (std::string& name : names) {
-    engine_.inspect(std::move(name), [join](Result<storage::LockStatus> status) {
-      std::unique_lock<std::mutex> lock(join->mutex);
-      if (!status.ok()) {
-        join->known = false;
-      } else if (status->held) {
-        if (!status->remaining) {
-          join->known = false;
-        } else if (!join->latest || *join->latest < *status->remaining) {
-          join->latest = status->remaining;
-        }
-      }
-      if (--join->left != 0) return;
-      std::optional<std::int64_t> retry_after;
-      if (join->known && join->latest) retry_after = join->latest->count();
-      lock.unlock();
-      join->reply(error_response(ApiError::kLocked, join->message, retry_after));
-    });
-  }
 }
 
 ApiHandlers::Cancel ApiHandlers::extend_set(const Call& call, Reply reply) {
   auto parsed = parse_set_extend_body(call.body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
-  auto claim = decode_set_lease(parsed->extend.lease, parsed->names.size());
-  if (!claim) {
-    return answer(reply,
-                  error_response(ApiError::kInvalidRequest,
-                                 "lease is malformed, or does not hold one token per name (" +
-                                     std::to_string(parsed->names.size()) + ")"));
-  }
-  claim->owner = std::string(call.owner);
-  std::vector<std::string> sorted = parsed->names;
-  std::sort(sorted.begin(), sorted.end());
+  auto set = set_claim_call(std::move(parsed->names), parsed->extend.lease, call.owner);
+  if (!set.ok()) return answer(reply, std::move(set).error());
+  std::vector<std::string> sorted = set->sorted;
   // The answer's tokens come from what the nodes verified, never from the request alone.
   engine_.extend_set(
-      sorted, *claim, parsed->extend.ttl,
-      [sorted, proof = claim->proof, owner = claim->owner, usage = call.usage,
+      std::move(set->sorted), set->claim, parsed->extend.ttl,
+      [sorted = std::move(sorted), proof = set->claim.proof, usage = call.usage,
+       owner = set->claim.owner,
        reply = std::move(reply)](Result<storage::LockSetExtension> extension) {
         if (!extension.ok()) return reply(claim_error(extension.error(), owner));
         if (usage) {
@@ -194,28 +150,21 @@ ApiHandlers::Cancel ApiHandlers::extend_set(const Call& call, Reply reply) {
 ApiHandlers::Cancel ApiHandlers::release_set(const Call& call, Reply reply) {
   auto parsed = parse_set_release_body(call.body);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
-  auto claim = decode_set_lease(parsed->release.lease, parsed->names.size());
-  if (!claim) {
-    return answer(reply,
-                  error_response(ApiError::kInvalidRequest,
-                                 "lease is malformed, or does not hold one token per name (" +
-                                     std::to_string(parsed->names.size()) + ")"));
-  }
-  claim->owner = std::string(call.owner);
-  std::vector<std::string> sorted = parsed->names;
-  std::sort(sorted.begin(), sorted.end());
-  const std::vector<std::uint64_t> tokens = claim->tokens;
-  const std::string owner = claim->owner;
-  engine_.release_set(
-      sorted, std::move(*claim),
-      [sorted, tokens, owner, usage = call.usage, reply = std::move(reply)](Result<bool> released) {
-        if (!released.ok()) return reply(claim_error(released.error(), owner));
-        if (usage) {  // released, or already gone
-          for (std::size_t i = 0; i < sorted.size(); ++i)
-            usage->drop(usage_key(sorted[i], tokens[i]));
-        }
-        reply(ok(json{{"names", sorted}, {"released", released.value()}}));
-      });
+  auto set = set_claim_call(std::move(parsed->names), parsed->release.lease, call.owner);
+  if (!set.ok()) return answer(reply, std::move(set).error());
+  std::vector<std::string> sorted = set->sorted;
+  const std::vector<std::uint64_t> tokens = set->claim.tokens;
+  const std::string owner = set->claim.owner;
+  engine_.release_set(std::move(set->sorted), std::move(set->claim),
+                      [sorted = std::move(sorted), tokens, owner, usage = call.usage,
+                       reply = std::move(reply)](Result<bool> released) {
+                        if (!released.ok()) return reply(claim_error(released.error(), owner));
+                        if (usage) {  // released, or already gone
+                          for (std::size_t i = 0; i < sorted.size(); ++i)
+                            usage->drop(usage_key(sorted[i], tokens[i]));
+                        }
+                        reply(ok(json{{"names", sorted}, {"released", released.value()}}));
+                      });
   return {};
 }
 

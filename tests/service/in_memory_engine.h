@@ -58,10 +58,7 @@ class InMemoryEngine final : public storage::LockEngine {
     if (request.name == throwing_name) throw std::runtime_error("in-memory engine: boom");
     later([this, request, done = std::move(done)] {
       if (refusal) return done(storage::make_error(storage::ErrorCode::kUnavailable, *refusal));
-      if (locks_.count(request.name) != 0) {
-        return done(
-            storage::make_error(storage::ErrorCode::kLocked, "the lock is held by another lease"));
-      }
+      if (locks_.count(request.name) != 0) return done(locked("the lock is held by another lease"));
       tokens_->next(request.name, [&](storage::Result<std::uint64_t> token) {
         const std::string proof = std::string(16, 'a') + std::to_string(next_proof_++);
         storage::Lease lease;
@@ -126,10 +123,7 @@ class InMemoryEngine final : public storage::LockEngine {
       if (std::adjacent_find(request.names.begin(), request.names.end()) != request.names.end())
         return done(storage::make_error(storage::ErrorCode::kInvalidArgument, "duplicate name"));
       for (const std::string& name : request.names) {
-        if (locks_.count(name) != 0) {
-          return done(storage::make_error(storage::ErrorCode::kLocked,
-                                          "'" + name + "' is held by another lease"));
-        }
+        if (locks_.count(name) != 0) return done(locked("'" + name + "' is held by another lease"));
       }
       storage::LockSetLease lease;
       lease.proof = next_proof();
@@ -185,7 +179,7 @@ class InMemoryEngine final : public storage::LockEngine {
       std::uint32_t slot = 0;
       while (slot < request.permits && semaphore.slots.count(slot) != 0) ++slot;
       if (slot == request.permits) {
-        return done(storage::make_error(storage::ErrorCode::kLocked, "every permit is held"));
+        return done(locked("every permit is held"));
       }
       storage::Permit permit;
       permit.name = request.name;
@@ -247,6 +241,12 @@ class InMemoryEngine final : public storage::LockEngine {
   const storage::EngineOptions& options() const noexcept override { return options_; }
 
  private:
+  // A refusal as the engine makes it: kLocked, retry after the holder's remaining 5 s.
+  static storage::Error locked(std::string message) {
+    storage::Error error = storage::make_error(storage::ErrorCode::kLocked, std::move(message));
+    error.retry_after = std::chrono::milliseconds(5000);
+    return error;
+  }
   struct Held {
     std::uint64_t token;
     std::string proof;

@@ -188,6 +188,10 @@ RespCommand AcquireOperation::attempt_command(bool marking, bool eval) const {
 }
 
 void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
+  if (cookie == (attempt_ | kExpiryRead)) {
+    if (phase_ == Phase::kReadingExpiry) on_expiry_read(node, reply);
+    return;
+  }
   if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
   const bool scripted = marking_ || target_.kind != AcquireTarget::Kind::kLock;
   if (scripted && core_->resend_on_noscript(
@@ -453,7 +457,10 @@ void AcquireOperation::attempt_failed(Error error) {
   }
   if (target_.kind == AcquireTarget::Kind::kSet && error.code == ErrorCode::kLocked)
     hand_on_wakeups();
-  if (error.code == ErrorCode::kLocked) use_releases_while_out();
+  if (error.code == ErrorCode::kLocked) {
+    note_refusal();
+    use_releases_while_out();
+  }
   // A permit refused on its slot while another slot is free on a quorum tries that one at once
   // (at most once per slot before it sleeps or gives up: the answers may keep shifting).
   if (target_.kind == AcquireTarget::Kind::kPermit && error.code == ErrorCode::kLocked &&
@@ -472,6 +479,7 @@ void AcquireOperation::attempt_failed(Error error) {
   const auto budget_end = call_started_ + target_.wait;
   const auto now = Clock::now();
   if (!retryable || core_->stopped() || now >= budget_end) {
+    if (retryable && read_refusers_expiry()) return;  // completes once they answered
     complete(std::move(error));
     return;
   }
@@ -484,6 +492,48 @@ void AcquireOperation::attempt_failed(Error error) {
   sleep_until_retry(std::move(error));
 }
 
+void AcquireOperation::note_refusal() {
+  const auto frees_in =
+      time_until_grantable(answers_, core_->quorum());
+  grantable_at_.reset();
+  if (frees_in) grantable_at_ = Clock::now() + *frees_in;
+}
+
+bool AcquireOperation::read_refusers_expiry() {
+  const bool plain_set = target_.kind == AcquireTarget::Kind::kLock && !marking_;
+  if (!plain_set || core_->stopped()) return false;
+  RespCommand pttl(2);
+  pttl.arg("PTTL").arg(keys_.front());
+  expiry_reads_pending_ = 0;
+  for (std::size_t node = 0; node < answers_.size(); ++node) {
+    // A node still to answer is asked too: its PTTL runs after its SET and the release, so it
+    // reads the holder's key, or finds none (-2: free) if our SET won there.
+    const Vote vote = tally_->is_voter(node) ? tally_->vote_of(node) : Vote::kFailed;
+    if (vote != Vote::kNo && vote != Vote::kPending) continue;
+    core_->send_to(node, pttl, shared_from_this(), attempt_ | kExpiryRead);
+    ++expiry_reads_pending_;
+  }
+  if (expiry_reads_pending_ == 0) return false;
+  phase_ = Phase::kReadingExpiry;
+  return true;
+}
+
+void AcquireOperation::on_expiry_read(std::size_t node, const NodeReply& reply) {
+  if (node < answers_.size() && reply.kind == NodeReply::Kind::kInteger) {
+    NodeAnswer& answer = answers_[node];
+    if (reply.integer >= 0) {  // held, by a holder PTTL does not name
+      answer.kind = NodeAnswer::Kind::kHeld;
+      answer.holder.clear();
+      answer.remaining = std::chrono::milliseconds(reply.integer);
+    } else if (reply.integer == -2) {  // gone since it refused
+      answer.kind = NodeAnswer::Kind::kFree;
+    }
+  }
+  if (--expiry_reads_pending_ != 0) return;
+  note_refusal();
+  complete(make_error(ErrorCode::kLocked, lock_held_message(target_.kind)));
+}
+
 void AcquireOperation::sleep_until_retry(Error error) {
   join_queue();
   hops_ = 0;
@@ -494,12 +544,13 @@ void AcquireOperation::sleep_until_retry(Error error) {
   // otherwise — and at most every kLongestExpirySleep, in case an announcement was lost — the
   // random retry delay.
   Clock::duration pause = retry_delay(options.retry_delay, options.retry_jitter, core_->rng());
-  if (const auto frees_in = time_until_grantable(answers_, core_->quorum())) {
+  if (grantable_at_) {  // the refusal that led here (note_refusal), if it told
+    const auto frees_in = std::max<Clock::duration>(*grantable_at_ - now, Clock::duration{0});
     // Spread by up to kExpirySpread: waiters of several instances that wake at the same expiry
     // would otherwise split the nodes between them more often than not.
     const auto spread = std::uniform_int_distribution<std::int64_t>(
         0, std::chrono::microseconds(kExpirySpread).count())(core_->rng());
-    pause = std::min<Clock::duration>(*frees_in + std::chrono::microseconds(spread),
+    pause = std::min<Clock::duration>(frees_in + std::chrono::microseconds(spread),
                                       std::max<Clock::duration>(pause, kLongestExpirySleep));
   }
   answers_.clear();  // a wake-up without a new attempt knows nothing new
@@ -537,7 +588,9 @@ void AcquireOperation::arm_retry_timer(Clock::duration delay) {
 
 void AcquireOperation::become_first(Clock::duration frees_in) {
   if (phase_ != Phase::kWaitingToRetry) return;  // awake: it looks again when it next sleeps
-  const auto budget_left = call_started_ + target_.wait - Clock::now();
+  const auto now = Clock::now();
+  grantable_at_ = now + frees_in;  // the grant that made it first: its holder's expiry
+  const auto budget_left = call_started_ + target_.wait - now;
   arm_retry_timer(std::max<Clock::duration>(
       Clock::duration::zero(),
       std::min<Clock::duration>({frees_in, Clock::duration(kLongestExpirySleep), budget_left})));
@@ -549,6 +602,7 @@ Waiter::Wake AcquireOperation::wake_now(std::string_view name) {
       (target_.kind == AcquireTarget::Kind::kSet && target_.names.size() > 1);
   switch (phase_) {
     case Phase::kDone:
+    case Phase::kReadingExpiry:  // refused for good: only its answer is still being written
       return Wake::kFinished;
     case Phase::kWoken:
     case Phase::kVoting:
@@ -637,6 +691,8 @@ void AcquireOperation::abandon() {
       break;
     case Phase::kWoken:
       break;  // the posted attempt sees kDone and does nothing
+    case Phase::kReadingExpiry:
+      break;  // its attempt was released already; the expiry answers are ignored
   }
   complete(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
 }
@@ -672,6 +728,11 @@ void AcquireOperation::finish(std::optional<ErrorCode> error) {
 
 void AcquireOperation::complete(Error error) {
   if (phase_ == Phase::kDone) return;
+  if (error.code == ErrorCode::kLocked && grantable_at_) {
+    error.retry_after =
+        std::max(std::chrono::milliseconds(0),
+                 std::chrono::ceil<std::chrono::milliseconds>(*grantable_at_ - Clock::now()));
+  }
   // Wake-ups that came after its last attempt went out and that no attempt will use (its budget
   // ran out, it was cancelled, the engine stops): the next waiter of each name gets them.
   for (const std::string& woken_by : pending_wakeups_) core_->wake_waiter_after(woken_by, this);

@@ -16,6 +16,13 @@
 // An attempt that will wait if refused runs the acquire-and-mark script instead of the plain SET,
 // so that its refusal marks the holder's value (lua_scripts.h) and releases through other engines
 // are announced to this one.
+//
+// A refusal (kLocked) says when a grant can first succeed (Error::retry_after, expiry_wait.h),
+// from the refusing nodes' own answers: the scripts answer each one's holder and remaining ttl.
+// The plain SET answers only nil; when an acquire ends on such a refusal, the nodes that refused
+// (or had not answered yet) are each asked their key's PTTL — one plain command, queued behind the attempt's release, so it
+// neither delays nor changes it — and the error is answered once they replied (each within the
+// node timeout). Their keys count as one holder's: PTTL does not name the holder.
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
@@ -73,7 +80,9 @@ class AcquireOperation : public ReplySink,
 
  private:
   using Clock = std::chrono::steady_clock;
-  enum class Phase { kVoting, kDrawingToken, kWaitingToRetry, kWoken, kDone };
+  enum class Phase { kVoting, kDrawingToken, kWaitingToRetry, kWoken, kReadingExpiry, kDone };
+  // The cookie of an expiry read (PTTL) of attempt n: n | kExpiryRead. Attempts never reach it.
+  static constexpr std::uint32_t kExpiryRead = std::uint32_t{1} << 31;
 
   void attempt();
   RespCommand attempt_command(bool marking, bool eval) const;
@@ -84,6 +93,12 @@ class AcquireOperation : public ReplySink,
   void on_token(std::uint32_t attempt, std::size_t index, Result<std::uint64_t> token);
   void on_all_tokens();
   void attempt_failed(Error error);
+  // From answers_ of a refused attempt: when a grant can first succeed (grantable_at_).
+  void note_refusal();
+  // A refused plain SET that ends the acquire: asks each node that refused for its key's PTTL
+  // and returns true (the refusal completes in on_expiry_read); false if there is nothing to ask.
+  bool read_refusers_expiry();
+  void on_expiry_read(std::size_t node, const NodeReply& reply);
   // A refused permit attempt: a slot free on a quorum of the answers to try at once, if any; and
   // the slot to try after a sleep otherwise.
   std::optional<std::uint32_t> free_slot_to_try();
@@ -154,6 +169,9 @@ class AcquireOperation : public ReplySink,
   Clock::duration token_draw_{0};
   std::optional<QuorumTally> tally_;
   std::vector<NodeAnswer> answers_;  // of the last attempt, by node: when its holder's keys expire
+  // When the last refused attempt's answers say a grant can first succeed; nullopt: unknown.
+  std::optional<Clock::time_point> grantable_at_;
+  std::size_t expiry_reads_pending_ = 0;  // kReadingExpiry: PTTL answers still to come
   boost::asio::steady_timer retry_timer_;
   std::uint32_t sleep_ = 0;            // which arming of retry_timer_ is current
   std::optional<Error> last_refusal_;  // answered if the budget ends while it sleeps

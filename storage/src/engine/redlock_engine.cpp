@@ -51,7 +51,8 @@ Status check_wait(const EngineOptions& options, milliseconds wait) {
   return Done{};
 }
 
-// A lock set's names: 1..kMaxLockSetNames valid, distinct names. Sorts them into canonical order.
+// A lock set's names: 1..kMaxLockSetNames valid, distinct names. Sorts them into canonical order
+// unless they are in it already (the service sends an extend's or release's names sorted).
 Status check_set_names(std::vector<std::string>& names) {
   if (names.empty() || names.size() > kMaxLockSetNames) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -60,7 +61,7 @@ Status check_set_names(std::vector<std::string>& names) {
   for (const auto& name : names) {
     if (Status valid = check_name(name); !valid.ok()) return valid;
   }
-  std::sort(names.begin(), names.end());
+  if (!std::is_sorted(names.begin(), names.end())) std::sort(names.begin(), names.end());
   if (std::adjacent_find(names.begin(), names.end()) != names.end()) {
     return make_error(ErrorCode::kInvalidArgument, "a lock set's names must be distinct");
   }

@@ -68,6 +68,46 @@ TEST_CASE("a second acquire of a held lock is refused until the first lease is r
   CHECK(third->proof != first->proof);
 }
 
+TEST_CASE("a refusal says when the lock can be granted again, from the refusing nodes' answers",
+          "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest t(engine_options_for(cluster));
+  REQUIRE(t.acquire("orders", 10s).ok());
+
+  // The holder's remaining ttl, plus the drift allowance (1 % + 1 ms; expiry_wait.h).
+  const auto refused_with_retry_after = [](const Result<Lease>& refused) {
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kLocked);
+    REQUIRE(refused.error().retry_after.has_value());
+    CHECK(*refused.error().retry_after > 9000ms);
+    CHECK(*refused.error().retry_after <= 10102ms);
+  };
+  SECTION("without wait: the plain SET, then PTTL on the nodes that refused") {
+    refused_with_retry_after(t.acquire("orders", 1s));
+  }
+  SECTION("after a wait: the acquire-and-mark script's answers") {
+    refused_with_retry_after(t.acquire("orders", 1s, 50ms));
+  }
+  SECTION("with two nodes dead, still without waiting for them") {
+    cluster.node(1).kill();
+    cluster.node(3).kill();
+    t.wait_for_voting_nodes(3);
+    Result<Lease> refused = make_error(ErrorCode::kInternal, "not run");
+    CHECK(timed([&] { refused = t.acquire("orders", 1s); }) <
+          engine_options_for(cluster).node_timeout + kMargin);
+    refused_with_retry_after(refused);
+  }
+  SECTION("not when nobody holds a quorum: the other keys may be an acquire's half-won attempt") {
+    SyncRedis(cluster.node(0).port()).command({"SET", "fencelock:lock:split", "x", "PX", "10000"});
+    SyncRedis(cluster.node(1).port()).command({"SET", "fencelock:lock:split", "y", "PX", "10000"});
+    SyncRedis(cluster.node(2).port()).command({"SET", "fencelock:lock:split", "z", "PX", "10000"});
+    const auto refused = t.acquire("split", 1s, 50ms);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kLocked);
+    CHECK_FALSE(refused.error().retry_after.has_value());
+  }
+}
+
 TEST_CASE("an expired lease frees the lock after its ttl", "[storage][redis]") {
   RedisCluster cluster(5);
   EngineUnderTest t(engine_options_for(cluster));

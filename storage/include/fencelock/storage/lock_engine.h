@@ -6,7 +6,10 @@
 // started the operation, and on a thread where it must not block; calls are safe from any thread.
 // A lease's proof and secret are never logged.
 // Errors of every call: kInvalidArgument (bad name, ttl, wait or claim), kUnavailable; acquire also
-// kLocked and kCancelled; extend kLeaseLost; acquire_permit kPermitsMismatch.
+// kLocked and kCancelled; extend kLeaseLost; acquire_permit kPermitsMismatch. A kLocked of
+// acquire, acquire_set or acquire_permit carries Error::retry_after when the refusing attempt's
+// answers tell when a grant can succeed again (result.h); no further call to the nodes is needed
+// to learn it.
 #pragma once
 
 #include <chrono>

@@ -81,7 +81,12 @@ class RedlockEngine final : public LockEngine {
 
   // Errors: kLocked (another lease holds it on too many nodes), kUnavailable (too few nodes
   // answered, the token source failed, or no validity was left), kInvalidArgument, kCancelled
-  // (through the returned ticket).
+  // (through the returned ticket). kLocked carries Error::retry_after when the last attempt's
+  // answers tell it (expiry_wait.h). The scripts of waiting attempts, sets and permits answer each
+  // refusing node's holder and remaining ttl; the plain SET of a single lock that will not wait
+  // answers only nil, so the nodes that refused it are then asked their key's PTTL (one plain
+  // command each, sent after the attempt's release, answered before the error) — those nodes'
+  // keys count as one holder's.
   AcquireTicket acquire(AcquireRequest request, AcquireHandler done) override;
 
   // Makes the lease's remaining ttl at least `ttl` on every node that still holds it; never

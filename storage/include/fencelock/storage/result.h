@@ -6,6 +6,8 @@
 // thread-safe (like any value).
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +32,12 @@ std::string_view error_code_name(ErrorCode code) noexcept;
 struct Error {
   ErrorCode code;
   std::string message;  // for people: what failed and, where known, why
+  // kLocked only: how long after the error was made the name (every name of a set, a permit of
+  // the semaphore) can first be granted again, as the refusing nodes' own answers tell — the
+  // holder's remaining ttl on enough of them, plus the drift allowance. nullopt when they cannot
+  // tell (a split vote between other acquires, too few answers, a node that did not say) and for
+  // every other code. A hint for when to try again, never a promise: a release frees it sooner.
+  std::optional<std::chrono::milliseconds> retry_after;
 };
 
 template <class T>
@@ -40,7 +48,7 @@ using fencelock::Done;
 using Status = Result<Done>;
 
 inline Error make_error(ErrorCode code, std::string message) {
-  return Error{code, std::move(message)};
+  return Error{code, std::move(message), std::nullopt};
 }
 
 }  // namespace fencelock::storage

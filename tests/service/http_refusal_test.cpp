@@ -1,0 +1,119 @@
+// A refused acquire says when to try again (retry_after_ms) from its own attempt's answers: the
+// lock nodes see no second broadcast (the inspect scripts) after it — for a lock without and with
+// a wait, a lock set and a semaphore permit. Real redis-servers and fencelockd; MONITOR on every
+// node records each command it runs.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/lua_scripts.h"
+#include "http_client.h"
+#include "service_under_test.h"
+#include "sync_redis.h"
+
+using namespace fencelock::testing;
+using nlohmann::json;
+
+namespace {
+
+// Every command one node runs from construction until stop(), as MONITOR reports them.
+class NodeMonitor {
+ public:
+  explicit NodeMonitor(std::uint16_t port) : port_(port), monitor_(port) {
+    REQUIRE(monitor_.command({"MONITOR"}).text == "OK");
+  }
+
+  // The commands seen up to now: ends the recording with a marker command and reads up to it
+  // (at most 100,000 lines, each within the client's 1 s timeout).
+  std::vector<std::string> stop() {
+    const std::string marker = "fencelock-test-monitor-end";
+    SyncRedis(port_).command({"ECHO", marker});
+    std::vector<std::string> lines;
+    for (int i = 0; i < 100'000; ++i) {
+      const SyncReply line = monitor_.receive();
+      if (!line.answered() || line.text.find(marker) != std::string::npos) break;
+      lines.push_back(line.text);
+    }
+    return lines;
+  }
+
+ private:
+  std::uint16_t port_;
+  SyncRedis monitor_;
+};
+
+std::size_t count_containing(const std::vector<std::string>& lines, std::string_view what) {
+  std::size_t count = 0;
+  for (const auto& line : lines) {
+    if (line.find(what) != std::string::npos) ++count;
+  }
+  return count;
+}
+
+// Commands a client sent, not ones a script ran ("[0 lua]").
+std::vector<std::string> sent_by_clients(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (const auto& line : lines) {
+    if (line.find(" lua] ") == std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("http: a refused acquire answers retry_after_ms without asking the nodes again",
+          "[service][redis]") {
+  ServiceUnderTest s;
+  HttpClient http = s.client();
+  REQUIRE(http.post("/v1/locks/held", {{"ttl_ms", 10000}}).status == 200);
+  REQUIRE(http.post("/v1/semaphores/pool", {{"permits", 1}, {"ttl_ms", 10000}}).status == 200);
+
+  std::vector<std::unique_ptr<NodeMonitor>> monitors;
+  for (std::size_t i = 0; i < s.cluster.size(); ++i)
+    monitors.push_back(std::make_unique<NodeMonitor>(s.cluster.node(i).port()));
+
+  HttpAnswer refused;
+  bool plain_set = false;  // a single lock without wait: the plain SET NX PX fast path
+  SECTION("a lock, without wait") {
+    refused = http.post("/v1/locks/held", {{"ttl_ms", 1000}});
+    plain_set = true;
+  }
+  SECTION("a lock, after waiting") {
+    refused = http.post("/v1/locks/held", {{"ttl_ms", 1000}, {"wait_ms", 50}});
+  }
+  SECTION("a lock set with a held name") {
+    refused = http.post("/v1/locks", {{"names", {"free", "held"}}, {"ttl_ms", 1000}});
+  }
+  SECTION("a permit of a semaphore whose permits are all held") {
+    refused = http.post("/v1/semaphores/pool", {{"permits", 1}, {"ttl_ms", 1000}});
+  }
+  CHECK(refused.status == 409);
+  CHECK(refused.error_code() == "locked");
+  const json retry_after = refused.json()["error"]["retry_after_ms"];
+  REQUIRE(retry_after.is_number_integer());
+  // The holder's remaining ttl, plus the drift allowance (1 % + 1 ms) of expiry_wait.h.
+  CHECK(retry_after.get<long>() > 9000);
+  CHECK(retry_after.get<long>() <= 10102);
+
+  std::size_t expiry_reads = 0;
+  for (std::size_t i = 0; i < monitors.size(); ++i) {
+    const std::vector<std::string> lines = monitors[i]->stop();
+    INFO("node " << i << ":\n"
+                 << [&] {
+                      std::string all;
+                      for (const auto& line : lines) all += line + "\n";
+                      return all;
+                    }());
+    CHECK(count_containing(lines, fencelock::storage::kInspectScriptSha) == 0);
+    CHECK(count_containing(lines, fencelock::storage::kInspectSemaphoreScriptSha) == 0);
+    expiry_reads += count_containing(sent_by_clients(lines), "\"PTTL\" \"fencelock:lock:held\"");
+  }
+  // The plain SET answers only nil: the nodes that refused it are asked their key's PTTL (at
+  // least a quorum refused). The scripts answer the ttl themselves: no read follows them.
+  if (plain_set) {
+    CHECK(expiry_reads >= 3);
+  } else {
+    CHECK(expiry_reads == 0);
+  }
+}
