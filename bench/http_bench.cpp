@@ -2,7 +2,8 @@
 // keep-alive connection, all driven by one thread. One JSON line of results on stdout.
 //
 //   http_bench --endpoint http[s]://127.0.0.1:8080[,http[s]://127.0.0.1:8081...]
-//              --workload uncontended|contended|extend|tokens|idle|connections|set|semaphore
+//              --workload uncontended|contended|extend|tokens|idle|connections|set|semaphore|
+//                         refused
 //              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms
 //              1]
 //              [--system fencelock] [--api-key SECRET] [--ca-file CA.pem]
@@ -47,6 +48,12 @@
 //   they leave no TIME_WAIT behind on the loader's side: 10,000 connections closed by the loader
 //   would otherwise hold 10,000 loopback ports for a minute, and any server that binds one of
 //   them then (another bench, a test harness) fails with "address in use".
+//   refused      the refusal path (#20): callers 0 … N−1 (N = --names, e.g. 4) each take one name
+//                with wait_ms and hold it for the run; every caller then acquires a random one of
+//                the N without wait, in a loop: each answer should be 409 locked with
+//                retry_after_ms (ops = refusals; "no_retry_after" counts those without it;
+//                "granted" counts grants, released at once, before the holders got their names).
+//                The names carry a per-run tag, so back-to-back runs do not meet.
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/resource.h>
@@ -104,6 +111,7 @@ struct Settings {
   int permits = 8;                         // semaphore: permits of each (1..64)
   bool close_with_reset = false;           // --close-with-reset: SO_LINGER 0 on every connection
   long ramp_ms = 0;                        // --ramp-ms: callers start spread over this (0: at once)
+  std::string run_tag;                     // refused: makes this run's names its own
 };
 
 struct Totals {
@@ -111,8 +119,9 @@ struct Totals {
   fencelock::bench::LatencyHistogram latency;  // acquire (or the op itself)
   fencelock::bench::LatencyHistogram pair;     // acquire + release
   fencelock::bench::LatencyHistogram handoff;  // contended: release answered → next grant answered
-  fencelock::bench::LatencyHistogram handshake;  // connections over TLS: the handshake alone
-  std::uint64_t connections = 0;                 // connections workload: started so far
+  fencelock::bench::LatencyHistogram handshake;   // connections over TLS: the handshake alone
+  std::uint64_t connections = 0;                  // connections workload: started so far
+  std::uint64_t granted = 0, no_retry_after = 0;  // refused workload (see the top comment)
   Clock::time_point last_release{};
   // Contended (bench/scale.sh's waiter counts): fairness and the rate with every caller queued.
   std::vector<std::uint32_t> grants_by_caller;  // grants per caller index, drain included
@@ -220,6 +229,10 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
       send(http::verb::get, "/healthz", "", &Caller::on_connection);
       return;
     }
+    if (s_.workload == "refused" && index_ < s_.names) {
+      hold_refused_name();
+      return;
+    }
     next();
   }
 
@@ -251,6 +264,10 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
       json body{{"names", set_names_}, {"ttl_ms", s_.ttl_ms}};
       if (s_.set_pool > 0) body["wait_ms"] = s_.wait_ms;
       send(http::verb::post, "/v1/locks", body.dump(), &Caller::on_acquired);
+    } else if (s_.workload == "refused") {
+      name_ = refused_name(static_cast<int>(rng_() % static_cast<unsigned>(s_.names)));
+      send(http::verb::post, "/v1/locks/" + name_, json{{"ttl_ms", s_.ttl_ms}}.dump(),
+           &Caller::on_refusal);
     } else if (s_.workload == "semaphore") {
       name_ = "sem-" + std::to_string(index_ % s_.semaphores);
       send(http::verb::post, "/v1/semaphores/" + name_,
@@ -379,6 +396,51 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
     }
     next();
   }
+
+  // ---- the refused workload (#20) ----
+  std::string refused_name(int k) const {
+    return "refused-" + s_.run_tag + "-" + std::to_string(k);
+  }
+
+  // Caller k < N holds name k for the whole run (and then some: it is never released).
+  void hold_refused_name() {
+    const long ttl_ms = std::max(s_.ttl_ms, static_cast<long>(s_.seconds * 1000) + 10'000);
+    send(http::verb::post, "/v1/locks/" + refused_name(index_),
+         json{{"ttl_ms", ttl_ms}, {"wait_ms", s_.wait_ms}}.dump(), &Caller::on_refused_name_held);
+  }
+
+  void on_refused_name_held(unsigned status, const json&) {
+    if (status != 200) ++totals_.errors;
+    next();
+  }
+
+  void on_refusal(unsigned status, const json& body) {
+    totals_.latency.record(Clock::now() - started_);
+    if (status == 200) {  // before its holder got it: give it back at once
+      ++totals_.granted;
+      lease_ = body.value("lease", "");
+      send(http::verb::delete_, "/v1/locks/" + name_, json{{"lease", lease_}}.dump(),
+           &Caller::on_simple_then_next);
+      return;
+    }
+    const bool locked = status == 409 && body.is_object() && body.contains("error") &&
+                        body["error"].value("code", "") == "locked";
+    if (!locked) {
+      ++totals_.errors;
+      return next();
+    }
+    ++totals_.ops;
+    if (!body["error"].contains("retry_after_ms") ||
+        !body["error"]["retry_after_ms"].is_number_integer())
+      ++totals_.no_retry_after;
+    next();
+  }
+
+  void on_simple_then_next(unsigned status, const json&) {
+    if (status != 200) ++totals_.errors;
+    next();
+  }
+  // ---- end of the refused workload ----
 
   void on_extend_held(unsigned status, const json& body) {
     if (status != 200) {
@@ -533,6 +595,7 @@ int main(int argc, char** argv) {
     }
   }
   if (s.endpoints.empty()) s.endpoints.push_back(Endpoint{});
+  s.run_tag = std::to_string(std::random_device{}() % 1'000'000'000);
   if (s.set_size < 1 || s.set_pool < 0 || (s.set_pool > 0 && s.set_pool < s.set_size) ||
       s.semaphores < 1 || s.permits < 1) {
     std::fprintf(stderr,
@@ -610,6 +673,11 @@ int main(int argc, char** argv) {
   if (s.workload == "semaphore") {
     out["semaphores"] = s.semaphores;
     out["permits"] = s.permits;
+  }
+  if (s.workload == "refused") {
+    out["held_names"] = s.names;
+    out["granted"] = totals.granted;
+    out["no_retry_after"] = totals.no_retry_after;
   }
   if (s.workload == "uncontended" || s.workload == "set" || s.workload == "semaphore") {
     out["pair_p50_ms"] = ms(totals.pair.quantile(0.5));

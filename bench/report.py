@@ -370,7 +370,29 @@ if set_rows or semaphore_rows:
                   f"({percent(own['ops_per_sec'], single['ops_per_sec'])}) — one script per node either way, with four "
                   "keys on each node and a token per name instead of one.\n")
 
+
+def refusal_section():
+    """#20: the refusal path — callers on a few held names without wait, every answer a 409 locked
+    whose retry_after_ms comes from the refused attempt itself (no second broadcast)."""
+    refusal_rows = [r for r in rows if r.get("system") == "fencelock" and r.get("workload") == "refused"]
+    if not refusal_rows:
+        return
+    md.append("\n## 8b. Refused acquires\n")
+    md.append("Callers on a few names held for the whole run (`http_bench --workload refused`), each acquire "
+              "without `wait_ms`: every answer is `409 locked` with `retry_after_ms`, taken from the refused "
+              "attempt's own answers (the plain `SET NX PX`, then `PTTL` on the nodes that refused). "
+              "fencelockd CPU per refusal from `/proc` (user + system).\n")
+    md.append("| held names | callers | refusals/s | p50 | p99 | without retry_after_ms | fencelockd CPU per refusal | errors |")
+    md.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in refusal_rows:
+        md.append(f"| {r.get('held_names')} | {r['callers']} | {num(r['ops_per_sec'])} | {num(r['p50_ms'], 3)} ms | "
+                  f"{num(r['p99_ms'], 3)} ms | {r.get('no_retry_after', 0)} | {cpu_us([r])} µs | {r['errors']} |")
+
+
+refusal_section()
 report_scale.section(rows, md)
+
+
 def cpu_per_pair_target():
     """#20, the HTTP path's cost: fencelockd's CPU per uncontended acquire + release pair (utime +
     stime from /proc over the run, ÷ pairs) at 64 callers (a quick run: its largest level), over

@@ -321,6 +321,19 @@ for c in $draw_levels; do
 done
 kill -TERM "$(cat "$work/fencelockd-etcd.pid")" 2>/dev/null || true
 
+# ---- #20: the refusal path (refused acquires answer retry_after_ms with no second broadcast) ----
+# Callers on 4 names held for the whole run, each acquire without wait: every answer a 409 locked
+# (ops = refusals), with fencelockd's CPU per refusal beside it.
+refusal_levels="16 64"
+[ "$quick" = 1 ] && refusal_levels=16
+for c in $refusal_levels; do
+  say "fencelock refused acquires: $c callers on 4 held names, no wait"
+  t0=$(cpu_ticks "$(cat "$work/fencelockd.pid")")
+  "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload refused --names 4 \
+    --callers "$c" --seconds "$seconds" | with_server_cpu "$(cat "$work/fencelockd.pid")" "$t0" | record
+done
+# ---- end of #20's refusal path ----
+
 for w in extend tokens; do
   for c in 1 64; do
     say "fencelock $w, $c callers"
