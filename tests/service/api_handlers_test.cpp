@@ -170,6 +170,11 @@ TEST_CASE("api: a handler that throws answers 500 once, and the server keeps ser
   CHECK(answer.status == 500);
   CHECK(code_of(answer) == "internal");
   CHECK(api.call(Method::kGet, "/healthz").status == 200);
+  // A waiting acquire that throws gives its waiter count back (PendingAcquire).
+  const ApiResponse waiting =
+      api.call(Method::kPost, "/v1/locks/boom", R"({"ttl_ms": 1000, "wait_ms": 1000})");
+  CHECK(waiting.status == 500);
+  CHECK(api.handlers.waiting_acquires() == 0);
 }
 
 TEST_CASE("api: only a waiting acquire can be cancelled", "[service]") {

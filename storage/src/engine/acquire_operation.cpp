@@ -493,8 +493,7 @@ void AcquireOperation::attempt_failed(Error error) {
 }
 
 void AcquireOperation::note_refusal() {
-  const auto frees_in =
-      time_until_grantable(answers_, core_->quorum());
+  const auto frees_in = time_until_grantable(answers_, core_->quorum());
   grantable_at_.reset();
   if (frees_in) grantable_at_ = Clock::now() + *frees_in;
 }
@@ -502,36 +501,80 @@ void AcquireOperation::note_refusal() {
 bool AcquireOperation::read_refusers_expiry() {
   const bool plain_set = target_.kind == AcquireTarget::Kind::kLock && !marking_;
   if (!plain_set || core_->stopped()) return false;
-  RespCommand pttl(2);
-  pttl.arg("PTTL").arg(keys_.front());
-  expiry_reads_pending_ = 0;
+  std::size_t refused = 0;
   for (std::size_t node = 0; node < answers_.size(); ++node) {
-    // A node still to answer is asked too: its PTTL runs after its SET and the release, so it
-    // reads the holder's key, or finds none (-2: free) if our SET won there.
-    const Vote vote = tally_->is_voter(node) ? tally_->vote_of(node) : Vote::kFailed;
-    if (vote != Vote::kNo && vote != Vote::kPending) continue;
-    core_->send_to(node, pttl, shared_from_this(), attempt_ | kExpiryRead);
-    ++expiry_reads_pending_;
+    if (tally_->is_voter(node) && tally_->vote_of(node) == Vote::kNo) ++refused;
   }
-  if (expiry_reads_pending_ == 0) return false;
+  // A node still to answer is asked only when the refusals alone cannot make a quorum: its read
+  // queues behind its SET (and the release), so it waits out a slow node's answer.
+  const bool ask_pending = refused < core_->quorum();
+  std::vector<std::size_t> asked;
+  for (std::size_t node = 0; node < answers_.size(); ++node) {
+    const Vote vote = tally_->is_voter(node) ? tally_->vote_of(node) : Vote::kFailed;
+    if (vote == Vote::kNo || (ask_pending && vote == Vote::kPending)) asked.push_back(node);
+  }
+  return read_expiry(asked);
+}
+
+bool AcquireOperation::read_expiry_everywhere() {
+  std::vector<std::size_t> voters;
+  for (std::size_t node = 0; node < tally_->node_count(); ++node) {
+    if (tally_->is_voter(node)) voters.push_back(node);
+  }
+  answers_.assign(tally_->node_count(), NodeAnswer{});
+  return read_expiry(voters);
+}
+
+bool AcquireOperation::read_expiry(const std::vector<std::size_t>& nodes) {
+  if (nodes.empty() || core_->stopped()) return false;
+  // Whatever it learns, this acquire will not try again: the queues and the wake-ups it holds go
+  // on to the next waiter now, not after the reads (up to a node timeout).
+  for (const std::string& woken_by : pending_wakeups_) core_->wake_waiter_after(woken_by, this);
+  pending_wakeups_.clear();
+  leave_queues(/*granted=*/false);
+  // The phase and the count first: a reply never arrives from inside send (redis_node.h), but
+  // nothing here should depend on it.
   phase_ = Phase::kReadingExpiry;
+  expiry_reads_pending_ = nodes.size();
+  const RespCommand inspect =
+      EngineCore::script_command(Script::kInspect, /*eval=*/false, std::span(keys_.data(), 1), {});
+  answers_.resize(tally_->node_count());
+  for (const std::size_t node : nodes) {
+    answers_[node] = {};
+    core_->send_to(node, inspect, shared_from_this(), attempt_ | kExpiryRead);
+  }
   return true;
 }
 
 void AcquireOperation::on_expiry_read(std::size_t node, const NodeReply& reply) {
-  if (node < answers_.size() && reply.kind == NodeReply::Kind::kInteger) {
+  if (core_->resend_on_noscript(
+          node, reply,
+          [this] {
+            return EngineCore::script_command(Script::kInspect, /*eval=*/true,
+                                              std::span(keys_.data(), 1), {});
+          },
+          shared_from_this(), attempt_ | kExpiryRead)) {
+    return;
+  }
+  // The inspect script: {value or nil, pttl}. The holder is the value's lease id (its first
+  // kLeaseIdLength characters, before any mark, as the acquire-and-mark script answers it): keys
+  // of different holders (a split vote) must not add up to a quorum.
+  using Kind = NodeReply::Kind;
+  if (node < answers_.size() && reply.kind == Kind::kArray && reply.elements.size() == 2 &&
+      reply.elements[1].kind == Kind::kInteger) {
+    const NodeReply& value = reply.elements[0];
     NodeAnswer& answer = answers_[node];
-    if (reply.integer >= 0) {  // held, by a holder PTTL does not name
+    if (value.kind == Kind::kString && reply.elements[1].integer >= 0) {
       answer.kind = NodeAnswer::Kind::kHeld;
-      answer.holder.clear();
-      answer.remaining = std::chrono::milliseconds(reply.integer);
-    } else if (reply.integer == -2) {  // gone since it refused
+      answer.holder = value.text.substr(0, std::min(kLeaseIdLength, value.text.find('#')));
+      answer.remaining = std::chrono::milliseconds(reply.elements[1].integer);
+    } else if (value.kind == Kind::kNil) {  // gone since it refused
       answer.kind = NodeAnswer::Kind::kFree;
     }
   }
   if (--expiry_reads_pending_ != 0) return;
   note_refusal();
-  complete(make_error(ErrorCode::kLocked, lock_held_message(target_.kind)));
+  complete(last_refusal_.value_or(make_error(ErrorCode::kLocked, lock_held_message(target_.kind))));
 }
 
 void AcquireOperation::sleep_until_retry(Error error) {
@@ -578,6 +621,15 @@ void AcquireOperation::arm_retry_timer(Clock::duration delay) {
     // The budget ran out while queued. An acquire that queued behind others without trying yet
     // still makes its one attempt: the lock may well be free by now.
     if (Clock::now() >= self->call_started_ + self->target_.wait && self->attempt_ > 0) {
+      // What its last refusal said may be stale: a waiter that is not first has not asked since
+      // its first refusal, and a time that has passed says nothing. A lock then reads its
+      // holder's expiry once more for the answer's retry_after (the first waiter's answers are
+      // at most one sleep old, and a release would have woken it).
+      const bool stale =
+          !self->first_in_a_queue() || !self->grantable_at_ || *self->grantable_at_ <= Clock::now();
+      if (self->target_.kind == AcquireTarget::Kind::kLock && stale &&
+          self->read_expiry_everywhere())
+        return;
       self->complete(self->last_refusal_.value_or(
           make_error(ErrorCode::kLocked, lock_held_message(self->target_.kind))));
       return;
@@ -689,10 +741,9 @@ void AcquireOperation::abandon() {
     case Phase::kWaitingToRetry:
       retry_timer_.cancel();
       break;
-    case Phase::kWoken:
-      break;  // the posted attempt sees kDone and does nothing
-    case Phase::kReadingExpiry:
-      break;  // its attempt was released already; the expiry answers are ignored
+    case Phase::kWoken:          // the posted attempt sees kDone and does nothing
+    case Phase::kReadingExpiry:  // its attempt was released already; the reads' answers are ignored
+      break;
   }
   complete(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
 }
@@ -704,6 +755,12 @@ void AcquireOperation::cancel() {
 void AcquireOperation::finish(std::optional<ErrorCode> error) {
   phase_ = Phase::kDone;
   core_->untrack(this);
+  leave_queues(/*granted=*/!error);
+  core_->report(OperationKind::kAcquire, error, Clock::now() - call_started_, attempt_,
+                tally_ ? &*tally_ : nullptr, token_draw_);
+}
+
+void AcquireOperation::leave_queues(bool granted) {
   if (queued_) {
     // The next waiter becomes the first, the one that watches the nodes. Granted here: it sleeps
     // to this grant's expiry (a release wakes it sooner), with no attempt that would only be
@@ -713,22 +770,23 @@ void AcquireOperation::finish(std::optional<ErrorCode> error) {
         attempt_started_ + target_.ttl + std::chrono::milliseconds(1) - Clock::now();
     for (const auto& queue : queues()) {
       if (core_->is_first_waiter(queue, this)) {
-        if (error) {
-          core_->wake_waiter_after(queue, this);
-        } else {
+        if (granted) {
           core_->promote_waiter_after(queue, this, grant_expires_in);
+        } else {
+          core_->wake_waiter_after(queue, this);
         }
       }
       core_->remove_waiter(queue, this);
     }
+    queued_ = false;
   }
-  core_->report(OperationKind::kAcquire, error, Clock::now() - call_started_, attempt_,
-                tally_ ? &*tally_ : nullptr, token_draw_);
 }
 
 void AcquireOperation::complete(Error error) {
   if (phase_ == Phase::kDone) return;
-  if (error.code == ErrorCode::kLocked && grantable_at_) {
+  // A refusal says when to try again if its answers told, and that time is still ahead (a stale
+  // one, a set's or permit's that slept out its budget, says nothing).
+  if (error.code == ErrorCode::kLocked && grantable_at_ && *grantable_at_ > Clock::now()) {
     error.retry_after =
         std::max(std::chrono::milliseconds(0),
                  std::chrono::ceil<std::chrono::milliseconds>(*grantable_at_ - Clock::now()));

@@ -20,9 +20,11 @@
 // A refusal (kLocked) says when a grant can first succeed (Error::retry_after, expiry_wait.h),
 // from the refusing nodes' own answers: the scripts answer each one's holder and remaining ttl.
 // The plain SET answers only nil; when an acquire ends on such a refusal, the nodes that refused
-// (or had not answered yet) are each asked their key's PTTL — one plain command, queued behind the attempt's release, so it
-// neither delays nor changes it — and the error is answered once they replied (each within the
-// node timeout). Their keys count as one holder's: PTTL does not name the holder.
+// are asked their key's holder and ttl (the read-only inspect script, queued behind the attempt's
+// release on each connection, so it neither delays nor changes it), and the error is answered
+// once they replied (each within the node timeout). A lock waiter whose budget runs out while it
+// sleeps asks every voting node the same, since what it last heard may be stale. A set or permit
+// waiter answers what its last refusal said if that time is still ahead, and nothing otherwise.
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
@@ -95,9 +97,19 @@ class AcquireOperation : public ReplySink,
   void attempt_failed(Error error);
   // From answers_ of a refused attempt: when a grant can first succeed (grantable_at_).
   void note_refusal();
-  // A refused plain SET that ends the acquire: asks each node that refused for its key's PTTL
-  // and returns true (the refusal completes in on_expiry_read); false if there is nothing to ask.
+  // A refused plain SET that ends the acquire: asks each node that refused (and, if those are
+  // fewer than a quorum, each still to answer) for its key's holder and ttl, and returns true (the
+  // refusal completes in on_expiry_read); false if there is nothing to ask.
   bool read_refusers_expiry();
+  // A lock waiter whose budget ran out asleep: its last refusal's answers may be stale; asks every
+  // voting node. True if the reads went out.
+  bool read_expiry_everywhere();
+  // Leaves the queues and hands on its wake-ups (it will not try again), then sends the inspect
+  // script to `nodes`: phase kReadingExpiry until all answered. False if there is none to ask.
+  bool read_expiry(const std::vector<std::size_t>& nodes);
+  // Out of every queue it joined: the next waiter becomes first — promoted to this grant's
+  // expiry if `granted`, woken otherwise.
+  void leave_queues(bool granted);
   void on_expiry_read(std::size_t node, const NodeReply& reply);
   // A refused permit attempt: a slot free on a quorum of the answers to try at once, if any; and
   // the slot to try after a sleep otherwise.
