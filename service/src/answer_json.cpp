@@ -1,21 +1,10 @@
 #include "answer_json.h"
 
-#include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "append_decimal.h"
+
 namespace fencelock::service {
-
-namespace {
-
-template <class Number>
-void append_number(std::string& out, Number value) {
-  char digits[24];
-  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
-  static_cast<void>(ec);  // 24 bytes hold any 64-bit integer
-  out.append(digits, end);
-}
-
-}  // namespace
 
 void append_json_string(std::string& out, std::string_view text) {
   for (const char c : text) {
@@ -72,14 +61,14 @@ std::string lease_answer_json(std::string_view name, std::string_view lease, std
   out += R"(,"name":)";
   append_json_string(out, name);
   out += R"(,"token":)";
-  append_number(out, token);
+  append_decimal(out, token);
   out += R"(,"ttl_ms":)";
-  append_number(out, ttl.count());
+  append_decimal(out, ttl.count());
   out += R"(,"validity_ms":)";
-  append_number(out, validity.count());
+  append_decimal(out, validity.count());
   if (waited) {
     out += R"(,"waited_ms":)";
-    append_number(out, waited->count());
+    append_decimal(out, waited->count());
   }
   out += '}';
   return out;

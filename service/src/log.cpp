@@ -4,11 +4,11 @@
 
 #include <array>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <vector>
 
+#include "append_decimal.h"
 #include "log_sink.h"
 
 namespace fencelock::service {
@@ -117,14 +117,6 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
-template <class Number>
-void append_number(std::string& out, Number value) {
-  char digits[24];
-  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
-  static_cast<void>(ec);  // 24 bytes hold any 64-bit integer
-  out.append(digits, end);
-}
-
 void append_time(std::string& out) {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
@@ -155,9 +147,9 @@ void append_value(std::string& out, LogFormat format, const LogField& field) {
       return format == LogFormat::kJson ? append_json_string(out, field.text())
                                         : append_text_value(out, field.text());
     case LogField::Kind::kSigned:
-      return append_number(out, field.signed_value());
+      return append_decimal(out, field.signed_value());
     case LogField::Kind::kUnsigned:
-      return append_number(out, field.unsigned_value());
+      return append_decimal(out, field.unsigned_value());
     case LogField::Kind::kBool:
       out += field.unsigned_value() != 0 ? "true" : "false";
       return;
