@@ -380,7 +380,7 @@ def refusal_section():
     md.append("\n## 8b. Refused acquires\n")
     md.append("Callers on a few names held for the whole run (`http_bench --workload refused`), each acquire "
               "without `wait_ms`: every answer is `409 locked` with `retry_after_ms`, taken from the refused "
-              "attempt's own answers (the plain `SET NX PX`, then `PTTL` on the nodes that refused). "
+              "attempt's own answers (the plain `SET NX PX`, then the read-only inspect script on the nodes that refused). "
               "fencelockd CPU per refusal from `/proc` (user + system).\n")
     md.append("| held names | callers | refusals/s | p50 | p99 | without retry_after_ms | fencelockd CPU per refusal | errors |")
     md.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
