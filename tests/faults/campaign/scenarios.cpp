@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <thread>
 
@@ -41,63 +42,125 @@ void kill_minority(NemesisContext& c) {
 }
 
 // How long the client-side window of a lease on `name` that is held now (granted, not released)
-// still runs; 0 when none is.
-milliseconds held_lease_left(const History& history, const std::string& name) {
+// still runs; 0 when none is. `mid_write`: only a lease whose holder has read the set and not yet
+// written it back (its lock-set step is half done).
+milliseconds held_lease_left(const History& history, const std::string& name, bool mid_write) {
   const std::vector<Operation> ops = history.operations();
   const std::int64_t now = history.now_ns();
   std::vector<bool> released(ops.size(), false);
+  std::vector<bool> read(ops.size(), false);
+  std::vector<bool> writing(ops.size(), false);
   for (const Operation& op : ops) {
-    if (op.f == "release" && op.lease >= 0) released.at(static_cast<std::size_t>(op.lease)) = true;
+    if (op.lease < 0) continue;
+    const auto lease = static_cast<std::size_t>(op.lease);
+    if (op.f == "release") released.at(lease) = true;
+    if (op.f == "read" && op.outcome == Outcome::kOk) read.at(lease) = true;
+    if (op.f == "write") writing.at(lease) = true;
   }
   std::int64_t left_ns = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Operation& op = ops[i];
     if (op.f != "acquire" || op.name != name || op.outcome != Outcome::kOk || released[i]) continue;
+    if (mid_write && (!read[i] || writing[i])) continue;
     const std::int64_t close = op.invoke_ns + (op.waited_ms + op.validity_ms) * 1'000'000;
     left_ns = std::max(left_ns, close - now);
   }
   return milliseconds(left_ns / 1'000'000);
 }
 
-// A client of the nemesis's own (process kProbeProcess) asks for `name` without waiting, again and
-// again until granted or `until`: right after a majority lost a held lease's keys, a grant is an
-// overlap unless the restarted nodes are kept from voting. A grant is held briefly and released.
+// Waits (up to `limit`) for a lease as held_lease_left() finds, with at least 600 ms of its window
+// left; returns when that window ends (now, if none was found in time).
+std::chrono::steady_clock::time_point wait_for_held_lease(NemesisContext& c,
+                                                          const std::string& name, bool mid_write,
+                                                          milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  milliseconds left = held_lease_left(c.history, name, mid_write);
+  while (left < 600ms && std::chrono::steady_clock::now() < give_up) {
+    if (!c.pause_for(10ms)) break;
+    left = held_lease_left(c.history, name, mid_write);
+  }
+  return std::chrono::steady_clock::now() + left;
+}
+
+// A client of the nemesis's own (process kProbeProcess) asks for the campaign lock without waiting,
+// again and again until granted or `until`: right after a majority lost a held lease's keys, a
+// grant is an overlap unless the service keeps it from happening. A grant is held briefly and
+// released; with `write_set` it first does the lock-set step itself (a fenced read and write of
+// the set, one element added) — an acknowledged element that the old holder's pending write will
+// overwrite, unless the store fences it.
 constexpr int kProbeProcess = 100;
 
-void probe_acquire(NemesisContext& c, const std::string& name,
-                   std::chrono::steady_clock::time_point until) {
-  const std::string path = "/v1/locks/" + name;
+void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point until, bool write_set) {
+  static int probe_elements = 0;
+  const WorkloadSettings workload;
+  const std::string path = "/v1/locks/" + workload.lock_name;
+  const auto record = [&](Operation op, std::int64_t lease, std::uint64_t token) {
+    op.process = kProbeProcess;
+    op.lease = lease;
+    op.token = token;
+    return c.history.begin(std::move(op));
+  };
   while (std::chrono::steady_clock::now() < until) {
     const std::uint16_t port = c.cluster.instance_port(c.random() % c.cluster.instance_count());
     if (port == 0) continue;
     testing::HttpClient http(port, 1000ms);
     Operation acquire;
-    acquire.process = kProbeProcess;
     acquire.f = "acquire";
-    acquire.name = name;
-    const std::size_t lease = c.history.begin(acquire);
+    acquire.name = workload.lock_name;
+    const std::size_t lease = record(acquire, -1, 0);
     const testing::HttpAnswer granted = http.post(path, {{"ttl_ms", 800}, {"wait_ms", 0}});
     const nlohmann::json body = granted.json();
     const Outcome outcome = granted.status == 200   ? Outcome::kOk
                             : granted.status == 409 ? Outcome::kFail
                                                     : Outcome::kInfo;
+    const std::uint64_t token = body.value("token", std::uint64_t{0});
     c.history.end(lease, outcome, [&](Operation& op) {
       op.detail = "probe " + std::to_string(granted.status) + " " + granted.error_code();
       if (granted.status != 200) return;
-      op.token = body.value("token", std::uint64_t{0});
+      op.token = token;
       op.validity_ms = body.value("validity_ms", std::int64_t{0});
     });
     if (granted.status != 200) {
       std::this_thread::sleep_for(25ms);
       continue;
     }
+    const auto lease_index = static_cast<std::int64_t>(lease);
+    if (write_set) {
+      testing::HttpClient store(c.cluster.store_port(), 1000ms);
+      const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(token)}};
+      const std::string set_path = "/objects/" + workload.set_key;
+      Operation read;
+      read.f = "read";
+      read.name = workload.set_key;
+      const std::size_t read_index = record(read, lease_index, token);
+      const testing::HttpAnswer seen = store.request("GET", set_path, "", fencing);
+      const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
+      const bool read_ok = seen.status == 200 || seen.status == 404;
+      c.history.end(read_index, read_ok ? Outcome::kOk : Outcome::kInfo, [&](Operation& op) {
+        op.value = before;
+        op.detail = "probe " + std::to_string(seen.status);
+      });
+      if (read_ok) {
+        Operation write;
+        write.f = "write";
+        write.name = workload.set_key;
+        write.value =
+            before + (before.empty() ? "" : ",") + "probe-" + std::to_string(++probe_elements);
+        const std::size_t write_index = record(write, lease_index, token);
+        const testing::HttpAnswer written = store.request("PUT", set_path, write.value, fencing);
+        c.history.end(
+            write_index,
+            written.status == 200   ? Outcome::kOk
+            : written.status == 409 ? Outcome::kFail
+                                    : Outcome::kInfo,
+            [&](Operation& op) { op.detail = "probe " + std::to_string(written.status); });
+      }
+    }
     std::this_thread::sleep_for(100ms);
     Operation release;
-    release.process = kProbeProcess;
     release.f = "release";
-    release.name = name;
-    release.lease = static_cast<std::int64_t>(lease);
-    const std::size_t index = c.history.begin(release);
+    release.name = workload.lock_name;
+    const std::size_t index = record(release, lease_index, 0);
     const testing::HttpAnswer released = http.del(path, {{"lease", body.value("lease", "")}});
     c.history.end(index, released.status == 200 ? Outcome::kOk : Outcome::kInfo,
                   [&](Operation& op) { op.detail = "probe " + std::to_string(released.status); });
@@ -112,18 +175,16 @@ void probe_acquire(NemesisContext& c, const std::string& name,
 void restart_majority_empty(NemesisContext& c, std::chrono::milliseconds every) {
   const std::string name = WorkloadSettings{}.lock_name;
   while (c.pause_for(every)) {
-    const auto give_up = std::chrono::steady_clock::now() + every;
-    milliseconds left = held_lease_left(c.history, name);
-    while (left < 600ms && std::chrono::steady_clock::now() < give_up) {
-      if (!c.pause_for(10ms)) return;
-      left = held_lease_left(c.history, name);
-    }
-    const auto lease_end = std::chrono::steady_clock::now() + left;
+    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, every);
     const auto nodes = c.pick_nodes(3);
-    c.history.note("restart-empty", "nodes " + list(nodes) + ", a lease held for " +
-                                        std::to_string(left.count()) + " ms more");
+    c.history.note("restart-empty",
+                   "nodes " + list(nodes) + ", a lease held for " +
+                       std::to_string(std::chrono::duration_cast<milliseconds>(
+                                          lease_end - std::chrono::steady_clock::now())
+                                          .count()) +
+                       " ms more");
     for (const auto n : nodes) c.cluster.node(n).restart(false);
-    probe_acquire(c, name, lease_end);
+    probe_acquire(c, lease_end, /*write_set=*/false);
   }
 }
 
@@ -196,13 +257,21 @@ void link_chaos(NemesisContext& c) {
 }
 
 // Forward jumps, each beyond every ttl, on `count` nodes.
+// Each round waits (up to `every`) for a holder between its read and its write of the set, jumps
+// `count` nodes' clocks forward past every ttl (their keys expire at once), and probes the lock,
+// doing the lock-set step itself if granted: with a majority jumped, the probe is granted over the
+// held lease (leases overlap), and the holder's late write must be fenced off, or the probe's
+// acknowledged element is lost (the unfenced control) — every round, not by chance.
 void clock_jumps(NemesisContext& c, std::size_t count, std::chrono::milliseconds every) {
+  const std::string name = WorkloadSettings{}.lock_name;
   std::int64_t offset = 0;
   while (c.pause_for(every)) {
+    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/true, every);
     offset += 10'000;
     const auto nodes = c.pick_nodes(count);
     c.history.note("clock-jump", "+" + std::to_string(offset) + " ms on nodes " + list(nodes));
     for (const auto n : nodes) c.cluster.set_node_clock(n, offset);
+    probe_acquire(c, lease_end, /*write_set=*/true);
   }
 }
 
