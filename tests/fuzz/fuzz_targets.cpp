@@ -1,18 +1,22 @@
 #include "fuzz_targets.h"
 
 #include <hiredis/hiredis.h>
+#include <sys/socket.h>
 
 #include <boost/beast/http.hpp>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "api_handlers.h"
+#include "http_session.h"
 #include "in_memory_engine.h"
 #include "lease_codec.h"
 #include "redis/node_reply.h"
 #include "request_body.h"
+#include "session_host.h"
 
 namespace fencelock::fuzz {
 
@@ -47,6 +51,8 @@ bool known_status(unsigned status) {
     case 405:
     case 409:
     case 413:
+    case 415:
+    case 421:
     case 503:
       return true;
     default:
@@ -86,6 +92,91 @@ void http_request(const std::uint8_t* data, std::size_t size) {
   if (answer->content_type == "application/json" && !answer->body.empty()) {
     require(!nlohmann::json::parse(answer->body, nullptr, false).is_discarded());
   }
+}
+
+void http_session(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return;
+  const std::string_view prefix(reinterpret_cast<const char*>(data) + 2, size - 2);
+  const std::string_view tail =
+      prefix.substr(prefix.size() - std::min<std::size_t>(prefix.size(), 64));
+  // The repeated part, in blocks of up to 64 KiB: `repeats` copies of the tail in all.
+  const std::size_t repeats = tail.empty() ? 0 : (std::size_t{data[0]} << 8 | data[1]) * 4;
+  std::string block;
+  for (std::size_t i = 0; i < repeats && block.size() + tail.size() <= 64 * 1024; ++i)
+    block.append(tail);
+  const std::size_t stream_size = prefix.size() + repeats * tail.size();
+
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::socket client(io);
+  client.connect(acceptor.local_endpoint());
+  asio::ip::tcp::socket server(io);
+  acceptor.accept(server);
+
+  auto tokens = std::make_shared<testing::InMemoryTokens>();
+  testing::InMemoryEngine engine{tokens};
+  service::ApiHandlers handlers{engine, tokens, "memory", [] { return true; },
+                                [] { return std::string("# metrics\n"); }};
+  service::HttpServerOptions options;  // fencelockd's defaults
+  options.request_timeout = std::chrono::milliseconds(2000);
+  auto host = std::make_shared<service::SessionHost>(options, handlers, nullptr);
+  std::make_shared<service::HttpSession<service::PlainStream>>(std::move(server), host)
+      ->run(service::Admission::kServe);
+
+  // The client writes on a thread of its own (blocking, as a peer would) and then half-closes.
+  std::size_t sent = 0;
+  std::thread writer([&] {
+    const int fd = client.native_handle();
+    auto send_all = [&](std::string_view bytes) {
+      while (!bytes.empty()) {
+        const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        sent += static_cast<std::size_t>(n);
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+      }
+      return true;
+    };
+    bool open = send_all(prefix);
+    for (std::size_t left = repeats * tail.size(); open && left > 0;) {
+      const std::size_t now = std::min(left, block.size());
+      open = send_all(std::string_view(block).substr(0, now));
+      left -= now;
+    }
+    ::shutdown(fd, SHUT_WR);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(2));
+    if (io.stopped() && !engine.has_pending()) break;  // the session has closed
+    engine.run_pending();
+  }
+  ::shutdown(client.native_handle(), SHUT_RDWR);  // a writer blocked on a full socket returns
+  writer.join();
+  io.restart();
+  io.run_for(std::chrono::milliseconds(50));
+
+  // What the session answered: each answer a status line with a known status.
+  std::string answers;
+  boost::system::error_code ec;
+  char buffer[4096];
+  client.non_blocking(true);
+  for (std::size_t n; (n = client.read_some(asio::buffer(buffer), ec)) > 0 && !ec;)
+    answers.append(buffer, n);
+  for (std::size_t at = answers.find("HTTP/1.1 "); at != std::string::npos;
+       at = answers.find("HTTP/1.1 ", at + 1)) {
+    if (at + 12 > answers.size()) break;
+    const std::string_view code(answers.data() + at + 9, 3);
+    unsigned status = 0;
+    for (const char c : code) status = status * 10 + static_cast<unsigned>(c - '0');
+    require(known_status(status) || status == 401 || status == 403 || status == 429 ||
+            status == 500);
+  }
+  // A stream far over the limits was not read whole: the session answered and closed first (a
+  // repeated tail of 64 bytes cannot make requests whose answers are smaller than they are, so
+  // reading it all would mean the client read as much back, which it does not).
+  if (stream_size > std::size_t{8} * 1024 * 1024) require(sent < stream_size);
 }
 
 void request_body(const std::uint8_t* data, std::size_t size) {
@@ -130,6 +221,7 @@ void resp(const std::uint8_t* data, std::size_t size) {
 
 Target target_named(std::string_view name) {
   if (name == "http_request") return http_request;
+  if (name == "http_session") return http_session;
   if (name == "request_body") return request_body;
   if (name == "lease") return lease;
   if (name == "resp") return resp;

@@ -40,6 +40,7 @@ class InMemoryEngine final : public storage::LockEngine {
   }
 
   // Runs every queued completion (and any they queue).
+  bool has_pending() const { return !pending_.empty(); }
   void run_pending() {
     while (!pending_.empty()) {
       auto next = std::move(pending_.front());
