@@ -49,7 +49,8 @@ struct FinishedRun {
 FinishedRun run_fencelockd(const std::filesystem::path& dir, const std::vector<std::string>& args,
                            std::chrono::milliseconds limit = std::chrono::seconds(10));
 
-// Path of the fencelockd binary under test (FENCELOCKD_BINARY, set by the build).
+// Path of the fencelockd binary under test: $FENCELOCK_TEST_FENCELOCKD if set (another build's,
+// e.g. to see a new test fail on the code before a fix), else FENCELOCKD_BINARY from the build.
 std::string fencelockd_binary();
 
 }  // namespace fencelock::testing
