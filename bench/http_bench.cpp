@@ -311,6 +311,7 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
     request_ = {verb, target, 11};
     request_.set(http::field::host, endpoint_.host);
     if (!s_.authorization.empty()) request_.set(http::field::authorization, s_.authorization);
+    if (!body.empty()) request_.set(http::field::content_type, "application/json");
     request_.body() = std::move(body);
     request_.prepare_payload();
     then_ = then;

@@ -193,14 +193,14 @@ probe_loop() {
   while [ ! -e "$run_dir/probe.stop" ] && [ $SECONDS -lt $deadline ] && [ $rounds -lt 5000 ]; do
     rounds=$((rounds + 1))
     answer=$(curl -s -m 5 -w ' %{http_code}' -X POST "http://127.0.0.1:$front_port/v1/locks/cluster-probe" \
-      -d '{"ttl_ms": 1000, "wait_ms": 2000}' 2>/dev/null || true)
+      -H 'Content-Type: application/json' -d '{"ttl_ms": 1000, "wait_ms": 2000}' 2>/dev/null || true)
     code=${answer##* }
     token=$(sed -n 's/.*"token":\([0-9]*\).*/\1/p' <<<"$answer")
     if [ "$code" = 200 ] && [ -n "$token" ]; then
       echo "$token" >>"$run_dir/probe.tokens"
       lease=$(sed -n 's/.*"lease":"\([^"]*\)".*/\1/p' <<<"$answer")
       curl -s -m 5 -X DELETE "http://127.0.0.1:$front_port/v1/locks/cluster-probe" \
-        -d "{\"lease\": \"$lease\"}" >/dev/null 2>&1 || true
+        -H 'Content-Type: application/json' -d "{\"lease\": \"$lease\"}" >/dev/null 2>&1 || true
     else
       echo "${code:-000}" >>"$run_dir/probe.failures"
       sleep 0.05
@@ -318,7 +318,7 @@ fencelock is running as a cluster (logs and data in $run_dir):
   Redis lock nodes  $nodes
 
 Try:
-  curl -s -X POST 127.0.0.1:$front_port/v1/locks/invoice-42 -d '{"ttl_ms": 30000}'
+  curl -s -X POST 127.0.0.1:$front_port/v1/locks/invoice-42 -H 'Content-Type: application/json' -d '{"ttl_ms": 30000}'
   kill -KILL \$(cat $run_dir/fencelockd-1.pid); curl -s -X POST 127.0.0.1:$front_port/v1/tokens/invoice-42
   curl -s -X POST 127.0.0.1:$(etcd_client_port 1)/v3/maintenance/status -d '{}'
 
@@ -402,7 +402,7 @@ fencelock is running (logs and data in $run_dir):
   Redis lock nodes  $nodes
 
 Try:
-  curl -s -X POST 127.0.0.1:$fencelockd_port/v1/locks/invoice-42 -d '{"ttl_ms": 30000}'
+  curl -s -X POST 127.0.0.1:$fencelockd_port/v1/locks/invoice-42 -H 'Content-Type: application/json' -d '{"ttl_ms": 30000}'
   curl -s 127.0.0.1:$fencelockd_port/v1/locks/invoice-42
   $bin/client-sdk/fencelock --endpoint http://127.0.0.1:$fencelockd_port run --ttl 10s nightly -- sh -c 'echo token \$FENCELOCK_TOKEN'
   curl -s -X PUT 127.0.0.1:$fenced_port/objects/report -H 'Fencing-Token: 1' -d 'hello'

@@ -122,6 +122,8 @@ ErrorCode sdk_code_for(WireError error) {
       return ErrorCode::kUnavailable;
     case WireError::kUnauthenticated:
     case WireError::kForbidden:
+    case WireError::kCrossSiteRequest:
+    case WireError::kHostNotAllowed:
       return ErrorCode::kDenied;
     case WireError::kRateLimited:
     case WireError::kQuotaExceeded:
@@ -131,6 +133,7 @@ ErrorCode sdk_code_for(WireError error) {
     case WireError::kNotFound:
     case WireError::kMethodNotAllowed:
     case WireError::kPlainHttpOnTlsPort:
+    case WireError::kUnsupportedMediaType:
       return ErrorCode::kInvalidArgument;
     case WireError::kPermitsMismatch:
       return ErrorCode::kPermitsMismatch;

@@ -12,7 +12,7 @@ struct Entry {
   std::string_view code;
 };
 
-constexpr std::array<Entry, 15> kTable{{
+constexpr std::array<Entry, 18> kTable{{
     {WireError::kInvalidRequest, 400, "invalid_request"},
     {WireError::kNotFound, 404, "not_found"},
     {WireError::kMethodNotAllowed, 405, "method_not_allowed"},
@@ -28,6 +28,9 @@ constexpr std::array<Entry, 15> kTable{{
     {WireError::kClientGone, 499, "client_gone"},
     {WireError::kPlainHttpOnTlsPort, 400, "plain_http_on_tls_port"},
     {WireError::kPermitsMismatch, 409, "permits_mismatch"},
+    {WireError::kUnsupportedMediaType, 415, "unsupported_media_type"},
+    {WireError::kCrossSiteRequest, 403, "cross_site_request"},
+    {WireError::kHostNotAllowed, 421, "host_not_allowed"},
 }};
 
 const Entry& entry_of(WireError error) noexcept {

@@ -141,70 +141,106 @@ const std::array<RouteEntry<ApiHandlers::Handler>, ApiHandlers::kRoutes>& ApiHan
   return table;
 }
 
-ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view target,
-                                              std::string_view body, std::string_view authorization,
-                                              Reply reply) {
-  Dispatched dispatched;
+ApiHandlers::Screened ApiHandlers::screen(Method method, std::string_view target,
+                                          std::string_view authorization) const {
+  Screened screened;
   if (method == Method::kHead) {
     // No HEAD in API v1; answered without a body (a HEAD response carries none), then closed.
     ApiResponse response = error_response(ApiError::kMethodNotAllowed, "HEAD is not supported");
     response.body.clear();
     response.allow = "GET, POST, DELETE";
     response.close = true;
-    reply(std::move(response));
-    return dispatched;
+    screened.answer = std::move(response);
+    return screened;
   }
   const auto match = match_route(routes(), method, target);
   using Kind = RouteMatch<Handler>::Kind;
   switch (match.kind) {
     case Kind::kNotFound:
-      reply(error_response(ApiError::kNotFound, "no such endpoint"));
-      return dispatched;
+      screened.answer = error_response(ApiError::kNotFound, "no such endpoint");
+      return screened;
     case Kind::kBadName:  // counted and logged under the route it was meant for
-      dispatched.route = match.entry->route;
-      reply(error_response(ApiError::kInvalidRequest, fencelock::kLockNameRule));
-      return dispatched;
+      screened.route = match.entry->route;
+      screened.answer = error_response(ApiError::kInvalidRequest, fencelock::kLockNameRule);
+      return screened;
     case Kind::kMethodNotAllowed: {
       const std::string_view name = method_name(method);
       ApiResponse response = error_response(
           ApiError::kMethodNotAllowed,
           (name.empty() ? std::string("this method") : std::string(name)) + " is not allowed here");
       response.allow = match.allow;
-      reply(std::move(response));
-      return dispatched;
+      screened.answer = std::move(response);
+      return screened;
     }
     case Kind::kFound:
       break;
   }
-  dispatched.route = match.entry->route;
-  dispatched.name = match.name;
-  // A lock set's names are in its body and, like a name in the path, are checked before the key:
-  // the key needs its right on every one of them.
-  std::vector<std::string> body_names;
-  if (names_in_body(dispatched.route)) {
+  screened.route = match.entry->route;
+  screened.name = match.name;
+  screened.entry = static_cast<std::size_t>(match.entry - routes().data());
+  screened.authorization = authorization;
+  // A lock set's names are in its body: the key is found, its right checked and its rate taken
+  // now; its names are checked once the body is read (dispatch()).
+  const std::uint8_t right = required_right(screened.route);
+  if (authorizer_ == nullptr) {
+    screened.decision.allowed = true;
+  } else if (names_in_body(screened.route)) {
+    screened.decision = authorizer_->authenticate(right, authorization, Authorizer::Clock::now());
+  } else {
+    screened.decision =
+        authorizer_->check(right, match.name, authorization, Authorizer::Clock::now());
+  }
+  if (!screened.decision.allowed) screened.answer = denial_response(screened.decision);
+  return screened;
+}
+
+ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view target,
+                                              std::string_view body, std::string_view authorization,
+                                              Reply reply) {
+  const Screened screened = screen(method, target, authorization);
+  if (screened.answer) {
+    reply(*screened.answer);
+    return Dispatched{screened.route, screened.name, nullptr};
+  }
+  return dispatch(screened, body, std::move(reply));
+}
+
+ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::string_view body,
+                                              Reply reply) {
+  Dispatched dispatched{screened.route, screened.name, nullptr};
+  if (screened.answer) {
+    reply(*screened.answer);
+    return dispatched;
+  }
+  const Authorizer::Decision* decision = &screened.decision;
+  Authorizer::Decision again;  // the keys were reloaded while the body arrived: decided anew
+  if (authorizer_ != nullptr && authorizer_->replaced_since(screened.decision)) {
+    again = authorizer_->identify(required_right(screened.route), screened.authorization);
+    if (!names_in_body(screened.route)) again = Authorizer::check_name(again, screened.name);
+    if (!again.allowed) {
+      reply(denial_response(again));
+      return dispatched;
+    }
+    decision = &again;
+  }
+  // A lock set's names are in its body; the key needs its right on every one of them.
+  if (names_in_body(screened.route)) {
     auto names = parse_set_names(body);
     if (!names.ok()) {
       reply(from_storage_error(names.error()));
       return dispatched;
     }
-    body_names = std::move(names).value();
+    if (authorizer_ != nullptr) {
+      const Authorizer::Decision checked = Authorizer::check_names(*decision, names.value());
+      if (!checked.allowed) {
+        reply(denial_response(checked));
+        return dispatched;
+      }
+    }
   }
-  Authorizer::Decision decision;
-  if (authorizer_ != nullptr && !body_names.empty()) {
-    decision = authorizer_->check(required_right(dispatched.route), body_names, authorization,
-                                  Authorizer::Clock::now());
-  } else if (authorizer_ != nullptr) {
-    decision = authorizer_->check(required_right(dispatched.route), match.name, authorization,
-                                  Authorizer::Clock::now());
-  } else {
-    decision.allowed = true;
-  }
-  if (!decision.allowed) {
-    reply(denial_response(decision));
-    return dispatched;
-  }
-  if (!decision.key_id.empty()) {  // the audit trail: every answer's log line names the key
-    reply = [reply = std::move(reply), key = decision.key_id](ApiResponse response) {
+  const std::string& key_id = decision->key_id;
+  if (!key_id.empty()) {  // the audit trail: every answer's log line names the key
+    reply = [reply = std::move(reply), key = key_id](ApiResponse response) {
       response.log.key = key;
       reply(std::move(response));
     };
@@ -214,8 +250,8 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view ta
   // handed-on one answer too, the connection keeps only the first answer.
   const Reply fallback = reply;
   try {
-    dispatched.cancel = (this->*(match.entry->handler))(
-        Call{match.name, body, decision.key_id, decision.usage}, std::move(reply));
+    dispatched.cancel = (this->*(routes()[screened.entry].handler))(
+        Call{screened.name, body, key_id, decision->usage}, std::move(reply));
   } catch (const std::exception& e) {
     log_event(LogLevel::kError, "internal_error",
               {{"route", route_label(dispatched.route)}, {"what", e.what()}});

@@ -91,12 +91,32 @@ class ApiHandlers {
               std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics,
               const Authorizer* authorizer = nullptr);
 
-  // Routes, authorizes and handles one request (`authorization`: its Authorization header, "" if
-  // none). A refused request (401/403/429) touches no engine and no token source. `reply` is called
-  // once, also after a cancel (then with kClientGone, or with an answer whose `undelivered` must
-  // run); an exception from a handler becomes a 500 and a log line — and, if the handler had
-  // already handed `reply` on, possibly a second answer later, which the caller must drop (running
-  // its `undelivered`).
+  // A request as its head decides it, before any of its body is read (screen()).
+  struct Screened {
+    Route route = Route::kNotFound;  // as Dispatched::route
+    std::string_view name;           // as Dispatched::name: a view into the target
+    // Set when the head alone answers the request: HEAD, 404, 405, a bad name, 401, 403, 429.
+    // Nothing of the body is needed (nor should it be read or held in memory).
+    std::optional<ApiResponse> answer;
+    std::size_t entry = 0;           // the route's row
+    Authorizer::Decision decision;   // who calls (allowed)
+    std::string_view authorization;  // the head's Authorization: decided again after a reload
+  };
+
+  // Routes and authenticates a request on its head (`authorization`: its Authorization header,
+  // "" if none): the key's right, the name in the path and the key's rate. A request refused here
+  // costs no body memory and touches no engine and no token source.
+  Screened screen(Method method, std::string_view target, std::string_view authorization) const;
+
+  // Handles a screened request (one without an answer) with its body: if the keys were reloaded
+  // since screen(), the key is checked again (a revoked key is refused); the names in a lock set's
+  // body are checked against the key; then the handler runs. `reply` is called once, also after a
+  // cancel (then with kClientGone, or with an answer whose `undelivered` must run); an exception
+  // from a handler becomes a 500 and a log line — and, if the handler had already handed `reply`
+  // on, possibly a second answer later, which the caller must drop (running its `undelivered`).
+  Dispatched dispatch(const Screened& screened, std::string_view body, Reply reply);
+
+  // screen() and then dispatch(): one request whose head and body are both at hand.
   Dispatched dispatch(Method method, std::string_view target, std::string_view body,
                       std::string_view authorization, Reply reply);
 

@@ -295,31 +295,44 @@ FlagSpec listen_flag() {
           std::move(apply), std::move(show)};
 }
 
+// The entries of a list setting: a comma-separated string, or (in the config file) a JSON array
+// of strings. Entries are trimmed of spaces; `whole` is the text as given (empty for an array).
+Problem read_list(const Input& in, std::string_view expected_entry,
+                  std::vector<std::string_view>& entries, std::string_view& whole) {
+  if (in.value != nullptr && in.value->is_array()) {
+    for (const json& element : *in.value) {
+      if (!element.is_string())
+        return type_problem("\"" + std::string(expected_entry) + "\" strings in the array",
+                            element);
+      entries.push_back(element.get_ref<const std::string&>());
+    }
+  } else {
+    if (auto problem = read_text(
+            in, "a string \"" + std::string(expected_entry) + ",...\" or an array of them",
+            whole)) {
+      return problem;
+    }
+    for (std::size_t start = 0; start <= whole.size() && !whole.empty();) {
+      const std::size_t comma = std::min(whole.find(',', start), whole.size());
+      entries.push_back(whole.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  for (std::string_view& entry : entries) {
+    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+    while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+  }
+  return std::nullopt;
+}
+
 FlagSpec redis_flag() {
   auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
     std::vector<std::string_view> entries;
     std::string_view whole;
-    if (in.value != nullptr && in.value->is_array()) {
-      for (const json& element : *in.value) {
-        if (!element.is_string())
-          return type_problem("\"HOST:PORT\" strings in the array", element);
-        entries.push_back(element.get_ref<const std::string&>());
-      }
-    } else {
-      if (auto problem = read_text(in, "a string \"HOST:PORT,...\" or an array of them", whole)) {
-        return problem;
-      }
-      for (std::size_t start = 0; start <= whole.size() && !whole.empty();) {
-        const std::size_t comma = std::min(whole.find(',', start), whole.size());
-        entries.push_back(whole.substr(start, comma - start));
-        start = comma + 1;
-      }
-    }
+    if (auto problem = read_list(in, "HOST:PORT", entries, whole)) return problem;
     if (entries.empty()) return "needs at least one HOST:PORT";
     std::vector<storage::NodeAddress> nodes;
-    for (std::string_view entry : entries) {
-      while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
-      while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+    for (const std::string_view entry : entries) {
       if (entry.empty()) return "empty entry in the node list " + in_quotes(whole);
       auto node = storage::parse_node_address(entry);
       if (!node) return address_problem(entry, node.error());
@@ -486,6 +499,37 @@ FlagSpec log_format_flag() {
           std::move(apply), std::move(show)};
 }
 
+// A list of names (--allowed-hosts, --allowed-origins): 0..64 entries of 1..253 printable bytes
+// without spaces or commas each.
+FlagSpec names_flag(std::string_view name, std::string_view value_name, std::string_view help,
+                    std::vector<std::string> ServiceConfig::*member) {
+  auto apply = [member](ServiceConfig& c, const Input& in) -> Problem {
+    std::vector<std::string_view> entries;
+    std::string_view whole;
+    if (auto problem = read_list(in, "NAME", entries, whole)) return problem;
+    if (entries.size() > 64) return "at most 64 entries, got " + std::to_string(entries.size());
+    std::vector<std::string> names;
+    for (const std::string_view entry : entries) {
+      if (entry.empty() || entry.size() > 253) return "an entry must have 1..253 bytes";
+      for (const char ch : entry) {
+        if (ch <= ' ' || ch >= 0x7f)
+          return "the entry " + in_quotes(entry) +
+                 " has a space or a "
+                 "byte that is not printable ASCII";
+      }
+      names.emplace_back(entry);
+    }
+    c.*member = std::move(names);
+    return std::nullopt;
+  };
+  auto show = [member](const ServiceConfig& c) {
+    std::string out;
+    for (const std::string& entry : c.*member) out += (out.empty() ? "" : ",") + entry;
+    return out;
+  };
+  return {name, value_name, help, std::move(apply), std::move(show)};
+}
+
 FlagSpec log_level_flag() {
   auto apply = [](ServiceConfig& c, const Input& in) -> Problem {
     std::string_view text;
@@ -574,6 +618,16 @@ const std::vector<FlagSpec>& flag_table() {
         "Request bodies held at once, all connections together; 1048576..17179869184. Over it: "
         "503.",
         &ServiceConfig::body_memory, std::size_t{1} << 20, std::uint64_t{16} << 30));
+    t.push_back(names_flag(
+        "allowed-hosts", "NAME[,...]",
+        "Host names a request may be addressed to besides IP addresses, localhost and this "
+        "machine's names (\"*\": any; \".example.com\": any under it). Checked without API keys, "
+        "or with them when given; up to 64.",
+        &ServiceConfig::allowed_hosts));
+    t.push_back(names_flag("allowed-origins", "ORIGIN[,...]",
+                           "Web origins (scheme://host[:port]) whose pages may call; default "
+                           "none: a browser's cross-site request gets 403. Up to 64.",
+                           &ServiceConfig::allowed_origins));
     t.push_back(duration_flag(
         "shutdown-grace", "How long requests in flight may finish after SIGTERM; 0s..5m.",
         &ServiceConfig::shutdown_grace, std::pair{milliseconds(0), milliseconds(300'000)}));

@@ -103,6 +103,13 @@ struct ServiceConfig {
   // --body-memory: bytes of request bodies being read or handled at once, over all connections.
   // Default 64 MiB; 1 MiB .. 16 GiB.
   std::size_t body_memory = std::size_t{64} * 1024 * 1024;
+  // --allowed-hosts NAME,...: Host header names accepted besides IP addresses, localhost and the
+  // machine's names (browser_guard.h). Checked always without API keys, and with them only when
+  // set. Default empty; at most 64 entries.
+  std::vector<std::string> allowed_hosts;
+  // --allowed-origins ORIGIN,...: web origins whose cross-site requests are served. Default empty
+  // (every Origin is refused); at most 64 entries.
+  std::vector<std::string> allowed_origins;
   // --shutdown-grace: how long requests in flight may finish after SIGTERM. Default 10 s; 0 .. 5 m.
   std::chrono::milliseconds shutdown_grace{10'000};
   // --log-format: text (key=value, the default) or json (one object a line). log.h.

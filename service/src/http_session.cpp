@@ -170,7 +170,13 @@ HttpSession<Stream>::HttpSession(asio::ip::tcp::socket&& socket, std::shared_ptr
                                  std::shared_ptr<ssl::context> context)
     : context_(std::move(context)),
       stream_(make_stream(std::move(socket), context_.get())),
+      buffer_(host->options().header_limit + host->options().body_limit + kFramingSlack),
       host_(std::move(host)) {}
+
+template <class Stream>
+std::size_t HttpSession<Stream>::room(std::size_t wanted) const {
+  return std::min(wanted, buffer_.max_size() - buffer_.size());
+}
 
 template <class Stream>
 HttpSession<Stream>::~HttpSession() {
@@ -262,13 +268,13 @@ void HttpSession<Stream>::answer_plain_http() {
 // Closing with the client's unread bytes still queued would send a reset, which can destroy the
 // answer before the client reads it: read them until the client closes or kPlainHttpLinger ends.
 template <class Stream>
-void HttpSession<Stream>::discard_until_closed() {
+void HttpSession<Stream>::discard_until_closed(std::size_t budget) {
   buffer_.clear();
-  tcp().async_read_some(buffer_.prepare(kFirstRead),
-                        [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                          if (ec) return self->close();
-                          self->discard_until_closed();
-                        });
+  tcp().async_read_some(buffer_.prepare(kFirstRead), [self = this->shared_from_this(), budget](
+                                                         beast::error_code ec, std::size_t bytes) {
+    if (ec || bytes >= budget) return self->close();
+    self->discard_until_closed(budget - bytes);
+  });
 }
 
 template <class Stream>
@@ -330,8 +336,9 @@ void HttpSession<Stream>::do_read() {
   parser_->header_limit(static_cast<std::uint32_t>(host_->options().header_limit));
   if (buffer_.size() > 0) return read_header();  // a pipelined request is already here
   // Idle: wait for the first byte as long as a keep-alive connection may idle; from then on the
-  // whole request must arrive within the request timeout (a byte a second holds nothing).
-  tcp().expires_after(host_->options().idle_timeout);
+  // whole request must arrive within the request timeout (a byte a second holds nothing). A
+  // connection over the cap has kOverCapHeaderTimeout for all of its head.
+  tcp().expires_after(health_only_ ? kOverCapHeaderTimeout : host_->options().idle_timeout);
   stream_.async_read_some(
       buffer_.prepare(kFirstRead),
       [self = this->shared_from_this()](beast::error_code ec, std::size_t bytes) {
@@ -343,7 +350,7 @@ void HttpSession<Stream>::do_read() {
 
 template <class Stream>
 void HttpSession<Stream>::read_header() {
-  tcp().expires_after(host_->options().request_timeout);
+  if (!health_only_) tcp().expires_after(host_->options().request_timeout);
   http::async_read_header(stream_, buffer_, *parser_,
                           [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                             self->on_header(ec);
@@ -358,6 +365,7 @@ void HttpSession<Stream>::begin_request() {
   answered_ = false;
   route_ = Route::kNotFound;
   name_ = {};
+  method_.clear();
   host_->new_request_id(request_id_);
 }
 
@@ -369,7 +377,7 @@ void HttpSession<Stream>::client_hung_up(std::string_view stage) {
 
 template <class Stream>
 void HttpSession<Stream>::observe(unsigned status, const AnswerLog* answer) {
-  host_->observe(RequestRecord{request_.method_string(), route_, name_, status,
+  host_->observe(RequestRecord{method_, route_, name_, status,
                                std::chrono::steady_clock::now() - started_, answer, client_, peer_,
                                request_id_.view()});
 }
@@ -388,6 +396,7 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   }
   if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
   const auto& header = parser_->get();
+  method_.assign(header.method_string().data(), header.method_string().size());
   if (const auto id = header.find(kRequestIdHeader); id != header.end())
     request_id_.accept(id->value());
   // Transfer-Encoding other than exactly "chunked" cannot be framed ("gzip, chunked" would be
@@ -412,6 +421,47 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   } else if (const auto length = parser_->content_length()) {
     body = static_cast<std::size_t>(std::min<std::uint64_t>(*length, host_->options().body_limit));
   }
+  const bool has_body = parser_->chunked() || body > 0;
+  keep_alive_ = header.keep_alive() && !health_only_;
+  auto field = [&](http::field name) {
+    const auto found = header.find(name);
+    return found == header.end() ? std::string_view() : std::string_view(found->value());
+  };
+  if (health_only_ && !is_probe(header.method(), header.target())) {
+    host_->count_refused_request();
+    return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
+                                                 "too many open connections (--max-connections)"));
+  }
+  // A HEAD is answered 405 without a body by screen(), whatever else it carries.
+  if (header.method() != http::verb::head) {
+    const auto origin = header.find(http::field::origin);
+    const auto fetch_site = header.find("Sec-Fetch-Site");
+    if (auto refused = screen_browser(
+            host_->options().browser,
+            RequestHead{
+                field(http::field::host),
+                origin == header.end() ? std::string_view() : origin->value(),
+                fetch_site == header.end() ? std::string_view() : fetch_site->value(),
+                field(http::field::content_type), has_body,
+                header.count(http::field::origin) > 1 || header.count("Sec-Fetch-Site") > 1})) {
+      return answer_head(std::move(*refused), has_body);
+    }
+  }
+  // No GET takes a body: one that announces a body gets no share of the budget (the probes and
+  // the public routes are GETs and need no key).
+  if (has_body && header.method() == http::verb::get) {
+    return respond_and_close(
+        ApiHandlers::refuse(RequestFault::kMalformed, 0, "a GET request takes no body"));
+  }
+  screened_ = host_->handlers().screen(method_of(header.method()), header.target(),
+                                       field(http::field::authorization));
+  route_ = screened_.route;
+  name_ = screened_.name;
+  if (screened_.answer) {
+    ApiResponse answer = std::move(*screened_.answer);
+    screened_.answer.reset();
+    return answer_head(std::move(answer), has_body);
+  }
   if (body > 0) {
     if (!host_->reserve_body(body)) {
       return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
@@ -426,6 +476,15 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
                    });
 }
 
+// An answer decided by the request's head. Its body, if it has one, is never read: the
+// connection closes after the answer (lingering, over plain TCP, so that the client reads it).
+template <class Stream>
+void HttpSession<Stream>::answer_head(ApiResponse response, bool has_body) {
+  if (!has_body) return on_response(request_seq_, std::move(response));
+  unread_body_ = true;
+  respond_and_close(std::move(response));
+}
+
 template <class Stream>
 void HttpSession<Stream>::on_body(beast::error_code ec) {
   if (is_gone(ec) || ec == http::error::partial_message) {
@@ -437,18 +496,16 @@ void HttpSession<Stream>::on_body(beast::error_code ec) {
     return respond_and_close(
         ApiHandlers::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
   }
-  if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
-  request_ = parser_->release();
-  keep_alive_ = request_.keep_alive() && !health_only_;
-  if (health_only_ && !is_probe(request_.method(), request_.target())) {
-    host_->count_refused_request();
-    return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
-                                                 "too many open connections (--max-connections)"));
+  if (ec == http::error::buffer_overflow) {  // chunk sizes, extensions or trailers without end
+    return respond_and_close(
+        ApiHandlers::error_response(ApiError::kPayloadTooLarge,
+                                    "the request's chunked framing exceeds the connection's "
+                                    "buffer of " +
+                                        std::to_string(buffer_.max_size()) + " bytes"));
   }
-  const auto authorization = request_.find(http::field::authorization);
+  if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
   ApiHandlers::Dispatched dispatched = host_->handlers().dispatch(
-      method_of(request_.method()), request_.target(), request_.body(),
-      authorization == request_.end() ? std::string_view() : authorization->value(),
+      screened_, parser_->get().body(),
       [self = this->shared_from_this(), request = request_seq_](ApiResponse response) {
         asio::post(self->tcp().get_executor(),
                    [self, request, response = std::move(response)]() mutable {
@@ -469,7 +526,12 @@ void HttpSession<Stream>::watch_for_disconnect() {
     // Only reading the TLS stream tells a close_notify from data. Bytes read here stay in buffer_
     // for the next request; the read may last as long as the request waits.
     tcp().expires_never();
-    stream_.async_read_some(buffer_.prepare(kFirstRead),
+    // A buffer at its limit (pipelined bytes) cannot be read into: the client is there.
+    if (room(kFirstRead) == 0) {
+      watching_ = false;
+      return;
+    }
+    stream_.async_read_some(buffer_.prepare(room(kFirstRead)),
                             [self = this->shared_from_this(), request = request_seq_](
                                 beast::error_code ec, std::size_t bytes) {
                               self->buffer_.commit(bytes);
@@ -594,10 +656,27 @@ void HttpSession<Stream>::on_write(beast::error_code ec, std::size_t) {
   body_.clear();
   observe(status_, &answer_log_);
   busy_ = false;
-  request_ = {};
+  parser_.reset();
+  screened_ = {};
   release_body();
+  if (!ec && unread_body_) {
+    unread_body_ = false;
+    if constexpr (!kTls) return linger();
+  }
   if (ec || !keep_alive_) return close();
   do_read();
+}
+
+// The answer is out but the client may still be sending the body nobody reads: closing now would
+// reset the connection and could destroy the answer before the client reads it. Stop sending,
+// then read and drop what comes — never buffered — until the client closes, kUnreadBodyLinger
+// passes or kUnreadBodyDiscard bytes were dropped.
+template <class Stream>
+void HttpSession<Stream>::linger() {
+  beast::error_code ignored;
+  tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  tcp().expires_after(kUnreadBodyLinger);
+  discard_until_closed(kUnreadBodyDiscard);
 }
 
 // Over TLS after a handshake: close_notify both ways, bounded, then the socket. A client that

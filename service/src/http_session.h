@@ -1,7 +1,11 @@
-// One HTTP/1.1 connection: read a request (body limit, idle timeout) → route → handle → write the
-// answer → read the next, until the client closes, a timeout, an unrecoverable request, or
-// shutdown. Each async step is a do_x/on_x pair on the connection's strand; the session lives as
-// long as an async operation holds its shared_from_this().
+// One HTTP/1.1 connection: read a request's head → screen it (framing, browser_guard.h, route,
+// API key: a refusal is answered before any of the body is read or memory is reserved for it) →
+// read the body (body limit, the shared body budget) → handle → write the answer → read the next,
+// until the client closes, a timeout, an unrecoverable request, or shutdown. The read buffer is
+// bounded (header limit + body limit + kFramingSlack), so no framing a client sends — an endless
+// chunk-size line, chunk extension or trailer — grows memory past it. Each async step is a
+// do_x/on_x pair on the connection's strand; the session lives as long as an async operation holds
+// its shared_from_this().
 //
 // The same logic serves plain TCP (PlainStream) and TLS (TlsStream): the two instantiations are the
 // only ones (http_session.cpp). A TLS session first completes the handshake within the handshake
@@ -36,6 +40,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,6 +63,10 @@ inline constexpr std::chrono::milliseconds kTlsShutdownTimeout{1000};
 // Plain HTTP on the TLS port: how long writing the 400 and then reading (and dropping) what the
 // client still sends may take before the socket is closed.
 inline constexpr std::chrono::milliseconds kPlainHttpLinger{1000};
+// A request answered on its head whose body was not read (plain TCP): how long, and for how many
+// bytes, the unread body is read and dropped after the answer before the socket is closed.
+inline constexpr std::chrono::milliseconds kUnreadBodyLinger{1000};
+inline constexpr std::size_t kUnreadBodyDiscard = std::size_t{1} << 20;
 
 template <class Stream>
 class HttpSession final : public Session, public std::enable_shared_from_this<HttpSession<Stream>> {
@@ -84,12 +93,16 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   void do_handshake(Admission admission);  // TLS only
   void on_handshake(boost::beast::error_code ec, Admission admission);
   void answer_plain_http();  // TLS only
-  void discard_until_closed();
+  void discard_until_closed(std::size_t budget = SIZE_MAX);
+  void linger();
   void serve(Admission admission);
   void do_read();
   void read_header();
   void on_header(boost::beast::error_code ec);
   void on_body(boost::beast::error_code ec);
+  void answer_head(ApiResponse response, bool has_body);
+  // Bytes a read may add to buffer_ now, at most `wanted`: 0 when the buffer is at its limit.
+  std::size_t room(std::size_t wanted) const;
   void begin_request();
   void client_hung_up(std::string_view stage);
   void observe(unsigned status, const AnswerLog* answer);
@@ -109,10 +122,13 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
 
   std::shared_ptr<boost::asio::ssl::context> context_;  // TLS: before stream_, which uses it
   Stream stream_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_;   // bounded: see above
   std::shared_ptr<SessionHost> host_;  // outlives this session, whatever happens to the server
+  // The request being read or handled: its head, target and body stay in the parser until its
+  // answer is written (views into them name the request).
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  boost::beast::http::request<boost::beast::http::string_body> request_;
+  std::string method_;              // of the current request, for the log
+  ApiHandlers::Screened screened_;  // the current request as its head decided it
   std::string head_;  // of the answer being written: status line and headers (kept, reused)
   std::string body_;  // of the answer being written
   unsigned status_ = 0;
@@ -134,6 +150,7 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   bool watching_ = false;          // a disconnect watch is pending on the connection
   bool client_gone_ = false;       // the client closed while its request was being handled
   bool answered_ = false;          // the current request has its answer (later ones are dropped)
+  bool unread_body_ = false;       // answered on its head: its body was never read
   std::optional<ApiResponse> parked_;  // TLS: an answer waiting for the watch's read to end
   std::function<void()> undelivered_;  // of the answer being written
 };

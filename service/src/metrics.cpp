@@ -29,9 +29,12 @@ std::size_t route_index(Route route) noexcept {
 
 // A fixed table keeps the label set, and so the number of series, bounded whatever a handler
 // answers; the statuses listed are every one the API documents.
-constexpr std::array<unsigned, 10> kStatuses{200, 400, 404, 405, 408, 409, 413, 499, 500, 503};
+constexpr std::array<unsigned, 15> kStatuses{200, 400, 401, 403, 404, 405, 408, 409,
+                                             413, 415, 421, 429, 499, 500, 503};
+static_assert(kStatuses.size() + 1 == Metrics::kStatusCount);
 constexpr std::array<std::string_view, kStatuses.size() + 1> kStatusLabels{
-    "200", "400", "404", "405", "408", "409", "413", "499", "500", "503", "other"};
+    "200", "400", "401", "403", "404", "405", "408", "409",
+    "413", "415", "421", "429", "499", "500", "503", "other"};
 
 std::size_t status_index(unsigned status) noexcept {
   for (std::size_t i = 0; i < kStatuses.size(); ++i) {

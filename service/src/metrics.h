@@ -64,6 +64,8 @@ struct ExtraMetric {
 
 class Metrics final : public storage::EngineObserver {
  public:
+  // The HTTP statuses counted apart (record_request()) and "other".
+  static constexpr std::size_t kStatusCount = 16;
   // Every counter starts at zero. Not copyable or movable: the engine holds a pointer to it, so
   // it must outlive the engine (and every session that records into it).
   Metrics() = default;
@@ -71,8 +73,9 @@ class Metrics final : public storage::EngineObserver {
   Metrics& operator=(const Metrics&) = delete;
 
   // One request finished: its route, the HTTP status sent and how long it took from the first
-  // byte read to the last byte written. Statuses 200, 400, 404, 405, 408, 409, 413, 500 and 503
-  // are counted under their own label; any other under status="other". A route outside the enum
+  // byte read to the last byte written. Statuses 200, 400, 401, 403, 404, 405, 408, 409, 413,
+  // 415, 421, 429, 499, 500 and 503 are counted under their own label; any other under
+  // status="other". A route outside the enum
   // counts as kNotFound; a negative duration as zero. Thread-safe, lock-free, never throws.
   void record_request(Route route, unsigned status, std::chrono::nanoseconds duration) noexcept;
 
@@ -104,7 +107,6 @@ class Metrics final : public storage::EngineObserver {
 
  private:
   using Counter = std::atomic<std::uint64_t>;
-  static constexpr std::size_t kStatusCount = 11;         // the ten statuses above + "other"
   static constexpr std::size_t kAcquireOutcomeCount = 7;  // granted ... permits_mismatch
   static constexpr std::size_t kLockOperationCount = 3;   // extend, release, inspect
   static constexpr std::size_t kLockOutcomeCount = 5;     // ok ... internal

@@ -1,5 +1,8 @@
 #include "service.h"
 
+#include <unistd.h>
+
+#include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -133,6 +136,12 @@ Result<storage::RedisCredentials> redis_credentials(const std::string& user,
   storage::RedisCredentials credentials;
   credentials.username = user;
   if (!password_file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(password_file, ec)) {
+      return storage::make_error(storage::ErrorCode::kInvalidArgument,
+                                 "the password file " + password_file.string() +
+                                     " is not a regular file (or cannot be reached)");
+    }
     std::ifstream in(password_file, std::ios::binary);
     if (!in) {
       return storage::make_error(storage::ErrorCode::kInvalidArgument,
@@ -141,6 +150,11 @@ Result<storage::RedisCredentials> redis_credentials(const std::string& user,
     std::getline(in, credentials.password);
     if (!credentials.password.empty() && credentials.password.back() == '\r')
       credentials.password.pop_back();
+    if (credentials.password.empty()) {
+      return storage::make_error(
+          storage::ErrorCode::kInvalidArgument,
+          "the password file " + password_file.string() + " holds no password on its first line");
+    }
   } else if (const char* value = std::getenv(env); value != nullptr) {
     credentials.password = value;
   }
@@ -192,9 +206,28 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
   return OpenedTokens{source.value(), source.value(), nullptr, "redis", "", ""};
 }
 
-// Never throws: a bad file keeps the keys in force.
+// The Host names fencelockd answers to (browser_guard.h): --allowed-hosts, the listen address's
+// name and this machine's name. Without API keys the Host is always checked; with them only when
+// --allowed-hosts is set (a browser cannot send a key it does not have).
+BrowserGuardOptions browser_guard_options(const ServiceConfig& config) {
+  BrowserGuardOptions options;
+  options.check_host = config.auth_file.empty() || !config.allowed_hosts.empty();
+  options.allowed_hosts = config.allowed_hosts;
+  options.allowed_hosts.push_back(config.listen.host);
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) == 0 && name[0] != '\0') {
+    options.allowed_hosts.emplace_back(name.data());
+  }
+  options.allowed_origins = config.allowed_origins;
+  return options;
+}
+
+// Never throws: a bad file, or one whose read does not finish within kKeyFileReadDeadline, keeps
+// the keys in force.
+constexpr std::chrono::milliseconds kKeyFileReadDeadline{2000};
+
 void reload_keys(const std::filesystem::path& path, Authorizer& authorizer) {
-  auto keys = KeySet::load(path);
+  auto keys = KeySet::load_within(path, kKeyFileReadDeadline);
   if (!keys.ok()) {
     log_event(
         LogLevel::kError, "auth_file_rejected",
@@ -402,6 +435,7 @@ storage::Status run_service(const ServiceConfig& config) {
   server_options.idle_timeout = config.idle_timeout;
   server_options.request_timeout = config.request_timeout;
   server_options.body_memory = config.body_memory;
+  server_options.browser = browser_guard_options(config);
   HttpServer server(
       io, server_options, handlers,
       [&metrics](const RequestRecord& r) {

@@ -34,7 +34,7 @@ Admission SessionHost::add(const std::shared_ptr<Session>& session, const std::s
     std::size_t& from_client = per_client_[client];
     if (from_client >= options_.max_connections_per_client) {
       admission = Admission::kRefuseClient;
-    } else if (open >= options_.max_connections + kHealthReserve) {
+    } else if (open >= options_.max_connections + kOverCapConnections) {
       admission = Admission::kRefuseCapped;
     } else if (open >= options_.max_connections) {
       admission = Admission::kHealthOnly;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "api_handlers.h"
+#include "browser_guard.h"
 #include "fencelock/storage/engine_options.h"
 #include "route.h"
 #include "session.h"
@@ -40,17 +41,27 @@ struct HttpServerOptions {
   // may take: a handshake is a round trip or two, and an unfinished one holds a descriptor.
   std::chrono::milliseconds handshake_timeout{3'000};
   std::size_t body_memory = std::size_t{64} * 1024 * 1024;  // request bodies held at once
+  BrowserGuardOptions browser;  // Host, Origin and Content-Type checks (browser_guard.h)
 };
 
-// Connections accepted over max_connections that may still ask for /healthz, /readyz or /metrics
-// (probes keep working while the cap is full); every other request on them is answered 503.
-inline constexpr std::size_t kHealthReserve = 32;
+// Connections accepted over max_connections (at most kOverCapConnections at once) may still ask
+// for /healthz, /readyz or /metrics: probes keep working while the cap is full. Such a connection
+// must send its request head within kOverCapHeaderTimeout of its first read, so connections that
+// say nothing cannot keep probes out for long; any request other than a probe is answered 503.
+inline constexpr std::size_t kOverCapConnections = 256;
+inline constexpr std::chrono::milliseconds kOverCapHeaderTimeout{1000};
+
+// What a connection's read buffer may hold beyond the header and body limits: chunk-size lines,
+// chunk extensions, trailers and line ends. A head and a body that do not fit in header_limit +
+// body_limit + kFramingSlack are refused (400 or 413) and the connection closed: every byte a
+// client sends counts against a limit before it is buffered.
+inline constexpr std::size_t kFramingSlack = 4096;
 
 // How a new connection is let in.
 enum class Admission {
   kServe,         // under every cap
-  kHealthOnly,    // over max_connections, within the reserve: probes only, then closed
-  kRefuseCapped,  // over max_connections + reserve: 503 at once, closed (TLS: closed at once)
+  kHealthOnly,    // over max_connections, within kOverCapConnections: probes only, then closed
+  kRefuseCapped,  // over both: 503 at once, closed (TLS: closed at once)
   kRefuseClient,  // over max_connections_per_client for its address: likewise
 };
 

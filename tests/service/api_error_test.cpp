@@ -18,6 +18,9 @@ TEST_CASE("every API error has its fixed status and wire code", "[service]") {
       {ApiError::kClientGone, 499, "client_gone"},
       {ApiError::kPlainHttpOnTlsPort, 400, "plain_http_on_tls_port"},
       {ApiError::kPermitsMismatch, 409, "permits_mismatch"},
+      {ApiError::kUnsupportedMediaType, 415, "unsupported_media_type"},
+      {ApiError::kCrossSiteRequest, 403, "cross_site_request"},
+      {ApiError::kHostNotAllowed, 421, "host_not_allowed"},
   }));
   CHECK(http_status(error) == status);
   CHECK(wire_code(error) == code);

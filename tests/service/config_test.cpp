@@ -651,6 +651,8 @@ TEST_CASE("every setting has a flag, an environment variable and a line in --hel
                                           "idle-timeout",
                                           "request-timeout",
                                           "body-memory",
+                                          "allowed-hosts",
+                                          "allowed-origins",
                                           "shutdown-grace",
                                           "node-timeout",
                                           "connect-timeout",
@@ -705,4 +707,23 @@ TEST_CASE("describe() prints the effective configuration on one line", "[service
   CHECK_THAT(line, Catch::Contains(" drift-factor=0.01 "));
   CHECK_THAT(line, Catch::Contains(" key-prefix=\"my locks:\" "));
   CHECK_THAT(line, Catch::EndsWith(" log-format=text log-level=info"));
+}
+
+TEST_CASE("the browser allow-lists take comma-separated names, or an array in the file",
+          "[service]") {
+  const ParsedConfig parsed = accepted(with_redis(
+      {"--allowed-hosts", "lock.example, .corp.example", "--allowed-origins", "https://a.example"}));
+  CHECK(parsed.config.allowed_hosts == std::vector<std::string>{"lock.example", ".corp.example"});
+  CHECK(parsed.config.allowed_origins == std::vector<std::string>{"https://a.example"});
+  CHECK(accepted(with_redis({})).config.allowed_hosts.empty());
+  CHECK_THAT(refusal(with_redis({"--allowed-hosts", "a.example,,b.example"})),
+             Catch::StartsWith("--allowed-hosts"));
+  std::string many;
+  for (int i = 0; i < 65; ++i) many += (many.empty() ? "" : ",") + std::to_string(i) + ".example";
+  CHECK_THAT(refusal(with_redis({"--allowed-hosts", many})), Catch::Contains("at most 64"));
+  TempDir dir;
+  const std::string file =
+      write_file(dir, "c.json", R"({"allowed_origins": ["https://a.example", "http://b:8080"]})");
+  CHECK(accepted(with_redis({"--config", file})).config.allowed_origins ==
+        std::vector<std::string>{"https://a.example", "http://b:8080"});
 }

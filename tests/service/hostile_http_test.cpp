@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "loopback.h"
+#include "raw_socket.h"
 #include "service_under_test.h"
 #include "sync_redis.h"
 
@@ -26,69 +26,6 @@ using namespace std::string_literals;
 using nlohmann::json;
 
 namespace {
-
-// One raw connection with a receive timeout; closes itself.
-class RawSocket {
- public:
-  explicit RawSocket(std::uint16_t port, unsigned source_host = 0)
-      : fd_(connect_loopback(port, false, source_host)) {
-    timeval timeout{};
-    timeout.tv_usec = 200'000;
-    if (fd_ >= 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  }
-  ~RawSocket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  RawSocket(const RawSocket&) = delete;
-  RawSocket& operator=(const RawSocket&) = delete;
-
-  bool ok() const { return fd_ >= 0; }
-  // False once the peer has closed (or reset) the connection.
-  bool send(const std::string& bytes) {
-    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-           static_cast<ssize_t>(bytes.size());
-  }
-  // Everything the server sends until it closes, or until `limit` passes.
-  std::string read_until_closed(std::chrono::milliseconds limit) {
-    std::string got;
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    char buffer[4096];
-    while (std::chrono::steady_clock::now() < deadline) {
-      const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
-      if (n == 0) {
-        closed_ = true;
-        break;
-      }
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-        closed_ = true;  // reset
-        break;
-      }
-      got.append(buffer, static_cast<std::size_t>(n));
-    }
-    return got;
-  }
-  bool closed() const { return closed_; }
-
- private:
-  int fd_;
-  bool closed_ = false;
-};
-
-// The status code of the first response in `bytes`, 0 when there is none.
-unsigned first_status(const std::string& bytes) {
-  if (bytes.rfind("HTTP/1.1 ", 0) != 0 || bytes.size() < 12) return 0;
-  return static_cast<unsigned>(std::stoi(bytes.substr(9, 3)));
-}
-
-std::size_t count_responses(const std::string& bytes) {
-  std::size_t count = 0;
-  for (std::size_t at = bytes.find("HTTP/1.1 "); at != std::string::npos;
-       at = bytes.find("HTTP/1.1 ", at + 1)) {
-    ++count;
-  }
-  return count;
-}
 
 json body_of(const std::string& bytes) {
   const auto start = bytes.find("\r\n\r\n");
@@ -106,23 +43,6 @@ std::int64_t keys_on_nodes(ServiceUnderTest& service,
   return total;
 }
 
-std::int64_t open_descriptors(pid_t pid) {
-  std::int64_t count = 0;
-  for ([[maybe_unused]] const auto& entry :
-       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
-    ++count;
-  }
-  return count;
-}
-
-std::int64_t resident_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
 struct RawCase {
   const char* what;
   std::string bytes;
@@ -136,7 +56,8 @@ TEST_CASE("hostile: malformed framing gets a 4xx or a closed connection and writ
   const pid_t pid = service.daemon->pid();
   const std::int64_t descriptors_before = open_descriptors(pid);
   const std::int64_t rss_before = resident_kib(pid);
-  const std::string acquire = "POST /v1/locks/victim HTTP/1.1\r\nHost: x\r\n";
+  const std::string acquire =
+      "POST /v1/locks/victim HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
   const std::string body = R"({"ttl_ms":10000})";
   const std::vector<RawCase> cases = {
       {"Content-Length and Transfer-Encoding together (CL.TE smuggling)",
@@ -152,7 +73,7 @@ TEST_CASE("hostile: malformed framing gets a 4xx or a closed connection and writ
       {"a NUL in a header value",
        "POST /v1/locks/victim HTTP/1.1\r\nHost: x\0y\r\nContent-Length: 16\r\n\r\n"s + body},
       {"bare LF line endings",
-       "POST /v1/locks/victim HTTP/1.1\nHost: x\nContent-Length: 16\n\n" + body},
+       "POST /v1/locks/victim HTTP/1.1\nHost: 127.0.0.1\nContent-Length: 16\n\n" + body},
       {"an HTTP/2 connection preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"},
       {"a header of 100 KiB", acquire + "X-Pad: " + std::string(100 * 1024, 'a') + "\r\n\r\n"},
       {"Content-Length 2^62", acquire + "Content-Length: 4611686018427387904\r\n\r\n" + body},
@@ -310,10 +231,12 @@ TEST_CASE("hostile: connection caps answer 503, keep probes reachable and count 
   for (int i = 0; i < 8; ++i) held.push_back(slow_from(3));  // the global cap (20) is full
   // Over the cap a probe still gets through; anything else gets 503.
   RawSocket probe(service.port(), 4);
-  probe.send("GET /readyz HTTP/1.1\r\nHost: f\r\n\r\n");
+  probe.send("GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   CHECK_THAT(probe.read_until_closed(2s), Catch::StartsWith("HTTP/1.1 200"));
   RawSocket work(service.port(), 4);
-  work.send("POST /v1/locks/w HTTP/1.1\r\nHost: f\r\nContent-Length: 15\r\n\r\n{\"ttl_ms\":1000}");
+  work.send(
+      "POST /v1/locks/w HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nContent-Length: 15\r\n\r\n{\"ttl_ms\":1000}");
   const std::string busy = work.read_until_closed(2s);
   CHECK_THAT(busy, Catch::StartsWith("HTTP/1.1 503"));
   CHECK_THAT(busy, Catch::Contains("\"unavailable\""));
@@ -337,10 +260,14 @@ TEST_CASE("hostile: request bodies share one memory budget — over it a request
   ServiceUnderTest service(
       {"--body-limit", "1048576", "--body-memory", "1048576", "--request-timeout", "2s"});
   RawSocket big(service.port());
-  big.send("POST /v1/locks/big HTTP/1.1\r\nHost: f\r\nContent-Length: 1048576\r\n\r\n{");
+  big.send(
+      "POST /v1/locks/big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nContent-Length: 1048576\r\n\r\n{");
   std::this_thread::sleep_for(200ms);  // its header is read: the whole budget is reserved
   RawSocket small(service.port());
-  small.send("POST /v1/locks/small HTTP/1.1\r\nHost: f\r\nContent-Length: 15\r\n\r\n");
+  small.send(
+      "POST /v1/locks/small HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nContent-Length: 15\r\n\r\n");
   const std::string busy = small.read_until_closed(2s);
   CHECK_THAT(busy, Catch::StartsWith("HTTP/1.1 503"));
   CHECK_THAT(busy, Catch::Contains("body-memory"));

@@ -505,13 +505,13 @@ TEST_CASE("http: a request that cannot be framed is refused, not read as two", "
   Service s;
   HttpClient http = s.client();
   const HttpAnswer smuggled = http.raw(
-      "POST /v1/tokens/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"
-      "POST /v1/tokens/smuggled HTTP/1.1\r\nHost: x\r\n\r\n");
+      "POST /v1/tokens/a HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n"
+      "POST /v1/tokens/smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   CHECK(smuggled.status == 400);
   CHECK(http.get("/v1/tokens/smuggled").json()["token"] == 0);  // the hidden request never ran
   CHECK(http.get("/v1/tokens/a").json()["token"] == 0);
 
-  const HttpAnswer head = http.raw("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  const HttpAnswer head = http.raw("HEAD /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   CHECK(head.status == 405);
   CHECK(head.body.empty());
 }
@@ -551,7 +551,7 @@ TEST_CASE("http: a waiting acquire whose client went away is cancelled, never gr
   REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
   const std::string body = R"({"ttl_ms": 30000, "wait_ms": 10000})";
   const std::string request =
-      "POST /v1/locks/gone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "POST /v1/locks/gone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
       "Content-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));

@@ -135,7 +135,7 @@ TEST_CASE("http: a waiting lock set whose client went away is cancelled, never g
   REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
   const std::string body = R"({"names": ["g1", "g2"], "ttl_ms": 30000, "wait_ms": 10000})";
   const std::string request =
-      "POST /v1/locks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "POST /v1/locks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
       "Content-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));

@@ -111,7 +111,8 @@ TEST_CASE(
     "[service][redis]") {
   TlsServiceUnderTest s;
   const double failures_before = handshake_failures(s);
-  const RawOutcome plain = send_raw(s.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 5s);
+  const RawOutcome plain =
+      send_raw(s.port(), "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 5s);
   CHECK(plain.closed);
   CHECK(plain.after < 3s);
   // Was: nothing at all, and the client could only guess ("empty reply", "end of stream").
@@ -252,10 +253,10 @@ TEST_CASE("https: a waiting acquire whose TLS client went away is cancelled, nev
   TlsClient waiter = s.client();
   REQUIRE(waiter.connect().empty());
   const std::string body = R"({"ttl_ms": 30000, "wait_ms": 10000})";
-  REQUIRE(
-      waiter.send("POST /v1/locks/gone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  "Content-Length: " +
-                  std::to_string(body.size()) + "\r\n\r\n" + body));
+  REQUIRE(waiter.send(
+      "POST /v1/locks/gone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body));
   std::this_thread::sleep_for(500ms);  // the acquire is waiting on the held lock
   waiter.close(notify);
   CHECK(s.daemon->log_shows("route=acquire name=gone status=499"));
@@ -370,7 +371,7 @@ TEST_CASE(
   for (int i = 0; i < 40; ++i) {
     const int fd = connect_loopback(s.port(), false, 3);
     REQUIRE(fd >= 0);
-    const std::string plain = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string plain = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     REQUIRE(::send(fd, plain.data(), plain.size(), MSG_NOSIGNAL) > 0);
     const timeval tv{2, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -160,7 +160,10 @@ for (const [index, line] of lines.entries()) {
     const key = `${method} ${byPath.template}`;
     if (!covered.has(key)) covered.set(key, new Set());
     covered.get(key).add(status);
-    response = operation.responses[status] ?? operation.responses[`${status[0]}XX`];
+    response =
+      operation.responses[status] ??
+      operation.responses[`${status[0]}XX`] ??
+      (['404', '405'].includes(status) ? undefined : anyRequest[status]);
     if (!response) problems.push(`status ${status} is not documented for ${key}`);
   } else {
     const allowed =

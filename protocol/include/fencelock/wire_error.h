@@ -25,6 +25,9 @@ enum class WireError {
   kClientGone,          // 499 (logged only, never sent): the client closed its connection first
   kPlainHttpOnTlsPort,  // 400: a plain HTTP request on fencelockd's TLS port (use https://)
   kPermitsMismatch,     // 409: a semaphore asked with another permit count than the live one
+  kUnsupportedMediaType,  // 415: a request body that is not sent as application/json
+  kCrossSiteRequest,      // 403: a browser's cross-site request (Origin, Sec-Fetch-Site)
+  kHostNotAllowed,        // 421: a Host header outside --allowed-hosts (DNS rebinding)
 };
 
 // The HTTP status for `error` (400, 404, ...).

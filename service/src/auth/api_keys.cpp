@@ -1,8 +1,13 @@
 #include "auth/api_keys.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 #include <unordered_set>
 
 #include "fencelock/names.h"
@@ -181,6 +186,10 @@ Result<KeySet> KeySet::parse(std::string_view json_text) {
 }
 
 Result<KeySet> KeySet::load(const std::filesystem::path& path) {
+  // A FIFO or a device would block the read, or never end it.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return bad(path.string(), "is not a regular file (or cannot be reached)");
   std::ifstream in(path, std::ios::binary);
   if (!in) return bad(path.string(), "cannot be read");
   std::string text;
@@ -192,6 +201,43 @@ Result<KeySet> KeySet::load(const std::filesystem::path& path) {
   if (!set.ok())
     return make_error(ErrorCode::kInvalidArgument, path.string() + ": " + set.error().message);
   return set;
+}
+
+Result<KeySet> KeySet::load_within(const std::filesystem::path& path,
+                                   std::chrono::milliseconds deadline) {
+  // What the reading thread and its waiter share; the thread may outlive the waiter.
+  struct Read {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    bool abandoned = false;  // the waiter gave up: the read counts as stuck until it ends
+    std::optional<Result<KeySet>> result;
+  };
+  static std::atomic<std::size_t> stuck{0};
+  if (stuck.load() >= kMaxStuckReads) {
+    return make_error(ErrorCode::kUnavailable,
+                      path.string() + ": " + std::to_string(kMaxStuckReads) +
+                          " earlier reads of it are still blocked; not reading it again");
+  }
+  auto read = std::make_shared<Read>();
+  std::thread([read, path] {
+    auto loaded = load(path);
+    std::lock_guard<std::mutex> lock(read->mutex);
+    read->result.emplace(std::move(loaded));
+    read->done = true;
+    if (read->abandoned) --stuck;
+    read->done_cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(read->mutex);
+  if (!read->done_cv.wait_for(lock, deadline, [&] { return read->done; })) {
+    read->abandoned = true;
+    ++stuck;
+    return make_error(ErrorCode::kUnavailable,
+                      path.string() + ": reading it did not finish within " +
+                          std::to_string(deadline.count()) +
+                          " ms (a FIFO, a hung mount?); it is left behind");
+  }
+  return std::move(*read->result);
 }
 
 const ApiKey* KeySet::find_by_secret_hash(std::string_view secret_sha256) const {

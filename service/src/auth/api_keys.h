@@ -8,6 +8,7 @@
 // names the key and the field, and nothing of the file is used. Pure; thread-safe once built.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -59,6 +60,13 @@ class KeySet {
  public:
   static storage::Result<KeySet> parse(std::string_view json_text);
   static storage::Result<KeySet> load(const std::filesystem::path& path);
+  // load() on a thread of its own, waited for at most `deadline`: a read that blocks (a hung
+  // mount; a path that is not a regular file is refused at once, without reading) answers
+  // kUnavailable after it and is left behind; while kMaxStuckReads such reads are still blocked,
+  // a new one is not started (kUnavailable at once). Thread-safe.
+  static constexpr std::size_t kMaxStuckReads = 4;
+  static storage::Result<KeySet> load_within(const std::filesystem::path& path,
+                                             std::chrono::milliseconds deadline);
 
   // The key whose secret hashes to `secret_sha256`, or nullptr.
   const ApiKey* find_by_secret_hash(std::string_view secret_sha256) const;

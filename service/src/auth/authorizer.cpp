@@ -105,20 +105,46 @@ std::size_t Authorizer::key_count() const {
 Authorizer::Decision Authorizer::check(std::uint8_t right, std::string_view name,
                                        std::string_view authorization,
                                        Clock::time_point now) const {
-  return check_names(right, std::array<std::string_view, 1>{name}, authorization, now);
+  Decision known = identify(right, authorization);
+  if (!known.allowed || !known.key) return known;
+  known = names_allowed(std::move(known), std::array<std::string_view, 1>{name});
+  return known.allowed ? take_rate(std::move(known), now) : known;
 }
 
 Authorizer::Decision Authorizer::check(std::uint8_t right, std::span<const std::string> names,
                                        std::string_view authorization,
                                        Clock::time_point now) const {
-  return check_names(right, names, authorization, now);
+  Decision known = identify(right, authorization);
+  if (!known.allowed || !known.key) return known;
+  known = names_allowed(std::move(known), names);
+  return known.allowed ? take_rate(std::move(known), now) : known;
 }
 
-template <class Names>
-Authorizer::Decision Authorizer::check_names(std::uint8_t right, const Names& names,
-                                             std::string_view authorization,
-                                             Clock::time_point now) const {
-  const auto current = state();
+Authorizer::Decision Authorizer::authenticate(std::uint8_t right, std::string_view authorization,
+                                              Clock::time_point now) const {
+  Decision known = identify(right, authorization);
+  if (!known.allowed || !known.key) return known;
+  return take_rate(std::move(known), now);
+}
+
+Authorizer::Decision Authorizer::check_names(const Decision& admitted,
+                                             std::span<const std::string> names) {
+  if (!admitted.allowed || !admitted.key) return admitted;
+  return names_allowed(admitted, names);
+}
+
+Authorizer::Decision Authorizer::check_name(const Decision& admitted, std::string_view name) {
+  if (!admitted.allowed || !admitted.key) return admitted;
+  return names_allowed(admitted, std::array<std::string_view, 1>{name});
+}
+
+bool Authorizer::replaced_since(const Decision& admitted) const {
+  return admitted.state != nullptr && admitted.state != state();
+}
+
+Authorizer::Decision Authorizer::identify(std::uint8_t right,
+                                          std::string_view authorization) const {
+  auto current = state();
   if (!current || right == 0) {
     Decision open;
     open.allowed = true;
@@ -140,33 +166,53 @@ Authorizer::Decision Authorizer::check_names(std::uint8_t right, const Names& na
                           : nullptr;
   if (key == nullptr) return refuse(ApiError::kUnauthenticated, "unknown API key");
   if ((key->rights & right) == 0) {
-    return refuse(ApiError::kForbidden, "key '" + key->id + "' lacks the right '" +
-                                            std::string(right_name(static_cast<Right>(right))) +
-                                            "' (it has: " + rights_text(key->rights) + ")");
-  }
-  for (const auto& name : names) {
-    const bool name_allowed = std::any_of(key->names.begin(), key->names.end(),
-                                          [&](const auto& p) { return name_matches(p, name); });
-    if (!name_allowed) {
-      return refuse(ApiError::kForbidden,
-                    "key '" + key->id + "' may not use the name '" + std::string(name) + "'");
-    }
+    Decision forbidden =
+        refuse(ApiError::kForbidden, "key '" + key->id + "' lacks the right '" +
+                                         std::string(right_name(static_cast<Right>(right))) +
+                                         "' (it has: " + rights_text(key->rights) + ")");
+    forbidden.key_id = key->id;
+    return forbidden;
   }
   const auto index = static_cast<std::size_t>(key - current->keys.keys().data());
-  if (const auto& bucket = current->buckets[index]) {
+  Decision known;
+  known.allowed = true;
+  known.key_id = key->id;
+  known.usage = current->usages[index];
+  known.key = key;
+  known.state = std::move(current);
+  return known;
+}
+
+Authorizer::Decision Authorizer::take_rate(Decision known, Clock::time_point now) {
+  const auto index = static_cast<std::size_t>(known.key - known.state->keys.keys().data());
+  if (const auto& bucket = known.state->buckets[index]) {
     if (const auto wait = bucket->take(now)) {
-      Decision limited = refuse(ApiError::kRateLimited,
-                                "key '" + key->id + "' is over its rate of requests per second");
+      Decision limited = refuse(ApiError::kRateLimited, "key '" + known.key->id +
+                                                            "' is over its rate of requests "
+                                                            "per second");
       limited.retry_after = *wait;
-      limited.key_id = key->id;
+      limited.key_id = known.key->id;
       return limited;
     }
   }
-  Decision allowed;
-  allowed.allowed = true;
-  allowed.key_id = key->id;
-  allowed.usage = current->usages[index];
-  return allowed;
+  return known;
+}
+
+template <class Names>
+Authorizer::Decision Authorizer::names_allowed(Decision admitted, const Names& names) {
+  const ApiKey& key = *admitted.key;
+  for (const auto& name : names) {
+    const bool name_allowed = std::any_of(key.names.begin(), key.names.end(),
+                                          [&](const auto& p) { return name_matches(p, name); });
+    if (!name_allowed) {
+      Decision forbidden =
+          refuse(ApiError::kForbidden,
+                 "key '" + key.id + "' may not use the name '" + std::string(name) + "'");
+      forbidden.key_id = key.id;
+      return forbidden;
+    }
+  }
+  return admitted;
 }
 
 }  // namespace fencelock::service
