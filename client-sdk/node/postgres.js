@@ -17,10 +17,21 @@
 //   WHERE row."current_token" <= EXCLUDED."current_token"
 //
 // Identifiers are quoted with pg's escapeIdentifier and checked against the table's columns
-// once; values and tokens are always parameters. `db` is anything with pg's query(text, values)
-// — a pg.Client, a pg.PoolClient inside your transaction (the statements join it), or a pg.Pool
-// (each statement commits on its own; the token rule keeps that correct under concurrent writers
-// at READ COMMITTED and SERIALIZABLE). Tokens are bigint in PostgreSQL: above 2^63 - 1 is refused.
+// once; values and tokens are always parameters. Tokens are bigint in PostgreSQL: above 2^63 - 1
+// is refused.
+//
+// Transactions: a write reported 'applied' is committed. `db` is a pg.Pool, a pg.Client or a
+// pg.PoolClient (anything with pg's query(text, values)). By default each statement runs in no
+// transaction but its own, so it has committed when its answer arrives (the token rule keeps that
+// correct under concurrent writers at READ COMMITTED and SERIALIZABLE); a pool lends us one
+// client per call. A call that finds a transaction open on the connection (the caller's BEGIN,
+// or one a pooled client was released in) refuses with InvalidArgumentError and sends nothing
+// more: joining it would report 'applied' for a write that only the caller's COMMIT, which may
+// never come, makes real. With { callerCommits: true } the caller says "this transaction is
+// mine and I will commit it": the statements run on `db` as the caller's own would, joining its
+// transaction, and 'applied' means applied in that transaction. The open transaction is seen in
+// pg's getTransactionStatus() (pg >= 8.21) or, where that is missing, by a SAVEPOINT probe,
+// which PostgreSQL refuses outside a transaction block.
 import pg from 'pg';
 
 import { FencelockError, InvalidArgumentError } from './src/errors.js';
@@ -111,10 +122,12 @@ export class FencedTable {
    * `token`, and sets the row's token to `token` in the same statement. Never inserts.
    * Resolves {outcome: 'applied' | 'stale' | 'no_such_row', currentToken: bigint}: the caller's
    * token when applied, the token that won when stale, 0n when there is no row. A stale outcome
-   * means a newer holder got there first: stop, do not retry with this token.
-   * Rejects with InvalidArgumentError (a bad token or column) or pg's error.
+   * means a newer holder got there first: stop, do not retry with this token. 'applied' means
+   * committed, or with callerCommits: true applied in the caller's open transaction.
+   * Rejects with InvalidArgumentError (a bad token or column, a transaction open on the connection
+   * without callerCommits: true, or callerCommits: true with a pg.Pool) or pg's error.
    */
-  async update(key, values, token, { rule = TokenRule.strictlyNewer } = {}) {
+  async update(key, values, token, { rule = TokenRule.strictlyNewer, callerCommits = false } = {}) {
     const t = checkToken(token);
     const op = operator(rule);
     const entries = Object.entries(values ?? {});
@@ -128,7 +141,7 @@ export class FencedTable {
     const { t: table, k, tok } = this.#sql;
     const sets = entries.map(([column], i) => `${escapeIdentifier(column)} = $${i + 3}`).join(', ');
     const text = `UPDATE ${table} SET ${sets}, ${tok} = $2 WHERE ${k} = $1 AND ${tok} ${op} $2 RETURNING ${tok}::text AS token`;
-    return this.#guarded(text, [String(key), t.toString(), ...entries.map(([, value]) => value)], t, op);
+    return this.#guarded(text, [String(key), t.toString(), ...entries.map(([, value]) => value)], t, op, callerCommits);
   }
 
   /**
@@ -136,11 +149,12 @@ export class FencedTable {
    * read counts as a touch by `token`; writes by older tokens are refused from then on. A missing
    * row gets a placeholder (key and token only) when the table can hold one; otherwise the
    * outcome is 'no_such_row' and nothing is fenced. Write after it with rule newerOrSame.
+   * Transactions and errors as for update().
    */
-  async fenceRead(key, token, { rule = TokenRule.newerOrSame } = {}) {
+  async fenceRead(key, token, { rule = TokenRule.newerOrSame, callerCommits = false } = {}) {
     const t = checkToken(token);
     const op = operator(rule);
-    return this.#guarded(this.#sql.fence(op), [String(key), t.toString()], t, op);
+    return this.#guarded(this.#sql.fence(op), [String(key), t.toString()], t, op, callerCommits);
   }
 
   /** The token stored in row `key` (a bigint), or null without a row. Fences nothing. */
@@ -152,16 +166,79 @@ export class FencedTable {
   // Runs a guarded statement; when it touched nothing, reads the row's token to tell 'stale' from
   // 'no_such_row'. A token only grows, so a row found with a token the rule would have let through
   // was created in between: run again (a few times at most).
-  async #guarded(text, params, token, op) {
-    for (let attempt = 0; attempt < 3; ++attempt) {
-      const written = await this.#db.query(text, params);
-      if (written.rows.length > 0) return { outcome: 'applied', currentToken: BigInt(written.rows[0].token) };
-      const current = await this.currentToken(params[0]);
-      if (current === null) return { outcome: 'no_such_row', currentToken: 0n };
-      if (op === '<' ? current >= token : current > token) return { outcome: 'stale', currentToken: current };
-    }
-    throw new FencelockError('internal', 'fenced write: the row kept changing under it');
+  async #guarded(text, params, token, op, callerCommits) {
+    return this.#onConnection(callerCommits, async (db) => {
+      for (let attempt = 0; attempt < 3; ++attempt) {
+        const written = await db.query(text, params);
+        if (written.rows.length > 0) return { outcome: 'applied', currentToken: BigInt(written.rows[0].token) };
+        const { rows } = await db.query(this.#sql.select, [params[0]]);
+        if (rows.length === 0) return { outcome: 'no_such_row', currentToken: 0n };
+        const current = BigInt(rows[0].token);
+        if (op === '<' ? current >= token : current > token) return { outcome: 'stale', currentToken: current };
+      }
+      throw new FencelockError('internal', 'fenced write: the row kept changing under it');
+    });
   }
+
+  // Runs `work(connection)` where a write it reports applied is committed (see the file comment):
+  // on the caller's connection when no transaction is open on it or the caller commits, on a
+  // client of the pool's own otherwise.
+  async #onConnection(callerCommits, work) {
+    const db = this.#db;
+    if (typeof callerCommits !== 'boolean') throw new InvalidArgumentError('invalid_request', 'callerCommits: true or false');
+    if (!isPool(db)) {
+      if (!callerCommits) await refuseOpenTransaction(db);
+      return work(db);
+    }
+    if (callerCommits) {
+      throw new InvalidArgumentError('invalid_request',
+        'callerCommits: a pg.Pool holds no transaction of yours; pass the client (pool.connect()) that ran BEGIN');
+    }
+    const connection = await db.connect();
+    let failure;
+    try {
+      await refuseOpenTransaction(connection);
+      return await work(connection);
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      connection.release(failure);  // a client that failed, or was left in a transaction, is discarded
+    }
+  }
+}
+
+function isPool(db) {
+  return typeof db.connect === 'function' && 'totalCount' in db && typeof db.release !== 'function';
+}
+
+// Rejects unless `db` is outside any transaction block.
+async function refuseOpenTransaction(db) {
+  let status = typeof db.getTransactionStatus === 'function' ? db.getTransactionStatus() : null;
+  if (status !== 'I' && status !== 'T' && status !== 'E') status = await probeTransactionStatus(db);
+  if (status === 'E') {
+    throw new InvalidArgumentError('invalid_request', "the connection's transaction has failed: ROLLBACK before writing");
+  }
+  if (status === 'T') {
+    throw new InvalidArgumentError('invalid_request',
+      'a transaction is open on this connection and this call would not commit it, so a write reported applied ' +
+      'could still be lost: COMMIT or ROLLBACK before the guarded write, or pass { callerCommits: true } and ' +
+      'COMMIT it yourself');
+  }
+}
+
+// SAVEPOINT outside a transaction block fails with 25P01 and changes nothing; inside one it works
+// (and is released at once); in a failed one it fails with 25P02.
+async function probeTransactionStatus(db) {
+  try {
+    await db.query('SAVEPOINT fencelock_probe');
+  } catch (error) {
+    if (error?.code === '25P01') return 'I';
+    if (error?.code === '25P02') return 'E';
+    throw error;
+  }
+  await db.query('RELEASE SAVEPOINT fencelock_probe');
+  return 'T';
 }
 
 const tables = new WeakMap();
@@ -181,17 +258,17 @@ async function tableFor(db, options) {
 }
 
 /**
- * One guarded UPDATE: guardedUpdate(db, {table, keyColumn, tokenColumn, key, token, values, rule}).
+ * One guarded UPDATE: guardedUpdate(db, {table, keyColumn, tokenColumn, key, token, values, rule, callerCommits}).
  * Resolves {outcome, currentToken} as FencedTable.update; `applied` is outcome === 'applied'.
  */
-export async function guardedUpdate(db, { key, token, values, rule, ...table }) {
-  const result = await (await tableFor(db, table)).update(key, values, token, { rule });
+export async function guardedUpdate(db, { key, token, values, rule, callerCommits, ...table }) {
+  const result = await (await tableFor(db, table)).update(key, values, token, { rule, callerCommits });
   return { ...result, applied: result.outcome === 'applied' };
 }
 
-/** fenceRead(db, {table, keyColumn, tokenColumn, key, token, rule}): see FencedTable.fenceRead. */
-export async function fenceRead(db, { key, token, rule, ...table }) {
-  const result = await (await tableFor(db, table)).fenceRead(key, token, { rule });
+/** fenceRead(db, {table, keyColumn, tokenColumn, key, token, rule, callerCommits}): see FencedTable.fenceRead. */
+export async function fenceRead(db, { key, token, rule, callerCommits, ...table }) {
+  const result = await (await tableFor(db, table)).fenceRead(key, token, { rule, callerCommits });
   return { ...result, applied: result.outcome === 'applied' };
 }
 

@@ -38,8 +38,8 @@ class FencedBackend {
  public:
   virtual ~FencedBackend() = default;
 
-  // Whether the caller has a transaction open on the connection: then a guarded call joins it
-  // instead of running one of its own.
+  // Whether the caller has a transaction open on the connection: then a guarded call refuses, or
+  // joins it when the caller said it commits it (Commit::kByCaller), instead of running its own.
   virtual bool in_transaction() = 0;
   // Our own transaction around one guarded call, so the outcome reported is the one that
   // happened. rollback() is a no-op when no transaction is open (some errors end it themselves).

@@ -153,8 +153,8 @@ Result<FencedTable> FencedTable::connect(std::string_view connection_string, std
 
 Result<WriteResult> FencedTable::update(std::string_view key, std::string_view assignments,
                                         const std::vector<SqlValue>& params, std::uint64_t token,
-                                        TokenRule rule) {
-  return guarded(key, token, rule, [&](std::int64_t signed_token) -> Result<bool> {
+                                        TokenRule rule, Commit commit) {
+  return guarded(key, token, rule, commit, [&](std::int64_t signed_token) -> Result<bool> {
     if (is_blank(assignments)) {
       return fenced_error(ErrorCode::kInvalidArgument,
                           "no assignments: use fence_read() to move only the token");
@@ -164,8 +164,8 @@ Result<WriteResult> FencedTable::update(std::string_view key, std::string_view a
 }
 
 Result<WriteResult> FencedTable::fence_read(std::string_view key, std::uint64_t token,
-                                            TokenRule rule) {
-  return guarded(key, token, rule, [&](std::int64_t signed_token) {
+                                            TokenRule rule, Commit commit) {
+  return guarded(key, token, rule, commit, [&](std::int64_t signed_token) {
     return backend_->fence(key, signed_token, rule);
   });
 }
@@ -178,12 +178,24 @@ Result<std::optional<std::uint64_t>> FencedTable::current_token(std::string_view
 }
 
 Result<WriteResult> FencedTable::guarded(std::string_view key, std::uint64_t token, TokenRule rule,
+                                         Commit commit,
                                          const std::function<Result<bool>(std::int64_t)>& step) {
   auto signed_token = checked_token(token);
   if (!signed_token.ok()) return std::move(signed_token).error();
-  // Inside the caller's transaction the statement joins it: its snapshot and locks are the
-  // caller's, and an abort ends the caller's transaction, which only the caller can run again.
-  if (backend_->in_transaction()) return classify(key, signed_token.value(), rule, step);
+  if (backend_->in_transaction()) {
+    // Joined silently, the write would be reported kApplied and then depend on a COMMIT nobody
+    // may run: the caller must say the transaction is theirs.
+    if (commit != Commit::kByCaller) {
+      return fenced_error(ErrorCode::kInvalidArgument,
+                          "a transaction is open on this connection and this call would not "
+                          "commit it, so a write reported applied could still be lost: COMMIT or "
+                          "ROLLBACK before the guarded call, or pass Commit::kByCaller and "
+                          "commit the transaction yourself");
+    }
+    // The statement joins it: its snapshot and locks are the caller's, and an abort ends the
+    // caller's transaction, which only the caller can run again.
+    return classify(key, signed_token.value(), rule, step);
+  }
 
   for (int attempt = 1;; ++attempt) {
     auto result = Result<WriteResult>(fenced_error(ErrorCode::kInternal, "not run"));

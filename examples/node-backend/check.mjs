@@ -64,6 +64,9 @@ try {
   for (const id of ids) {
     const { body } = await call('GET', `/accounts/${id}`);
     assert.equal(Number(body.balance), expected[id], `${id}: no deposit lost`);
+    // Committed, not only visible to the server's own connections: this process's pool sees it.
+    const { rows } = await db.query('SELECT balance FROM accounts WHERE id = $1', [id]);
+    assert.equal(Number(rows[0].balance), expected[id], `${id}: every deposit answered 200 is committed`);
   }
   console.log(`check: ${deposits} concurrent deposits, balances ${ids.map((id) => expected[id]).join(' and ')} as expected`);
 

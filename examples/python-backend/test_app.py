@@ -92,6 +92,14 @@ class PythonBackendExample(unittest.TestCase):
         self.assertEqual(len(set(tokens)), len(tokens), "each deposit had its own lease")
         self.assertEqual(call("GET", f"/accounts/{account}"),
                          (200, {"account": account, "balance": sum(amounts)}))
+        # Every deposit answered 200 is committed: a connection of our own, opened now, sees it.
+        conn = psycopg2.connect(os.environ["DATABASE_URL"])
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT balance FROM accounts WHERE id = %s", (account,))
+                self.assertEqual(cursor.fetchone(), (sum(amounts),))
+        finally:
+            conn.close()
 
     def test_a_stale_token_write_is_refused(self) -> None:
         account = "acct-" + uuid.uuid4().hex[:8]

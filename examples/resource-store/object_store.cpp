@@ -8,6 +8,7 @@
 
 namespace resource_store {
 
+using fencelock::Commit;
 using fencelock::Error;
 using fencelock::Result;
 using fencelock::TokenRule;
@@ -113,8 +114,10 @@ Result<PutOutcome> ObjectStore::put_fenced(const std::string& key, const std::st
     const bool own_read = row.value()->token == token && row.value()->read_fenced;
     const TokenRule rule =
         mode_ == Mode::kSameToken || own_read ? TokenRule::kNewerOrSame : TokenRule::kStrictlyNewer;
-    auto written = table_->fenced().update(key, table_->write_assignments(),
-                                           {table_->value_parameter(value)}, token, rule);
+    // Inside our transaction, committed below before the outcome is reported.
+    auto written =
+        table_->fenced().update(key, table_->write_assignments(), {table_->value_parameter(value)},
+                                token, rule, Commit::kByCaller);
     if (!written.ok()) return std::move(written).error();
     outcome = PutOutcome{written->outcome == WriteOutcome::kApplied, written->current_token};
   }
@@ -132,7 +135,7 @@ Result<PutOutcome> ObjectStore::fence_read(const std::string& key, std::uint64_t
   if (!before.ok()) return std::move(before).error();
   // A holder may read its row again; only an older token is refused. A missing key gets a
   // placeholder holding the token (the table's value column is nullable).
-  auto fenced = table_->fenced().fence_read(key, token, TokenRule::kNewerOrSame);
+  auto fenced = table_->fenced().fence_read(key, token, TokenRule::kNewerOrSame, Commit::kByCaller);
   if (!fenced.ok()) return std::move(fenced).error();
   const PutOutcome outcome{fenced->outcome == WriteOutcome::kApplied, fenced->current_token};
   if (outcome.applied && (!before.value() || before.value()->token < token)) {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -58,6 +59,18 @@ struct SqliteDatabase {
     return opened;
   }
 
+  // A FencedTable over a connection of the test's own, on which exec_on() runs the caller's SQL.
+  Opened open_borrowed() const { return open(); }
+
+  static void exec_on(const Opened& opened, const std::string& sql) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(static_cast<sqlite3*>(opened.connection.get()), sql.c_str(),
+                                nullptr, nullptr, &message);
+    const std::string text = message != nullptr ? message : "";
+    sqlite3_free(message);
+    if (rc != SQLITE_OK) FAIL(sql << ": " << text);
+  }
+
   void exec(const std::string& sql) const {
     sqlite3* raw = nullptr;
     sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -103,6 +116,21 @@ struct PostgresDatabase {
   Opened open(const std::string& table = "accounts", const std::string& key = "id",
               const std::string& token = "current_token") const {
     return Opened{nullptr, FencedTable::connect(url, table, key, token)};
+  }
+
+  Opened open_borrowed() const {
+    PGconn* raw = PQconnectdb(url.c_str());
+    const std::shared_ptr<PGconn> connection(raw, PQfinish);
+    if (PQstatus(raw) != CONNECTION_OK) FAIL(PQerrorMessage(raw));
+    return Opened{connection, FencedTable::open(raw, "accounts")};
+  }
+
+  static void exec_on(const Opened& opened, const std::string& sql) {
+    const std::unique_ptr<PGresult, void (*)(PGresult*)> result(
+        PQexec(static_cast<PGconn*>(opened.connection.get()), sql.c_str()), PQclear);
+    const auto status = PQresultStatus(result.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+      FAIL(sql << ": " << PQresultErrorMessage(result.get()));
   }
 
   void exec(const std::string& sql) const { testing::postgres_exec(url, sql); }
@@ -375,4 +403,98 @@ TEMPLATE_TEST_CASE(
         100 + static_cast<std::int64_t>(applied["alice"].size()));
   CHECK(stale > 0);  // the race happened: older tokens arrived after newer ones
   CHECK(unavailable * 4 < kThreads * kWritesPerThread);  // the retries do their job
+}
+
+TEMPLATE_TEST_CASE("contract: a write reported applied is durable after the connection closes",
+                   "[client][postgres]", SqliteDatabase, PostgresReadCommitted) {
+  TestType db;
+  INFO(TestType::kName);
+  // Issue #32 item 8: the read-modify-write ran inside a transaction that the caller's own read
+  // had opened and nobody committed; it was reported applied and lost with the connection.
+  std::optional<Opened> opened(db.open_borrowed());
+  FencedTable& table = require_table(*opened);
+  TestType::exec_on(*opened, "BEGIN");
+  TestType::exec_on(*opened, "SELECT balance FROM accounts WHERE id = 'alice'");
+  const auto fenced = table.fence_read("alice", 33);
+  const auto written = table.update("alice", "balance = " + TestType::param(1), {std::int64_t{120}},
+                                    33, TokenRule::kNewerOrSame);
+  const bool fence_applied = fenced.ok() && fenced->outcome == WriteOutcome::kApplied;
+  const bool write_applied = written.ok() && written->outcome == WriteOutcome::kApplied;
+  opened.reset();  // closed without COMMIT
+
+  CHECK(db.value("current_token", "alice") == (fence_applied || write_applied ? "33" : "32"));
+  CHECK(db.value("balance", "alice") == (write_applied ? "120" : "100"));
+}
+
+TEMPLATE_TEST_CASE("contract: the helper refuses to run inside a transaction it does not own",
+                   "[client][postgres]", SqliteDatabase, PostgresReadCommitted) {
+  TestType db;
+  INFO(TestType::kName);
+  Opened opened = db.open_borrowed();
+  FencedTable& table = require_table(opened);
+  TestType::exec_on(opened, "BEGIN");
+  TestType::exec_on(opened, "UPDATE accounts SET history = 'mine' WHERE id = 'alice'");
+
+  SECTION("update") {
+    const auto result = table.update("alice", "balance = 0", kNoParams, 33);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().code == ErrorCode::kInvalidArgument);
+    CHECK_THAT(result.error().message, Catch::Contains("Commit::kByCaller"));
+  }
+  SECTION("fence_read") {
+    const auto result = table.fence_read("alice", 33);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().code == ErrorCode::kInvalidArgument);
+    CHECK_THAT(result.error().message, Catch::Contains("Commit::kByCaller"));
+  }
+  // The caller's transaction is left as it was: a plain read runs in it, and its COMMIT keeps
+  // the caller's own work; the guarded call wrote nothing.
+  const auto stored = table.current_token("alice");
+  REQUIRE(stored.ok());
+  CHECK(stored.value() == std::optional<std::uint64_t>(32));
+  TestType::exec_on(opened, "COMMIT");
+  CHECK(db.value("history", "alice") == "mine");
+  CHECK(db.value("balance", "alice") == "100");
+  CHECK(db.value("current_token", "alice") == "32");
+}
+
+TEMPLATE_TEST_CASE(
+    "contract: with Commit::kByCaller a fenced read-modify-write lands at the caller's COMMIT",
+    "[client][postgres]", SqliteDatabase, PostgresReadCommitted) {
+  TestType db;
+  INFO(TestType::kName);
+  std::optional<Opened> opened(db.open_borrowed());
+  FencedTable& table = require_table(*opened);
+  TestType::exec_on(*opened, "BEGIN");
+  const auto fenced = table.fence_read("alice", 33, TokenRule::kNewerOrSame, Commit::kByCaller);
+  REQUIRE(fenced.ok());
+  CHECK(fenced->outcome == WriteOutcome::kApplied);
+  const auto written =
+      table.update("alice", "balance = balance + " + TestType::param(1), {std::int64_t{20}}, 33,
+                   TokenRule::kNewerOrSame, Commit::kByCaller);
+  REQUIRE(written.ok());
+  CHECK(written->outcome == WriteOutcome::kApplied);
+  CHECK(db.value("balance", "alice") == "100");  // not before the COMMIT
+
+  SECTION("committed: the write survives the connection") {
+    TestType::exec_on(*opened, "COMMIT");
+    opened.reset();
+    CHECK(db.value("balance", "alice") == "120");
+    CHECK(db.value("current_token", "alice") == "33");
+  }
+  SECTION("rolled back: neither the write nor its token remains") {
+    TestType::exec_on(*opened, "ROLLBACK");
+    opened.reset();
+    CHECK(db.value("balance", "alice") == "100");
+    CHECK(db.value("current_token", "alice") == "32");
+  }
+  SECTION("with no transaction open it commits on its own") {
+    TestType::exec_on(*opened, "ROLLBACK");
+    const auto alone = table.update("alice", "balance = 7", kNoParams, 34,
+                                    TokenRule::kStrictlyNewer, Commit::kByCaller);
+    REQUIRE(alone.ok());
+    CHECK(alone->outcome == WriteOutcome::kApplied);
+    opened.reset();
+    CHECK(db.value("balance", "alice") == "7");
+  }
 }

@@ -104,7 +104,8 @@ TEST_CASE(
 
   // A (35, newer) writes inside its transaction, whose snapshot predates B's write: PostgreSQL
   // aborts it rather than let it overwrite a row it did not see.
-  auto a_write = a_table.update("alice", "balance = balance + $1", {std::int64_t{1}}, 35);
+  auto a_write = a_table.update("alice", "balance = balance + $1", {std::int64_t{1}}, 35,
+                                TokenRule::kStrictlyNewer, Commit::kByCaller);
   REQUIRE_FALSE(a_write.ok());
   CHECK(a_write.error().code == ErrorCode::kUnavailable);
   CHECK_THAT(a_write.error().message, Catch::Contains("40001"));
@@ -112,7 +113,8 @@ TEST_CASE(
 
   // Rerun as the caller must: a fresh transaction sees B's write and A's token still wins.
   run(a.get(), "BEGIN ISOLATION LEVEL SERIALIZABLE");
-  auto rerun = a_table.update("alice", "balance = balance + $1", {std::int64_t{1}}, 35);
+  auto rerun = a_table.update("alice", "balance = balance + $1", {std::int64_t{1}}, 35,
+                              TokenRule::kStrictlyNewer, Commit::kByCaller);
   REQUIRE(rerun.ok());
   CHECK(rerun->outcome == WriteOutcome::kApplied);
   run(a.get(), "COMMIT");
@@ -121,15 +123,18 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "postgres: inside the caller's transaction a guarded write and a placeholder share its "
-    "fate",
+    "postgres: with Commit::kByCaller a guarded write and a placeholder share the caller's "
+    "transaction's fate",
     "[client][postgres]") {
   const std::string url = fresh_accounts();
   const PgConnection connection = connect(url);
   FencedTable table = open_table(connection.get());
   run(connection.get(), "BEGIN");
-  REQUIRE(table.update("alice", "balance = $1", {std::int64_t{7}}, 40).ok());
-  REQUIRE(table.fence_read("bob", 40).ok());
+  REQUIRE(table
+              .update("alice", "balance = $1", {std::int64_t{7}}, 40, TokenRule::kStrictlyNewer,
+                      Commit::kByCaller)
+              .ok());
+  REQUIRE(table.fence_read("bob", 40, TokenRule::kNewerOrSame, Commit::kByCaller).ok());
   SECTION("rolled back: neither the write nor the placeholder remains") {
     run(connection.get(), "ROLLBACK");
     CHECK(run(connection.get(),

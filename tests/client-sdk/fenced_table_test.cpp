@@ -282,7 +282,7 @@ TEST_CASE("a placeholder inserted inside the caller's transaction shares its fat
   auto table = open_documents(db);
   exec(db, "BEGIN IMMEDIATE");
 
-  const auto fenced = table.fence_read("report", 34);
+  const auto fenced = table.fence_read("report", 34, TokenRule::kNewerOrSame, Commit::kByCaller);
   REQUIRE(fenced.ok());
   CHECK(fenced->outcome == WriteOutcome::kApplied);
   CHECK(sqlite3_get_autocommit(db) == 0);
@@ -818,13 +818,15 @@ TEST_CASE("a constraint the assignments violate is kInvalidArgument and the toke
   CHECK(sqlite3_get_autocommit(accounts.db.get()) == 1);
 }
 
-TEST_CASE("inside the caller's transaction a guarded write joins it and shares its fate",
-          "[client]") {
+TEST_CASE(
+    "with Commit::kByCaller a guarded write joins the caller's transaction and shares its fate",
+    "[client]") {
   Accounts accounts;
   auto table = open_accounts(accounts.db.get());
   exec(accounts.db.get(), "BEGIN IMMEDIATE");
 
-  const auto result = table.update("alice", "balance = 7", kNoParams, 33);
+  const auto result = table.update("alice", "balance = 7", kNoParams, 33, TokenRule::kStrictlyNewer,
+                                   Commit::kByCaller);
   REQUIRE(result.ok());
   CHECK(result->outcome == WriteOutcome::kApplied);
   CHECK(sqlite3_get_autocommit(accounts.db.get()) == 0);  // still the caller's transaction

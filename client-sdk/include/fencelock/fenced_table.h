@@ -87,6 +87,12 @@
 // returned at once as kUnavailable (the message names the SQLSTATE): ROLLBACK and run the whole
 // transaction again.
 //
+// Transactions: kApplied is never reported for a write that is not committed, unless the caller
+// said it commits (Commit::kByCaller). By default a call runs in a transaction of its own and
+// commits it before returning; a call that finds a transaction already open on the connection
+// refuses (kInvalidArgument) and touches nothing, because joining it would report kApplied for
+// a write that the caller's COMMIT, which may never come, decides.
+//
 // Thread safety: a FencedTable is used by one thread at a time, like the connection it borrows or
 // owns (a sqlite3* unless opened in serialized mode, a PGconn* always). Fencing across threads and
 // processes comes from the database's own locking: give each thread its own connection and its
@@ -115,6 +121,18 @@ namespace fencelock {
 enum class TokenRule {
   kStrictlyNewer,  // stored < token: each lease writes the row at most once
   kNewerOrSame,    // stored <= token: one lease may read and write the row several times
+};
+
+// Who commits a guarded call's write (see "Transactions" above).
+enum class Commit {
+  // The call runs in a transaction of its own and commits it before it returns. When the
+  // connection already has a transaction open, the call is refused with kInvalidArgument and
+  // nothing is written or rolled back.
+  kBeforeReturning,
+  // "The open transaction is mine and I will commit it": the call joins it, and kApplied means
+  // applied in that transaction — it takes effect at the caller's COMMIT and vanishes with its
+  // ROLLBACK. With no transaction open the call runs as with kBeforeReturning.
+  kByCaller,
 };
 
 enum class WriteOutcome {
@@ -192,21 +210,24 @@ class FencedTable {
   //
   // The key is bound as text (SQLite: an INTEGER key column converts it by affinity; PostgreSQL:
   // parsed as the key column's type, kInvalidArgument when it is not one).
-  // Outside a transaction, the UPDATE and the read that tells kStale from kNoSuchRow run in one
-  // transaction of our own (SQLite: BEGIN IMMEDIATE), so the outcome reported is the one that
-  // happened (PostgreSQL at READ COMMITTED: the token reported with kStale is the row's when we
-  // looked, at least the one that refused you). Inside the caller's open transaction they join
-  // it: the write takes effect at the caller's COMMIT and vanishes with its ROLLBACK.
+  // The UPDATE and the read that tells kStale from kNoSuchRow run in one transaction: by default
+  // one of our own (SQLite: BEGIN IMMEDIATE), committed before the call returns, so the outcome
+  // reported is the one that happened and kApplied is durable (PostgreSQL at READ COMMITTED: the
+  // token reported with kStale is the row's when we looked, at least the one that refused you).
+  // With Commit::kByCaller they join the caller's open transaction: the write takes effect at the
+  // caller's COMMIT and vanishes with its ROLLBACK.
   //
   // Returns kApplied, kStale or kNoSuchRow (ordinary outcomes, not errors).
   // Errors (nothing is written): kInvalidArgument (token > INT64_MAX, malformed assignments, a
-  // parameter count that does not match, a constraint violated by the assignments),
+  // parameter count that does not match, a constraint violated by the assignments, a transaction
+  // open on the connection without Commit::kByCaller),
   // kUnavailable (SQLITE_BUSY / SQLITE_LOCKED after the connection's busy timeout; PostgreSQL's
   // serialization failures as described under "Isolation", a lost connection: retry),
   // kInternal (any other database error, with its message).
   Result<WriteResult> update(std::string_view key, std::string_view assignments,
                              const std::vector<SqlValue>& params, std::uint64_t token,
-                             TokenRule rule = TokenRule::kStrictlyNewer);
+                             TokenRule rule = TokenRule::kStrictlyNewer,
+                             Commit commit = Commit::kBeforeReturning);
 
   // Fenced read: raises the row's token to `token` (if `rule` allows) so that the caller's
   // following read counts as a touch by `token`: from now on, writes by older tokens are refused.
@@ -221,11 +242,12 @@ class FencedTable {
   // fence-read a row again or after its own write; the write that follows a fenced read must use
   // kNewerOrSame. Transactions and errors as for update().
   Result<WriteResult> fence_read(std::string_view key, std::uint64_t token,
-                                 TokenRule rule = TokenRule::kNewerOrSame);
+                                 TokenRule rule = TokenRule::kNewerOrSame,
+                                 Commit commit = Commit::kBeforeReturning);
 
   // The token stored in row `key`, or nullopt if there is no such row. A plain read: it fences
-  // nothing. Errors: kUnavailable (busy, connection lost), kInternal (a database error, or a stored
-  // token that is not a non-negative integer).
+  // nothing, and runs in whatever transaction is open. Errors: kUnavailable (busy, connection
+  // lost), kInternal (a database error, or a stored token that is not a non-negative integer).
   Result<std::optional<std::uint64_t>> current_token(std::string_view key);
 
   FencedTable(FencedTable&&) noexcept;
@@ -239,7 +261,7 @@ class FencedTable {
 
   // One guarded call: `step` runs the backend's statement and says whether it changed the row.
   Result<WriteResult> guarded(std::string_view key, std::uint64_t token, TokenRule rule,
-                              const std::function<Result<bool>(std::int64_t)>& step);
+                              Commit commit, const std::function<Result<bool>(std::int64_t)>& step);
   Result<WriteResult> classify(std::string_view key, std::int64_t token, TokenRule rule,
                                const std::function<Result<bool>(std::int64_t)>& step);
 

@@ -171,3 +171,143 @@ describe('tables that cannot be fenced', () => {
     assert.equal(updated.outcome, 'applied');
   });
 });
+
+describe('transactions', () => {
+  const table = 'node_accounts';
+  const connect = async () => {
+    const connection = new pg.Client({ connectionString: databaseUrl, statement_timeout: 10000 });
+    await connection.connect();
+    return connection;
+  };
+  // The row as a new connection sees it: what survived the closing of the one that wrote it.
+  const committed = async (id) => {
+    const reader = await connect();
+    try {
+      const { rows } = await reader.query(`SELECT balance::text AS balance, current_token::text AS token FROM ${table} WHERE id = $1`, [id]);
+      return rows[0];
+    } finally {
+      await reader.end();
+    }
+  };
+  // pg >= 8.21 reports the transaction status; an older pg, or any object with query() alone,
+  // does not, and the helper probes instead. Both run over a real connection.
+  const shapes = {
+    'a pg.Client': (connection) => connection,
+    'a Queryable without getTransactionStatus': (connection) => ({ query: (text, values) => connection.query(text, values) }),
+  };
+
+  it('a write reported applied is durable after the connection closes', async () => {
+    const calls = {
+      'FencedTable.update': async (db, id, token) =>
+        (await (await FencedTable.open(db, { table })).update(id, { balance: 120 }, token, { rule: TokenRule.newerOrSame })).outcome === 'applied',
+      'guardedUpdate': async (db, id, token) =>
+        (await guardedUpdate(db, { table, key: id, token, values: { balance: 120 }, rule: 'newerOrSame' })).applied,
+      'FencedTable.fenceRead': async (db, id, token) =>
+        (await (await FencedTable.open(db, { table })).fenceRead(id, token + 1n)).outcome === 'applied',
+      'fenceRead': async (db, id, token) => (await fenceRead(db, { table, key: id, token: token + 1n })).applied,
+    };
+    for (const [shape, wrap] of Object.entries(shapes)) {
+      for (const [name, call] of Object.entries(calls)) {
+        const id = uniqueName('durable');
+        await db.query(`INSERT INTO ${table}(id, balance) VALUES ($1, 100)`, [id]);
+        const connection = await connect();
+        const conn = wrap(connection);
+        let applied = false;
+        try {
+          // The README's read-modify-write inside a transaction the helper was not told about.
+          await connection.query('BEGIN');
+          assert.equal((await fenceRead(conn, { table, key: id, token: 7n, callerCommits: true })).applied, true);
+          await connection.query(`SELECT balance FROM ${table} WHERE id = $1`, [id]);
+          applied = await call(conn, id, 7n);
+        } catch (error) {
+          if (!(error instanceof InvalidArgumentError)) throw error;  // refused: nothing claimed
+        } finally {
+          await connection.end();  // closed without COMMIT
+        }
+        const row = await committed(id);
+        if (applied) {
+          assert.notDeepEqual(row, { balance: '100', token: '0' }, `${shape}, ${name}: reported applied, yet the row is unchanged once the connection closed`);
+        } else {
+          assert.deepEqual(row, { balance: '100', token: '0' });
+        }
+      }
+    }
+  });
+
+  it('the helper refuses to run inside a transaction it does not own', async () => {
+    for (const [shape, wrap] of Object.entries(shapes)) {
+      const id = uniqueName('refuse');
+      const mine = uniqueName('mine');
+      await db.query(`INSERT INTO ${table}(id) VALUES ($1)`, [id]);
+      const connection = await connect();
+      const conn = wrap(connection);
+      try {
+        const accounts = await FencedTable.open(conn, { table });
+        await connection.query('BEGIN');
+        await connection.query(`INSERT INTO ${table}(id, balance) VALUES ($1, 5)`, [mine]);  // the caller's own work
+        const calls = [
+          () => accounts.update(id, { balance: 1 }, 5n),
+          () => accounts.fenceRead(id, 5n),
+          () => guardedUpdate(conn, { table, key: id, token: 5n, values: { balance: 1 } }),
+          () => fenceRead(conn, { table, key: id, token: 5n }),
+          () => raiseToken(conn, { table, key: id, token: 5n }),
+        ];
+        for (const call of calls) {
+          await assert.rejects(call, (error) => error instanceof InvalidArgumentError && /callerCommits: true/.test(error.message) &&
+            /transaction/.test(error.message), shape);
+        }
+        assert.equal(connection.getTransactionStatus(), 'T', 'the caller\'s transaction is left open');
+        assert.equal(await accounts.currentToken(id), 0n, 'a plain read may run in it');
+        await connection.query('COMMIT');
+      } finally {
+        await connection.end();
+      }
+      assert.deepEqual(await committed(mine), { balance: '5', token: '0' }, 'the caller\'s work survived');
+      assert.deepEqual(await committed(id), { balance: '0', token: '0' }, 'nothing was written');
+    }
+
+    // A pooled client given back inside a transaction is not used for a guarded write.
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+    try {
+      const id = uniqueName('leaked');
+      await pool.query(`INSERT INTO ${table}(id) VALUES ($1)`, [id]);
+      const leaked = await pool.connect();
+      await leaked.query('BEGIN');
+      leaked.release();
+      await assert.rejects(guardedUpdate(pool, { table, key: id, token: 5n, values: { balance: 1 } }), InvalidArgumentError);
+      assert.equal((await guardedUpdate(pool, { table, key: id, token: 5n, values: { balance: 1 } })).applied, true,
+        'the client left in a transaction was discarded');
+      assert.deepEqual(await committed(id), { balance: '1', token: '5' });
+      await assert.rejects(guardedUpdate(pool, { table, key: id, token: 6n, values: { balance: 1 }, callerCommits: true }), InvalidArgumentError);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('with callerCommits the write joins the caller\'s transaction and lands at its COMMIT', async () => {
+    const id = uniqueName('joined');
+    await db.query(`INSERT INTO ${table}(id, balance) VALUES ($1, 100)`, [id]);
+    const connection = await connect();
+    try {
+      await connection.query('BEGIN');
+      assert.equal((await guardedUpdate(connection, { table, key: id, token: 5n, values: { balance: 1 }, callerCommits: true })).applied, true);
+      await connection.query('ROLLBACK');
+      assert.deepEqual(await committed(id), { balance: '100', token: '0' }, 'it shares the rollback');
+
+      await connection.query('BEGIN');
+      assert.equal((await fenceRead(connection, { table, key: id, token: 6n, callerCommits: true })).applied, true);
+      const { rows } = await connection.query(`SELECT balance FROM ${table} WHERE id = $1`, [id]);
+      const written = await guardedUpdate(connection, {
+        table, key: id, token: 6n, rule: 'newerOrSame', callerCommits: true, values: { balance: BigInt(rows[0].balance) + 20n },
+      });
+      assert.equal(written.applied, true);
+      assert.deepEqual(await committed(id), { balance: '100', token: '0' }, 'not before the COMMIT');
+      await connection.query('COMMIT');
+      // Outside a transaction each call commits by itself, with or without callerCommits.
+      assert.equal((await guardedUpdate(connection, { table, key: id, token: 7n, values: { balance: 7 } })).applied, true);
+    } finally {
+      await connection.end();
+    }
+    assert.deepEqual(await committed(id), { balance: '7', token: '7' });
+  });
+});

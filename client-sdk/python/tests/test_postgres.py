@@ -165,18 +165,103 @@ class GuardedWrites(PostgresTestCase):
                 fp.Expression(text, 1)
         self.assertEqual(self.row("v"), (0, None, 0))
 
-    def test_inside_the_callers_transaction_the_write_joins_it(self) -> None:
+    def reopened_row(self, key: str) -> Any:
+        """Row `key` as a new connection sees it: what survived this connection's close."""
+        self.conn.close()
+        self.conn = support.pg_connect()
+        return self.row(key)
+
+    def test_a_write_reported_applied_is_durable_after_the_connection_closes(self) -> None:
+        # Issue #32 item 8, as the README showed it: fence_read, a SELECT through psycopg2 (which
+        # opens a transaction implicitly), the guarded write. It was reported APPLIED inside a
+        # transaction nobody committed, and closing the connection threw it away.
+        self.execute(f"INSERT INTO {self.table} (id, balance) VALUES ('alice', 100)")
+        calls = {
+            "update": lambda table, token: table.update(
+                "alice", {"balance": 120, "note": "written"}, token, fp.TokenRule.NEWER_OR_SAME),
+            "guarded_update": lambda table, token: fp.guarded_update(
+                self.conn, self.table, "id", "alice", token, {"balance": 120, "note": "written"},
+                rule=fp.TokenRule.NEWER_OR_SAME),
+            "fence_read": lambda table, token: table.fence_read("alice", token + 1),
+            "raise_token": lambda table, token: table.raise_token("alice", token + 1) == token + 1,
+        }
+        for token, (name, call) in enumerate(calls.items(), start=10):
+            with self.subTest(call=name):
+                table = fp.FencedTable(self.conn, self.table)
+                self.assertTrue(table.fence_read("alice", token))
+                before = self.reopened_row("alice")
+                table = fp.FencedTable(self.conn, self.table)
+                with self.conn.cursor() as cursor:
+                    cursor.execute(f"SELECT balance FROM {self.table} WHERE id = 'alice'")
+                try:
+                    applied = bool(call(table, token))
+                except fencelock.InvalidArgumentError:
+                    applied = False  # refused: nothing claimed
+                after = self.reopened_row("alice")
+                if applied:
+                    self.assertNotEqual(after, before, f"{name} reported the write applied, yet"
+                                        " the row is unchanged once the connection closed")
+                else:
+                    self.assertEqual(after, before)
+                self.execute(f"UPDATE {self.table} SET balance = 100, note = NULL"
+                             " WHERE id = 'alice'")
+
+    def test_the_helper_refuses_to_run_inside_a_transaction_it_does_not_own(self) -> None:
+        self.execute(f"INSERT INTO {self.table} (id) VALUES ('t')")
+        table = fp.FencedTable(self.conn, self.table)
+        with self.conn.cursor() as cursor:  # the caller's own, uncommitted work
+            cursor.execute(f"INSERT INTO {self.table} (id, note) VALUES ('mine', 'uncommitted')")
+        calls = {
+            "update": lambda: table.update("t", {"note": "x"}, 5),
+            "fence_read": lambda: table.fence_read("t", 5),
+            "raise_token": lambda: table.raise_token("t", 5),
+            "guarded_update": lambda: fp.guarded_update(self.conn, self.table, "id", "t", 5,
+                                                        {"note": "x"}),
+            "one-call fence_read": lambda: fp.fence_read(self.conn, self.table, "id", "t", 5),
+            "one-call raise_token": lambda: fp.raise_token(self.conn, self.table, "id", "t", 5),
+        }
+        for name, call in calls.items():
+            with self.subTest(call=name):
+                with self.assertRaises(fencelock.InvalidArgumentError) as caught:
+                    call()
+                self.assertIn("caller_commits=True", caught.exception.message)
+                self.assertIn("transaction", caught.exception.message)
+        # The caller's transaction is left as it was: still open, its work still in it.
+        self.assertEqual(self.conn.get_transaction_status(),
+                         psycopg2.extensions.TRANSACTION_STATUS_INTRANS)
+        self.assertEqual(table.current_token("t"), 0, "a plain read may join the transaction")
+        self.conn.commit()
+        self.assertEqual(self.reopened_row("mine"), (0, "uncommitted", 0))
+        self.assertEqual(self.row("t"), (0, None, 0), "nothing was written")
+
+    def test_with_caller_commits_the_write_joins_the_callers_transaction(self) -> None:
         self.execute(f"INSERT INTO {self.table} (id) VALUES ('t')")
         table = fp.FencedTable(self.conn, self.table)
         with self.conn.cursor() as cursor:
             cursor.execute("SELECT 1")  # opens a transaction
-        self.assertTrue(table.update("t", {"note": "rolled back"}, 5))
+        self.assertTrue(table.update("t", {"note": "rolled back"}, 5, caller_commits=True))
         self.conn.rollback()
         self.assertEqual(self.row("t"), (0, None, 0))
+        # One transaction of the caller's: fenced read, own SELECT, write; it lands at COMMIT.
+        with self.conn:
+            self.assertTrue(table.fence_read("t", 6, caller_commits=True))
+            with self.conn.cursor() as cursor:
+                cursor.execute(f"SELECT balance FROM {self.table} WHERE id = 't'")
+                balance = cursor.fetchone()[0] + 20
+            self.assertTrue(table.update("t", {"balance": balance}, 6,
+                                         fp.TokenRule.NEWER_OR_SAME, caller_commits=True))
+            self.assertTrue(fp.guarded_update(self.conn, self.table, "id", "t", 6,
+                                              {"note": "one transaction"},
+                                              rule=fp.TokenRule.NEWER_OR_SAME,
+                                              caller_commits=True))
+        self.assertEqual(self.reopened_row("t"), (20, "one transaction", 6))
+        # In autocommit mode each statement commits by itself, and so does each call.
         self.conn.autocommit = True
-        self.assertTrue(table.update("t", {"note": "autocommit"}, 6))
+        table = fp.FencedTable(self.conn, self.table)
+        self.assertTrue(table.update("t", {"note": "autocommit"}, 7))
+        self.assertTrue(table.update("t", {"note": "autocommit again"}, 8, caller_commits=True))
         self.conn.autocommit = False
-        self.assertEqual(self.row("t"), (0, "autocommit", 6))
+        self.assertEqual(self.reopened_row("t"), (20, "autocommit again", 8))
 
     def test_concurrent_writers_with_interleaved_tokens_never_apply_an_older_one(self) -> None:
         self.execute(f"INSERT INTO {self.table} (id) VALUES ('hot')")
@@ -226,7 +311,7 @@ class GuardedWrites(PostgresTestCase):
                 cursor.execute(f"SELECT balance FROM {self.table} WHERE id = 's'")
             fp.FencedTable(other, self.table).update("s", {"note": "other"}, 10)
             with self.assertRaises(fencelock.UnavailableError):
-                table.update("s", {"note": "mine"}, 11)
+                table.update("s", {"note": "mine"}, 11, caller_commits=True)
             self.conn.rollback()
             self.assertTrue(table.update("s", {"note": "mine"}, 11))
         finally:

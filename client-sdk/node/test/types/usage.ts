@@ -29,6 +29,8 @@ export async function usage(): Promise<bigint> {
     const fenced = await fenceRead(db, { table: 'accounts', key: 'alice', token: lease.token, rule: TokenRule.newerOrSame });
     const table = await FencedTable.open(db, { table: 'accounts' });
     const current: bigint | null = await table.currentToken('alice');
+    await table.update('alice', { balance: 2 }, lease.token, { rule: TokenRule.newerOrSame, callerCommits: true });
+    await fenceRead(db, { table: 'accounts', key: 'alice', token: lease.token, callerCommits: false });
     void current;
     return written.applied && fenced.outcome === 'applied' ? lease.token : 0n;
   });

@@ -24,12 +24,18 @@ Schema: a key column unique on its own (PRIMARY KEY or a single-column UNIQUE, n
 Names are passed as psycopg2.sql.Identifier (quoted: case-sensitive), values as parameters; no SQL
 is built from strings. Tokens are positive and at most 2**63 - 1 (bigint).
 
-Transactions: on a connection with no transaction open (or in autocommit mode) each call runs in
-a transaction of its own and commits, so the outcome reported is the one that happened. Inside
-the caller's open transaction it joins it: the write takes effect at the caller's commit and
-vanishes with its rollback, and an error leaves that transaction aborted (roll it back). Correct at READ COMMITTED (PostgreSQL re-checks the WHERE against a
-row updated concurrently) and at REPEATABLE READ / SERIALIZABLE (a conflict is a serialization
-failure, raised as UnavailableError: retry the transaction).
+Transactions: a call that writes (update, fence_read, raise_token) never reports APPLIED for a
+write that is not committed. By default it runs in a transaction of its own and commits it
+before returning. psycopg2 opens a transaction implicitly at a connection's first statement (a
+plain SELECT too), so a call that finds a transaction already open on the connection refuses
+with InvalidArgumentError and touches nothing: joining it would report APPLIED for a write that
+the caller's commit, which may never come, decides. Commit or roll back first, or pass
+caller_commits=True to say "this transaction is mine and I will commit it": the call then joins
+it (or, outside one, runs as the caller's own cursor.execute would), APPLIED means applied in
+that transaction, and an error leaves it aborted (roll it back). Plain reads (the schema check,
+current_token) run in whatever transaction is open. Correct at READ COMMITTED (PostgreSQL
+re-checks the WHERE against a row updated concurrently) and at REPEATABLE READ / SERIALIZABLE (a
+conflict is a serialization failure, raised as UnavailableError: retry the transaction).
 
 Errors (fencelock.errors): InvalidArgumentError (a bad name, token or value, a table that fails
 the schema check, a violated constraint), UnavailableError (serialization failure, deadlock, lock
@@ -158,8 +164,10 @@ def _pg_message(error: "psycopg2.Error") -> str:
 
 
 @contextlib.contextmanager
-def _transaction(conn: "psycopg2.extensions.connection") -> Iterator[Any]:
-    """A cursor inside the caller's transaction, or inside one of our own that commits."""
+def _transaction(conn: "psycopg2.extensions.connection", *, writes: bool = True,
+                 caller_commits: bool = False) -> Iterator[Any]:
+    """A cursor inside a transaction of our own that commits when the block ends, or inside the
+    caller's when it said so (caller_commits) or when the block only reads."""
     status = conn.get_transaction_status()
     if status == psycopg2.extensions.TRANSACTION_STATUS_INERROR:
         raise InvalidArgumentError(
@@ -167,11 +175,17 @@ def _transaction(conn: "psycopg2.extensions.connection") -> Iterator[Any]:
     if status not in (psycopg2.extensions.TRANSACTION_STATUS_IDLE,
                       psycopg2.extensions.TRANSACTION_STATUS_INTRANS):
         raise InvalidArgumentError("the connection is busy or broken")
-    joined = status == psycopg2.extensions.TRANSACTION_STATUS_INTRANS
+    open_already = status == psycopg2.extensions.TRANSACTION_STATUS_INTRANS
+    if open_already and writes and not caller_commits:
+        raise InvalidArgumentError(
+            "a transaction is open on this connection (psycopg2 opens one at the first"
+            " statement, a SELECT too) and this call would not commit it, so a write reported"
+            " applied could still be lost: commit or roll back before the guarded write, or pass"
+            " caller_commits=True and commit the transaction yourself")
     autocommit = conn.autocommit
     cursor = conn.cursor()
     try:
-        if joined:
+        if open_already or caller_commits:
             yield cursor
             return
         if autocommit:
@@ -185,6 +199,7 @@ def _transaction(conn: "psycopg2.extensions.connection") -> Iterator[Any]:
                 else:
                     conn.rollback()
             raise
+        # The outcome is returned only after this commit succeeded; a failed commit raises.
         if autocommit:
             cursor.execute("COMMIT")
         else:
@@ -210,7 +225,8 @@ class FencedTable:
         self._t = sql.Identifier(table)
         self._k = sql.Identifier(key_column)
         self._tok = sql.Identifier(token_column)
-        with _translated_errors(f"checking table {table!r}"), _transaction(conn) as cursor:
+        with _translated_errors(f"checking table {table!r}"), \
+                _transaction(conn, writes=False) as cursor:
             self.can_hold_placeholder = self._check_schema(cursor)
 
     def _check_schema(self, cursor: Any) -> bool:
@@ -256,11 +272,14 @@ class FencedTable:
     # --- the calls -----------------------------------------------------------------------
 
     def update(self, key: Any, values: Mapping[str, Any], token: int,
-               rule: TokenRule = TokenRule.STRICTLY_NEWER) -> WriteResult:
+               rule: TokenRule = TokenRule.STRICTLY_NEWER, *,
+               caller_commits: bool = False) -> WriteResult:
         """Sets `values` ({column: value or Expression}) on row `key` only if the row's token
         satisfies `rule` against `token`, and sets the row's token to `token` in the same
-        statement. Never inserts. Returns APPLIED, STALE (with the token that won) or
-        NO_SUCH_ROW; raises as the module comment says (nothing is written then)."""
+        statement. Never inserts. Returns APPLIED (committed, or with caller_commits=True applied
+        in the caller's transaction), STALE (with the token that won) or NO_SUCH_ROW; raises as
+        the module comment says (nothing is written then), also when a transaction it was not
+        told about is open on the connection."""
         check_token(token)
         assignments, params = self._assignments(values)
         params.update(fencelock_key=key, fencelock_token=token)
@@ -270,17 +289,17 @@ class FencedTable:
             " RETURNING {tok}").format(t=self._t, assignments=assignments, tok=self._tok,
                                        k=self._k, op=sql.SQL(rule.value))
         with _translated_errors(f"guarded update of {self.table!r}"), \
-                _transaction(self._conn) as cursor:
+                _transaction(self._conn, caller_commits=caller_commits) as cursor:
             cursor.execute(statement, params)
             return self._outcome(cursor, key, token, rule)
 
-    def fence_read(self, key: Any, token: int,
-                   rule: TokenRule = TokenRule.NEWER_OR_SAME) -> WriteResult:
+    def fence_read(self, key: Any, token: int, rule: TokenRule = TokenRule.NEWER_OR_SAME, *,
+                   caller_commits: bool = False) -> WriteResult:
         """Raises row `key`'s token to `token` (if `rule` allows) so that the caller's following
         read counts as a touch by `token`: writes by older tokens are refused from then on. A key
         with no row gets a placeholder row (key and token only) when the table can hold one, and
         NO_SUCH_ROW, with nothing fenced, when it cannot. Call it, then read the row yourself;
-        the write that follows must use TokenRule.NEWER_OR_SAME."""
+        the write that follows must use TokenRule.NEWER_OR_SAME. Transactions as for update()."""
         check_token(token)
         params = {"fencelock_key": key, "fencelock_token": token}
         if self.can_hold_placeholder:
@@ -295,15 +314,16 @@ class FencedTable:
         statement = statement.format(t=self._t, k=self._k, tok=self._tok,
                                      op=sql.SQL(rule.value))
         with _translated_errors(f"fenced read of {self.table!r}"), \
-                _transaction(self._conn) as cursor:
+                _transaction(self._conn, caller_commits=caller_commits) as cursor:
             cursor.execute(statement, params)
             return self._outcome(cursor, key, token, rule)
 
-    def raise_token(self, key: Any, token: int) -> Optional[int]:
+    def raise_token(self, key: Any, token: int, *,
+                    caller_commits: bool = False) -> Optional[int]:
         """Makes row `key`'s token at least `token` (GREATEST), inserting a placeholder row when
         the key has none and the table can hold one. Returns the row's token afterwards — above
         `token` means a newer holder has touched the row — or None when there is no row and no
-        placeholder could be made."""
+        placeholder could be made. Transactions as for update()."""
         check_token(token)
         params = {"fencelock_key": key, "fencelock_token": token}
         if self.can_hold_placeholder:
@@ -317,7 +337,7 @@ class FencedTable:
                 " WHERE {k} = %(fencelock_key)s RETURNING {tok}")
         statement = statement.format(t=self._t, k=self._k, tok=self._tok)
         with _translated_errors(f"raising a token in {self.table!r}"), \
-                _transaction(self._conn) as cursor:
+                _transaction(self._conn, caller_commits=caller_commits) as cursor:
             cursor.execute(statement, params)
             row = cursor.fetchone()
             return None if row is None else int(row[0])
@@ -325,7 +345,7 @@ class FencedTable:
     def current_token(self, key: Any) -> Optional[int]:
         """The token stored in row `key`, or None if there is no such row. Fences nothing."""
         with _translated_errors(f"reading a token from {self.table!r}"), \
-                _transaction(self._conn) as cursor:
+                _transaction(self._conn, writes=False) as cursor:
             return self._stored_token(cursor, key)
 
     # --- helpers -------------------------------------------------------------------------
@@ -381,21 +401,30 @@ class FencedTable:
 def guarded_update(conn: "psycopg2.extensions.connection", table: str, key_column: str,
                    key: Any, token: int, values: Mapping[str, Any], *,
                    token_column: str = "current_token",
-                   rule: TokenRule = TokenRule.STRICTLY_NEWER) -> bool:
-    """FencedTable(conn, table, key_column, token_column).update(key, values, token, rule):
-    True iff the write landed (False: a newer token got there first, or no such row)."""
+                   rule: TokenRule = TokenRule.STRICTLY_NEWER,
+                   caller_commits: bool = False) -> bool:
+    """FencedTable(conn, table, key_column, token_column).update(key, values, token, rule,
+    caller_commits=caller_commits): True iff the write landed — committed, or with
+    caller_commits=True applied in the caller's transaction (False: a newer token got there
+    first, or no such row)."""
     return FencedTable(conn, table, key_column, token_column).update(
-        key, values, token, rule).applied
+        key, values, token, rule, caller_commits=caller_commits).applied
 
 
 def fence_read(conn: "psycopg2.extensions.connection", table: str, key_column: str, key: Any,
                token: int, *, token_column: str = "current_token",
-               rule: TokenRule = TokenRule.NEWER_OR_SAME) -> WriteResult:
-    """FencedTable(conn, table, key_column, token_column).fence_read(key, token, rule)."""
-    return FencedTable(conn, table, key_column, token_column).fence_read(key, token, rule)
+               rule: TokenRule = TokenRule.NEWER_OR_SAME,
+               caller_commits: bool = False) -> WriteResult:
+    """FencedTable(conn, table, key_column, token_column).fence_read(key, token, rule,
+    caller_commits=caller_commits)."""
+    return FencedTable(conn, table, key_column, token_column).fence_read(
+        key, token, rule, caller_commits=caller_commits)
 
 
 def raise_token(conn: "psycopg2.extensions.connection", table: str, key_column: str, key: Any,
-                token: int, *, token_column: str = "current_token") -> Optional[int]:
-    """FencedTable(conn, table, key_column, token_column).raise_token(key, token)."""
-    return FencedTable(conn, table, key_column, token_column).raise_token(key, token)
+                token: int, *, token_column: str = "current_token",
+                caller_commits: bool = False) -> Optional[int]:
+    """FencedTable(conn, table, key_column, token_column).raise_token(key, token,
+    caller_commits=caller_commits)."""
+    return FencedTable(conn, table, key_column, token_column).raise_token(
+        key, token, caller_commits=caller_commits)
