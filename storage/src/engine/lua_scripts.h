@@ -387,18 +387,38 @@ inline constexpr std::string_view kInspectScript =
 // The node's marker (node_trust.h): a hash that every engine reads in its handshake with the node.
 // One per node, shared by every key prefix ('#' never occurs in a lock name). Fields: max_ttl_ms,
 // the largest --max-ttl of any engine that met the node; admitted, the run_id of the node's
-// incarnation that some engine let vote (written by the engine with HSET).
+// incarnation that some engine let vote (written by the engine with HSET); suspect, "<run_id>
+// <node clock ms>": an incarnation that may have lost keys as late as then (kNodeSuspectScript).
 inline constexpr std::string_view kNodeMarkerKey = "fencelock:#node";
 
 // Handshake probe (EVAL, not loaded): raises max_ttl_ms to ARGV[1] (this engine's max ttl, ms) and
-// returns {admitted or "", max_ttl_ms as a string}. Writes only when the maximum grows.
+// returns {admitted or "", max_ttl_ms, suspect run_id or "", ms since the suspect record (node
+// clock, never negative)}, numbers as strings. Writes only when the maximum grows.
 inline constexpr std::string_view kNodeMarkerScript =
     "local max = tonumber(redis.call('HGET', KEYS[1], 'max_ttl_ms')) or 0\n"
     "if tonumber(ARGV[1]) > max then\n"
     "  max = tonumber(ARGV[1])\n"
     "  redis.call('HSET', KEYS[1], 'max_ttl_ms', ARGV[1])\n"
     "end\n"
-    "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max)}\n";
+    "local suspect, age = '', 0\n"
+    "local record = redis.call('HGET', KEYS[1], 'suspect')\n"
+    "local space = record and string.find(record, ' ', 1, true)\n"
+    "if space then\n"
+    "  local time = redis.call('TIME')\n"
+    "  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
+    "  suspect = string.sub(record, 1, space - 1)\n"
+    "  age = math.max(0, now - (tonumber(string.sub(record, space + 1)) or now))\n"
+    "end\n"
+    "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max), suspect, "
+    "tostring(age)}\n";
+
+// Records on the node (EVAL) that its incarnation ARGV[1] may have lost keys as late as now: sets
+// the marker's suspect field to "<ARGV[1]> <node clock ms>". Returns 1.
+inline constexpr std::string_view kNodeSuspectScript =
+    "local time = redis.call('TIME')\n"
+    "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
+    "redis.call('HSET', KEYS[1], 'suspect', ARGV[1] .. ' ' .. string.format('%d', now))\n"
+    "return 1\n";
 
 // Registry heartbeat (instance_registry.h; EVAL, once a second per node). KEYS[1]: the registry
 // hash; ARGV[1]: this engine's id; ARGV[2]: its token identity; ARGV[3]: entry lifetime (ms);
