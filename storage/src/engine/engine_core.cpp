@@ -52,12 +52,14 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   base.read_settings = true;
   base.recheck_interval = InstanceRegistry::kInterval;
   base.credentials = options_.credentials;
-  RespCommand probe(5);
+  RespCommand probe(7);
   probe.arg("EVAL")
       .arg(kNodeMarkerScript)
-      .arg(std::int64_t{1})
+      .arg(std::int64_t{2})
       .arg(kNodeMarkerKey)
-      .arg(options_.max_ttl.count());
+      .arg(registry_->key())
+      .arg(options_.max_ttl.count())
+      .arg(engine_id_);
   base.probe = std::move(probe);
   for (std::size_t i = 0; i < kScriptCount; ++i) {  // every script, loaded on every connection
     const auto script = static_cast<Script>(i);
@@ -348,9 +350,15 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
     handshake.admitted = marker.elements[0].text;
     handshake.marked_max_ttl = std::chrono::milliseconds(number(marker.elements[1].text));
   }
-  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 4) {
+  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 5) {
     handshake.suspect = marker.elements[2].text;
     handshake.suspect_age = std::chrono::milliseconds(number(marker.elements[3].text));
+    // Our registry entry there is older than the last one the node acknowledged: restored from a
+    // backup (or it lost its data otherwise). What it holds now is the new starting point.
+    const auto acked = registry_->acked(node);
+    handshake.lost_writes =
+        acked != 0 && static_cast<std::uint64_t>(number(marker.elements[4].text)) < acked;
+    if (handshake.lost_writes) registry_->forget_acked(node);
   }
   {
     std::lock_guard<std::mutex> lock(refusals_mutex_);
@@ -360,12 +368,24 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   record_admissions(trust_.observe(node, handshake, now));
   if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
   record_suspects(trust_.take_suspects(),
-                  "it may have dropped keys since it was last seen (it was refused as unsafe, or "
-                  "it restarted after running without durable persistence)");
+                  handshake.lost_writes
+                      ? "it holds an older registry entry of this fencelockd than it acknowledged "
+                        "(restored from a backup, or restarted without its data)"
+                      : "it may have dropped keys since it was last seen (it was refused as "
+                        "unsafe, or it restarted after running without durable persistence)");
   if (const auto until = trust_.quarantined_until(node); until && observer_ != nullptr) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
   }
+  refresh_quarantines();
+}
+
+void EngineCore::node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked) {
+  trust_.lost_keys(node, trust_.run_id(node), Clock::now());
+  record_suspects(trust_.take_suspects(),
+                  "it lost acknowledged writes without a restart: it holds registry heartbeat " +
+                      std::to_string(holds) + " of this fencelockd after acknowledging " +
+                      std::to_string(acked) + " (FLUSHALL, a replica resync, keys deleted?)");
   refresh_quarantines();
 }
 

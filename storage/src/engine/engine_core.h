@@ -108,6 +108,10 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // connection is not looked at). On the strand.
   bool node_votes(std::size_t node) const;
 
+  // The registry found that `node` lost acknowledged writes while connected: it holds heartbeat
+  // `holds` of this engine after acknowledging `acked`. Quarantines its incarnation from now.
+  void node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked);
+
   // A tally for a new operation: quarantined nodes excluded.
   QuorumTally new_tally();
 

@@ -121,3 +121,90 @@ TEST_CASE(
   a.wait_for_voting_nodes(3, 10s);
   fresh.wait_for_voting_nodes(3, 10s);
 }
+
+// Issue #32 item 7: rule 1 trusted a durable node that kept its marker, but the marker predates
+// everything written while persistence was off.
+TEST_CASE(
+    "a node whose persistence was switched off at runtime is quarantined when it restarts, "
+    "however durable it comes back",
+    "[storage][redis]") {
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  EngineUnderTest a(options_for(cluster, 3s));
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    REQUIRE(SyncRedis(cluster.node(n).port()).command({"CONFIG", "SET", "appendonly", "no"}).text ==
+            "OK");
+  }
+  std::this_thread::sleep_for(1500ms);  // a settings check
+  const auto holder = a.acquire("vault", 3s);
+  REQUIRE(holder.ok());
+  // A crash: the restarted servers load the AOF as it was when persistence went off.
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    cluster.node(n).restart(/*keep_data=*/true);
+  }
+  a.wait_until([&] { return a.node_up(1) && a.node_up(2); }, 5s);
+  std::this_thread::sleep_for(200ms);
+  EngineUnderTest fresh(options_for(cluster, 3s), nullptr, nullptr, /*wait_for_nodes=*/false);
+  fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
+  while (Clock::now() < holder.value().valid_until()) {
+    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
+    REQUIRE_FALSE(fresh.acquire("vault", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  a.wait_for_voting_nodes(3, 6s);
+}
+
+TEST_CASE("a durable node restored from a backup waits out a quarantine, for every engine",
+          "[storage][redis]") {
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  EngineUnderTest a(options_for(cluster, 3s));
+  std::this_thread::sleep_for(1500ms);  // a's registry entry is on every node
+  // Backups of two nodes, taken with the servers stopped (then started again, data kept).
+  std::vector<std::filesystem::path> backups;
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    RedisServer& server = cluster.node(n);
+    server.kill();
+    backups.push_back(cluster.dir() / ("backup-" + std::to_string(n)));
+    std::filesystem::copy(server.data_dir(), backups.back(),
+                          std::filesystem::copy_options::recursive);
+    server.start();
+  }
+  a.wait_for_voting_nodes(3, 5s);       // durable, marker kept: trusted at once
+  std::this_thread::sleep_for(2500ms);  // a writes its registry entry past the backup
+  const auto holder = a.acquire("vault", 3s);
+  REQUIRE(holder.ok());
+  for (std::size_t i = 0; i < backups.size(); ++i) {
+    RedisServer& server = cluster.node(i + 1);
+    server.kill();
+    std::filesystem::remove_all(server.data_dir());
+    std::filesystem::copy(backups[i], server.data_dir(), std::filesystem::copy_options::recursive);
+    server.start();
+  }
+  a.wait_until([&] { return a.node_up(1) && a.node_up(2); }, 5s);
+  std::this_thread::sleep_for(200ms);
+  EngineUnderTest fresh(options_for(cluster, 3s), nullptr, nullptr, /*wait_for_nodes=*/false);
+  fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
+  while (Clock::now() < holder.value().valid_until()) {
+    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
+    REQUIRE_FALSE(fresh.acquire("vault", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  a.wait_for_voting_nodes(3, 6s);
+}
+
+TEST_CASE("a node that loses its data without restarting stops voting within a heartbeat",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest a(options_for(cluster, 3s));
+  std::this_thread::sleep_for(1500ms);
+  const auto holder = a.acquire("vault", 3s);
+  REQUIRE(holder.ok());
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    REQUIRE(SyncRedis(cluster.node(n).port()).command({"FLUSHALL"}).text == "OK");
+  }
+  a.wait_until([&] { return a.engine().voting_nodes() == 1; }, 3s);
+  while (Clock::now() < holder.value().valid_until()) {
+    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  a.wait_for_voting_nodes(3, 6s);
+}

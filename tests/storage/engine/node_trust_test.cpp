@@ -156,6 +156,42 @@ TEST_CASE("a node refused as unsafe waits out the window from when it is next se
   CHECK(trust.refresh(t0 + 1h + 61s) == std::vector<std::size_t>{2});
 }
 
+TEST_CASE("a node that lost acknowledged writes is quarantined from then, durable or not",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  SECTION("noticed while connected (a FLUSHALL)") {
+    trust.observe(2, node("c", hours(5), "c"), t0);
+    trust.lost_keys(2, "c", t0 + 10s);
+    CHECK_FALSE(trust.voting(2, t0 + 69s));
+    CHECK(trust.voting(2, t0 + 71s));
+  }
+  SECTION("noticed at the handshake (restored from a backup)") {
+    Handshake restored = node("c2", 5s, "c", seconds(60), /*durable=*/true);
+    restored.lost_writes = true;
+    CHECK(trust.observe(2, restored, t0).empty());  // rule 1 would trust it
+    CHECK_FALSE(trust.voting(2, t0 + 59s));
+    CHECK(trust.voting(2, t0 + 61s));
+  }
+  CHECK(trust.take_suspects() == std::vector<std::size_t>{2});
+}
+
+TEST_CASE("the restart of an incarnation seen without durable persistence is never lossless",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  trust.observe(2, node("c", hours(5), "c", seconds(60), /*durable=*/true), t0);
+  trust.not_durable(2, "c");  // CONFIG SET appendonly no, then back: forever for this incarnation
+  CHECK(trust.voting(2, t0 + 1s));
+  // It restarts durable with its old marker: rule 1 would trust it at once.
+  CHECK(trust.observe(2, node("c2", 1s, "c", seconds(60), /*durable=*/true), t0 + 10s).empty());
+  CHECK(trust.take_suspects() == std::vector<std::size_t>{2});
+  CHECK_FALSE(trust.voting(2, t0 + 69s));
+  CHECK(trust.voting(2, t0 + 71s));
+}
+
 TEST_CASE("a suspect record on the node quarantines its incarnation for a fresh engine too",
           "[storage]") {
   NodeTrust trust(3, settings(seconds(60)));

@@ -19,9 +19,9 @@ constexpr std::string_view kKey = "fencelock:#instances:test:";
 SyncReply heartbeat_reply(SyncRedis& node, std::string_view id, std::string_view identity,
                           std::string_view mode, std::string_view highest = "0") {
   const SyncReply reply = node.command(
-      {"EVAL", kRegistryHeartbeatScript, "1", kKey, id, identity, "10000", mode, highest});
+      {"EVAL", kRegistryHeartbeatScript, "1", kKey, id, identity, "10000", mode, highest, "1"});
   REQUIRE(reply.kind == SyncReply::Kind::kArray);
-  REQUIRE(reply.elements.size() == 3);
+  REQUIRE(reply.elements.size() == 4);
   return reply;
 }
 
@@ -91,4 +91,25 @@ TEST_CASE("the registry script keeps the highest token reported, compared as dig
   CHECK(reply.elements[1].elements.size() == 2);  // e1 and e2
   CHECK(node.command({"HGET", kKey, "#mark"}).text == "9223372036854775807");
   CHECK(node.command({"HGET", kKey, "#tokens"}).text == "etcd:1:a");
+}
+
+TEST_CASE("the registry script answers the number this engine's previous heartbeat left here",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  const auto beat = [&](std::string_view id, std::string_view seq) {
+    const SyncReply reply = node.command(
+        {"EVAL", kRegistryHeartbeatScript, "1", kKey, id, "shared", "10000", "0", "0", seq});
+    REQUIRE(reply.elements.size() == 4);
+    return reply.elements[3].text;
+  };
+  CHECK(beat("e1", "5").empty());
+  CHECK(beat("e1", "6") == "5");
+  CHECK(beat("e2", "1").empty());  // per engine
+  CHECK(beat("e1", "7") == "6");
+  // Another engine's number unwritten for a day goes; a recent one stays.
+  node.command({"HSET", kKey, "#seq:gone", "3 1000"});
+  beat("e1", "8");
+  CHECK(node.command({"HEXISTS", kKey, "#seq:gone"}).integer == 0);
+  CHECK(node.command({"HEXISTS", kKey, "#seq:e2"}).integer == 1);
 }
