@@ -389,6 +389,10 @@ void EngineCore::node_lost_writes(std::size_t node, std::uint64_t holds, std::ui
   refresh_quarantines();
 }
 
+void EngineCore::note_max_ttl(std::chrono::milliseconds ttl) {
+  if (trust_.note_max_ttl(ttl)) refresh_quarantines();
+}
+
 void EngineCore::on_node_rechecked(std::size_t node, const NodeIdentity& identity) {
   if (!identity.durable) trust_.not_durable(node, identity.run_id);
 }

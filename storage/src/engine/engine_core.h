@@ -112,6 +112,10 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // `holds` of this engine after acknowledging `acked`. Quarantines its incarnation from now.
   void node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked);
 
+  // A node's marker says some engine may grant leases of up to `ttl`: every quarantine, under way
+  // or to come, lasts at least that long (NodeTrust::note_max_ttl).
+  void note_max_ttl(std::chrono::milliseconds ttl);
+
   // A tally for a new operation: quarantined nodes excluded.
   QuorumTally new_tally();
 

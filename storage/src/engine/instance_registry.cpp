@@ -184,25 +184,33 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
     std::lock_guard<std::mutex> lock(mutex_);
     highest = highest_handed_out_;
   }
-  RespCommand command(10);
+  RespCommand command(12);
   command.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
-      .arg(std::int64_t{1})
+      .arg(std::int64_t{2})
       .arg(key_)
+      .arg(kNodeMarkerKey)
       .arg(core_.engine_id())
       .arg(identity_)
       .arg(kEntryLifetime.count())
       .arg(mode)
       .arg(std::to_string(highest))
-      .arg(std::int64_t{round_});
+      .arg(std::int64_t{round_})
+      .arg(core_.options().max_ttl.count());
   return command;
 }
 
 void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
-  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 4) {
+  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 5) {
     ++answers_;
+    // The longest ttl any engine declared on this node, from any node at any time: a restarted
+    // node's fresh marker says only ours, the others still carry the largest.
+    const std::string& max_ttl_text = reply.elements[4].text;
+    long long max_ttl = 0;
+    std::from_chars(max_ttl_text.data(), max_ttl_text.data() + max_ttl_text.size(), max_ttl);
+    core_.note_max_ttl(std::chrono::milliseconds(max_ttl));
     // What our previous heartbeat left here: less than the node acknowledged means it lost writes.
     const std::string& previous_text = reply.elements[3].text;
     std::uint64_t previous = 0;

@@ -82,7 +82,8 @@
 //
 // Lock nodes that went back: every heartbeat also leaves a growing number of its engine on the
 // node ("#seq:<engine id>") and answers the one the previous heartbeat left; less than the node
-// acknowledged means it lost writes (EngineCore::node_lost_writes, node_trust.h).
+// acknowledged means it lost writes (EngineCore::node_lost_writes, node_trust.h). And it raises
+// the node marker's max ttl to this engine's and answers it (EngineCore::note_max_ttl).
 // Threading: on the engine's strand, except refusal().
 #pragma once
 

@@ -431,9 +431,11 @@ inline constexpr std::string_view kNodeSuspectScript =
 // ARGV[5] (the highest token this engine handed out, decimal; compared as digits, since Lua's
 // numbers are doubles), sets the field "#seq:<ARGV[1]>" to "<ARGV[6]> <node clock ms>" (ARGV[6]:
 // this heartbeat's number, growing; such fields of other engines unwritten for 24 h are deleted),
-// and returns {the bound identity or "" if none, {"<engine id> <expiry ms> <identity>" of each
-// other live entry}, the mark or "0", the number this engine's previous heartbeat left here or
-// ""}. Fields starting with '#' are the registry's own, never entries (an engine id is hex).
+// raises the node marker's (KEYS[2], kNodeMarkerKey) max_ttl_ms to ARGV[7] (this engine's max ttl,
+// ms), and returns {the bound identity or "" if none, {"<engine id> <expiry ms> <identity>" of
+// each other live entry}, the mark or "0", the number this engine's previous heartbeat left here
+// or "", the marker's max_ttl_ms}. Fields starting with '#' are the registry's own, never entries
+// (an engine id is hex).
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
@@ -472,7 +474,12 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "  mark = ARGV[5]\n"
     "  redis.call('HSET', KEYS[1], '#mark', mark)\n"
     "end\n"
-    "return {bound or '', others, mark, previous}\n";
+    "local max = tonumber(redis.call('HGET', KEYS[2], 'max_ttl_ms')) or 0\n"
+    "if tonumber(ARGV[7]) > max then\n"
+    "  max = tonumber(ARGV[7])\n"
+    "  redis.call('HSET', KEYS[2], 'max_ttl_ms', ARGV[7])\n"
+    "end\n"
+    "return {bound or '', others, mark, previous, tostring(max)}\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.

@@ -17,8 +17,9 @@
 //      the node's current run_id, which some engine wrote when it let this incarnation vote.
 //   3. Up long enough: the node's own uptime (INFO server) is at least the window — the longest
 //      ttl any instance may grant, plus drift. Every engine raises a max-ttl field in the marker of
-//      every node it meets to its own --max-ttl, and uses the largest value it has seen, so
-//      instances with different --max-ttl never undercut each other. Until the engine has read a
+//      every node it meets to its own --max-ttl, reads it back from every node at each handshake
+//      and heartbeat (note_max_ttl), and uses the largest value it has ever read, so instances
+//      with different --max-ttl never undercut each other. Until the engine has read a
 //      marker that kept its history (one with an admitted run_id, of any incarnation), it cannot
 //      know that largest value and assumes the bound of all bounds (24 h).
 //   4. A new cluster: every configured node answered and no marker names any admitted run_id.

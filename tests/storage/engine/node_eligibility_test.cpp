@@ -208,3 +208,23 @@ TEST_CASE("a node that loses its data without restarting stops voting within a h
   }
   a.wait_for_voting_nodes(3, 6s);
 }
+
+// Issue #32 item 2: b read the nodes' max ttl only at its handshake, before a declared an hour.
+TEST_CASE("a quarantine window is never shorter than the longest max ttl any instance declared",
+          "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest b(options_for(cluster, 3s));
+  auto a = std::make_unique<EngineUnderTest>(options_for(cluster, 60min));
+  REQUIRE(a->acquire("x", 600s).ok());
+  a.reset();
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}}) {
+    cluster.node(n).restart(/*keep_data=*/false);
+  }
+  b.wait_until([&] { return b.node_up(0) && b.node_up(1) && b.node_up(2); }, 5s);
+  const auto until = Clock::now() + 6s;  // b's own window is 3 s
+  while (Clock::now() < until) {
+    REQUIRE_FALSE(b.acquire("x", 1s).ok());
+    std::this_thread::sleep_for(200ms);
+  }
+  CHECK(b.engine().voting_nodes() == 2);
+}

@@ -207,3 +207,16 @@ TEST_CASE("a suspect record on the node quarantines its incarnation for a fresh 
   CHECK(trust.observe(1, recorded, t0).empty());
   CHECK(trust.voting(1, t0));
 }
+
+TEST_CASE("a longer max ttl read during a quarantine lengthens it, and is never lowered",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(3)));
+  trust.observe(0, node("a", hours(5), "a", seconds(3)), t0);
+  trust.observe(1, node("b", hours(5), "b", seconds(3)), t0);
+  trust.observe(2, node("c", 1s, "", seconds(3)), t0);  // restarted empty: its marker says 3 s
+  CHECK(trust.note_max_ttl(hours(1)));                  // the survivors' markers: an hour
+  CHECK_FALSE(trust.note_max_ttl(seconds(3)));
+  CHECK_FALSE(trust.voting(2, t0 + 10s));
+  CHECK(trust.refresh(t0 + 10s).empty());
+  CHECK(trust.voting(2, t0 + 1h + 1s));
+}
