@@ -444,6 +444,9 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
   const auto refusal = engine_.grant_refusal();
   const bool tokens_ok = (token_ready_ ? token_ready_() : true) && !refusal;
   json token_source{{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}};
+  json refused = json::array();
+  for (const auto& [address, why] : engine_.refused_nodes())
+    refused.push_back({{"node", address}, {"reason", why}});
   if (refusal) token_source["reason"] = *refusal;
   json body{{"status", nodes_ok && tokens_ok ? "ok" : "unavailable"},
             {"lock_nodes",
@@ -451,7 +454,8 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
               {"voting", voting},
               {"total", engine_.node_count()},
               {"quorum", engine_.quorum()},
-              {"unresolved", engine_.unresolved_nodes()}}},
+              {"unresolved", engine_.unresolved_nodes()},
+              {"refused", std::move(refused)}}},
             {"token_source", std::move(token_source)}};
   ApiResponse response = ok(body);
   if (!nodes_ok || !tokens_ok) response.status = 503;

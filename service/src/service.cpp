@@ -68,6 +68,9 @@ class LoggingObserver final : public storage::EngineObserver {
                {"votes_ignored_for_ms", duration.count()}});
     metrics_.on_node_quarantined(node, address, duration);
   }
+  void on_node_lost_keys(std::size_t, const std::string& address, const std::string& why) override {
+    log_event(LogLevel::kError, "lock_node_lost_keys", {{"node", address}, {"reason", why}});
+  }
   void on_node_refused(std::size_t, const std::string& address, const std::string& why) override {
     log_event(LogLevel::kError, "lock_node_refused", {{"node", address}, {"reason", why}});
   }

@@ -291,6 +291,39 @@ TEST_CASE("http: readiness follows the lock nodes' majority", "[service][redis]"
   CHECK(http.post("/v1/locks/x", {{"ttl_ms", 1000}}).status == 200);
 }
 
+TEST_CASE("http: lock nodes that may evict keys are refused, and /readyz says which and why",
+          "[service][redis]") {
+  Service s({"--max-ttl", "2s"});
+  HttpClient http = s.client();
+  CHECK(http.get("/readyz").json()["lock_nodes"]["refused"].empty());
+  const auto refused = [&] { return http.get("/readyz").json()["lock_nodes"]["refused"]; };
+  const auto wait_refused = [&](std::size_t count) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (refused().size() != count && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    return refused();
+  };
+  for (std::size_t i = 0; i < 3; ++i) {
+    SyncRedis node(s.cluster.node(i).port());
+    REQUIRE(node.command({"CONFIG", "SET", "maxmemory", "2mb"}).text == "OK");
+    REQUIRE(node.command({"CONFIG", "SET", "maxmemory-policy", "volatile-lru"}).text == "OK");
+  }
+  const json listed = wait_refused(3);
+  REQUIRE(listed.size() == 3);
+  CHECK(listed[0]["node"] == s.cluster.addresses()[0]);
+  CHECK_THAT(listed[0]["reason"].get<std::string>(),
+             Catch::Contains("may evict keys") && Catch::Contains("volatile-lru"));
+  CHECK(http.get("/readyz").status == 503);
+  CHECK(http.post("/v1/locks/x", {{"ttl_ms", 1000}}).error_code() == "unavailable");
+  for (std::size_t i = 0; i < 3; ++i) {
+    REQUIRE(SyncRedis(s.cluster.node(i).port()).command({"CONFIG", "SET", "maxmemory", "0"}).text ==
+            "OK");
+  }
+  CHECK(wait_refused(0).empty());
+  s.wait_ready(200);  // once the quarantine (max-ttl) has passed
+}
+
 TEST_CASE("http: metrics are served in the Prometheus text format", "[service][redis]") {
   Service s;
   HttpClient http = s.client();

@@ -37,6 +37,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       trust_(options_.nodes.size(), NodeTrust::Settings{options_.max_ttl, options_.drift_factor,
                                                         options_.quarantine_restarted_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
+      refusals_(options_.nodes.size()),
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
       grace_timer_(strand_) {
@@ -48,14 +49,17 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   base.reconnect_min = options_.reconnect_min;
   base.reconnect_max = options_.reconnect_max;
   base.min_version = {6, 0};  // the scripts use SET ... KEEPTTL
-  base.read_persistence = true;
+  base.read_settings = true;
+  base.recheck_interval = InstanceRegistry::kInterval;
   base.credentials = options_.credentials;
-  RespCommand probe(5);
+  RespCommand probe(7);
   probe.arg("EVAL")
       .arg(kNodeMarkerScript)
-      .arg(std::int64_t{1})
+      .arg(std::int64_t{2})
       .arg(kNodeMarkerKey)
-      .arg(options_.max_ttl.count());
+      .arg(registry_->key())
+      .arg(options_.max_ttl.count())
+      .arg(engine_id_);
   base.probe = std::move(probe);
   for (std::size_t i = 0; i < kScriptCount; ++i) {  // every script, loaded on every connection
     const auto script = static_cast<Script>(i);
@@ -335,23 +339,67 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   handshake.run_id = identity.run_id;
   handshake.uptime = identity.uptime;
   handshake.durable = identity.durable;
-  // The marker probe's answer: {admitted or "", max_ttl_ms}.
+  // The marker probe's answer: {admitted or "", max_ttl_ms, suspect or "", suspect age ms}.
   const NodeReply& marker = identity.probe;
-  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() == 2) {
+  const auto number = [](const std::string& text) {
+    long long value = 0;
+    std::from_chars(text.data(), text.data() + text.size(), value);
+    return value;
+  };
+  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 2) {
     handshake.admitted = marker.elements[0].text;
-    long long max_ttl = 0;
-    const std::string& text = marker.elements[1].text;
-    std::from_chars(text.data(), text.data() + text.size(), max_ttl);
-    handshake.marked_max_ttl = std::chrono::milliseconds(max_ttl);
+    handshake.marked_max_ttl = std::chrono::milliseconds(number(marker.elements[1].text));
+  }
+  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 5) {
+    handshake.suspect = marker.elements[2].text;
+    handshake.suspect_age = std::chrono::milliseconds(number(marker.elements[3].text));
+    // Our registry entry there is older than the last one the node acknowledged: restored from a
+    // backup (or it lost its data otherwise). What it holds now is the new starting point.
+    const auto acked = registry_->acked(node);
+    handshake.lost_writes =
+        acked != 0 && static_cast<std::uint64_t>(number(marker.elements[4].text)) < acked;
+    if (handshake.lost_writes) registry_->forget_acked(node);
+  }
+  {
+    std::lock_guard<std::mutex> lock(refusals_mutex_);
+    refusals_[node].clear();
   }
   const auto now = Clock::now();
   record_admissions(trust_.observe(node, handshake, now));
   if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
+  record_suspects(trust_.take_suspects(),
+                  handshake.lost_writes
+                      ? "it holds an older registry entry of this fencelockd than it acknowledged "
+                        "(restored from a backup, or restarted without its data)"
+                      : "it may have dropped keys since it was last seen (it was refused as "
+                        "unsafe, or it restarted after running without durable persistence)");
   if (const auto until = trust_.quarantined_until(node); until && observer_ != nullptr) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
   }
   refresh_quarantines();
+}
+
+void EngineCore::node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked) {
+  trust_.lost_keys(node, trust_.run_id(node), Clock::now());
+  record_suspects(trust_.take_suspects(),
+                  "it lost acknowledged writes without a restart: it holds registry heartbeat " +
+                      std::to_string(holds) + " of this fencelockd after acknowledging " +
+                      std::to_string(acked) + " (FLUSHALL, a replica resync, keys deleted?)");
+  refresh_quarantines();
+}
+
+void EngineCore::note_max_ttl(std::chrono::milliseconds ttl) {
+  if (trust_.note_max_ttl(ttl)) refresh_quarantines();
+}
+
+void EngineCore::on_node_rechecked(std::size_t node, const NodeIdentity& identity) {
+  if (!identity.durable) trust_.not_durable(node, identity.run_id);
+}
+
+std::string EngineCore::node_refusal(std::size_t node) const {
+  std::lock_guard<std::mutex> lock(refusals_mutex_);
+  return refusals_.at(node);
 }
 
 std::optional<std::string> EngineCore::refusal_of(std::size_t node, const NodeIdentity& identity) {
@@ -365,6 +413,14 @@ std::optional<std::string> EngineCore::refusal_of(std::size_t node, const NodeId
            nodes_[other]->address() +
            ": two addresses of one server, which votes once; list each server once";
   }
+  // A node that drops keys on its own under memory pressure forgets leases it granted: it is not
+  // a lock node. Once it is seen without the risk, it waits out a quarantine (it may have evicted
+  // until then).
+  if (auto risk = eviction_risk(identity)) {
+    trust_.unsafe(node, identity.run_id, Clock::now());
+    refresh_quarantines();
+    return risk;
+  }
   return std::nullopt;
 }
 
@@ -376,7 +432,24 @@ void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
   }
 }
 
+void EngineCore::record_suspects(const std::vector<std::size_t>& nodes, const std::string& why) {
+  for (const std::size_t node : nodes) {
+    RespCommand record(5);
+    record.arg("EVAL")
+        .arg(kNodeSuspectScript)
+        .arg(std::int64_t{1})
+        .arg(kNodeMarkerKey)
+        .arg(trust_.run_id(node));
+    nodes_[node]->send(record, nullptr, 0);
+    if (observer_ != nullptr) observer_->on_node_lost_keys(node, nodes_[node]->address(), why);
+  }
+}
+
 void EngineCore::on_node_refused(std::size_t node, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(refusals_mutex_);
+    refusals_.at(node) = why;
+  }
   if (observer_ != nullptr) observer_->on_node_refused(node, nodes_[node]->address(), why);
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <span>
@@ -107,6 +108,14 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // connection is not looked at). On the strand.
   bool node_votes(std::size_t node) const;
 
+  // The registry found that `node` lost acknowledged writes while connected: it holds heartbeat
+  // `holds` of this engine after acknowledging `acked`. Quarantines its incarnation from now.
+  void node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked);
+
+  // A node's marker says some engine may grant leases of up to `ttl`: every quarantine, under way
+  // or to come, lasts at least that long (NodeTrust::note_max_ttl).
+  void note_max_ttl(std::chrono::milliseconds ttl);
+
   // A tally for a new operation: quarantined nodes excluded.
   QuorumTally new_tally();
 
@@ -175,6 +184,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   bool node_quarantined(std::size_t node) const {
     return quarantined_flags_[node].load(std::memory_order_relaxed);
   }
+  // Why the node's last handshake or recheck refused it, "" if its last handshake passed.
+  std::string node_refusal(std::size_t node) const;
   const RedisNode& node(std::size_t i) const { return *nodes_.at(i); }
 
  private:
@@ -191,16 +202,20 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void on_node_ready(std::size_t node, const NodeIdentity& identity) override;
   void on_node_down(std::size_t node, const std::string& why) override;
   void on_node_refused(std::size_t node, const std::string& why) override;
+  void on_node_rechecked(std::size_t node, const NodeIdentity& identity) override;
   void on_node_unresolved(std::size_t node, const std::string& why) override;
   void on_node_address_changed(std::size_t node, const std::string& from,
                                const std::string& to) override;
   // Refuses a slot whose server already answers through another slot that is up (the same
-  // run_id): two addresses of one server must not vote twice.
+  // run_id): two addresses of one server must not vote twice. Refuses a server that may evict
+  // keys (eviction_risk) and tells trust_ so.
   std::optional<std::string> refusal_of(std::size_t node, const NodeIdentity& identity) override;
   void refresh_voting_count();
   void close_nodes();
   // Records on each node that its current incarnation votes (node_trust.h, rule 2).
   void record_admissions(const std::vector<std::size_t>& nodes);
+  // Records on each node that its current incarnation is suspect (node_trust.h), and logs it.
+  void record_suspects(const std::vector<std::size_t>& nodes, const std::string& why);
   // Brings the quarantine flags and end-of-quarantine timers in line with trust_.
   void refresh_quarantines();
 
@@ -215,6 +230,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::unique_ptr<std::atomic<bool>[]> quarantined_flags_;
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node
   std::atomic<std::size_t> voting_nodes_{0};
+  mutable std::mutex refusals_mutex_;
+  std::vector<std::string> refusals_;  // per node: node_refusal()
   std::unordered_map<Cancellable*, std::weak_ptr<Cancellable>> waiting_;
   std::unordered_map<std::string, NameWaiters> waiters_;
   std::mt19937_64 rng_;

@@ -40,8 +40,8 @@ void InstanceRegistry::stop() {
   // The tokens handed out since the last heartbeat go into the nodes' mark before the entry goes
   // (one connection per node: in this order).
   core_.broadcast(heartbeat("0"), nullptr, 0);
-  RespCommand remove(3);
-  remove.arg("HDEL").arg(key_).arg(core_.engine_id());
+  RespCommand remove(4);
+  remove.arg("HDEL").arg(key_).arg(core_.engine_id()).arg("#seq:" + core_.engine_id());
   core_.broadcast(remove, nullptr, 0);
 }
 
@@ -137,6 +137,14 @@ std::string InstanceRegistry::refuse_for_good(std::string why) {
   return went_back_;
 }
 
+std::uint64_t InstanceRegistry::acked(std::size_t node) const {
+  return node < acked_.size() ? acked_[node] : 0;
+}
+
+void InstanceRegistry::forget_acked(std::size_t node) {
+  if (node < acked_.size()) acked_[node] = 0;
+}
+
 void InstanceRegistry::schedule(std::chrono::milliseconds delay) {
   timer_.expires_after(delay);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -159,6 +167,7 @@ void InstanceRegistry::round() {
   round_voting_answers_ = 0;
   round_mark_ = 0;
   last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
+  acked_.resize(core_.node_count());
   round_expiry_.resize(core_.node_count());
   for (auto& seen : round_expiry_) seen.clear();
   // A permission is used once, by the round right after the one that granted it.
@@ -175,24 +184,39 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
     std::lock_guard<std::mutex> lock(mutex_);
     highest = highest_handed_out_;
   }
-  RespCommand command(9);
+  RespCommand command(12);
   command.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
-      .arg(std::int64_t{1})
+      .arg(std::int64_t{2})
       .arg(key_)
+      .arg(kNodeMarkerKey)
       .arg(core_.engine_id())
       .arg(identity_)
       .arg(kEntryLifetime.count())
       .arg(mode)
-      .arg(std::to_string(highest));
+      .arg(std::to_string(highest))
+      .arg(std::int64_t{round_})
+      .arg(core_.options().max_ttl.count());
   return command;
 }
 
 void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
-  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 3) {
+  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 5) {
     ++answers_;
+    // The longest ttl any engine declared on this node, from any node at any time: a restarted
+    // node's fresh marker says only ours, the others still carry the largest.
+    const std::string& max_ttl_text = reply.elements[4].text;
+    long long max_ttl = 0;
+    std::from_chars(max_ttl_text.data(), max_ttl_text.data() + max_ttl_text.size(), max_ttl);
+    core_.note_max_ttl(std::chrono::milliseconds(max_ttl));
+    // What our previous heartbeat left here: less than the node acknowledged means it lost writes.
+    const std::string& previous_text = reply.elements[3].text;
+    std::uint64_t previous = 0;
+    std::from_chars(previous_text.data(), previous_text.data() + previous_text.size(), previous);
+    if (previous < acked_[node]) core_.node_lost_writes(node, previous, acked_[node]);
+    acked_[node] = round_;
     const bool votes = core_.node_votes(node);
     round_all_voting_ = round_all_voting_ && votes;
     if (votes) ++round_voting_answers_;

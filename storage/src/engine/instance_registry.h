@@ -79,6 +79,11 @@
 // Limit: tokens handed out in the last heartbeat interval before the store went back are not yet
 // in the mark; a store restored to within that second is not caught by an instance that did not
 // draw through the loss.
+//
+// Lock nodes that went back: every heartbeat also leaves a growing number of its engine on the
+// node ("#seq:<engine id>") and answers the one the previous heartbeat left; less than the node
+// acknowledged means it lost writes (EngineCore::node_lost_writes, node_trust.h). And it raises
+// the node marker's max ttl to this engine's and answers it (EngineCore::note_max_ttl).
 // Threading: on the engine's strand, except refusal().
 #pragma once
 
@@ -119,6 +124,15 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
 
   void start();
   void stop();  // removes this engine's entry (fire and forget)
+
+  // The registry hash on every node.
+  const std::string& key() const noexcept { return key_; }
+  // The number of this engine's last heartbeat that `node` answered (0: none). Every heartbeat
+  // also answers the number the previous one left on the node: a smaller one means the node lost
+  // writes it acknowledged (EngineCore::node_lost_writes). On the strand.
+  std::uint64_t acked(std::size_t node) const;
+  // Takes what `node` holds now as the starting point (its loss was handled).
+  void forget_acked(std::size_t node);
 
   // Why this engine must not grant right now, or nullopt: lock nodes bound to another token
   // identity (any engine), no quorum bound to its own, no recent check, or, with an exclusive
@@ -178,6 +192,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // Per node: the expiry of each other engine with this exclusive identity, as the last round saw
   // it, and as this round sees it.
   std::vector<std::unordered_map<std::string, std::string>> last_expiry_, round_expiry_;
+  std::vector<std::uint64_t> acked_;  // per node: acked()
 
   // Guards the fields below; refusal() reads them from any thread. The fields above are the
   // strand's alone.

@@ -387,18 +387,40 @@ inline constexpr std::string_view kInspectScript =
 // The node's marker (node_trust.h): a hash that every engine reads in its handshake with the node.
 // One per node, shared by every key prefix ('#' never occurs in a lock name). Fields: max_ttl_ms,
 // the largest --max-ttl of any engine that met the node; admitted, the run_id of the node's
-// incarnation that some engine let vote (written by the engine with HSET).
+// incarnation that some engine let vote (written by the engine with HSET); suspect, "<run_id>
+// <node clock ms>": an incarnation that may have lost keys as late as then (kNodeSuspectScript).
 inline constexpr std::string_view kNodeMarkerKey = "fencelock:#node";
 
 // Handshake probe (EVAL, not loaded): raises max_ttl_ms to ARGV[1] (this engine's max ttl, ms) and
-// returns {admitted or "", max_ttl_ms as a string}. Writes only when the maximum grows.
+// returns {admitted or "", max_ttl_ms, suspect run_id or "", ms since the suspect record (node
+// clock, never negative), the heartbeat number engine ARGV[2] last left in the registry hash
+// KEYS[2] or ""}, numbers as strings. Writes only when the maximum grows.
 inline constexpr std::string_view kNodeMarkerScript =
     "local max = tonumber(redis.call('HGET', KEYS[1], 'max_ttl_ms')) or 0\n"
     "if tonumber(ARGV[1]) > max then\n"
     "  max = tonumber(ARGV[1])\n"
     "  redis.call('HSET', KEYS[1], 'max_ttl_ms', ARGV[1])\n"
     "end\n"
-    "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max)}\n";
+    "local suspect, age = '', 0\n"
+    "local record = redis.call('HGET', KEYS[1], 'suspect')\n"
+    "local space = record and string.find(record, ' ', 1, true)\n"
+    "if space then\n"
+    "  local time = redis.call('TIME')\n"
+    "  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
+    "  suspect = string.sub(record, 1, space - 1)\n"
+    "  age = math.max(0, now - (tonumber(string.sub(record, space + 1)) or now))\n"
+    "end\n"
+    "local seq = redis.call('HGET', KEYS[2], '#seq:' .. ARGV[2]) or ''\n"
+    "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max), suspect, "
+    "tostring(age), string.match(seq, '^%d+') or ''}\n";
+
+// Records on the node (EVAL) that its incarnation ARGV[1] may have lost keys as late as now: sets
+// the marker's suspect field to "<ARGV[1]> <node clock ms>". Returns 1.
+inline constexpr std::string_view kNodeSuspectScript =
+    "local time = redis.call('TIME')\n"
+    "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
+    "redis.call('HSET', KEYS[1], 'suspect', ARGV[1] .. ' ' .. string.format('%d', now))\n"
+    "return 1\n";
 
 // Registry heartbeat (instance_registry.h; EVAL, once a second per node). KEYS[1]: the registry
 // hash; ARGV[1]: this engine's id; ARGV[2]: its token identity; ARGV[3]: entry lifetime (ms);
@@ -407,18 +429,30 @@ inline constexpr std::string_view kNodeMarkerScript =
 // "<expiry ms> <identity>" (the node's clock), deletes expired entries of others, binds as allowed
 // (field "#tokens", kept for good; an empty value counts as unbound), raises the field "#mark" to
 // ARGV[5] (the highest token this engine handed out, decimal; compared as digits, since Lua's
-// numbers are doubles), and returns {the bound identity or "" if none, {"<engine id> <expiry ms>
-// <identity>" of each other live entry}, the mark or "0"}. Fields starting with '#' are the
-// registry's own, never entries (an engine id is hex).
+// numbers are doubles), sets the field "#seq:<ARGV[1]>" to "<ARGV[6]> <node clock ms>" (ARGV[6]:
+// this heartbeat's number, growing; such fields of other engines unwritten for 24 h are deleted),
+// raises the node marker's (KEYS[2], kNodeMarkerKey) max_ttl_ms to ARGV[7] (this engine's max ttl,
+// ms), and returns {the bound identity or "" if none, {"<engine id> <expiry ms> <identity>" of
+// each other live entry}, the mark or "0", the number this engine's previous heartbeat left here
+// or "", the marker's max_ttl_ms}. Fields starting with '#' are the registry's own, never entries
+// (an engine id is hex).
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
     "redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[3])) .. ' ' .. ARGV[2])\n"
+    "local seq = '#seq:' .. ARGV[1]\n"
+    "local previous = string.match(redis.call('HGET', KEYS[1], seq) or '', '^%d+') or ''\n"
+    "redis.call('HSET', KEYS[1], seq, ARGV[6] .. ' ' .. string.format('%d', now))\n"
     "local others = {}\n"
     "local foreign = false\n"
     "local entries = redis.call('HGETALL', KEYS[1])\n"
     "for i = 1, #entries, 2 do\n"
-    "  if entries[i] ~= ARGV[1] and string.sub(entries[i], 1, 1) ~= '#' then\n"
+    "  if string.sub(entries[i], 1, 5) == '#seq:' then\n"
+    "    local written = tonumber(string.match(entries[i + 1], ' (%d+)$'))\n"
+    "    if entries[i] ~= seq and (not written or written < now - 86400000) then\n"
+    "      redis.call('HDEL', KEYS[1], entries[i])\n"
+    "    end\n"
+    "  elseif entries[i] ~= ARGV[1] and string.sub(entries[i], 1, 1) ~= '#' then\n"
     "    local space = string.find(entries[i + 1], ' ', 1, true)\n"
     "    if not space or tonumber(string.sub(entries[i + 1], 1, space - 1)) < now then\n"
     "      redis.call('HDEL', KEYS[1], entries[i])\n"
@@ -440,7 +474,12 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "  mark = ARGV[5]\n"
     "  redis.call('HSET', KEYS[1], '#mark', mark)\n"
     "end\n"
-    "return {bound or '', others, mark}\n";
+    "local max = tonumber(redis.call('HGET', KEYS[2], 'max_ttl_ms')) or 0\n"
+    "if tonumber(ARGV[7]) > max then\n"
+    "  max = tonumber(ARGV[7])\n"
+    "  redis.call('HSET', KEYS[2], 'max_ttl_ms', ARGV[7])\n"
+    "end\n"
+    "return {bound or '', others, mark, previous, tostring(max)}\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.

@@ -1,6 +1,7 @@
 #include "engine/node_trust.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "fencelock/storage/lease_timing.h"
 
@@ -21,6 +22,9 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
                                             Clock::time_point now) {
   Node& n = nodes_.at(node);
   const bool restarted = n.seen && n.run_id != handshake.run_id;
+  // The incarnation that ended ran without durable persistence at some point, or had lost keys and
+  // not waited them out: what it lost is lost to the new one too, whatever its config says.
+  const bool lossy_restart = restarted && (n.run_id == n.not_durable || n.run_id == n.tainted);
   if (restarted || !n.seen) n.trusted = false;
   // Restarted at most `uptime` ago, and, if we saw it restart, no earlier than we noticed. Redis
   // counts uptime in whole seconds from a start time in whole seconds, so it can overstate the
@@ -35,6 +39,17 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   n.admitted = handshake.admitted;
   longest_ttl_ = std::max({longest_ttl_, handshake.marked_max_ttl, settings_.max_ttl});
   if (!handshake.admitted.empty()) history_seen_ = true;
+  if (!handshake.durable) n.not_durable = handshake.run_id;
+
+  if (settings_.enabled) {
+    // Refused as unsafe since it was last seen (in this incarnation or the one it restarted
+    // from): seen safe at last, it may have dropped keys until now.
+    const bool was_unsafe = std::exchange(n.unsafe, false);
+    if (lossy_restart || was_unsafe || handshake.lost_writes) taint(n, now, /*record=*/true);
+    // Recorded by some engine (maybe this one): it waits from then, and is not recorded again
+    // (that would move the end of every engine's wait on each reconnect).
+    if (handshake.suspect == handshake.run_id) taint(n, now - handshake.suspect_age, false);
+  }
 
   std::vector<std::size_t> admitted;
   if (n.trusted) return admitted;
@@ -45,9 +60,12 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   // Durable now is not enough: a node may have run without persistence when it took the writes
   // it lost and restart with it on. A durable node kept its data only if it kept its marker (the
   // marker, like every lock key, lives in the same dataset); one that lost the marker waits out
-  // its quarantine or is admitted with a newborn cluster, like any node.
+  // its quarantine or is admitted with a newborn cluster, like any node. A suspect incarnation
+  // waits out its quarantine whatever it shows.
   const bool kept_history = !handshake.admitted.empty();
-  if ((handshake.durable && kept_history) || handshake.admitted == handshake.run_id) {
+  const bool suspect_now = n.tainted == n.run_id;
+  if (!suspect_now &&
+      ((handshake.durable && kept_history) || handshake.admitted == handshake.run_id)) {
     if (handshake.admitted != handshake.run_id) admitted.push_back(node);
     admit(node);
     return admitted;
@@ -64,11 +82,53 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   return refresh(now);
 }
 
+void NodeTrust::taint(Node& n, Clock::time_point since, bool record) {
+  n.tainted = n.run_id;
+  n.trusted = false;
+  n.suspect_since = std::max(n.suspect_since, since);
+  n.record_suspect = n.record_suspect || record;
+}
+
+void NodeTrust::unsafe(std::size_t node, const std::string& run_id, Clock::time_point now) {
+  if (!settings_.enabled) return;
+  Node& n = nodes_.at(node);
+  n.tainted = run_id;
+  n.unsafe = true;
+  n.trusted = false;
+  if (n.seen && n.run_id == run_id) n.suspect_since = std::max(n.suspect_since, now);
+}
+
+void NodeTrust::lost_keys(std::size_t node, const std::string& run_id, Clock::time_point now) {
+  Node& n = nodes_.at(node);
+  if (!settings_.enabled || !n.seen || n.run_id != run_id) return;
+  taint(n, now, /*record=*/true);
+}
+
+void NodeTrust::not_durable(std::size_t node, const std::string& run_id) {
+  Node& n = nodes_.at(node);
+  if (n.seen && n.run_id == run_id) n.not_durable = run_id;
+}
+
+bool NodeTrust::note_max_ttl(std::chrono::milliseconds ttl) {
+  if (ttl <= longest_ttl_) return false;
+  longest_ttl_ = ttl;
+  return true;
+}
+
+std::vector<std::size_t> NodeTrust::take_suspects() {
+  std::vector<std::size_t> suspects;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (std::exchange(nodes_[i].record_suspect, false)) suspects.push_back(i);
+  }
+  return suspects;
+}
+
 void NodeTrust::admit(std::size_t node) {
   // The caller records the admission on the node: from now on this cluster has a history.
   Node& n = nodes_[node];
   n.trusted = true;
   n.admitted = n.run_id;
+  n.tainted.clear();  // it waited out whatever it may have lost
   history_seen_ = true;
 }
 
@@ -77,7 +137,7 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
   const auto window_now = window();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
-    if (n.seen && !n.trusted && now >= n.suspect_since + window_now) {
+    if (n.seen && !n.trusted && !n.unsafe && now >= n.suspect_since + window_now) {
       admit(i);
       admitted.push_back(i);
     }
@@ -87,18 +147,21 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
 
 bool NodeTrust::birth_possible() const {
   if (history_seen_) return false;
-  return std::all_of(nodes_.begin(), nodes_.end(),
-                     [](const Node& n) { return n.seen && n.admitted.empty(); });
+  // A suspect node means the cluster had a history, whatever the markers say.
+  return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
+    return n.seen && n.admitted.empty() && n.tainted.empty();
+  });
 }
 
 bool NodeTrust::voting(std::size_t node, Clock::time_point now) const {
   const Node& n = nodes_.at(node);
-  return n.seen && (n.trusted || now >= n.suspect_since + window());
+  return n.seen && !n.unsafe && (n.trusted || now >= n.suspect_since + window());
 }
 
 std::optional<NodeTrust::Clock::time_point> NodeTrust::quarantined_until(std::size_t node) const {
   const Node& n = nodes_.at(node);
   if (!n.seen || n.trusted) return std::nullopt;
+  if (n.unsafe) return Clock::time_point::max();
   return n.suspect_since + window();
 }
 

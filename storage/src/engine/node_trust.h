@@ -7,7 +7,8 @@
 // the longest ttl; fencelock enforces it instead. An engine lets a node vote only when it can show
 // the node has not lost keys that a live lease may hold — one of:
 //
-//   1. Durable: the node runs appendonly yes + appendfsync always (read at every handshake) AND
+//   1. Durable: the node runs appendonly yes + appendfsync always (read at every handshake and
+//      every second) AND
 //      its marker survived (names an admitted run_id of any incarnation): it never loses an
 //      acknowledged write, so a restart costs nothing. Durable config alone is not proof — a node
 //      that ran without persistence and restarted with it on lost its keys and its marker with
@@ -16,8 +17,9 @@
 //      the node's current run_id, which some engine wrote when it let this incarnation vote.
 //   3. Up long enough: the node's own uptime (INFO server) is at least the window — the longest
 //      ttl any instance may grant, plus drift. Every engine raises a max-ttl field in the marker of
-//      every node it meets to its own --max-ttl, and uses the largest value it has seen, so
-//      instances with different --max-ttl never undercut each other. Until the engine has read a
+//      every node it meets to its own --max-ttl, reads it back from every node at each handshake
+//      and heartbeat (note_max_ttl), and uses the largest value it has ever read, so instances
+//      with different --max-ttl never undercut each other. Until the engine has read a
 //      marker that kept its history (one with an admitted run_id, of any incarnation), it cannot
 //      know that largest value and assumes the bound of all bounds (24 h).
 //   4. A new cluster: every configured node answered and no marker names any admitted run_id.
@@ -31,15 +33,18 @@
 // freshly started instance trusts it too (rule 2) — and a node that later loses its data loses the
 // record with it.
 //
-// Limits: a node that loses data without restarting (FLUSHALL, a replica resync) is not noticed.
-// Durability is read at the handshake, so a node whose persistence is switched off at runtime
-// (CONFIG SET appendonly no) after its marker was persisted, and which then crashes and restarts
-// durable, keeps the marker but not the later lock writes: run nodes with a fixed config.
-// If every node loses its data at once — or one after another with no engine admitting the
-// earlier ones in between (a node is admitted only when its quarantine ends) — an engine that did
-// not see them restart cannot tell the cluster from a new one (rule 4). Uptime is counted by the
-// node's clock: a forward jump on a node ends its quarantine early, as it would expire its keys
-// early anyway.
+// A node may also lose keys without a restart the uptime shows: it evicts them (the engine refuses
+// such a node, see unsafe()), or it lost acknowledged writes (a restore from a backup, a FLUSHALL;
+// lost_keys(), Handshake::lost_writes). Such an incarnation is *suspect*: rules 1, 2 and 4 do not
+// apply to it, and it waits out the window from the moment it was last able to lose keys. An
+// incarnation seen without durable persistence (at a handshake or a recheck) makes its restart
+// lossy whatever the next one's config says: the next incarnation is suspect too. Every suspect
+// incarnation is recorded on its node (the marker's suspect field), so other engines see it too.
+//
+// Limits (docs/architecture.md): what an engine did not see — a node that ran without persistence
+// or evicted while no engine was connected, a restore that no running engine had written past —
+// is not noticed. Uptime is counted by the node's clock: a forward jump on a node ends its
+// quarantine early, as it would expire its keys early anyway.
 //
 // Pure logic with injected time; not thread-safe (the engine uses it on its strand).
 #pragma once
@@ -69,6 +74,9 @@ class NodeTrust {
     bool durable = false;
     std::string admitted;                         // the marker's admitted run_id; "" when none
     std::chrono::milliseconds marked_max_ttl{0};  // the marker's max ttl, ours merged in
+    std::string suspect;                          // the marker's suspect run_id; "" when none
+    std::chrono::milliseconds suspect_age{0};     // how long ago that was recorded (node clock)
+    bool lost_writes = false;  // holds an older registry entry of ours than we last wrote there
   };
 
   // The longest ttl any engine may grant, when nothing better is known.
@@ -84,9 +92,22 @@ class NodeTrust {
   // Nodes whose quarantine has ended by `now` (and were not trusted yet): record them as admitted.
   std::vector<std::size_t> refresh(Clock::time_point now);
 
+  // Node `node`, in incarnation `run_id`, runs settings under which it may drop keys (it is
+  // refused): it does not vote, and its quarantine starts only when it is next seen without them.
+  void unsafe(std::size_t node, const std::string& run_id, Clock::time_point now);
+  // Node `node`, in incarnation `run_id`, lost acknowledged writes by `now`: quarantined from now.
+  void lost_keys(std::size_t node, const std::string& run_id, Clock::time_point now);
+  // A recheck found `node` in incarnation `run_id` not durable: its next restart is lossy.
+  void not_durable(std::size_t node, const std::string& run_id);
+  // Raises the longest ttl known to `ttl` (a marker's max ttl, read at any time). Never lowers it.
+  // Returns true if it grew.
+  bool note_max_ttl(std::chrono::milliseconds ttl);
+  // Nodes whose current incarnation became suspect since the last call: record it on them.
+  std::vector<std::size_t> take_suspects();
+
   bool voting(std::size_t node, Clock::time_point now) const;
-  // When a quarantined node's quarantine ends (as known now); nullopt when it votes or was never
-  // seen.
+  // When a quarantined node's quarantine ends (as known now; time_point::max() while it is
+  // unsafe); nullopt when it votes or was never seen.
   std::optional<Clock::time_point> quarantined_until(std::size_t node) const;
   const std::string& run_id(std::size_t node) const { return nodes_.at(node).run_id; }
 
@@ -101,10 +122,17 @@ class NodeTrust {
     std::string run_id;
     std::string admitted;
     Clock::time_point suspect_since{};  // when it may have lost its keys, at the latest
+    std::string tainted;  // a suspect incarnation, until its quarantine ends (rules 1, 2, 4 off)
+    bool unsafe = false;  // `tainted` was last seen with settings that may drop keys
+    std::string not_durable;  // an incarnation seen without durable persistence
+    bool record_suspect = false;
   };
 
   bool birth_possible() const;
   void admit(std::size_t node);
+  // The node's current incarnation may have lost keys as late as `since`; `record`: tell the
+  // caller (take_suspects) to record it on the node.
+  static void taint(Node& n, Clock::time_point since, bool record);
 
   std::vector<Node> nodes_;
   Settings settings_;

@@ -15,12 +15,18 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Handshake cookies: INFO first, the optional persistence reads and probe, then one per script.
+// Handshake cookies: INFO first, the optional settings reads and probe, then one per script.
 constexpr std::uint32_t kHandshakeInfo = 0;
 constexpr std::uint32_t kHandshakeAppendonly = 1;
 constexpr std::uint32_t kHandshakeAppendfsync = 2;
 constexpr std::uint32_t kHandshakeProbe = 3;
 constexpr std::uint32_t kHandshakeAuth = 4;
+constexpr std::uint32_t kHandshakeMemory = 5;
+// A recheck's settings reads on a ready connection.
+constexpr std::uint32_t kRecheckAppendonly = 8;
+constexpr std::uint32_t kRecheckAppendfsync = 9;
+constexpr std::uint32_t kRecheckMemory = 10;
+constexpr std::size_t kRecheckReads = 3;
 constexpr std::uint32_t kHandshakeFirstScript = 16;
 
 // CONFIG GET's answer ["name", "value"] → value; "" when refused or malformed.
@@ -46,6 +52,18 @@ std::string info_field(std::string_view info, std::string_view field) {
 
 }  // namespace
 
+std::optional<std::string> eviction_risk(const NodeIdentity& identity) {
+  if (!identity.maxmemory || identity.maxmemory_policy.empty()) {
+    return std::string(
+        "does not report its maxmemory and maxmemory_policy (INFO memory): it may evict keys");
+  }
+  if (*identity.maxmemory == 0 || identity.maxmemory_policy == "noeviction") return std::nullopt;
+  return "may evict keys (maxmemory " + std::to_string(*identity.maxmemory) +
+         ", maxmemory-policy " + identity.maxmemory_policy +
+         "): an evicted lock key is a lock granted twice; set maxmemory-policy noeviction (or "
+         "maxmemory 0) on every lock node";
+}
+
 std::optional<std::pair<int, int>> parse_redis_version(std::string_view version) {
   int major = 0, minor = 0;
   const char* end = version.data() + version.size();
@@ -67,7 +85,8 @@ RedisNode::RedisNode(asio::any_io_executor strand, std::size_t index, RedisNodeO
       candidates_(options_.address),
       deadline_timer_(strand_),
       reconnect_timer_(strand_),
-      backoff_(options_.reconnect_min, options_.reconnect_max) {}
+      backoff_(options_.reconnect_min, options_.reconnect_max),
+      recheck_timer_(strand_) {}
 
 RedisNode::~RedisNode() {
   // stop() should have run; never leave hiredis holding a pointer to a dead node.
@@ -84,6 +103,7 @@ void RedisNode::stop() {
   const bool was_ready = state_ == State::kReady;
   state_ = State::kStopped;
   reconnect_timer_.cancel();
+  recheck_timer_.cancel();
   resolver_.cancel();
   if (counters_.up.exchange(false) && listener_ != nullptr)
     listener_->on_node_down(index_, "engine stopped");
@@ -152,10 +172,10 @@ void RedisNode::connect_to(const std::string& ip) {
   // Queued now, written once the socket connects. The handshake gets the connect timeout on top
   // of the command timeout; the deadline timer enforces both.
   const auto deadline = Clock::now() + options_.connect_timeout + options_.command_timeout;
-  handshake_left_ = 1 + options_.scripts.size() + (options_.read_persistence ? 2 : 0) +
+  handshake_left_ = 1 + options_.scripts.size() + (options_.read_settings ? 3 : 0) +
                     (options_.probe ? 1 : 0) + (options_.credentials.empty() ? 0 : 1);
   handshake_identity_ = NodeIdentity{};
-  handshake_appendonly_.clear();
+  appendonly_.clear();
   auto self = std::static_pointer_cast<ReplySink>(shared_from_this());
   if (!options_.credentials.empty()) {
     RespCommand auth(options_.credentials.username.empty() ? 2 : 3);
@@ -165,11 +185,12 @@ void RedisNode::connect_to(const std::string& ip) {
     enqueue(auth, self, kHandshakeAuth, deadline);
   }
   enqueue(RespCommand(2).arg("INFO").arg("server"), self, kHandshakeInfo, deadline);
-  if (options_.read_persistence) {
+  if (options_.read_settings) {
     enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendonly"), self, kHandshakeAppendonly,
             deadline);
     enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendfsync"), self, kHandshakeAppendfsync,
             deadline);
+    enqueue(RespCommand(2).arg("INFO").arg("memory"), self, kHandshakeMemory, deadline);
   }
   for (std::size_t i = 0; i < options_.scripts.size(); ++i) {
     enqueue(RespCommand(3).arg("SCRIPT").arg("LOAD").arg(options_.scripts[i].source), self,
@@ -294,7 +315,72 @@ void RedisNode::schedule_reconnect(bool immediately) {
   });
 }
 
+bool RedisNode::read_setting(std::uint32_t cookie, const NodeReply& reply, NodeIdentity& identity) {
+  if (cookie == kHandshakeAppendonly || cookie == kRecheckAppendonly) {
+    appendonly_ = config_value(reply);
+  } else if (cookie == kHandshakeAppendfsync || cookie == kRecheckAppendfsync) {
+    identity.durable = appendonly_ == "yes" && config_value(reply) == "always";
+  } else if (cookie == kHandshakeMemory || cookie == kRecheckMemory) {
+    const std::string limit = info_field(reply.text, "maxmemory");
+    std::uint64_t bytes = 0;
+    const auto [end, error] = std::from_chars(limit.data(), limit.data() + limit.size(), bytes);
+    identity.maxmemory.reset();
+    if (!limit.empty() && error == std::errc() && end == limit.data() + limit.size()) {
+      identity.maxmemory = bytes;
+    }
+    identity.maxmemory_policy = info_field(reply.text, "maxmemory_policy");
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void RedisNode::schedule_recheck() {
+  if (!options_.read_settings || options_.recheck_interval.count() <= 0) return;
+  recheck_timer_.expires_after(options_.recheck_interval);
+  recheck_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec == asio::error::operation_aborted || self->state_ != State::kReady) return;
+    self->recheck();
+  });
+}
+
+void RedisNode::recheck() {
+  recheck_left_ = kRecheckReads;
+  recheck_identity_ = identity_;
+  auto self = std::static_pointer_cast<ReplySink>(shared_from_this());
+  const auto deadline = Clock::now() + options_.command_timeout;
+  enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendonly"), self, kRecheckAppendonly,
+          deadline);
+  enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendfsync"), self, kRecheckAppendfsync,
+          deadline);
+  enqueue(RespCommand(2).arg("INFO").arg("memory"), self, kRecheckMemory, deadline);
+}
+
+void RedisNode::on_recheck_reply(std::uint32_t cookie, const NodeReply& reply) {
+  // An unanswered read means the connection is going (a timeout or a disconnect tears it down);
+  // the next handshake reads everything again.
+  if (state_ != State::kReady || recheck_left_ == 0 || !reply.answered()) {
+    recheck_left_ = 0;
+    return;
+  }
+  read_setting(cookie, reply, recheck_identity_);  // an error answer: not durable, or unknown
+  if (--recheck_left_ != 0) return;
+  identity_ = recheck_identity_;
+  if (listener_ != nullptr) {
+    if (const auto refusal = listener_->refusal_of(index_, identity_)) {
+      refuse(*refusal);
+      return;
+    }
+    listener_->on_node_rechecked(index_, identity_);
+  }
+  schedule_recheck();
+}
+
 void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply reply) {
+  if (cookie >= kRecheckAppendonly && cookie <= kRecheckMemory) {
+    on_recheck_reply(cookie, reply);
+    return;
+  }
   if (state_ != State::kHandshaking) return;  // a handshake of a connection already given up
   const bool config_read = cookie == kHandshakeAppendonly || cookie == kHandshakeAppendfsync;
   if (!reply.answered()) {
@@ -326,10 +412,8 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
              "." + std::to_string(options_.min_version.second) + " or newer");
       return;
     }
-  } else if (cookie == kHandshakeAppendonly) {
-    handshake_appendonly_ = config_value(reply);
-  } else if (cookie == kHandshakeAppendfsync) {
-    handshake_identity_.durable = handshake_appendonly_ == "yes" && config_value(reply) == "always";
+  } else if (read_setting(cookie, reply, handshake_identity_)) {
+    // Read into the identity; refusal_of() judges it once the handshake is complete.
   } else if (cookie == kHandshakeProbe) {
     handshake_identity_.probe = std::move(reply);
   } else if (reply.text != options_.scripts.at(cookie - kHandshakeFirstScript).sha) {
@@ -353,6 +437,9 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
   }
   last_ready_peer_ = peer_;
   counters_.up = true;
+  identity_ = handshake_identity_;
+  recheck_left_ = 0;
+  schedule_recheck();
   if (listener_ != nullptr) listener_->on_node_ready(index_, handshake_identity_);
 }
 

@@ -15,7 +15,8 @@
 // server with a minimum version, optionally CONFIG GET of the persistence settings, SCRIPT LOAD of
 // every script, optionally a probe command) runs on every new connection: the node counts as ready,
 // and reports its identity to the listener, only after it. A send() while the node is not ready is
-// answered kDisconnected, asynchronously.
+// answered kDisconnected, asynchronously. Optionally, a ready node's settings are read again
+// periodically (RedisNodeOptions::recheck_interval) and judged by the listener as at the handshake.
 //
 // Threading: every member function, and every callback it makes, runs on the strand given at
 // construction. The counters are atomics and may be read from any thread.
@@ -60,9 +61,17 @@ struct NodeIdentity {
   std::string run_id;  // changes whenever the redis-server process restarts
   std::chrono::seconds uptime{0};
   std::string version;   // redis_version
-  bool durable = false;  // appendonly yes + appendfsync always (only with read_persistence)
-  NodeReply probe;       // the answer to RedisNodeOptions::probe, if any
+  bool durable = false;  // appendonly yes + appendfsync always (only with read_settings)
+  // INFO memory's maxmemory and maxmemory_policy (only with read_settings); maxmemory nullopt when
+  // the server did not report it.
+  std::optional<std::uint64_t> maxmemory;
+  std::string maxmemory_policy;
+  NodeReply probe;  // the answer to RedisNodeOptions::probe, if any
 };
+
+// Why a server with these settings may drop keys on its own (a maxmemory limit with a policy other
+// than noeviction, or memory settings it did not report), or nullopt when it never evicts.
+std::optional<std::string> eviction_risk(const NodeIdentity& identity);
 
 // "7.0.15" → {7, 0}; nullopt if it does not start with "<major>.<minor>".
 std::optional<std::pair<int, int>> parse_redis_version(std::string_view version);
@@ -86,6 +95,10 @@ class NodeListener {
                                                 const NodeIdentity& /*identity*/) {
     return std::nullopt;
   }
+  // A periodic re-read of a ready node's settings (RedisNodeOptions::recheck_interval) that
+  // refusal_of() let pass: `identity` is the handshake's, with durable and the memory settings as
+  // read now.
+  virtual void on_node_rechecked(std::size_t /*node*/, const NodeIdentity& /*identity*/) {}
 
  public:
   virtual ~NodeListener() = default;
@@ -109,9 +122,13 @@ struct RedisNodeOptions {
   // Servers older than this (major, minor) fail the handshake with a message saying so; {0, 0}
   // accepts any version.
   std::pair<int, int> min_version{0, 0};
-  // Read appendonly/appendfsync (CONFIG GET) into NodeIdentity::durable. A server that refuses
-  // CONFIG (renamed, or not allowed by its ACL) counts as not durable.
-  bool read_persistence = false;
+  // Read appendonly/appendfsync (CONFIG GET) into NodeIdentity::durable, and INFO memory into its
+  // memory settings. A server that refuses CONFIG (renamed, or not allowed by its ACL) counts as
+  // not durable; INFO works everywhere, managed Redis included.
+  bool read_settings = false;
+  // With read_settings: how often a ready node's settings are read again (refusal_of() judges
+  // them; a refusal drops the connection as at the handshake). 0 (the default): never.
+  std::chrono::milliseconds recheck_interval{0};
   // Run last in every handshake, answer in NodeIdentity::probe; an error answer fails it.
   std::optional<RespCommand> probe;
 };
@@ -175,6 +192,11 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   void connection_lost(const std::string& why);
   void schedule_reconnect(bool immediately);
   void fail_later(std::shared_ptr<ReplySink> sink, std::uint32_t cookie, NodeReply::Kind kind);
+  void schedule_recheck();
+  void recheck();  // sends the settings reads of a recheck
+  // A settings read's answer (handshake or recheck) into `identity`; false if it is no such read.
+  bool read_setting(std::uint32_t cookie, const NodeReply& reply, NodeIdentity& identity);
+  void on_recheck_reply(std::uint32_t cookie, const NodeReply& reply);
 
   // The node is its own sink for handshake replies.
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
@@ -206,8 +228,12 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
 
   std::size_t handshake_left_ = 0;
   NodeIdentity handshake_identity_;
-  std::string handshake_appendonly_;  // CONFIG GET appendonly, until appendfsync arrives
-  std::string last_refusal_;          // reported to the listener; cleared once a handshake passes
+  std::string appendonly_;    // CONFIG GET appendonly, until appendfsync arrives
+  std::string last_refusal_;  // reported to the listener; cleared once a handshake passes
+  NodeIdentity identity_;     // of the ready connection, as last read
+  std::size_t recheck_left_ = 0;
+  NodeIdentity recheck_identity_;
+  boost::asio::steady_timer recheck_timer_;
   NodeCounters counters_;
 };
 

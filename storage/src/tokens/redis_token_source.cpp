@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <charconv>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,37 @@ std::string config_value(redisContext* c, const char* name) {
   }
   if (reply != nullptr) freeReplyObject(reply);
   return value;
+}
+
+// The `field:value` line of an INFO answer, "" if there is none.
+std::string info_field(std::string_view info, std::string_view field) {
+  const std::string prefix = std::string(field) + ":";
+  for (std::size_t at = info.find(prefix); at != std::string_view::npos;
+       at = info.find(prefix, at + 1)) {
+    if (at != 0 && info[at - 1] != '\n') continue;
+    const std::size_t begin = at + prefix.size();
+    return std::string(info.substr(begin, info.find_first_of("\r\n", begin) - begin));
+  }
+  return {};
+}
+
+// INFO memory's maxmemory and maxmemory_policy (unset when not reported). INFO works where CONFIG
+// is refused.
+NodeIdentity memory_settings(redisContext* c) {
+  NodeIdentity identity;
+  auto* reply = static_cast<redisReply*>(redisCommand(c, "INFO memory"));
+  if (reply != nullptr && reply->type == REDIS_REPLY_STRING) {
+    const std::string_view info(reply->str, reply->len);
+    const std::string limit = info_field(info, "maxmemory");
+    std::uint64_t bytes = 0;
+    const auto [end, error] = std::from_chars(limit.data(), limit.data() + limit.size(), bytes);
+    if (!limit.empty() && error == std::errc() && end == limit.data() + limit.size()) {
+      identity.maxmemory = bytes;
+    }
+    identity.maxmemory_policy = info_field(info, "maxmemory_policy");
+  }
+  if (reply != nullptr) freeReplyObject(reply);
+  return identity;
 }
 
 // The master's IP addresses for the startup check: a literal as it is, a name through the system
@@ -104,24 +136,18 @@ Result<std::string> check_persistence(const RedisTokenOptions& o) {
                         "token master " + o.master.to_string() + " refused AUTH: " + why);
     }
   }
+  // An evicted counter starts again from the epoch's first token while the epoch record stays:
+  // tokens repeat, whatever the persistence. No flag overrides this.
+  if (const auto risk = eviction_risk(memory_settings(c.get()))) {
+    return make_error(ErrorCode::kUnavailable,
+                      "token master " + o.master.to_string() + " " + *risk);
+  }
   const std::string aof = config_value(c.get(), "appendonly");
   const std::string fsync = config_value(c.get(), "appendfsync");
   if (aof == "yes" && fsync == "always") return std::string();
   return "token master " + o.master.to_string() + " runs appendonly=" + (aof.empty() ? "?" : aof) +
          " appendfsync=" + (fsync.empty() ? "?" : fsync) +
          ": a crash can lose acknowledged increments (needs appendonly yes, appendfsync always)";
-}
-
-// The run_id line of an INFO server answer, "" if there is none.
-std::string info_run_id(std::string_view info) {
-  constexpr std::string_view kField = "run_id:";
-  for (std::size_t at = info.find(kField); at != std::string_view::npos;
-       at = info.find(kField, at + 1)) {
-    if (at != 0 && info[at - 1] != '\n') continue;
-    const std::size_t begin = at + kField.size();
-    return std::string(info.substr(begin, info.find_first_of("\r\n", begin) - begin));
-  }
-  return {};
 }
 
 Error invalid_name() {
@@ -336,7 +362,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
 
   void on_renegotiation_info(const NodeReply& reply) {
     std::string run_id =
-        reply.kind == NodeReply::Kind::kString ? info_run_id(reply.text) : std::string();
+        reply.kind == NodeReply::Kind::kString ? info_field(reply.text, "run_id") : std::string();
     if (run_id.empty()) {
       finish_renegotiation(false);
       return;

@@ -19,7 +19,13 @@ NodeTrust::Settings settings(milliseconds max_ttl = seconds(60)) {
 
 Handshake node(std::string run_id, seconds uptime, std::string admitted = "",
                milliseconds marked = seconds(60), bool durable = false) {
-  return Handshake{std::move(run_id), uptime, durable, std::move(admitted), marked};
+  Handshake handshake;
+  handshake.run_id = std::move(run_id);
+  handshake.uptime = uptime;
+  handshake.durable = durable;
+  handshake.admitted = std::move(admitted);
+  handshake.marked_max_ttl = marked;
+  return handshake;
 }
 
 }  // namespace
@@ -129,4 +135,88 @@ TEST_CASE("a Redis version is read as its major and minor numbers", "[storage]")
   CHECK_FALSE(parse_redis_version("").has_value());
   CHECK_FALSE(parse_redis_version("seven").has_value());
   CHECK_FALSE(parse_redis_version("7").has_value());
+}
+
+TEST_CASE("a node refused as unsafe waits out the window from when it is next seen safe",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  trust.observe(2, node("c", hours(5), "c"), t0);
+  CHECK(trust.take_suspects().empty());
+  trust.unsafe(2, "c", t0 + 1s);  // it may evict from now on
+  CHECK_FALSE(trust.voting(2, t0 + 1s));
+  CHECK(trust.quarantined_until(2) == steady_clock::time_point::max());
+  CHECK(trust.refresh(t0 + 2h).empty());  // however long it stays unsafe
+  // Seen safe an hour later: admitted in this incarnation, up for hours, and still quarantined.
+  CHECK(trust.observe(2, node("c", hours(6), "c"), t0 + 1h).empty());
+  CHECK(trust.take_suspects() == std::vector<std::size_t>{2});
+  CHECK_FALSE(trust.voting(2, t0 + 1h + 59s));
+  CHECK(trust.voting(2, t0 + 1h + 61s));
+  CHECK(trust.refresh(t0 + 1h + 61s) == std::vector<std::size_t>{2});
+}
+
+TEST_CASE("a node that lost acknowledged writes is quarantined from then, durable or not",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  SECTION("noticed while connected (a FLUSHALL)") {
+    trust.observe(2, node("c", hours(5), "c"), t0);
+    trust.lost_keys(2, "c", t0 + 10s);
+    CHECK_FALSE(trust.voting(2, t0 + 69s));
+    CHECK(trust.voting(2, t0 + 71s));
+  }
+  SECTION("noticed at the handshake (restored from a backup)") {
+    Handshake restored = node("c2", 5s, "c", seconds(60), /*durable=*/true);
+    restored.lost_writes = true;
+    CHECK(trust.observe(2, restored, t0).empty());  // rule 1 would trust it
+    CHECK_FALSE(trust.voting(2, t0 + 59s));
+    CHECK(trust.voting(2, t0 + 61s));
+  }
+  CHECK(trust.take_suspects() == std::vector<std::size_t>{2});
+}
+
+TEST_CASE("the restart of an incarnation seen without durable persistence is never lossless",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  trust.observe(2, node("c", hours(5), "c", seconds(60), /*durable=*/true), t0);
+  trust.not_durable(2, "c");  // CONFIG SET appendonly no, then back: forever for this incarnation
+  CHECK(trust.voting(2, t0 + 1s));
+  // It restarts durable with its old marker: rule 1 would trust it at once.
+  CHECK(trust.observe(2, node("c2", 1s, "c", seconds(60), /*durable=*/true), t0 + 10s).empty());
+  CHECK(trust.take_suspects() == std::vector<std::size_t>{2});
+  CHECK_FALSE(trust.voting(2, t0 + 69s));
+  CHECK(trust.voting(2, t0 + 71s));
+}
+
+TEST_CASE("a suspect record on the node quarantines its incarnation for a fresh engine too",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  Handshake recorded = node("c", hours(5), "c", seconds(60), /*durable=*/true);
+  recorded.suspect = "c";
+  recorded.suspect_age = seconds(20);
+  CHECK(trust.observe(2, recorded, t0).empty());
+  CHECK(trust.take_suspects().empty());  // recorded already
+  CHECK_FALSE(trust.voting(2, t0 + 39s));
+  CHECK(trust.voting(2, t0 + 41s));
+  // A record of an earlier incarnation says nothing about this one.
+  recorded.suspect = "older";
+  CHECK(trust.observe(1, recorded, t0).empty());
+  CHECK(trust.voting(1, t0));
+}
+
+TEST_CASE("a longer max ttl read during a quarantine lengthens it, and is never lowered",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(3)));
+  trust.observe(0, node("a", hours(5), "a", seconds(3)), t0);
+  trust.observe(1, node("b", hours(5), "b", seconds(3)), t0);
+  trust.observe(2, node("c", 1s, "", seconds(3)), t0);  // restarted empty: its marker says 3 s
+  CHECK(trust.note_max_ttl(hours(1)));                  // the survivors' markers: an hour
+  CHECK_FALSE(trust.note_max_ttl(seconds(3)));
+  CHECK_FALSE(trust.voting(2, t0 + 10s));
+  CHECK(trust.refresh(t0 + 10s).empty());
+  CHECK(trust.voting(2, t0 + 1h + 1s));
 }

@@ -13,15 +13,16 @@ using namespace fencelock::testing;
 namespace {
 
 constexpr std::string_view kKey = "fencelock:#instances:test:";
+constexpr std::string_view kMarker = "fencelock:#node";
 
 // One heartbeat of engine `id` with token identity `identity` in bind mode `mode`; returns the
 // node's binding as the script reports it.
 SyncReply heartbeat_reply(SyncRedis& node, std::string_view id, std::string_view identity,
                           std::string_view mode, std::string_view highest = "0") {
-  const SyncReply reply = node.command(
-      {"EVAL", kRegistryHeartbeatScript, "1", kKey, id, identity, "10000", mode, highest});
+  const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
+                                        identity, "10000", mode, highest, "1", "1000"});
   REQUIRE(reply.kind == SyncReply::Kind::kArray);
-  REQUIRE(reply.elements.size() == 3);
+  REQUIRE(reply.elements.size() == 5);
   return reply;
 }
 
@@ -91,4 +92,41 @@ TEST_CASE("the registry script keeps the highest token reported, compared as dig
   CHECK(reply.elements[1].elements.size() == 2);  // e1 and e2
   CHECK(node.command({"HGET", kKey, "#mark"}).text == "9223372036854775807");
   CHECK(node.command({"HGET", kKey, "#tokens"}).text == "etcd:1:a");
+}
+
+TEST_CASE("the registry script answers the number this engine's previous heartbeat left here",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  const auto beat = [&](std::string_view id, std::string_view seq) {
+    const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
+                                          "shared", "10000", "0", "0", seq, "1000"});
+    REQUIRE(reply.elements.size() == 5);
+    return reply.elements[3].text;
+  };
+  CHECK(beat("e1", "5").empty());
+  CHECK(beat("e1", "6") == "5");
+  CHECK(beat("e2", "1").empty());  // per engine
+  CHECK(beat("e1", "7") == "6");
+  // Another engine's number unwritten for a day goes; a recent one stays.
+  node.command({"HSET", kKey, "#seq:gone", "3 1000"});
+  beat("e1", "8");
+  CHECK(node.command({"HEXISTS", kKey, "#seq:gone"}).integer == 0);
+  CHECK(node.command({"HEXISTS", kKey, "#seq:e2"}).integer == 1);
+}
+
+TEST_CASE("the registry script raises the node's max ttl and answers the largest declared",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  const auto beat = [&](std::string_view id, std::string_view max_ttl) {
+    const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
+                                          "shared", "10000", "0", "0", "1", max_ttl});
+    REQUIRE(reply.elements.size() == 5);
+    return reply.elements[4].text;
+  };
+  CHECK(beat("short", "3000") == "3000");
+  CHECK(beat("long", "3600000") == "3600000");
+  CHECK(beat("short", "3000") == "3600000");  // never lowered
+  CHECK(node.command({"HGET", kMarker, "max_ttl_ms"}).text == "3600000");
 }

@@ -88,6 +88,25 @@ TEST_CASE("redis tokens: a master without fsync-always persistence is refused un
   CHECK_THAT(allowed->persistence_warning(), Catch::Contains("appendfsync=everysec"));
 }
 
+// Issue #32's sibling: an evicted counter starts again at the epoch's first token.
+TEST_CASE("redis tokens: a master that may evict keys is refused, whatever the unsafe flag says",
+          "[storage][redis]") {
+  RedisCluster master(1, Persistence::kAofAlways);
+  SyncRedis node(master.node(0).port());
+  REQUIRE(node.command({"CONFIG", "SET", "maxmemory", "2mb"}).text == "OK");
+  REQUIRE(node.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}).text == "OK");
+  TempDir dir;
+  IoThread io;
+  auto options = options_for(master.node(0), dir.path() / "epoch");
+  options.allow_unsafe_persistence = true;
+  auto refused = RedisTokenSource::create(io.executor(), options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("may evict keys") && Catch::Contains("allkeys-lru"));
+  REQUIRE(node.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).text == "OK");
+  CHECK(create_ready(io, options)->persistence_warning().empty());
+}
+
 TEST_CASE("redis tokens: kill -9 of the counter master during a draw storm repeats nothing",
           "[storage][redis]") {
   RedisCluster master(1, Persistence::kAofAlways);

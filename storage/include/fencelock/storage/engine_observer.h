@@ -37,7 +37,13 @@ class EngineObserver {
                             const std::string& /*why*/) {}
   virtual void on_node_quarantined(std::size_t /*node*/, const std::string& /*address*/,
                                    std::chrono::milliseconds /*duration*/) {}
-  // The node answered but cannot be used (too old, scripts refused): why, once per reason.
+  // The node's current incarnation may have lost keys without a restart its uptime shows (it
+  // evicted, lost acknowledged writes, or restarted after running without durable persistence):
+  // why. It waits out a quarantine (on_node_quarantined, when connected).
+  virtual void on_node_lost_keys(std::size_t /*node*/, const std::string& /*address*/,
+                                 const std::string& /*why*/) {}
+  // The node answered but cannot be used (too old, scripts refused, may evict keys): why, once per
+  // reason.
   virtual void on_node_refused(std::size_t /*node*/, const std::string& /*address*/,
                                const std::string& /*why*/) {}
   // The node's name did not resolve (or to no address): why, once per distinct reason. The node

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fencelock/storage/engine_options.h"
@@ -100,6 +101,8 @@ class LockEngine {
   virtual std::size_t voting_nodes() const noexcept = 0;
   // Nodes whose DNS name did not resolve at their last attempt (they are down).
   virtual std::size_t unresolved_nodes() const noexcept { return 0; }
+  // The lock nodes refused at their last handshake or settings check: {address, why}.
+  virtual std::vector<std::pair<std::string, std::string>> refused_nodes() const { return {}; }
   // Why every grant is refused right now, or nullopt (redlock_engine.h).
   virtual std::optional<std::string> grant_refusal() const = 0;
   // Why a grant with `token`, just drawn, must be refused, or nullopt — and then the token counts

@@ -1,0 +1,230 @@
+// Which Redis servers may vote at all, and when a node that may have lost keys without a restart
+// its uptime shows votes again (node_trust.h), against real redis-servers: evicting nodes,
+// persistence switched off at runtime, a node restored from a backup or flushed, and instances
+// with different max ttls.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "engine_under_test.h"
+#include "sync_redis.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Refusals : EngineObserver {
+  std::mutex mutex;
+  std::vector<std::string> reasons;
+  void on_node_refused(std::size_t, const std::string&, const std::string& why) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    reasons.push_back(why);
+  }
+  std::size_t count() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return reasons.size();
+  }
+};
+
+EngineOptions options_for(RedisCluster& cluster, std::chrono::milliseconds max_ttl) {
+  auto options = engine_options_for(cluster);
+  options.max_ttl = max_ttl;
+  return options;
+}
+
+void make_evicting(RedisServer& server, const std::string& policy) {
+  SyncRedis node(server.port());
+  REQUIRE(node.command({"CONFIG", "SET", "maxmemory", "2mb"}).text == "OK");
+  REQUIRE(node.command({"CONFIG", "SET", "maxmemory-policy", policy}).text == "OK");
+}
+
+// Ordinary traffic: leases on ~30,000 other names, well past 2 MB, until the node evicts.
+void fill_with_traffic(RedisServer& server) {
+  SyncRedis node(server.port(), 5s);
+  for (int batch = 0; batch < 10; ++batch) {
+    node.command({"EVAL",
+                  "for i = 1, 3000 do redis.call('SET', KEYS[1] .. ARGV[1] .. ':' .. i, "
+                  "string.rep('x', 48), 'PX', 300000) end return 1",
+                  "1", "fencelock:lock:traffic-", std::to_string(batch)});
+  }
+  node.command({"PING"});  // evictions run before each command
+  REQUIRE(std::stoll(node.info_field("stats", "evicted_keys")) > 0);
+}
+
+// Waits until the engine's view of the nodes settles: every node either votes or was refused.
+void wait_until_judged(EngineUnderTest& engine, Refusals& refusals, std::size_t nodes) {
+  engine.wait_until([&] { return refusals.count() + engine.engine().voting_nodes() == nodes; },
+                    10s);
+}
+
+}  // namespace
+
+TEST_CASE("a node that may evict keys never votes", "[storage][redis]") {
+  const std::string policy = GENERATE(as<std::string>{}, "volatile-lru", "allkeys-lru");
+  RedisCluster cluster(3);
+  for (std::size_t i = 0; i < cluster.size(); ++i) make_evicting(cluster.node(i), policy);
+  Refusals refusals;
+  EngineUnderTest engine(options_for(cluster, 600s), nullptr, &refusals, /*wait_for_nodes=*/false);
+  wait_until_judged(engine, refusals, cluster.size());
+  if (engine.engine().voting_nodes() == cluster.size()) {
+    EngineUnderTest::wait_for_first_registry_round(engine.engine());
+  }
+
+  const auto first = engine.acquire("victim", 300s);
+  for (std::size_t i = 0; i < cluster.size(); ++i) fill_with_traffic(cluster.node(i));
+  const auto second = engine.acquire("victim", 1s);
+  CHECK_FALSE((first.ok() && second.ok()));  // two holders of one lock
+  CHECK_FALSE(first.ok());
+  CHECK(engine.engine().voting_nodes() == 0);
+  std::lock_guard<std::mutex> lock(refusals.mutex);
+  REQUIRE(refusals.reasons.size() == cluster.size());
+  CHECK_THAT(refusals.reasons.front(), Catch::Contains("may evict keys") &&
+                                           Catch::Contains("maxmemory-policy " + policy) &&
+                                           Catch::Contains("noeviction"));
+}
+
+TEST_CASE(
+    "a node switched to an evicting policy stops voting within a check, and after switching back "
+    "waits out a quarantine, for every engine",
+    "[storage][redis]") {
+  RedisCluster cluster(3);
+  Refusals refusals;
+  EngineUnderTest a(options_for(cluster, 8s), nullptr, &refusals);
+  const auto holder = a.acquire("victim", 8s);
+  REQUIRE(holder.ok());
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    make_evicting(cluster.node(n), "allkeys-lru");
+  }
+  a.wait_until([&] { return a.engine().voting_nodes() == 1; }, 3s);
+  CHECK(refusals.count() == 2);
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) fill_with_traffic(cluster.node(n));
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {  // no limit: safe again
+    REQUIRE(SyncRedis(cluster.node(n).port()).command({"CONFIG", "SET", "maxmemory", "0"}).text ==
+            "OK");
+  }
+  // Back and connected, but it may have evicted the lease until it was seen safe.
+  a.wait_until([&] { return a.node_up(1) && a.node_up(2); }, 5s);
+  std::this_thread::sleep_for(200ms);  // the suspect records reach the nodes
+  CHECK(a.engine().voting_nodes() == 1);
+  // A fresh engine reads the nodes' suspect records: it would trust them at once otherwise.
+  EngineUnderTest fresh(options_for(cluster, 8s), nullptr, nullptr, /*wait_for_nodes=*/false);
+  fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
+  CHECK(fresh.engine().voting_nodes() == 1);
+  while (Clock::now() < holder.value().valid_until()) {
+    REQUIRE_FALSE(a.acquire("victim", 500ms).ok());
+    REQUIRE_FALSE(fresh.acquire("victim", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  a.wait_for_voting_nodes(3, 10s);
+  fresh.wait_for_voting_nodes(3, 10s);
+}
+
+// Issue #32 item 7: rule 1 trusted a durable node that kept its marker, but the marker predates
+// everything written while persistence was off.
+TEST_CASE(
+    "a node whose persistence was switched off at runtime is quarantined when it restarts, "
+    "however durable it comes back",
+    "[storage][redis]") {
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  EngineUnderTest a(options_for(cluster, 3s));
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    REQUIRE(SyncRedis(cluster.node(n).port()).command({"CONFIG", "SET", "appendonly", "no"}).text ==
+            "OK");
+  }
+  std::this_thread::sleep_for(1500ms);  // a settings check
+  const auto holder = a.acquire("vault", 3s);
+  REQUIRE(holder.ok());
+  // A crash: the restarted servers load the AOF as it was when persistence went off.
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    cluster.node(n).restart(/*keep_data=*/true);
+  }
+  a.wait_until([&] { return a.node_up(1) && a.node_up(2); }, 5s);
+  std::this_thread::sleep_for(200ms);
+  EngineUnderTest fresh(options_for(cluster, 3s), nullptr, nullptr, /*wait_for_nodes=*/false);
+  fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
+  while (Clock::now() < holder.value().valid_until()) {
+    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
+    REQUIRE_FALSE(fresh.acquire("vault", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  a.wait_for_voting_nodes(3, 6s);
+}
+
+TEST_CASE("a durable node restored from a backup waits out a quarantine, for every engine",
+          "[storage][redis]") {
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  EngineUnderTest a(options_for(cluster, 3s));
+  std::this_thread::sleep_for(1500ms);  // a's registry entry is on every node
+  // Backups of two nodes, taken with the servers stopped (then started again, data kept).
+  std::vector<std::filesystem::path> backups;
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    RedisServer& server = cluster.node(n);
+    server.kill();
+    backups.push_back(cluster.dir() / ("backup-" + std::to_string(n)));
+    std::filesystem::copy(server.data_dir(), backups.back(),
+                          std::filesystem::copy_options::recursive);
+    server.start();
+  }
+  a.wait_for_voting_nodes(3, 5s);       // durable, marker kept: trusted at once
+  std::this_thread::sleep_for(2500ms);  // a writes its registry entry past the backup
+  const auto holder = a.acquire("vault", 3s);
+  REQUIRE(holder.ok());
+  for (std::size_t i = 0; i < backups.size(); ++i) {
+    RedisServer& server = cluster.node(i + 1);
+    server.kill();
+    std::filesystem::remove_all(server.data_dir());
+    std::filesystem::copy(backups[i], server.data_dir(), std::filesystem::copy_options::recursive);
+    server.start();
+  }
+  a.wait_until([&] { return a.node_up(1) && a.node_up(2); }, 5s);
+  std::this_thread::sleep_for(200ms);
+  EngineUnderTest fresh(options_for(cluster, 3s), nullptr, nullptr, /*wait_for_nodes=*/false);
+  fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
+  while (Clock::now() < holder.value().valid_until()) {
+    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
+    REQUIRE_FALSE(fresh.acquire("vault", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  a.wait_for_voting_nodes(3, 6s);
+}
+
+TEST_CASE("a node that loses its data without restarting stops voting within a heartbeat",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest a(options_for(cluster, 3s));
+  std::this_thread::sleep_for(1500ms);
+  const auto holder = a.acquire("vault", 3s);
+  REQUIRE(holder.ok());
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    REQUIRE(SyncRedis(cluster.node(n).port()).command({"FLUSHALL"}).text == "OK");
+  }
+  a.wait_until([&] { return a.engine().voting_nodes() == 1; }, 3s);
+  while (Clock::now() < holder.value().valid_until()) {
+    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  a.wait_for_voting_nodes(3, 6s);
+}
+
+// Issue #32 item 2: b read the nodes' max ttl only at its handshake, before a declared an hour.
+TEST_CASE("a quarantine window is never shorter than the longest max ttl any instance declared",
+          "[storage][redis]") {
+  RedisCluster cluster(5);
+  EngineUnderTest b(options_for(cluster, 3s));
+  auto a = std::make_unique<EngineUnderTest>(options_for(cluster, 60min));
+  REQUIRE(a->acquire("x", 600s).ok());
+  a.reset();
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}}) {
+    cluster.node(n).restart(/*keep_data=*/false);
+  }
+  b.wait_until([&] { return b.node_up(0) && b.node_up(1) && b.node_up(2); }, 5s);
+  const auto until = Clock::now() + 6s;  // b's own window is 3 s
+  while (Clock::now() < until) {
+    REQUIRE_FALSE(b.acquire("x", 1s).ok());
+    std::this_thread::sleep_for(200ms);
+  }
+  CHECK(b.engine().voting_nodes() == 2);
+}
