@@ -39,14 +39,6 @@ std::int64_t locks_on_nodes(ServiceUnderTest& service) {
   return total;
 }
 
-std::int64_t peak_resident_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
 const std::string kChunkedHead =
     "POST /v1/locks/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
     "Transfer-Encoding: chunked\r\n\r\n";

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "loopback.h"
 
@@ -62,12 +63,25 @@ std::size_t count_responses(const std::string& bytes) {
   return count;
 }
 
-std::int64_t resident_kib(pid_t pid) {
+namespace {
+
+// A "Name:   N kB" line of /proc/PID/status, in KiB; -1 if absent.
+std::int64_t status_kib(pid_t pid, std::string_view field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(field.size()));
   }
   return -1;
+}
+
+}  // namespace
+
+std::int64_t resident_kib(pid_t pid) {
+  return status_kib(pid, "VmRSS:");
+}
+
+std::int64_t peak_resident_kib(pid_t pid) {
+  return status_kib(pid, "VmHWM:");
 }
 
 std::int64_t open_descriptors(pid_t pid) {

@@ -36,6 +36,8 @@ unsigned first_status(const std::string& bytes);
 std::size_t count_responses(const std::string& bytes);
 // The resident set of process `pid` in KiB (VmRSS), -1 if unknown.
 std::int64_t resident_kib(pid_t pid);
+// Its peak resident set in KiB (VmHWM), -1 if unknown.
+std::int64_t peak_resident_kib(pid_t pid);
 // The open descriptors of process `pid`.
 std::int64_t open_descriptors(pid_t pid);
 

@@ -429,8 +429,9 @@ inline constexpr std::string_view kNodeSuspectScript =
 // "<expiry ms> <identity>" (the node's clock), deletes expired entries of others, binds as allowed
 // (field "#tokens", kept for good; an empty value counts as unbound), raises the field "#mark" to
 // ARGV[5] (the highest token this engine handed out, decimal; compared as digits, since Lua's
-// numbers are doubles), sets the field "#seq:<ARGV[1]>" to "<ARGV[6]> <node clock ms>" (ARGV[6]:
-// this heartbeat's number, growing; such fields of other engines unwritten for 24 h are deleted),
+// numbers are doubles), raises the field "#seq:<ARGV[1]>" to "<ARGV[6]> <node clock ms>" (ARGV[6]:
+// this heartbeat's number, growing; a smaller one — a heartbeat of a timed-out connection
+// delivered late — changes nothing; such fields of other engines unwritten for 24 h are deleted),
 // raises the node marker's (KEYS[2], kNodeMarkerKey) max_ttl_ms to ARGV[7] (this engine's max ttl,
 // ms), and returns {the bound identity or "" if none, {"<engine id> <expiry ms> <identity>" of
 // each other live entry}, the mark or "0", the number this engine's previous heartbeat left here
@@ -442,7 +443,9 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[3])) .. ' ' .. ARGV[2])\n"
     "local seq = '#seq:' .. ARGV[1]\n"
     "local previous = string.match(redis.call('HGET', KEYS[1], seq) or '', '^%d+') or ''\n"
-    "redis.call('HSET', KEYS[1], seq, ARGV[6] .. ' ' .. string.format('%d', now))\n"
+    "if previous == '' or tonumber(ARGV[6]) > tonumber(previous) then\n"
+    "  redis.call('HSET', KEYS[1], seq, ARGV[6] .. ' ' .. string.format('%d', now))\n"
+    "end\n"
     "local others = {}\n"
     "local foreign = false\n"
     "local entries = redis.call('HGETALL', KEYS[1])\n"

@@ -60,6 +60,21 @@ void wait_until_judged(EngineUnderTest& engine, Refusals& refusals, std::size_t 
                     10s);
 }
 
+// Nodes 1 and 2 just came back having lost writes: neither `a` nor an engine started now grants
+// "vault" while `holder` is valid; afterwards all three nodes vote again.
+void no_grant_until_expiry(RedisCluster& cluster, EngineUnderTest& a, const Lease& holder) {
+  a.wait_until([&] { return a.node_up(1) && a.node_up(2); }, 5s);
+  std::this_thread::sleep_for(200ms);
+  EngineUnderTest fresh(options_for(cluster, 3s), nullptr, nullptr, /*wait_for_nodes=*/false);
+  fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
+  while (Clock::now() < holder.valid_until()) {
+    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
+    REQUIRE_FALSE(fresh.acquire("vault", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  a.wait_for_voting_nodes(3, 6s);
+}
+
 }  // namespace
 
 TEST_CASE("a node that may evict keys never votes", "[storage][redis]") {
@@ -141,16 +156,7 @@ TEST_CASE(
   for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
     cluster.node(n).restart(/*keep_data=*/true);
   }
-  a.wait_until([&] { return a.node_up(1) && a.node_up(2); }, 5s);
-  std::this_thread::sleep_for(200ms);
-  EngineUnderTest fresh(options_for(cluster, 3s), nullptr, nullptr, /*wait_for_nodes=*/false);
-  fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
-  while (Clock::now() < holder.value().valid_until()) {
-    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
-    REQUIRE_FALSE(fresh.acquire("vault", 500ms).ok());
-    std::this_thread::sleep_for(100ms);
-  }
-  a.wait_for_voting_nodes(3, 6s);
+  no_grant_until_expiry(cluster, a, holder.value());
 }
 
 TEST_CASE("a durable node restored from a backup waits out a quarantine, for every engine",
@@ -179,16 +185,7 @@ TEST_CASE("a durable node restored from a backup waits out a quarantine, for eve
     std::filesystem::copy(backups[i], server.data_dir(), std::filesystem::copy_options::recursive);
     server.start();
   }
-  a.wait_until([&] { return a.node_up(1) && a.node_up(2); }, 5s);
-  std::this_thread::sleep_for(200ms);
-  EngineUnderTest fresh(options_for(cluster, 3s), nullptr, nullptr, /*wait_for_nodes=*/false);
-  fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
-  while (Clock::now() < holder.value().valid_until()) {
-    REQUIRE_FALSE(a.acquire("vault", 500ms).ok());
-    REQUIRE_FALSE(fresh.acquire("vault", 500ms).ok());
-    std::this_thread::sleep_for(100ms);
-  }
-  a.wait_for_voting_nodes(3, 6s);
+  no_grant_until_expiry(cluster, a, holder.value());
 }
 
 TEST_CASE("a node that loses its data without restarting stops voting within a heartbeat",

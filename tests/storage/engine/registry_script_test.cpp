@@ -108,9 +108,13 @@ TEST_CASE("the registry script answers the number this engine's previous heartbe
   CHECK(beat("e1", "6") == "5");
   CHECK(beat("e2", "1").empty());  // per engine
   CHECK(beat("e1", "7") == "6");
+  // A heartbeat of a connection that timed out, delivered after newer ones: it never lowers the
+  // number (a node whose number went down lost writes; this one did not).
+  CHECK(beat("e1", "3") == "7");
+  CHECK(beat("e1", "8") == "7");
   // Another engine's number unwritten for a day goes; a recent one stays.
   node.command({"HSET", kKey, "#seq:gone", "3 1000"});
-  beat("e1", "8");
+  beat("e1", "9");
   CHECK(node.command({"HEXISTS", kKey, "#seq:gone"}).integer == 0);
   CHECK(node.command({"HEXISTS", kKey, "#seq:e2"}).integer == 1);
 }
