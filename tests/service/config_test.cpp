@@ -711,8 +711,8 @@ TEST_CASE("describe() prints the effective configuration on one line", "[service
 
 TEST_CASE("the browser allow-lists take comma-separated names, or an array in the file",
           "[service]") {
-  const ParsedConfig parsed = accepted(with_redis(
-      {"--allowed-hosts", "lock.example, .corp.example", "--allowed-origins", "https://a.example"}));
+  const ParsedConfig parsed = accepted(with_redis({"--allowed-hosts", "lock.example, .corp.example",
+                                                   "--allowed-origins", "https://a.example"}));
   CHECK(parsed.config.allowed_hosts == std::vector<std::string>{"lock.example", ".corp.example"});
   CHECK(parsed.config.allowed_origins == std::vector<std::string>{"https://a.example"});
   CHECK(accepted(with_redis({})).config.allowed_hosts.empty());
