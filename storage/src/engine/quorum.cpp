@@ -52,8 +52,16 @@ TallyOutcome QuorumTally::outcome() const noexcept {
 }
 
 std::string QuorumTally::shortfall() const {
-  return "only " + std::to_string(answered_voters()) + " of " + std::to_string(node_count()) +
-         " lock nodes answered; a quorum of " + std::to_string(quorum()) + " is needed";
+  std::string why;
+  if (failed_ > 0) why = std::to_string(failed_) + " failed or unreachable";
+  if (excluded_ > 0) {
+    if (!why.empty()) why += ", ";
+    why += std::to_string(excluded_) + " quarantined or refused";
+  }
+  std::string text = "only " + std::to_string(node_count() - failed_ - excluded_) + " of " +
+                     std::to_string(node_count()) + " lock nodes can vote";
+  if (!why.empty()) text += " (" + why + ")";
+  return text + "; a quorum of " + std::to_string(quorum()) + " is needed";
 }
 
 std::size_t QuorumTally::pending() const noexcept {

@@ -122,3 +122,20 @@ TEST_CASE("a tally tells an unavailable cluster from a held lock", "[storage]") 
     CHECK_FALSE(tally.unavailable());
   }
 }
+
+TEST_CASE("an unavailable tally says how many nodes can vote, not how many answered so far",
+          "[storage]") {
+  // Three of five paused: their connections fail first, before the two others answer.
+  QuorumTally paused(5, 3);
+  for (std::size_t node = 0; node < 3; ++node) paused.record(node, Vote::kFailed);
+  CHECK(paused.outcome() == TallyOutcome::kImpossible);
+  CHECK(paused.shortfall() ==
+        "only 2 of 5 lock nodes can vote (3 failed or unreachable); a quorum of 3 is needed");
+  QuorumTally quarantined(5, 3);
+  quarantined.exclude(3);
+  quarantined.exclude(4);
+  quarantined.record(0, Vote::kFailed);
+  CHECK(quarantined.shortfall() ==
+        "only 2 of 5 lock nodes can vote (1 failed or unreachable, 2 quarantined or refused); "
+        "a quorum of 3 is needed");
+}

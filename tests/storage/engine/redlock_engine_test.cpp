@@ -647,7 +647,7 @@ TEST_CASE("under contention no two leases of a name are ever valid at the same t
   // never as anything else and never as two holders.
   CHECK(grants > 100);
   for (const auto& [message, count] : error_messages)
-    CHECK_THAT(message, Catch::Contains("lock nodes answered"));
+    CHECK_THAT(message, Catch::Contains("lock nodes can vote"));
   for (auto& [name, list] : windows) {
     std::sort(list.begin(), list.end(),
               [](const Window& a, const Window& b) { return a.from < b.from; });

@@ -64,8 +64,8 @@ class QuorumTally {
   std::size_t quorum() const noexcept { return quorum_; }
   std::size_t node_count() const noexcept { return votes_.size(); }
   Vote vote_of(std::size_t node) const { return votes_.at(node); }
-  // Why too few answered, for an error message: "only A of N lock nodes answered; a quorum of Q
-  // is needed".
+  // Why too few answered, for an error message: "only V of N lock nodes can vote (F failed or are
+  // unreachable, X quarantined or refused); a quorum of Q is needed", V = N − F − X.
   std::string shortfall() const;
   bool is_voter(std::size_t node) const { return voter_.at(node); }
 
