@@ -392,8 +392,9 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     refuse((cookie == kHandshakeAuth ? "AUTH refused: " : "handshake failed: ") + reply.text);
     return;
   }
-  if (cookie == kHandshakeAuth) {
-    // +OK: nothing to record.
+  if (cookie == kHandshakeAuth || read_setting(cookie, reply, handshake_identity_)) {
+    // AUTH's +OK: nothing to record. A setting: read into the identity; refusal_of() judges it
+    // once the handshake is complete.
   } else if (cookie == kHandshakeInfo) {
     handshake_identity_.run_id = info_field(reply.text, "run_id");
     const std::string uptime = info_field(reply.text, "uptime_in_seconds");
@@ -412,8 +413,6 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
              "." + std::to_string(options_.min_version.second) + " or newer");
       return;
     }
-  } else if (read_setting(cookie, reply, handshake_identity_)) {
-    // Read into the identity; refusal_of() judges it once the handshake is complete.
   } else if (cookie == kHandshakeProbe) {
     handshake_identity_.probe = std::move(reply);
   } else if (reply.text != options_.scripts.at(cookie - kHandshakeFirstScript).sha) {
