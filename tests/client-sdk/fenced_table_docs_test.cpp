@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "fencelock/fenced_table.h"
@@ -102,10 +101,10 @@ TEST_CASE(
       sqlite3* raw = nullptr;
       REQUIRE(sqlite3_open(sqlite_file().c_str(), &raw) == SQLITE_OK);
       const std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, sqlite3_close_v2);
-      std::optional<Result<FencedTable>> accounts(FencedTable::open(raw, "accounts"));
-      REQUIRE(accounts->ok());
-      block.fragment(raw, *accounts, token);
-      accounts.reset();  // before the connection it borrows
+      // Declared after the connection it borrows, so destroyed before it.
+      Result<FencedTable> accounts = FencedTable::open(raw, "accounts");
+      REQUIRE(accounts.ok());
+      block.fragment(raw, accounts, token);
     }
     CHECK(sqlite_value("SELECT balance || ':' || current_token FROM accounts WHERE id = 'alice'") ==
           std::to_string(sqlite_balance + 20) + ":" + std::to_string(token));
