@@ -187,7 +187,10 @@ redis_list=$(IFS=,; echo "${redis_ports[*]}")
   # shellcheck disable=SC1090
   . "$env_file"
   set +a
-  export FENCELOCK_REDIS=$redis_list FENCELOCK_LISTEN=$listen FENCELOCK_LOG_FORMAT=json
+  # The CLI below reaches it by the name fencelockd.test: an open fencelockd answers only the
+  # names it is told (docs/api.md, "Browsers").
+  export FENCELOCK_REDIS=$redis_list FENCELOCK_LISTEN=$listen FENCELOCK_LOG_FORMAT=json \
+    FENCELOCK_ALLOWED_HOSTS=fencelockd.test
   cd "$state_dir"
   umask 0027
   # shellcheck disable=SC2086
