@@ -164,14 +164,21 @@ void http_session(const std::uint8_t* data, std::size_t size) {
   client.non_blocking(true);
   for (std::size_t n; (n = client.read_some(asio::buffer(buffer), ec)) > 0 && !ec;)
     answers.append(buffer, n);
-  for (std::size_t at = answers.find("HTTP/1.1 "); at != std::string::npos;
-       at = answers.find("HTTP/1.1 ", at + 1)) {
-    if (at + 12 > answers.size()) break;
-    const std::string_view code(answers.data() + at + 9, 3);
+  // Answer after answer: a status line, headers, Content-Length bytes of body (an answer cut off
+  // by the connection's end is not checked).
+  for (std::size_t at = 0; at + 12 <= answers.size();) {
+    require(answers.compare(at, 9, "HTTP/1.1 ") == 0);
     unsigned status = 0;
-    for (const char c : code) status = status * 10 + static_cast<unsigned>(c - '0');
+    for (const char c : std::string_view(answers).substr(at + 9, 3))
+      status = status * 10 + static_cast<unsigned>(c - '0');
     require(known_status(status) || status == 401 || status == 403 || status == 429 ||
             status == 500);
+    const std::size_t head_end = answers.find("\r\n\r\n", at);
+    if (head_end == std::string::npos) break;
+    const std::size_t length_at = answers.find("Content-Length: ", at);
+    require(length_at != std::string::npos && length_at < head_end);
+    const std::size_t length = std::stoul(answers.substr(length_at + 16, 12));
+    at = head_end + 4 + length;
   }
   // A stream far over the limits was not read whole: the session answered and closed first (a
   // repeated tail of 64 bytes cannot make requests whose answers are smaller than they are, so
