@@ -124,6 +124,27 @@ void append_decimal(std::string& out, std::uint64_t value) {
   out.append(digits, end);
 }
 
+// The value of a request header, "" if absent.
+template <class Header, class Name>
+std::string_view header_value(const Header& header, Name name) {
+  const auto found = header.find(name);
+  return found == header.end() ? std::string_view() : std::string_view(found->value());
+}
+
+// browser_guard.h's checks on a request head. A HEAD is not checked: screen() answers it 405
+// without a body, whatever else it carries.
+template <class Header>
+std::optional<ApiResponse> screen_browser_head(const BrowserGuardOptions& options,
+                                               const Header& header, bool has_body) {
+  if (header.method() == http::verb::head) return std::nullopt;
+  return screen_browser(
+      options,
+      RequestHead{header_value(header, http::field::host),
+                  header_value(header, http::field::origin), header_value(header, "Sec-Fetch-Site"),
+                  header_value(header, http::field::content_type), has_body,
+                  header.count(http::field::origin) > 1 || header.count("Sec-Fetch-Site") > 1});
+}
+
 }  // namespace
 
 void write_answer_head(std::string& head, const ApiResponse& response, std::string_view request_id,
@@ -423,30 +444,13 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   }
   const bool has_body = parser_->chunked() || body > 0;
   keep_alive_ = header.keep_alive() && !health_only_;
-  auto field = [&](http::field name) {
-    const auto found = header.find(name);
-    return found == header.end() ? std::string_view() : std::string_view(found->value());
-  };
   if (health_only_ && !is_probe(header.method(), header.target())) {
     host_->count_refused_request();
     return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
                                                  "too many open connections (--max-connections)"));
   }
-  // A HEAD is answered 405 without a body by screen(), whatever else it carries.
-  if (header.method() != http::verb::head) {
-    const auto origin = header.find(http::field::origin);
-    const auto fetch_site = header.find("Sec-Fetch-Site");
-    if (auto refused = screen_browser(
-            host_->options().browser,
-            RequestHead{
-                field(http::field::host),
-                origin == header.end() ? std::string_view() : origin->value(),
-                fetch_site == header.end() ? std::string_view() : fetch_site->value(),
-                field(http::field::content_type), has_body,
-                header.count(http::field::origin) > 1 || header.count("Sec-Fetch-Site") > 1})) {
-      return answer_head(std::move(*refused), has_body);
-    }
-  }
+  if (auto refused = screen_browser_head(host_->options().browser, header, has_body))
+    return answer_head(std::move(*refused), has_body);
   // No GET takes a body: one that announces a body gets no share of the budget (the probes and
   // the public routes are GETs and need no key).
   if (has_body && header.method() == http::verb::get) {
@@ -454,7 +458,7 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
         ApiHandlers::refuse(RequestFault::kMalformed, 0, "a GET request takes no body"));
   }
   screened_ = host_->handlers().screen(method_of(header.method()), header.target(),
-                                       field(http::field::authorization));
+                                       header_value(header, http::field::authorization));
   route_ = screened_.route;
   name_ = screened_.name;
   if (screened_.answer) {
