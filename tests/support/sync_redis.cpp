@@ -3,6 +3,8 @@
 #include <hiredis.h>
 #include <sys/time.h>
 
+#include <algorithm>
+
 namespace fencelock::testing {
 
 namespace {
@@ -97,7 +99,15 @@ std::int64_t SyncRedis::dbsize() {
 
 std::int64_t SyncRedis::count_keys(std::string_view pattern) {
   const SyncReply r = command({"KEYS", pattern});
-  return r.kind == SyncReply::Kind::kArray ? static_cast<std::int64_t>(r.elements.size()) : -1;
+  if (r.kind != SyncReply::Kind::kArray) return -1;
+  return std::count_if(r.elements.begin(), r.elements.end(),
+                       [](const SyncReply& key) { return !key.text.ends_with("#fence"); });
+}
+
+std::optional<std::uint64_t> SyncRedis::fence(std::string_view name, std::string_view prefix) {
+  const auto value = get(std::string(prefix) + std::string(name) + "#fence");
+  if (!value) return std::nullopt;
+  return std::stoull(*value);
 }
 
 std::string SyncRedis::info_field(std::string_view section, std::string_view field) {

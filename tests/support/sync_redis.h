@@ -45,9 +45,13 @@ class SyncRedis {
   bool ping();  // true iff PONG came back in time
   std::optional<std::string> get(std::string_view key);
   std::int64_t dbsize();  // -1 when the node does not answer
-  // Live keys matching `pattern` (KEYS: unlike DBSIZE, never counts an expired key); -1 when the
-  // node does not answer. The default counts lock keys, not the node's fencelock marker.
+  // Live keys matching `pattern` (KEYS: unlike DBSIZE, never counts an expired key), leaving out
+  // fence keys ("…#fence", kept for good); -1 when the node does not answer. The default counts
+  // lock keys, not the node's fencelock marker.
   std::int64_t count_keys(std::string_view pattern = "fencelock:lock:*");
+  // The fence of `name` on this node (the highest token an acquire of it wrote here), if any.
+  std::optional<std::uint64_t> fence(std::string_view name,
+                                     std::string_view prefix = "fencelock:lock:");
   std::string info_field(std::string_view section, std::string_view field);  // "" if absent
 
  private:

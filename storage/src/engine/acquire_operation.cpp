@@ -23,16 +23,14 @@ namespace {
 constexpr std::chrono::seconds kLongestExpirySleep{2};
 constexpr std::chrono::milliseconds kExpirySpread{2};
 
-// The plain SET answers OK or nil; the acquire-and-mark script 1, or {0, holder, pttl} when
-// refused. `answer` learns what the node said about the holder (expiry_wait.h).
+// The acquire scripts answer 1, or {0, holder, pttl} when refused by a holder. `answer` learns
+// what the node said about the holder (expiry_wait.h).
 Vote vote_for_set(const NodeReply& reply, NodeAnswer& answer) {
   using Kind = NodeReply::Kind;
-  if ((reply.kind == Kind::kStatus && reply.text == "OK") ||
-      (reply.kind == Kind::kInteger && reply.integer == 1)) {
+  if (reply.kind == Kind::kInteger && reply.integer == 1) {
     answer.kind = NodeAnswer::Kind::kFree;
     return Vote::kYes;
   }
-  if (reply.kind == Kind::kNil) return Vote::kNo;
   if (reply.kind == Kind::kArray && reply.elements.size() == 3 &&
       reply.elements[0].kind == Kind::kInteger && reply.elements[0].integer == 0) {
     const NodeReply& holder = reply.elements[1];
@@ -67,7 +65,39 @@ std::string lock_held_message(AcquireTarget::Kind kind) {
   return "the lock is held by another lease";
 }
 
+// A fence refusal (lua_scripts.h): {-3, fence} or, from a set, {-3, index (1-based), fence}. The
+// index of the name (0 for a lock or permit) and the fence; nullopt if `reply` is not one.
+std::optional<std::pair<std::size_t, std::uint64_t>> fence_refusal(const NodeReply& reply) {
+  using Kind = NodeReply::Kind;
+  if (reply.kind != Kind::kArray || reply.elements.size() < 2 || reply.elements.size() > 3 ||
+      reply.elements[0].kind != Kind::kInteger || reply.elements[0].integer != -3)
+    return std::nullopt;
+  std::size_t index = 0;
+  if (reply.elements.size() == 3) {
+    const NodeReply& position = reply.elements[1];
+    if (position.kind != Kind::kInteger || position.integer < 1) return std::nullopt;
+    index = static_cast<std::size_t>(position.integer - 1);
+  }
+  const std::string& text = reply.elements.back().text;
+  if (reply.elements.back().kind != Kind::kString || text.empty() || text.size() > 20 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  try {
+    return std::pair{index, std::stoull(text)};
+  } catch (const std::out_of_range&) {
+    return std::nullopt;
+  }
+}
+
+// Attempts in a row that a fence may refuse (the token source told to skip past it each time)
+// before the acquire answers that the token store is behind the lock nodes.
+constexpr std::uint32_t kFenceRetries = 3;
+
 }  // namespace
+
+std::string fence_name(std::string_view name) {
+  return std::string(name) + "#fence";
+}
 
 std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot) {
   std::string name(semaphore);
@@ -95,6 +125,8 @@ AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireTarg
 
 void AcquireOperation::set_keys() {
   keys_.clear();
+  fence_keys_.clear();
+  for (const auto& n : target_.names) fence_keys_.push_back(core_->key_of(fence_name(n)));
   if (target_.kind != AcquireTarget::Kind::kPermit) {
     for (const auto& n : target_.names) keys_.push_back(core_->key_of(n));
     return;
@@ -138,24 +170,91 @@ void AcquireOperation::attempt() {
     return;
   }
   ++attempt_;
-  phase_ = Phase::kVoting;
   woken_during_attempt_ = false;
-  tally_.emplace(core_->new_tally());
-  answers_.assign(core_->node_count(), NodeAnswer{});
   consumed_wakeups_ = std::move(pending_wakeups_);
   pending_wakeups_.clear();
+  // Validity counts from here: before the token draw and before any request reaches a node.
+  attempt_started_ = Clock::now();
+  marking_ = attempt_started_ < call_started_ + target_.wait;  // it would wait if refused
+  // Queued from its first marking attempt on: a release announced while it is out must reach it.
+  if (marking_) join_queue();
+  draw_tokens();
+}
+
+void AcquireOperation::draw_tokens() {
+  TokenSource* tokens = core_->tokens();
+  token_requested_ = Clock::now();
+  tokens_.assign(target_.names.size(), 0);
+  token_error_.reset();
+  if (tokens == nullptr) {
+    vote();
+    return;
+  }
+  phase_ = Phase::kDrawingToken;
+  token_floor_ = core_->token_floor();  // what the tokens must be above, known before the draw
+  tokens_pending_ = target_.names.size();
+  // One token per name, all drawn at once. The token source may answer on another thread: come
+  // back to the strand.
+  for (std::size_t i = 0; i < target_.names.size(); ++i) {
+    tokens->next(target_.names[i], [self = shared_from_this(), attempt = attempt_,
+                                    i](Result<std::uint64_t> token) {
+      asio::dispatch(self->core_->strand(), [self, attempt, i, token = std::move(token)]() mutable {
+        self->on_token(attempt, i, std::move(token));
+      });
+    });
+  }
+}
+
+void AcquireOperation::on_token(std::uint32_t attempt, std::size_t index,
+                                Result<std::uint64_t> token) {
+  if (attempt != attempt_ || phase_ != Phase::kDrawingToken) return;
+  if (token.ok()) {
+    tokens_[index] = token.value();
+  } else if (!token_error_) {
+    token_error_ = std::move(token).error();
+  }
+  if (--tokens_pending_ == 0) on_all_tokens();
+}
+
+void AcquireOperation::on_all_tokens() {
+  token_draw_ = Clock::now() - token_requested_;
+  // Nothing was written yet: a failure here completes without touching a node.
+  if (abandoned_) {
+    complete(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
+    return;
+  }
+  if (token_error_) {
+    complete(make_error(ErrorCode::kUnavailable, "fencing token: " + token_error_->message));
+    return;
+  }
+  for (const std::uint64_t token : tokens_) {
+    if (auto refusal = core_->token_refusal(token, token_floor_)) {
+      complete(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
+      return;
+    }
+  }
+  if (remaining_validity(target_.ttl, Clock::now() - attempt_started_,
+                         core_->options().drift_factor) < std::chrono::milliseconds(1)) {
+    complete(make_error(ErrorCode::kUnavailable,
+                        "the token draw took longer than the ttl allows; no validity left"));
+    return;
+  }
+  vote();
+}
+
+void AcquireOperation::vote() {
+  phase_ = Phase::kVoting;
+  tally_.emplace(core_->new_tally());
+  answers_.assign(core_->node_count(), NodeAnswer{});
+  fences_.assign(target_.names.size(), 0);
+  fence_refusals_ = 0;
   if (target_.kind == AcquireTarget::Kind::kSet) name_free_votes_.assign(target_.names.size(), 0);
   if (target_.kind == AcquireTarget::Kind::kPermit) {
     mismatch_.reset();
     free_votes_.assign(target_.permits, 0);
     soonest_votes_.assign(target_.permits, 0);
   }
-  // Validity counts from here: before the first request reaches any node.
-  attempt_started_ = Clock::now();
-  marking_ = attempt_started_ < call_started_ + target_.wait;  // it would wait if refused
-  // Queued from its first marking attempt on: a release announced while it is out must reach it.
-  if (marking_) join_queue();
-  core_->broadcast(attempt_command(marking_, /*eval=*/false), shared_from_this(), attempt_);
+  core_->broadcast(attempt_command(/*eval=*/false), shared_from_this(), attempt_);
   // A cluster with too few voting nodes is decided before any answer arrives.
   if (tally_->outcome() == TallyOutcome::kImpossible) {
     attempt_failed(
@@ -163,28 +262,31 @@ void AcquireOperation::attempt() {
   }
 }
 
-RespCommand AcquireOperation::attempt_command(bool marking, bool eval) const {
+std::string AcquireOperation::token_arg(std::size_t index) const {
+  if (core_->tokens() == nullptr) return {};  // no token, no fence
+  return std::to_string(tokens_[index]);
+}
+
+RespCommand AcquireOperation::attempt_command(bool eval) const {
   const auto ttl = std::to_string(target_.ttl.count());
+  const std::string mark = marking_ ? core_->engine_id() : std::string();
+  std::vector<std::string> keys = keys_;
+  keys.insert(keys.end(), fence_keys_.begin(), fence_keys_.end());
   switch (target_.kind) {
-    case AcquireTarget::Kind::kLock:
-      if (!marking) {  // the fast path: no script
-        RespCommand set(6);
-        set.arg("SET").arg(keys_.front()).arg(value_).arg("NX").arg("PX").arg(ttl);
-        return set;
-      } else {
-        const std::string args[] = {value_, ttl, core_->engine_id()};
-        return EngineCore::script_command(Script::kAcquireAndMark, eval, keys_, args);
-      }
+    case AcquireTarget::Kind::kLock: {
+      const std::string args[] = {value_, ttl, mark, token_arg(0)};
+      return EngineCore::script_command(Script::kAcquireLock, eval, keys, args);
+    }
     case AcquireTarget::Kind::kSet: {
-      const std::string args[] = {value_, ttl, marking ? core_->engine_id() : std::string()};
-      return EngineCore::script_command(Script::kAcquireSet, eval, keys_, args);
+      std::vector<std::string> args = {value_, ttl, mark};
+      for (std::size_t i = 0; i < target_.names.size(); ++i) args.push_back(token_arg(i));
+      return EngineCore::script_command(Script::kAcquireSet, eval, keys, args);
     }
     case AcquireTarget::Kind::kPermit:
       break;
   }
-  const std::string args[] = {value_, ttl, marking ? core_->engine_id() : std::string(),
-                              std::to_string(slot_)};
-  return EngineCore::script_command(Script::kAcquirePermit, eval, keys_, args);
+  const std::string args[] = {value_, ttl, mark, std::to_string(slot_), token_arg(0)};
+  return EngineCore::script_command(Script::kAcquirePermit, eval, keys, args);
 }
 
 void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
@@ -193,14 +295,20 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     return;
   }
   if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
-  const bool scripted = marking_ || target_.kind != AcquireTarget::Kind::kLock;
-  if (scripted && core_->resend_on_noscript(
-                      node, reply, [this] { return attempt_command(marking_, /*eval=*/true); },
-                      shared_from_this(), attempt_)) {
+  if (core_->resend_on_noscript(
+          node, reply, [this] { return attempt_command(/*eval=*/true); }, shared_from_this(),
+          attempt_)) {
     return;
   }
   Vote vote = Vote::kFailed;
-  if (node < answers_.size()) {
+  if (const auto fenced = fence_refusal(reply); fenced && node < answers_.size()) {
+    // Free here, but this attempt's token is not above what the node has seen: a no.
+    answers_[node].kind = NodeAnswer::Kind::kFree;
+    if (fenced->first < fences_.size())
+      fences_[fenced->first] = std::max(fences_[fenced->first], fenced->second);
+    ++fence_refusals_;
+    vote = Vote::kNo;
+  } else if (node < answers_.size()) {
     switch (target_.kind) {
       case AcquireTarget::Kind::kLock:
         vote = vote_for_set(reply, answers_[node]);
@@ -225,6 +333,9 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
   }
   if (tally_->unavailable()) {
     attempt_failed(make_error(ErrorCode::kUnavailable, tally_->shortfall()));
+  } else if (fenced_out()) {
+    fenced_attempt_ = true;
+    attempt_failed(fence_error());
   } else if (mismatch_) {
     attempt_failed(make_error(ErrorCode::kPermitsMismatch,
                               "the semaphore is live with " + *mismatch_ +
@@ -319,57 +430,34 @@ std::optional<std::uint32_t> AcquireOperation::free_slot_to_try() {
   return std::nullopt;
 }
 
+bool AcquireOperation::fenced_out() const {
+  if (fence_refusals_ == 0) return false;
+  // Refused by holders on so many nodes that no quorum was free: the lock is held, whatever the
+  // fences said (a waiter waits for it).
+  std::size_t held = 0;
+  for (const NodeAnswer& answer : answers_) {
+    if (answer.kind == NodeAnswer::Kind::kHeld) ++held;
+  }
+  return held + core_->quorum() <= core_->node_count();
+}
+
+Error AcquireOperation::fence_error() const {
+  std::size_t index = 0;
+  while (index + 1 < fences_.size() && fences_[index] == 0) ++index;
+  Error error = make_error(
+      ErrorCode::kUnavailable,
+      "the token store is behind the lock nodes: token " + std::to_string(tokens_[index]) +
+          " for \"" + target_.names[index] + "\" is not above " + std::to_string(fences_[index]) +
+          ", which the nodes have seen granted (a copied, restored, wiped or new token store?)");
+  return error;
+}
+
 void AcquireOperation::on_quorum() {
-  if (abandoned_) {
-    attempt_failed(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
-    return;
-  }
-  TokenSource* tokens = core_->tokens();
-  token_requested_ = Clock::now();
-  tokens_.assign(target_.names.size(), 0);
-  token_error_.reset();
-  if (tokens == nullptr) {
-    on_all_tokens();
-    return;
-  }
-  phase_ = Phase::kDrawingToken;
-  token_floor_ = core_->token_floor();  // what the tokens must be above, known before the draw
-  tokens_pending_ = target_.names.size();
-  // One token per name, all drawn at once. The token source may answer on another thread: come
-  // back to the strand.
-  for (std::size_t i = 0; i < target_.names.size(); ++i) {
-    tokens->next(target_.names[i], [self = shared_from_this(), attempt = attempt_,
-                                    i](Result<std::uint64_t> token) {
-      asio::dispatch(self->core_->strand(), [self, attempt, i, token = std::move(token)]() mutable {
-        self->on_token(attempt, i, std::move(token));
-      });
-    });
-  }
-}
-
-void AcquireOperation::on_token(std::uint32_t attempt, std::size_t index,
-                                Result<std::uint64_t> token) {
-  if (attempt != attempt_ || phase_ != Phase::kDrawingToken) return;
-  if (token.ok()) {
-    tokens_[index] = token.value();
-  } else if (!token_error_) {
-    token_error_ = std::move(token).error();
-  }
-  if (--tokens_pending_ == 0) on_all_tokens();
-}
-
-void AcquireOperation::on_all_tokens() {
-  token_draw_ = Clock::now() - token_requested_;
-  if (token_error_) {
-    attempt_failed(make_error(ErrorCode::kUnavailable, "fencing token: " + token_error_->message));
-    return;
-  }
   if (abandoned_) {  // won while its caller went away: nobody would ever release it
     attempt_failed(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
     return;
   }
-  // The validity check covers the token draws (measured after the last token arrived): lease
-  // order then equals token order.
+  // The validity check covers the token draws and the quorum: lease order then equals token order.
   const auto validity = reportable_validity(remaining_validity(
       target_.ttl, Clock::now() - attempt_started_, core_->options().drift_factor));
   if (validity < std::chrono::milliseconds(1)) {
@@ -377,8 +465,7 @@ void AcquireOperation::on_all_tokens() {
                               "the quorum took longer than the ttl allows; no validity left"));
     return;
   }
-  // The registry's verdict may have changed while the quorum and the draw were out; and every
-  // token must be above what the lock nodes have seen handed out.
+  // The registry's verdict may have changed while the draw and the quorum were out.
   for (const std::uint64_t token : tokens_) {
     if (auto refusal = core_->token_refusal(token, token_floor_)) {
       attempt_failed(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
@@ -455,6 +542,22 @@ void AcquireOperation::attempt_failed(Error error) {
     for (const auto& queue : queues()) core_->wake_first_waiter(queue, {});
     return;
   }
+  if (std::exchange(fenced_attempt_, false)) {
+    // Behind a fence: the source skips past it (if it can), and the next draw is above it —
+    // unless the source keeps answering tokens the nodes saw (it went back, or is a copy).
+    if (TokenSource* tokens = core_->tokens()) {
+      for (std::size_t i = 0; i < fences_.size(); ++i) {
+        if (fences_[i] != 0) tokens->skip_past(target_.names[i], fences_[i]);
+      }
+    }
+    if (++fence_retries_ <= kFenceRetries && !core_->stopped()) {
+      retry_now();
+      return;
+    }
+    complete(std::move(error));
+    return;
+  }
+  fence_retries_ = 0;
   if (target_.kind == AcquireTarget::Kind::kSet && error.code == ErrorCode::kLocked)
     hand_on_wakeups();
   if (error.code == ErrorCode::kLocked) {
@@ -479,7 +582,9 @@ void AcquireOperation::attempt_failed(Error error) {
   const auto budget_end = call_started_ + target_.wait;
   const auto now = Clock::now();
   if (!retryable || core_->stopped() || now >= budget_end) {
-    if (retryable && read_refusers_expiry()) return;  // completes once they answered
+    // The refusal came before enough answers to tell when the lock frees (too few voting nodes
+    // for the refusals to wait for the rest): a lock asks the nodes still to answer.
+    if (retryable && !grantable_at_ && read_refusers_expiry()) return;
     complete(std::move(error));
     return;
   }
@@ -499,14 +604,13 @@ void AcquireOperation::note_refusal() {
 }
 
 bool AcquireOperation::read_refusers_expiry() {
-  const bool plain_set = target_.kind == AcquireTarget::Kind::kLock && !marking_;
-  if (!plain_set || core_->stopped()) return false;
+  if (target_.kind != AcquireTarget::Kind::kLock || core_->stopped()) return false;
   std::size_t refused = 0;
   for (std::size_t node = 0; node < answers_.size(); ++node) {
     if (tally_->is_voter(node) && tally_->vote_of(node) == Vote::kNo) ++refused;
   }
   // A node still to answer is asked only when the refusals alone cannot make a quorum: its read
-  // queues behind its SET (and the release), so it waits out a slow node's answer.
+  // queues behind its attempt (and the release), so it waits out a slow node's answer.
   const bool ask_pending = refused < core_->quorum();
   std::vector<std::size_t> asked;
   for (std::size_t node = 0; node < answers_.size(); ++node) {

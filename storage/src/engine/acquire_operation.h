@@ -1,10 +1,16 @@
 // One acquire call — of a single lock, a lock set or a semaphore permit (AcquireTarget) — attempts
-// (one write on every node → quorum → tokens → validity check) until granted, refused with no
-// wait budget left, or the engine stops.
+// (tokens → one write on every node, carrying the tokens → quorum → validity check) until granted,
+// refused with no wait budget left, or the engine stops.
 //
-// What differs between the three is only the target: the keys of an attempt and the command that
-// writes them (a single lock that will not wait: the plain SET NX PX, its fast path; otherwise a
-// script that writes all of the keys or none, lua_scripts.h), the names whose tokens are drawn
+// Each node's acquire script refuses a token that is not above the name's fence there (the
+// highest token any acquire of the name wrote on that node, lua_scripts.h). An attempt refused by
+// fences rather than by a holder tells the token source to skip past the highest fence answered
+// and tries again at once, up to kFenceRetries times in a row; then it answers kUnavailable (the
+// token store is behind the lock nodes). So a grant's token is above every token granted before
+// it started, whatever the token source answered (docs/architecture.md, "The fence").
+//
+// What differs between the three is only the target: the keys of an attempt and the script that
+// writes them (all of the keys or none, lua_scripts.h), the names whose tokens are drawn
 // (one per name, in parallel), the names whose waiter queues it joins (a lock's or set's names, a
 // semaphore's slots), and how a node's refusal is read. A permit attempt tries one slot (the first
 // at random); a refusal that shows another slot free on a quorum of the answers moves it to that
@@ -13,17 +19,17 @@
 // An attempt is identified by its number, carried as the reply cookie, so answers that straggle
 // in from an earlier attempt are ignored. Every failed attempt releases the key on every node;
 // on a node's connection the release is queued behind that attempt's SET, so it cannot overtake it.
-// An attempt that will wait if refused runs the acquire-and-mark script instead of the plain SET,
-// so that its refusal marks the holder's value (lua_scripts.h) and releases through other engines
-// are announced to this one.
+// An attempt that will wait if refused passes this engine's id to the script, so that its refusal
+// marks the holder's value (lua_scripts.h) and releases through other engines are announced to
+// this one.
 //
 // A refusal (kLocked) says when a grant can first succeed (Error::retry_after, expiry_wait.h),
 // from the refusing nodes' own answers: the scripts answer each one's holder and remaining ttl.
-// The plain SET answers only nil; when an acquire ends on such a refusal, the nodes that refused
-// are asked their key's holder and ttl (the read-only inspect script, queued behind the attempt's
-// release on each connection, so it neither delays nor changes it), and the error is answered
-// once they replied (each within the node timeout). A lock waiter whose budget runs out while it
-// sleeps asks every voting node the same, since what it last heard may be stale. A set or permit
+// When a lock's refusal came before enough answers to tell (too few voting nodes for the refusals
+// to wait for the rest), the nodes are asked their key's holder and ttl (the read-only inspect
+// script, queued behind the attempt's release on each connection, so it neither delays nor
+// changes it). A lock waiter whose budget runs out while it sleeps asks every voting node the
+// same, since what it last heard may be stale. A set or permit
 // waiter answers what its last refusal said if that time is still ahead, and nothing otherwise.
 #pragma once
 
@@ -58,6 +64,8 @@ struct AcquireTarget {
 // The slot key name of a semaphore's slot (lua_scripts.h): "<name>#permit:<slot>"; and its config
 // key's name, "<name>#permits". Names, not keys: EngineCore::key_of() adds the prefix.
 std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot);
+// The name of a name's fence key (lua_scripts.h): "<name>#fence" — a semaphore's too.
+std::string fence_name(std::string_view name);
 std::string permit_config_name(std::string_view semaphore);
 
 class AcquireOperation : public ReplySink,
@@ -87,19 +95,26 @@ class AcquireOperation : public ReplySink,
   static constexpr std::uint32_t kExpiryRead = std::uint32_t{1} << 31;
 
   void attempt();
-  RespCommand attempt_command(bool marking, bool eval) const;
+  void draw_tokens();  // then vote(); phase kDrawingToken while the source answers
+  void vote();         // the attempt's script on every node, carrying the tokens
+  std::string token_arg(std::size_t index) const;  // "" without a token source: no fence
+  RespCommand attempt_command(bool eval) const;
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
   // Reads one node's answer to a permit attempt into answers_, free_votes_ and mismatch_.
   Vote permit_vote(std::size_t node, const NodeReply& reply);
   void on_quorum();
+  // The attempt failed on fences, not holders: the holders alone left a quorum free.
+  bool fenced_out() const;
+  Error fence_error() const;  // kUnavailable, naming the name, its token and the fence
   void on_token(std::uint32_t attempt, std::size_t index, Result<std::uint64_t> token);
   void on_all_tokens();
   void attempt_failed(Error error);
   // From answers_ of a refused attempt: when a grant can first succeed (grantable_at_).
   void note_refusal();
-  // A refused plain SET that ends the acquire: asks each node that refused (and, if those are
-  // fewer than a quorum, each still to answer) for its key's holder and ttl, and returns true (the
-  // refusal completes in on_expiry_read); false if there is nothing to ask.
+  // A lock's refusal that ends the acquire before its answers tell when the lock frees: asks each
+  // node that refused (and, if those are fewer than a quorum, each still to answer) for its key's
+  // holder and ttl, and returns true (the refusal completes in on_expiry_read); false if there is
+  // nothing to ask.
   bool read_refusers_expiry();
   // A lock waiter whose budget ran out asleep: its last refusal's answers may be stale; asks every
   // voting node. True if the reads went out.
@@ -149,6 +164,7 @@ class AcquireOperation : public ReplySink,
   std::shared_ptr<EngineCore> core_;
   AcquireTarget target_;
   std::vector<std::string> keys_;  // of the attempt (a permit: config key, then every slot key)
+  std::vector<std::string> fence_keys_;  // one per name
   std::vector<std::string> slot_names_;  // kPermit: the names of the semaphore's slots
   std::string value_;  // the lease value written on the nodes (lease_secret.h); never leaves here
   Handler done_;
@@ -168,6 +184,10 @@ class AcquireOperation : public ReplySink,
   std::vector<std::uint64_t> tokens_;  // drawn for the attempt, one per name
   std::size_t tokens_pending_ = 0;
   std::optional<Error> token_error_;
+  std::vector<std::uint64_t> fences_;  // per name, the highest fence that refused this attempt
+  std::size_t fence_refusals_ = 0;     // nodes that refused this attempt's tokens
+  bool fenced_attempt_ = false;        // the attempt failing now failed on fences
+  std::uint32_t fence_retries_ = 0;    // attempts in a row that failed on fences
   Phase phase_ = Phase::kVoting;
   bool queued_ = false;                // in the engine's waiter queue for the name
   bool marking_ = false;               // the attempt in flight marks the name as waited for

@@ -12,6 +12,13 @@
 // followed by the token in decimal. They answer 1 (done), 0 (the key is absent or holds another
 // lease) or -1 (this lease, but the claim's token is not the one it was granted with: the lease
 // string was altered; nothing is changed).
+// Every acquire carries the fencing token its grant would answer (drawn before the vote) and the
+// name's *fence key* ("<lock key>#fence"; a semaphore's: "<prefix><name>#fence"), which holds the
+// highest token any acquire of that name wrote on this node and never expires. An acquire whose
+// token is not above the fence writes nothing and answers {-3, ..., fence} (a token store behind
+// the nodes, or a draw that lost a race: docs/architecture.md, "The fence"). Tokens are compared
+// as decimal digits (Lua's numbers are doubles); an empty token (an engine without a token
+// source) skips the fence.
 // Scripts are SCRIPT LOADed on every new connection and invoked with EVALSHA; a NOSCRIPT answer
 // (someone ran SCRIPT FLUSH) is retried once with EVAL.
 #pragma once
@@ -31,7 +38,7 @@ enum class Script : std::uint8_t {
   kReleaseSilently = 1,
   kExtend = 2,
   kInspect = 3,
-  kAcquireAndMark = 4,
+  kAcquireLock = 4,
   kAcquireSet = 5,
   kReleaseSet = 6,
   kExtendSet = 7,
@@ -123,11 +130,19 @@ inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
     "end\n"
     "return 1\n";
 
+// `above(token, fence)`: whether the decimal `token` is above `fence` (false or "" → no fence); an
+// empty token is above everything (no fence kept).
+#define FENCELOCK_LUA_FENCE                                             \
+  "local function above(token, fence)\n"                                \
+  "  if token == '' or not fence or fence == '' then return true end\n" \
+  "  return #token > #fence or (#token == #fence and token > fence)\n"  \
+  "end\n"
+
 // ---- Lock sets (KEYS = the set's keys, in the canonical order of its names) ----
 // A lock set writes one lease value on every key of the set. Its claim is as a single lease's, with
 // the token text "<t1>,<t2>,...[@owner]" (lease_secret.h).
 
-// Marks `value` of `key` for the waiters of engine `wanted` as kAcquireAndMarkScript does.
+// Marks `value` of `key` for the waiters of engine `wanted` as kAcquireLockScript does.
 #define FENCELOCK_LUA_MARK                                                \
   "local function mark(key, value, wanted)\n"                             \
   "  local at = string.find(value, '#', 1, true)\n"                       \
@@ -146,17 +161,21 @@ inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
   "  return string.sub(value, 1, math.min(16, (at or #value + 1) - 1))\n" \
   "end\n"
 
-// All or nothing on this node: if no key of the set exists, SETs every key to ARGV[1] PX ARGV[2]
-// and returns 1. Otherwise writes nothing but marks (ARGV[3], this engine's id, or "" for an
-// attempt that will not wait: no mark) every held key as kAcquireAndMarkScript does, and returns
-// {0, holder id, pttl, held} — holder id and pttl of the held key that frees last (the set can be
-// granted here only once all are free), `held` the 1-based indices of the held keys (a waiter woken
-// by a release of one of its names hands the wake-up on if that name stayed free).
-inline constexpr std::string_view kAcquireSetScript = FENCELOCK_LUA_MARK
-    "for i = 1, #KEYS do\n"
+// All or nothing on this node. KEYS: the set's n keys, then their n fence keys; ARGV[1]: the lease
+// value, ARGV[2]: ttl (ms), ARGV[3]: this engine's id, or "" for an attempt that will not wait
+// (no mark), ARGV[3 + i]: the token of the i-th name. If no key of the set exists and every token
+// is above its fence, SETs every key to ARGV[1] PX ARGV[2], raises every fence and returns 1. If a
+// key is held, writes nothing but marks (ARGV[3]) every held key as kAcquireLockScript does, and
+// returns {0, holder id, pttl, held} — holder id and pttl of the held key that frees last (the set
+// can be granted here only once all are free), `held` the 1-based indices of the held keys (a
+// waiter woken by a release of one of its names hands the wake-up on if that name stayed free).
+// If all are free but a token is not above its fence: {-3, i, fence}, nothing written.
+inline constexpr std::string_view kAcquireSetScript = FENCELOCK_LUA_MARK FENCELOCK_LUA_FENCE
+    "local n = #KEYS / 2\n"
+    "for i = 1, n do\n"
     "  if redis.call('EXISTS', KEYS[i]) == 1 then\n"
     "    local id, last, held = '', -2, {}\n"
-    "    for j = i, #KEYS do\n"
+    "    for j = i, n do\n"
     "      local value = redis.call('GET', KEYS[j])\n"
     "      if value then\n"
     "        held[#held + 1] = j\n"
@@ -173,8 +192,17 @@ inline constexpr std::string_view kAcquireSetScript = FENCELOCK_LUA_MARK
     "    return {0, id, last, held}\n"
     "  end\n"
     "end\n"
-    "for i = 1, #KEYS do\n"
+    "for i = 1, n do\n"
+    "  local fence = redis.call('GET', KEYS[n + i])\n"
+    "  if not above(ARGV[3 + i], fence) then\n"
+    "    return {-3, i, fence}\n"
+    "  end\n"
+    "end\n"
+    "for i = 1, n do\n"
     "  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])\n"
+    "  if ARGV[3 + i] ~= '' then\n"
+    "    redis.call('SET', KEYS[n + i], ARGV[3 + i])\n"
+    "  end\n"
     "end\n"
     "return 1\n";
 
@@ -249,16 +277,19 @@ inline constexpr std::string_view kExtendSetScript = FENCELOCK_LUA_CHECK_SET_CLA
 // the longest live permit's. Scripts derive a slot key from the config key: drop the final 's', add
 // ":<i>" — so they can look at the slots of a count other than the caller's.
 
-// A permit attempt. KEYS[1]: the config key, KEYS[2..N+1]: the slot keys; ARGV[1]: the lease value,
-// ARGV[2]: ttl (ms), ARGV[3]: this engine's id, or "" (no mark), ARGV[4]: the slot tried (0-based).
+// A permit attempt. KEYS[1]: the config key, KEYS[2..N+1]: the slot keys, KEYS[N+2]: the
+// semaphore's fence key; ARGV[1]: the lease value, ARGV[2]: ttl (ms), ARGV[3]: this engine's id, or
+// "" (no mark), ARGV[4]: the slot tried (0-based), ARGV[5]: the token.
 // Returns {-2, "<live N>"} if the config key holds another N and some slot of that N is live
-// (nothing written); 1 if the slot was free: it is SET like a single lock and the config key set to
-// N with a ttl at least ARGV[2]; otherwise {0, holder id, pttl, {free slots}, slot}: the slots free
-// on this node, and the held slot that frees first here, its holder and remaining ttl. A refusal
-// marks every held slot for this engine's waiters (as kAcquireAndMarkScript), so a release of any
-// slot through another engine is announced.
-inline constexpr std::string_view kAcquirePermitScript = FENCELOCK_LUA_MARK
-    "local permits = tostring(#KEYS - 1)\n"
+// (nothing written); 1 if the slot was free and the token above the fence: the slot is SET like a
+// single lock, the fence raised and the config key set to N with a ttl at least ARGV[2];
+// {-3, fence} if the slot is free but the token is not above the fence (nothing written);
+// otherwise {0, holder id, pttl, {free slots}, slot}: the slots free on this node, and the held
+// slot that frees first here, its holder and remaining ttl. A refusal marks every held slot for
+// this engine's waiters (as kAcquireLockScript), so a release of any slot through another engine
+// is announced.
+inline constexpr std::string_view kAcquirePermitScript = FENCELOCK_LUA_MARK FENCELOCK_LUA_FENCE
+    "local permits = tostring(#KEYS - 2)\n"
     "local live = redis.call('GET', KEYS[1])\n"
     "if live and live ~= permits then\n"
     "  local base = string.sub(KEYS[1], 1, -2) .. ':'\n"
@@ -268,29 +299,38 @@ inline constexpr std::string_view kAcquirePermitScript = FENCELOCK_LUA_MARK
     "    end\n"
     "  end\n"
     "end\n"
-    "if redis.call('SET', KEYS[tonumber(ARGV[4]) + 2], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "  if live ~= permits or redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
-    "    redis.call('SET', KEYS[1], permits, 'PX', ARGV[2])\n"
+    "local slot = KEYS[tonumber(ARGV[4]) + 2]\n"
+    "local fence = redis.call('GET', KEYS[#KEYS])\n"
+    "if above(ARGV[5], fence) then\n"
+    "  if redis.call('SET', slot, ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "    if live ~= permits or redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "      redis.call('SET', KEYS[1], permits, 'PX', ARGV[2])\n"
+    "    end\n"
+    "    if ARGV[5] ~= '' then\n"
+    "      redis.call('SET', KEYS[#KEYS], ARGV[5])\n"
+    "    end\n"
+    "    return 1\n"
     "  end\n"
-    "  return 1\n"
+    "elseif redis.call('EXISTS', slot) == 0 then\n"
+    "  return {-3, fence}\n"
     "end\n"
     "local free = {}\n"
-    "local slot, id, soonest = -1, '', -1\n"
-    "for i = 2, #KEYS do\n"
+    "local soonest_slot, id, soonest = -1, '', -1\n"
+    "for i = 2, #KEYS - 1 do\n"
     "  local value = redis.call('GET', KEYS[i])\n"
     "  if not value then\n"
     "    table.insert(free, i - 2)\n"
     "  else\n"
     "    local pttl = redis.call('PTTL', KEYS[i])\n"
-    "    if slot < 0 or (pttl >= 0 and pttl < soonest) then\n"
-    "      slot, id, soonest = i - 2, holder(value), pttl\n"
+    "    if soonest_slot < 0 or (pttl >= 0 and pttl < soonest) then\n"
+    "      soonest_slot, id, soonest = i - 2, holder(value), pttl\n"
     "    end\n"
     "    if ARGV[3] ~= '' then\n"
     "      mark(KEYS[i], value, ARGV[3])\n"
     "    end\n"
     "  end\n"
     "end\n"
-    "return {0, id, soonest, free, slot}\n";
+    "return {0, id, soonest, free, soonest_slot}\n";
 
 #undef FENCELOCK_LUA_MARK
 
@@ -352,22 +392,37 @@ inline constexpr std::string_view kInspectSemaphoreScript =
     "end\n"
     "return {live, held}\n";
 
-// The SET NX PX of an acquire that will wait if refused: on success returns 1, exactly like the
-// plain SET. On refusal it marks the holder's value with ARGV[3] (this engine's id), or "*" if
-// another engine's mark is there, keeping its ttl (KEEPTTL), and returns {0, holder's lease id
-// (the value's first 16 characters, never a mark), the key's PTTL}: when the holder's lease ends
-// here (expiry_wait.h). Refusal and mark are one atomic step, so no release can slip between the
-// two unannounced; a value already marked so is not written again (no AOF entry, no fsync). The
-// secret part is never changed, and never leaves the node.
-inline constexpr std::string_view kAcquireAndMarkScript =
-    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "  return 1\n"
+// A single lock's acquire. KEYS[1]: the lock key, KEYS[2]: its fence key; ARGV[1]: the lease
+// value, ARGV[2]: ttl (ms), ARGV[3]: this engine's id for an attempt that will wait if refused, or
+// "" (no mark), ARGV[4]: the token. If the key is free and the token above the fence: SET NX PX,
+// the fence raised, returns 1. If the key is free but the token is not above the fence: {-3,
+// fence}, nothing written. If the key is held: unless ARGV[3] is "", marks the holder's value with
+// ARGV[3], or "*" if another engine's mark is there, keeping its ttl (KEEPTTL); returns {0,
+// holder's lease id (the value's first 16 characters, never a mark), the key's PTTL}: when the
+// holder's lease ends here (expiry_wait.h). Refusal and mark are one atomic step, so no release
+// can slip between the two unannounced; a value already marked so is not written again (no AOF
+// entry, no fsync). The secret part is never changed, and never leaves the node.
+inline constexpr std::string_view kAcquireLockScript = FENCELOCK_LUA_FENCE
+    "local fence = redis.call('GET', KEYS[2])\n"
+    "if above(ARGV[4], fence) then\n"
+    "  if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "    if ARGV[4] ~= '' then\n"
+    "      redis.call('SET', KEYS[2], ARGV[4])\n"
+    "    end\n"
+    "    return 1\n"
+    "  end\n"
     "end\n"
     "local value = redis.call('GET', KEYS[1])\n"
+    "if not value then\n"
+    "  return {-3, fence}\n"
+    "end\n"
     "local at = string.find(value, '#', 1, true)\n"
     "local id = string.sub(value, 1, math.min(16, (at or #value + 1) - 1))\n"
     "local refusal = {0, id, redis.call('PTTL', KEYS[1])}\n"
     "local wanted = ARGV[3]\n"
+    "if wanted == '' then\n"
+    "  return refusal\n"
+    "end\n"
     "if at then\n"
     "  local mark = string.sub(value, at + 1)\n"
     "  if mark == wanted or mark == '*' then\n"
@@ -378,6 +433,8 @@ inline constexpr std::string_view kAcquireAndMarkScript =
     "end\n"
     "redis.call('SET', KEYS[1], value .. '#' .. wanted, 'KEEPTTL')\n"
     "return refusal\n";
+
+#undef FENCELOCK_LUA_FENCE
 
 // Inspect: the holder's value and remaining ttl, {value or nil, pttl}. The engine compares values
 // across nodes to find a quorum holder and never returns the value to anyone.
@@ -491,13 +548,13 @@ inline constexpr std::string_view kReleaseSilentlyScriptSha =
 inline constexpr std::string_view kReleaseScriptSha = "ac0e9a2693df72e8f9864610396db3aaf6e71093";
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
 inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
-inline constexpr std::string_view kAcquireAndMarkScriptSha =
-    "6978c8e9d79a2e229214eb14610b8169f138fa7c";
-inline constexpr std::string_view kAcquireSetScriptSha = "ba84d870ace042626d33d7361889654576f2c650";
+inline constexpr std::string_view kAcquireLockScriptSha =
+    "51f6195518a2dea69d9366813c94e49689365ffa";
+inline constexpr std::string_view kAcquireSetScriptSha = "a2dfeb5c6e9f2f94e4e75b21c42824827d777dc6";
 inline constexpr std::string_view kReleaseSetScriptSha = "15735c4a24a8bdbba3cf2381abcdf03fa4cec45d";
 inline constexpr std::string_view kExtendSetScriptSha = "291c298b18576dfcc32adcdb9e08cc703d075bb8";
 inline constexpr std::string_view kAcquirePermitScriptSha =
-    "cac558d66869832c3308ac42373e81b01a372860";
+    "08e619505c9e98476dffbb9c18901c538382d68a";
 inline constexpr std::string_view kReleasePermitScriptSha =
     "69adf1b93ccf41662280bbb9597ef4d7f28a1160";
 inline constexpr std::string_view kExtendPermitScriptSha =
@@ -515,8 +572,8 @@ constexpr std::string_view script_sha(Script script) {
       return kExtendScriptSha;
     case Script::kInspect:
       return kInspectScriptSha;
-    case Script::kAcquireAndMark:
-      return kAcquireAndMarkScriptSha;
+    case Script::kAcquireLock:
+      return kAcquireLockScriptSha;
     case Script::kAcquireSet:
       return kAcquireSetScriptSha;
     case Script::kReleaseSet:
@@ -545,8 +602,8 @@ constexpr std::string_view script_source(Script script) {
       return kExtendScript;
     case Script::kInspect:
       return kInspectScript;
-    case Script::kAcquireAndMark:
-      return kAcquireAndMarkScript;
+    case Script::kAcquireLock:
+      return kAcquireLockScript;
     case Script::kAcquireSet:
       return kAcquireSetScript;
     case Script::kReleaseSet:

@@ -68,6 +68,9 @@ constexpr const char* kUpsert =
 
 constexpr const char* kSelect = "SELECT reserved FROM token_mark WHERE id = 1";
 
+// skip_past() ignores values from here up: a fence that large is not a token this source made.
+constexpr std::uint64_t kHighestSkip = std::uint64_t{1} << 62;
+
 Error invalid_name() {
   return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule));
 }
@@ -97,6 +100,14 @@ class SqliteTokenSource::Impl {
     for (auto& request : queue_) {
       request.done(make_error(ErrorCode::kUnavailable, "the token source is closed"));
     }
+  }
+
+  // Raises the name's counter to `seen` (never lowers it); the next draw is above it, reserved
+  // durably like any other.
+  void skip_past(std::string_view name, std::uint64_t seen) {
+    if (!is_valid_lock_name(name) || seen >= kHighestSkip) return;
+    const std::lock_guard<std::mutex> guard(mutex_);
+    if (!stopping_ && last_of(std::string(name)) < seen) remember(std::string(name), seen);
   }
 
   void submit(bool is_next, std::string_view name, Callback done) {
@@ -359,6 +370,9 @@ void SqliteTokenSource::next(std::string_view name, Callback done) {
 }
 void SqliteTokenSource::current(std::string_view name, Callback done) {
   impl_->submit(false, name, std::move(done));
+}
+void SqliteTokenSource::skip_past(std::string_view name, std::uint64_t seen) {
+  impl_->skip_past(name, seen);
 }
 TokenSourceStats SqliteTokenSource::stats() const {
   return impl_->stats();

@@ -103,9 +103,10 @@ TEST_CASE("extend keeps a lease's token and a new acquire gets a new one", "[sto
   CHECK(t.acquire("other", 1s)->token == 1);
 }
 
-TEST_CASE("a grant whose token comes too late is abandoned and released", "[storage][redis]") {
-  // A token source slower than the ttl: the quorum is reached, the token arrives after the lease
-  // would have expired, so nothing may be granted and the keys must go.
+TEST_CASE("a grant whose token comes too late is abandoned and leaves no lock key",
+          "[storage][redis]") {
+  // A token source slower than the ttl: the token arrives after the lease would have expired, so
+  // nothing may be granted and no lock key may stay behind.
   class SlowTokens final : public TokenSource {
    public:
     void next(std::string_view, Callback done) override {

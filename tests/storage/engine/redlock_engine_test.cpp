@@ -82,10 +82,10 @@ TEST_CASE("a refusal says when the lock can be granted again, from the refusing 
     CHECK(*refused.error().retry_after > 9000ms);
     CHECK(*refused.error().retry_after <= 10001ms);
   };
-  SECTION("without wait: the plain SET, then PTTL on the nodes that refused") {
+  SECTION("without wait: the acquire script's answers (no mark)") {
     refused_with_retry_after(t.acquire("orders", 1s));
   }
-  SECTION("after a wait: the acquire-and-mark script's answers") {
+  SECTION("after a wait: the acquire script's answers, marking the holder") {
     refused_with_retry_after(t.acquire("orders", 1s, 50ms));
   }
   SECTION("with two nodes dead, still without waiting for them") {

@@ -74,7 +74,7 @@ TEST_CASE("only the first waiter of a name asks the nodes while the holder keeps
   log_every_command(cluster, 0);
   std::this_thread::sleep_for(2500ms);  // past the 2 s cap on a waiter's sleep
   // The first waiter looked again (once, at the cap); the 19 behind it did not.
-  CHECK(script_calls(cluster, 0, kAcquireAndMarkScriptSha) <= 2);
+  CHECK(script_calls(cluster, 0, kAcquireLockScriptSha) <= 2);
 
   REQUIRE(t.release("fw", claim(holder)).ok());
   std::unique_lock<std::mutex> lock(mutex);

@@ -1,0 +1,231 @@
+// The fence (lua_scripts.h, docs/architecture.md "The fence"): every lock node refuses an acquire
+// whose token is not above the highest token any acquire of that name wrote there. With quorum
+// intersection that makes a grant's token above every token granted before it started, whatever
+// the token source answers. Real redis-servers, real SQLite files, real Redis counter masters.
+#include <catch2/catch.hpp>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine_calls.h"
+#include "engine_under_test.h"
+#include "fencelock/storage/redis_token_source.h"
+#include "fencelock/storage/sqlite_token_source.h"
+#include "io_thread.h"
+#include "sync_redis.h"
+#include "temp_dir.h"
+#include "token_checks.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+
+namespace {
+
+// A token source that answers what the test scripted, in order — a store gone back, a copy, a
+// wiped counter — and repeats the last value once the script is used up. It never skips past a
+// fence (a source that cannot: the acquire must refuse, not grant).
+class ScriptedTokens final : public TokenSource {
+ public:
+  explicit ScriptedTokens(std::deque<std::uint64_t> values) : values_(std::move(values)) {}
+  void next(std::string_view, Callback done) override {
+    std::uint64_t value = 0;
+    {
+      const std::lock_guard<std::mutex> guard(mutex_);
+      value = values_.front();
+      if (values_.size() > 1) values_.pop_front();
+      ++draws_;
+    }
+    done(value);
+  }
+  void current(std::string_view, Callback done) override { done(std::uint64_t{0}); }
+  void answer_next(std::deque<std::uint64_t> values) {
+    const std::lock_guard<std::mutex> guard(mutex_);
+    values_ = std::move(values);
+  }
+  int draws() const {
+    const std::lock_guard<std::mutex> guard(mutex_);
+    return draws_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::deque<std::uint64_t> values_;
+  int draws_ = 0;
+};
+
+void require_fence(RedisCluster& cluster, const std::string& name, std::uint64_t fence) {
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    CHECK(SyncRedis(cluster.node(i).port()).fence(name) == fence);
+}
+
+// A SQLite token source on `path` with one token reserved per write, so a copy goes back exactly.
+std::shared_ptr<SqliteTokenSource> sqlite_tokens(const std::filesystem::path& path) {
+  SqliteTokenOptions options;
+  options.path = path;
+  options.reserve_block = 1;
+  auto opened = SqliteTokenSource::open(options);
+  if (!opened.ok()) throw std::runtime_error(opened.error().message);
+  return opened.value();
+}
+
+}  // namespace
+
+TEST_CASE("fence: a token at or below what the nodes saw granted for the name is never granted",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto tokens = std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{5});
+  EngineUnderTest t(engine_options_for(cluster), tokens);
+  auto first = t.acquire("ledger", 2s);
+  REQUIRE(first.ok());
+  CHECK(first->token == 5);
+  require_fence(cluster, "ledger", 5);
+  REQUIRE(t.release("ledger", claim(first)).value());
+
+  SECTION("a source that goes back and stays back: refused, nothing written") {
+    tokens->answer_next({3});  // a restored or wiped store: 3, then 3 again on every retry
+    const int draws_before = tokens->draws();
+    auto refused = t.acquire("ledger", 2s);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ErrorCode::kUnavailable);
+    CHECK_THAT(refused.error().message,
+               Catch::Contains("the token store is behind the lock nodes"));
+    CHECK_THAT(refused.error().message, Catch::Contains("token 3 for \"ledger\" is not above 5"));
+    CHECK(tokens->draws() - draws_before == 4);  // the attempt and kFenceRetries more
+    for (std::size_t i = 0; i < cluster.size(); ++i)
+      CHECK(SyncRedis(cluster.node(i).port()).count_keys() == 0);
+    require_fence(cluster, "ledger", 5);
+  }
+  SECTION("the same token twice (a copied store): refused; the next one above is granted") {
+    tokens->answer_next({5, 6});
+    auto next = t.acquire("ledger", 2s);
+    REQUIRE(next.ok());
+    CHECK(next->token == 6);
+    require_fence(cluster, "ledger", 6);
+  }
+  SECTION("other names have their own fences") {
+    tokens->answer_next({1});
+    auto other = t.acquire("other", 2s);
+    REQUIRE(other.ok());
+    CHECK(other->token == 1);
+  }
+}
+
+TEST_CASE("fence: lock sets and semaphore permits are fenced per name like a single lock",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto tokens = std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{9});
+  EngineUnderTest t(engine_options_for(cluster), tokens);
+  auto set = acquire_set(t, {"a", "b"}, 2s);
+  REQUIRE(set.ok());
+  REQUIRE(release_set(t, {"a", "b"}, set_claim(*set)).value());
+  auto permit = acquire_permit(t, "pool", 2, 2s);
+  REQUIRE(permit.ok());
+  REQUIRE(release_permit(t, *permit).value());
+  require_fence(cluster, "a", 9);
+  require_fence(cluster, "b", 9);
+  require_fence(cluster, "pool", 9);
+
+  tokens->answer_next({4});
+  auto set_refused = acquire_set(t, {"b", "c"}, 2s);
+  REQUIRE_FALSE(set_refused.ok());
+  CHECK_THAT(set_refused.error().message, Catch::Contains("token 4 for \"b\" is not above 9"));
+  auto permit_refused = acquire_permit(t, "pool", 2, 2s);
+  REQUIRE_FALSE(permit_refused.ok());
+  CHECK_THAT(permit_refused.error().message, Catch::Contains("is not above 9"));
+  // The set wrote nothing, not even the fence of its name that was above ("c" never had one).
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis node(cluster.node(i).port());
+    CHECK(node.count_keys() == 0);
+    CHECK_FALSE(node.fence("c").has_value());
+  }
+}
+
+TEST_CASE("fence: two engines on copies of one SQLite file hand out each token once, in order",
+          "[storage][redis]") {
+  // Both engines are given the shared identity, so the instance registry does not stop either
+  // (it would, for copies of one file, within about a second): the fence alone must keep every
+  // granted token unique and in grant order, and the copy that is behind skips past the fence.
+  RedisCluster cluster(3);
+  TempDir dir;
+  const auto original = dir.path() / "a.db";
+  const auto copy = dir.path() / "b.db";
+  {
+    auto tokens = sqlite_tokens(original);
+    for (int i = 0; i < 5; ++i) REQUIRE(draw_one(*tokens, "x").ok());
+  }
+  std::filesystem::copy_file(original, copy);
+  EngineUnderTest a(engine_options_for(cluster), sqlite_tokens(original));
+  EngineUnderTest b(engine_options_for(cluster), sqlite_tokens(copy));
+  std::vector<std::uint64_t> granted;
+  int refused = 0;
+  for (int i = 0; i < 40; ++i) {
+    EngineUnderTest& through = i % 2 == 0 ? a : b;
+    auto lease = through.acquire("x", 2s);
+    if (!lease.ok()) {
+      ++refused;
+      continue;
+    }
+    granted.push_back(lease->token);
+    REQUIRE(through.release("x", claim(lease)).value());
+  }
+  INFO("granted " << granted.size() << ", refused " << refused);
+  for (std::size_t i = 1; i < granted.size(); ++i) {
+    INFO("grant " << i);
+    CHECK(granted[i] > granted[i - 1]);
+  }
+  CHECK(refused == 0);  // the copy behind skips past the fence instead of refusing
+}
+
+TEST_CASE("fence: a wiped Redis token master with a fresh epoch file never repeats a token",
+          "[storage][redis]") {
+  // #32's case 3: epoch 0, then the master restarts (epoch 1), then it loses everything and a new
+  // instance starts with a fresh epoch file — its counter begins again at epoch 0's first token.
+  RedisCluster cluster(3);
+  RedisCluster master(1, Persistence::kAofAlways);
+  TempDir dir;
+  IoThread io;
+  const auto make_source = [&](const std::filesystem::path& epoch_file) {
+    RedisTokenOptions options;
+    options.master = parse_node_address(master.node(0).address()).value();
+    options.epoch_file = epoch_file;
+    auto created = RedisTokenSource::create(io.executor(), std::move(options));
+    REQUIRE(created.ok());
+    auto source = created.value();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (source->epoch() < 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(2ms);
+    REQUIRE(source->epoch() >= 0);
+    return source;
+  };
+  std::uint64_t highest = 0;
+  {
+    auto source = make_source(dir.path() / "epoch-a");
+    EngineUnderTest first(engine_options_for(cluster), source);
+    auto one = first.acquire("x", 2s);
+    REQUIRE(one.ok());
+    REQUIRE(first.release("x", claim(one)).value());
+    master.node(0).restart(/*keep_data=*/true);  // epoch 1
+    first.wait_until([&] {
+      auto lease = first.acquire("x", 2s);
+      if (!lease.ok()) return false;
+      highest = lease->token;
+      REQUIRE(first.release("x", claim(lease)).value());
+      return true;
+    });
+    REQUIRE(highest > (std::uint64_t{1} << 40));
+    source->stop();
+  }
+  master.node(0).restart(/*keep_data=*/false);       // the counter and its epoch record are gone
+  auto fresh = make_source(dir.path() / "epoch-b");  // a new pod: a fresh epoch file
+  EngineUnderTest second(engine_options_for(cluster), fresh);
+  auto lease = second.acquire("x", 2s);
+  if (lease.ok()) {
+    CHECK(lease->token > highest);
+  } else {
+    CHECK_THAT(lease.error().message, Catch::Contains("the token store is behind the lock nodes"));
+  }
+  require_fence(cluster, "x", highest);
+  fresh->stop();
+}
