@@ -112,6 +112,9 @@ class CountingTokenSource final : public storage::TokenSource {
   void current(std::string_view name, Callback done) override {
     inner_->current(name, std::move(done));
   }
+  void skip_past(std::string_view name, std::uint64_t seen) override {
+    inner_->skip_past(name, seen);
+  }
   std::uint64_t draw_errors() const noexcept {
     return draw_errors_->load(std::memory_order_relaxed);
   }

@@ -25,6 +25,10 @@ class InMemoryTokens final : public storage::TokenSource {
   void current(std::string_view name, Callback done) override {
     done(counters_[std::string(name)]);
   }
+  void skip_past(std::string_view name, std::uint64_t seen) override {
+    auto& counter = counters_[std::string(name)];
+    counter = std::max(counter, seen);
+  }
 
  private:
   std::map<std::string, std::uint64_t> counters_;

@@ -89,9 +89,13 @@ std::optional<std::pair<std::size_t, std::uint64_t>> fence_refusal(const NodeRep
   }
 }
 
-// Attempts in a row that a fence may refuse (the token source told to skip past it each time)
-// before the acquire answers that the token store is behind the lock nodes.
+// Attempts in a row whose fresh token was still not above a fence an earlier attempt of the call
+// was refused by (the token source told to skip past it each time) before the acquire answers that
+// the token store is behind the lock nodes. An attempt whose token was above every such fence
+// only lost a race to a concurrent grant (a shared store's draws reach the nodes out of order), and
+// tries again without counting — up to kFenceRaces times in a row.
 constexpr std::uint32_t kFenceRetries = 3;
+constexpr std::uint32_t kFenceRaces = 32;
 
 }  // namespace
 
@@ -545,12 +549,18 @@ void AcquireOperation::attempt_failed(Error error) {
   if (std::exchange(fenced_attempt_, false)) {
     // Behind a fence: the source skips past it (if it can), and the next draw is above it —
     // unless the source keeps answering tokens the nodes saw (it went back, or is a copy).
-    if (TokenSource* tokens = core_->tokens()) {
-      for (std::size_t i = 0; i < fences_.size(); ++i) {
-        if (fences_[i] != 0) tokens->skip_past(target_.names[i], fences_[i]);
-      }
+    bool behind = false;  // a token at or below a fence an earlier attempt was refused by
+    for (std::size_t i = 0; i < fences_.size(); ++i) {
+      if (i < fences_passed_.size() && tokens_[i] <= fences_passed_[i]) behind = true;
     }
-    if (++fence_retries_ <= kFenceRetries && !core_->stopped()) {
+    fences_passed_.resize(fences_.size(), 0);
+    for (std::size_t i = 0; i < fences_.size(); ++i) {
+      fences_passed_[i] = std::max(fences_passed_[i], fences_[i]);
+      if (fences_[i] != 0 && core_->tokens() != nullptr)
+        core_->tokens()->skip_past(target_.names[i], fences_[i]);
+    }
+    if (behind) ++fence_retries_;
+    if (fence_retries_ <= kFenceRetries && ++fence_attempts_ <= kFenceRaces && !core_->stopped()) {
       retry_now();
       return;
     }
@@ -558,6 +568,7 @@ void AcquireOperation::attempt_failed(Error error) {
     return;
   }
   fence_retries_ = 0;
+  fence_attempts_ = 0;
   if (target_.kind == AcquireTarget::Kind::kSet && error.code == ErrorCode::kLocked)
     hand_on_wakeups();
   if (error.code == ErrorCode::kLocked) {

@@ -5,9 +5,11 @@
 // Each node's acquire script refuses a token that is not above the name's fence there (the
 // highest token any acquire of the name wrote on that node, lua_scripts.h). An attempt refused by
 // fences rather than by a holder tells the token source to skip past the highest fence answered
-// and tries again at once, up to kFenceRetries times in a row; then it answers kUnavailable (the
-// token store is behind the lock nodes). So a grant's token is above every token granted before
-// it started, whatever the token source answered (docs/architecture.md, "The fence").
+// and tries again at once; once kFenceRetries fresh tokens in a row were still not above a fence
+// an earlier attempt saw, it answers kUnavailable (the token store is behind the lock nodes). A
+// token above those fences only lost a race to a concurrent grant and does not count. So a grant's
+// token is above every token granted before it started, whatever the token source answered
+// (docs/architecture.md, "The fence").
 //
 // What differs between the three is only the target: the keys of an attempt and the script that
 // writes them (all of the keys or none, lua_scripts.h), the names whose tokens are drawn
@@ -187,7 +189,10 @@ class AcquireOperation : public ReplySink,
   std::vector<std::uint64_t> fences_;  // per name, the highest fence that refused this attempt
   std::size_t fence_refusals_ = 0;     // nodes that refused this attempt's tokens
   bool fenced_attempt_ = false;        // the attempt failing now failed on fences
-  std::uint32_t fence_retries_ = 0;    // attempts in a row that failed on fences
+  std::uint32_t fence_retries_ = 0;    // of them, those whose token was behind (kFenceRetries)
+  std::uint32_t fence_attempts_ = 0;   // attempts in a row that failed on fences
+  // Per name, the highest fence that refused an earlier attempt of this call.
+  std::vector<std::uint64_t> fences_passed_;
   Phase phase_ = Phase::kVoting;
   bool queued_ = false;                // in the engine's waiter queue for the name
   bool marking_ = false;               // the attempt in flight marks the name as waited for

@@ -68,8 +68,9 @@ constexpr const char* kUpsert =
 
 constexpr const char* kSelect = "SELECT reserved FROM token_mark WHERE id = 1";
 
-// skip_past() ignores values from here up: a fence that large is not a token this source made.
-constexpr std::uint64_t kHighestSkip = std::uint64_t{1} << 62;
+// skip_past() ignores values from here up: a fence that large is not a token this source made, and
+// tokens stay exact in JavaScript (docs/api.md).
+constexpr std::uint64_t kHighestSkip = std::uint64_t{1} << 53;
 
 Error invalid_name() {
   return make_error(ErrorCode::kInvalidArgument, std::string(kLockNameRule));

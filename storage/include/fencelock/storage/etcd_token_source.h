@@ -99,6 +99,8 @@ class EtcdTokenSource final : public TokenSource {
   // not etcd's), kInvalidArgument.
   void next(std::string_view name, Callback done) override;
   void current(std::string_view name, Callback done) override;
+  // Does nothing: a token is etcd's revision, one counter for every name, which only writes move.
+  void skip_past(std::string_view, std::uint64_t) override {}
 
   class Impl;
 

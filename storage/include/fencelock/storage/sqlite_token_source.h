@@ -70,7 +70,8 @@ class SqliteTokenSource final : public TokenSource {
   void next(std::string_view name, Callback done) override;
   void current(std::string_view name, Callback done) override;
   // The name's counter jumps to `seen` if below (the next draw is `seen` + 1, reserved durably);
-  // values of 2^62 and above are ignored (a fence that large is not a token this source made).
+  // values of 2^53 and above are ignored (a fence that large is not a token this source made; and
+  // tokens stay exact in JavaScript).
   void skip_past(std::string_view name, std::uint64_t seen) override;
 
   TokenSourceStats stats() const;

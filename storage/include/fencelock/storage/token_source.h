@@ -32,12 +32,10 @@ class TokenSource {
   virtual void next(std::string_view name, Callback done) = 0;
   virtual void current(std::string_view name, Callback done) = 0;
   // The lock nodes have seen `seen` granted for `name` (a fence refused a token at or below it): a
-  // source that can makes its later draws of `name` above `seen` (a gap); the others ignore it.
-  // Never lowers anything. Safe from any thread; never blocks.
-  virtual void skip_past(std::string_view name, std::uint64_t seen) {
-    static_cast<void>(name);
-    static_cast<void>(seen);
-  }
+  // source that can makes its later draws of `name` above `seen` (a gap); one that cannot does
+  // nothing, and says why where it overrides this. Never lowers anything. Safe from any thread;
+  // never blocks. Pure: a wrapper that forgot to forward it would drop it silently.
+  virtual void skip_past(std::string_view name, std::uint64_t seen) = 0;
 };
 
 }  // namespace fencelock::storage
