@@ -4,6 +4,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>
 
+#include "engine/fence_repair.h"
+
 namespace fencelock::storage {
 
 namespace asio = boost::asio;
@@ -13,6 +15,8 @@ namespace {
 
 constexpr std::size_t kHex64 = 16;  // hex digits of a 64-bit number
 constexpr std::size_t kReleaseTagLength = 2 * kHex64;
+// How long a fence repair that could not complete waits before it tries again.
+constexpr std::chrono::seconds kFenceRepairRetry{1};
 
 void append_hex64(std::string& out, std::uint64_t value) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -37,6 +41,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       trust_(options_.nodes.size(), NodeTrust::Settings{options_.max_ttl, options_.drift_factor,
                                                         options_.quarantine_restarted_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
+      repairing_(options_.nodes.size(), false),
       refusals_(options_.nodes.size()),
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
@@ -159,14 +164,18 @@ std::optional<std::string> EngineCore::current_refusal(std::uint64_t current,
 }
 
 bool EngineCore::node_votes(std::size_t node) const {
-  return trust_.voting(node, Clock::now());
+  return votes(node, Clock::now());
+}
+
+bool EngineCore::votes(std::size_t node, Clock::time_point now) const {
+  return trust_.voting(node, now) && !trust_.fences_missing(node);
 }
 
 QuorumTally EngineCore::new_tally() {
   QuorumTally tally(nodes_.size(), quorum());
   const auto now = Clock::now();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!trust_.voting(i, now)) tally.exclude(i);
+    if (!votes(i, now)) tally.exclude(i);
   }
   return tally;
 }
@@ -426,10 +435,47 @@ std::optional<std::string> EngineCore::refusal_of(std::size_t node, const NodeId
 
 void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
   for (const std::size_t node : nodes) {
+    if (trust_.fences_missing(node)) {
+      repair_fences(node);
+      continue;
+    }
     RespCommand admit(4);
     admit.arg("HSET").arg(kNodeMarkerKey).arg("admitted").arg(trust_.run_id(node));
     nodes_[node]->send(admit, nullptr, 0);
   }
+}
+
+void EngineCore::repair_fences(std::size_t node) {
+  if (repairing_.at(node) || stopped_) return;
+  repairing_[node] = true;
+  std::vector<std::size_t> sources;
+  const auto now = Clock::now();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (i != node && nodes_[i]->ready() && votes(i, now)) sources.push_back(i);
+  }
+  const std::string run_id = trust_.run_id(node);
+  const std::size_t needed = FenceRepair::sources_needed(nodes_.size(), sources.size());
+  auto repair = std::make_shared<FenceRepair>(
+      shared_from_this(), node, std::move(sources), needed,
+      [self = shared_from_this(), node, run_id](bool complete) {
+        if (self->stopped_) return;
+        if (complete) {
+          self->repairing_[node] = false;
+          self->trust_.fences_restored(node, run_id);
+          if (!self->trust_.fences_missing(node)) self->record_admissions({node});
+          self->refresh_quarantines();
+          return;
+        }
+        // Too few nodes to copy from, or the node failed: try again later, while it still needs it.
+        auto retry = std::make_shared<asio::steady_timer>(self->strand_, kFenceRepairRetry);
+        retry->async_wait([self, node, retry](const boost::system::error_code& ec) {
+          self->repairing_[node] = false;
+          if (ec || self->stopped_) return;
+          const bool admitted = self->trust_.voting(node, Clock::now());
+          if (admitted && self->trust_.fences_missing(node)) self->repair_fences(node);
+        });
+      });
+  repair->start();
 }
 
 void EngineCore::record_suspects(const std::vector<std::size_t>& nodes, const std::string& why) {
@@ -473,7 +519,9 @@ void EngineCore::refresh_quarantines() {
   // read, and the timers end each quarantine on time (and record the admission).
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const auto until = trust_.quarantined_until(i);
-    const bool was_quarantined = quarantined_flags_[i].exchange(until.has_value());
+    // Held out also while its fences are being copied back (repair_fences).
+    const bool was_quarantined =
+        quarantined_flags_[i].exchange(until.has_value() || trust_.fences_missing(i));
     if (!until) {
       if (was_quarantined) quarantine_timers_[i]->cancel();
       continue;
@@ -494,7 +542,7 @@ void EngineCore::refresh_voting_count() {
   std::size_t voting = 0;
   const auto now = Clock::now();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i]->ready() && trust_.voting(i, now)) ++voting;
+    if (nodes_[i]->ready() && votes(i, now)) ++voting;
   }
   voting_nodes_ = voting;
 }

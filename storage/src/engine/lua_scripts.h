@@ -435,6 +435,20 @@ inline constexpr std::string_view kAcquireLockScript =
     "redis.call('SET', KEYS[1], value .. '#' .. wanted, 'KEEPTTL')\n"
     "return refusal\n";
 
+// A fence repair's batch (fence_repair.h; EVAL, not loaded): raises each fence key KEYS[i] to at
+// least ARGV[i] (a decimal token), never lowers one. Returns how many it raised.
+inline constexpr std::string_view kRaiseFencesScript =
+    "local raised = 0\n"
+    "for i = 1, #KEYS do\n"
+    "  local fence = redis.call('GET', KEYS[i])\n"
+    "  local token = ARGV[i]\n"
+    "  if token ~= '' and " FENCELOCK_LUA_ABOVE("token", "fence") " then\n"
+    "    redis.call('SET', KEYS[i], token)\n"
+    "    raised = raised + 1\n"
+    "  end\n"
+    "end\n"
+    "return raised\n";
+
 #undef FENCELOCK_LUA_ABOVE
 
 // Inspect: the holder's value and remaining ttl, {value or nil, pttl}. The engine compares values

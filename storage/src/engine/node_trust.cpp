@@ -68,23 +68,27 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
       ((handshake.durable && kept_history) || handshake.admitted == handshake.run_id)) {
     if (handshake.admitted != handshake.run_id) admitted.push_back(node);
     admit(node);
+    n.fences_missing = false;
     return admitted;
   }
   if (birth_possible()) {
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       if (!nodes_[i].trusted) {
         admit(i);
+        nodes_[i].fences_missing = false;
         admitted.push_back(i);
       }
     }
     return admitted;
   }
+  n.fences_missing = true;  // admitted, if ever, by the window: it may have lost its fences
   return refresh(now);
 }
 
 void NodeTrust::taint(Node& n, Clock::time_point since, bool record) {
   n.tainted = n.run_id;
   n.trusted = false;
+  n.fences_missing = true;
   n.suspect_since = std::max(n.suspect_since, since);
   n.record_suspect = n.record_suspect || record;
 }
@@ -95,6 +99,7 @@ void NodeTrust::unsafe(std::size_t node, const std::string& run_id, Clock::time_
   n.tainted = run_id;
   n.unsafe = true;
   n.trusted = false;
+  n.fences_missing = true;  // it may evict fences too
   if (n.seen && n.run_id == run_id) n.suspect_since = std::max(n.suspect_since, now);
 }
 
@@ -151,6 +156,11 @@ bool NodeTrust::birth_possible() const {
   return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
     return n.seen && n.admitted.empty() && n.tainted.empty();
   });
+}
+
+void NodeTrust::fences_restored(std::size_t node, const std::string& run_id) {
+  Node& n = nodes_.at(node);
+  if (n.run_id == run_id) n.fences_missing = false;
 }
 
 bool NodeTrust::voting(std::size_t node, Clock::time_point now) const {

@@ -41,6 +41,12 @@
 // lossy whatever the next one's config says: the next incarnation is suspect too. Every suspect
 // incarnation is recorded on its node (the marker's suspect field), so other engines see it too.
 //
+// Fences (lua_scripts.h) are lost with the keys, and no window brings them back. So a node admitted
+// by rule 3 — after a quarantine, or up long enough but never admitted in this incarnation — or
+// whose incarnation became suspect has its fences *missing*: the engine keeps it from voting and
+// does not record its admission until it copied the fences back onto it (fence_repair.h), then
+// calls fences_restored(). Rules 1, 2 and 4 clear it: nothing was lost.
+//
 // Limits (docs/architecture.md): what an engine did not see — a node that ran without persistence
 // or evicted while no engine was connected, a restore that no running engine had written past —
 // is not noticed. Uptime is counted by the node's clock: a forward jump on a node ends its
@@ -105,6 +111,12 @@ class NodeTrust {
   // Nodes whose current incarnation became suspect since the last call: record it on them.
   std::vector<std::size_t> take_suspects();
 
+  // Whether `node`'s current incarnation may lack fences (above); it votes only once restored.
+  bool fences_missing(std::size_t node) const { return nodes_.at(node).fences_missing; }
+  // The fences were copied onto `node` in incarnation `run_id` (ignored if it restarted since).
+  void fences_restored(std::size_t node, const std::string& run_id);
+
+  // Rules 1–4, whatever fences_missing() says (the engine asks both).
   bool voting(std::size_t node, Clock::time_point now) const;
   // When a quarantined node's quarantine ends (as known now; time_point::max() while it is
   // unsafe); nullopt when it votes or was never seen.
@@ -126,6 +138,7 @@ class NodeTrust {
     bool unsafe = false;  // `tainted` was last seen with settings that may drop keys
     std::string not_durable;  // an incarnation seen without durable persistence
     bool record_suspect = false;
+    bool fences_missing = false;  // rule 3 or suspect: fences to copy back before it votes
   };
 
   bool birth_possible() const;

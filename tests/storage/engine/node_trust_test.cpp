@@ -220,3 +220,35 @@ TEST_CASE("a longer max ttl read during a quarantine lengthens it, and is never 
   CHECK(trust.refresh(t0 + 10s).empty());
   CHECK(trust.voting(2, t0 + 1h + 1s));
 }
+
+TEST_CASE("a node admitted by the window may have lost its fences; one that kept its data did not",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);                                 // rule 2
+  trust.observe(1, node("b", hours(5), "x", seconds(60), /*durable=*/true), t0);  // rule 1
+  CHECK_FALSE(trust.fences_missing(0));
+  CHECK_FALSE(trust.fences_missing(1));
+  // Restarted empty 10 s ago: quarantined, and its fences are gone with its keys.
+  trust.observe(2, node("c2", 10s, "", milliseconds(0)), t0);
+  CHECK(trust.fences_missing(2));
+  CHECK(trust.refresh(t0 + 52s) == std::vector<std::size_t>{2});
+  CHECK(trust.fences_missing(2));  // the window ended; the fences are still to be copied back
+  trust.fences_restored(2, "an earlier incarnation");
+  CHECK(trust.fences_missing(2));
+  trust.fences_restored(2, "c2");
+  CHECK_FALSE(trust.fences_missing(2));
+  // Up longer than the window but never admitted in this incarnation: it may have lost them too.
+  NodeTrust later(3, settings(seconds(60)));
+  later.observe(0, node("a", hours(5), "a"), t0);
+  later.observe(1, node("b", hours(5), "b"), t0);
+  CHECK(later.observe(2, node("c3", hours(5), "c2"), t0) == std::vector<std::size_t>{2});
+  CHECK(later.fences_missing(2));
+}
+
+TEST_CASE("a new cluster's nodes have no fences to miss", "[storage]") {
+  NodeTrust trust(3, settings());
+  trust.observe(0, node("a", 1s), t0);
+  trust.observe(1, node("b", 1s), t0);
+  trust.observe(2, node("c", 1s), t0);
+  for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(trust.fences_missing(i));
+}

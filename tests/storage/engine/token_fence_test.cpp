@@ -258,3 +258,30 @@ TEST_CASE("fence: a wiped Redis token master with a fresh epoch file never repea
   require_fence(cluster, "x", highest);
   fresh->stop();
 }
+
+TEST_CASE("fence: a node that lost its fences gets them back before it votes again",
+          "[storage][redis]") {
+  // The review's case (R3): a grant that won a bare majority {0, 1} (node 2 down) leaves its fence
+  // on those two only; node 0 then comes back empty. Without the fences copied back onto it, the
+  // majority {0, 2} has none, and a token store gone back would be granted the same tokens again.
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  auto tokens = std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{100});
+  auto options = engine_options_for(cluster);
+  options.max_ttl = 1s;
+  EngineUnderTest t(options, tokens);
+  cluster.node(2).kill();
+  t.wait_for_voting_nodes(2);
+  auto lease = t.acquire("ledger", 500ms);
+  REQUIRE(lease.ok());
+  REQUIRE(t.release("ledger", claim(lease)).value());
+  CHECK(SyncRedis(cluster.node(1).port()).fence("ledger") == 100);
+
+  cluster.node(0).restart(/*keep_data=*/false);  // empty: no fence, quarantined for the window
+  cluster.node(2).start();                       // back with its data (no fence for "ledger")
+  tokens->answer_next({50});                     // the token store went back
+  t.wait_for_voting_nodes(3, 10s);
+  CHECK(SyncRedis(cluster.node(0).port()).fence("ledger") == 100);  // copied back from node 1
+  auto refused = t.acquire("ledger", 500ms);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+}
