@@ -392,15 +392,9 @@ ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
   // The same counters as the grants: an embedded source may not draw while another instance runs.
   if (auto refusal = engine_.grant_refusal())
     return answer(reply, error_response(ApiError::kUnavailable, *refusal));
-  // Checked again after the draw, through a check that outlives this object: the SQLite source may
-  // answer from its worker while the process tears down.
-  tokens_->next(name, [check = engine_.refusal_check(), name,
-                       reply = std::move(reply)](Result<std::uint64_t> token) {
+  // Fenced like a grant's token, and the verdict checked again after the draw, by the engine.
+  engine_.draw_token(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
-    // The verdict may have changed during the draw (the token is then skipped).
-    if (auto refusal = check(token.value())) {
-      return reply(error_response(ApiError::kUnavailable, *refusal));
-    }
     reply(ok(json{{"name", name}, {"token", token.value()}}, token.value()));
   });
   return {};

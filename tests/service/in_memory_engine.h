@@ -233,6 +233,10 @@ class InMemoryEngine final : public storage::LockEngine {
       done(status);
     });
   }
+  void draw_token(std::string name, TokenHandler done) override {
+    ++calls_;
+    tokens_->next(name, std::move(done));
+  }
   std::size_t node_count() const noexcept override { return 1; }
   std::size_t quorum() const noexcept override { return 1; }
   std::size_t voting_nodes() const noexcept override { return 1; }

@@ -7,6 +7,7 @@
 #include <random>
 #include <utility>
 
+#include "engine/fences.h"
 #include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/lease_timing.h"
@@ -65,43 +66,7 @@ std::string lock_held_message(AcquireTarget::Kind kind) {
   return "the lock is held by another lease";
 }
 
-// A fence refusal (lua_scripts.h): {-3, fence} or, from a set, {-3, index (1-based), fence}. The
-// index of the name (0 for a lock or permit) and the fence; nullopt if `reply` is not one.
-std::optional<std::pair<std::size_t, std::uint64_t>> fence_refusal(const NodeReply& reply) {
-  using Kind = NodeReply::Kind;
-  if (reply.kind != Kind::kArray || reply.elements.size() < 2 || reply.elements.size() > 3 ||
-      reply.elements[0].kind != Kind::kInteger || reply.elements[0].integer != -3)
-    return std::nullopt;
-  std::size_t index = 0;
-  if (reply.elements.size() == 3) {
-    const NodeReply& position = reply.elements[1];
-    if (position.kind != Kind::kInteger || position.integer < 1) return std::nullopt;
-    index = static_cast<std::size_t>(position.integer - 1);
-  }
-  const std::string& text = reply.elements.back().text;
-  if (reply.elements.back().kind != Kind::kString || text.empty() || text.size() > 20 ||
-      text.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  try {
-    return std::pair{index, std::stoull(text)};
-  } catch (const std::out_of_range&) {
-    return std::nullopt;
-  }
-}
-
-// Attempts in a row whose fresh token was still not above a fence an earlier attempt of the call
-// was refused by (the token source told to skip past it each time) before the acquire answers that
-// the token store is behind the lock nodes. An attempt whose token was above every such fence
-// only lost a race to a concurrent grant (a shared store's draws reach the nodes out of order), and
-// tries again without counting — up to kFenceRaces times in a row.
-constexpr std::uint32_t kFenceRetries = 3;
-constexpr std::uint32_t kFenceRaces = 32;
-
 }  // namespace
-
-std::string fence_name(std::string_view name) {
-  return std::string(name) + "#fence";
-}
 
 std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot) {
   std::string name(semaphore);

@@ -66,8 +66,6 @@ struct AcquireTarget {
 // The slot key name of a semaphore's slot (lua_scripts.h): "<name>#permit:<slot>"; and its config
 // key's name, "<name>#permits". Names, not keys: EngineCore::key_of() adds the prefix.
 std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot);
-// The name of a name's fence key (lua_scripts.h): "<name>#fence" — a semaphore's too.
-std::string fence_name(std::string_view name);
 std::string permit_config_name(std::string_view semaphore);
 
 class AcquireOperation : public ReplySink,

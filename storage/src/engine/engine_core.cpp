@@ -42,6 +42,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
                                                         options_.quarantine_restarted_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       repairing_(options_.nodes.size(), false),
+      partial_repair_(options_.nodes.size(), false),
       refusals_(options_.nodes.size()),
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
@@ -453,29 +454,53 @@ void EngineCore::repair_fences(std::size_t node) {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (i != node && nodes_[i]->ready() && votes(i, now)) sources.push_back(i);
   }
-  const std::string run_id = trust_.run_id(node);
   const std::size_t needed = FenceRepair::sources_needed(nodes_.size(), sources.size());
+  const bool strict = needed >= FenceRepair::sources_needed(nodes_.size(), nodes_.size());
+  const std::uint64_t generation = trust_.fence_generation(node);
   auto repair = std::make_shared<FenceRepair>(
       shared_from_this(), node, std::move(sources), needed,
-      [self = shared_from_this(), node, run_id](bool complete) {
+      [self = shared_from_this(), node, generation, strict](bool complete) {
+        self->repairing_[node] = false;
         if (self->stopped_) return;
         if (complete) {
-          self->repairing_[node] = false;
-          self->trust_.fences_restored(node, run_id);
-          if (!self->trust_.fences_missing(node)) self->record_admissions({node});
+          self->trust_.fences_restored(node, generation);
+          // Only a strict repair is recorded for other instances (rule 2); after a best-effort
+          // one the node votes here, and a strict one is tried again until it succeeds.
+          self->partial_repair_[node] = !strict;
+          if (strict && !self->trust_.fences_missing(node)) self->record_admissions({node});
           self->refresh_quarantines();
-          return;
         }
-        // Too few nodes to copy from, or the node failed: try again later, while it still needs it.
-        auto retry = std::make_shared<asio::steady_timer>(self->strand_, kFenceRepairRetry);
-        retry->async_wait([self, node, retry](const boost::system::error_code& ec) {
-          self->repairing_[node] = false;
-          if (ec || self->stopped_) return;
-          const bool admitted = self->trust_.voting(node, Clock::now());
-          if (admitted && self->trust_.fences_missing(node)) self->repair_fences(node);
-        });
+        // Not complete, best effort only, or lost again while it ran (a new generation): again.
+        self->retry_fence_repair(node);
       });
   repair->start();
+}
+
+void EngineCore::retry_fence_repair(std::size_t node) {
+  const auto needs_repair = [this, node] {
+    return trust_.voting(node, Clock::now()) &&
+           (trust_.fences_missing(node) || partial_repair_[node]);
+  };
+  if (!needs_repair()) return;
+  auto timer = std::make_shared<asio::steady_timer>(strand_, kFenceRepairRetry);
+  timer->async_wait(
+      [self = shared_from_this(), node, timer, needs_repair](const boost::system::error_code& ec) {
+        if (ec || self->stopped_ || !needs_repair()) return;
+        // After a best-effort repair, a strict one waits until enough nodes vote for it (each
+        // repair scans every fence).
+        std::size_t others = 0;
+        const auto now = Clock::now();
+        for (std::size_t i = 0; i < self->nodes_.size(); ++i) {
+          if (i != node && self->nodes_[i]->ready() && self->votes(i, now)) ++others;
+        }
+        const std::size_t strict =
+            FenceRepair::sources_needed(self->nodes_.size(), self->nodes_.size());
+        if (self->trust_.fences_missing(node) || others >= strict) {
+          self->repair_fences(node);
+        } else {
+          self->retry_fence_repair(node);
+        }
+      });
 }
 
 void EngineCore::record_suspects(const std::vector<std::size_t>& nodes, const std::string& why) {

@@ -217,9 +217,12 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Records on each node that its current incarnation votes (node_trust.h, rule 2) — once its
   // fences were copied back onto it, if they may be missing (repair_fences).
   void record_admissions(const std::vector<std::size_t>& nodes);
-  // Copies the fences onto `node` from the others (fence_repair.h); on success it votes and its
-  // admission is recorded; otherwise it tries again after kFenceRepairRetry.
+  // Copies the fences onto `node` from the others (fence_repair.h). A strict repair lets it vote
+  // and records its admission; a best-effort one (it is needed for a quorum) lets it vote here
+  // only. Until a strict one succeeded for its latest loss, retry_fence_repair() tries again after
+  // kFenceRepairRetry.
   void repair_fences(std::size_t node);
+  void retry_fence_repair(std::size_t node);
   // Records on each node that its current incarnation is suspect (node_trust.h), and logs it.
   void record_suspects(const std::vector<std::size_t>& nodes, const std::string& why);
   // Brings the quarantine flags and end-of-quarantine timers in line with trust_.
@@ -235,7 +238,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   NodeTrust trust_;
   std::unique_ptr<std::atomic<bool>[]> quarantined_flags_;
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node
-  std::vector<bool> repairing_;  // per node: a fence repair is running or waiting to retry
+  std::vector<bool> repairing_;       // per node: a fence repair is running
+  std::vector<bool> partial_repair_;  // per node: its last repair was best effort
   std::atomic<std::size_t> voting_nodes_{0};
   mutable std::mutex refusals_mutex_;
   std::vector<std::string> refusals_;  // per node: node_refusal()

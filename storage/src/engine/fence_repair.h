@@ -1,8 +1,9 @@
-// Copies this engine's fences (lua_scripts.h: "<key prefix><name>#fence") back onto a lock node
-// that may have lost them (node_trust.h: fences_missing), before that node votes again.
+// Copies the fences (lua_scripts.h: "<key prefix><name>#fence") back onto a lock node that may
+// have lost them (node_trust.h: fences_missing), before that node votes again — every key
+// prefix's, since the node's admission, once recorded, is trusted by the engines of every prefix.
 //
 // The fences are read from the other nodes that vote, one after another: SCAN (bounded work per
-// step) for the prefix's fence keys, MGET their values, and a script on the target that raises
+// step) for keys ending in "#fence", MGET their values, and a script on the target that raises
 // each to at least that value (never lowers one). The repair is complete once `needed` of them
 // were scanned to the end (a source that fails is skipped; too few, and the caller tries again
 // later). sources_needed(): with N − quorum + 1 scanned, every fence is found — each grant wrote
@@ -54,7 +55,6 @@ class FenceRepair : public ReplySink, public std::enable_shared_from_this<FenceR
   std::vector<std::size_t> sources_;
   std::size_t needed_;
   Done done_;
-  std::string pattern_;     // SCAN MATCH: the escaped key prefix, then "*#fence"
   std::size_t source_ = 0;  // index into sources_
   std::string cursor_ = "0";
   std::vector<std::string> keys_;  // of the step in flight

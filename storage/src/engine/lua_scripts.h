@@ -45,9 +45,10 @@ enum class Script : std::uint8_t {
   kAcquirePermit = 8,
   kReleasePermit = 9,
   kExtendPermit = 10,
-  kInspectSemaphore = 11
+  kInspectSemaphore = 11,
+  kFenceToken = 12
 };
-inline constexpr std::size_t kScriptCount = 12;
+inline constexpr std::size_t kScriptCount = 13;
 
 // The start of every script that checks a holder's claim (see above): leaves the key's value in
 // `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on
@@ -435,6 +436,18 @@ inline constexpr std::string_view kAcquireLockScript =
     "redis.call('SET', KEYS[1], value .. '#' .. wanted, 'KEEPTTL')\n"
     "return refusal\n";
 
+// A token drawn without a lock (POST /v1/tokens; token_draw_operation.h): KEYS[1] the name's fence
+// key, ARGV[1] the token. If the token is above the fence, raises the fence to it and returns 1;
+// otherwise {-3, fence}, nothing written — as the acquire scripts fence a grant's token.
+inline constexpr std::string_view kFenceTokenScript =
+    "local fence = redis.call('GET', KEYS[1])\n"
+    "local token = ARGV[1]\n"
+    "if token ~= '' and " FENCELOCK_LUA_ABOVE("token", "fence") " then\n"
+    "  redis.call('SET', KEYS[1], token)\n"
+    "  return 1\n"
+    "end\n"
+    "return {-3, fence}\n";
+
 // A fence repair's batch (fence_repair.h; EVAL, not loaded): raises each fence key KEYS[i] to at
 // least ARGV[i] (a decimal token), never lowers one. Returns how many it raised.
 inline constexpr std::string_view kRaiseFencesScript =
@@ -574,6 +587,7 @@ inline constexpr std::string_view kReleasePermitScriptSha =
     "69adf1b93ccf41662280bbb9597ef4d7f28a1160";
 inline constexpr std::string_view kExtendPermitScriptSha =
     "8096a14c74c9f20df6b81648c107a44e3efca7b9";
+inline constexpr std::string_view kFenceTokenScriptSha = "e6b19d863e8e7382bf41fdc97e142f56b40ee34f";
 inline constexpr std::string_view kInspectSemaphoreScriptSha =
     "85c89408bc266f575cff7854d6f80daaab8a2199";
 
@@ -603,6 +617,8 @@ constexpr std::string_view script_sha(Script script) {
       return kExtendPermitScriptSha;
     case Script::kInspectSemaphore:
       return kInspectSemaphoreScriptSha;
+    case Script::kFenceToken:
+      return kFenceTokenScriptSha;
   }
   return {};
 }
@@ -633,6 +649,8 @@ constexpr std::string_view script_source(Script script) {
       return kExtendPermitScript;
     case Script::kInspectSemaphore:
       return kInspectSemaphoreScript;
+    case Script::kFenceToken:
+      return kFenceTokenScript;
   }
   return {};
 }

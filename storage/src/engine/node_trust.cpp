@@ -68,7 +68,10 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
       ((handshake.durable && kept_history) || handshake.admitted == handshake.run_id)) {
     if (handshake.admitted != handshake.run_id) admitted.push_back(node);
     admit(node);
-    n.fences_missing = false;
+    // Admitted in this incarnation: recorded only after its fences were back. Durable with its
+    // marker: it lost nothing since — unless it had lost its fences before (a restart while they
+    // were being copied back), which a restart does not bring back.
+    if (handshake.admitted == handshake.run_id) n.fences_missing = false;
     return admitted;
   }
   if (birth_possible()) {
@@ -81,14 +84,14 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     }
     return admitted;
   }
-  n.fences_missing = true;  // admitted, if ever, by the window: it may have lost its fences
+  lose_fences(n);  // admitted, if ever, by the window: it may have lost its fences
   return refresh(now);
 }
 
 void NodeTrust::taint(Node& n, Clock::time_point since, bool record) {
   n.tainted = n.run_id;
   n.trusted = false;
-  n.fences_missing = true;
+  lose_fences(n);
   n.suspect_since = std::max(n.suspect_since, since);
   n.record_suspect = n.record_suspect || record;
 }
@@ -99,7 +102,7 @@ void NodeTrust::unsafe(std::size_t node, const std::string& run_id, Clock::time_
   n.tainted = run_id;
   n.unsafe = true;
   n.trusted = false;
-  n.fences_missing = true;  // it may evict fences too
+  lose_fences(n);  // it may evict fences too
   if (n.seen && n.run_id == run_id) n.suspect_since = std::max(n.suspect_since, now);
 }
 
@@ -158,9 +161,14 @@ bool NodeTrust::birth_possible() const {
   });
 }
 
-void NodeTrust::fences_restored(std::size_t node, const std::string& run_id) {
+void NodeTrust::lose_fences(Node& n) {
+  n.fences_missing = true;
+  ++n.fence_generation;
+}
+
+void NodeTrust::fences_restored(std::size_t node, std::uint64_t generation) {
   Node& n = nodes_.at(node);
-  if (n.run_id == run_id) n.fences_missing = false;
+  if (n.fence_generation == generation) n.fences_missing = false;
 }
 
 bool NodeTrust::voting(std::size_t node, Clock::time_point now) const {

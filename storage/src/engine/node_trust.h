@@ -113,8 +113,14 @@ class NodeTrust {
 
   // Whether `node`'s current incarnation may lack fences (above); it votes only once restored.
   bool fences_missing(std::size_t node) const { return nodes_.at(node).fences_missing; }
-  // The fences were copied onto `node` in incarnation `run_id` (ignored if it restarted since).
-  void fences_restored(std::size_t node, const std::string& run_id);
+  // Grows each time fences_missing() is set: a repair started before a later loss restores
+  // nothing.
+  std::uint64_t fence_generation(std::size_t node) const {
+    return nodes_.at(node).fence_generation;
+  }
+  // The fences were copied onto `node` by a repair that started at `generation` (ignored if the
+  // node may have lost them again since, in this incarnation or another).
+  void fences_restored(std::size_t node, std::uint64_t generation);
 
   // Rules 1–4, whatever fences_missing() says (the engine asks both).
   bool voting(std::size_t node, Clock::time_point now) const;
@@ -139,6 +145,7 @@ class NodeTrust {
     std::string not_durable;  // an incarnation seen without durable persistence
     bool record_suspect = false;
     bool fences_missing = false;  // rule 3 or suspect: fences to copy back before it votes
+    std::uint64_t fence_generation = 0;
   };
 
   bool birth_possible() const;
@@ -146,6 +153,7 @@ class NodeTrust {
   // The node's current incarnation may have lost keys as late as `since`; `record`: tell the
   // caller (take_suspects) to record it on the node.
   static void taint(Node& n, Clock::time_point since, bool record);
+  static void lose_fences(Node& n);  // fences_missing, in a new generation
 
   std::vector<Node> nodes_;
   Settings settings_;

@@ -8,6 +8,7 @@
 #include "engine/acquire_operation.h"
 #include "engine/engine_core.h"
 #include "engine/script_operation.h"
+#include "engine/token_draw_operation.h"
 #include "fencelock/names.h"
 #include "fencelock/storage/lease_secret.h"
 
@@ -338,6 +339,17 @@ void RedlockEngine::release_permit(std::string name, std::uint32_t permits, std:
     std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
         ->start();
   });
+}
+
+void RedlockEngine::draw_token(std::string name, TokenHandler done) {
+  Status valid = check_name(name);
+  if (!valid.ok()) {
+    return answer_later(core_, std::move(done), Result<std::uint64_t>(std::move(valid).error()));
+  }
+  asio::dispatch(
+      core_->strand(), [core = core_, name = std::move(name), done = std::move(done)]() mutable {
+        std::make_shared<TokenDrawOperation>(core, std::move(name), std::move(done))->start();
+      });
 }
 
 void RedlockEngine::inspect_semaphore(std::string name, SemaphoreStatusHandler done) {

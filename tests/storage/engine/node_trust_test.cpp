@@ -221,7 +221,7 @@ TEST_CASE("a longer max ttl read during a quarantine lengthens it, and is never 
   CHECK(trust.voting(2, t0 + 1h + 1s));
 }
 
-TEST_CASE("a node admitted by the window may have lost its fences; one that kept its data did not",
+TEST_CASE("a node admitted by the window may have lost its fences, one that kept its data did not",
           "[storage]") {
   NodeTrust trust(3, settings(seconds(60)));
   trust.observe(0, node("a", hours(5), "a"), t0);                                 // rule 2
@@ -233,9 +233,11 @@ TEST_CASE("a node admitted by the window may have lost its fences; one that kept
   CHECK(trust.fences_missing(2));
   CHECK(trust.refresh(t0 + 52s) == std::vector<std::size_t>{2});
   CHECK(trust.fences_missing(2));  // the window ended; the fences are still to be copied back
-  trust.fences_restored(2, "an earlier incarnation");
-  CHECK(trust.fences_missing(2));
-  trust.fences_restored(2, "c2");
+  const auto generation = trust.fence_generation(2);
+  trust.lost_keys(2, "c2", t0 + 53s);  // lost them again while a repair ran
+  trust.fences_restored(2, generation);
+  CHECK(trust.fences_missing(2));  // that repair restored nothing
+  trust.fences_restored(2, trust.fence_generation(2));
   CHECK_FALSE(trust.fences_missing(2));
   // Up longer than the window but never admitted in this incarnation: it may have lost them too.
   NodeTrust later(3, settings(seconds(60)));

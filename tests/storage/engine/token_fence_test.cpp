@@ -285,3 +285,32 @@ TEST_CASE("fence: a node that lost its fences gets them back before it votes aga
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
 }
+
+TEST_CASE("fence: a repair copies every key prefix's fences, since every prefix trusts its result",
+          "[storage][redis]") {
+  // The review's case (F1 of the repair): the node marker, and so a recorded admission, is shared
+  // by every key prefix on the nodes; an engine of prefix "a:" that repaired only its own fences
+  // would let engines of "c:" trust a node that lost theirs.
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  {
+    auto options = engine_options_for(cluster);
+    options.key_prefix = "c:";
+    options.max_ttl = 1s;  // the nodes keep the longest max ttl any engine declared
+    EngineUnderTest other(options,
+                          std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{100}));
+    cluster.node(2).kill();
+    other.wait_for_voting_nodes(2);
+    auto lease = other.acquire("ledger", 500ms);
+    REQUIRE(lease.ok());
+    REQUIRE(other.release("ledger", claim(lease)).value());
+  }
+  cluster.node(2).start();
+  auto options = engine_options_for(cluster);
+  options.key_prefix = "a:";
+  options.max_ttl = 1s;
+  EngineUnderTest t(options, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{1}));
+  cluster.node(0).restart(/*keep_data=*/false);
+  t.wait_until([&] { return !t.node_up(0); }, 5s);
+  t.wait_for_voting_nodes(3, 10s);
+  CHECK(SyncRedis(cluster.node(0).port()).fence("ledger", "c:") == 100);
+}

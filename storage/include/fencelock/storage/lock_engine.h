@@ -95,6 +95,13 @@ class LockEngine {
                               LeaseClaim claim, ReleaseHandler done) = 0;
   virtual void inspect_semaphore(std::string name, SemaphoreStatusHandler done) = 0;
 
+  // A token for `name` without a lock (POST /v1/tokens): drawn from the token source and ordered
+  // with every grant's token of the name (as grants are with each other) before it is answered.
+  // Errors: kInvalidArgument (the name), kUnavailable (grants refused, the token source, too few
+  // nodes, the token store behind the lock nodes).
+  using TokenHandler = std::function<void(Result<std::uint64_t>)>;
+  virtual void draw_token(std::string name, TokenHandler done) = 0;
+
   virtual std::size_t node_count() const noexcept = 0;
   virtual std::size_t quorum() const noexcept = 0;
   // Nodes that are up and voting; a quorum of them is needed for any grant.

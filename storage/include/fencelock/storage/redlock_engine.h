@@ -132,6 +132,8 @@ class RedlockEngine final : public LockEngine {
   void release_permit(std::string name, std::uint32_t permits, std::uint32_t slot, LeaseClaim claim,
                       ReleaseHandler done) override;
   void inspect_semaphore(std::string name, SemaphoreStatusHandler done) override;
+  // The token is raised into the name's fence on a quorum of voting nodes (token_draw_operation.h).
+  void draw_token(std::string name, TokenHandler done) override;
 
   std::size_t node_count() const noexcept override;
   std::size_t quorum() const noexcept override;

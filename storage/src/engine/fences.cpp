@@ -1,0 +1,33 @@
+#include "engine/fences.h"
+
+#include <stdexcept>
+
+namespace fencelock::storage {
+
+std::string fence_name(std::string_view name) {
+  return std::string(name) + "#fence";
+}
+
+std::optional<std::pair<std::size_t, std::uint64_t>> fence_refusal(const NodeReply& reply) {
+  using Kind = NodeReply::Kind;
+  if (reply.kind != Kind::kArray || reply.elements.size() < 2 || reply.elements.size() > 3 ||
+      reply.elements[0].kind != Kind::kInteger || reply.elements[0].integer != -3)
+    return std::nullopt;
+  std::size_t index = 0;
+  if (reply.elements.size() == 3) {
+    const NodeReply& position = reply.elements[1];
+    if (position.kind != Kind::kInteger || position.integer < 1) return std::nullopt;
+    index = static_cast<std::size_t>(position.integer - 1);
+  }
+  const std::string& text = reply.elements.back().text;
+  if (reply.elements.back().kind != Kind::kString || text.empty() || text.size() > 20 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  try {
+    return std::pair{index, std::stoull(text)};
+  } catch (const std::out_of_range&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace fencelock::storage
