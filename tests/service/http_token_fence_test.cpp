@@ -91,3 +91,21 @@ TEST_CASE("http fence: an SQLite token store behind a name's fence is granted ab
   // Other names are not moved.
   CHECK(http.post("/v1/locks/other", {{"ttl_ms", 2000}}).json()["token"] == 1);
 }
+
+TEST_CASE("http fence: a token drawn without a lock is fenced like a grant's", "[service][redis]") {
+  ServiceUnderTest s;
+  for (std::size_t i = 0; i < s.cluster.size(); ++i)
+    SyncRedis(s.cluster.node(i).port()).command({"SET", "fencelock:lock:drawn#fence", "7000"});
+  HttpClient http = s.client();
+  // The SQLite counter of "drawn" is at 0: refused by the fences, skipped past them, drawn again.
+  const HttpAnswer drawn = http.request("POST", "/v1/tokens/drawn");
+  REQUIRE(drawn.status == 200);
+  CHECK(drawn.json()["token"] == 7001);
+  std::size_t raised = 0;
+  for (std::size_t i = 0; i < s.cluster.size(); ++i)
+    if (SyncRedis(s.cluster.node(i).port()).fence("drawn") == 7001) ++raised;
+  CHECK(raised >= 3);  // a quorum at least (the others may answer after the reply)
+  // A grant after it gets a larger token.
+  CHECK(http.post("/v1/locks/drawn", {{"ttl_ms", 2000}}).json()["token"].get<std::uint64_t>() >
+        7001);
+}
