@@ -17,6 +17,9 @@ constexpr std::size_t kHex64 = 16;  // hex digits of a 64-bit number
 constexpr std::size_t kReleaseTagLength = 2 * kHex64;
 // How long a fence repair that could not complete waits before it tries again.
 constexpr std::chrono::seconds kFenceRepairRetry{1};
+// How long strict fence repairs of one loss must have failed before a best-effort one may run
+// (the node is needed for a quorum: fence_repair.h).
+constexpr std::chrono::seconds kBestEffortPatience{2};
 
 void append_hex64(std::string& out, std::uint64_t value) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -43,6 +46,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       repairing_(options_.nodes.size(), false),
       partial_repair_(options_.nodes.size(), false),
+      repair_generation_(options_.nodes.size(), 0),
+      first_repair_(options_.nodes.size()),
       refusals_(options_.nodes.size()),
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
@@ -436,7 +441,7 @@ std::optional<std::string> EngineCore::refusal_of(std::size_t node, const NodeId
 
 void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
   for (const std::size_t node : nodes) {
-    if (trust_.fences_missing(node)) {
+    if (trust_.fences_missing(node) || partial_repair_[node]) {
       repair_fences(node);
       continue;
     }
@@ -449,14 +454,25 @@ void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
 void EngineCore::repair_fences(std::size_t node) {
   if (repairing_.at(node) || stopped_) return;
   repairing_[node] = true;
-  std::vector<std::size_t> sources;
-  const auto now = Clock::now();
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (i != node && nodes_[i]->ready() && votes(i, now)) sources.push_back(i);
-  }
-  const std::size_t needed = FenceRepair::sources_needed(nodes_.size(), sources.size());
-  const bool strict = needed >= FenceRepair::sources_needed(nodes_.size(), nodes_.size());
   const std::uint64_t generation = trust_.fence_generation(node);
+  const auto now = Clock::now();
+  if (repair_generation_[node] != generation) {  // the first try for this loss
+    repair_generation_[node] = generation;
+    first_repair_[node] = now;
+  }
+  // Sources: voting nodes whose own fences were copied back strictly (or never lost).
+  std::vector<std::size_t> sources;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (i != node && nodes_[i]->ready() && votes(i, now) && !partial_repair_[i])
+      sources.push_back(i);
+  }
+  const std::size_t strict_needed = FenceRepair::sources_needed(nodes_.size(), nodes_.size());
+  std::size_t needed = FenceRepair::sources_needed(nodes_.size(), sources.size());
+  // Best effort only once strict repairs kept failing for kBestEffortPatience: a node still
+  // handshaking, or a blip of one, must not make it so.
+  if (needed < strict_needed && now - first_repair_[node] < kBestEffortPatience)
+    needed = strict_needed;
+  const bool strict = needed >= strict_needed;
   auto repair = std::make_shared<FenceRepair>(
       shared_from_this(), node, std::move(sources), needed,
       [self = shared_from_this(), node, generation, strict](bool complete) {
@@ -483,24 +499,25 @@ void EngineCore::retry_fence_repair(std::size_t node) {
   };
   if (!needs_repair()) return;
   auto timer = std::make_shared<asio::steady_timer>(strand_, kFenceRepairRetry);
-  timer->async_wait(
-      [self = shared_from_this(), node, timer, needs_repair](const boost::system::error_code& ec) {
-        if (ec || self->stopped_ || !needs_repair()) return;
-        // After a best-effort repair, a strict one waits until enough nodes vote for it (each
-        // repair scans every fence).
-        std::size_t others = 0;
-        const auto now = Clock::now();
-        for (std::size_t i = 0; i < self->nodes_.size(); ++i) {
-          if (i != node && self->nodes_[i]->ready() && self->votes(i, now)) ++others;
-        }
-        const std::size_t strict =
-            FenceRepair::sources_needed(self->nodes_.size(), self->nodes_.size());
-        if (self->trust_.fences_missing(node) || others >= strict) {
-          self->repair_fences(node);
-        } else {
-          self->retry_fence_repair(node);
-        }
-      });
+  timer->async_wait([self = shared_from_this(), node, timer,
+                     needs_repair](const boost::system::error_code& ec) {
+    if (ec || self->stopped_ || !needs_repair()) return;
+    // After a best-effort repair, a strict one waits until enough nodes vote for it (each
+    // repair scans every fence).
+    std::size_t others = 0;
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i < self->nodes_.size(); ++i) {
+      if (i != node && self->nodes_[i]->ready() && self->votes(i, now) && !self->partial_repair_[i])
+        ++others;
+    }
+    const std::size_t strict =
+        FenceRepair::sources_needed(self->nodes_.size(), self->nodes_.size());
+    if (self->trust_.fences_missing(node) || others >= strict) {
+      self->repair_fences(node);
+    } else {
+      self->retry_fence_repair(node);
+    }
+  });
 }
 
 void EngineCore::record_suspects(const std::vector<std::size_t>& nodes, const std::string& why) {

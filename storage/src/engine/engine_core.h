@@ -240,6 +240,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node
   std::vector<bool> repairing_;       // per node: a fence repair is running
   std::vector<bool> partial_repair_;  // per node: its last repair was best effort
+  // Per node: the loss (NodeTrust::fence_generation) its repairs are for, and when the first began.
+  std::vector<std::uint64_t> repair_generation_;
+  std::vector<std::chrono::steady_clock::time_point> first_repair_;
   std::atomic<std::size_t> voting_nodes_{0};
   mutable std::mutex refusals_mutex_;
   std::vector<std::string> refusals_;  // per node: node_refusal()
