@@ -468,9 +468,16 @@ void EngineCore::repair_fences(std::size_t node) {
   }
   const std::size_t strict_needed = FenceRepair::sources_needed(nodes_.size(), nodes_.size());
   std::size_t needed = FenceRepair::sources_needed(nodes_.size(), sources.size());
-  // Best effort only once strict repairs kept failing for kBestEffortPatience: a node still
-  // handshaking, or a blip of one, must not make it so.
-  if (needed < strict_needed && now - first_repair_[node] < kBestEffortPatience)
+  // Best effort only when too few nodes kept their fences for a strict repair ever to succeed
+  // (the others lost theirs too), or strict repairs kept failing for kBestEffortPatience (nodes
+  // down for longer): a node still handshaking, or a blip of one, must not make it so.
+  std::size_t kept = 0;  // other nodes trusted with their fences, connected or not
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (i != node && trust_.voting(i, now) && !trust_.fences_missing(i) && !partial_repair_[i])
+      ++kept;
+  }
+  if (needed < strict_needed && kept >= strict_needed &&
+      now - first_repair_[node] < kBestEffortPatience)
     needed = strict_needed;
   const bool strict = needed >= strict_needed;
   auto repair = std::make_shared<FenceRepair>(
