@@ -29,9 +29,21 @@ if [ ! -f "$compile_db/compile_commands.json" ]; then
 fi
 sources=$(git ls-files 'protocol/src/*.cpp' 'storage/src/*.cpp' 'service/src/*.cpp' 'client-sdk/src/*.cpp' \
   'client-sdk/cli/*.cpp' 'examples/*.cpp')
+# Files whose clean result is cached (scripts/tidy-cache.py: same sources, headers, flags and
+# clang-tidy) are not checked again; FENCELOCK_TIDY_CACHE=off checks every file.
+tidy_version=$(clang-tidy-14 --version | tr '\n' ' ')
+if [ "${FENCELOCK_TIDY_CACHE:-}" = off ]; then
+  to_check=$sources
+else
+  to_check=$(echo "$sources" | xargs scripts/tidy-cache.py check "$compile_db" "$tidy_version")
+fi
+echo "check-style: clang-tidy on $(echo "$to_check" | grep -c . || true) of $(echo "$sources" | wc -l) files (the rest are cached clean)"
 # -Wno-unknown-warning-option: the compile commands are g++'s; clang does not know every flag.
-findings=$(echo "$sources" | xargs -P "$(nproc)" -n 4 clang-tidy-14 -p "$compile_db" --quiet \
+findings=$(echo "$to_check" | grep . | xargs -r -P "$(nproc)" -n 4 clang-tidy-14 -p "$compile_db" --quiet \
   --extra-arg=-Wno-unknown-warning-option 2>/dev/null | grep -E 'warning:|error:' | sort -u || true)
+if [ -z "$findings" ] && [ "${FENCELOCK_TIDY_CACHE:-}" != off ] && [ -n "$to_check" ]; then
+  echo "$to_check" | xargs scripts/tidy-cache.py store "$compile_db" "$tidy_version"
+fi
 if [ -n "$findings" ]; then
   echo "check-style: clang-tidy findings:" >&2
   echo "$findings" | sed "s|$PWD/||; s/^/  /" >&2
