@@ -608,10 +608,10 @@ TEST_CASE(
   HttpClient http_a = a.client();
   std::set<std::uint64_t> tokens;
   for (int i = 0; i < 2; ++i) {
-    const json lease = http_a.post("/v1/locks/doc", {{"ttl_ms", 1000}}).json();
-    REQUIRE(lease.contains("token"));
-    CHECK(tokens.insert(lease["token"].get<std::uint64_t>()).second);
-    REQUIRE(http_a.del("/v1/locks/doc", {{"lease", lease["lease"]}}).json()["released"] == true);
+    const TakenAndReleased taken = take_and_release(http_a, "doc", {{"ttl_ms", 1000}});
+    REQUIRE(taken.status == 200);
+    CHECK(tokens.insert(taken.token).second);
+    REQUIRE(taken.released);
   }
   TempDir other_dir;
   Fencelockd b(other_dir.path(), {"--redis", join(a.cluster.addresses()), "--tokens",

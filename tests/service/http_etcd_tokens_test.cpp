@@ -43,12 +43,7 @@ bool ready(Fencelockd& daemon, std::chrono::milliseconds limit = 5s) {
 // Acquire and release `name` through `port`; the token, or 0 when refused.
 std::uint64_t take_and_release(std::uint16_t port, const std::string& name) {
   HttpClient http(port);
-  const HttpAnswer granted =
-      http.post("/v1/locks/" + name, json{{"ttl_ms", 2000}, {"wait_ms", 2000}});
-  if (granted.status != 200) return 0;
-  const json lease = granted.json();
-  http.del("/v1/locks/" + name, json{{"lease", lease["lease"]}});
-  return lease["token"].get<std::uint64_t>();
+  return take_and_release(http, name, json{{"ttl_ms", 2000}, {"wait_ms", 2000}}).token;
 }
 
 // An acquire of `name` through `port` once etcd answers it: the first requests after members

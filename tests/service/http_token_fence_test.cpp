@@ -44,12 +44,11 @@ TEST_CASE(
   HttpClient http_a = a.client();
   std::vector<std::uint64_t> granted;
   const auto take = [&](HttpClient& http) {
-    const HttpAnswer answer = http.post("/v1/locks/x", {{"ttl_ms", 2000}});
-    if (answer.status != 200) return answer.status;
-    const json lease = answer.json();
-    granted.push_back(lease["token"].get<std::uint64_t>());
-    REQUIRE(http.del("/v1/locks/x", {{"lease", lease["lease"]}}).json()["released"] == true);
-    return answer.status;
+    const TakenAndReleased taken = take_and_release(http, "x", {{"ttl_ms", 2000}});
+    if (taken.status != 200) return taken.status;
+    granted.push_back(taken.token);
+    REQUIRE(taken.released);
+    return taken.status;
   };
   for (int i = 0; i < 3; ++i) REQUIRE(take(http_a) == 200);
 

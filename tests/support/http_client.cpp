@@ -113,4 +113,14 @@ HttpAnswer HttpClient::raw(const std::string& bytes) {
   return answer;
 }
 
+TakenAndReleased take_and_release(HttpClient& client, const std::string& name,
+                                  const nlohmann::json& body) {
+  const HttpAnswer granted = client.post("/v1/locks/" + name, body);
+  if (granted.status != 200) return {granted.status, 0, false};
+  const nlohmann::json lease = granted.json();
+  const HttpAnswer released = client.del("/v1/locks/" + name, {{"lease", lease["lease"]}});
+  return {granted.status, lease["token"].get<std::uint64_t>(),
+          released.status == 200 && released.json().value("released", false)};
+}
+
 }  // namespace fencelock::testing

@@ -52,4 +52,15 @@ class HttpClient {
   boost::beast::flat_buffer buffer_;
 };
 
+// One acquire of /v1/locks/<name> with `body` and, if it was granted, the release of its lease at
+// once: the acquire's status, the granted token (0 if refused) and whether the release said
+// released.
+struct TakenAndReleased {
+  unsigned status = 0;
+  std::uint64_t token = 0;
+  bool released = false;
+};
+TakenAndReleased take_and_release(HttpClient& http, const std::string& name,
+                                  const nlohmann::json& body);
+
 }  // namespace fencelock::testing

@@ -514,26 +514,18 @@ void AcquireOperation::attempt_failed(Error error) {
   if (std::exchange(fenced_attempt_, false)) {
     // Behind a fence: the source skips past it (if it can), and the next draw is above it —
     // unless the source keeps answering tokens the nodes saw (it went back, or is a copy).
-    bool behind = false;  // a token at or below a fence an earlier attempt was refused by
     for (std::size_t i = 0; i < fences_.size(); ++i) {
-      if (i < fences_passed_.size() && tokens_[i] <= fences_passed_[i]) behind = true;
-    }
-    fences_passed_.resize(fences_.size(), 0);
-    for (std::size_t i = 0; i < fences_.size(); ++i) {
-      fences_passed_[i] = std::max(fences_passed_[i], fences_[i]);
       if (fences_[i] != 0 && core_->tokens() != nullptr)
         core_->tokens()->skip_past(target_.names[i], fences_[i]);
     }
-    if (behind) ++fence_retries_;
-    if (fence_retries_ <= kFenceRetries && ++fence_attempts_ <= kFenceRaces && !core_->stopped()) {
+    if (fence_retries_.retry_after(tokens_, fences_) && !core_->stopped()) {
       retry_now();
       return;
     }
     complete(std::move(error));
     return;
   }
-  fence_retries_ = 0;
-  fence_attempts_ = 0;
+  fence_retries_.reset();
   if (target_.kind == AcquireTarget::Kind::kSet && error.code == ErrorCode::kLocked)
     hand_on_wakeups();
   if (error.code == ErrorCode::kLocked) {
@@ -637,7 +629,7 @@ void AcquireOperation::on_expiry_read(std::size_t node, const NodeReply& reply) 
     return;
   }
   // The inspect script: {value or nil, pttl}. The holder is the value's lease id (its first
-  // kLeaseIdLength characters, before any mark, as the acquire-and-mark script answers it): keys
+  // kLeaseIdLength characters, before any mark, as the acquire scripts answer it): keys
   // of different holders (a split vote) must not add up to a quorum.
   using Kind = NodeReply::Kind;
   if (node < answers_.size() && reply.kind == Kind::kArray && reply.elements.size() == 2 &&

@@ -45,6 +45,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/expiry_wait.h"
+#include "engine/fences.h"
 #include "fencelock/storage/lease.h"
 #include "fencelock/storage/redlock_engine.h"
 
@@ -187,10 +188,7 @@ class AcquireOperation : public ReplySink,
   std::vector<std::uint64_t> fences_;  // per name, the highest fence that refused this attempt
   std::size_t fence_refusals_ = 0;     // nodes that refused this attempt's tokens
   bool fenced_attempt_ = false;        // the attempt failing now failed on fences
-  std::uint32_t fence_retries_ = 0;    // of them, those whose token was behind (kFenceRetries)
-  std::uint32_t fence_attempts_ = 0;   // attempts in a row that failed on fences
-  // Per name, the highest fence that refused an earlier attempt of this call.
-  std::vector<std::uint64_t> fences_passed_;
+  FenceRetries fence_retries_;         // whether a fenced attempt draws again
   Phase phase_ = Phase::kVoting;
   bool queued_ = false;                // in the engine's waiter queue for the name
   bool marking_ = false;               // the attempt in flight marks the name as waited for

@@ -4,7 +4,7 @@
 // held for a long time.
 //
 // Each node that refused a waiting attempt names the holder it found (its lease id) and that key's
-// remaining ttl (the acquire-and-mark script, lua_scripts.h). A lock can be granted once a quorum
+// remaining ttl (the acquire scripts, lua_scripts.h). A lock can be granted once a quorum
 // of nodes is free. Nodes that granted the attempt (released again at once), and nodes held by
 // some *other* lease than the main holder (another waiter's half-won attempt, cleaned up at once)
 // count as free now; nodes that did not answer count as never free. If the main holder holds a

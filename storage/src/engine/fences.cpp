@@ -1,5 +1,6 @@
 #include "engine/fences.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace fencelock::storage {
@@ -28,6 +29,23 @@ std::optional<std::pair<std::size_t, std::uint64_t>> fence_refusal(const NodeRep
   } catch (const std::out_of_range&) {
     return std::nullopt;
   }
+}
+
+bool FenceRetries::retry_after(std::span<const std::uint64_t> tokens,
+                               std::span<const std::uint64_t> fences) {
+  bool behind = false;
+  for (std::size_t i = 0; i < tokens.size() && i < passed_.size(); ++i) {
+    if (tokens[i] <= passed_[i]) behind = true;
+  }
+  passed_.resize(std::max(passed_.size(), fences.size()), 0);
+  for (std::size_t i = 0; i < fences.size(); ++i) passed_[i] = std::max(passed_[i], fences[i]);
+  if (behind) ++behind_;
+  return behind_ <= kFenceRetries && ++attempts_ <= kFenceRaces;
+}
+
+void FenceRetries::reset() {
+  behind_ = 0;
+  attempts_ = 0;
 }
 
 }  // namespace fencelock::storage

@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "redis/node_reply.h"
 
@@ -29,5 +31,20 @@ std::optional<std::pair<std::size_t, std::uint64_t>> fence_refusal(const NodeRep
 // tries again without counting — up to kFenceRaces times in a row.
 inline constexpr std::uint32_t kFenceRetries = 3;
 inline constexpr std::uint32_t kFenceRaces = 32;
+
+// That rule, for one call: feed it each attempt refused by fences; it says whether to draw again.
+class FenceRetries {
+ public:
+  // The attempt that drew `tokens` (one per name) was refused by `fences` (per name, the highest
+  // fence that refused it; 0: none). True while another attempt may follow.
+  bool retry_after(std::span<const std::uint64_t> tokens, std::span<const std::uint64_t> fences);
+  // An attempt failed for another reason: the run of fenced attempts is over.
+  void reset();
+
+ private:
+  std::vector<std::uint64_t> passed_;  // per name, the highest fence an attempt was refused by
+  std::uint32_t behind_ = 0;           // attempts whose token was not above passed_
+  std::uint32_t attempts_ = 0;         // fenced attempts in a row
+};
 
 }  // namespace fencelock::storage

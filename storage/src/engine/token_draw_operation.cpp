@@ -20,7 +20,6 @@ TokenDrawOperation::TokenDrawOperation(std::shared_ptr<EngineCore> core, std::st
       done_(std::move(done)) {}
 
 void TokenDrawOperation::start() {
-  started_ = std::chrono::steady_clock::now();
   core_->operation_started();
   draw();
 }
@@ -110,10 +109,9 @@ void TokenDrawOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRe
 }
 
 void TokenDrawOperation::fenced() {
-  if (token_ <= fence_passed_) ++behind_;
-  fence_passed_ = std::max(fence_passed_, fence_);
   core_->tokens()->skip_past(name_, fence_);
-  if (behind_ <= kFenceRetries && ++fenced_attempts_ <= kFenceRaces && !core_->stopped()) {
+  if (fence_retries_.retry_after(std::span(&token_, 1), std::span(&fence_, 1)) &&
+      !core_->stopped()) {
     // Posted: never from inside a hiredis callback.
     asio::post(core_->strand(), [self = shared_from_this()] { self->draw(); });
     return;

@@ -4,11 +4,10 @@
 // (docs/architecture.md, "The fence"). A token not above the fence on enough nodes is handled as
 // an acquire's (acquire_operation.h): the source skips past the fence and a new token is drawn;
 // three fresh tokens in a row still behind a fence seen before answer kUnavailable (the token
-// store is behind the lock nodes), races retry (at most 32 in a row). The registry's verdict is
-// checked before the draw and again before the answer.
+// store is behind the lock nodes), races retry (at most 32 in a row): FenceRetries. The registry's
+// verdict is checked before the draw and again before the answer.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,6 +15,7 @@
 #include <string>
 
 #include "engine/engine_core.h"
+#include "engine/fences.h"
 #include "fencelock/storage/quorum.h"
 
 namespace fencelock::storage {
@@ -40,15 +40,12 @@ class TokenDrawOperation : public ReplySink,
   std::string name_;
   std::string fence_key_;
   Handler done_;
-  std::chrono::steady_clock::time_point started_;
   std::uint32_t attempt_ = 0;  // the reply cookie: stragglers of an earlier attempt are ignored
   std::uint64_t token_ = 0;
   std::uint64_t token_floor_ = 0;  // InstanceRegistry::token_floor, before the draw
   std::optional<QuorumTally> tally_;
-  std::uint64_t fence_ = 0;         // the highest fence that refused this attempt
-  std::uint64_t fence_passed_ = 0;  // the highest fence that refused an earlier attempt
-  std::uint32_t behind_ = 0;        // attempts whose token was not above fence_passed_
-  std::uint32_t fenced_attempts_ = 0;
+  std::uint64_t fence_ = 0;  // the highest fence that refused this attempt
+  FenceRetries fence_retries_;
   bool done_called_ = false;
 };
 

@@ -4,11 +4,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "engine/lua_scripts.h"
 #include "engine_under_test.h"
+#include "fencelock/storage/sqlite_token_source.h"
 #include "sync_redis.h"
 
 namespace fencelock::testing {
@@ -116,6 +120,18 @@ inline std::int64_t script_calls(RedisCluster& cluster, std::size_t node, std::s
       ++calls;
   }
   return calls;
+}
+
+// An SQLite token source on `path` that reserves one token at a time, so the file holds every
+// token drawn (a copy of it is exactly what was handed out).
+inline std::shared_ptr<storage::SqliteTokenSource> sqlite_tokens_one_at_a_time(
+    const std::filesystem::path& path) {
+  storage::SqliteTokenOptions options;
+  options.path = path;
+  options.reserve_block = 1;
+  auto opened = storage::SqliteTokenSource::open(options);
+  if (!opened.ok()) throw std::runtime_error(opened.error().message);
+  return opened.value();
 }
 
 }  // namespace fencelock::testing

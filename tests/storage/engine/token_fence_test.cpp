@@ -66,15 +66,6 @@ void require_fence(RedisCluster& cluster, const std::string& name, std::uint64_t
 }
 
 // A SQLite token source on `path` with one token reserved per write, so a copy goes back exactly.
-std::shared_ptr<SqliteTokenSource> sqlite_tokens(const std::filesystem::path& path) {
-  SqliteTokenOptions options;
-  options.path = path;
-  options.reserve_block = 1;
-  auto opened = SqliteTokenSource::open(options);
-  if (!opened.ok()) throw std::runtime_error(opened.error().message);
-  return opened.value();
-}
-
 }  // namespace
 
 TEST_CASE("fence: a token at or below what the nodes saw granted for the name is never granted",
@@ -181,12 +172,12 @@ TEST_CASE("fence: two engines on copies of one SQLite file hand out each token o
   const auto original = dir.path() / "a.db";
   const auto copy = dir.path() / "b.db";
   {
-    auto tokens = sqlite_tokens(original);
+    auto tokens = sqlite_tokens_one_at_a_time(original);
     for (int i = 0; i < 5; ++i) REQUIRE(draw_one(*tokens, "x").ok());
   }
   std::filesystem::copy_file(original, copy);
-  EngineUnderTest a(engine_options_for(cluster), sqlite_tokens(original));
-  EngineUnderTest b(engine_options_for(cluster), sqlite_tokens(copy));
+  EngineUnderTest a(engine_options_for(cluster), sqlite_tokens_one_at_a_time(original));
+  EngineUnderTest b(engine_options_for(cluster), sqlite_tokens_one_at_a_time(copy));
   std::vector<std::uint64_t> granted;
   int refused = 0;
   for (int i = 0; i < 40; ++i) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "engine_calls.h"
 #include "engine_under_test.h"
 #include "fencelock/storage/sqlite_token_source.h"
 #include "sync_redis.h"
@@ -22,12 +23,7 @@ constexpr std::string_view kRegistryKey = "fencelock:#instances:fencelock:lock:"
 // and an engine on it, as fencelockd pairs them.
 struct Instance {
   Instance(RedisCluster& cluster, const std::filesystem::path& path, bool wait = true) {
-    SqliteTokenOptions options;
-    options.path = path;
-    options.reserve_block = 1;
-    auto opened = SqliteTokenSource::open(options);
-    if (!opened.ok()) throw std::runtime_error(opened.error().message);
-    tokens = opened.value();
+    tokens = sqlite_tokens_one_at_a_time(path);
     auto engine_options = engine_options_for(cluster);
     engine_options.exclusive_tokens = "sqlite:" + tokens->store_id();
     engine_options.token_order = EngineOptions::TokenOrder::kAboveRestart;
