@@ -660,6 +660,12 @@ const std::vector<FlagSpec>& flag_table() {
                           "Ignore a restarted Redis node's votes for max-ttl plus drift. Turn off "
                           "only if every node runs appendfsync always.",
                           &EngineOptions::quarantine_restarted_nodes, false));
+    t.push_back(bool_flag("new-lock-nodes",
+                          "The lock nodes are new and no lease is held (a planned move to empty "
+                          "nodes): let them vote at once although the token store has a history. "
+                          "For one start; without it, nodes that all lost their data wait out "
+                          "the quarantine.",
+                          &EngineOptions::new_lock_nodes, true));
     t.push_back(key_prefix_flag());
     t.push_back(log_format_flag());
     t.push_back(log_level_flag());

@@ -115,6 +115,7 @@ class CountingTokenSource final : public storage::TokenSource {
   void skip_past(std::string_view name, std::uint64_t seen) override {
     inner_->skip_past(name, seen);
   }
+  bool has_history() const override { return inner_->has_history(); }
   std::uint64_t draw_errors() const noexcept {
     return draw_errors_->load(std::memory_order_relaxed);
   }

@@ -148,6 +148,8 @@ TEST_CASE("a flag beats its environment variable, which beats the config file ke
       {"max-wait", "max_wait", R"("0ms")", "FENCELOCK_MAX_WAIT", "1s", "2s", "0ms", "1s", "2s"},
       {"quarantine", "quarantine", "false", "FENCELOCK_QUARANTINE", "on", "off", "off", "on",
        "off"},
+      {"new-lock-nodes", "new_lock_nodes", "true", "FENCELOCK_NEW_LOCK_NODES", "no", "yes", "on",
+       "off", "on"},
       {"key-prefix", "key_prefix", R"("f:")", "FENCELOCK_KEY_PREFIX", "e:", "c:", "f:", "e:", "c:"},
       {"log-format", "log_format", R"("json")", "FENCELOCK_LOG_FORMAT", "text", "json", "json",
        "text", "json"},
@@ -172,7 +174,7 @@ TEST_CASE("a flag beats its environment variable, which beats the config file ke
   }
   SECTION("the flag over both") {
     variables[variable] = env_value;
-    if (flag == "tokens-unsafe-persistence") {
+    if (flag == "tokens-unsafe-persistence" || flag == "new-lock-nodes") {
       args.push_back("--" + flag + "=" + flag_value);  // a switch takes no separate value
     } else {
       args.insert(args.end(), {"--" + flag, flag_value});
@@ -663,6 +665,7 @@ TEST_CASE("every setting has a flag, an environment variable and a line in --hel
                                           "max-ttl",
                                           "max-wait",
                                           "quarantine",
+                                          "new-lock-nodes",
                                           "key-prefix",
                                           "log-format",
                                           "log-level"};

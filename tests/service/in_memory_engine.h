@@ -29,6 +29,7 @@ class InMemoryTokens final : public storage::TokenSource {
     auto& counter = counters_[std::string(name)];
     counter = std::max(counter, seen);
   }
+  bool has_history() const override { return false; }
 
  private:
   std::map<std::string, std::uint64_t> counters_;

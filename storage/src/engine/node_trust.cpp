@@ -154,7 +154,7 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
 }
 
 bool NodeTrust::birth_possible() const {
-  if (history_seen_) return false;
+  if (history_seen_ || settings_.store_has_history) return false;
   // A suspect node means the cluster had a history, whatever the markers say.
   return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
     return n.seen && n.admitted.empty() && n.tainted.empty();

@@ -22,9 +22,11 @@
 //      with different --max-ttl never undercut each other. Until the engine has read a
 //      marker that kept its history (one with an admitted run_id, of any incarnation), it cannot
 //      know that largest value and assumes the bound of all bounds (24 h).
-//   4. A new cluster: every configured node answered and no marker names any admitted run_id.
-//      Nothing was ever granted on these nodes, so all are admitted at once (a cold start is not
-//      a 24 h wait).
+//   4. A new cluster: every configured node answered, no marker names any admitted run_id, and the
+//      token store is new too (Settings::store_has_history). Nothing was ever granted on these
+//      nodes, so all are admitted at once (a cold start is not a 24 h wait). A store with a
+//      history says the nodes had one too: every node lost its data at once (a majority, while
+//      the rest were away and came back empty), and leases granted before may still be live.
 //   Otherwise the node is quarantined until 3 holds. A restart the engine saw itself (the run_id
 //   changed across a reconnect) also starts the window from that moment (at least as long as the
 //   uptime says).
@@ -71,6 +73,9 @@ class NodeTrust {
     std::chrono::milliseconds max_ttl{3'600'000};  // this engine's longest grant
     double drift_factor = 0.01;
     bool enabled = true;  // false: every node votes as soon as it answers
+    // The token store handed out tokens before (TokenSource::has_history), and the operator did
+    // not say the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 does not apply.
+    bool store_has_history = false;
   };
 
   // What one handshake showed.

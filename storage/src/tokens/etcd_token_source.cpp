@@ -68,6 +68,7 @@ std::optional<History> parse_history(std::string_view value) {
 struct Start {
   etcd::Header header;
   History history;
+  bool created = false;  // the history is the one this source wrote
 };
 
 // The answer to create_or_read_body(): the history created now (`fresh`) or the one found.
@@ -127,9 +128,11 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
         draw_body_(etcd::guarded_put_body(guard_, clock_key(options_.key_prefix))),
         read_body_(etcd::guarded_read_body(guard_, clock_key(options_.key_prefix))),
         base_(start.history.base),
-        highest_revision_(start.header.revision) {}
+        highest_revision_(start.header.revision),
+        had_history_(!start.created) {}
 
   const std::string& identity() const noexcept { return identity_; }
+  bool has_history() const noexcept { return had_history_; }
   bool broken() const noexcept { return broken_flag_.load(); }
 
   void next(std::string name, Callback done) {
@@ -311,6 +314,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
   std::string read_body_;  // every read's
   std::uint64_t base_;
   std::uint64_t highest_revision_;        // of every answer so far: it never goes back
+  const bool had_history_;                // the history key was there before this source
   std::optional<std::string> broken_;     // why this source hands out nothing any more
   std::atomic<bool> broken_flag_{false};  // broken_ is set, for other threads
   std::shared_ptr<etcd::Connection> connection_;
@@ -347,6 +351,7 @@ Result<std::shared_ptr<EtcdTokenSource>> EtcdTokenSource::create(
               std::to_string(options.floor) +
               " (a floor counts only when a prefix is first used: take a new prefix)");
     }
+    start->created = start->history.id == fresh.id;  // ours, even if a lost answer made us read it
     auto impl = std::make_shared<Impl>(executor, std::move(options), *start);
     return std::shared_ptr<EtcdTokenSource>(new EtcdTokenSource(std::move(impl)));
   }
@@ -359,6 +364,10 @@ EtcdTokenSource::~EtcdTokenSource() {
 
 const std::string& EtcdTokenSource::identity() const noexcept {
   return impl_->identity();
+}
+
+bool EtcdTokenSource::has_history() const {
+  return impl_->has_history();
 }
 
 bool EtcdTokenSource::broken() const noexcept {

@@ -102,7 +102,13 @@ Result<std::vector<std::string>> master_ips(const NodeAddress& master) {
 }
 
 // Blocking, at startup only. Returns "" when the master is durable enough, else what is wrong.
-Result<std::string> check_persistence(const RedisTokenOptions& o) {
+// What create() reads off the master with its blocking round trip.
+struct MasterCheck {
+  std::string warning;  // empty, or why the master's persistence may lose increments
+  bool has_epoch_record = false;
+};
+
+Result<MasterCheck> check_master(const RedisTokenOptions& o) {
   auto ips = master_ips(o.master);
   if (!ips) return std::move(ips).error();
   std::unique_ptr<redisContext, void (*)(redisContext*)> c(nullptr, &redisFree);
@@ -142,12 +148,28 @@ Result<std::string> check_persistence(const RedisTokenOptions& o) {
     return make_error(ErrorCode::kUnavailable,
                       "token master " + o.master.to_string() + " " + *risk);
   }
+  MasterCheck check;
+  auto* exists = static_cast<redisReply*>(redisCommand(c.get(), "EXISTS %s", kEpochKey));
+  if (exists == nullptr || exists->type != REDIS_REPLY_INTEGER) {
+    const std::string why = exists == nullptr ? std::string(c->errstr)
+                            : exists->type == REDIS_REPLY_ERROR
+                                ? std::string(exists->str, exists->len)
+                                : std::string("an answer that is not an integer");
+    if (exists != nullptr) freeReplyObject(exists);
+    return make_error(ErrorCode::kUnavailable,
+                      "token master " + o.master.to_string() + " did not answer EXISTS: " + why);
+  }
+  check.has_epoch_record = exists->integer != 0;
+  freeReplyObject(exists);
   const std::string aof = config_value(c.get(), "appendonly");
   const std::string fsync = config_value(c.get(), "appendfsync");
-  if (aof == "yes" && fsync == "always") return std::string();
-  return "token master " + o.master.to_string() + " runs appendonly=" + (aof.empty() ? "?" : aof) +
-         " appendfsync=" + (fsync.empty() ? "?" : fsync) +
-         ": a crash can lose acknowledged increments (needs appendonly yes, appendfsync always)";
+  if (aof == "yes" && fsync == "always") return check;
+  check.warning = "token master " + o.master.to_string() +
+                  " runs appendonly=" + (aof.empty() ? "?" : aof) +
+                  " appendfsync=" + (fsync.empty() ? "?" : fsync) +
+                  ": a crash can lose acknowledged increments (needs appendonly yes, appendfsync "
+                  "always)";
+  return check;
 }
 
 Error invalid_name() {
@@ -159,12 +181,15 @@ Error invalid_name() {
 class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_from_this<Impl> {
  public:
   Impl(asio::any_io_executor strand, RedisTokenOptions options, std::string warning,
-       std::optional<std::uint64_t> used)
+       std::optional<std::uint64_t> used, bool had_history)
       : strand_(std::move(strand)),
         options_(std::move(options)),
         warning_(std::move(warning)),
         epoch_file_(options_.epoch_file),
-        used_(used) {}
+        used_(used),
+        had_history_(had_history) {}
+
+  bool has_history() const noexcept { return had_history_; }
 
   void start() {
     RedisNodeOptions node;
@@ -452,6 +477,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   std::string warning_;
   EpochFile epoch_file_;
   std::optional<std::uint64_t> used_;  // highest epoch this source has drawn under (strand only)
+  const bool had_history_;  // an epoch file or the master's epoch record existed at create()
   std::atomic<long long> epoch_{-1};
   bool stopped_ = false;
   // Strand only: the run_id the epoch was negotiated for, which connection is current, and the
@@ -480,14 +506,15 @@ Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(
     if (!stored.ok()) return std::move(stored).error();
     used = stored.value();
   }
-  auto problem = check_persistence(options);
-  if (!problem.ok()) return std::move(problem).error();
-  if (!problem.value().empty() && !options.allow_unsafe_persistence) {
+  auto master = check_master(options);
+  if (!master.ok()) return std::move(master).error();
+  if (!master->warning.empty() && !options.allow_unsafe_persistence) {
     return make_error(ErrorCode::kUnavailable,
-                      problem.value() + "; refusing to start without the unsafe flag");
+                      master->warning + "; refusing to start without the unsafe flag");
   }
+  const bool history = used.has_value() || master->has_epoch_record;
   auto impl = std::make_shared<Impl>(asio::make_strand(executor), std::move(options),
-                                     std::move(problem).value(), used);
+                                     std::move(master->warning), used, history);
   impl->start();
   return std::shared_ptr<RedisTokenSource>(new RedisTokenSource(std::move(impl)));
 }
@@ -506,6 +533,9 @@ void RedisTokenSource::next(std::string_view name, Callback done) {
 }
 void RedisTokenSource::current(std::string_view name, Callback done) {
   impl_->draw(false, name, std::move(done));
+}
+bool RedisTokenSource::has_history() const {
+  return impl_->has_history();
 }
 long long RedisTokenSource::epoch() const noexcept {
   return impl_->epoch();

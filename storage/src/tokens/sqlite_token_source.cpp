@@ -87,6 +87,7 @@ class SqliteTokenSource::Impl {
         lock_(std::move(lock)),
         db_(std::move(db)),
         upsert_(std::move(upsert)),
+        had_history_(mark > 0),
         reserved_(mark),
         floor_(mark),
         worker_([this] { run(); }) {}
@@ -153,6 +154,7 @@ class SqliteTokenSource::Impl {
   }
 
   const std::string& store_id() const noexcept { return store_id_; }
+  bool has_history() const noexcept { return had_history_; }
 
  private:
   struct Entry {
@@ -287,6 +289,7 @@ class SqliteTokenSource::Impl {
   std::vector<Request> queue_;
   std::unordered_map<std::string, Entry> cache_;
   std::list<std::string> lru_;  // most recently used first
+  const bool had_history_;      // a token was reserved before this open
   std::uint64_t reserved_;      // durable: no token above it has been handed out, ever
   std::uint64_t floor_;         // every name not in the cache continues above this (may pass
                                 // reserved_ only by values that were never handed out)
@@ -374,6 +377,9 @@ void SqliteTokenSource::current(std::string_view name, Callback done) {
 }
 void SqliteTokenSource::skip_past(std::string_view name, std::uint64_t seen) {
   impl_->skip_past(name, seen);
+}
+bool SqliteTokenSource::has_history() const {
+  return impl_->has_history();
 }
 TokenSourceStats SqliteTokenSource::stats() const {
   return impl_->stats();

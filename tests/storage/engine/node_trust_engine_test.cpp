@@ -7,9 +7,11 @@
 #include <thread>
 #include <utility>
 
+#include "engine_calls.h"
 #include "engine_under_test.h"
 #include "fake_old_redis.h"
 #include "sync_redis.h"
+#include "temp_dir.h"
 
 using namespace fencelock::storage;
 using namespace fencelock::testing;
@@ -123,6 +125,47 @@ TEST_CASE("a brand-new cluster is usable at once, even with an hour's max ttl",
     CHECK(node.command({"HGET", "fencelock:#node", "admitted"}).text ==
           node.info_field("server", "run_id"));
     CHECK(node.command({"HGET", "fencelock:#node", "max_ttl_ms"}).text == "3600000");
+  }
+}
+
+// #32 item 5: every node lost its data at once. The nodes cannot tell that from a new cluster;
+// the token store, which handed out tokens before, can.
+TEST_CASE(
+    "nodes that all lost their data are not a new cluster while the token store has a history",
+    "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  const auto file = dir.path() / "tokens.db";
+  auto options = options_with_tokens(cluster, "");
+  options.max_ttl = 60s;
+  Lease holder;
+  {
+    EngineUnderTest a(options, sqlite_tokens_one_at_a_time(file));
+    auto lease = a.acquire("vault", 30s);
+    REQUIRE(lease.ok());
+    holder = std::move(lease).value();
+  }  // a crashes; then every node restarts empty
+  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).restart(/*keep_data=*/false);
+
+  SECTION("a fresh engine on that store quarantines every node") {
+    EngineUnderTest b(options, sqlite_tokens_one_at_a_time(file), nullptr, false);
+    b.wait_until([&] { return b.node_up(0) && b.node_up(1) && b.node_up(2); });
+    CHECK(b.engine().voting_nodes() == 0);
+    CHECK(b.engine().node_statuses()[0].quarantined);
+    const auto intruder = b.acquire("vault", 1s);
+    REQUIRE_FALSE(intruder.ok());
+    CHECK(Clock::now() < holder.valid_until());
+  }
+  SECTION("the operator's word that the nodes are new lets them vote at once") {
+    options.new_lock_nodes = true;
+    EngineUnderTest b(options, sqlite_tokens_one_at_a_time(file));
+    const auto next = b.acquire("vault", 1s);
+    REQUIRE(next.ok());
+    CHECK(next->token > holder.token);  // the store's history keeps the order
+  }
+  SECTION("a new token store on new nodes is a new cluster, usable at once") {
+    EngineUnderTest b(options, sqlite_tokens_one_at_a_time(dir.path() / "new.db"));
+    CHECK(b.acquire("vault", 1s).ok());
   }
 }
 
@@ -382,6 +425,7 @@ TEST_CASE("a grant is refused if the registry's verdict changed while its token 
     }
     void current(std::string_view, Callback done) override { done(std::uint64_t{0}); }
     void skip_past(std::string_view, std::uint64_t) override {}
+    bool has_history() const override { return false; }
     bool drawing() {
       std::lock_guard<std::mutex> lock(mutex_);
       return static_cast<bool>(pending_);

@@ -40,6 +40,20 @@ TEST_CASE("a new cluster is admitted at once once every node has answered", "[st
   for (std::size_t i = 0; i < 3; ++i) CHECK(trust.voting(i, t0));
 }
 
+TEST_CASE("nodes without history are no new cluster while the token store has one", "[storage]") {
+  NodeTrust::Settings with_history = settings();
+  with_history.store_has_history = true;
+  NodeTrust trust(3, with_history);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(trust.observe(i, node(std::string(1, static_cast<char>('a' + i)), 1s), t0).empty());
+  }
+  for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(trust.voting(i, t0));
+  // No marker remembers the longest max ttl: the bound of all bounds, then each node by rule 3.
+  CHECK(*trust.quarantined_until(0) >= t0 + NodeTrust::kTtlBound);
+  CHECK(trust.refresh(t0 + NodeTrust::kTtlBound - 1s).empty());
+  CHECK(trust.refresh(t0 + NodeTrust::kTtlBound + 1s) == std::vector<std::size_t>{0, 1, 2});
+}
+
 TEST_CASE("a node admitted in its current incarnation votes at once, for any new engine",
           "[storage]") {
   NodeTrust trust(3, settings());

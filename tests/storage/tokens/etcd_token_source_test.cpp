@@ -398,3 +398,13 @@ TEST_CASE("etcd tokens: a floor set when a prefix is first used raises every tok
     CHECK_THAT(refused.error().message, Catch::Contains("not a fencelock token history"));
   }
 }
+
+TEST_CASE("etcd tokens: a prefix has a history for every source but the one that created it",
+          "[storage][etcd]") {
+  EtcdCluster cluster(1);
+  IoThread io;
+  auto options = options_for(cluster);
+  options.key_prefix = "history/";
+  CHECK_FALSE(create(io, options)->has_history());
+  CHECK(create(io, options)->has_history());
+}

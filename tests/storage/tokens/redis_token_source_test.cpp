@@ -405,3 +405,23 @@ TEST_CASE("redis tokens: draws go on after the master's script cache is flushed"
   CHECK(draw_one(*source, "x").value() == before + 1);  // NOSCRIPT, then the same draw with EVAL
   CHECK(current_of(*source, "x").value() == before + 1);
 }
+
+TEST_CASE(
+    "redis tokens: a store has a history if the master keeps an epoch record or the epoch "
+    "file exists",
+    "[storage][redis]") {
+  RedisCluster master(1, Persistence::kAofAlways);
+  TempDir dir;
+  IoThread io;
+  {
+    auto first = create_ready(io, options_for(master.node(0), dir.path() / "a"));
+    CHECK_FALSE(first->has_history());
+    REQUIRE(draw_one(*first, "x").ok());
+    first->stop();
+  }
+  // Another instance with no epoch file of its own: the master's record says it.
+  CHECK(create_ready(io, options_for(master.node(0), dir.path() / "b"))->has_history());
+  // The master wiped: the first instance's epoch file still says it.
+  master.node(0).restart(/*keep_data=*/false);
+  CHECK(create_ready(io, options_for(master.node(0), dir.path() / "a"))->has_history());
+}

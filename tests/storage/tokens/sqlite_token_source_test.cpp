@@ -360,3 +360,16 @@ TEST_CASE("a token file from before store ids gets one on its next open and keep
   reopened.reset();
   CHECK(open_source(path, 10)->store_id() == id);
 }
+
+TEST_CASE("a token file has a history once it reserved a token, and only then", "[storage]") {
+  TempDir dir;
+  const auto path = dir.path() / "tokens.db";
+  { CHECK_FALSE(open_source(path, 10)->has_history()); }
+  { CHECK_FALSE(open_source(path, 10)->has_history()); }  // opened, never drawn: still new
+  {
+    auto source = open_source(path, 10);
+    REQUIRE(draw_one(*source, "jobs").ok());
+    CHECK_FALSE(source->has_history());  // fixed at open
+  }
+  CHECK(open_source(path, 10)->has_history());
+}

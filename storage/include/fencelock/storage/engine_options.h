@@ -83,6 +83,12 @@ struct EngineOptions {
   // quarantined anyway; turning this off trusts every node as soon as it answers.
   bool quarantine_restarted_nodes = true;
 
+  // The operator says the lock nodes are new (a planned move to empty nodes while no lease is
+  // held): nodes that all answer without any history vote at once even though the token store
+  // has a history. Without it such nodes wait out the longest ttl any instance may grant (24 h
+  // when no node remembers it). Default off; meant for one start.
+  bool new_lock_nodes = false;
+
   // Prefix of every lock key: key = prefix + name. Default "fencelock:lock:"; at most 64 bytes.
   std::string key_prefix = "fencelock:lock:";
 

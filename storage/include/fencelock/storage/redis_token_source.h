@@ -95,6 +95,8 @@ class RedisTokenSource final : public TokenSource {
   // Does nothing (yet): moving past a fence of a later epoch takes a new epoch, which only the
   // master's restart or a lost epoch record starts.
   void skip_past(std::string_view, std::uint64_t) override {}
+  // True when the epoch file held an epoch or the master held an epoch record at create().
+  bool has_history() const override;
 
   // The epoch in use, or -1 while (re)connecting. For tests and metrics.
   long long epoch() const noexcept;

@@ -73,6 +73,8 @@ class SqliteTokenSource final : public TokenSource {
   // values of 2^53 and above are ignored (a fence that large is not a token this source made; and
   // tokens stay exact in JavaScript).
   void skip_past(std::string_view name, std::uint64_t seen) override;
+  // True when the file had reserved a token before this open.
+  bool has_history() const override;
 
   TokenSourceStats stats() const;
 
