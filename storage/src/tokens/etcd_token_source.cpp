@@ -69,6 +69,7 @@ struct Start {
   etcd::Header header;
   History history;
   bool created = false;  // the history is the one this source wrote
+  bool drawn = false;    // a token was drawn under it before (its clock key was written)
 };
 
 // The answer to create_or_read_body(): the history created now (`fresh`) or the one found.
@@ -86,7 +87,9 @@ Result<Start> read_start(const Result<etcd::Answer>& answer, const std::string& 
                                                 " is not a fencelock token history: use another "
                                                 "prefix");
   }
-  return Start{*header, *history};
+  auto clock = etcd::read_range(answer->body, 1);
+  if (!clock.ok()) return clock.error();
+  return Start{*header, *history, false, clock->mod_revision != 0};
 }
 
 // One blocking round trip (startup only): creates the prefix's history if it has none, else
@@ -99,7 +102,8 @@ Result<Start> start_with(const NodeAddress& endpoint, const EtcdTokenOptions& op
   const std::string key = history_key(options.key_prefix);
   std::optional<Result<Start>> outcome;
   connection->post(
-      kTxnTarget, etcd::create_or_read_body(key, fresh.value()), options.timeout,
+      kTxnTarget, etcd::create_or_read_body(key, fresh.value(), clock_key(options.key_prefix)),
+      options.timeout,
       [&](const Result<etcd::Answer>& answer) { outcome.emplace(read_start(answer, key, fresh)); });
   io.run();
   connection->close();
@@ -129,7 +133,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
         read_body_(etcd::guarded_read_body(guard_, clock_key(options_.key_prefix))),
         base_(start.history.base),
         highest_revision_(start.header.revision),
-        had_history_(!start.created) {}
+        had_history_(!start.created && start.drawn) {}
 
   const std::string& identity() const noexcept { return identity_; }
   bool has_history() const noexcept { return had_history_; }
@@ -314,7 +318,7 @@ class EtcdTokenSource::Impl : public std::enable_shared_from_this<Impl> {
   std::string read_body_;  // every read's
   std::uint64_t base_;
   std::uint64_t highest_revision_;        // of every answer so far: it never goes back
-  const bool had_history_;                // the history key was there before this source
+  const bool had_history_;                // a token was drawn under the history before
   std::optional<std::string> broken_;     // why this source hands out nothing any more
   std::atomic<bool> broken_flag_{false};  // broken_ is set, for other threads
   std::shared_ptr<etcd::Connection> connection_;

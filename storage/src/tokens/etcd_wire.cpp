@@ -71,12 +71,14 @@ Result<std::string> unbase64(std::string_view text) {
   return out;
 }
 
-std::string create_or_read_body(std::string_view key, std::string_view value) {
+std::string create_or_read_body(std::string_view key, std::string_view value,
+                                std::string_view also) {
   const std::string encoded = base64(key);
   json compare = json::array(
       {{{"key", encoded}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}}});
   json success = json::array({{{"requestPut", {{"key", encoded}, {"value", base64(value)}}}}});
-  json failure = json::array({{{"requestRange", {{"key", encoded}}}}});
+  json failure = json::array(
+      {{{"requestRange", {{"key", encoded}}}}, {{"requestRange", {{"key", base64(also)}}}}});
   return json{{"compare", std::move(compare)},
               {"success", std::move(success)},
               {"failure", std::move(failure)}}
@@ -128,6 +130,10 @@ Result<Header> read_header(unsigned status, std::string_view body) {
 }
 
 Result<RangeRead> read_first_range(std::string_view body) {
+  return read_range(body, 0);
+}
+
+Result<RangeRead> read_range(std::string_view body, std::size_t index) {
   auto parsed = parse(200, body);
   if (!parsed.ok()) return parsed.error();
   const json& object = parsed.value();
@@ -135,10 +141,10 @@ Result<RangeRead> read_first_range(std::string_view body) {
     return make_error(ErrorCode::kInternal, "etcd's range answer is malformed");
   };
   if (!object.contains("responses") || !object["responses"].is_array() ||
-      object["responses"].empty()) {
+      object["responses"].size() <= index) {
     return malformed();
   }
-  const json& first = object["responses"][0];
+  const json& first = object["responses"][index];
   if (!first.is_object() || !first.contains("response_range") ||
       !first["response_range"].is_object()) {
     return malformed();

@@ -31,8 +31,10 @@ std::string base64(std::string_view bytes);
 // Errors: kInternal when `text` is not base64.
 Result<std::string> unbase64(std::string_view text);
 
-// POST /v3/kv/txn: creates `key` with `value` if it was never written, else reads it.
-std::string create_or_read_body(std::string_view key, std::string_view value);
+// POST /v3/kv/txn: creates `key` with `value` if it was never written, else reads it and then
+// `also` (the answer's second range).
+std::string create_or_read_body(std::string_view key, std::string_view value,
+                                std::string_view also);
 // POST /v3/kv/txn: if the guard holds, a put of `key` with an empty value — a new revision.
 std::string guarded_put_body(const HistoryGuard& guard, std::string_view key);
 // POST /v3/kv/txn: if the guard holds, a count of `key` — the answer's header carries the
@@ -52,5 +54,7 @@ struct RangeRead {
   std::string value;
 };
 Result<RangeRead> read_first_range(std::string_view body);
+// The same for the answer's range at `index`.
+Result<RangeRead> read_range(std::string_view body, std::size_t index);
 
 }  // namespace fencelock::storage::etcd

@@ -104,9 +104,49 @@ Result<std::vector<std::string>> master_ips(const NodeAddress& master) {
 // Blocking, at startup only. Returns "" when the master is durable enough, else what is wrong.
 // What create() reads off the master with its blocking round trip.
 struct MasterCheck {
-  std::string warning;  // empty, or why the master's persistence may lose increments
-  bool has_epoch_record = false;
+  std::string warning;        // empty, or why the master's persistence may lose increments
+  bool has_counters = false;  // some name was drawn (or the scan for one ran out of time)
 };
+
+// `prefix` as a SCAN MATCH pattern that matches it literally, then anything.
+std::string literal_prefix_pattern(std::string_view prefix) {
+  std::string pattern;
+  for (const char ch : prefix) {
+    if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') pattern += '\\';
+    pattern += ch;
+  }
+  return pattern + "*";
+}
+
+// Whether any counter under the source's prefix exists: SCAN until one is found or the scan
+// ends. Past `budget` (a master holding many other keys), it answers true: assume a history.
+Result<bool> any_counter(redisContext* c, const RedisTokenOptions& o,
+                         std::chrono::milliseconds budget) {
+  const std::string pattern = literal_prefix_pattern(o.key_prefix);
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  std::string cursor = "0";
+  do {
+    auto* reply = static_cast<redisReply*>(redisCommand(
+        c, "SCAN %s MATCH %b COUNT 1000", cursor.c_str(), pattern.data(), pattern.size()));
+    const bool valid = reply != nullptr && reply->type == REDIS_REPLY_ARRAY &&
+                       reply->elements == 2 && reply->element[0]->type == REDIS_REPLY_STRING &&
+                       reply->element[1]->type == REDIS_REPLY_ARRAY;
+    if (!valid) {
+      const std::string why = reply == nullptr ? std::string(c->errstr)
+                              : reply->type == REDIS_REPLY_ERROR
+                                  ? std::string(reply->str, reply->len)
+                                  : std::string("an answer that is not a SCAN answer");
+      if (reply != nullptr) freeReplyObject(reply);
+      return make_error(ErrorCode::kUnavailable,
+                        "token master " + o.master.to_string() + " did not answer SCAN: " + why);
+    }
+    cursor.assign(reply->element[0]->str, reply->element[0]->len);
+    const bool found = reply->element[1]->elements > 0;
+    freeReplyObject(reply);
+    if (found) return true;
+  } while (cursor != "0" && std::chrono::steady_clock::now() < deadline);
+  return cursor != "0";
+}
 
 Result<MasterCheck> check_master(const RedisTokenOptions& o) {
   auto ips = master_ips(o.master);
@@ -149,18 +189,9 @@ Result<MasterCheck> check_master(const RedisTokenOptions& o) {
                       "token master " + o.master.to_string() + " " + *risk);
   }
   MasterCheck check;
-  auto* exists = static_cast<redisReply*>(redisCommand(c.get(), "EXISTS %s", kEpochKey));
-  if (exists == nullptr || exists->type != REDIS_REPLY_INTEGER) {
-    const std::string why = exists == nullptr ? std::string(c->errstr)
-                            : exists->type == REDIS_REPLY_ERROR
-                                ? std::string(exists->str, exists->len)
-                                : std::string("an answer that is not an integer");
-    if (exists != nullptr) freeReplyObject(exists);
-    return make_error(ErrorCode::kUnavailable,
-                      "token master " + o.master.to_string() + " did not answer EXISTS: " + why);
-  }
-  check.has_epoch_record = exists->integer != 0;
-  freeReplyObject(exists);
+  auto counters = any_counter(c.get(), o, std::chrono::milliseconds(2000));
+  if (!counters.ok()) return std::move(counters).error();
+  check.has_counters = counters.value();
   const std::string aof = config_value(c.get(), "appendonly");
   const std::string fsync = config_value(c.get(), "appendfsync");
   if (aof == "yes" && fsync == "always") return check;
@@ -200,6 +231,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
     if (options_.regression_guard) {
       node.scripts.push_back({std::string(kTokenEpochScript), std::string(kTokenEpochScriptSha)});
       node.scripts.push_back({std::string(kTokenDrawScript), std::string(kTokenDrawScriptSha)});
+      node.scripts.push_back({std::string(kTokenSkipScript), std::string(kTokenSkipScriptSha)});
     }
     node_ = std::make_shared<RedisNode>(strand_, 0, std::move(node), this);
     asio::dispatch(strand_, [self = shared_from_this()] { self->node_->start(); });
@@ -229,7 +261,38 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   const std::string& warning() const noexcept { return warning_; }
   long long epoch() const noexcept { return epoch_.load(); }
 
+  // Any thread. Best effort: a skip that finds no connection, a renegotiation under way or another
+  // epoch recorded changes nothing, and the caller's next fenced attempt asks again.
+  void skip_past(std::string_view name, std::uint64_t seen) {
+    if (!options_.regression_guard || seen >= kLargestSkip || !is_valid_lock_name(name)) return;
+    asio::dispatch(
+        strand_, [self = shared_from_this(), key = options_.key_prefix + std::string(name), seen] {
+          const long long epoch = self->epoch_.load();
+          if (self->stopped_ || epoch < 0 || self->renegotiating_) return;
+          constexpr std::uint64_t kCounterMask = (std::uint64_t{1} << kTokenEpochShift) - 1;
+          RespCommand command(8);
+          // EVAL: rare, and it cannot answer NOSCRIPT. Sent before any draw that follows the skip.
+          command.arg("EVAL")
+              .arg(kTokenSkipScript)
+              .arg("2")
+              .arg(key)
+              .arg(kEpochKey)
+              .arg(static_cast<std::int64_t>(epoch))
+              .arg(static_cast<std::int64_t>(seen >> kTokenEpochShift))
+              .arg(static_cast<std::int64_t>(seen & kCounterMask));
+          self->node_->send(command, std::make_shared<IgnoredReply>(), 0);
+        });
+  }
+
  private:
+  // A fence's value from 2^53 on is not a token any source made (nor exact in JavaScript).
+  static constexpr std::uint64_t kLargestSkip = std::uint64_t{1} << 53;
+
+  class IgnoredReply final : public ReplySink {
+   public:
+    void on_reply(std::size_t, std::uint32_t, NodeReply) override {}
+  };
+
   // One next() or current() on its way to the master.
   struct Request {
     bool is_next = true;
@@ -477,7 +540,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   std::string warning_;
   EpochFile epoch_file_;
   std::optional<std::uint64_t> used_;  // highest epoch this source has drawn under (strand only)
-  const bool had_history_;  // an epoch file or the master's epoch record existed at create()
+  const bool had_history_;  // an epoch file or a counter on the master existed at create()
   std::atomic<long long> epoch_{-1};
   bool stopped_ = false;
   // Strand only: the run_id the epoch was negotiated for, which connection is current, and the
@@ -512,7 +575,7 @@ Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(
     return make_error(ErrorCode::kUnavailable,
                       master->warning + "; refusing to start without the unsafe flag");
   }
-  const bool history = used.has_value() || master->has_epoch_record;
+  const bool history = used.has_value() || master->has_counters;
   auto impl = std::make_shared<Impl>(asio::make_strand(executor), std::move(options),
                                      std::move(master->warning), used, history);
   impl->start();
@@ -533,6 +596,9 @@ void RedisTokenSource::next(std::string_view name, Callback done) {
 }
 void RedisTokenSource::current(std::string_view name, Callback done) {
   impl_->draw(false, name, std::move(done));
+}
+void RedisTokenSource::skip_past(std::string_view name, std::uint64_t seen) {
+  impl_->skip_past(name, seen);
 }
 bool RedisTokenSource::has_history() const {
   return impl_->has_history();

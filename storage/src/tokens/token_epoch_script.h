@@ -42,4 +42,23 @@ inline constexpr std::string_view kTokenDrawScript =
 
 inline constexpr std::string_view kTokenDrawScriptSha = "870aba17f28efb6ef75c4a9d1936e3f11444a886";
 
+// A skip past a fence (TokenSource::skip_past): the lock nodes saw ARGV[2] · 2^40 + ARGV[3] granted
+// for the name. KEYS[1]: the name's counter; KEYS[2]: the epoch record. ARGV[1]: the epoch the
+// caller draws under. Under any other recorded epoch: -1, nothing changed. If the seen epoch is
+// below the recorded one, every later token is above it already: 0. Otherwise raises the record
+// to the seen epoch (sources drawing under the old one mismatch and adopt it, as after any change
+// of the record) and the counter to at least the seen counter, and returns 1: the next draw of
+// the name is above what the nodes saw. Never lowers anything.
+inline constexpr std::string_view kTokenSkipScript =
+    "local recorded = tonumber(redis.call('HGET', KEYS[2], 'epoch'))\n"
+    "if recorded == nil or recorded ~= tonumber(ARGV[1]) then return -1 end\n"
+    "local seen = tonumber(ARGV[2])\n"
+    "if seen < recorded then return 0 end\n"
+    "if seen > recorded then redis.call('HSET', KEYS[2], 'epoch', seen) end\n"
+    "local counter = tonumber(redis.call('GET', KEYS[1])) or 0\n"
+    "if counter < tonumber(ARGV[3]) then redis.call('SET', KEYS[1], ARGV[3]) end\n"
+    "return 1\n";
+
+inline constexpr std::string_view kTokenSkipScriptSha = "7f5e44f81953775031528a21b363c91cdb8e7383";
+
 }  // namespace fencelock::storage

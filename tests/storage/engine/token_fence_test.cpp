@@ -66,7 +66,6 @@ void require_fence(RedisCluster& cluster, const std::string& name, std::uint64_t
     CHECK(SyncRedis(cluster.node(i).port()).fence(name) == fence);
 }
 
-// A SQLite token source on `path` with one token reserved per write, so a copy goes back exactly.
 }  // namespace
 
 TEST_CASE("fence: a token at or below what the nodes saw granted for the name is never granted",
@@ -243,13 +242,14 @@ TEST_CASE("fence: a wiped Redis token master with a fresh epoch file never repea
   master.node(0).restart(/*keep_data=*/false);       // the counter and its epoch record are gone
   auto fresh = make_source(dir.path() / "epoch-b");  // a new pod: a fresh epoch file
   EngineUnderTest second(engine_options_for(cluster), fresh);
+  // The fence refuses the fresh counter's small tokens; the source skips past it (a raised epoch).
   auto lease = second.acquire("x", 2s);
-  if (lease.ok()) {
-    CHECK(lease->token > highest);
-  } else {
-    CHECK_THAT(lease.error().message, Catch::Contains("the token store is behind the lock nodes"));
-  }
-  require_fence(cluster, "x", highest);
+  REQUIRE(lease.ok());
+  CHECK(lease->token > highest);
+  std::size_t raised = 0;  // a quorum wrote it before the grant was answered
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    raised += SyncRedis(cluster.node(i).port()).fence("x") == lease->token ? 1U : 0U;
+  CHECK(raised >= 2);
   fresh->stop();
 }
 

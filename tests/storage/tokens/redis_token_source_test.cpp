@@ -327,6 +327,7 @@ TEST_CASE("redis tokens: the token script digests match what Redis computes", "[
   };
   CHECK(digest_of(kTokenEpochScript) == kTokenEpochScriptSha);
   CHECK(digest_of(kTokenDrawScript) == kTokenDrawScriptSha);
+  CHECK(digest_of(kTokenSkipScript) == kTokenSkipScriptSha);
 }
 
 TEST_CASE(
@@ -406,22 +407,54 @@ TEST_CASE("redis tokens: draws go on after the master's script cache is flushed"
   CHECK(current_of(*source, "x").value() == before + 1);
 }
 
-TEST_CASE(
-    "redis tokens: a store has a history if the master keeps an epoch record or the epoch "
-    "file exists",
-    "[storage][redis]") {
+TEST_CASE("redis tokens: a store has a history once a token was drawn, or by an epoch file",
+          "[storage][redis]") {
   RedisCluster master(1, Persistence::kAofAlways);
   TempDir dir;
   IoThread io;
   {
     auto first = create_ready(io, options_for(master.node(0), dir.path() / "a"));
     CHECK_FALSE(first->has_history());
+    // Instances starting together on a new store: nothing was drawn yet, so none sees a history.
+    auto second = create_ready(io, options_for(master.node(0), dir.path() / "b"));
+    CHECK_FALSE(second->has_history());
     REQUIRE(draw_one(*first, "x").ok());
     first->stop();
+    second->stop();
   }
-  // Another instance with no epoch file of its own: the master's record says it.
-  CHECK(create_ready(io, options_for(master.node(0), dir.path() / "b"))->has_history());
-  // The master wiped: the first instance's epoch file still says it.
+  // Another instance with no epoch file of its own: the master's counter says it.
+  CHECK(create_ready(io, options_for(master.node(0), dir.path() / "c"))->has_history());
+  // The master wiped: an epoch file of an instance that ran before still says it.
   master.node(0).restart(/*keep_data=*/false);
   CHECK(create_ready(io, options_for(master.node(0), dir.path() / "a"))->has_history());
+  CHECK_FALSE(create_ready(io, options_for(master.node(0), dir.path() / "d"))->has_history());
+}
+
+TEST_CASE(
+    "redis tokens: skip_past moves a name's draws above a fence, for every source, never back",
+    "[storage][redis]") {
+  RedisCluster master(1, Persistence::kAofAlways);
+  TempDir dir;
+  IoThread io;
+  auto a = create_ready(io, options_for(master.node(0), dir.path() / "a"));
+  auto b = create_ready(io, options_for(master.node(0), dir.path() / "b"));
+  REQUIRE(draw_one(*a, "x").value() == 1);
+  const std::uint64_t fence = (std::uint64_t{3} << kTokenEpochShift) + 50;
+  a->skip_past("x", fence);
+  const std::uint64_t above = draw_one(*a, "x").value();
+  CHECK(above == fence + 1);
+  CHECK(a->epoch() == 3);
+  // The other source adopts the raised epoch on its next draw: its tokens stay in one order.
+  CHECK(draw_one(*b, "x").value() == fence + 2);
+  CHECK(b->epoch() == 3);
+  // A lower fence (a race lost to a concurrent grant) changes nothing.
+  a->skip_past("x", 7);
+  b->skip_past("x", (std::uint64_t{1} << kTokenEpochShift) + 999);
+  CHECK(draw_one(*a, "x").value() == fence + 3);
+  // What no source made is ignored.
+  a->skip_past("x", std::uint64_t{1} << 53);
+  CHECK(draw_one(*a, "x").value() == fence + 4);
+  // The epoch used is durable: a restart of the instance keeps it.
+  a->stop();
+  CHECK(create_ready(io, options_for(master.node(0), dir.path() / "a"))->epoch() == 3);
 }

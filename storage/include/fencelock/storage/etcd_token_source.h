@@ -101,7 +101,7 @@ class EtcdTokenSource final : public TokenSource {
   void current(std::string_view name, Callback done) override;
   // Does nothing: a token is etcd's revision, one counter for every name, which only writes move.
   void skip_past(std::string_view, std::uint64_t) override {}
-  // True unless this source created the prefix's history key.
+  // True when a token was drawn under the prefix's history before this source started.
   bool has_history() const override;
 
   class Impl;

@@ -92,10 +92,14 @@ class RedisTokenSource final : public TokenSource {
   // an epoch), kInvalidArgument.
   void next(std::string_view name, Callback done) override;
   void current(std::string_view name, Callback done) override;
-  // Does nothing (yet): moving past a fence of a later epoch takes a new epoch, which only the
-  // master's restart or a lost epoch record starts.
-  void skip_past(std::string_view, std::uint64_t) override {}
-  // True when the epoch file held an epoch or the master held an epoch record at create().
+  // Raises the master's epoch record to `seen`'s epoch if it is below (every source then adopts
+  // it, as after any change of the record) and the name's counter to `seen`'s counter if below, so
+  // the next draw of `name` is above `seen` — a store wiped, or started over with a fresh epoch
+  // file, skips past the lock nodes' fence. One script, sent before any later draw; best effort
+  // (see skip_past in token_source.h). Values of 2^53 and above are ignored.
+  void skip_past(std::string_view name, std::uint64_t seen) override;
+  // True when the epoch file held an epoch or the master held a counter at create() (a SCAN of
+  // the prefix that ran past 2 s counts as a counter found).
   bool has_history() const override;
 
   // The epoch in use, or -1 while (re)connecting. For tests and metrics.

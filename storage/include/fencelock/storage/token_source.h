@@ -36,10 +36,11 @@ class TokenSource {
   // nothing, and says why where it overrides this. Never lowers anything. Safe from any thread;
   // never blocks. Pure: a wrapper that forgot to forward it would drop it silently.
   virtual void skip_past(std::string_view name, std::uint64_t seen) = 0;
-  // Whether the store was in use before this source opened it (it reserved, handed out or agreed
-  // an epoch for a token), or may have been. Lock nodes that all answer without any history are a
-  // new cluster only if their token store is new too (node_trust.h, rule 4). Fixed at open; safe
-  // from any thread.
+  // Whether the store handed out (or reserved) a token before this source opened it, or may have.
+  // No lease was ever granted with a store that never handed out a token, so lock nodes that all
+  // answer without any history are a new cluster only if this is false (node_trust.h, rule 4) —
+  // several instances starting together on one new shared store all see it false. Fixed at
+  // open; safe from any thread.
   virtual bool has_history() const = 0;
 };
 
