@@ -435,11 +435,13 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     if (listener_ != nullptr) listener_->on_node_address_changed(index_, last_ready_peer_, peer_);
   }
   last_ready_peer_ = peer_;
-  counters_.up = true;
   identity_ = handshake_identity_;
   recheck_left_ = 0;
   schedule_recheck();
   if (listener_ != nullptr) listener_->on_node_ready(index_, handshake_identity_);
+  // Shown up only once the listener has taken the handshake in: a status read from another
+  // thread never pairs "up" with what the engine knew of the node's previous incarnation.
+  if (state_ == State::kReady) counters_.up = true;
 }
 
 void RedisNode::refuse(const std::string& why) {
