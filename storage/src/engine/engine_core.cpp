@@ -356,7 +356,8 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   handshake.run_id = identity.run_id;
   handshake.uptime = identity.uptime;
   handshake.durable = identity.durable;
-  // The marker probe's answer: {admitted or "", max_ttl_ms, suspect or "", suspect age ms}.
+  // The marker probe's answer: {admitted or "", max_ttl_ms, suspect or "", suspect age ms,
+  // our last heartbeat number there or "", fences_missing or ""}.
   const NodeReply& marker = identity.probe;
   const auto number = [](const std::string& text) {
     long long value = 0;
@@ -366,6 +367,9 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 2) {
     handshake.admitted = marker.elements[0].text;
     handshake.marked_max_ttl = std::chrono::milliseconds(number(marker.elements[1].text));
+  }
+  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 6) {
+    handshake.fences_missing = !marker.elements[5].text.empty();
   }
   if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 5) {
     handshake.suspect = marker.elements[2].text;
@@ -382,7 +386,9 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
     refusals_[node].clear();
   }
   const auto now = Clock::now();
-  record_admissions(trust_.observe(node, handshake, now));
+  const auto admitted = trust_.observe(node, handshake, now);
+  record_fence_losses(trust_.take_fence_losses());
+  record_admissions(admitted);
   if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
   record_suspects(trust_.take_suspects(),
                   handshake.lost_writes
@@ -399,6 +405,7 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
 
 void EngineCore::node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked) {
   trust_.lost_keys(node, trust_.run_id(node), Clock::now());
+  record_fence_losses(trust_.take_fence_losses());
   record_suspects(trust_.take_suspects(),
                   "it lost acknowledged writes without a restart: it holds registry heartbeat " +
                       std::to_string(holds) + " of this fencelockd after acknowledging " +
@@ -435,6 +442,7 @@ std::optional<std::string> EngineCore::refusal_of(std::size_t node, const NodeId
   // until then).
   if (auto risk = eviction_risk(identity)) {
     trust_.unsafe(node, identity.run_id, Clock::now());
+    record_fence_losses(trust_.take_fence_losses());  // sent; a refused node may not get it
     refresh_quarantines();
     return risk;
   }
@@ -447,9 +455,22 @@ void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
       repair_fences(node);
       continue;
     }
+    // Its fences are whole: no recorded loss stays behind the admission (same connection, in
+    // order, so no engine reads the admission with the loss still recorded).
+    RespCommand repaired(3);
+    repaired.arg("HDEL").arg(kNodeMarkerKey).arg("fences_missing");
+    nodes_[node]->send(repaired, nullptr, 0);
     RespCommand admit(4);
     admit.arg("HSET").arg(kNodeMarkerKey).arg("admitted").arg(trust_.run_id(node));
     nodes_[node]->send(admit, nullptr, 0);
+  }
+}
+
+void EngineCore::record_fence_losses(const std::vector<std::size_t>& nodes) {
+  for (const std::size_t node : nodes) {
+    RespCommand record(4);
+    record.arg("HSET").arg(kNodeMarkerKey).arg("fences_missing").arg("1");
+    nodes_[node]->send(record, nullptr, 0);
   }
 }
 
@@ -473,9 +494,9 @@ void EngineCore::repair_fences(std::size_t node) {
   // Best effort only when too few nodes kept their fences for a strict repair ever to succeed
   // (the others lost theirs too), or strict repairs kept failing for kBestEffortPatience (nodes
   // down for longer): a node still handshaking, or a blip of one, must not make it so.
-  std::size_t kept = 0;  // other nodes trusted with their fences, connected or not
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (i != node && trust_.voting(i, now) && !trust_.fences_missing(i) && !partial_repair_[i])
+  std::size_t kept = 0;  // other nodes that may hold their fences: not seen yet, or trusted with
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {  // them, connected or not
+    if (i != node && (!trust_.seen(i) || (!trust_.fences_missing(i) && !partial_repair_[i])))
       ++kept;
   }
   if (needed < strict_needed && kept >= strict_needed &&

@@ -225,6 +225,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void retry_fence_repair(std::size_t node);
   // Records on each node that its current incarnation is suspect (node_trust.h), and logs it.
   void record_suspects(const std::vector<std::size_t>& nodes, const std::string& why);
+  // Records on each node that its fences may be missing (the marker's fences_missing), until a
+  // strict repair's record_admissions() deletes it.
+  void record_fence_losses(const std::vector<std::size_t>& nodes);
   // Brings the quarantine flags and end-of-quarantine timers in line with trust_.
   void refresh_quarantines();
 

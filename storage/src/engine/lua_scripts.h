@@ -473,13 +473,15 @@ inline constexpr std::string_view kInspectScript =
 // One per node, shared by every key prefix ('#' never occurs in a lock name). Fields: max_ttl_ms,
 // the largest --max-ttl of any engine that met the node; admitted, the run_id of the node's
 // incarnation that some engine let vote (written by the engine with HSET); suspect, "<run_id>
-// <node clock ms>": an incarnation that may have lost keys as late as then (kNodeSuspectScript).
+// <node clock ms>": an incarnation that may have lost keys as late as then (kNodeSuspectScript);
+// fences_missing, "1" from when some engine noticed the node may have lost its fences until a
+// strict repair copied them back (deleted just before `admitted` is written again).
 inline constexpr std::string_view kNodeMarkerKey = "fencelock:#node";
 
 // Handshake probe (EVAL, not loaded): raises max_ttl_ms to ARGV[1] (this engine's max ttl, ms) and
 // returns {admitted or "", max_ttl_ms, suspect run_id or "", ms since the suspect record (node
 // clock, never negative), the heartbeat number engine ARGV[2] last left in the registry hash
-// KEYS[2] or ""}, numbers as strings. Writes only when the maximum grows.
+// KEYS[2] or "", fences_missing or ""}, numbers as strings. Writes only when the maximum grows.
 inline constexpr std::string_view kNodeMarkerScript =
     "local max = tonumber(redis.call('HGET', KEYS[1], 'max_ttl_ms')) or 0\n"
     "if tonumber(ARGV[1]) > max then\n"
@@ -497,7 +499,8 @@ inline constexpr std::string_view kNodeMarkerScript =
     "end\n"
     "local seq = redis.call('HGET', KEYS[2], '#seq:' .. ARGV[2]) or ''\n"
     "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max), suspect, "
-    "tostring(age), string.match(seq, '^%d+') or ''}\n";
+    "tostring(age), string.match(seq, '^%d+') or '', "
+    "redis.call('HGET', KEYS[1], 'fences_missing') or ''}\n";
 
 // Records on the node (EVAL) that its incarnation ARGV[1] may have lost keys as late as now: sets
 // the marker's suspect field to "<ARGV[1]> <node clock ms>". Returns 1.

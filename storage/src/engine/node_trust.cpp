@@ -66,12 +66,18 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   const bool suspect_now = n.tainted == n.run_id;
   if (!suspect_now &&
       ((handshake.durable && kept_history) || handshake.admitted == handshake.run_id)) {
-    if (handshake.admitted != handshake.run_id) admitted.push_back(node);
     admit(node);
     // Admitted in this incarnation: recorded only after its fences were back. Durable with its
     // marker: it lost nothing since — unless it had lost its fences before (a restart while they
-    // were being copied back), which a restart does not bring back.
-    if (handshake.admitted == handshake.run_id) n.fences_missing = false;
+    // were being copied back), which a restart does not bring back and the marker records.
+    if (handshake.fences_missing) {
+      if (!n.fences_missing) lose_fences(n);
+      n.record_fence_loss = false;  // recorded already
+    } else if (handshake.admitted == handshake.run_id) {
+      n.fences_missing = false;
+    }
+    // Listed to be recorded — or, with its fences missing, repaired first (the caller does that).
+    if (handshake.admitted != handshake.run_id || n.fences_missing) admitted.push_back(node);
     return admitted;
   }
   if (birth_possible()) {
@@ -123,6 +129,15 @@ bool NodeTrust::note_max_ttl(std::chrono::milliseconds ttl) {
   return true;
 }
 
+std::vector<std::size_t> NodeTrust::take_fence_losses() {
+  std::vector<std::size_t> losses;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (std::exchange(nodes_[i].record_fence_loss, false) && nodes_[i].fences_missing)
+      losses.push_back(i);
+  }
+  return losses;
+}
+
 std::vector<std::size_t> NodeTrust::take_suspects() {
   std::vector<std::size_t> suspects;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -163,6 +178,7 @@ bool NodeTrust::birth_possible() const {
 
 void NodeTrust::lose_fences(Node& n) {
   n.fences_missing = true;
+  n.record_fence_loss = true;
   ++n.fence_generation;
 }
 

@@ -47,7 +47,8 @@
 // by rule 3 — after a quarantine, or up long enough but never admitted in this incarnation — or
 // whose incarnation became suspect has its fences *missing*: the engine keeps it from voting and
 // does not record its admission until it copied the fences back onto it (fence_repair.h), then
-// calls fences_restored(). Rules 1, 2 and 4 clear it: nothing was lost.
+// calls fences_restored(). Rules 1, 2 and 4 clear it: nothing was lost — unless the marker records
+// a loss no strict repair has undone yet (take_fence_losses), which survives a durable restart.
 //
 // Limits (docs/architecture.md): what an engine did not see — a node that ran without persistence
 // or evicted while no engine was connected, a restore that no running engine had written past —
@@ -87,7 +88,8 @@ class NodeTrust {
     std::chrono::milliseconds marked_max_ttl{0};  // the marker's max ttl, ours merged in
     std::string suspect;                          // the marker's suspect run_id; "" when none
     std::chrono::milliseconds suspect_age{0};     // how long ago that was recorded (node clock)
-    bool lost_writes = false;  // holds an older registry entry of ours than we last wrote there
+    bool lost_writes = false;     // holds an older registry entry of ours than we last wrote there
+    bool fences_missing = false;  // the marker records a loss of fences not repaired yet
   };
 
   // The longest ttl any engine may grant, when nothing better is known.
@@ -115,6 +117,10 @@ class NodeTrust {
   bool note_max_ttl(std::chrono::milliseconds ttl);
   // Nodes whose current incarnation became suspect since the last call: record it on them.
   std::vector<std::size_t> take_suspects();
+  // Nodes whose fences became missing since the last call and whose marker does not say so yet:
+  // record it there (the marker's fences_missing), so that no engine — another one, or this one
+  // restarted — trusts the node by rule 1 or 2 before a strict repair clears it.
+  std::vector<std::size_t> take_fence_losses();
 
   // Whether `node`'s current incarnation may lack fences (above); it votes only once restored.
   bool fences_missing(std::size_t node) const { return nodes_.at(node).fences_missing; }
@@ -133,6 +139,7 @@ class NodeTrust {
   // unsafe); nullopt when it votes or was never seen.
   std::optional<Clock::time_point> quarantined_until(std::size_t node) const;
   const std::string& run_id(std::size_t node) const { return nodes_.at(node).run_id; }
+  bool seen(std::size_t node) const { return nodes_.at(node).seen; }
 
   // The window a restarted node waits out: the longest ttl any engine may grant (as known) plus
   // drift, rounded up.
@@ -149,6 +156,7 @@ class NodeTrust {
     bool unsafe = false;  // `tainted` was last seen with settings that may drop keys
     std::string not_durable;  // an incarnation seen without durable persistence
     bool record_suspect = false;
+    bool record_fence_loss = false;
     bool fences_missing = false;  // rule 3 or suspect: fences to copy back before it votes
     std::uint64_t fence_generation = 0;
   };

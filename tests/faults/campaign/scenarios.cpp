@@ -397,6 +397,22 @@ void counter_loses_tail(NemesisContext& c) {
   }
 }
 
+// Operators' mistakes (issue #32 item 9). The counter master's disk is lost (it restarts empty)
+// and every fencelockd starts again as a new pod would, without its epoch file: the sources begin
+// again at epoch 0's first tokens, below the lock nodes' fences. The fence must refuse them and
+// the sources skip past it (no repeat, no backward token), and grants must resume.
+void counter_wiped_new_pods(NemesisContext& c) {
+  namespace fs = std::filesystem;
+  while (c.pause_for(milliseconds(1200 + c.random() % 800))) {
+    for (std::size_t i = 0; i < c.cluster.instance_count(); ++i) c.cluster.kill_instance(i);
+    c.cluster.counter().restart(/*keep_data=*/false);
+    for (std::size_t i = 0; i < c.cluster.instance_count(); ++i)
+      fs::remove(c.cluster.dir() / ("epoch" + std::to_string(i)));
+    c.history.note("counter-wiped-new-pods", "the counter master and every epoch file are lost");
+    for (std::size_t i = 0; i < c.cluster.instance_count(); ++i) c.cluster.start_instance(i);
+  }
+}
+
 }  // namespace
 
 bool NemesisContext::pause_for(std::chrono::milliseconds d) const {
@@ -502,6 +518,10 @@ std::vector<Scenario> all_scenarios() {
   s.push_back(make("counter-loses-tail",
                    "the counter master restarts from an older copy of its files",
                    counter_loses_tail));
+  s.push_back(make("operator-counter-wiped",
+                   "the counter master's data and every epoch file lost; instances restart as new "
+                   "pods",
+                   counter_wiped_new_pods));
   // Negative controls: each MUST show violations, or the checkers are blind.
   Scenario quarantine_off =
       control("control-quarantine-off", "quarantine off; 3 of 5 nodes restart empty while held",
@@ -522,6 +542,11 @@ std::vector<Scenario> all_scenarios() {
                            counter_loses_tail, {"tokens"});
   naive.naive_counter = true;
   s.push_back(naive);
+  Scenario naive_wiped = control("control-operator-counter-wiped",
+                                 "operator-counter-wiped, drawing with a bare INCR (no fence)",
+                                 counter_wiped_new_pods, {"tokens"});
+  naive_wiped.naive_counter = true;
+  s.push_back(naive_wiped);
   return s;
 }
 

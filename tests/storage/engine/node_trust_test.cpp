@@ -268,3 +268,32 @@ TEST_CASE("a new cluster's nodes have no fences to miss", "[storage]") {
   trust.observe(2, node("c", 1s), t0);
   for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(trust.fences_missing(i));
 }
+
+TEST_CASE("a loss of fences is recorded on the node, and a durable restart does not forget it",
+          "[storage]") {
+  NodeTrust trust(3, settings());
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  trust.observe(2, node("c", hours(5), "c"), t0);
+  CHECK(trust.take_fence_losses().empty());
+  trust.lost_keys(0, "a", t0 + 1s);
+  CHECK(trust.take_fence_losses() == std::vector<std::size_t>{0});
+  CHECK(trust.take_fence_losses().empty());  // once
+
+  // Node 0 restarts durable during its repair: its marker kept `admitted` (an older incarnation)
+  // and the recorded loss. Rule 1 lets it vote — once its fences are back, not before.
+  Handshake restarted = node("a2", 1s, "a", seconds(60), /*durable=*/true);
+  restarted.fences_missing = true;
+  NodeTrust fresh(3, settings());
+  CHECK(fresh.observe(0, restarted, t0) == std::vector<std::size_t>{0});  // to repair, then record
+  CHECK(fresh.voting(0, t0));
+  CHECK(fresh.fences_missing(0));
+  CHECK(fresh.take_fence_losses().empty());  // recorded already
+  fresh.fences_restored(0, fresh.fence_generation(0));
+  CHECK_FALSE(fresh.fences_missing(0));
+  // Without the record the same handshake is trusted whole (what the record is for).
+  NodeTrust unaware(3, settings());
+  CHECK(unaware.observe(0, node("a2", 1s, "a", seconds(60), true), t0) ==
+        std::vector<std::size_t>{0});
+  CHECK_FALSE(unaware.fences_missing(0));
+}

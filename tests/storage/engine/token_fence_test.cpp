@@ -280,6 +280,46 @@ TEST_CASE("fence: a node that lost its fences gets them back before it votes aga
   CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
 }
 
+TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart before the repair",
+          "[storage][redis]") {
+  // The third review's case: the fences-missing state lived in one engine's memory, so a durable
+  // node that restarted while its fences were being copied back was trusted whole by rule 1 by any
+  // other engine (or this one restarted). The loss is now recorded in the node's marker.
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  {
+    EngineUnderTest a(engine_options_for(cluster),
+                      std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{100}));
+    cluster.node(2).kill();
+    a.wait_for_voting_nodes(2);
+    auto lease = a.acquire("ledger", 500ms);
+    REQUIRE(lease.ok());
+    REQUIRE(a.release("ledger", claim(lease)).value());
+  }
+  // Node 0 lost its fence, some engine noticed and recorded it, and the node restarted (durable,
+  // its marker kept) before any repair finished.
+  {
+    SyncRedis node(cluster.node(0).port());
+    node.command({"DEL", "fencelock:lock:ledger#fence"});
+    node.command({"HSET", "fencelock:#node", "fences_missing", "1"});
+  }
+  cluster.node(0).restart(/*keep_data=*/true);
+  cluster.node(2).start();  // kept its data: no fence for "ledger" (it was down)
+  EngineUnderTest b(engine_options_for(cluster),
+                    std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{50}));
+  SyncRedis node0(cluster.node(0).port());
+  CHECK(node0.fence("ledger") == 100);  // copied back before node 0 voted
+  // The record goes just before the admission is recorded, right after the repair.
+  b.wait_until(
+      [&] {
+        return node0.command({"HGET", "fencelock:#node", "fences_missing"}).kind ==
+               NodeReply::Kind::kNil;
+      },
+      5s);
+  auto refused = b.acquire("ledger", 500ms);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+}
+
 TEST_CASE("fence: a repair copies every key prefix's fences, since every prefix trusts its result",
           "[storage][redis]") {
   // The review's case (F1 of the repair): the node marker, and so a recorded admission, is shared
