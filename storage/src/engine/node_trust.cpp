@@ -47,8 +47,12 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     const bool was_unsafe = std::exchange(n.unsafe, false);
     if (lossy_restart || was_unsafe || handshake.lost_writes) taint(n, now, /*record=*/true);
     // Recorded by some engine (maybe this one): it waits from then, and is not recorded again
-    // (that would move the end of every engine's wait on each reconnect).
-    if (handshake.suspect == handshake.run_id) taint(n, now - handshake.suspect_age, false);
+    // (that would move the end of every engine's wait on each reconnect). A record of an earlier
+    // incarnation younger than the window counts too: a restart, even a durable one, does not
+    // bring back what that incarnation lost (the in-memory lossy_restart, for every engine).
+    if (handshake.suspect == handshake.run_id ||
+        (!handshake.suspect.empty() && handshake.suspect_age < window()))
+      taint(n, now - handshake.suspect_age, false);
   }
 
   std::vector<std::size_t> admitted;

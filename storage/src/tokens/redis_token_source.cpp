@@ -106,6 +106,7 @@ Result<std::vector<std::string>> master_ips(const NodeAddress& master) {
 struct MasterCheck {
   std::string warning;        // empty, or why the master's persistence may lose increments
   bool has_counters = false;  // some name was drawn (or the scan for one ran out of time)
+  bool has_epoch_record = false;
 };
 
 // `prefix` as a SCAN MATCH pattern that matches it literally, then anything.
@@ -192,6 +193,18 @@ Result<MasterCheck> check_master(const RedisTokenOptions& o) {
   auto counters = any_counter(c.get(), o, std::chrono::milliseconds(2000));
   if (!counters.ok()) return std::move(counters).error();
   check.has_counters = counters.value();
+  auto* exists = static_cast<redisReply*>(redisCommand(c.get(), "EXISTS %s", kEpochKey));
+  if (exists == nullptr || exists->type != REDIS_REPLY_INTEGER) {
+    const std::string why = exists == nullptr ? std::string(c->errstr)
+                            : exists->type == REDIS_REPLY_ERROR
+                                ? std::string(exists->str, exists->len)
+                                : std::string("an answer that is not an integer");
+    if (exists != nullptr) freeReplyObject(exists);
+    return make_error(ErrorCode::kUnavailable,
+                      "token master " + o.master.to_string() + " did not answer EXISTS: " + why);
+  }
+  check.has_epoch_record = exists->integer != 0;
+  freeReplyObject(exists);
   const std::string aof = config_value(c.get(), "appendonly");
   const std::string fsync = config_value(c.get(), "appendfsync");
   if (aof == "yes" && fsync == "always") return check;
@@ -540,7 +553,7 @@ class RedisTokenSource::Impl : public NodeListener, public std::enable_shared_fr
   std::string warning_;
   EpochFile epoch_file_;
   std::optional<std::uint64_t> used_;  // highest epoch this source has drawn under (strand only)
-  const bool had_history_;  // an epoch file or a counter on the master existed at create()
+  const bool had_history_;  // a counter on the master, or an epoch file and a wiped master
   std::atomic<long long> epoch_{-1};
   bool stopped_ = false;
   // Strand only: the run_id the epoch was negotiated for, which connection is current, and the
@@ -575,7 +588,9 @@ Result<std::shared_ptr<RedisTokenSource>> RedisTokenSource::create(
     return make_error(ErrorCode::kUnavailable,
                       master->warning + "; refusing to start without the unsafe flag");
   }
-  const bool history = used.has_value() || master->has_counters;
+  // An epoch file is written when the source first connects, before any draw: alone it says a
+  // history only when the master lost its record (wiped), not when nothing was ever drawn.
+  const bool history = master->has_counters || (used.has_value() && !master->has_epoch_record);
   auto impl = std::make_shared<Impl>(asio::make_strand(executor), std::move(options),
                                      std::move(master->warning), used, history);
   impl->start();

@@ -216,10 +216,16 @@ TEST_CASE("a suspect record on the node quarantines its incarnation for a fresh 
   CHECK(trust.take_suspects().empty());  // recorded already
   CHECK_FALSE(trust.voting(2, t0 + 39s));
   CHECK(trust.voting(2, t0 + 41s));
-  // A record of an earlier incarnation says nothing about this one.
+  // A young record of an earlier incarnation holds this one out too: a durable restart does not
+  // bring back what that incarnation lost (the review's double grant: no instance saw the
+  // restart, and rule 1 trusted the node). An old one says nothing.
   recorded.suspect = "older";
   CHECK(trust.observe(1, recorded, t0).empty());
-  CHECK(trust.voting(1, t0));
+  CHECK_FALSE(trust.voting(1, t0 + 39s));
+  CHECK(trust.voting(1, t0 + 41s));
+  recorded.suspect_age = seconds(61);
+  CHECK(trust.observe(0, recorded, t0).empty());  // admitted in this incarnation already
+  CHECK(trust.voting(0, t0));
 }
 
 TEST_CASE("a longer max ttl read during a quarantine lengthens it, and is never lowered",

@@ -98,8 +98,9 @@ class RedisTokenSource final : public TokenSource {
   // file, skips past the lock nodes' fence. One script, sent before any later draw; best effort
   // (see skip_past in token_source.h). Values of 2^53 and above are ignored.
   void skip_past(std::string_view name, std::uint64_t seen) override;
-  // True when the epoch file held an epoch or the master held a counter at create() (a SCAN of
-  // the prefix that ran past 2 s counts as a counter found).
+  // True when the master held a counter at create() (a SCAN of the prefix that ran past 2 s
+  // counts as one found), or the epoch file held an epoch while the master had no epoch record
+  // (it was wiped).
   bool has_history() const override;
 
   // The epoch in use, or -1 while (re)connecting. For tests and metrics.
