@@ -109,6 +109,19 @@ struct MasterCheck {
   bool has_epoch_record = false;
 };
 
+// The error for a blocking `command` whose `reply` (freed here; may be null) is not `expected`.
+Error unanswered(redisContext* c, redisReply* reply, const RedisTokenOptions& o,
+                 std::string_view command, std::string_view expected) {
+  const std::string why = reply == nullptr ? std::string(c->errstr)
+                          : reply->type == REDIS_REPLY_ERROR
+                              ? std::string(reply->str, reply->len)
+                              : "an answer that is not " + std::string(expected);
+  if (reply != nullptr) freeReplyObject(reply);
+  return make_error(ErrorCode::kUnavailable, "token master " + o.master.to_string() +
+                                                 " did not answer " + std::string(command) + ": " +
+                                                 why);
+}
+
 // `prefix` as a SCAN MATCH pattern that matches it literally, then anything.
 std::string literal_prefix_pattern(std::string_view prefix) {
   std::string pattern;
@@ -132,15 +145,7 @@ Result<bool> any_counter(redisContext* c, const RedisTokenOptions& o,
     const bool valid = reply != nullptr && reply->type == REDIS_REPLY_ARRAY &&
                        reply->elements == 2 && reply->element[0]->type == REDIS_REPLY_STRING &&
                        reply->element[1]->type == REDIS_REPLY_ARRAY;
-    if (!valid) {
-      const std::string why = reply == nullptr ? std::string(c->errstr)
-                              : reply->type == REDIS_REPLY_ERROR
-                                  ? std::string(reply->str, reply->len)
-                                  : std::string("an answer that is not a SCAN answer");
-      if (reply != nullptr) freeReplyObject(reply);
-      return make_error(ErrorCode::kUnavailable,
-                        "token master " + o.master.to_string() + " did not answer SCAN: " + why);
-    }
+    if (!valid) return unanswered(c, reply, o, "SCAN", "a SCAN answer");
     cursor.assign(reply->element[0]->str, reply->element[0]->len);
     const bool found = reply->element[1]->elements > 0;
     freeReplyObject(reply);
@@ -194,15 +199,8 @@ Result<MasterCheck> check_master(const RedisTokenOptions& o) {
   if (!counters.ok()) return std::move(counters).error();
   check.has_counters = counters.value();
   auto* exists = static_cast<redisReply*>(redisCommand(c.get(), "EXISTS %s", kEpochKey));
-  if (exists == nullptr || exists->type != REDIS_REPLY_INTEGER) {
-    const std::string why = exists == nullptr ? std::string(c->errstr)
-                            : exists->type == REDIS_REPLY_ERROR
-                                ? std::string(exists->str, exists->len)
-                                : std::string("an answer that is not an integer");
-    if (exists != nullptr) freeReplyObject(exists);
-    return make_error(ErrorCode::kUnavailable,
-                      "token master " + o.master.to_string() + " did not answer EXISTS: " + why);
-  }
+  if (exists == nullptr || exists->type != REDIS_REPLY_INTEGER)
+    return unanswered(c.get(), exists, o, "EXISTS", "an integer");
   check.has_epoch_record = exists->integer != 0;
   freeReplyObject(exists);
   const std::string aof = config_value(c.get(), "appendonly");
