@@ -65,14 +65,15 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   base.read_settings = true;
   base.recheck_interval = InstanceRegistry::kInterval;
   base.credentials = options_.credentials;
-  RespCommand probe(7);
+  RespCommand probe(8);
   probe.arg("EVAL")
       .arg(kNodeMarkerScript)
       .arg(std::int64_t{2})
       .arg(kNodeMarkerKey)
       .arg(registry_->key())
       .arg(options_.max_ttl.count())
-      .arg(engine_id_);
+      .arg(engine_id_)
+      .arg(options_.key_prefix);
   base.probe = std::move(probe);
   for (std::size_t i = 0; i < kScriptCount; ++i) {  // every script, loaded on every connection
     const auto script = static_cast<Script>(i);
@@ -458,18 +459,24 @@ void EngineCore::record_admissions(const std::vector<std::size_t>& nodes) {
     // Its fences are whole: no recorded loss stays behind the admission (same connection, in
     // order, so no engine reads the admission with the loss still recorded).
     RespCommand repaired(3);
-    repaired.arg("HDEL").arg(kNodeMarkerKey).arg("fences_missing");
+    repaired.arg("HDEL").arg(kNodeMarkerKey).arg(marker_field("fences_missing:"));
     nodes_[node]->send(repaired, nullptr, 0);
     RespCommand admit(4);
-    admit.arg("HSET").arg(kNodeMarkerKey).arg("admitted").arg(trust_.run_id(node));
+    admit.arg("HSET").arg(kNodeMarkerKey).arg(marker_field("admitted:")).arg(trust_.run_id(node));
     nodes_[node]->send(admit, nullptr, 0);
   }
+}
+
+std::string EngineCore::marker_field(std::string_view field) const {
+  std::string scoped(field);
+  scoped.append(options_.key_prefix);
+  return scoped;
 }
 
 void EngineCore::record_fence_losses(const std::vector<std::size_t>& nodes) {
   for (const std::size_t node : nodes) {
     RespCommand record(4);
-    record.arg("HSET").arg(kNodeMarkerKey).arg("fences_missing").arg("1");
+    record.arg("HSET").arg(kNodeMarkerKey).arg(marker_field("fences_missing:")).arg("1");
     nodes_[node]->send(record, nullptr, 0);
   }
 }

@@ -228,6 +228,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Records on each node that its fences may be missing (the marker's fences_missing), until a
   // strict repair's record_admissions() deletes it.
   void record_fence_losses(const std::vector<std::size_t>& nodes);
+  // `field` ("admitted:", "fences_missing:") followed by this engine's key prefix: the marker's
+  // fields of one deployment (lua_scripts.h).
+  std::string marker_field(std::string_view field) const;
   // Brings the quarantine flags and end-of-quarantine timers in line with trust_.
   void refresh_quarantines();
 

@@ -1,5 +1,6 @@
 #include "engine/fence_repair.h"
 
+#include <string_view>
 #include <utility>
 
 #include "engine/lua_scripts.h"
@@ -10,9 +11,16 @@ namespace {
 
 constexpr const char* kScanCount = "512";  // keys a SCAN step looks at (bounded work per step)
 
-// Every key prefix's fences, not only this engine's: the node's admission, once recorded, is
-// trusted by the engines of every prefix (the node marker is shared).
-constexpr const char* kFencePattern = "*#fence";
+// This engine's key prefix's fences (a SCAN MATCH glob; the prefix's glob characters escaped).
+// Only its own: the admission it records is trusted by its own prefix's engines only.
+std::string fence_pattern(std::string_view prefix) {
+  std::string pattern;
+  for (const char c : prefix) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern.push_back('\\');
+    pattern.push_back(c);
+  }
+  return pattern.append("*#fence");
+}
 
 }  // namespace
 
@@ -27,7 +35,8 @@ FenceRepair::FenceRepair(std::shared_ptr<EngineCore> core, std::size_t target,
       target_(target),
       sources_(std::move(sources)),
       needed_(needed),
-      done_(std::move(done)) {}
+      done_(std::move(done)),
+      pattern_(fence_pattern(core_->options().key_prefix)) {}
 
 void FenceRepair::start() {
   if (sources_.empty() || sources_.size() < needed_) {
@@ -43,7 +52,7 @@ void FenceRepair::scan() {
     return;
   }
   RespCommand command(6);
-  command.arg("SCAN").arg(cursor_).arg("MATCH").arg(kFencePattern).arg("COUNT").arg(kScanCount);
+  command.arg("SCAN").arg(cursor_).arg("MATCH").arg(pattern_).arg("COUNT").arg(kScanCount);
   core_->send_to(sources_[source_], command, shared_from_this(), kScan);
 }
 

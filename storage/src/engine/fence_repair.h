@@ -1,6 +1,6 @@
 // Copies the fences (lua_scripts.h: "<key prefix><name>#fence") back onto a lock node that may
-// have lost them (node_trust.h: fences_missing), before that node votes again — every key
-// prefix's, since the node's admission, once recorded, is trusted by the engines of every prefix.
+// have lost them (node_trust.h: fences_missing), before that node votes again — this engine's key
+// prefix's: the admission recorded afterwards is trusted by that prefix's engines only.
 //
 // The fences are read from the other nodes that vote, one after another: SCAN (bounded work per
 // step) for keys ending in "#fence", MGET their values, and a script on the target that raises
@@ -55,6 +55,7 @@ class FenceRepair : public ReplySink, public std::enable_shared_from_this<FenceR
   std::vector<std::size_t> sources_;
   std::size_t needed_;
   Done done_;
+  std::string pattern_;     // SCAN MATCH for this engine's fences
   std::size_t source_ = 0;  // index into sources_
   std::string cursor_ = "0";
   std::vector<std::string> keys_;  // of the step in flight

@@ -470,18 +470,24 @@ inline constexpr std::string_view kInspectScript =
     "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}\n";
 
 // The node's marker (node_trust.h): a hash that every engine reads in its handshake with the node.
-// One per node, shared by every key prefix ('#' never occurs in a lock name). Fields: max_ttl_ms,
-// the largest --max-ttl of any engine that met the node; admitted, the run_id of the node's
-// incarnation that some engine let vote (written by the engine with HSET); suspect, "<run_id>
-// <node clock ms>": an incarnation that may have lost keys as late as then (kNodeSuspectScript);
-// fences_missing, "1" from when some engine noticed the node may have lost its fences until a
-// strict repair copied them back (deleted just before `admitted` is written again).
+// One per node ('#' never occurs in a lock name). Shared by every key prefix: max_ttl_ms, the
+// largest --max-ttl of any engine that met the node; suspect, "<run_id> <node clock ms>": an
+// incarnation that may have lost keys as late as then (kNodeSuspectScript). One per key prefix
+// (a deployment): "admitted:<prefix>", the run_id of the node's incarnation that some engine of
+// that prefix let vote (written with HSET) — a new cluster born for one deployment says nothing
+// about another's leases; "fences_missing:<prefix>", "1" from when an engine of that prefix
+// noticed the node may have lost its fences until a strict repair copied them back (deleted just
+// before "admitted:<prefix>" is written again). The fields "admitted" and "fences_missing" without
+// a prefix are what versions before them wrote: a prefix's first handshake on a node adopts them.
 inline constexpr std::string_view kNodeMarkerKey = "fencelock:#node";
 
 // Handshake probe (EVAL, not loaded): raises max_ttl_ms to ARGV[1] (this engine's max ttl, ms) and
 // returns {admitted or "", max_ttl_ms, suspect run_id or "", ms since the suspect record (node
 // clock, never negative), the heartbeat number engine ARGV[2] last left in the registry hash
-// KEYS[2] or "", fences_missing or ""}, numbers as strings. Writes only when the maximum grows.
+// KEYS[2] or "", fences_missing or ""}, numbers as strings: admitted and fences_missing of key
+// prefix ARGV[3]. Where "admitted:<ARGV[3]>" is absent and an unprefixed admitted is there (an
+// older version's), copies it and an unprefixed fences_missing to ARGV[3]'s fields first. Writes
+// nothing else, unless the maximum grows.
 inline constexpr std::string_view kNodeMarkerScript =
     "local max = tonumber(redis.call('HGET', KEYS[1], 'max_ttl_ms')) or 0\n"
     "if tonumber(ARGV[1]) > max then\n"
@@ -498,9 +504,20 @@ inline constexpr std::string_view kNodeMarkerScript =
     "  age = math.max(0, now - (tonumber(string.sub(record, space + 1)) or now))\n"
     "end\n"
     "local seq = redis.call('HGET', KEYS[2], '#seq:' .. ARGV[2]) or ''\n"
-    "return {redis.call('HGET', KEYS[1], 'admitted') or '', tostring(max), suspect, "
-    "tostring(age), string.match(seq, '^%d+') or '', "
-    "redis.call('HGET', KEYS[1], 'fences_missing') or ''}\n";
+    "local admitted = redis.call('HGET', KEYS[1], 'admitted:' .. ARGV[3])\n"
+    "local missing = redis.call('HGET', KEYS[1], 'fences_missing:' .. ARGV[3])\n"
+    "if not admitted then\n"
+    "  admitted = redis.call('HGET', KEYS[1], 'admitted')\n"
+    "  missing = missing or redis.call('HGET', KEYS[1], 'fences_missing')\n"
+    "  if admitted then\n"
+    "    if missing then\n"
+    "      redis.call('HSET', KEYS[1], 'fences_missing:' .. ARGV[3], missing)\n"
+    "    end\n"
+    "    redis.call('HSET', KEYS[1], 'admitted:' .. ARGV[3], admitted)\n"
+    "  end\n"
+    "end\n"
+    "return {admitted or '', tostring(max), suspect, tostring(age), "
+    "string.match(seq, '^%d+') or '', missing or ''}\n";
 
 // Records on the node (EVAL) that its incarnation ARGV[1] may have lost keys as late as now: sets
 // the marker's suspect field to "<ARGV[1]> <node clock ms>". Returns 1.

@@ -14,7 +14,9 @@
 //      that ran without persistence and restarted with it on lost its keys and its marker with
 //      them, so it is quarantined like any other.
 //   2. Admitted in this incarnation: the node's marker (a hash the nodes keep, lua_scripts.h) names
-//      the node's current run_id, which some engine wrote when it let this incarnation vote.
+//      the node's current run_id, which some engine of this deployment (key prefix) wrote when it
+//      let this incarnation vote. Another deployment's admissions are not evidence: a cluster
+//      born for it (rule 4) says nothing about this one's leases.
 //   3. Up long enough: the node's own uptime (INFO server) is at least the window — the longest
 //      ttl any instance may grant, plus drift. Every engine raises a max-ttl field in the marker of
 //      every node it meets to its own --max-ttl, reads it back from every node at each handshake

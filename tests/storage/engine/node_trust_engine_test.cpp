@@ -122,7 +122,7 @@ TEST_CASE("a brand-new cluster is usable at once, even with an hour's max ttl",
   CHECK(b->engine().voting_nodes() == 3);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     SyncRedis node(cluster.node(i).port());
-    CHECK(node.command({"HGET", "fencelock:#node", "admitted"}).text ==
+    CHECK(node.command({"HGET", "fencelock:#node", "admitted:fencelock:lock:"}).text ==
           node.info_field("server", "run_id"));
     CHECK(node.command({"HGET", "fencelock:#node", "max_ttl_ms"}).text == "3600000");
   }
@@ -167,6 +167,76 @@ TEST_CASE(
     EngineUnderTest b(options, sqlite_tokens_one_at_a_time(dir.path() / "new.db"));
     CHECK(b.acquire("vault", 1s).ok());
   }
+}
+
+// F1 of the fourth review of #32: every node lost its data; a second deployment (another key
+// prefix) with a new token store is born there and records its admissions. They say nothing about
+// the first deployment's leases, which may still be live.
+TEST_CASE("a new deployment born on nodes that all lost their data is no evidence for another",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  auto options = options_with_tokens(cluster, "");
+  options.max_ttl = 60s;
+  Lease holder;
+  {
+    EngineUnderTest a(options, sqlite_tokens_one_at_a_time(dir.path() / "a.db"));
+    auto lease = a.acquire("vault", 30s);
+    REQUIRE(lease.ok());
+    holder = std::move(lease).value();
+  }
+  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).restart(/*keep_data=*/false);
+  auto other = options;
+  other.key_prefix = "other:";
+  SECTION("a new store") {}
+  SECTION("the operator's word that the nodes are new") { other.new_lock_nodes = true; }
+  EngineUnderTest b(other, sqlite_tokens_one_at_a_time(dir.path() / "b.db"));
+  REQUIRE(b.acquire("vault", 1s).ok());  // born at once: its own names are free
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis node(cluster.node(i).port());
+    CHECK(node.command({"HGET", "fencelock:#node", "admitted:other:"}).text ==
+          node.info_field("server", "run_id"));
+    CHECK(node.command({"HEXISTS", "fencelock:#node", "admitted:fencelock:lock:"}).integer == 0);
+  }
+
+  EngineUnderTest a(options, sqlite_tokens_one_at_a_time(dir.path() / "a.db"), nullptr, false);
+  a.wait_until([&] { return a.node_up(0) && a.node_up(1) && a.node_up(2); });
+  CHECK(a.engine().voting_nodes() == 0);
+  const auto intruder = a.acquire("vault", 1s);
+  REQUIRE_FALSE(intruder.ok());
+  CHECK(Clock::now() < holder.valid_until());
+}
+
+// Versions before admissions were recorded per key prefix wrote one "admitted" field for all: an
+// upgraded engine adopts it for its own prefix rather than quarantining every node for the window.
+TEST_CASE("an admission recorded by an older version is adopted, not waited out",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  auto options = options_with_tokens(cluster, "");
+  options.max_ttl = 1h;
+  { EngineUnderTest a(options, sqlite_tokens_one_at_a_time(dir.path() / "a.db")); }
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis node(cluster.node(i).port());
+    node.command({"HDEL", "fencelock:#node", "admitted:fencelock:lock:"});
+    node.command({"HSET", "fencelock:#node", "admitted", node.info_field("server", "run_id")});
+  }
+  SyncRedis node0(cluster.node(0).port());
+  node0.command({"HSET", "fencelock:#node", "fences_missing", "1"});
+
+  EngineUnderTest a(options, sqlite_tokens_one_at_a_time(dir.path() / "a.db"), nullptr, false);
+  a.wait_for_voting_nodes(3, 10s);  // node 0 only once its fences were copied back
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis node(cluster.node(i).port());
+    CHECK(node.command({"HGET", "fencelock:#node", "admitted:fencelock:lock:"}).text ==
+          node.info_field("server", "run_id"));
+  }
+  a.wait_until(
+      [&] {
+        return node0.command({"HGET", "fencelock:#node", "fences_missing:fencelock:lock:"}).kind ==
+               NodeReply::Kind::kNil;
+      },
+      5s);
 }
 
 TEST_CASE("a lock node older than Redis 6.0 is refused at the handshake, with the reason",

@@ -300,7 +300,7 @@ TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart
   {
     SyncRedis node(cluster.node(0).port());
     node.command({"DEL", "fencelock:lock:ledger#fence"});
-    node.command({"HSET", "fencelock:#node", "fences_missing", "1"});
+    node.command({"HSET", "fencelock:#node", "fences_missing:fencelock:lock:", "1"});
   }
   cluster.node(0).restart(/*keep_data=*/true);
   cluster.node(2).start();  // kept its data: no fence for "ledger" (it was down)
@@ -311,7 +311,7 @@ TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart
   // The record goes just before the admission is recorded, right after the repair.
   b.wait_until(
       [&] {
-        return node0.command({"HGET", "fencelock:#node", "fences_missing"}).kind ==
+        return node0.command({"HGET", "fencelock:#node", "fences_missing:fencelock:lock:"}).kind ==
                NodeReply::Kind::kNil;
       },
       5s);
@@ -320,31 +320,41 @@ TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart
   CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
 }
 
-TEST_CASE("fence: a repair copies every key prefix's fences, since every prefix trusts its result",
+TEST_CASE("fence: a repair copies its own key prefix's fences; another prefix repairs its own",
           "[storage][redis]") {
-  // The review's case (F1 of the repair): the node marker, and so a recorded admission, is shared
-  // by every key prefix on the nodes; an engine of prefix "a:" that repaired only its own fences
-  // would let engines of "c:" trust a node that lost theirs.
+  // Admissions are recorded per key prefix (lua_scripts.h), so an engine of prefix "c:" does not
+  // trust a node that an engine of "a[1]:" repaired; it copies its own fences back first. The
+  // SCAN pattern escapes the prefix's glob characters ("a[1]:*" would match "a1:").
   RedisCluster cluster(3, Persistence::kAofAlways);
+  auto mine = engine_options_for(cluster);
+  mine.key_prefix = "a[1]:";
+  mine.max_ttl = 1s;  // the nodes keep the longest max ttl any engine declared
+  auto other = mine;
+  other.key_prefix = "c:";
   {
-    auto options = engine_options_for(cluster);
-    options.key_prefix = "c:";
-    options.max_ttl = 1s;  // the nodes keep the longest max ttl any engine declared
-    EngineUnderTest other(options,
-                          std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{100}));
+    EngineUnderTest first(other, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{100}));
+    EngineUnderTest second(mine, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{200}));
     cluster.node(2).kill();
-    other.wait_for_voting_nodes(2);
-    auto lease = other.acquire("ledger", 500ms);
-    REQUIRE(lease.ok());
-    REQUIRE(other.release("ledger", claim(lease)).value());
+    for (EngineUnderTest* engine : {&first, &second}) {
+      engine->wait_for_voting_nodes(2);
+      auto lease = engine->acquire("ledger", 500ms);
+      REQUIRE(lease.ok());
+      REQUIRE(engine->release("ledger", claim(lease)).value());
+    }
   }
   cluster.node(2).start();
-  auto options = engine_options_for(cluster);
-  options.key_prefix = "a:";
-  options.max_ttl = 1s;
-  EngineUnderTest t(options, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{1}));
+  EngineUnderTest t(mine, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{1}));
   cluster.node(0).restart(/*keep_data=*/false);
   t.wait_until([&] { return !t.node_up(0); }, 5s);
   t.wait_for_voting_nodes(3, 10s);
-  CHECK(SyncRedis(cluster.node(0).port()).fence("ledger", "c:") == 100);
+  SyncRedis node0(cluster.node(0).port());
+  CHECK(node0.fence("ledger", "a[1]:") == 200);
+  CHECK_FALSE(node0.fence("ledger", "c:").has_value());
+
+  EngineUnderTest c(other, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{50}));
+  c.wait_for_voting_nodes(3, 10s);
+  CHECK(node0.fence("ledger", "c:") == 100);  // copied back before node 0 voted here
+  auto refused = c.acquire("ledger", 500ms);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
 }
