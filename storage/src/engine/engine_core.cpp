@@ -51,6 +51,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       repair_generation_(options_.nodes.size(), 0),
       first_repair_(options_.nodes.size()),
       refusals_(options_.nodes.size()),
+      evictions_seen_(options_.nodes.size()),
       rng_(std::random_device{}()),
       engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
       grace_timer_(strand_) {
@@ -382,6 +383,8 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
         acked != 0 && static_cast<std::uint64_t>(number(marker.elements[4].text)) < acked;
     if (handshake.lost_writes) registry_->forget_acked(node);
   }
+  const bool evicted = evicted_unseen(node, identity, handshake.suspect);
+  handshake.lost_writes = handshake.lost_writes || evicted;
   {
     std::lock_guard<std::mutex> lock(refusals_mutex_);
     refusals_[node].clear();
@@ -391,12 +394,15 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   record_fence_losses(trust_.take_fence_losses());
   record_admissions(admitted);
   if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
-  record_suspects(trust_.take_suspects(),
-                  handshake.lost_writes
-                      ? "it holds an older registry entry of this fencelockd than it acknowledged "
-                        "(restored from a backup, or restarted without its data)"
-                      : "it may have dropped keys since it was last seen (it was refused as "
-                        "unsafe, or it restarted after running without durable persistence)");
+  record_suspects(
+      trust_.take_suspects(),
+      evicted ? "it evicted keys (INFO stats: evicted_keys " +
+                    std::to_string(identity.evicted_keys.value_or(0)) + ") that no engine recorded"
+      : handshake.lost_writes
+          ? "it holds an older registry entry of this fencelockd than it acknowledged (restored "
+            "from a backup, or restarted without its data)"
+          : "it may have dropped keys since it was last seen (it was refused as unsafe, or it "
+            "restarted after running without durable persistence)");
   if (const auto until = trust_.quarantined_until(node); until && observer_ != nullptr) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
@@ -405,13 +411,28 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
 }
 
 void EngineCore::node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked) {
+  node_lost_keys(node, "it lost acknowledged writes without a restart: it holds registry heartbeat " +
+                           std::to_string(holds) + " of this fencelockd after acknowledging " +
+                           std::to_string(acked) + " (FLUSHALL, a replica resync, keys deleted?)");
+}
+
+void EngineCore::node_lost_keys(std::size_t node, const std::string& why) {
   trust_.lost_keys(node, trust_.run_id(node), Clock::now());
   record_fence_losses(trust_.take_fence_losses());
-  record_suspects(trust_.take_suspects(),
-                  "it lost acknowledged writes without a restart: it holds registry heartbeat " +
-                      std::to_string(holds) + " of this fencelockd after acknowledging " +
-                      std::to_string(acked) + " (FLUSHALL, a replica resync, keys deleted?)");
+  record_suspects(trust_.take_suspects(), why);
   refresh_quarantines();
+}
+
+bool EngineCore::evicted_unseen(std::size_t node, const NodeIdentity& identity,
+                                const std::string& recorded_suspect) {
+  if (!identity.evicted_keys) return false;
+  auto& [run_id, count] = evictions_seen_.at(node);
+  const bool unseen = run_id == identity.run_id
+                          ? *identity.evicted_keys != count  // fewer: CONFIG RESETSTAT hid some
+                          : *identity.evicted_keys > 0 && recorded_suspect != identity.run_id;
+  run_id = identity.run_id;
+  count = *identity.evicted_keys;
+  return unseen;
 }
 
 void EngineCore::note_max_ttl(std::chrono::milliseconds ttl) {
@@ -420,6 +441,11 @@ void EngineCore::note_max_ttl(std::chrono::milliseconds ttl) {
 
 void EngineCore::on_node_rechecked(std::size_t node, const NodeIdentity& identity) {
   if (!identity.durable) trust_.not_durable(node, identity.run_id);
+  if (evicted_unseen(node, identity, {})) {
+    node_lost_keys(node, "it evicted keys (INFO stats: evicted_keys " +
+                             std::to_string(identity.evicted_keys.value_or(0)) +
+                             "): its memory policy let it evict between two checks");
+  }
 }
 
 std::string EngineCore::node_refusal(std::size_t node) const {

@@ -212,6 +212,14 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::optional<std::string> refusal_of(std::size_t node, const NodeIdentity& identity) override;
   void refresh_voting_count();
   void close_nodes();
+  // Whether `identity` (node `node`) shows evictions this engine has not seen: its evicted_keys
+  // differs from the last count read in the same incarnation, or — read for the first time —
+  // is above 0 while the marker's suspect record (`recorded_suspect`) names another incarnation.
+  // Remembers the count.
+  bool evicted_unseen(std::size_t node, const NodeIdentity& identity,
+                      const std::string& recorded_suspect);
+  // `node` lost keys in its current incarnation by now (`why`): quarantined from now, recorded.
+  void node_lost_keys(std::size_t node, const std::string& why);
   // Whether `node` votes: trusted (node_trust.h) and its fences in place.
   bool votes(std::size_t node, std::chrono::steady_clock::time_point now) const;
   // Records on each node that its current incarnation votes (node_trust.h, rule 2) — once its
@@ -252,6 +260,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::atomic<std::size_t> voting_nodes_{0};
   mutable std::mutex refusals_mutex_;
   std::vector<std::string> refusals_;  // per node: node_refusal()
+  // Per node: the incarnation (run_id) whose evicted_keys this engine read last, and that count.
+  std::vector<std::pair<std::string, std::uint64_t>> evictions_seen_;
   std::unordered_map<Cancellable*, std::weak_ptr<Cancellable>> waiting_;
   std::unordered_map<std::string, NameWaiters> waiters_;
   std::mt19937_64 rng_;

@@ -90,7 +90,9 @@ class NodeTrust {
     std::chrono::milliseconds marked_max_ttl{0};  // the marker's max ttl, ours merged in
     std::string suspect;                          // the marker's suspect run_id; "" when none
     std::chrono::milliseconds suspect_age{0};     // how long ago that was recorded (node clock)
-    bool lost_writes = false;     // holds an older registry entry of ours than we last wrote there
+    // Lost acknowledged writes: holds an older registry entry of ours than we last wrote there, or
+    // evicted keys no engine recorded (EngineCore::evicted_unseen).
+    bool lost_writes = false;
     bool fences_missing = false;  // the marker records a loss of fences not repaired yet
   };
 

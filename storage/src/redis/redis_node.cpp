@@ -22,11 +22,13 @@ constexpr std::uint32_t kHandshakeAppendfsync = 2;
 constexpr std::uint32_t kHandshakeProbe = 3;
 constexpr std::uint32_t kHandshakeAuth = 4;
 constexpr std::uint32_t kHandshakeMemory = 5;
+constexpr std::uint32_t kHandshakeStats = 6;
 // A recheck's settings reads on a ready connection.
 constexpr std::uint32_t kRecheckAppendonly = 8;
 constexpr std::uint32_t kRecheckAppendfsync = 9;
 constexpr std::uint32_t kRecheckMemory = 10;
-constexpr std::size_t kRecheckReads = 3;
+constexpr std::uint32_t kRecheckStats = 11;
+constexpr std::size_t kRecheckReads = 4;
 constexpr std::uint32_t kHandshakeFirstScript = 16;
 
 // CONFIG GET's answer ["name", "value"] → value; "" when refused or malformed.
@@ -172,7 +174,7 @@ void RedisNode::connect_to(const std::string& ip) {
   // Queued now, written once the socket connects. The handshake gets the connect timeout on top
   // of the command timeout; the deadline timer enforces both.
   const auto deadline = Clock::now() + options_.connect_timeout + options_.command_timeout;
-  handshake_left_ = 1 + options_.scripts.size() + (options_.read_settings ? 3 : 0) +
+  handshake_left_ = 1 + options_.scripts.size() + (options_.read_settings ? 4 : 0) +
                     (options_.probe ? 1 : 0) + (options_.credentials.empty() ? 0 : 1);
   handshake_identity_ = NodeIdentity{};
   appendonly_.clear();
@@ -191,6 +193,7 @@ void RedisNode::connect_to(const std::string& ip) {
     enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendfsync"), self, kHandshakeAppendfsync,
             deadline);
     enqueue(RespCommand(2).arg("INFO").arg("memory"), self, kHandshakeMemory, deadline);
+    enqueue(RespCommand(2).arg("INFO").arg("stats"), self, kHandshakeStats, deadline);
   }
   for (std::size_t i = 0; i < options_.scripts.size(); ++i) {
     enqueue(RespCommand(3).arg("SCRIPT").arg("LOAD").arg(options_.scripts[i].source), self,
@@ -329,6 +332,14 @@ bool RedisNode::read_setting(std::uint32_t cookie, const NodeReply& reply, NodeI
       identity.maxmemory = bytes;
     }
     identity.maxmemory_policy = info_field(reply.text, "maxmemory_policy");
+  } else if (cookie == kHandshakeStats || cookie == kRecheckStats) {
+    const std::string evicted = info_field(reply.text, "evicted_keys");
+    std::uint64_t keys = 0;
+    const auto [end, error] = std::from_chars(evicted.data(), evicted.data() + evicted.size(), keys);
+    identity.evicted_keys.reset();
+    if (!evicted.empty() && error == std::errc() && end == evicted.data() + evicted.size()) {
+      identity.evicted_keys = keys;
+    }
   } else {
     return false;
   }
@@ -354,6 +365,7 @@ void RedisNode::recheck() {
   enqueue(RespCommand(3).arg("CONFIG").arg("GET").arg("appendfsync"), self, kRecheckAppendfsync,
           deadline);
   enqueue(RespCommand(2).arg("INFO").arg("memory"), self, kRecheckMemory, deadline);
+  enqueue(RespCommand(2).arg("INFO").arg("stats"), self, kRecheckStats, deadline);
 }
 
 void RedisNode::on_recheck_reply(std::uint32_t cookie, const NodeReply& reply) {
@@ -377,7 +389,7 @@ void RedisNode::on_recheck_reply(std::uint32_t cookie, const NodeReply& reply) {
 }
 
 void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply reply) {
-  if (cookie >= kRecheckAppendonly && cookie <= kRecheckMemory) {
+  if (cookie >= kRecheckAppendonly && cookie <= kRecheckStats) {
     on_recheck_reply(cookie, reply);
     return;
   }

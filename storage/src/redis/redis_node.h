@@ -66,6 +66,9 @@ struct NodeIdentity {
   // the server did not report it.
   std::optional<std::uint64_t> maxmemory;
   std::string maxmemory_policy;
+  // INFO stats' evicted_keys (only with read_settings): keys this incarnation evicted so far;
+  // nullopt when the server did not report it.
+  std::optional<std::uint64_t> evicted_keys;
   NodeReply probe;  // the answer to RedisNodeOptions::probe, if any
 };
 
@@ -96,8 +99,8 @@ class NodeListener {
     return std::nullopt;
   }
   // A periodic re-read of a ready node's settings (RedisNodeOptions::recheck_interval) that
-  // refusal_of() let pass: `identity` is the handshake's, with durable and the memory settings as
-  // read now.
+  // refusal_of() let pass: `identity` is the handshake's, with durable, the memory settings and
+  // evicted_keys as read now.
   virtual void on_node_rechecked(std::size_t /*node*/, const NodeIdentity& /*identity*/) {}
 
  public:
@@ -122,8 +125,8 @@ struct RedisNodeOptions {
   // Servers older than this (major, minor) fail the handshake with a message saying so; {0, 0}
   // accepts any version.
   std::pair<int, int> min_version{0, 0};
-  // Read appendonly/appendfsync (CONFIG GET) into NodeIdentity::durable, and INFO memory into its
-  // memory settings. A server that refuses CONFIG (renamed, or not allowed by its ACL) counts as
+  // Read appendonly/appendfsync (CONFIG GET) into NodeIdentity::durable, INFO memory into its
+  // memory settings and INFO stats into its evicted_keys. A server that refuses CONFIG (renamed, or not allowed by its ACL) counts as
   // not durable; INFO works everywhere, managed Redis included.
   bool read_settings = false;
   // With read_settings: how often a ready node's settings are read again (refusal_of() judges

@@ -137,6 +137,44 @@ TEST_CASE(
   fresh.wait_for_voting_nodes(3, 10s);
 }
 
+// The settings are read once a second: a review switched two nodes to an evicting policy and back
+// within one pipeline, and the held lease was granted again. INFO stats' evicted_keys shows it.
+TEST_CASE("a node that evicted keys between two settings checks waits out a quarantine, for every "
+          "engine, also one that was not connected then",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto a = std::make_unique<EngineUnderTest>(options_for(cluster, 5s));
+  const auto holder = a->acquire("victim", 5s);
+  REQUIRE(holder.ok());
+  const bool connected = GENERATE(true, false);
+  if (!connected) a.reset();  // no engine sees the flip
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    // Tens of milliseconds: between two checks. volatile-ttl evicts the lease (the key nearest
+    // its expiry) first.
+    make_evicting(cluster.node(n), "volatile-ttl");
+    SyncRedis node(cluster.node(n).port());
+    for (int round = 0; round < 10 && node.command({"EXISTS", "fencelock:lock:victim"}).integer;
+         ++round) {
+      fill_with_traffic(cluster.node(n));  // eviction samples keys: not always the lease at once
+    }
+    node.command({"CONFIG", "SET", "maxmemory", "0"});
+    REQUIRE(node.command({"EXISTS", "fencelock:lock:victim"}).integer == 0);  // evicted
+  }
+  if (connected) {
+    std::this_thread::sleep_for(1500ms);  // a settings check
+    no_grant_until_expiry(cluster, *a, holder.value());
+  } else {
+    EngineUnderTest fresh(options_for(cluster, 5s), nullptr, nullptr, /*wait_for_nodes=*/false);
+    fresh.wait_until([&] { return fresh.node_up(0) && fresh.node_up(1) && fresh.node_up(2); });
+    CHECK(fresh.engine().voting_nodes() == 1);
+    while (Clock::now() < holder.value().valid_until()) {
+      REQUIRE_FALSE(fresh.acquire("victim", 500ms).ok());
+      std::this_thread::sleep_for(100ms);
+    }
+    fresh.wait_for_voting_nodes(3, 10s);
+  }
+}
+
 // Issue #32 item 7: rule 1 trusted a durable node that kept its marker, but the marker predates
 // everything written while persistence was off.
 TEST_CASE(

@@ -280,6 +280,38 @@ TEST_CASE("fence: a node that lost its fences gets them back before it votes aga
   CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
 }
 
+TEST_CASE("fence: when a majority lost its fences, the nodes get what the others kept, vote here "
+          "only, and are not recorded as admitted",
+          "[storage][redis]") {
+  // Best effort (engine_core.h, repair_fences): a strict repair needs N - quorum + 1 nodes that
+  // kept their fences, and only node 0 did. The cluster needs nodes 1 and 2 for a quorum, so they
+  // get node 0's fences and vote in this engine; no other instance may trust them by rule 2.
+  RedisCluster cluster(3);
+  auto tokens = std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{100});
+  auto options = engine_options_for(cluster);
+  options.max_ttl = 1s;
+  EngineUnderTest t(options, tokens);
+  auto lease = t.acquire("ledger", 500ms);
+  REQUIRE(lease.ok());
+  REQUIRE(t.release("ledger", claim(lease)).value());
+
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    cluster.node(n).restart(/*keep_data=*/false);
+  }
+  tokens->answer_next({50});  // the token store went back
+  t.wait_until([&] { return !t.node_up(1) || t.engine().voting_nodes() < 3; }, 5s);
+  t.wait_for_voting_nodes(3, 10s);
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    SyncRedis node(cluster.node(n).port());
+    CHECK(node.fence("ledger") == 100);  // copied from node 0
+    CHECK(node.command({"HGET", "fencelock:#node", "admitted:fencelock:lock:"}).text !=
+          node.info_field("server", "run_id"));
+  }
+  auto refused = t.acquire("ledger", 500ms);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+}
+
 TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart before the repair",
           "[storage][redis]") {
   // The third review's case: the fences-missing state lived in one engine's memory, so a durable
@@ -320,7 +352,7 @@ TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart
   CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
 }
 
-TEST_CASE("fence: a repair copies its own key prefix's fences; another prefix repairs its own",
+TEST_CASE("fence: a repair copies its own key prefix's fences, and another prefix repairs its own",
           "[storage][redis]") {
   // Admissions are recorded per key prefix (lua_scripts.h), so an engine of prefix "c:" does not
   // trust a node that an engine of "a[1]:" repaired; it copies its own fences back first. The
