@@ -666,6 +666,11 @@ const std::vector<FlagSpec>& flag_table() {
                           "For one start; without it, nodes that all lost their data wait out "
                           "the quarantine.",
                           &EngineOptions::new_lock_nodes, true));
+    t.push_back(bool_flag("adopt-legacy-markers",
+                          "No lock node lost its data since a fencelock version before per-"
+                          "deployment node markers last ran: trust that version's records. For "
+                          "the first start after such an upgrade (docs/operations.md).",
+                          &EngineOptions::adopt_legacy_markers, true));
     t.push_back(key_prefix_flag());
     t.push_back(log_format_flag());
     t.push_back(log_level_flag());

@@ -150,6 +150,8 @@ TEST_CASE("a flag beats its environment variable, which beats the config file ke
        "off"},
       {"new-lock-nodes", "new_lock_nodes", "true", "FENCELOCK_NEW_LOCK_NODES", "no", "yes", "on",
        "off", "on"},
+      {"adopt-legacy-markers", "adopt_legacy_markers", "true", "FENCELOCK_ADOPT_LEGACY_MARKERS",
+       "no", "yes", "on", "off", "on"},
       {"key-prefix", "key_prefix", R"("f:")", "FENCELOCK_KEY_PREFIX", "e:", "c:", "f:", "e:", "c:"},
       {"log-format", "log_format", R"("json")", "FENCELOCK_LOG_FORMAT", "text", "json", "json",
        "text", "json"},
@@ -174,7 +176,8 @@ TEST_CASE("a flag beats its environment variable, which beats the config file ke
   }
   SECTION("the flag over both") {
     variables[variable] = env_value;
-    if (flag == "tokens-unsafe-persistence" || flag == "new-lock-nodes") {
+    if (flag == "tokens-unsafe-persistence" || flag == "new-lock-nodes" ||
+        flag == "adopt-legacy-markers") {
       args.push_back("--" + flag + "=" + flag_value);  // a switch takes no separate value
     } else {
       args.insert(args.end(), {"--" + flag, flag_value});
@@ -666,6 +669,7 @@ TEST_CASE("every setting has a flag, an environment variable and a line in --hel
                                           "max-wait",
                                           "quarantine",
                                           "new-lock-nodes",
+                                          "adopt-legacy-markers",
                                           "key-prefix",
                                           "log-format",
                                           "log-level"};

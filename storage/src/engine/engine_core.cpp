@@ -66,7 +66,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   base.read_settings = true;
   base.recheck_interval = InstanceRegistry::kInterval;
   base.credentials = options_.credentials;
-  RespCommand probe(8);
+  RespCommand probe(9);
   probe.arg("EVAL")
       .arg(kNodeMarkerScript)
       .arg(std::int64_t{2})
@@ -74,7 +74,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       .arg(registry_->key())
       .arg(options_.max_ttl.count())
       .arg(engine_id_)
-      .arg(options_.key_prefix);
+      .arg(options_.key_prefix)
+      .arg(options_.adopt_legacy_markers ? "1" : "0");
   base.probe = std::move(probe);
   for (std::size_t i = 0; i < kScriptCount; ++i) {  // every script, loaded on every connection
     const auto script = static_cast<Script>(i);
@@ -359,7 +360,8 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   handshake.uptime = identity.uptime;
   handshake.durable = identity.durable;
   // The marker probe's answer: {admitted or "", max_ttl_ms, suspect or "", suspect age ms,
-  // our last heartbeat number there or "", fences_missing or ""}.
+  // our last heartbeat number there or "", fences_missing or "", "1" if an older version's
+  // admission is there}.
   const NodeReply& marker = identity.probe;
   const auto number = [](const std::string& text) {
     long long value = 0;
@@ -370,8 +372,9 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
     handshake.admitted = marker.elements[0].text;
     handshake.marked_max_ttl = std::chrono::milliseconds(number(marker.elements[1].text));
   }
-  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 6) {
+  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 7) {
     handshake.fences_missing = !marker.elements[5].text.empty();
+    handshake.legacy_admitted = marker.elements[6].text == "1";
   }
   if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 5) {
     handshake.suspect = marker.elements[2].text;
@@ -501,8 +504,12 @@ std::string EngineCore::marker_field(std::string_view field) const {
 
 void EngineCore::record_fence_losses(const std::vector<std::size_t>& nodes) {
   for (const std::size_t node : nodes) {
-    RespCommand record(4);
-    record.arg("HSET").arg(kNodeMarkerKey).arg(marker_field("fences_missing:")).arg("1");
+    RespCommand record(5);
+    record.arg("EVAL")
+        .arg(kNodeFenceLossScript)
+        .arg(std::int64_t{1})
+        .arg(kNodeMarkerKey)
+        .arg(options_.key_prefix);
     nodes_[node]->send(record, nullptr, 0);
   }
 }

@@ -477,17 +477,21 @@ inline constexpr std::string_view kInspectScript =
 // that prefix let vote (written with HSET) — a new cluster born for one deployment says nothing
 // about another's leases; "fences_missing:<prefix>", "1" from when an engine of that prefix
 // noticed the node may have lost its fences until a strict repair copied them back (deleted just
-// before "admitted:<prefix>" is written again). The fields "admitted" and "fences_missing" without
-// a prefix are what versions before them wrote: a prefix's first handshake on a node adopts them.
+// before "admitted:<prefix>" is written again; set for every prefix admitted there when any engine
+// notices a loss, kNodeFenceLossScript). The fields "admitted" and "fences_missing" without a
+// prefix are what versions before them wrote: adopted only on the operator's word
+// (EngineOptions::adopt_legacy_markers), since an older version's birth after every node lost its
+// data writes them too.
 inline constexpr std::string_view kNodeMarkerKey = "fencelock:#node";
 
 // Handshake probe (EVAL, not loaded): raises max_ttl_ms to ARGV[1] (this engine's max ttl, ms) and
 // returns {admitted or "", max_ttl_ms, suspect run_id or "", ms since the suspect record (node
 // clock, never negative), the heartbeat number engine ARGV[2] last left in the registry hash
-// KEYS[2] or "", fences_missing or ""}, numbers as strings: admitted and fences_missing of key
-// prefix ARGV[3]. Where "admitted:<ARGV[3]>" is absent and an unprefixed admitted is there (an
-// older version's), copies it and an unprefixed fences_missing to ARGV[3]'s fields first. Writes
-// nothing else, unless the maximum grows.
+// KEYS[2] or "", fences_missing or "", "1" if an unprefixed admitted is there else "0"}, numbers
+// as strings: admitted and fences_missing of key prefix ARGV[3]. With ARGV[4] = "1", where
+// "admitted:<ARGV[3]>" is absent and an unprefixed admitted is there (an older version's), first
+// copies it and an unprefixed fences_missing to ARGV[3]'s fields. Writes nothing else, unless the
+// maximum grows.
 inline constexpr std::string_view kNodeMarkerScript =
     "local max = tonumber(redis.call('HGET', KEYS[1], 'max_ttl_ms')) or 0\n"
     "if tonumber(ARGV[1]) > max then\n"
@@ -506,18 +510,33 @@ inline constexpr std::string_view kNodeMarkerScript =
     "local seq = redis.call('HGET', KEYS[2], '#seq:' .. ARGV[2]) or ''\n"
     "local admitted = redis.call('HGET', KEYS[1], 'admitted:' .. ARGV[3])\n"
     "local missing = redis.call('HGET', KEYS[1], 'fences_missing:' .. ARGV[3])\n"
-    "if not admitted then\n"
-    "  admitted = redis.call('HGET', KEYS[1], 'admitted')\n"
+    "local legacy = redis.call('HGET', KEYS[1], 'admitted')\n"
+    "if not admitted and legacy and ARGV[4] == '1' then\n"
+    "  admitted = legacy\n"
     "  missing = missing or redis.call('HGET', KEYS[1], 'fences_missing')\n"
-    "  if admitted then\n"
-    "    if missing then\n"
-    "      redis.call('HSET', KEYS[1], 'fences_missing:' .. ARGV[3], missing)\n"
-    "    end\n"
-    "    redis.call('HSET', KEYS[1], 'admitted:' .. ARGV[3], admitted)\n"
+    "  if missing then\n"
+    "    redis.call('HSET', KEYS[1], 'fences_missing:' .. ARGV[3], missing)\n"
     "  end\n"
+    "  redis.call('HSET', KEYS[1], 'admitted:' .. ARGV[3], admitted)\n"
     "end\n"
     "return {admitted or '', tostring(max), suspect, tostring(age), "
-    "string.match(seq, '^%d+') or '', missing or ''}\n";
+    "string.match(seq, '^%d+') or '', missing or '', legacy and '1' or '0'}\n";
+
+// Records on the node (EVAL) that its fences may be missing: sets "fences_missing:<ARGV[1]>" (this
+// engine's key prefix), and the same for every other prefix with an "admitted:<prefix>" field,
+// and the unprefixed fences_missing if an unprefixed admitted is there — an engine of another
+// deployment (or an older version) started later must not trust the node by rule 1 or 2 before
+// its own strict repair. Returns 1.
+inline constexpr std::string_view kNodeFenceLossScript =
+    "redis.call('HSET', KEYS[1], 'fences_missing:' .. ARGV[1], '1')\n"
+    "for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do\n"
+    "  if string.sub(field, 1, 9) == 'admitted:' then\n"
+    "    redis.call('HSET', KEYS[1], 'fences_missing:' .. string.sub(field, 10), '1')\n"
+    "  elseif field == 'admitted' then\n"
+    "    redis.call('HSET', KEYS[1], 'fences_missing', '1')\n"
+    "  end\n"
+    "end\n"
+    "return 1\n";
 
 // Records on the node (EVAL) that its incarnation ARGV[1] may have lost keys as late as now: sets
 // the marker's suspect field to "<ARGV[1]> <node clock ms>". Returns 1.

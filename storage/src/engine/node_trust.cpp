@@ -38,7 +38,7 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   n.run_id = handshake.run_id;
   n.admitted = handshake.admitted;
   longest_ttl_ = std::max({longest_ttl_, handshake.marked_max_ttl, settings_.max_ttl});
-  if (!handshake.admitted.empty()) history_seen_ = true;
+  if (!handshake.admitted.empty() || handshake.legacy_admitted) history_seen_ = true;
   if (!handshake.durable) n.not_durable = handshake.run_id;
 
   if (settings_.enabled) {

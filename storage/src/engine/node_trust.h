@@ -94,6 +94,9 @@ class NodeTrust {
     // evicted keys no engine recorded (EngineCore::evicted_unseen).
     bool lost_writes = false;
     bool fences_missing = false;  // the marker records a loss of fences not repaired yet
+    // The marker names an admission written by a version before admissions were per key prefix:
+    // not trusted (rules 1, 2), but the marker kept the longest max ttl since (the window).
+    bool legacy_admitted = false;
   };
 
   // The longest ttl any engine may grant, when nothing better is known.

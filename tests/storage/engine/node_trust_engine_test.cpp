@@ -188,15 +188,23 @@ TEST_CASE("a new deployment born on nodes that all lost their data is no evidenc
   for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).restart(/*keep_data=*/false);
   auto other = options;
   other.key_prefix = "other:";
-  SECTION("a new store") {}
-  SECTION("the operator's word that the nodes are new") { other.new_lock_nodes = true; }
-  EngineUnderTest b(other, sqlite_tokens_one_at_a_time(dir.path() / "b.db"));
-  REQUIRE(b.acquire("vault", 1s).ok());  // born at once: its own names are free
-  for (std::size_t i = 0; i < cluster.size(); ++i) {
-    SyncRedis node(cluster.node(i).port());
-    CHECK(node.command({"HGET", "fencelock:#node", "admitted:other:"}).text ==
-          node.info_field("server", "run_id"));
-    CHECK(node.command({"HEXISTS", "fencelock:#node", "admitted:fencelock:lock:"}).integer == 0);
+  const std::string how = GENERATE(as<std::string>{}, "new store", "new lock nodes", "old version");
+  CAPTURE(how);
+  if (how == "old version") {  // its birth writes the unprefixed field
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      SyncRedis node(cluster.node(i).port());
+      node.command({"HSET", "fencelock:#node", "admitted", node.info_field("server", "run_id")});
+    }
+  } else {
+    other.new_lock_nodes = how == "new lock nodes";
+    EngineUnderTest b(other, sqlite_tokens_one_at_a_time(dir.path() / "b.db"));
+    REQUIRE(b.acquire("vault", 1s).ok());  // born at once: its own names are free
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      SyncRedis node(cluster.node(i).port());
+      CHECK(node.command({"HGET", "fencelock:#node", "admitted:other:"}).text ==
+            node.info_field("server", "run_id"));
+      CHECK(node.command({"HEXISTS", "fencelock:#node", "admitted:fencelock:lock:"}).integer == 0);
+    }
   }
 
   EngineUnderTest a(options, sqlite_tokens_one_at_a_time(dir.path() / "a.db"), nullptr, false);
@@ -207,9 +215,10 @@ TEST_CASE("a new deployment born on nodes that all lost their data is no evidenc
   CHECK(Clock::now() < holder.valid_until());
 }
 
-// Versions before admissions were recorded per key prefix wrote one "admitted" field for all: an
-// upgraded engine adopts it for its own prefix rather than quarantining every node for the window.
-TEST_CASE("an admission recorded by an older version is adopted, not waited out",
+// Versions before admissions were recorded per key prefix wrote one "admitted" field for all. On
+// the operator's word (no node lost its data since), an upgraded engine adopts it for its own
+// prefix rather than quarantining every node for the window; without it, it does not.
+TEST_CASE("an admission recorded by an older version is adopted on the operator's word only",
           "[storage][redis]") {
   RedisCluster cluster(3);
   TempDir dir;
@@ -224,6 +233,14 @@ TEST_CASE("an admission recorded by an older version is adopted, not waited out"
   SyncRedis node0(cluster.node(0).port());
   node0.command({"HSET", "fencelock:#node", "fences_missing", "1"});
 
+  SECTION("without it, the nodes wait out the window") {
+    EngineUnderTest a(options, sqlite_tokens_one_at_a_time(dir.path() / "a.db"), nullptr, false);
+    a.wait_until([&] { return a.node_up(0) && a.node_up(1) && a.node_up(2); });
+    CHECK(a.engine().voting_nodes() == 0);
+    CHECK(a.engine().node_statuses()[1].quarantined);
+    return;
+  }
+  options.adopt_legacy_markers = true;
   EngineUnderTest a(options, sqlite_tokens_one_at_a_time(dir.path() / "a.db"), nullptr, false);
   a.wait_for_voting_nodes(3, 10s);  // node 0 only once its fences were copied back
   for (std::size_t i = 0; i < cluster.size(); ++i) {

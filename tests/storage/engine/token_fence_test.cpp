@@ -312,6 +312,46 @@ TEST_CASE("fence: when a majority lost its fences, the nodes get what the others
   CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
 }
 
+TEST_CASE("fence: a loss one deployment notices is recorded for every deployment on the node",
+          "[storage][redis]") {
+  // The review's case: deployment "a:" notices node 0 lost writes, waits out the window and
+  // repairs its own fences; node 0 then restarts durably, so its suspect record names an earlier
+  // incarnation. Deployment "b:", not running then, would trust node 0 by rule 1 (durable, its old
+  // admission kept) without its lost fence: the majority {0, 2} then has none for "ledger".
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  auto a_options = engine_options_for(cluster);
+  a_options.key_prefix = "a:";
+  a_options.max_ttl = 1s;
+  auto b_options = a_options;
+  b_options.key_prefix = "b:";
+  EngineUnderTest a(a_options, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{1}));
+  {
+    EngineUnderTest b(b_options, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{100}));
+    cluster.node(2).kill();
+    b.wait_for_voting_nodes(2);
+    auto lease = b.acquire("ledger", 500ms);
+    REQUIRE(lease.ok());
+    REQUIRE(b.release("ledger", claim(lease)).value());
+  }
+  cluster.node(2).start();  // kept its data: no fence for "ledger" (it was down)
+  a.wait_for_voting_nodes(3, 10s);
+  SyncRedis node0(cluster.node(0).port());
+  node0.command({"DEL", "b:ledger#fence", "fencelock:#instances:a:"});  // lost writes
+  a.wait_until(
+      [&] { return node0.command({"HGET", "fencelock:#node", "fences_missing:b:"}).text == "1"; },
+      5s);
+  a.wait_for_voting_nodes(3, 10s);  // the window, then a's own repair
+  std::this_thread::sleep_for(1500ms);  // the suspect record grows older than the window
+  cluster.node(0).restart(/*keep_data=*/true);
+
+  EngineUnderTest b(b_options, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{50}));
+  b.wait_for_voting_nodes(3, 10s);
+  CHECK(SyncRedis(cluster.node(0).port()).fence("ledger", "b:") == 100);  // its own repair
+  auto refused = b.acquire("ledger", 500ms);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+}
+
 TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart before the repair",
           "[storage][redis]") {
   // The third review's case: the fences-missing state lived in one engine's memory, so a durable

@@ -89,6 +89,13 @@ struct EngineOptions {
   // when no node remembers it). Default off; meant for one start.
   bool new_lock_nodes = false;
 
+  // The operator says no lock node lost its data since a fencelock version that recorded one
+  // admission for every key prefix last ran (an upgrade): where this prefix has no admission of
+  // its own on a node, the older one is taken as this prefix's (lua_scripts.h, the node marker).
+  // Without it such nodes are trusted only by their uptime and a fence repair. Default off;
+  // meant for the first start after the upgrade.
+  bool adopt_legacy_markers = false;
+
   // Prefix of every lock key: key = prefix + name. Default "fencelock:lock:"; at most 64 bytes.
   std::string key_prefix = "fencelock:lock:";
 
