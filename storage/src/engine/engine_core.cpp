@@ -502,15 +502,21 @@ std::string EngineCore::marker_field(std::string_view field) const {
   return scoped;
 }
 
-void EngineCore::record_fence_losses(const std::vector<std::size_t>& nodes) {
-  for (const std::size_t node : nodes) {
-    RespCommand record(5);
-    record.arg("EVAL")
-        .arg(kNodeFenceLossScript)
-        .arg(std::int64_t{1})
-        .arg(kNodeMarkerKey)
-        .arg(options_.key_prefix);
-    nodes_[node]->send(record, nullptr, 0);
+void EngineCore::record_fence_losses(const std::vector<NodeTrust::FenceLoss>& losses) {
+  for (const auto& [node, evident] : losses) {
+    if (evident) {  // for every deployment admitted there
+      RespCommand record(5);
+      record.arg("EVAL")
+          .arg(kNodeFenceLossScript)
+          .arg(std::int64_t{1})
+          .arg(kNodeMarkerKey)
+          .arg(options_.key_prefix);
+      nodes_[node]->send(record, nullptr, 0);
+    } else {
+      RespCommand record(4);
+      record.arg("HSET").arg(kNodeMarkerKey).arg(marker_field("fences_missing:")).arg("1");
+      nodes_[node]->send(record, nullptr, 0);
+    }
   }
 }
 

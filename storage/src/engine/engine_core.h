@@ -234,8 +234,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Records on each node that its current incarnation is suspect (node_trust.h), and logs it.
   void record_suspects(const std::vector<std::size_t>& nodes, const std::string& why);
   // Records on each node that its fences may be missing (the marker's fences_missing), until a
-  // strict repair's record_admissions() deletes it.
-  void record_fence_losses(const std::vector<std::size_t>& nodes);
+  // strict repair's record_admissions() deletes it; an evident loss for every deployment there.
+  void record_fence_losses(const std::vector<NodeTrust::FenceLoss>& losses);
   // `field` ("admitted:", "fences_missing:") followed by this engine's key prefix: the marker's
   // fields of one deployment (lua_scripts.h).
   std::string marker_field(std::string_view field) const;

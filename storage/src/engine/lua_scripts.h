@@ -478,7 +478,7 @@ inline constexpr std::string_view kInspectScript =
 // about another's leases; "fences_missing:<prefix>", "1" from when an engine of that prefix
 // noticed the node may have lost its fences until a strict repair copied them back (deleted just
 // before "admitted:<prefix>" is written again; set for every prefix admitted there when any engine
-// notices a loss, kNodeFenceLossScript). The fields "admitted" and "fences_missing" without a
+// finds the node lost keys it kept its marker through, kNodeFenceLossScript). The fields "admitted" and "fences_missing" without a
 // prefix are what versions before them wrote: adopted only on the operator's word
 // (EngineOptions::adopt_legacy_markers), since an older version's birth after every node lost its
 // data writes them too.
@@ -522,11 +522,11 @@ inline constexpr std::string_view kNodeMarkerScript =
     "return {admitted or '', tostring(max), suspect, tostring(age), "
     "string.match(seq, '^%d+') or '', missing or '', legacy and '1' or '0'}\n";
 
-// Records on the node (EVAL) that its fences may be missing: sets "fences_missing:<ARGV[1]>" (this
-// engine's key prefix), and the same for every other prefix with an "admitted:<prefix>" field,
-// and the unprefixed fences_missing if an unprefixed admitted is there — an engine of another
-// deployment (or an older version) started later must not trust the node by rule 1 or 2 before
-// its own strict repair. Returns 1.
+// Records on the node (EVAL) that it lost fences while keeping its marker (NodeTrust::FenceLoss::
+// evident): sets "fences_missing:<ARGV[1]>" (this engine's key prefix), and the same for every
+// other prefix with an "admitted:<prefix>" field, and the unprefixed fences_missing if an
+// unprefixed admitted is there — an engine of another deployment (or an older version) started
+// later must not trust the node by rule 1 or 2 before its own strict repair. Returns 1.
 inline constexpr std::string_view kNodeFenceLossScript =
     "redis.call('HSET', KEYS[1], 'fences_missing:' .. ARGV[1], '1')\n"
     "for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do\n"

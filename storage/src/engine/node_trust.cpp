@@ -75,7 +75,7 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     // marker: it lost nothing since — unless it had lost its fences before (a restart while they
     // were being copied back), which a restart does not bring back and the marker records.
     if (handshake.fences_missing) {
-      if (!n.fences_missing) lose_fences(n);
+      if (!n.fences_missing) lose_fences(n, /*evident=*/false);
       n.record_fence_loss = false;  // recorded already
     } else if (handshake.admitted == handshake.run_id) {
       n.fences_missing = false;
@@ -94,14 +94,14 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     }
     return admitted;
   }
-  lose_fences(n);  // admitted, if ever, by the window: it may have lost its fences
+  lose_fences(n, /*evident=*/false);  // admitted, if ever, by the window: it may have lost them
   return refresh(now);
 }
 
 void NodeTrust::taint(Node& n, Clock::time_point since, bool record) {
   n.tainted = n.run_id;
   n.trusted = false;
-  lose_fences(n);
+  lose_fences(n, /*evident=*/true);
   n.suspect_since = std::max(n.suspect_since, since);
   n.record_suspect = n.record_suspect || record;
 }
@@ -112,7 +112,7 @@ void NodeTrust::unsafe(std::size_t node, const std::string& run_id, Clock::time_
   n.tainted = run_id;
   n.unsafe = true;
   n.trusted = false;
-  lose_fences(n);  // it may evict fences too
+  lose_fences(n, /*evident=*/true);  // it may evict fences too
   if (n.seen && n.run_id == run_id) n.suspect_since = std::max(n.suspect_since, now);
 }
 
@@ -133,11 +133,12 @@ bool NodeTrust::note_max_ttl(std::chrono::milliseconds ttl) {
   return true;
 }
 
-std::vector<std::size_t> NodeTrust::take_fence_losses() {
-  std::vector<std::size_t> losses;
+std::vector<NodeTrust::FenceLoss> NodeTrust::take_fence_losses() {
+  std::vector<FenceLoss> losses;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const bool evident = std::exchange(nodes_[i].fence_loss_evident, false);
     if (std::exchange(nodes_[i].record_fence_loss, false) && nodes_[i].fences_missing)
-      losses.push_back(i);
+      losses.push_back({i, evident});
   }
   return losses;
 }
@@ -180,9 +181,10 @@ bool NodeTrust::birth_possible() const {
   });
 }
 
-void NodeTrust::lose_fences(Node& n) {
+void NodeTrust::lose_fences(Node& n, bool evident) {
   n.fences_missing = true;
   n.record_fence_loss = true;
+  n.fence_loss_evident = n.fence_loss_evident || evident;
   ++n.fence_generation;
 }
 

@@ -124,10 +124,18 @@ class NodeTrust {
   bool note_max_ttl(std::chrono::milliseconds ttl);
   // Nodes whose current incarnation became suspect since the last call: record it on them.
   std::vector<std::size_t> take_suspects();
-  // Nodes whose fences became missing since the last call and whose marker does not say so yet:
-  // record it there (the marker's fences_missing), so that no engine — another one, or this one
-  // restarted — trusts the node by rule 1 or 2 before a strict repair clears it.
-  std::vector<std::size_t> take_fence_losses();
+  // A node whose fences became missing and whose marker does not say so yet. `evident`: the node
+  // showed it may have lost keys it kept its marker through (suspect, or refused as unsafe), so
+  // every deployment admitted there lost them too; otherwise only this engine lacks proof.
+  struct FenceLoss {
+    std::size_t node = 0;
+    bool evident = false;
+    bool operator==(const FenceLoss&) const = default;
+  };
+  // The fence losses since the last call: record them on the nodes (the marker's fences_missing),
+  // so that no engine — another one, or this one restarted — trusts the node by rule 1 or 2
+  // before a strict repair clears it.
+  std::vector<FenceLoss> take_fence_losses();
 
   // Whether `node`'s current incarnation may lack fences (above); it votes only once restored.
   bool fences_missing(std::size_t node) const { return nodes_.at(node).fences_missing; }
@@ -164,6 +172,7 @@ class NodeTrust {
     std::string not_durable;  // an incarnation seen without durable persistence
     bool record_suspect = false;
     bool record_fence_loss = false;
+    bool fence_loss_evident = false;  // of the loss to record: FenceLoss::evident
     bool fences_missing = false;  // rule 3 or suspect: fences to copy back before it votes
     std::uint64_t fence_generation = 0;
   };
@@ -173,7 +182,8 @@ class NodeTrust {
   // The node's current incarnation may have lost keys as late as `since`; `record`: tell the
   // caller (take_suspects) to record it on the node.
   static void taint(Node& n, Clock::time_point since, bool record);
-  static void lose_fences(Node& n);  // fences_missing, in a new generation
+  // fences_missing, in a new generation; `evident`: FenceLoss::evident.
+  static void lose_fences(Node& n, bool evident);
 
   std::vector<Node> nodes_;
   Settings settings_;

@@ -52,6 +52,15 @@ std::string info_field(std::string_view info, std::string_view field) {
   return {};
 }
 
+// An INFO field that is a whole unsigned number; nullopt when absent or not one.
+std::optional<std::uint64_t> info_number(std::string_view info, std::string_view field) {
+  const std::string text = info_field(info, field);
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 }  // namespace
 
 std::optional<std::string> eviction_risk(const NodeIdentity& identity) {
@@ -324,22 +333,10 @@ bool RedisNode::read_setting(std::uint32_t cookie, const NodeReply& reply, NodeI
   } else if (cookie == kHandshakeAppendfsync || cookie == kRecheckAppendfsync) {
     identity.durable = appendonly_ == "yes" && config_value(reply) == "always";
   } else if (cookie == kHandshakeMemory || cookie == kRecheckMemory) {
-    const std::string limit = info_field(reply.text, "maxmemory");
-    std::uint64_t bytes = 0;
-    const auto [end, error] = std::from_chars(limit.data(), limit.data() + limit.size(), bytes);
-    identity.maxmemory.reset();
-    if (!limit.empty() && error == std::errc() && end == limit.data() + limit.size()) {
-      identity.maxmemory = bytes;
-    }
+    identity.maxmemory = info_number(reply.text, "maxmemory");
     identity.maxmemory_policy = info_field(reply.text, "maxmemory_policy");
   } else if (cookie == kHandshakeStats || cookie == kRecheckStats) {
-    const std::string evicted = info_field(reply.text, "evicted_keys");
-    std::uint64_t keys = 0;
-    const auto [end, error] = std::from_chars(evicted.data(), evicted.data() + evicted.size(), keys);
-    identity.evicted_keys.reset();
-    if (!evicted.empty() && error == std::errc() && end == evicted.data() + evicted.size()) {
-      identity.evicted_keys = keys;
-    }
+    identity.evicted_keys = info_number(reply.text, "evicted_keys");
   } else {
     return false;
   }

@@ -4,7 +4,7 @@
 
 namespace fencelock::storage {
 
-RespCommand::RespCommand(std::size_t argc) {
+RespCommand::RespCommand(std::size_t argc) : missing_(argc) {
   wire_.reserve(96);
   wire_ += '*';
   wire_ += std::to_string(argc);
@@ -12,6 +12,8 @@ RespCommand::RespCommand(std::size_t argc) {
 }
 
 RespCommand& RespCommand::arg(std::string_view value) {
+  assert(missing_ > 0);
+  --missing_;
   wire_ += '$';
   wire_ += std::to_string(value.size());
   wire_ += "\r\n";

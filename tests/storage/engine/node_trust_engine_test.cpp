@@ -2,6 +2,7 @@
 // started engine never grants over a lease another engine granted before lock nodes lost their
 // keys.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -47,6 +48,21 @@ Lease hold_then_lose_two_nodes(RedisCluster& cluster, std::chrono::milliseconds 
   cluster.node(2).restart(/*keep_data=*/false);
   a.reset();
   return std::move(lease).value();
+}
+
+// A 30 s lease on "vault" through an engine with `options` on the SQLite file `file`; the engine
+// crashes, then every node restarts empty.
+Lease hold_then_wipe_every_node(RedisCluster& cluster, const EngineOptions& options,
+                                const std::filesystem::path& file) {
+  Lease holder;
+  {
+    EngineUnderTest a(options, sqlite_tokens_one_at_a_time(file));
+    auto lease = a.acquire("vault", 30s);
+    REQUIRE(lease.ok());
+    holder = std::move(lease).value();
+  }
+  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).restart(/*keep_data=*/false);
+  return holder;
 }
 
 }  // namespace
@@ -138,14 +154,7 @@ TEST_CASE(
   const auto file = dir.path() / "tokens.db";
   auto options = options_with_tokens(cluster, "");
   options.max_ttl = 60s;
-  Lease holder;
-  {
-    EngineUnderTest a(options, sqlite_tokens_one_at_a_time(file));
-    auto lease = a.acquire("vault", 30s);
-    REQUIRE(lease.ok());
-    holder = std::move(lease).value();
-  }  // a crashes; then every node restarts empty
-  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).restart(/*keep_data=*/false);
+  const Lease holder = hold_then_wipe_every_node(cluster, options, file);
 
   SECTION("a fresh engine on that store quarantines every node") {
     EngineUnderTest b(options, sqlite_tokens_one_at_a_time(file), nullptr, false);
@@ -178,14 +187,7 @@ TEST_CASE("a new deployment born on nodes that all lost their data is no evidenc
   TempDir dir;
   auto options = options_with_tokens(cluster, "");
   options.max_ttl = 60s;
-  Lease holder;
-  {
-    EngineUnderTest a(options, sqlite_tokens_one_at_a_time(dir.path() / "a.db"));
-    auto lease = a.acquire("vault", 30s);
-    REQUIRE(lease.ok());
-    holder = std::move(lease).value();
-  }
-  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).restart(/*keep_data=*/false);
+  const Lease holder = hold_then_wipe_every_node(cluster, options, dir.path() / "a.db");
   auto other = options;
   other.key_prefix = "other:";
   const std::string how = GENERATE(as<std::string>{}, "new store", "new lock nodes", "old version");

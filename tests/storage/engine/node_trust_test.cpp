@@ -283,7 +283,9 @@ TEST_CASE("a loss of fences is recorded on the node, and a durable restart does 
   trust.observe(2, node("c", hours(5), "c"), t0);
   CHECK(trust.take_fence_losses().empty());
   trust.lost_keys(0, "a", t0 + 1s);
-  CHECK(trust.take_fence_losses() == std::vector<std::size_t>{0});
+  // Evident: the node kept its marker through the loss, so every deployment admitted there lost
+  // its fences too (a window ending is no such evidence: below).
+  CHECK(trust.take_fence_losses() == std::vector<NodeTrust::FenceLoss>{{0, true}});
   CHECK(trust.take_fence_losses().empty());  // once
 
   // Node 0 restarts durable during its repair: its marker kept `admitted` (an older incarnation)
@@ -302,4 +304,8 @@ TEST_CASE("a loss of fences is recorded on the node, and a durable restart does 
   CHECK(unaware.observe(0, node("a2", 1s, "a", seconds(60), true), t0) ==
         std::vector<std::size_t>{0});
   CHECK_FALSE(unaware.fences_missing(0));
+  // A node without a record of this deployment only lacks proof: no loss for the others.
+  NodeTrust newcomer(3, settings());
+  newcomer.observe(0, node("a3", 1s, ""), t0);
+  CHECK(newcomer.take_fence_losses() == std::vector<NodeTrust::FenceLoss>{{0, false}});
 }

@@ -66,6 +66,13 @@ void require_fence(RedisCluster& cluster, const std::string& name, std::uint64_t
     CHECK(SyncRedis(cluster.node(i).port()).fence(name) == fence);
 }
 
+// Token 50 for "ledger" is refused by a majority that saw 100 granted: the fences are in place.
+void check_fenced_out(EngineUnderTest& engine) {
+  auto refused = engine.acquire("ledger", 500ms);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+}
+
 }  // namespace
 
 TEST_CASE("fence: a token at or below what the nodes saw granted for the name is never granted",
@@ -275,9 +282,7 @@ TEST_CASE("fence: a node that lost its fences gets them back before it votes aga
   tokens->answer_next({50});                     // the token store went back
   t.wait_for_voting_nodes(3, 10s);
   CHECK(SyncRedis(cluster.node(0).port()).fence("ledger") == 100);  // copied back from node 1
-  auto refused = t.acquire("ledger", 500ms);
-  REQUIRE_FALSE(refused.ok());
-  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+  check_fenced_out(t);
 }
 
 TEST_CASE("fence: when a majority lost its fences, the nodes get what the others kept, vote here "
@@ -307,9 +312,7 @@ TEST_CASE("fence: when a majority lost its fences, the nodes get what the others
     CHECK(node.command({"HGET", "fencelock:#node", "admitted:fencelock:lock:"}).text !=
           node.info_field("server", "run_id"));
   }
-  auto refused = t.acquire("ledger", 500ms);
-  REQUIRE_FALSE(refused.ok());
-  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+  check_fenced_out(t);
 }
 
 TEST_CASE("fence: a loss one deployment notices is recorded for every deployment on the node",
@@ -347,9 +350,7 @@ TEST_CASE("fence: a loss one deployment notices is recorded for every deployment
   EngineUnderTest b(b_options, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{50}));
   b.wait_for_voting_nodes(3, 10s);
   CHECK(SyncRedis(cluster.node(0).port()).fence("ledger", "b:") == 100);  // its own repair
-  auto refused = b.acquire("ledger", 500ms);
-  REQUIRE_FALSE(refused.ok());
-  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+  check_fenced_out(b);
 }
 
 TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart before the repair",
@@ -387,9 +388,7 @@ TEST_CASE("fence: a loss of fences recorded on a node outlives a durable restart
                NodeReply::Kind::kNil;
       },
       5s);
-  auto refused = b.acquire("ledger", 500ms);
-  REQUIRE_FALSE(refused.ok());
-  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+  check_fenced_out(b);
 }
 
 TEST_CASE("fence: a repair copies its own key prefix's fences, and another prefix repairs its own",
@@ -426,7 +425,5 @@ TEST_CASE("fence: a repair copies its own key prefix's fences, and another prefi
   EngineUnderTest c(other, std::make_shared<ScriptedTokens>(std::deque<std::uint64_t>{50}));
   c.wait_for_voting_nodes(3, 10s);
   CHECK(node0.fence("ledger", "c:") == 100);  // copied back before node 0 voted here
-  auto refused = c.acquire("ledger", 500ms);
-  REQUIRE_FALSE(refused.ok());
-  CHECK_THAT(refused.error().message, Catch::Contains("token 50 for \"ledger\" is not above 100"));
+  check_fenced_out(c);
 }
