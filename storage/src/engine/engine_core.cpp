@@ -386,7 +386,11 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
         acked != 0 && static_cast<std::uint64_t>(number(marker.elements[4].text)) < acked;
     if (handshake.lost_writes) registry_->forget_acked(node);
   }
-  const bool evicted = evicted_unseen(node, identity, handshake.suspect);
+  const std::string evicted_record =
+      marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 8
+          ? marker.elements[7].text
+          : std::string();
+  const bool evicted = evicted_unseen(node, identity, evicted_record);
   handshake.lost_writes = handshake.lost_writes || evicted;
   {
     std::lock_guard<std::mutex> lock(refusals_mutex_);
@@ -406,6 +410,7 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
             "from a backup, or restarted without its data)"
           : "it may have dropped keys since it was last seen (it was refused as unsafe, or it "
             "restarted after running without durable persistence)");
+  if (evicted) record_evictions(node);  // after the suspect record it is covered by
   if (const auto until = trust_.quarantined_until(node); until && observer_ != nullptr) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
@@ -427,15 +432,31 @@ void EngineCore::node_lost_keys(std::size_t node, const std::string& why) {
 }
 
 bool EngineCore::evicted_unseen(std::size_t node, const NodeIdentity& identity,
-                                const std::string& recorded_suspect) {
+                                std::string_view recorded) {
   if (!identity.evicted_keys) return false;
+  const std::uint64_t now_count = *identity.evicted_keys;
   auto& [run_id, count] = evictions_seen_.at(node);
-  const bool unseen = run_id == identity.run_id
-                          ? *identity.evicted_keys != count  // fewer: CONFIG RESETSTAT hid some
-                          : *identity.evicted_keys > 0 && recorded_suspect != identity.run_id;
-  run_id = identity.run_id;
-  count = *identity.evicted_keys;
+  if (run_id != identity.run_id) {  // first read of this incarnation: the node's record
+    const std::size_t space = recorded.find(' ');
+    std::uint64_t recorded_count = 0;
+    if (space != std::string_view::npos && recorded.substr(0, space) == identity.run_id) {
+      const std::string_view digits = recorded.substr(space + 1);
+      std::from_chars(digits.data(), digits.data() + digits.size(), recorded_count);
+    }
+    count = recorded_count;
+    run_id = identity.run_id;
+  }
+  const bool unseen = now_count != count;  // fewer: CONFIG RESETSTAT hid some
+  count = now_count;
   return unseen;
+}
+
+void EngineCore::record_evictions(std::size_t node) {
+  if (!options_.quarantine_restarted_nodes) return;  // it quarantined nothing for them
+  const auto& [run_id, count] = evictions_seen_.at(node);
+  RespCommand record(4);
+  record.arg("HSET").arg(kNodeMarkerKey).arg("evicted").arg(run_id + " " + std::to_string(count));
+  nodes_[node]->send(record, nullptr, 0);
 }
 
 void EngineCore::note_max_ttl(std::chrono::milliseconds ttl) {
@@ -448,6 +469,7 @@ void EngineCore::on_node_rechecked(std::size_t node, const NodeIdentity& identit
     node_lost_keys(node, "it evicted keys (INFO stats: evicted_keys " +
                              std::to_string(identity.evicted_keys.value_or(0)) +
                              "): its memory policy let it evict between two checks");
+    record_evictions(node);
   }
 }
 

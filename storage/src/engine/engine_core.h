@@ -212,12 +212,15 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::optional<std::string> refusal_of(std::size_t node, const NodeIdentity& identity) override;
   void refresh_voting_count();
   void close_nodes();
-  // Whether `identity` (node `node`) shows evictions this engine has not seen: its evicted_keys
-  // differs from the last count read in the same incarnation, or — read for the first time —
-  // is above 0 while the marker's suspect record (`recorded_suspect`) names another incarnation.
-  // Remembers the count.
-  bool evicted_unseen(std::size_t node, const NodeIdentity& identity,
-                      const std::string& recorded_suspect);
+  // Whether `identity` (node `node`) shows evictions no engine quarantined it for: its
+  // evicted_keys differs from the last count this engine read in the same incarnation — or, at
+  // its first read, from the marker's evicted record (`recorded`, "<run_id> <count>"; 0 when it
+  // names another incarnation). Remembers the count (the caller quarantines the node when it is
+  // news, then calls record_evictions()).
+  bool evicted_unseen(std::size_t node, const NodeIdentity& identity, std::string_view recorded);
+  // Records on `node` (the marker's evicted field) the count evicted_unseen() last read there, for
+  // engines started later; sent after the suspect record that quarantines the node for them.
+  void record_evictions(std::size_t node);
   // `node` lost keys in its current incarnation by now (`why`): quarantined from now, recorded.
   void node_lost_keys(std::size_t node, const std::string& why);
   // Whether `node` votes: trusted (node_trust.h) and its fences in place.

@@ -472,7 +472,9 @@ inline constexpr std::string_view kInspectScript =
 // The node's marker (node_trust.h): a hash that every engine reads in its handshake with the node.
 // One per node ('#' never occurs in a lock name). Shared by every key prefix: max_ttl_ms, the
 // largest --max-ttl of any engine that met the node; suspect, "<run_id> <node clock ms>": an
-// incarnation that may have lost keys as late as then (kNodeSuspectScript). One per key prefix
+// incarnation that may have lost keys as late as then (kNodeSuspectScript); evicted, "<run_id>
+// <count>": the INFO stats evicted_keys of that incarnation some engine last quarantined it for
+// (EngineCore::evicted_unseen: a count above it, or another incarnation's, is news). One per key prefix
 // (a deployment): "admitted:<prefix>", the run_id of the node's incarnation that some engine of
 // that prefix let vote (written with HSET) — a new cluster born for one deployment says nothing
 // about another's leases; "fences_missing:<prefix>", "1" from when an engine of that prefix
@@ -487,7 +489,8 @@ inline constexpr std::string_view kNodeMarkerKey = "fencelock:#node";
 // Handshake probe (EVAL, not loaded): raises max_ttl_ms to ARGV[1] (this engine's max ttl, ms) and
 // returns {admitted or "", max_ttl_ms, suspect run_id or "", ms since the suspect record (node
 // clock, never negative), the heartbeat number engine ARGV[2] last left in the registry hash
-// KEYS[2] or "", fences_missing or "", "1" if an unprefixed admitted is there else "0"}, numbers
+// KEYS[2] or "", fences_missing or "", "1" if an unprefixed admitted is there else "0", the
+// evicted record or ""}, numbers
 // as strings: admitted and fences_missing of key prefix ARGV[3]. With ARGV[4] = "1", where
 // "admitted:<ARGV[3]>" is absent and an unprefixed admitted is there (an older version's), first
 // copies it and an unprefixed fences_missing to ARGV[3]'s fields. Writes nothing else, unless the
@@ -520,7 +523,8 @@ inline constexpr std::string_view kNodeMarkerScript =
     "  redis.call('HSET', KEYS[1], 'admitted:' .. ARGV[3], admitted)\n"
     "end\n"
     "return {admitted or '', tostring(max), suspect, tostring(age), "
-    "string.match(seq, '^%d+') or '', missing or '', legacy and '1' or '0'}\n";
+    "string.match(seq, '^%d+') or '', missing or '', legacy and '1' or '0', "
+    "redis.call('HGET', KEYS[1], 'evicted') or ''}\n";
 
 // Records on the node (EVAL) that it lost fences while keeping its marker (NodeTrust::FenceLoss::
 // evident): sets "fences_missing:<ARGV[1]>" (this engine's key prefix), and the same for every
