@@ -410,7 +410,6 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
             "from a backup, or restarted without its data)"
           : "it may have dropped keys since it was last seen (it was refused as unsafe, or it "
             "restarted after running without durable persistence)");
-  if (evicted) record_evictions(node);  // after the suspect record it is covered by
   if (const auto until = trust_.quarantined_until(node); until && observer_ != nullptr) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
@@ -419,9 +418,10 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
 }
 
 void EngineCore::node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked) {
-  node_lost_keys(node, "it lost acknowledged writes without a restart: it holds registry heartbeat " +
-                           std::to_string(holds) + " of this fencelockd after acknowledging " +
-                           std::to_string(acked) + " (FLUSHALL, a replica resync, keys deleted?)");
+  node_lost_keys(node,
+                 "it lost acknowledged writes without a restart: it holds registry heartbeat " +
+                     std::to_string(holds) + " of this fencelockd after acknowledging " +
+                     std::to_string(acked) + " (FLUSHALL, a replica resync, keys deleted?)");
 }
 
 void EngineCore::node_lost_keys(std::size_t node, const std::string& why) {
@@ -451,14 +451,6 @@ bool EngineCore::evicted_unseen(std::size_t node, const NodeIdentity& identity,
   return unseen;
 }
 
-void EngineCore::record_evictions(std::size_t node) {
-  if (!options_.quarantine_restarted_nodes) return;  // it quarantined nothing for them
-  const auto& [run_id, count] = evictions_seen_.at(node);
-  RespCommand record(4);
-  record.arg("HSET").arg(kNodeMarkerKey).arg("evicted").arg(run_id + " " + std::to_string(count));
-  nodes_[node]->send(record, nullptr, 0);
-}
-
 void EngineCore::note_max_ttl(std::chrono::milliseconds ttl) {
   if (trust_.note_max_ttl(ttl)) refresh_quarantines();
 }
@@ -469,7 +461,6 @@ void EngineCore::on_node_rechecked(std::size_t node, const NodeIdentity& identit
     node_lost_keys(node, "it evicted keys (INFO stats: evicted_keys " +
                              std::to_string(identity.evicted_keys.value_or(0)) +
                              "): its memory policy let it evict between two checks");
-    record_evictions(node);
   }
 }
 
@@ -620,12 +611,15 @@ void EngineCore::retry_fence_repair(std::size_t node) {
 
 void EngineCore::record_suspects(const std::vector<std::size_t>& nodes, const std::string& why) {
   for (const std::size_t node : nodes) {
-    RespCommand record(5);
+    // The evictions this engine counted in this incarnation happened before now: covered.
+    const auto& [evicted_run_id, evicted] = evictions_seen_.at(node);
+    RespCommand record(6);
     record.arg("EVAL")
         .arg(kNodeSuspectScript)
         .arg(std::int64_t{1})
         .arg(kNodeMarkerKey)
-        .arg(trust_.run_id(node));
+        .arg(trust_.run_id(node))
+        .arg(evicted_run_id == trust_.run_id(node) ? std::to_string(evicted) : std::string());
     nodes_[node]->send(record, nullptr, 0);
     if (observer_ != nullptr) observer_->on_node_lost_keys(node, nodes_[node]->address(), why);
   }

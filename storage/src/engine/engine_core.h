@@ -216,11 +216,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // evicted_keys differs from the last count this engine read in the same incarnation — or, at
   // its first read, from the marker's evicted record (`recorded`, "<run_id> <count>"; 0 when it
   // names another incarnation). Remembers the count (the caller quarantines the node when it is
-  // news, then calls record_evictions()).
+  // news; record_suspects() writes the count with the suspect record).
   bool evicted_unseen(std::size_t node, const NodeIdentity& identity, std::string_view recorded);
-  // Records on `node` (the marker's evicted field) the count evicted_unseen() last read there, for
-  // engines started later; sent after the suspect record that quarantines the node for them.
-  void record_evictions(std::size_t node);
   // `node` lost keys in its current incarnation by now (`why`): quarantined from now, recorded.
   void node_lost_keys(std::size_t node, const std::string& why);
   // Whether `node` votes: trusted (node_trust.h) and its fences in place.
@@ -234,7 +231,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // kFenceRepairRetry.
   void repair_fences(std::size_t node);
   void retry_fence_repair(std::size_t node);
-  // Records on each node that its current incarnation is suspect (node_trust.h), and logs it.
+  // Records on each node that its current incarnation is suspect (node_trust.h), with the
+  // evicted_keys count this engine read there (covered by the record), and logs it.
   void record_suspects(const std::vector<std::size_t>& nodes, const std::string& why);
   // Records on each node that its fences may be missing (the marker's fences_missing), until a
   // strict repair's record_admissions() deletes it; an evident loss for every deployment there.

@@ -473,15 +473,16 @@ inline constexpr std::string_view kInspectScript =
 // One per node ('#' never occurs in a lock name). Shared by every key prefix: max_ttl_ms, the
 // largest --max-ttl of any engine that met the node; suspect, "<run_id> <node clock ms>": an
 // incarnation that may have lost keys as late as then (kNodeSuspectScript); evicted, "<run_id>
-// <count>": the INFO stats evicted_keys of that incarnation some engine last quarantined it for
-// (EngineCore::evicted_unseen: a count above it, or another incarnation's, is news). One per key prefix
-// (a deployment): "admitted:<prefix>", the run_id of the node's incarnation that some engine of
-// that prefix let vote (written with HSET) — a new cluster born for one deployment says nothing
-// about another's leases; "fences_missing:<prefix>", "1" from when an engine of that prefix
-// noticed the node may have lost its fences until a strict repair copied them back (deleted just
-// before "admitted:<prefix>" is written again; set for every prefix admitted there when any engine
-// finds the node lost keys it kept its marker through, kNodeFenceLossScript). The fields "admitted" and "fences_missing" without a
-// prefix are what versions before them wrote: adopted only on the operator's word
+// <count>": the INFO stats evicted_keys of that incarnation the last suspect record covers,
+// written with it (EngineCore::evicted_unseen: any other count is news; 0 for another
+// incarnation). One per key prefix (a deployment): "admitted:<prefix>", the run_id of the node's
+// incarnation that some engine of that prefix let vote (written with HSET) — a new cluster born
+// for one deployment says nothing about another's leases; "fences_missing:<prefix>", "1" from when
+// an engine of that prefix noticed the node may have lost its fences until a strict repair copied
+// them back (deleted just before "admitted:<prefix>" is written again; set for every prefix
+// admitted there when any engine finds the node lost keys it kept its marker through,
+// kNodeFenceLossScript). The fields "admitted" and "fences_missing" without a prefix are what
+// versions before them wrote: adopted only on the operator's word
 // (EngineOptions::adopt_legacy_markers), since an older version's birth after every node lost its
 // data writes them too.
 inline constexpr std::string_view kNodeMarkerKey = "fencelock:#node";
@@ -543,11 +544,16 @@ inline constexpr std::string_view kNodeFenceLossScript =
     "return 1\n";
 
 // Records on the node (EVAL) that its incarnation ARGV[1] may have lost keys as late as now: sets
-// the marker's suspect field to "<ARGV[1]> <node clock ms>". Returns 1.
+// the marker's suspect field to "<ARGV[1]> <node clock ms>", and unless ARGV[2] is "", its evicted
+// field to "<ARGV[1]> <ARGV[2]>" (the evicted_keys the caller read before: this record covers
+// them) — one step, so no engine reads the count as covered without the record. Returns 1.
 inline constexpr std::string_view kNodeSuspectScript =
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
     "redis.call('HSET', KEYS[1], 'suspect', ARGV[1] .. ' ' .. string.format('%d', now))\n"
+    "if ARGV[2] ~= '' then\n"
+    "  redis.call('HSET', KEYS[1], 'evicted', ARGV[1] .. ' ' .. ARGV[2])\n"
+    "end\n"
     "return 1\n";
 
 // Registry heartbeat (instance_registry.h; EVAL, once a second per node). KEYS[1]: the registry

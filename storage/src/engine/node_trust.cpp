@@ -49,10 +49,20 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     // Recorded by some engine (maybe this one): it waits from then, and is not recorded again
     // (that would move the end of every engine's wait on each reconnect). A record of an earlier
     // incarnation younger than the window counts too: a restart, even a durable one, does not
-    // bring back what that incarnation lost (the in-memory lossy_restart, for every engine).
-    if (handshake.suspect == handshake.run_id ||
-        (!handshake.suspect.empty() && handshake.suspect_age < window()))
+    // bring back what that incarnation lost (the in-memory lossy_restart, for every engine). A
+    // record of this incarnation older than the window, on a node admitted for this deployment
+    // in this incarnation with no fence loss recorded, was waited out and repaired already (a
+    // loss is recorded for every admitted deployment before the suspect record): not again.
+    const bool waited_out = handshake.suspect == handshake.run_id &&
+                            handshake.suspect_age >= window() &&
+                            handshake.admitted == handshake.run_id && !handshake.fences_missing;
+    if (!waited_out && (handshake.suspect == handshake.run_id ||
+                        (!handshake.suspect.empty() && handshake.suspect_age < window())))
       taint(n, now - handshake.suspect_age, false);
+    // This engine recorded this incarnation as suspect, and the record is not there: the write
+    // was lost with a connection. Again.
+    if (n.tainted == n.run_id && n.suspect_sent == n.run_id && handshake.suspect != n.run_id)
+      n.record_suspect = true;
   }
 
   std::vector<std::size_t> admitted;
@@ -94,7 +104,10 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     }
     return admitted;
   }
-  lose_fences(n, /*evident=*/false);  // admitted, if ever, by the window: it may have lost them
+  // Admitted, if ever, by the window: it may have lost its fences. Evident when it is suspect, or
+  // kept a marker through a restart without durable persistence (it may have lost what came
+  // after); a node this deployment has no record on only lacks proof.
+  lose_fences(n, /*evident=*/suspect_now || kept_history);
   return refresh(now);
 }
 
@@ -146,7 +159,10 @@ std::vector<NodeTrust::FenceLoss> NodeTrust::take_fence_losses() {
 std::vector<std::size_t> NodeTrust::take_suspects() {
   std::vector<std::size_t> suspects;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (std::exchange(nodes_[i].record_suspect, false)) suspects.push_back(i);
+    if (std::exchange(nodes_[i].record_suspect, false)) {
+      nodes_[i].suspect_sent = nodes_[i].run_id;
+      suspects.push_back(i);
+    }
   }
   return suspects;
 }

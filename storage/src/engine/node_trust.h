@@ -171,9 +171,10 @@ class NodeTrust {
     bool unsafe = false;  // `tainted` was last seen with settings that may drop keys
     std::string not_durable;  // an incarnation seen without durable persistence
     bool record_suspect = false;
+    std::string suspect_sent;  // the incarnation this engine last listed in take_suspects()
     bool record_fence_loss = false;
     bool fence_loss_evident = false;  // of the loss to record: FenceLoss::evident
-    bool fences_missing = false;  // rule 3 or suspect: fences to copy back before it votes
+    bool fences_missing = false;      // rule 3 or suspect: fences to copy back before it votes
     std::uint64_t fence_generation = 0;
   };
 

@@ -126,8 +126,8 @@ struct RedisNodeOptions {
   // accepts any version.
   std::pair<int, int> min_version{0, 0};
   // Read appendonly/appendfsync (CONFIG GET) into NodeIdentity::durable, INFO memory into its
-  // memory settings and INFO stats into its evicted_keys. A server that refuses CONFIG (renamed, or not allowed by its ACL) counts as
-  // not durable; INFO works everywhere, managed Redis included.
+  // memory settings and INFO stats into its evicted_keys. A server that refuses CONFIG (renamed, or
+  // not allowed by its ACL) counts as not durable; INFO works everywhere, managed Redis included.
   bool read_settings = false;
   // With read_settings: how often a ready node's settings are read again (refusal_of() judges
   // them; a refusal drops the connection as at the handshake). 0 (the default): never.

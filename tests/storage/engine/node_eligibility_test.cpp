@@ -139,9 +139,10 @@ TEST_CASE(
 
 // The settings are read once a second: a review switched two nodes to an evicting policy and back
 // within one pipeline, and the held lease was granted again. INFO stats' evicted_keys shows it.
-TEST_CASE("a node that evicted keys between two settings checks waits out a quarantine, for every "
-          "engine, also one that was not connected then",
-          "[storage][redis]") {
+TEST_CASE(
+    "a node that evicted keys between two settings checks waits out a quarantine, for every "
+    "engine, also one that was not connected then",
+    "[storage][redis]") {
   RedisCluster cluster(3);
   // Up for longer than the window: their uptime alone would let them vote at once.
   std::this_thread::sleep_for(6s);

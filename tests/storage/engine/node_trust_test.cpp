@@ -226,6 +226,39 @@ TEST_CASE("a suspect record on the node quarantines its incarnation for a fresh 
   recorded.suspect_age = seconds(61);
   CHECK(trust.observe(0, recorded, t0).empty());  // admitted in this incarnation already
   CHECK(trust.voting(0, t0));
+
+  // A record of this incarnation older than the window, on a node this deployment admitted in
+  // it since, with no fence loss recorded: waited out and repaired, not again on each handshake.
+  NodeTrust later(3, settings(seconds(60)));
+  Handshake waited = node("c", hours(5), "c", seconds(60), /*durable=*/true);
+  waited.suspect = "c";
+  waited.suspect_age = seconds(61);
+  CHECK(later.observe(2, waited, t0).empty());
+  CHECK(later.voting(2, t0));
+  CHECK_FALSE(later.fences_missing(2));
+  CHECK(later.take_fence_losses().empty());
+  waited.fences_missing = true;  // unless a loss is still recorded: then its fences come first
+  NodeTrust missing(3, settings(seconds(60)));
+  CHECK(missing.observe(2, waited, t0) == std::vector<std::size_t>{2});
+  CHECK(missing.fences_missing(2));
+}
+
+TEST_CASE("a suspect record this engine sent and the node does not hold is sent again",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.lost_keys(0, "a", t0 + 1s);
+  CHECK(trust.take_suspects() == std::vector<std::size_t>{0});
+  // The connection dropped before the record landed; the node answers again, same incarnation.
+  trust.observe(0, node("a", hours(5), "a"), t0 + 2s);
+  CHECK(trust.take_suspects() == std::vector<std::size_t>{0});
+  Handshake held = node("a", hours(5), "a");
+  held.suspect = "a";
+  held.suspect_age = seconds(2);
+  trust.observe(0, held, t0 + 3s);  // it landed this time
+  CHECK(trust.take_suspects().empty());
+  // Its loss of fences is evident: every deployment admitted there is told.
+  CHECK(trust.take_fence_losses() == std::vector<NodeTrust::FenceLoss>{{0, true}});
 }
 
 TEST_CASE("a longer max ttl read during a quarantine lengthens it, and is never lowered",

@@ -285,9 +285,10 @@ TEST_CASE("fence: a node that lost its fences gets them back before it votes aga
   check_fenced_out(t);
 }
 
-TEST_CASE("fence: when a majority lost its fences, the nodes get what the others kept, vote here "
-          "only, and are not recorded as admitted",
-          "[storage][redis]") {
+TEST_CASE(
+    "fence: when a majority lost its fences, the nodes get what the others kept, vote here "
+    "only, and are not recorded as admitted",
+    "[storage][redis]") {
   // Best effort (engine_core.h, repair_fences): a strict repair needs N - quorum + 1 nodes that
   // kept their fences, and only node 0 did. The cluster needs nodes 1 and 2 for a quorum, so they
   // get node 0's fences and vote in this engine; no other instance may trust them by rule 2.
@@ -341,9 +342,11 @@ TEST_CASE("fence: a loss one deployment notices is recorded for every deployment
   SyncRedis node0(cluster.node(0).port());
   node0.command({"DEL", "b:ledger#fence", "fencelock:#instances:a:"});  // lost writes
   a.wait_until(
-      [&] { return node0.command({"HGET", "fencelock:#node", "fences_missing:b:"}).text == "1"; },
+      [&] {
+        return node0.command({"HGET", "fencelock:#node", "fences_missing:b:"}).text == "1";
+      },
       5s);
-  a.wait_for_voting_nodes(3, 10s);  // the window, then a's own repair
+  a.wait_for_voting_nodes(3, 10s);      // the window, then a's own repair
   std::this_thread::sleep_for(1500ms);  // the suspect record grows older than the window
   cluster.node(0).restart(/*keep_data=*/true);
 
