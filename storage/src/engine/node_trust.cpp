@@ -41,29 +41,7 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   if (!handshake.admitted.empty() || handshake.legacy_admitted) history_seen_ = true;
   if (!handshake.durable) n.not_durable = handshake.run_id;
 
-  if (settings_.enabled) {
-    // Refused as unsafe since it was last seen (in this incarnation or the one it restarted
-    // from): seen safe at last, it may have dropped keys until now.
-    const bool was_unsafe = std::exchange(n.unsafe, false);
-    if (lossy_restart || was_unsafe || handshake.lost_writes) taint(n, now, /*record=*/true);
-    // Recorded by some engine (maybe this one): it waits from then, and is not recorded again
-    // (that would move the end of every engine's wait on each reconnect). A record of an earlier
-    // incarnation younger than the window counts too: a restart, even a durable one, does not
-    // bring back what that incarnation lost (the in-memory lossy_restart, for every engine). A
-    // record of this incarnation older than the window, on a node admitted for this deployment
-    // in this incarnation with no fence loss recorded, was waited out and repaired already (a
-    // loss is recorded for every admitted deployment before the suspect record): not again.
-    const bool waited_out = handshake.suspect == handshake.run_id &&
-                            handshake.suspect_age >= window() &&
-                            handshake.admitted == handshake.run_id && !handshake.fences_missing;
-    if (!waited_out && (handshake.suspect == handshake.run_id ||
-                        (!handshake.suspect.empty() && handshake.suspect_age < window())))
-      taint(n, now - handshake.suspect_age, false);
-    // This engine recorded this incarnation as suspect, and the record is not there: the write
-    // was lost with a connection. Again.
-    if (n.tainted == n.run_id && n.suspect_sent == n.run_id && handshake.suspect != n.run_id)
-      n.record_suspect = true;
-  }
+  if (settings_.enabled) note_loss_evidence(n, handshake, lossy_restart, now);
 
   std::vector<std::size_t> admitted;
   if (n.trusted) return admitted;
@@ -109,6 +87,31 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   // after); a node this deployment has no record on only lacks proof.
   lose_fences(n, /*evident=*/suspect_now || kept_history);
   return refresh(now);
+}
+
+void NodeTrust::note_loss_evidence(Node& n, const Handshake& handshake, bool lossy_restart,
+                                   Clock::time_point now) {
+  // Refused as unsafe since it was last seen (in this incarnation or the one it restarted
+  // from): seen safe at last, it may have dropped keys until now.
+  const bool was_unsafe = std::exchange(n.unsafe, false);
+  if (lossy_restart || was_unsafe || handshake.lost_writes) taint(n, now, /*record=*/true);
+  // Recorded by some engine (maybe this one): it waits from then, and is not recorded again
+  // (that would move the end of every engine's wait on each reconnect). A record of an earlier
+  // incarnation younger than the window counts too: a restart, even a durable one, does not
+  // bring back what that incarnation lost (the in-memory lossy_restart, for every engine). A
+  // record of this incarnation older than the window, on a node admitted for this deployment
+  // in this incarnation with no fence loss recorded, was waited out and repaired already (a
+  // loss is recorded for every admitted deployment before the suspect record): not again.
+  const bool waited_out = handshake.suspect == handshake.run_id &&
+                          handshake.suspect_age >= window() &&
+                          handshake.admitted == handshake.run_id && !handshake.fences_missing;
+  if (!waited_out && (handshake.suspect == handshake.run_id ||
+                      (!handshake.suspect.empty() && handshake.suspect_age < window())))
+    taint(n, now - handshake.suspect_age, false);
+  // This engine recorded this incarnation as suspect, and the record is not there: the write
+  // was lost with a connection. Again.
+  if (n.tainted == n.run_id && n.suspect_sent == n.run_id && handshake.suspect != n.run_id)
+    n.record_suspect = true;
 }
 
 void NodeTrust::taint(Node& n, Clock::time_point since, bool record) {

@@ -179,6 +179,10 @@ class NodeTrust {
   };
 
   bool birth_possible() const;
+  // What `handshake` (and, `lossy_restart`, the incarnation it ended) says about keys node `n`
+  // may have lost: taints it, and asks for a suspect record that did not land to be sent again.
+  void note_loss_evidence(Node& n, const Handshake& handshake, bool lossy_restart,
+                          Clock::time_point now);
   void admit(std::size_t node);
   // The node's current incarnation may have lost keys as late as `since`; `record`: tell the
   // caller (take_suspects) to record it on the node.
