@@ -223,7 +223,9 @@ void AcquireOperation::vote() {
     free_votes_.assign(target_.permits, 0);
     soonest_votes_.assign(target_.permits, 0);
   }
+  confirmations_.assign(core_->node_count(), Confirmation{});
   core_->broadcast(attempt_command(/*eval=*/false), shared_from_this(), attempt_);
+  core_->confirm_votes(shared_from_this(), attempt_ | kEvictionsRead);
   // A cluster with too few voting nodes is decided before any answer arrives.
   if (tally_->outcome() == TallyOutcome::kImpossible) {
     attempt_failed(
@@ -263,10 +265,16 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     if (phase_ == Phase::kReadingExpiry) on_expiry_read(node, reply);
     return;
   }
+  if (cookie == (attempt_ | kEvictionsRead)) {
+    if (phase_ == Phase::kVoting) on_confirmation(node, reply);
+    return;
+  }
   if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
   if (core_->resend_on_noscript(
           node, reply, [this] { return attempt_command(/*eval=*/true); }, shared_from_this(),
           attempt_)) {
+    ++confirmations_.at(node).reads_left;  // the script runs again: so does the read after it
+    core_->confirm_vote(node, shared_from_this(), attempt_ | kEvictionsRead);
     return;
   }
   Vote vote = Vote::kFailed;
@@ -290,6 +298,27 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
         break;
     }
   }
+  if (vote == Vote::kYes && node < confirmations_.size()) {
+    Confirmation& confirmation = confirmations_[node];
+    if (confirmation.reads_left != 0) {
+      confirmation.yes_waiting = true;
+      return;
+    }
+    if (confirmation.refused) vote = Vote::kFailed;
+  }
+  count_vote(node, vote);
+}
+
+void AcquireOperation::on_confirmation(std::size_t node, const NodeReply& reply) {
+  if (node >= confirmations_.size() || confirmations_[node].reads_left == 0) return;
+  Confirmation& confirmation = confirmations_[node];
+  if (reply.kind != NodeReply::Kind::kInteger || reply.integer != 1) confirmation.refused = true;
+  if (--confirmation.reads_left != 0 || !confirmation.yes_waiting) return;
+  confirmation.yes_waiting = false;
+  count_vote(node, confirmation.refused ? Vote::kFailed : Vote::kYes);
+}
+
+void AcquireOperation::count_vote(std::size_t node, Vote vote) {
   tally_->record(node, vote);
   switch (tally_->outcome()) {
     case TallyOutcome::kUndecided:

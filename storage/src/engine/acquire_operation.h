@@ -94,6 +94,8 @@ class AcquireOperation : public ReplySink,
   enum class Phase { kVoting, kDrawingToken, kWaitingToRetry, kWoken, kReadingExpiry, kDone };
   // The cookie of an expiry read (PTTL) of attempt n: n | kExpiryRead. Attempts never reach it.
   static constexpr std::uint32_t kExpiryRead = std::uint32_t{1} << 31;
+  // The cookie of attempt n's evictions reads (EngineCore::confirm_votes): n | kEvictionsRead.
+  static constexpr std::uint32_t kEvictionsRead = std::uint32_t{1} << 30;
 
   void attempt();
   void draw_tokens();  // then vote(); phase kDrawingToken while the source answers
@@ -101,6 +103,10 @@ class AcquireOperation : public ReplySink,
   std::string token_arg(std::size_t index) const;  // "" without a token source: no fence
   RespCommand attempt_command(bool eval) const;
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
+  // An evictions read after the attempt's script on `node`: counts a yes that waited for it.
+  void on_confirmation(std::size_t node, const NodeReply& reply);
+  // Counts `node`'s vote and acts on the tally's outcome.
+  void count_vote(std::size_t node, Vote vote);
   // Reads one node's answer to a permit attempt into answers_, free_votes_ and mismatch_.
   Vote permit_vote(std::size_t node, const NodeReply& reply);
   void on_quorum();
@@ -187,8 +193,16 @@ class AcquireOperation : public ReplySink,
   std::optional<Error> token_error_;
   std::vector<std::uint64_t> fences_;  // per name, the highest fence that refused this attempt
   std::size_t fence_refusals_ = 0;     // nodes that refused this attempt's tokens
-  bool fenced_attempt_ = false;        // the attempt failing now failed on fences
-  FenceRetries fence_retries_;         // whether a fenced attempt draws again
+  // Per node: the evictions reads still to come after the attempt's commands, whether one said
+  // its yes may not count, and a yes waiting for them (EngineCore::confirm_votes).
+  struct Confirmation {
+    std::uint8_t reads_left = 1;
+    bool refused = false;
+    bool yes_waiting = false;
+  };
+  std::vector<Confirmation> confirmations_;
+  bool fenced_attempt_ = false;  // the attempt failing now failed on fences
+  FenceRetries fence_retries_;   // whether a fenced attempt draws again
   Phase phase_ = Phase::kVoting;
   bool queued_ = false;                // in the engine's waiter queue for the name
   bool marking_ = false;               // the attempt in flight marks the name as waited for

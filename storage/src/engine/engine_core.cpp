@@ -201,6 +201,15 @@ void EngineCore::send_to(std::size_t node, const RespCommand& command,
   nodes_.at(node)->send(command, sink, cookie);
 }
 
+void EngineCore::confirm_votes(const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie) {
+  for (auto& node : nodes_) node->confirm_after(sink, cookie);
+}
+
+void EngineCore::confirm_vote(std::size_t node, const std::shared_ptr<ReplySink>& sink,
+                              std::uint32_t cookie) {
+  nodes_.at(node)->confirm_after(sink, cookie);
+}
+
 RespCommand EngineCore::script_command(Script script, bool eval, std::span<const std::string> keys,
                                        std::span<const std::string> args) {
   RespCommand command(3 + keys.size() + args.size());
@@ -457,11 +466,20 @@ void EngineCore::note_max_ttl(std::chrono::milliseconds ttl) {
 
 void EngineCore::on_node_rechecked(std::size_t node, const NodeIdentity& identity) {
   if (!identity.durable) trust_.not_durable(node, identity.run_id);
-  if (evicted_unseen(node, identity, {})) {
-    node_lost_keys(node, "it evicted keys (INFO stats: evicted_keys " +
-                             std::to_string(identity.evicted_keys.value_or(0)) +
-                             "): its memory policy let it evict between two checks");
-  }
+  note_evictions(node, identity, "between two checks");
+}
+
+bool EngineCore::on_evictions_read(std::size_t node, const NodeIdentity& identity) {
+  note_evictions(node, identity, "before a vote");
+  return votes(node, Clock::now());
+}
+
+void EngineCore::note_evictions(std::size_t node, const NodeIdentity& identity,
+                                std::string_view when) {
+  if (!evicted_unseen(node, identity, {})) return;
+  node_lost_keys(node, "it evicted keys (INFO stats: evicted_keys " +
+                           std::to_string(identity.evicted_keys.value_or(0)) +
+                           "): its memory policy let it evict " + std::string(when));
 }
 
 std::string EngineCore::node_refusal(std::size_t node) const {

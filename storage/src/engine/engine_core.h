@@ -124,6 +124,14 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
                  std::uint32_t cookie);
   void send_to(std::size_t node, const RespCommand& command, const std::shared_ptr<ReplySink>& sink,
                std::uint32_t cookie);
+  // Asks every node (confirm_vote: one node) to read its evictions after the commands sent to it
+  // so far (RedisNode::confirm_after): `sink` gets 1 per node whose yes may count — it evicted no
+  // key since this engine's last read and still votes; a node that did is quarantined first. A
+  // vote is counted only once the read after it says so: a lease key evicted before the vote
+  // would otherwise let a second lease be granted over the first (docs/architecture.md,
+  // "Evictions").
+  void confirm_votes(const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie);
+  void confirm_vote(std::size_t node, const std::shared_ptr<ReplySink>& sink, std::uint32_t cookie);
 
   // EVALSHA (or, for the NOSCRIPT fallback, EVAL) of `script` on `keys` with `args`.
   static RespCommand script_command(Script script, bool eval, std::span<const std::string> keys,
@@ -203,6 +211,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void on_node_down(std::size_t node, const std::string& why) override;
   void on_node_refused(std::size_t node, const std::string& why) override;
   void on_node_rechecked(std::size_t node, const NodeIdentity& identity) override;
+  bool on_evictions_read(std::size_t node, const NodeIdentity& identity) override;
   void on_node_unresolved(std::size_t node, const std::string& why) override;
   void on_node_address_changed(std::size_t node, const std::string& from,
                                const std::string& to) override;
@@ -218,6 +227,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // names another incarnation). Remembers the count (the caller quarantines the node when it is
   // news; record_suspects() writes the count with the suspect record).
   bool evicted_unseen(std::size_t node, const NodeIdentity& identity, std::string_view recorded);
+  // A read of a ready node's evicted_keys (a recheck, a vote's confirmation): quarantines the node
+  // if it evicted keys since this engine's last read (`when` says in which read, for the log).
+  void note_evictions(std::size_t node, const NodeIdentity& identity, std::string_view when);
   // `node` lost keys in its current incarnation by now (`why`): quarantined from now, recorded.
   void node_lost_keys(std::size_t node, const std::string& why);
   // Whether `node` votes: trusted (node_trust.h) and its fences in place.

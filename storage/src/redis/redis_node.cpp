@@ -29,6 +29,7 @@ constexpr std::uint32_t kRecheckAppendfsync = 9;
 constexpr std::uint32_t kRecheckMemory = 10;
 constexpr std::uint32_t kRecheckStats = 11;
 constexpr std::size_t kRecheckReads = 4;
+constexpr std::uint32_t kEvictionsRead = 12;  // confirm_after()'s reads
 constexpr std::uint32_t kHandshakeFirstScript = 16;
 
 // CONFIG GET's answer ["name", "value"] → value; "" when refused or malformed.
@@ -385,7 +386,55 @@ void RedisNode::on_recheck_reply(std::uint32_t cookie, const NodeReply& reply) {
   schedule_recheck();
 }
 
+void RedisNode::confirm_after(std::shared_ptr<ReplySink> sink, std::uint32_t cookie) {
+  if (state_ != State::kReady) {
+    fail_later(std::move(sink), cookie, NodeReply::Kind::kDisconnected);
+    return;
+  }
+  confirm_batch_.emplace_back(std::move(sink), cookie);
+  if (confirm_batch_.size() == 1) {
+    asio::post(strand_, [self = shared_from_this()] { self->send_evictions_read(); });
+  }
+}
+
+void RedisNode::send_evictions_read() {
+  Confirmations batch = std::move(confirm_batch_);
+  confirm_batch_.clear();
+  if (state_ != State::kReady) {
+    for (auto& [sink, cookie] : batch) {
+      fail_later(std::move(sink), cookie, NodeReply::Kind::kDisconnected);
+    }
+    return;
+  }
+  confirm_reads_.push_back(std::move(batch));
+  enqueue(RespCommand(2).arg("INFO").arg("stats"),
+          std::static_pointer_cast<ReplySink>(shared_from_this()), kEvictionsRead,
+          Clock::now() + options_.command_timeout);
+}
+
+void RedisNode::on_evictions_read(const NodeReply& reply) {
+  if (confirm_reads_.empty()) return;
+  Confirmations batch = std::move(confirm_reads_.front());
+  confirm_reads_.pop_front();
+  NodeReply verdict;
+  if (!reply.answered() || reply.kind != NodeReply::Kind::kString) {
+    verdict.kind = reply.answered() ? NodeReply::Kind::kError : reply.kind;
+    verdict.text = reply.text;
+  } else {
+    identity_.evicted_keys = info_number(reply.text, "evicted_keys");
+    verdict.kind = NodeReply::Kind::kInteger;
+    const bool counts = state_ == State::kReady &&
+                        (listener_ == nullptr || listener_->on_evictions_read(index_, identity_));
+    verdict.integer = counts ? 1 : 0;
+  }
+  for (auto& [sink, cookie] : batch) sink->on_reply(index_, cookie, verdict);
+}
+
 void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply reply) {
+  if (cookie == kEvictionsRead) {
+    on_evictions_read(reply);
+    return;
+  }
   if (cookie >= kRecheckAppendonly && cookie <= kRecheckStats) {
     on_recheck_reply(cookie, reply);
     return;

@@ -102,6 +102,12 @@ class NodeListener {
   // refusal_of() let pass: `identity` is the handshake's, with durable, the memory settings and
   // evicted_keys as read now.
   virtual void on_node_rechecked(std::size_t /*node*/, const NodeIdentity& /*identity*/) {}
+  // An evictions read (RedisNode::confirm_after) answered: `identity` is the connection's, with
+  // evicted_keys as read now. True when the commands sent before the read may count: the node
+  // evicted nothing the listener had not seen, and still votes. Once per read.
+  virtual bool on_evictions_read(std::size_t /*node*/, const NodeIdentity& /*identity*/) {
+    return true;
+  }
 
  public:
   virtual ~NodeListener() = default;
@@ -163,6 +169,11 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
 
   // Sends `command`; `sink` (may be null: fire and forget) gets exactly one answer.
   void send(const RespCommand& command, std::shared_ptr<ReplySink> sink, std::uint32_t cookie);
+  // Reads INFO stats's evicted_keys after every command sent so far on this connection — one read
+  // per strand turn, shared by every caller in it — and answers `sink` with the integer 1 when
+  // the listener's on_evictions_read() lets those commands count, 0 when not, or the read's
+  // failure (kDisconnected, kTimeout). Exactly one answer, never from inside the call.
+  void confirm_after(std::shared_ptr<ReplySink> sink, std::uint32_t cookie);
 
   bool ready() const noexcept { return state_ == State::kReady; }
   std::size_t index() const noexcept { return index_; }
@@ -196,7 +207,9 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   void schedule_reconnect(bool immediately);
   void fail_later(std::shared_ptr<ReplySink> sink, std::uint32_t cookie, NodeReply::Kind kind);
   void schedule_recheck();
-  void recheck();  // sends the settings reads of a recheck
+  void recheck();              // sends the settings reads of a recheck
+  void send_evictions_read();  // the read the confirm_after() calls of this strand turn wait for
+  void on_evictions_read(const NodeReply& reply);
   // A settings read's answer (handshake or recheck) into `identity`; false if it is no such read.
   bool read_setting(std::uint32_t cookie, const NodeReply& reply, NodeIdentity& identity);
   void on_recheck_reply(std::uint32_t cookie, const NodeReply& reply);
@@ -235,6 +248,10 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   std::string last_refusal_;  // reported to the listener; cleared once a handshake passes
   NodeIdentity identity_;     // of the ready connection, as last read
   std::size_t recheck_left_ = 0;
+  // confirm_after(): the callers of this strand turn, and one batch per read in flight (FIFO).
+  using Confirmations = std::vector<std::pair<std::shared_ptr<ReplySink>, std::uint32_t>>;
+  Confirmations confirm_batch_;
+  std::deque<Confirmations> confirm_reads_;
   NodeIdentity recheck_identity_;
   boost::asio::steady_timer recheck_timer_;
   NodeCounters counters_;

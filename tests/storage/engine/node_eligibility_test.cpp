@@ -189,6 +189,48 @@ TEST_CASE(
   }
 }
 
+// The settings checks above run once a second: a node that evicted keys just before an acquire
+// would still be counted until the next one (seventh review, R2). The voting scripts refuse by
+// themselves while a node's evictions are not recorded and waited out
+// (FENCELOCK_LUA_EVICTION_GATE).
+TEST_CASE(
+    "no engine counts the vote of a node that evicted keys, not even before its next settings "
+    "check",
+    "[storage][redis]") {
+  RedisCluster cluster(3);
+  std::this_thread::sleep_for(6s);  // uptime past the window: they vote at once
+  EngineUnderTest a(options_for(cluster, 5s));
+  EngineUnderTest b(options_for(cluster, 5s));
+  const auto holder = a.acquire("victim", 5s);
+  REQUIRE(holder.ok());
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}})
+    make_evicting(cluster.node(n), "volatile-ttl");
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    SyncRedis node(cluster.node(n).port());
+    for (int round = 0; round < 10 && node.command({"EXISTS", "fencelock:lock:victim"}).integer;
+         ++round) {
+      fill_with_traffic(cluster.node(n));
+    }
+    node.command({"CONFIG", "SET", "maxmemory", "0"});  // the next check finds a safe policy
+    REQUIRE(node.command({"EXISTS", "fencelock:lock:victim"}).integer == 0);
+  }
+  // At once, before either engine's next settings check, and then until the lease ends.
+  while (Clock::now() < holder.value().valid_until()) {
+    REQUIRE_FALSE(b.acquire("victim", 500ms).ok());
+    REQUIRE_FALSE(a.acquire("victim", 500ms).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  // Recorded and waited out: the nodes vote again.
+  const auto give_up = Clock::now() + 15s;
+  bool granted = false;
+  while (!granted && Clock::now() < give_up) {
+    granted = b.acquire("victim", 500ms).ok();
+    if (!granted) std::this_thread::sleep_for(200ms);
+  }
+  CHECK(granted);
+  CHECK(b.engine().voting_nodes() == 3);
+}
+
 // Issue #32 item 7: rule 1 trusted a durable node that kept its marker, but the marker predates
 // everything written while persistence was off.
 TEST_CASE(
