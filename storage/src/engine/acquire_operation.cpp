@@ -163,13 +163,16 @@ void AcquireOperation::draw_tokens() {
   token_floor_ = core_->token_floor();  // what the tokens must be above, known before the draw
   tokens_pending_ = target_.names.size();
   // One token per name, all drawn at once. The token source may answer on another thread: come
-  // back to the strand.
+  // back to the strand. The answer moves its reference to the operation along, so the source's
+  // thread never holds the last one (the operation's timers belong to the engine's context).
   for (std::size_t i = 0; i < target_.names.size(); ++i) {
     tokens->next(target_.names[i], [self = shared_from_this(), attempt = attempt_,
-                                    i](Result<std::uint64_t> token) {
-      asio::dispatch(self->core_->strand(), [self, attempt, i, token = std::move(token)]() mutable {
-        self->on_token(attempt, i, std::move(token));
-      });
+                                    i](Result<std::uint64_t> token) mutable {
+      const auto& strand = self->core_->strand();  // the engine's, alive while the operation is
+      asio::dispatch(strand,
+                     [self = std::move(self), attempt, i, token = std::move(token)]() mutable {
+                       self->on_token(attempt, i, std::move(token));
+                     });
     });
   }
 }

@@ -444,19 +444,22 @@ bool EngineCore::evicted_unseen(std::size_t node, const NodeIdentity& identity,
                                 std::string_view recorded) {
   if (!identity.evicted_keys) return false;
   const std::uint64_t now_count = *identity.evicted_keys;
-  auto& [run_id, count] = evictions_seen_.at(node);
-  if (run_id != identity.run_id) {  // first read of this incarnation: the node's record
+  const std::uint64_t now_commands = identity.commands_processed.value_or(0);
+  EvictionsSeen& seen = evictions_seen_.at(node);
+  if (seen.run_id != identity.run_id) {  // first read of this incarnation: the node's record
     const std::size_t space = recorded.find(' ');
     std::uint64_t recorded_count = 0;
     if (space != std::string_view::npos && recorded.substr(0, space) == identity.run_id) {
       const std::string_view digits = recorded.substr(space + 1);
       std::from_chars(digits.data(), digits.data() + digits.size(), recorded_count);
     }
-    count = recorded_count;
-    run_id = identity.run_id;
+    seen = EvictionsSeen{identity.run_id, recorded_count, 0};
   }
-  const bool unseen = now_count != count;  // fewer: CONFIG RESETSTAT hid some
-  count = now_count;
+  // Fewer evictions, or fewer commands than a read before: CONFIG RESETSTAT, which may have hidden
+  // evictions since that read.
+  const bool unseen = now_count != seen.evicted || now_commands < seen.commands;
+  seen.evicted = now_count;
+  seen.commands = now_commands;
   return unseen;
 }
 
@@ -477,9 +480,9 @@ bool EngineCore::on_evictions_read(std::size_t node, const NodeIdentity& identit
 void EngineCore::note_evictions(std::size_t node, const NodeIdentity& identity,
                                 std::string_view when) {
   if (!evicted_unseen(node, identity, {})) return;
-  node_lost_keys(node, "it evicted keys (INFO stats: evicted_keys " +
-                           std::to_string(identity.evicted_keys.value_or(0)) +
-                           "): its memory policy let it evict " + std::string(when));
+  node_lost_keys(node, "it evicted keys, or its statistics were reset (INFO stats: evicted_keys " +
+                           std::to_string(identity.evicted_keys.value_or(0)) + "), " +
+                           std::string(when) + ": its memory policy may have let it evict");
 }
 
 std::string EngineCore::node_refusal(std::size_t node) const {
@@ -630,14 +633,14 @@ void EngineCore::retry_fence_repair(std::size_t node) {
 void EngineCore::record_suspects(const std::vector<std::size_t>& nodes, const std::string& why) {
   for (const std::size_t node : nodes) {
     // The evictions this engine counted in this incarnation happened before now: covered.
-    const auto& [evicted_run_id, evicted] = evictions_seen_.at(node);
+    const EvictionsSeen& seen = evictions_seen_.at(node);
     RespCommand record(6);
     record.arg("EVAL")
         .arg(kNodeSuspectScript)
         .arg(std::int64_t{1})
         .arg(kNodeMarkerKey)
         .arg(trust_.run_id(node))
-        .arg(evicted_run_id == trust_.run_id(node) ? std::to_string(evicted) : std::string());
+        .arg(seen.run_id == trust_.run_id(node) ? std::to_string(seen.evicted) : std::string());
     nodes_[node]->send(record, nullptr, 0);
     if (observer_ != nullptr) observer_->on_node_lost_keys(node, nodes_[node]->address(), why);
   }

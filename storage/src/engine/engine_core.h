@@ -224,8 +224,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Whether `identity` (node `node`) shows evictions no engine quarantined it for: its
   // evicted_keys differs from the last count this engine read in the same incarnation — or, at
   // its first read, from the marker's evicted record (`recorded`, "<run_id> <count>"; 0 when it
-  // names another incarnation). Remembers the count (the caller quarantines the node when it is
-  // news; record_suspects() writes the count with the suspect record).
+  // names another incarnation) — or its total_commands_processed went back since this engine's
+  // last read (CONFIG RESETSTAT, which may hide evictions). Remembers both (the caller quarantines
+  // the node when it is news; record_suspects() writes the count with the suspect record).
   bool evicted_unseen(std::size_t node, const NodeIdentity& identity, std::string_view recorded);
   // A read of a ready node's evicted_keys (a recheck, a vote's confirmation): quarantines the node
   // if it evicted keys since this engine's last read (`when` says in which read, for the log).
@@ -274,7 +275,12 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   mutable std::mutex refusals_mutex_;
   std::vector<std::string> refusals_;  // per node: node_refusal()
   // Per node: the incarnation (run_id) whose evicted_keys this engine read last, and that count.
-  std::vector<std::pair<std::string, std::uint64_t>> evictions_seen_;
+  struct EvictionsSeen {
+    std::string run_id;
+    std::uint64_t evicted = 0;
+    std::uint64_t commands = 0;  // total_commands_processed at that read
+  };
+  std::vector<EvictionsSeen> evictions_seen_;
   std::unordered_map<Cancellable*, std::weak_ptr<Cancellable>> waiting_;
   std::unordered_map<std::string, NameWaiters> waiters_;
   std::mt19937_64 rng_;

@@ -338,6 +338,7 @@ bool RedisNode::read_setting(std::uint32_t cookie, const NodeReply& reply, NodeI
     identity.maxmemory_policy = info_field(reply.text, "maxmemory_policy");
   } else if (cookie == kHandshakeStats || cookie == kRecheckStats) {
     identity.evicted_keys = info_number(reply.text, "evicted_keys");
+    identity.commands_processed = info_number(reply.text, "total_commands_processed");
   } else {
     return false;
   }
@@ -422,6 +423,7 @@ void RedisNode::on_evictions_read(const NodeReply& reply) {
     verdict.text = reply.text;
   } else {
     identity_.evicted_keys = info_number(reply.text, "evicted_keys");
+    identity_.commands_processed = info_number(reply.text, "total_commands_processed");
     verdict.kind = NodeReply::Kind::kInteger;
     const bool counts = state_ == State::kReady &&
                         (listener_ == nullptr || listener_->on_evictions_read(index_, identity_));

@@ -69,6 +69,9 @@ struct NodeIdentity {
   // INFO stats' evicted_keys (only with read_settings): keys this incarnation evicted so far;
   // nullopt when the server did not report it.
   std::optional<std::uint64_t> evicted_keys;
+  // INFO stats' total_commands_processed, read with evicted_keys: CONFIG RESETSTAT sets both back
+  // to 0, so a count that went back says the statistics were reset (and evictions may be hidden).
+  std::optional<std::uint64_t> commands_processed;
   NodeReply probe;  // the answer to RedisNodeOptions::probe, if any
 };
 
