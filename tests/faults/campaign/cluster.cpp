@@ -134,12 +134,21 @@ std::vector<std::string> Cluster::instance_args(std::size_t i) const {
   std::vector<std::string> args{"--redis", redis};
   args.insert(args.end(), tokens.begin(), tokens.end());
   const std::vector<std::string> rest{
-      "--max-ttl",        std::to_string(settings_.max_ttl.count()) + "ms",
-      "--quarantine",     settings_.quarantine ? "on" : "off",
-      "--max-wait",       "10s",
-      "--retry-delay",    "100ms",
-      "--retry-jitter",   "50ms",
-      "--shutdown-grace", "0s"};
+      "--max-ttl",
+      std::to_string((i < settings_.instance_max_ttl.size() ? settings_.instance_max_ttl[i]
+                                                            : settings_.max_ttl)
+                         .count()) +
+          "ms",
+      "--quarantine",
+      settings_.quarantine ? "on" : "off",
+      "--max-wait",
+      "10s",
+      "--retry-delay",
+      "100ms",
+      "--retry-jitter",
+      "50ms",
+      "--shutdown-grace",
+      "0s"};
   args.insert(args.end(), rest.begin(), rest.end());
   return args;
 }

@@ -37,7 +37,10 @@ struct ClusterSettings {
   std::size_t stray_instances = 0;
   bool quarantine = true;
   std::chrono::milliseconds max_ttl{3000};  // also the quarantine window of a restarted node
-  std::string store_mode = "fenced";        // resource-store --mode
+  // Per instance, a --max-ttl of its own (operators who start instances with different flags);
+  // empty: max_ttl everywhere.
+  std::vector<std::chrono::milliseconds> instance_max_ttl;
+  std::string store_mode = "fenced";  // resource-store --mode
   std::uint64_t seed = 1;
   std::string bin_dir;  // where fencelockd, resource-store and the clock shim are
 };

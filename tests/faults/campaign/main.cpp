@@ -55,6 +55,8 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
   ClusterSettings settings;
   settings.quarantine = scenario.quarantine;
   settings.durable_nodes = scenario.durable_nodes;
+  settings.instances = scenario.instances;
+  settings.instance_max_ttl = scenario.instance_max_ttl;
   if (scenario.stray_instance) {
     settings.instances += 1;
     settings.stray_instances = 1;

@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "http_client.h"
+#include "sync_redis.h"
 #include "workload.h"
 
 namespace fencelock::faults {
@@ -90,7 +92,8 @@ std::chrono::steady_clock::time_point wait_for_held_lease(NemesisContext& c,
 // overwrite, unless the store fences it.
 constexpr int kProbeProcess = 100;
 
-void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point until, bool write_set) {
+void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point until, bool write_set,
+                   std::optional<std::size_t> instance = std::nullopt) {
   static int probe_elements = 0;
   const WorkloadSettings workload;
   const std::string path = "/v1/locks/" + workload.lock_name;
@@ -101,8 +104,12 @@ void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point unti
     return c.history.begin(std::move(op));
   };
   while (std::chrono::steady_clock::now() < until) {
-    const std::uint16_t port = c.cluster.instance_port(c.random() % c.cluster.instance_count());
-    if (port == 0) continue;
+    const std::uint16_t port =
+        c.cluster.instance_port(instance.value_or(c.random() % c.cluster.instance_count()));
+    if (port == 0) {
+      std::this_thread::sleep_for(25ms);
+      continue;
+    }
     testing::HttpClient http(port, 1000ms);
     Operation acquire;
     acquire.f = "acquire";
@@ -413,6 +420,114 @@ void counter_wiped_new_pods(NemesisContext& c) {
   }
 }
 
+// Operators' mistakes on lock nodes (issue #32 item 9).
+
+// A node's memory policy switched to an evicting one at runtime (a managed Redis's default, a
+// config push) while it holds ordinary traffic: volatile-ttl with a 2 MB limit evicts the key
+// nearest its expiry — a lease's — and the operator switches back. Filler keys (other names, a
+// 300 s ttl) are written until the campaign lock's key is gone (or ten batches).
+void evict_lease_key(testing::RedisServer& server, const std::string& lock_key) {
+  testing::SyncRedis node(server.port(), 5s);
+  node.command({"CONFIG", "SET", "maxmemory", "2mb"});
+  node.command({"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"});
+  static int batch = 0;
+  for (int round = 0; round < 10 && node.command({"EXISTS", lock_key}).integer == 1; ++round) {
+    node.command({"EVAL",
+                  "for i = 1, 3000 do redis.call('SET', KEYS[1] .. ARGV[1] .. ':' .. i, "
+                  "string.rep('x', 48), 'PX', 300000) end return 1",
+                  "1", "campaign-filler:", std::to_string(++batch)});
+  }
+  node.command({"CONFIG", "SET", "maxmemory", "0"});
+}
+
+// Each round waits for a held lease, evicts its key on a majority as above, and probes: the
+// eviction must keep those nodes from voting until the lease could have ended.
+void nodes_evict(NemesisContext& c) {
+  const std::string name = WorkloadSettings{}.lock_name;
+  while (c.pause_for(2000ms)) {
+    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms);
+    const auto nodes = c.pick_nodes(3);
+    c.history.note("evict", "nodes " + list(nodes) +
+                                ": maxmemory 2mb volatile-ttl until the lease's key is evicted, "
+                                "then maxmemory 0");
+    for (const auto n : nodes) evict_lease_key(c.cluster.node(n), "fencelock:lock:" + name);
+    probe_acquire(c, lease_end, /*write_set=*/false);
+  }
+}
+
+// A majority of durable nodes is backed up (stopped, files copied, started again with their
+// data), and later — after leases granted since — restored from that backup while a lease is
+// held: the restored nodes lost its key and everything else written since the backup.
+void restore_from_backup(NemesisContext& c) {
+  namespace fs = std::filesystem;
+  const std::string name = WorkloadSettings{}.lock_name;
+  while (c.pause_for(1000ms)) {
+    const auto nodes = c.pick_nodes(3);
+    for (const auto n : nodes) {
+      testing::RedisServer& node = c.cluster.node(n);
+      const fs::path backup = c.cluster.dir() / ("backup" + std::to_string(n));
+      node.kill();
+      fs::remove_all(backup);
+      fs::copy(node.data_dir(), backup, fs::copy_options::recursive);
+      node.start();
+    }
+    c.history.note("backup", "nodes " + list(nodes) + " (stopped, copied, started with data)");
+    if (!c.pause_for(1500ms)) break;
+    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms);
+    for (const auto n : nodes) {
+      testing::RedisServer& node = c.cluster.node(n);
+      node.kill();
+      fs::remove_all(node.data_dir());
+      fs::copy(c.cluster.dir() / ("backup" + std::to_string(n)), node.data_dir(),
+               fs::copy_options::recursive);
+      node.start();
+    }
+    c.history.note("restore-from-backup", "nodes " + list(nodes) + ", a lease held");
+    probe_acquire(c, lease_end, /*write_set=*/false);
+  }
+}
+
+// Instances with different --max-ttl: instance 0 (the longer one) grants a long lease, a majority
+// restarts empty, and the probe asks instance 1 (the shorter one): its quarantine must last as long
+// as the longest ttl any instance declared, not its own.
+constexpr int kLongLeaseProcess = 101;
+
+void mixed_max_ttl(NemesisContext& c, std::chrono::milliseconds long_ttl) {
+  const WorkloadSettings workload;
+  const std::string path = "/v1/locks/" + workload.lock_name;
+  while (c.pause_for(1000ms)) {
+    const std::uint16_t port = c.cluster.instance_port(0);
+    if (port == 0) continue;
+    testing::HttpClient http(port, 4000ms);
+    Operation acquire;
+    acquire.f = "acquire";
+    acquire.name = workload.lock_name;
+    acquire.process = kLongLeaseProcess;
+    const std::size_t index = c.history.begin(acquire);
+    const testing::HttpAnswer granted =
+        http.post(path, {{"ttl_ms", long_ttl.count()}, {"wait_ms", 3000}});
+    const nlohmann::json body = granted.json();
+    c.history.end(index,
+                  granted.status == 200   ? Outcome::kOk
+                  : granted.status == 409 ? Outcome::kFail
+                                          : Outcome::kInfo,
+                  [&](Operation& op) {
+                    op.detail = "long lease " + std::to_string(granted.status);
+                    if (granted.status != 200) return;
+                    op.token = body.value("token", std::uint64_t{0});
+                    op.validity_ms = body.value("validity_ms", std::int64_t{0});
+                    op.waited_ms = body.value("waited_ms", std::int64_t{0});
+                  });
+    if (granted.status != 200) continue;
+    const auto lease_end =
+        std::chrono::steady_clock::now() + milliseconds(body.value("validity_ms", 0));
+    const auto nodes = c.pick_nodes(3);
+    c.history.note("restart-empty", "nodes " + list(nodes) + ", instance 0's long lease held");
+    for (const auto n : nodes) c.cluster.node(n).restart(false);
+    probe_acquire(c, lease_end, /*write_set=*/false, /*instance=*/1);
+  }
+}
+
 }  // namespace
 
 bool NemesisContext::pause_for(std::chrono::milliseconds d) const {
@@ -522,6 +637,34 @@ std::vector<Scenario> all_scenarios() {
                    "the counter master's data and every epoch file lost; instances restart as new "
                    "pods",
                    counter_wiped_new_pods));
+  s.push_back(with_liveness(
+      make("operator-nodes-evict",
+           "3 of 5 nodes switched to maxmemory 2mb volatile-ttl until a held lease's key is "
+           "evicted, then back",
+           nodes_evict),
+      kAfterQuarantine));
+  Scenario restored = with_liveness(
+      make("operator-restore-from-backup",
+           "5 durable nodes; 3 backed up, then restored from that backup while a later lease is "
+           "held",
+           restore_from_backup),
+      kAfterQuarantine);
+  restored.durable_nodes = 5;
+  s.push_back(restored);
+  // The longer instance's window: its max ttl plus drift, from the last restart.
+  constexpr auto kLongMaxTtl = 6000ms;
+  Scenario mixed = with_liveness(
+      make("operator-mixed-max-ttl",
+           "instances with --max-ttl 6 s and 3 s; the 6 s one grants 5 s, 3 of 5 nodes restart "
+           "empty, the 3 s one is asked",
+           [](NemesisContext& c) { mixed_max_ttl(c, 5000ms); }),
+      kLongMaxTtl + 3000ms);
+  mixed.instance_max_ttl = {kLongMaxTtl, 3000ms};
+  s.push_back(mixed);
+  Scenario three = make("three-instances-kill", "three fencelockd; SIGKILL one and start it again",
+                        kill_instances);
+  three.instances = 3;
+  s.push_back(three);
   // Negative controls: each MUST show violations, or the checkers are blind.
   Scenario quarantine_off =
       control("control-quarantine-off", "quarantine off; 3 of 5 nodes restart empty while held",
@@ -542,6 +685,23 @@ std::vector<Scenario> all_scenarios() {
                            counter_loses_tail, {"tokens"});
   naive.naive_counter = true;
   s.push_back(naive);
+  // The operator faults above do create the hazard: without quarantine, each is a double grant.
+  Scenario evict_off = control("control-operator-nodes-evict",
+                               "operator-nodes-evict, quarantine off", nodes_evict, {"leases"});
+  evict_off.quarantine = false;
+  s.push_back(evict_off);
+  Scenario restored_off =
+      control("control-operator-restore-from-backup",
+              "operator-restore-from-backup, quarantine off", restore_from_backup, {"leases"});
+  restored_off.quarantine = false;
+  restored_off.durable_nodes = 5;
+  s.push_back(restored_off);
+  Scenario mixed_off =
+      control("control-operator-mixed-max-ttl", "operator-mixed-max-ttl, quarantine off",
+              [](NemesisContext& c) { mixed_max_ttl(c, 5000ms); }, {"leases"});
+  mixed_off.quarantine = false;
+  mixed_off.instance_max_ttl = {kLongMaxTtl, 3000ms};
+  s.push_back(mixed_off);
   Scenario naive_wiped = control("control-operator-counter-wiped",
                                  "operator-counter-wiped, drawing with a bare INCR (no fence)",
                                  counter_wiped_new_pods, {"tokens"});

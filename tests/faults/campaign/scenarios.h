@@ -35,6 +35,8 @@ struct Scenario {
   bool quarantine = true;
   std::size_t durable_nodes = 0;  // ClusterSettings::durable_nodes
   bool stray_instance = false;    // one more instance, on a token store of its own
+  std::size_t instances = 2;      // fencelockd instances serving the workload
+  std::vector<std::chrono::milliseconds> instance_max_ttl;  // ClusterSettings::instance_max_ttl
   std::string store_mode = "fenced";
   std::vector<std::string> must_fail;  // non-empty: a negative control
   // Properties the service does not promise under these faults (they break a stated assumption):

@@ -77,12 +77,15 @@ void no_grant_until_expiry(RedisCluster& cluster, EngineUnderTest& a, const Leas
 
 }  // namespace
 
-TEST_CASE("a node that may evict keys never votes", "[storage][redis]") {
+TEST_CASE("a node that may evict keys never votes, also with quarantine off", "[storage][redis]") {
   const std::string policy = GENERATE(as<std::string>{}, "volatile-lru", "allkeys-lru");
+  const bool quarantine = GENERATE(true, false);  // off trusts restarts, never an evicting node
   RedisCluster cluster(3);
   for (std::size_t i = 0; i < cluster.size(); ++i) make_evicting(cluster.node(i), policy);
   Refusals refusals;
-  EngineUnderTest engine(options_for(cluster, 600s), nullptr, &refusals, /*wait_for_nodes=*/false);
+  auto options = options_for(cluster, 600s);
+  options.quarantine_restarted_nodes = quarantine;
+  EngineUnderTest engine(options, nullptr, &refusals, /*wait_for_nodes=*/false);
   wait_until_judged(engine, refusals, cluster.size());
   if (engine.engine().voting_nodes() == cluster.size()) {
     EngineUnderTest::wait_for_first_registry_round(engine.engine());
