@@ -423,20 +423,13 @@ void counter_wiped_new_pods(NemesisContext& c) {
 // Operators' mistakes on lock nodes (issue #32 item 9).
 
 // A node's memory policy switched to an evicting one at runtime (a managed Redis's default, a
-// config push) while it holds ordinary traffic: volatile-ttl with a 2 MB limit evicts the key
-// nearest its expiry — a lease's — and the operator switches back. Filler keys (other names, a
-// 300 s ttl) are written until the campaign lock's key is gone (or ten batches).
-void evict_lease_key(testing::RedisServer& server, const std::string& lock_key) {
+// config push) with a limit below what it holds, and back a moment later: volatile-ttl with
+// `maxmemory 1` evicts every key with a ttl — the leases — before the next command.
+void evict_lease_keys(testing::RedisServer& server) {
   testing::SyncRedis node(server.port(), 5s);
-  node.command({"CONFIG", "SET", "maxmemory", "2mb"});
   node.command({"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"});
-  static int batch = 0;
-  for (int round = 0; round < 10 && node.command({"EXISTS", lock_key}).integer == 1; ++round) {
-    node.command({"EVAL",
-                  "for i = 1, 3000 do redis.call('SET', KEYS[1] .. ARGV[1] .. ':' .. i, "
-                  "string.rep('x', 48), 'PX', 300000) end return 1",
-                  "1", "campaign-filler:", std::to_string(++batch)});
-  }
+  node.command({"CONFIG", "SET", "maxmemory", "1"});
+  node.command({"PING"});  // evictions run before each command
   node.command({"CONFIG", "SET", "maxmemory", "0"});
 }
 
@@ -444,13 +437,13 @@ void evict_lease_key(testing::RedisServer& server, const std::string& lock_key) 
 // eviction must keep those nodes from voting until the lease could have ended.
 void nodes_evict(NemesisContext& c) {
   const std::string name = WorkloadSettings{}.lock_name;
-  while (c.pause_for(2000ms)) {
+  while (c.pause_for(1000ms)) {
     const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms);
     const auto nodes = c.pick_nodes(3);
     c.history.note("evict", "nodes " + list(nodes) +
-                                ": maxmemory 2mb volatile-ttl until the lease's key is evicted, "
-                                "then maxmemory 0");
-    for (const auto n : nodes) evict_lease_key(c.cluster.node(n), "fencelock:lock:" + name);
+                                ": maxmemory 1 volatile-ttl (every lease evicted), then "
+                                "maxmemory 0");
+    for (const auto n : nodes) evict_lease_keys(c.cluster.node(n));
     probe_acquire(c, lease_end, /*write_set=*/false);
   }
 }
@@ -533,7 +526,8 @@ void mixed_max_ttl(NemesisContext& c, std::chrono::milliseconds long_ttl) {
 bool NemesisContext::pause_for(std::chrono::milliseconds d) const {
   const auto now = std::chrono::steady_clock::now();
   if (now >= until) return false;
-  const auto wake = (until - now) < d ? until : now + d;
+  // In milliseconds: milliseconds::max() ("until the end") in the clock's nanoseconds overflows.
+  const auto wake = std::chrono::duration_cast<milliseconds>(until - now) < d ? until : now + d;
   std::this_thread::sleep_until(wake);
   return std::chrono::steady_clock::now() < until;
 }
@@ -639,8 +633,8 @@ std::vector<Scenario> all_scenarios() {
                    counter_wiped_new_pods));
   s.push_back(with_liveness(
       make("operator-nodes-evict",
-           "3 of 5 nodes switched to maxmemory 2mb volatile-ttl until a held lease's key is "
-           "evicted, then back",
+           "3 of 5 nodes switched to maxmemory 1 volatile-ttl (every lease evicted) while a "
+           "lease is held, then back",
            nodes_evict),
       kAfterQuarantine));
   Scenario restored = with_liveness(

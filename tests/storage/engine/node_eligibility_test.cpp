@@ -259,6 +259,30 @@ TEST_CASE(
   no_grant_until_expiry(cluster, a, holder.value());
 }
 
+// A server whose user may not run CONFIG (a managed Redis, a narrow ACL) cannot show its
+// persistence: it counts as not durable, so its restart is lossy however durable it really was.
+TEST_CASE("a node that refuses CONFIG counts as not durable: its restart is quarantined",
+          "[storage][redis]") {
+  RedisCluster cluster(3, Persistence::kAofAlways);
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+    REQUIRE(
+        SyncRedis(cluster.node(n).port()).command({"ACL", "SETUSER", "default", "-config"}).text ==
+        "OK");
+  }
+  EngineUnderTest a(options_for(cluster, 3s));
+  a.wait_for_voting_nodes(3, 5s);  // a new cluster: admitted at once, durable or not
+  // Restarted with their data (the ACL is back to the default: CONFIG answers now).
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) cluster.node(n).restart(true);
+  a.wait_until(
+      [&] {
+        const auto nodes = a.engine().node_statuses();
+        return nodes[1].up && nodes[1].quarantined && nodes[2].up && nodes[2].quarantined;
+      },
+      5s);  // trusted at once by rule 1 if it had been seen durable
+  CHECK(a.engine().voting_nodes() == 1);
+  a.wait_for_voting_nodes(3, 10s);  // after the window
+}
+
 TEST_CASE("a durable node restored from a backup waits out a quarantine, for every engine",
           "[storage][redis]") {
   RedisCluster cluster(3, Persistence::kAofAlways);

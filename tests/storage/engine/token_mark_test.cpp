@@ -97,3 +97,19 @@ TEST_CASE("an engine on a token file restored from a backup refuses every grant,
   CHECK(restored.engine->engine().grant_refusal().has_value());
   CHECK(node_mark(cluster, 0) == highest);  // a refused token is not counted as handed out
 }
+
+TEST_CASE("a clean stop writes the tokens handed out since the last heartbeat into the nodes' mark",
+          "[storage][redis]") {
+  // The mark is written with each heartbeat (once a second); a store that went back later is
+  // refused only up to the mark. A clean stop sends one last heartbeat, so its last second of
+  // tokens is not left out.
+  RedisCluster cluster(3);
+  TempDir dir;
+  std::uint64_t last = 0;
+  {
+    Instance first(cluster, dir.path() / "tokens.db");
+    wait_for_mark(cluster, first.grant());             // a heartbeat just carried it
+    for (int i = 0; i < 3; ++i) last = first.grant();  // well within the next second
+  }                                                    // a clean stop, at once
+  for (std::size_t i = 0; i < cluster.size(); ++i) CHECK(node_mark(cluster, i) == last);
+}

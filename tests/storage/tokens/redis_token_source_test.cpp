@@ -461,3 +461,25 @@ TEST_CASE(
   a->stop();
   CHECK(create_ready(io, options_for(master.node(0), dir.path() / "a"))->epoch() == 3);
 }
+
+TEST_CASE(
+    "redis tokens: a name's counter reaching 2^40 fails the draw instead of entering the next "
+    "epoch",
+    "[storage][redis]") {
+  // Tokens are epoch · 2^40 + counter: a counter at 2^40 would equal the next epoch's first token.
+  RedisCluster master(1, Persistence::kAofAlways);
+  TempDir dir;
+  IoThread io;
+  auto source = create_ready(io, options_for(master.node(0), dir.path() / "epoch"));
+  REQUIRE(draw_one(*source, "x").value() == 1);
+  constexpr std::uint64_t kLimit = std::uint64_t{1} << 40;
+  SyncRedis(master.node(0).port())
+      .command({"SET", "fencelock:token:x", std::to_string(kLimit - 2)});
+  CHECK(draw_one(*source, "x").value() == kLimit - 1);  // the epoch's last token
+  for (int i = 0; i < 2; ++i) {
+    const auto exhausted = draw_one(*source, "x");
+    REQUIRE_FALSE(exhausted.ok());
+    CHECK_THAT(exhausted.error().message, Catch::Contains("exhausted"));
+  }
+  CHECK(draw_one(*source, "y").value() == 1);  // other names go on
+}
