@@ -168,6 +168,7 @@ void AcquireOperation::draw_tokens() {
   for (std::size_t i = 0; i < target_.names.size(); ++i) {
     tokens->next(target_.names[i], [self = shared_from_this(), attempt = attempt_,
                                     i](Result<std::uint64_t> token) mutable {
+      if (!self) return;  // answered once (TokenSource's contract); a second answer is dropped
       const auto& strand = self->core_->strand();  // the engine's, alive while the operation is
       asio::dispatch(strand,
                      [self = std::move(self), attempt, i, token = std::move(token)]() mutable {

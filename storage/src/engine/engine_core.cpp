@@ -444,7 +444,6 @@ bool EngineCore::evicted_unseen(std::size_t node, const NodeIdentity& identity,
                                 std::string_view recorded) {
   if (!identity.evicted_keys) return false;
   const std::uint64_t now_count = *identity.evicted_keys;
-  const std::uint64_t now_commands = identity.commands_processed.value_or(0);
   EvictionsSeen& seen = evictions_seen_.at(node);
   if (seen.run_id != identity.run_id) {  // first read of this incarnation: the node's record
     const std::size_t space = recorded.find(' ');
@@ -457,9 +456,10 @@ bool EngineCore::evicted_unseen(std::size_t node, const NodeIdentity& identity,
   }
   // Fewer evictions, or fewer commands than a read before: CONFIG RESETSTAT, which may have hidden
   // evictions since that read.
-  const bool unseen = now_count != seen.evicted || now_commands < seen.commands;
+  const bool reset = identity.commands_processed && *identity.commands_processed < seen.commands;
+  const bool unseen = now_count != seen.evicted || reset;
   seen.evicted = now_count;
-  seen.commands = now_commands;
+  if (identity.commands_processed) seen.commands = *identity.commands_processed;
   return unseen;
 }
 

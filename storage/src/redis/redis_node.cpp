@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <charconv>
 #include <string_view>
@@ -29,7 +30,8 @@ constexpr std::uint32_t kRecheckAppendfsync = 9;
 constexpr std::uint32_t kRecheckMemory = 10;
 constexpr std::uint32_t kRecheckStats = 11;
 constexpr std::size_t kRecheckReads = 4;
-constexpr std::uint32_t kEvictionsRead = 12;  // confirm_after()'s reads
+// confirm_after()'s reads: one cookie each from here up, so an answer finds its own batch.
+constexpr std::uint32_t kEvictionsReadFirst = std::uint32_t{1} << 16;
 constexpr std::uint32_t kHandshakeFirstScript = 16;
 
 // CONFIG GET's answer ["name", "value"] → value; "" when refused or malformed.
@@ -407,16 +409,20 @@ void RedisNode::send_evictions_read() {
     }
     return;
   }
-  confirm_reads_.push_back(std::move(batch));
+  const std::uint32_t cookie = next_evictions_read_;
+  next_evictions_read_ = cookie == UINT32_MAX ? kEvictionsReadFirst : cookie + 1;
+  confirm_reads_.emplace_back(cookie, std::move(batch));
   enqueue(RespCommand(2).arg("INFO").arg("stats"),
-          std::static_pointer_cast<ReplySink>(shared_from_this()), kEvictionsRead,
+          std::static_pointer_cast<ReplySink>(shared_from_this()), cookie,
           Clock::now() + options_.command_timeout);
 }
 
-void RedisNode::on_evictions_read(const NodeReply& reply) {
-  if (confirm_reads_.empty()) return;
-  Confirmations batch = std::move(confirm_reads_.front());
-  confirm_reads_.pop_front();
+void RedisNode::on_evictions_read(std::uint32_t cookie, const NodeReply& reply) {
+  const auto read = std::find_if(confirm_reads_.begin(), confirm_reads_.end(),
+                                 [cookie](const auto& entry) { return entry.first == cookie; });
+  if (read == confirm_reads_.end()) return;
+  Confirmations batch = std::move(read->second);
+  confirm_reads_.erase(read);
   NodeReply verdict;
   if (!reply.answered() || reply.kind != NodeReply::Kind::kString) {
     verdict.kind = reply.answered() ? NodeReply::Kind::kError : reply.kind;
@@ -429,12 +435,12 @@ void RedisNode::on_evictions_read(const NodeReply& reply) {
                         (listener_ == nullptr || listener_->on_evictions_read(index_, identity_));
     verdict.integer = counts ? 1 : 0;
   }
-  for (auto& [sink, cookie] : batch) sink->on_reply(index_, cookie, verdict);
+  for (auto& [sink, caller_cookie] : batch) sink->on_reply(index_, caller_cookie, verdict);
 }
 
 void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply reply) {
-  if (cookie == kEvictionsRead) {
-    on_evictions_read(reply);
+  if (cookie >= kEvictionsReadFirst) {
+    on_evictions_read(cookie, reply);
     return;
   }
   if (cookie >= kRecheckAppendonly && cookie <= kRecheckStats) {

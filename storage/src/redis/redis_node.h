@@ -212,7 +212,7 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   void schedule_recheck();
   void recheck();              // sends the settings reads of a recheck
   void send_evictions_read();  // the read the confirm_after() calls of this strand turn wait for
-  void on_evictions_read(const NodeReply& reply);
+  void on_evictions_read(std::uint32_t cookie, const NodeReply& reply);
   // A settings read's answer (handshake or recheck) into `identity`; false if it is no such read.
   bool read_setting(std::uint32_t cookie, const NodeReply& reply, NodeIdentity& identity);
   void on_recheck_reply(std::uint32_t cookie, const NodeReply& reply);
@@ -254,7 +254,8 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   // confirm_after(): the callers of this strand turn, and one batch per read in flight (FIFO).
   using Confirmations = std::vector<std::pair<std::shared_ptr<ReplySink>, std::uint32_t>>;
   Confirmations confirm_batch_;
-  std::deque<Confirmations> confirm_reads_;
+  std::deque<std::pair<std::uint32_t, Confirmations>> confirm_reads_;  // by the read's cookie
+  std::uint32_t next_evictions_read_ = std::uint32_t{1} << 16;
   NodeIdentity recheck_identity_;
   boost::asio::steady_timer recheck_timer_;
   NodeCounters counters_;

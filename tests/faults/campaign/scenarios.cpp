@@ -74,10 +74,11 @@ milliseconds held_lease_left(const History& history, const std::string& name, bo
 // left; returns when that window ends (now, if none was found in time).
 std::chrono::steady_clock::time_point wait_for_held_lease(NemesisContext& c,
                                                           const std::string& name, bool mid_write,
-                                                          milliseconds limit) {
+                                                          milliseconds limit,
+                                                          milliseconds min_left = 600ms) {
   const auto give_up = std::chrono::steady_clock::now() + limit;
   milliseconds left = held_lease_left(c.history, name, mid_write);
-  while (left < 600ms && std::chrono::steady_clock::now() < give_up) {
+  while (left < min_left && std::chrono::steady_clock::now() < give_up) {
     if (!c.pause_for(10ms)) break;
     left = held_lease_left(c.history, name, mid_write);
   }
@@ -466,14 +467,22 @@ void restore_from_backup(NemesisContext& c) {
     }
     c.history.note("backup", "nodes " + list(nodes) + " (stopped, copied, started with data)");
     if (!c.pause_for(1500ms)) break;
-    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms);
+    // Restoring takes a few hundred ms: a lease with at least a second left, the nodes together.
+    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms, 1000ms);
     for (const auto n : nodes) {
       testing::RedisServer& node = c.cluster.node(n);
       node.kill();
       fs::remove_all(node.data_dir());
       fs::copy(c.cluster.dir() / ("backup" + std::to_string(n)), node.data_dir(),
                fs::copy_options::recursive);
-      node.start();
+      node.spawn();
+    }
+    for (const auto n : nodes) {
+      try {
+        c.cluster.node(n).wait_ready();
+      } catch (const std::runtime_error&) {
+        c.cluster.node(n).start();  // its port was taken meanwhile: another one
+      }
     }
     c.history.note("restore-from-backup", "nodes " + list(nodes) + ", a lease held");
     probe_acquire(c, lease_end, /*write_set=*/false);
@@ -637,6 +646,7 @@ std::vector<Scenario> all_scenarios() {
            "lease is held, then back",
            nodes_evict),
       kAfterQuarantine));
+  s.back().hazards = {{kProbeProcess, false}};
   Scenario restored = with_liveness(
       make("operator-restore-from-backup",
            "5 durable nodes; 3 backed up, then restored from that backup while a later lease is "
@@ -644,6 +654,7 @@ std::vector<Scenario> all_scenarios() {
            restore_from_backup),
       kAfterQuarantine);
   restored.durable_nodes = 5;
+  restored.hazards = {{kProbeProcess, false}};
   s.push_back(restored);
   // The longer instance's window: its max ttl plus drift, from the last restart.
   constexpr auto kLongMaxTtl = 6000ms;
@@ -654,6 +665,7 @@ std::vector<Scenario> all_scenarios() {
            [](NemesisContext& c) { mixed_max_ttl(c, 5000ms); }),
       kLongMaxTtl + 3000ms);
   mixed.instance_max_ttl = {kLongMaxTtl, 3000ms};
+  mixed.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
   s.push_back(mixed);
   Scenario three = make("three-instances-kill", "three fencelockd; SIGKILL one and start it again",
                         kill_instances);

@@ -39,6 +39,14 @@ struct Scenario {
   std::vector<std::chrono::milliseconds> instance_max_ttl;  // ClusterSettings::instance_max_ttl
   std::string store_mode = "fenced";
   std::vector<std::string> must_fail;  // non-empty: a negative control
+  // The nemesis's own clients (probe_acquire's process 100, the long lease's 101) whose requests
+  // show that the hazard happened: a run where none of `hazards` ever sent one (or, with
+  // `granted`, was ever granted) tested nothing, and fails as vacuous.
+  struct Hazard {
+    int process;
+    bool granted;
+  };
+  std::vector<Hazard> hazards;
   // Properties the service does not promise under these faults (they break a stated assumption):
   // reported with their counts, never judged.
   std::vector<std::string> unpromised;

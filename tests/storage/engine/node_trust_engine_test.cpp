@@ -415,7 +415,7 @@ TEST_CASE("an engine whose registry checks cannot reach a majority stops grantin
   const auto paused_at = std::chrono::steady_clock::now();
   t.wait_until([&] { return t.engine().grant_refusal().has_value(); },
                exclusive ? 6s : 14s);  // no fresh check
-  if (!exclusive) CHECK(std::chrono::steady_clock::now() - paused_at > 8s);
+  if (!exclusive) CHECK(std::chrono::steady_clock::now() - paused_at > 7s);
   cluster.node(0).resume();
   cluster.node(1).resume();
   t.wait_until([&] { return !t.engine().grant_refusal(); }, 6s);
