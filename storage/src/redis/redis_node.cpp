@@ -428,8 +428,7 @@ void RedisNode::on_evictions_read(std::uint32_t cookie, const NodeReply& reply) 
     verdict.kind = reply.answered() ? NodeReply::Kind::kError : reply.kind;
     verdict.text = reply.text;
   } else {
-    identity_.evicted_keys = info_number(reply.text, "evicted_keys");
-    identity_.commands_processed = info_number(reply.text, "total_commands_processed");
+    read_setting(kRecheckStats, reply, identity_);  // the same INFO stats read as a recheck's
     verdict.kind = NodeReply::Kind::kInteger;
     const bool counts = state_ == State::kReady &&
                         (listener_ == nullptr || listener_->on_evictions_read(index_, identity_));
