@@ -658,7 +658,8 @@ const std::vector<FlagSpec>& flag_table() {
                               &EngineOptions::max_wait));
     t.push_back(bool_flag("quarantine",
                           "Ignore a restarted Redis node's votes for max-ttl plus drift. Turn off "
-                          "only if every node runs appendfsync always.",
+                          "only if every node runs appendfsync always; the same on every instance "
+                          "(instances that differ refuse to grant until one stops).",
                           &EngineOptions::quarantine_restarted_nodes, false));
     t.push_back(bool_flag("new-lock-nodes",
                           "The lock nodes are new and no lease is held (a planned move to empty "

@@ -7,6 +7,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/lua_scripts.h"
+#include "fencelock/storage/lease_timing.h"
 
 namespace fencelock::storage {
 
@@ -40,8 +41,12 @@ void InstanceRegistry::stop() {
   // The tokens handed out since the last heartbeat go into the nodes' mark before the entry goes
   // (one connection per node: in this order).
   core_.broadcast(heartbeat("0"), nullptr, 0);
-  RespCommand remove(4);
+  // An instance without quarantine withdraws its declaration (another one renews it within a
+  // second); one with it leaves it standing: its leases may outlive it.
+  const bool withdraw = !core_.options().quarantine_restarted_nodes;
+  RespCommand remove(withdraw ? 5 : 4);
   remove.arg("HDEL").arg(key_).arg(core_.engine_id()).arg("#seq:" + core_.engine_id());
+  if (withdraw) remove.arg("#quarantine:off");
   core_.broadcast(remove, nullptr, 0);
 }
 
@@ -62,6 +67,16 @@ std::optional<std::string> InstanceRegistry::refusal_locked(Clock::time_point no
            bound_elsewhere_ + ", this fencelockd: " + identity_ +
            "); tokens from this one could repeat or go backwards. Use the token source the nodes "
            "were used with (docs/operations.md, \"Token source\")";
+  }
+  if (now < other_setting_until_) {
+    return core_.options().quarantine_restarted_nodes
+               ? "an instance of this deployment runs with --quarantine off: it may grant over a "
+                 "lease this one granted once lock nodes restart, so this fencelockd refuses "
+                 "until it stops (run every instance with the same --quarantine)"
+               : "instances of this deployment run with --quarantine on: one without it may "
+                 "grant over their leases once lock nodes restart, so this fencelockd refuses "
+                 "until their leases may have ended (run every instance with the same "
+                 "--quarantine)";
   }
   if (!checked_at_ || (!bound_quorum_ && !was_ready_)) return std::string(kNotYetChecked);
   if (!bound_quorum_) {
@@ -166,6 +181,7 @@ void InstanceRegistry::round() {
   round_all_voting_ = true;
   round_voting_answers_ = 0;
   round_mark_ = 0;
+  round_other_until_ = Clock::time_point{};
   last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
   acked_.resize(core_.node_count());
   round_expiry_.resize(core_.node_count());
@@ -184,7 +200,16 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
     std::lock_guard<std::mutex> lock(mutex_);
     highest = highest_handed_out_;
   }
-  RespCommand command(12);
+  const EngineOptions& options = core_.options();
+  const bool quarantine = options.quarantine_restarted_nodes;
+  // "on" stands as long as this engine may grant after this heartbeat (a verdict lasts
+  // kSharedFreshness) plus its longest lease; "off", as long as it may grant.
+  const std::chrono::milliseconds declared =
+      quarantine ? kSharedFreshness + options.max_ttl +
+                       std::chrono::ceil<std::chrono::milliseconds>(
+                           drift_allowance(options.max_ttl, options.drift_factor))
+                 : kSharedFreshness;
+  RespCommand command(14);
   command.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
       .arg(std::int64_t{2})
@@ -196,15 +221,26 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
       .arg(mode)
       .arg(std::to_string(highest))
       .arg(std::int64_t{round_})
-      .arg(core_.options().max_ttl.count());
+      .arg(core_.options().max_ttl.count())
+      .arg(quarantine ? "on" : "off")
+      .arg(declared.count());
   return command;
 }
 
 void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
-  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 5) {
+  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 6) {
     ++answers_;
+    // Instances of this deployment with the other --quarantine setting: evidence from any node.
+    const std::string& stands_text = reply.elements[5].text;
+    long long stands = 0;
+    std::from_chars(stands_text.data(), stands_text.data() + stands_text.size(), stands);
+    // Counted from now, after the script ran: never ends before the node's own deadline.
+    if (stands > 0) {
+      round_other_until_ =
+          std::max(round_other_until_, Clock::now() + std::chrono::milliseconds(stands));
+    }
     // The longest ttl any engine declared on this node, from any node at any time: a restarted
     // node's fresh marker says only ours, the others still carry the largest.
     const std::string& max_ttl_text = reply.elements[4].text;
@@ -275,6 +311,13 @@ void InstanceRegistry::finish_round() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!round_bound_elsewhere_.empty()) bound_elsewhere_ = round_bound_elsewhere_;
+    // Any node's word is enough to refuse. Only "off" is ever withdrawn (a clean stop): seen by
+    // an engine with quarantine, a quorum round without it ends the refusal early.
+    if (round_other_until_ != Clock::time_point{}) {
+      other_setting_until_ = std::max(other_setting_until_, round_other_until_);
+    } else if (reached_quorum && core_.options().quarantine_restarted_nodes) {
+      other_setting_until_ = Clock::time_point{};
+    }
     if (reached_quorum) {
       checked_at_ = round_started_;
       conflict_ = round_conflict_;

@@ -80,6 +80,18 @@
 // in the mark; a store restored to within that second is not caught by an instance that did not
 // draw through the loss.
 //
+// Instances that disagree on --quarantine (EngineOptions::quarantine_restarted_nodes): one
+// without it trusts a restarted node at once, so it would grant over a lease that one with it
+// granted, once a majority lost that lease's key. Every heartbeat declares this engine's setting
+// on the node ("#quarantine:on" / "#quarantine:off", node clock ms until which it stands): "on"
+// for as long as such an engine may grant after its last heartbeat plus its longest lease, "off"
+// for as long as such an engine may grant after its last heartbeat (withdrawn by a clean stop).
+// An engine refuses every grant while any node shows the other setting's declaration standing
+// (one node's word is enough): both refuse until the other stops. "on" is refused until the time
+// it declared; "off" until a quorum round no longer shows it (withdrawn) or its time. Like every
+// registry fact it is lost with a node's data, and the binding rules above are what keep a
+// newcomer from deciding on nodes that lost it.
+//
 // Lock nodes that went back: every heartbeat also leaves a growing number of its engine on the
 // node ("#seq:<engine id>") and answers the one the previous heartbeat left; less than the node
 // acknowledged means it lost writes (EngineCore::node_lost_writes, node_trust.h). And it raises
@@ -179,14 +191,16 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::uint32_t round_ = 0;
   Clock::time_point round_started_{};
   std::size_t answers_ = 0, replies_ = 0;
-  std::string round_conflict_;             // another identity seen in this round
-  std::string round_bound_elsewhere_;      // a node bound to another identity, this round
-  std::size_t round_bound_here_ = 0;       // voting nodes bound to this identity, this round
-  std::size_t round_bound_any_ = 0;        // nodes bound to this identity, voting or not
-  std::size_t round_unbound_ = 0;          // nodes bound to nothing, this round
-  bool round_all_voting_ = true;           // every node that answered this round votes
-  std::size_t round_voting_answers_ = 0;   // answers from voting nodes, this round
-  std::uint64_t round_mark_ = 0;           // the highest "#mark" any node answered, this round
+  std::string round_conflict_;            // another identity seen in this round
+  std::string round_bound_elsewhere_;     // a node bound to another identity, this round
+  std::size_t round_bound_here_ = 0;      // voting nodes bound to this identity, this round
+  std::size_t round_bound_any_ = 0;       // nodes bound to this identity, voting or not
+  std::size_t round_unbound_ = 0;         // nodes bound to nothing, this round
+  bool round_all_voting_ = true;          // every node that answered this round votes
+  std::size_t round_voting_answers_ = 0;  // answers from voting nodes, this round
+  std::uint64_t round_mark_ = 0;          // the highest "#mark" any node answered, this round
+  // Until when the other --quarantine setting's declaration stands, the latest any node said.
+  Clock::time_point round_other_until_{};
   BindMode round_mode_ = BindMode::kRead;  // what this round was sent with
   BindMode next_mode_ = BindMode::kRead;   // what the next round may do, as this one found
   // Per node: the expiry of each other engine with this exclusive identity, as the last round saw
@@ -207,6 +221,8 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::uint64_t mark_seen_ = 0;      // the highest mark seen by any round (kGlobal)
   std::uint64_t highest_handed_out_ = 0;  // by this engine, sent with every heartbeat
   std::string went_back_;                 // why every grant is refused for good ("" = not)
+  // Until when an instance with the other --quarantine setting may grant (or its leases live).
+  Clock::time_point other_setting_until_{};
 };
 
 }  // namespace fencelock::storage

@@ -567,10 +567,12 @@ inline constexpr std::string_view kNodeSuspectScript =
 // this heartbeat's number, growing; a smaller one — a heartbeat of a timed-out connection
 // delivered late — changes nothing; such fields of other engines unwritten for 24 h are deleted),
 // raises the node marker's (KEYS[2], kNodeMarkerKey) max_ttl_ms to ARGV[7] (this engine's max ttl,
-// ms), and returns {the bound identity or "" if none, {"<engine id> <expiry ms> <identity>" of
-// each other live entry}, the mark or "0", the number this engine's previous heartbeat left here
-// or "", the marker's max_ttl_ms}. Fields starting with '#' are the registry's own, never entries
-// (an engine id is hex).
+// ms), raises the field "#quarantine:<ARGV[8]>" (this engine's quarantine setting, "on" or "off")
+// to now + ARGV[9] ms (how long its declaration stands; node clock ms), and returns {the bound
+// identity or "" if none, {"<engine id> <expiry ms> <identity>" of each other live entry}, the mark
+// or "0", the number this engine's previous heartbeat left here or "", the marker's max_ttl_ms,
+// how many ms the other setting's declaration still stands (node clock; "0" if none)}. Fields
+// starting with '#' are the registry's own, never entries (an engine id is hex).
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
@@ -616,7 +618,15 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "  max = tonumber(ARGV[7])\n"
     "  redis.call('HSET', KEYS[2], 'max_ttl_ms', ARGV[7])\n"
     "end\n"
-    "return {bound or '', others, mark, previous, tostring(max)}\n";
+    "local declared = '#quarantine:' .. ARGV[8]\n"
+    "local until_ms = now + tonumber(ARGV[9])\n"
+    "if until_ms > (tonumber(redis.call('HGET', KEYS[1], declared)) or 0) then\n"
+    "  redis.call('HSET', KEYS[1], declared, string.format('%d', until_ms))\n"
+    "end\n"
+    "local other = ARGV[8] == 'on' and '#quarantine:off' or '#quarantine:on'\n"
+    "local stands = (tonumber(redis.call('HGET', KEYS[1], other)) or 0) - now\n"
+    "return {bound or '', others, mark, previous, tostring(max), "
+    "string.format('%d', math.max(0, stands))}\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.

@@ -627,3 +627,52 @@ TEST_CASE("a late answer during another node's quarantine is not taken for a los
   t.wait_until_granting(3s);
   CHECK(t.acquire("vault", 1s).ok());
 }
+
+// Issue #32 item 9: an instance with --quarantine off trusts a node that restarted empty at once.
+// Started beside instances with it on, it granted over their lease once a majority had restarted.
+TEST_CASE("instances that disagree on --quarantine never grant beside each other",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto with_quarantine = engine_options_for(cluster);
+  with_quarantine.max_ttl = 2s;
+  auto without = with_quarantine;
+  without.quarantine_restarted_nodes = false;
+  const auto refusal_mentions = [](EngineUnderTest& t, std::string_view text) {
+    const auto refusal = t.engine().grant_refusal();
+    return refusal.has_value() && refusal->find(text) != std::string::npos;
+  };
+
+  SECTION("one without quarantine, started after a majority lost another's lease, grants nothing") {
+    EngineUnderTest on(with_quarantine);
+    auto holder = on.acquire("vault", 2s);
+    REQUIRE(holder.ok());
+    cluster.node(0).restart(/*keep_data=*/false);
+    cluster.node(1).restart(/*keep_data=*/false);
+    EngineUnderTest off(without, nullptr, nullptr, /*wait_for_nodes=*/false);
+    off.wait_until([&] {
+      const auto refusal = off.engine().grant_refusal();
+      return off.engine().voting_nodes() == 3 && off.node_up(2) &&
+             refusal != std::string(InstanceRegistry::kNotYetChecked);
+    });
+    while (Clock::now() < holder.value().valid_until()) {
+      const auto intruder = off.acquire("vault", 1s);
+      REQUIRE_FALSE(intruder.ok());
+      CHECK(intruder.error().code == ErrorCode::kUnavailable);
+      std::this_thread::sleep_for(100ms);
+    }
+    CHECK(refusal_mentions(off, "--quarantine on"));
+    // The one with quarantine refuses too while the other runs.
+    on.wait_until([&] { return refusal_mentions(on, "--quarantine off"); }, 3s);
+  }
+  SECTION("one with quarantine, started beside one without, refuses until that one stops") {
+    auto off = std::make_unique<EngineUnderTest>(without);
+    REQUIRE(off->acquire("vault", 500ms).ok());
+    EngineUnderTest on(with_quarantine, nullptr, nullptr, /*wait_for_nodes=*/false);
+    on.wait_until([&] { return refusal_mentions(on, "--quarantine off"); });
+    CHECK(on.acquire("other", 1s).error().code == ErrorCode::kUnavailable);
+    off->wait_until([&] { return refusal_mentions(*off, "--quarantine on"); }, 3s);
+    off.reset();  // a clean stop withdraws its declaration
+    on.wait_until_granting(3s);
+    CHECK(on.acquire("other", 1s).ok());
+  }
+}

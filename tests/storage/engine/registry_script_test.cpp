@@ -19,10 +19,11 @@ constexpr std::string_view kMarker = "fencelock:#node";
 // node's binding as the script reports it.
 SyncReply heartbeat_reply(SyncRedis& node, std::string_view id, std::string_view identity,
                           std::string_view mode, std::string_view highest = "0") {
-  const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
-                                        identity, "10000", mode, highest, "1", "1000"});
+  const SyncReply reply =
+      node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, identity, "10000",
+                    mode, highest, "1", "1000", "on", "10000"});
   REQUIRE(reply.kind == SyncReply::Kind::kArray);
-  REQUIRE(reply.elements.size() == 5);
+  REQUIRE(reply.elements.size() == 6);
   return reply;
 }
 
@@ -100,8 +101,8 @@ TEST_CASE("the registry script answers the number this engine's previous heartbe
   SyncRedis node(cluster.node(0).port());
   const auto beat = [&](std::string_view id, std::string_view seq) {
     const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
-                                          "shared", "10000", "0", "0", seq, "1000"});
-    REQUIRE(reply.elements.size() == 5);
+                                          "shared", "10000", "0", "0", seq, "1000", "on", "10000"});
+    REQUIRE(reply.elements.size() == 6);
     return reply.elements[3].text;
   };
   CHECK(beat("e1", "5").empty());
@@ -124,13 +125,37 @@ TEST_CASE("the registry script raises the node's max ttl and answers the largest
   RedisCluster cluster(1);
   SyncRedis node(cluster.node(0).port());
   const auto beat = [&](std::string_view id, std::string_view max_ttl) {
-    const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
-                                          "shared", "10000", "0", "0", "1", max_ttl});
-    REQUIRE(reply.elements.size() == 5);
+    const SyncReply reply =
+        node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
+                      "0", "0", "1", max_ttl, "on", "10000"});
+    REQUIRE(reply.elements.size() == 6);
     return reply.elements[4].text;
   };
   CHECK(beat("short", "3000") == "3000");
   CHECK(beat("long", "3600000") == "3600000");
   CHECK(beat("short", "3000") == "3600000");  // never lowered
   CHECK(node.command({"HGET", kMarker, "max_ttl_ms"}).text == "3600000");
+}
+
+TEST_CASE("the registry script answers how long the other quarantine setting stands on the node",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  // Engine `id` declares `setting` for `ms`; returns how long the other setting still stands.
+  const auto beat = [&](std::string_view id, std::string_view setting, std::string_view ms) {
+    const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
+                                          "shared", "10000", "0", "0", "1", "1000", setting, ms});
+    REQUIRE(reply.elements.size() == 6);
+    return std::stoll(reply.elements[5].text);
+  };
+  CHECK(beat("on1", "on", "60000") == 0);  // nothing declared "off"
+  const long long stands = beat("off1", "off", "10000");
+  CHECK(stands > 59000);
+  CHECK(stands <= 60000);
+  CHECK(beat("on1", "on", "5000") > 9000);  // "off" stands 10 s; a shorter "on" never lowers
+  CHECK(beat("off1", "off", "10000") > 59000);
+  node.command({"HDEL", kKey, "#quarantine:off"});  // a clean stop of the only "off" instance
+  CHECK(beat("on1", "on", "60000") == 0);
+  node.command({"HSET", kKey, "#quarantine:on", "1000"});  // long past (node clock ms)
+  CHECK(beat("off1", "off", "10000") == 0);
 }
