@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The fault campaign (tests/faults/campaign): real lock nodes, a counter master, two fencelockd
-# and the resource store, under kills, pauses, partitions, link faults, clock jumps and counter
-# data loss; every history is checked (tokens, lease windows, the store, lock-set, liveness) and
-# every negative control must fire. See docs/safety.md.
+# The fault campaign (tests/faults/campaign): real lock nodes, a token store (a counter master,
+# SQLite files or etcd), fencelockd instances and the resource store, under kills, pauses,
+# partitions, link faults, clock jumps, counter data loss and operators' mistakes; every history
+# is checked (tokens, lease windows, the store, lock-set, liveness) and every negative control
+# must fire. See docs/safety.md.
 #
-#   ./scripts/faults.sh [--quick]       every scenario once, short fault phases (~5 min; in CI)
+#   ./scripts/faults.sh [--quick]       every scenario once, short fault phases (~8 min; in CI)
 #   ./scripts/faults.sh --long          a seeded mix for 30 minutes
 #   ./scripts/faults.sh ... --seed N    reproduce a run;  --only NAME[,NAME] for some scenarios
 # Histories and results: build/faults/ (results.jsonl, <run>-<scenario>.jsonl).

@@ -54,6 +54,14 @@ Cluster::Cluster(ClusterSettings settings) : settings_(std::move(settings)) {
   }
   counter_ =
       std::make_unique<testing::RedisServer>(dir() / "counter", testing::Persistence::kAofAlways);
+  if (settings_.token_source == "etcd") etcd_ = std::make_unique<testing::EtcdCluster>(3);
+  settings_.instance_specs.resize(settings_.instances);
+  serving_ = 0;
+  while (serving_ < settings_.instances && settings_.instance_specs[serving_].serving) ++serving_;
+  for (std::size_t i = serving_; i < settings_.instances; ++i) {
+    if (settings_.instance_specs[i].serving)
+      throw std::logic_error("serving instances must come before the others");
+  }
   for (auto& node : nodes_) node->spawn();
   counter_->spawn();
   for (auto& node : nodes_) {
@@ -80,7 +88,9 @@ Cluster::Cluster(ClusterSettings settings) : settings_(std::move(settings)) {
   }
   instances_.resize(settings_.instances);
   instance_paused_.assign(settings_.instances, false);
-  for (std::size_t i = 0; i < settings_.instances; ++i) start_instance(i);
+  for (std::size_t i = 0; i < settings_.instances; ++i) {
+    if (!spec(i).spare) start_instance(i);
+  }
 
   store_port_ = testing::pick_free_port();
   store_.start({settings_.bin_dir + "/examples/resource-store", "--listen",
@@ -97,10 +107,11 @@ Cluster::Cluster(ClusterSettings settings) : settings_(std::move(settings)) {
   }
   // Ready, not only up: a fresh instance refuses grants until its registry found the nodes bound
   // to its token store (a few ms), which would show as 503s in a calm history.
-  // A stray instance never becomes ready: it only has to be up.
+  // A stray instance or an outsider need not become ready: they only have to be up.
   for (std::size_t i = 0; i < instances_.size(); ++i) {
+    if (spec(i).spare) continue;
     while (testing::HttpClient(instance_port(i), std::chrono::milliseconds(500))
-               .get(stray(i) ? "/healthz" : "/readyz")
+               .get(stray(i) || i >= serving_ ? "/healthz" : "/readyz")
                .status != 200) {
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error("fencelockd " + std::to_string(i) + " never became ready:\n" +
@@ -122,17 +133,38 @@ Cluster::~Cluster() {
   store_.kill();
 }
 
+const InstanceSpec& Cluster::spec(std::size_t i) const {
+  return settings_.instance_specs.at(i);
+}
+
+std::filesystem::path Cluster::token_file(std::size_t i) const {
+  const std::string& own = spec(i).tokens;
+  if (own.starts_with("sqlite:")) return own.substr(7);
+  return dir() / ("tokens" + std::to_string(i) + ".db");
+}
+
 std::vector<std::string> Cluster::instance_args(std::size_t i) const {
   std::string redis;
   for (const auto& link : links_[i]) redis += (redis.empty() ? "" : ",") + link->address();
   std::vector<std::string> tokens{"--tokens", "redis://" + counter_->address(),
                                   "--token-epoch-file",
                                   (dir() / ("epoch" + std::to_string(i))).string()};
+  if (settings_.token_source == "sqlite") {
+    tokens = {"--tokens", "sqlite:" + token_file(i).string()};
+  } else if (settings_.token_source == "etcd") {
+    std::string endpoints;
+    for (const std::string& e : etcd_->endpoints()) endpoints += (endpoints.empty() ? "" : ",") + e;
+    tokens = {"--tokens", "etcd://" + endpoints + "?prefix=campaign/", "--token-timeout", "1s"};
+  }
+  if (!spec(i).tokens.empty()) tokens = {"--tokens", spec(i).tokens};
   if (stray(i)) {
     tokens = {"--tokens", "sqlite:" + (dir() / ("stray" + std::to_string(i) + ".db")).string()};
   }
   std::vector<std::string> args{"--redis", redis};
   args.insert(args.end(), tokens.begin(), tokens.end());
+  if (!spec(i).key_prefix.empty()) {
+    args.insert(args.end(), {"--key-prefix", spec(i).key_prefix});
+  }
   const std::vector<std::string> rest{
       "--max-ttl",
       std::to_string((i < settings_.instance_max_ttl.size() ? settings_.instance_max_ttl[i]
@@ -140,7 +172,7 @@ std::vector<std::string> Cluster::instance_args(std::size_t i) const {
                          .count()) +
           "ms",
       "--quarantine",
-      settings_.quarantine ? "on" : "off",
+      spec(i).quarantine.value_or(settings_.quarantine) ? "on" : "off",
       "--max-wait",
       "10s",
       "--retry-delay",
@@ -169,6 +201,15 @@ void Cluster::kill_instance(std::size_t i) {
   if (!instances_.at(i)) return;
   ports_.at(i) = 0;
   instances_[i]->stop(SIGKILL, std::chrono::seconds(5));
+  instances_[i].reset();
+  instance_paused_[i] = false;
+}
+
+void Cluster::stop_instance(std::size_t i) {
+  if (!instances_.at(i)) return;
+  ports_.at(i) = 0;
+  ::kill(instances_[i]->pid(), SIGCONT);  // a stopped process would not see SIGTERM
+  instances_[i]->stop(SIGTERM, std::chrono::seconds(5));
   instances_[i].reset();
   instance_paused_[i] = false;
 }
@@ -226,9 +267,18 @@ void Cluster::heal() {
   }
   if (counter_->paused()) counter_->resume();
   if (!counter_->running()) counter_->start();
+  if (etcd_) {
+    for (std::size_t m = 0; m < etcd_->size(); ++m) {
+      if (!etcd_->running(m)) etcd_->start(m);
+    }
+  }
   for (std::size_t i = 0; i < instances_.size(); ++i) {
     resume_instance(i);
-    start_instance(i);
+    if (spec(i).spare) {
+      stop_instance(i);
+    } else {
+      start_instance(i);
+    }
   }
 }
 

@@ -58,6 +58,8 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
   settings.durable_nodes = scenario.durable_nodes;
   settings.instances = scenario.instances;
   settings.instance_max_ttl = scenario.instance_max_ttl;
+  settings.token_source = scenario.token_source;
+  settings.instance_specs = scenario.instance_specs;
   if (scenario.stray_instance) {
     settings.instances += 1;
     settings.stray_instances = 1;
@@ -69,8 +71,9 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
   History history;
   WorkloadSettings load;
   load.seed = seed;
-  if (scenario.naive_counter) {
-    load.naive_draw_clients = 1;
+  load.draw_clients = scenario.draw_clients;
+  if (scenario.naive_counter != NaiveCounter::kNone) {
+    load.naive_counter = scenario.naive_counter;
     load.draw_clients = 0;
   }
   Workload workload(cluster, history, load);

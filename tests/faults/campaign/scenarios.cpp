@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "http_client.h"
+#include "operator_nemeses.h"
 #include "sync_redis.h"
 #include "workload.h"
 
@@ -18,12 +19,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using namespace std::chrono_literals;
-
-std::string list(const std::vector<std::size_t>& nodes) {
-  std::string text;
-  for (const std::size_t n : nodes) text += (text.empty() ? "" : ",") + std::to_string(n);
-  return text;
-}
 
 // Nemeses. Each runs until the context's `until`.
 
@@ -40,139 +35,6 @@ void kill_minority(NemesisContext& c) {
     c.pause_for(milliseconds(500 + c.random() % 1000));
     c.history.note("start-empty", "nodes " + list(nodes));
     for (const auto n : nodes) c.cluster.node(n).start();
-  }
-}
-
-// How long the client-side window of a lease on `name` that is held now (granted, not released)
-// still runs; 0 when none is. `mid_write`: only a lease whose holder has read the set and not yet
-// written it back (its lock-set step is half done).
-milliseconds held_lease_left(const History& history, const std::string& name, bool mid_write) {
-  const std::vector<Operation> ops = history.operations();
-  const std::int64_t now = history.now_ns();
-  std::vector<bool> released(ops.size(), false);
-  std::vector<bool> read(ops.size(), false);
-  std::vector<bool> writing(ops.size(), false);
-  for (const Operation& op : ops) {
-    if (op.lease < 0) continue;
-    const auto lease = static_cast<std::size_t>(op.lease);
-    if (op.f == "release") released.at(lease) = true;
-    if (op.f == "read" && op.outcome == Outcome::kOk) read.at(lease) = true;
-    if (op.f == "write") writing.at(lease) = true;
-  }
-  std::int64_t left_ns = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const Operation& op = ops[i];
-    if (op.f != "acquire" || op.name != name || op.outcome != Outcome::kOk || released[i]) continue;
-    if (mid_write && (!read[i] || writing[i])) continue;
-    const std::int64_t close = op.invoke_ns + (op.waited_ms + op.validity_ms) * 1'000'000;
-    left_ns = std::max(left_ns, close - now);
-  }
-  return milliseconds(left_ns / 1'000'000);
-}
-
-// Waits (up to `limit`) for a lease as held_lease_left() finds, with at least 600 ms of its window
-// left; returns when that window ends (now, if none was found in time).
-std::chrono::steady_clock::time_point wait_for_held_lease(NemesisContext& c,
-                                                          const std::string& name, bool mid_write,
-                                                          milliseconds limit,
-                                                          milliseconds min_left = 600ms) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  milliseconds left = held_lease_left(c.history, name, mid_write);
-  while (left < min_left && std::chrono::steady_clock::now() < give_up) {
-    if (!c.pause_for(10ms)) break;
-    left = held_lease_left(c.history, name, mid_write);
-  }
-  return std::chrono::steady_clock::now() + left;
-}
-
-// A client of the nemesis's own (process kProbeProcess) asks for the campaign lock without waiting,
-// again and again until granted or `until`: right after a majority lost a held lease's keys, a
-// grant is an overlap unless the service keeps it from happening. A grant is held briefly and
-// released; with `write_set` it first does the lock-set step itself (a fenced read and write of
-// the set, one element added) — an acknowledged element that the old holder's pending write will
-// overwrite, unless the store fences it.
-constexpr int kProbeProcess = 100;
-
-void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point until, bool write_set,
-                   std::optional<std::size_t> instance = std::nullopt) {
-  static int probe_elements = 0;
-  const WorkloadSettings workload;
-  const std::string path = "/v1/locks/" + workload.lock_name;
-  const auto record = [&](Operation op, std::int64_t lease, std::uint64_t token) {
-    op.process = kProbeProcess;
-    op.lease = lease;
-    op.token = token;
-    return c.history.begin(std::move(op));
-  };
-  while (std::chrono::steady_clock::now() < until) {
-    const std::uint16_t port =
-        c.cluster.instance_port(instance.value_or(c.random() % c.cluster.instance_count()));
-    if (port == 0) {
-      std::this_thread::sleep_for(25ms);
-      continue;
-    }
-    testing::HttpClient http(port, 1000ms);
-    Operation acquire;
-    acquire.f = "acquire";
-    acquire.name = workload.lock_name;
-    const std::size_t lease = record(acquire, -1, 0);
-    const testing::HttpAnswer granted = http.post(path, {{"ttl_ms", 800}, {"wait_ms", 0}});
-    const nlohmann::json body = granted.json();
-    const Outcome outcome = granted.status == 200   ? Outcome::kOk
-                            : granted.status == 409 ? Outcome::kFail
-                                                    : Outcome::kInfo;
-    const std::uint64_t token = body.value("token", std::uint64_t{0});
-    c.history.end(lease, outcome, [&](Operation& op) {
-      op.detail = "probe " + std::to_string(granted.status) + " " + granted.error_code();
-      if (granted.status != 200) return;
-      op.token = token;
-      op.validity_ms = body.value("validity_ms", std::int64_t{0});
-    });
-    if (granted.status != 200) {
-      std::this_thread::sleep_for(25ms);
-      continue;
-    }
-    const auto lease_index = static_cast<std::int64_t>(lease);
-    if (write_set) {
-      testing::HttpClient store(c.cluster.store_port(), 1000ms);
-      const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(token)}};
-      const std::string set_path = "/objects/" + workload.set_key;
-      Operation read;
-      read.f = "read";
-      read.name = workload.set_key;
-      const std::size_t read_index = record(read, lease_index, token);
-      const testing::HttpAnswer seen = store.request("GET", set_path, "", fencing);
-      const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
-      const bool read_ok = seen.status == 200 || seen.status == 404;
-      c.history.end(read_index, read_ok ? Outcome::kOk : Outcome::kInfo, [&](Operation& op) {
-        op.value = before;
-        op.detail = "probe " + std::to_string(seen.status);
-      });
-      if (read_ok) {
-        Operation write;
-        write.f = "write";
-        write.name = workload.set_key;
-        write.value =
-            before + (before.empty() ? "" : ",") + "probe-" + std::to_string(++probe_elements);
-        const std::size_t write_index = record(write, lease_index, token);
-        const testing::HttpAnswer written = store.request("PUT", set_path, write.value, fencing);
-        c.history.end(
-            write_index,
-            written.status == 200   ? Outcome::kOk
-            : written.status == 409 ? Outcome::kFail
-                                    : Outcome::kInfo,
-            [&](Operation& op) { op.detail = "probe " + std::to_string(written.status); });
-      }
-    }
-    std::this_thread::sleep_for(100ms);
-    Operation release;
-    release.f = "release";
-    release.name = workload.lock_name;
-    const std::size_t index = record(release, lease_index, 0);
-    const testing::HttpAnswer released = http.del(path, {{"lease", body.value("lease", "")}});
-    c.history.end(index, released.status == 200 ? Outcome::kOk : Outcome::kInfo,
-                  [&](Operation& op) { op.detail = "probe " + std::to_string(released.status); });
-    return;
   }
 }
 
@@ -405,153 +267,6 @@ void counter_loses_tail(NemesisContext& c) {
   }
 }
 
-// Operators' mistakes (issue #32 item 9). The counter master's disk is lost (it restarts empty)
-// and every fencelockd starts again as a new pod would, without its epoch file: the sources begin
-// again at epoch 0's first tokens, below the lock nodes' fences. The fence must refuse them and
-// the sources skip past it (no repeat, no backward token), and grants must resume.
-void counter_wiped_new_pods(NemesisContext& c) {
-  namespace fs = std::filesystem;
-  while (c.pause_for(milliseconds(1200 + c.random() % 800))) {
-    for (std::size_t i = 0; i < c.cluster.instance_count(); ++i) c.cluster.kill_instance(i);
-    c.cluster.counter().restart(/*keep_data=*/false);
-    for (std::size_t i = 0; i < c.cluster.instance_count(); ++i)
-      fs::remove(c.cluster.dir() / ("epoch" + std::to_string(i)));
-    c.history.note("counter-wiped-new-pods", "the counter master and every epoch file are lost");
-    for (std::size_t i = 0; i < c.cluster.instance_count(); ++i) c.cluster.start_instance(i);
-  }
-}
-
-// Operators' mistakes on lock nodes (issue #32 item 9).
-
-// A node's memory policy switched to an evicting one at runtime (a managed Redis's default, a
-// config push) with a limit below what it holds, and back a moment later: volatile-ttl with
-// `maxmemory 1` evicts every key with a ttl — the leases — before the next command.
-void evict_lease_keys(testing::RedisServer& server) {
-  testing::SyncRedis node(server.port(), 5s);
-  node.command({"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"});
-  node.command({"CONFIG", "SET", "maxmemory", "1"});
-  node.command({"PING"});  // evictions run before each command
-  node.command({"CONFIG", "SET", "maxmemory", "0"});
-}
-
-// Each round waits for a held lease, evicts its key on a majority as above, and probes: the
-// eviction must keep those nodes from voting until the lease could have ended.
-void nodes_evict(NemesisContext& c) {
-  const std::string name = WorkloadSettings{}.lock_name;
-  while (c.pause_for(1000ms)) {
-    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms);
-    const auto nodes = c.pick_nodes(3);
-    c.history.note("evict", "nodes " + list(nodes) +
-                                ": maxmemory 1 volatile-ttl (every lease evicted), then "
-                                "maxmemory 0");
-    for (const auto n : nodes) evict_lease_keys(c.cluster.node(n));
-    probe_acquire(c, lease_end, /*write_set=*/false);
-  }
-}
-
-// A majority of durable nodes is backed up (stopped, files copied, started again with their
-// data), and later — after leases granted since — restored from that backup while a lease is
-// held: the restored nodes lost its key and everything else written since the backup.
-void restore_from_backup(NemesisContext& c) {
-  namespace fs = std::filesystem;
-  const std::string name = WorkloadSettings{}.lock_name;
-  while (c.pause_for(1000ms)) {
-    const auto nodes = c.pick_nodes(3);
-    for (const auto n : nodes) {
-      testing::RedisServer& node = c.cluster.node(n);
-      const fs::path backup = c.cluster.dir() / ("backup" + std::to_string(n));
-      node.kill();
-      fs::remove_all(backup);
-      fs::copy(node.data_dir(), backup, fs::copy_options::recursive);
-      node.start();
-    }
-    c.history.note("backup", "nodes " + list(nodes) + " (stopped, copied, started with data)");
-    if (!c.pause_for(1500ms)) break;
-    // Restoring takes a few hundred ms: a lease with at least a second left, the nodes together.
-    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms, 1000ms);
-    for (const auto n : nodes) {
-      testing::RedisServer& node = c.cluster.node(n);
-      node.kill();
-      fs::remove_all(node.data_dir());
-      fs::copy(c.cluster.dir() / ("backup" + std::to_string(n)), node.data_dir(),
-               fs::copy_options::recursive);
-      node.spawn();
-    }
-    for (const auto n : nodes) {
-      try {
-        c.cluster.node(n).wait_ready();
-      } catch (const std::runtime_error&) {
-        c.cluster.node(n).start();  // its port was taken meanwhile: another one
-      }
-    }
-    c.history.note("restore-from-backup", "nodes " + list(nodes) + ", a lease held");
-    probe_acquire(c, lease_end, /*write_set=*/false);
-  }
-}
-
-// Instances with different --max-ttl: instance 0 (the longer one) grants a long lease, a majority
-// restarts empty, and the probe asks instance 1 (the shorter one): its quarantine must last as long
-// as the longest ttl any instance declared, not its own.
-constexpr int kLongLeaseProcess = 101;
-
-void mixed_max_ttl(NemesisContext& c, std::chrono::milliseconds long_ttl) {
-  const WorkloadSettings workload;
-  const std::string path = "/v1/locks/" + workload.lock_name;
-  while (c.pause_for(1000ms)) {
-    const std::uint16_t port = c.cluster.instance_port(0);
-    if (port == 0) continue;
-    testing::HttpClient http(port, 4000ms);
-    Operation acquire;
-    acquire.f = "acquire";
-    acquire.name = workload.lock_name;
-    acquire.process = kLongLeaseProcess;
-    const std::size_t index = c.history.begin(acquire);
-    const testing::HttpAnswer granted =
-        http.post(path, {{"ttl_ms", long_ttl.count()}, {"wait_ms", 3000}});
-    const nlohmann::json body = granted.json();
-    c.history.end(index,
-                  granted.status == 200   ? Outcome::kOk
-                  : granted.status == 409 ? Outcome::kFail
-                                          : Outcome::kInfo,
-                  [&](Operation& op) {
-                    op.detail = "long lease " + std::to_string(granted.status);
-                    if (granted.status != 200) return;
-                    op.token = body.value("token", std::uint64_t{0});
-                    op.validity_ms = body.value("validity_ms", std::int64_t{0});
-                    op.waited_ms = body.value("waited_ms", std::int64_t{0});
-                  });
-    if (granted.status != 200) continue;
-    const auto lease_end =
-        std::chrono::steady_clock::now() + milliseconds(body.value("validity_ms", 0));
-    const auto nodes = c.pick_nodes(3);
-    c.history.note("restart-empty", "nodes " + list(nodes) + ", instance 0's long lease held");
-    for (const auto n : nodes) c.cluster.node(n).restart(false);
-    probe_acquire(c, lease_end, /*write_set=*/false, /*instance=*/1);
-  }
-}
-
-}  // namespace
-
-bool NemesisContext::pause_for(std::chrono::milliseconds d) const {
-  const auto now = std::chrono::steady_clock::now();
-  if (now >= until) return false;
-  // In milliseconds: milliseconds::max() ("until the end") in the clock's nanoseconds overflows.
-  const auto wake = std::chrono::duration_cast<milliseconds>(until - now) < d ? until : now + d;
-  std::this_thread::sleep_until(wake);
-  return std::chrono::steady_clock::now() < until;
-}
-
-std::vector<std::size_t> NemesisContext::pick_nodes(std::size_t count) const {
-  std::vector<std::size_t> nodes(cluster.node_count());
-  std::iota(nodes.begin(), nodes.end(), 0);
-  std::shuffle(nodes.begin(), nodes.end(), random);
-  nodes.resize(std::min(count, nodes.size()));
-  std::sort(nodes.begin(), nodes.end());
-  return nodes;
-}
-
-namespace {
-
 Scenario make(std::string name, std::string faults, std::function<void(NemesisContext&)> nemesis) {
   Scenario s;
   s.name = std::move(name);
@@ -566,6 +281,31 @@ Scenario control(std::string name, std::string faults, std::function<void(Nemesi
   Scenario s = make(std::move(name), std::move(faults), std::move(nemesis));
   s.must_fail = std::move(must_fail);
   return s;
+}
+
+// An instance of another deployment (`key_prefix`) the nemesis starts and stops, which the
+// workload never uses.
+InstanceSpec outsider(std::string key_prefix) {
+  InstanceSpec spec;
+  spec.key_prefix = std::move(key_prefix);
+  spec.serving = false;
+  spec.spare = true;
+  return spec;
+}
+
+// A serving instance with --quarantine off that the nemesis starts and stops.
+InstanceSpec spare_without_quarantine() {
+  InstanceSpec spec;
+  spec.quarantine = false;
+  spec.spare = true;
+  return spec;
+}
+
+// A serving instance the nemesis starts and stops.
+InstanceSpec spare() {
+  InstanceSpec spec;
+  spec.spare = true;
+  return spec;
 }
 
 Scenario with_liveness(Scenario s, std::chrono::milliseconds bound) {
@@ -667,6 +407,70 @@ std::vector<Scenario> all_scenarios() {
   mixed.instance_max_ttl = {kLongMaxTtl, 3000ms};
   mixed.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
   s.push_back(mixed);
+  Scenario persistence = with_liveness(
+      make("operator-persistence-off",
+           "5 durable nodes; 3 switched to appendonly no at runtime, then killed and started "
+           "from their files while a lease is held",
+           persistence_off),
+      kAfterQuarantine);
+  persistence.durable_nodes = 5;
+  persistence.hazards = {{kProbeProcess, false}};
+  s.push_back(persistence);
+  Scenario flags = with_liveness(
+      make("operator-flags-join-leave",
+           "while a lease is held, a serving instance with --quarantine off and one with "
+           "another --key-prefix join, 3 of 5 nodes restart empty; they leave",
+           flags_join_leave),
+      kAfterQuarantine);
+  flags.instances = 4;
+  flags.instance_specs = {{}, {}, spare_without_quarantine(), outsider("other:")};
+  flags.hazards = {{kProbeProcess, false}};
+  s.push_back(flags);
+  // SQLite: one serving instance, and the spare that runs on copies of its file.
+  Scenario copied = with_liveness(
+      make("operator-copied-token-file",
+           "SQLite: the live token file copied (backup API), a second instance started on the "
+           "copy beside the first, stopped, repeatedly",
+           copied_token_file),
+      kAfterQuarantine);
+  copied.token_source = "sqlite";
+  copied.instance_specs = {{}, spare()};
+  s.push_back(copied);
+  // Refused for good once it is behind the nodes' mark: liveness is not promised.
+  Scenario restored_file = make("operator-restored-token-file",
+                                "SQLite: the live token file backed up, and 4 s later (over a "
+                                "reservation block) the instance started again on the backup",
+                                restored_token_file);
+  restored_file.token_source = "sqlite";
+  restored_file.instances = 1;
+  restored_file.draw_clients = 6;
+  restored_file.hazards = {{kProbeProcess, false}};
+  restored_file.unpromised = {"liveness"};
+  s.push_back(restored_file);
+  // etcd token source (docs/safety.md listed it as not covered).
+  Scenario etcd_kills = with_liveness(
+      make("etcd-member-kills",
+           "etcd tokens: SIGKILL the etcd leader, or 2 of 3 members, in turn; start them again",
+           etcd_member_kills),
+      kAfterQuarantine);
+  etcd_kills.token_source = "etcd";
+  s.push_back(etcd_kills);
+  // A wiped or restored etcd is behind the nodes' fences: refused for those names (503) until
+  // its revisions pass them, so liveness is not promised.
+  Scenario etcd_wipe = make("operator-etcd-wiped",
+                            "etcd tokens: every member's data deleted, the cluster bootstrapped "
+                            "again, repeatedly",
+                            etcd_wiped);
+  etcd_wipe.token_source = "etcd";
+  etcd_wipe.unpromised = {"liveness"};
+  s.push_back(etcd_wipe);
+  Scenario etcd_restore = make("operator-etcd-restored",
+                               "etcd tokens: the cluster backed up, and 1.5-2.5 s later restored "
+                               "from that backup",
+                               etcd_restored);
+  etcd_restore.token_source = "etcd";
+  etcd_restore.unpromised = {"liveness"};
+  s.push_back(etcd_restore);
   Scenario three = make("three-instances-kill", "three fencelockd; SIGKILL one and start it again",
                         kill_instances);
   three.instances = 3;
@@ -689,7 +493,7 @@ std::vector<Scenario> all_scenarios() {
   Scenario naive = control("control-naive-counter",
                            "counter-loses-tail, drawing with a bare INCR (no epoch guard)",
                            counter_loses_tail, {"tokens"});
-  naive.naive_counter = true;
+  naive.naive_counter = NaiveCounter::kRedisIncr;
   s.push_back(naive);
   // The operator faults above do create the hazard: without quarantine, each is a double grant.
   Scenario evict_off = control("control-operator-nodes-evict",
@@ -708,10 +512,41 @@ std::vector<Scenario> all_scenarios() {
   mixed_off.quarantine = false;
   mixed_off.instance_max_ttl = {kLongMaxTtl, 3000ms};
   s.push_back(mixed_off);
+  Scenario persistence_off_control =
+      control("control-operator-persistence-off", "operator-persistence-off, quarantine off",
+              persistence_off, {"leases"});
+  persistence_off_control.quarantine = false;
+  persistence_off_control.durable_nodes = 5;
+  s.push_back(persistence_off_control);
+  Scenario flags_off = control("control-operator-flags-join-leave",
+                               "operator-flags-join-leave, quarantine off on the serving instances",
+                               flags_join_leave, {"leases"});
+  flags_off.quarantine = false;
+  flags_off.instances = 4;
+  flags_off.instance_specs = flags.instance_specs;
+  s.push_back(flags_off);
+  // The token checker sees what a copied or restored file hands out when nothing but the file
+  // keeps order: a naive counter file, copied (and drawn from) alongside the token file.
+  Scenario copied_naive = control("control-operator-copied-token-file",
+                                  "operator-copied-token-file, drawing from an SQLite counter "
+                                  "file and its copy (no fence)",
+                                  copied_token_file, {"tokens"});
+  copied_naive.token_source = "sqlite";
+  copied_naive.instance_specs = {{}, spare()};
+  copied_naive.naive_counter = NaiveCounter::kSqliteFiles;
+  s.push_back(copied_naive);
+  Scenario restored_naive = control("control-operator-restored-token-file",
+                                    "operator-restored-token-file, drawing from an SQLite counter "
+                                    "file and its backup (no fence)",
+                                    restored_token_file, {"tokens"});
+  restored_naive.token_source = "sqlite";
+  restored_naive.instances = 1;
+  restored_naive.naive_counter = NaiveCounter::kSqliteFiles;
+  s.push_back(restored_naive);
   Scenario naive_wiped = control("control-operator-counter-wiped",
                                  "operator-counter-wiped, drawing with a bare INCR (no fence)",
                                  counter_wiped_new_pods, {"tokens"});
-  naive_wiped.naive_counter = true;
+  naive_wiped.naive_counter = NaiveCounter::kRedisIncr;
   s.push_back(naive_wiped);
   return s;
 }

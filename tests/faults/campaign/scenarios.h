@@ -11,22 +11,10 @@
 
 #include "cluster.h"
 #include "history.h"
+#include "nemesis_tools.h"
+#include "workload.h"
 
 namespace fencelock::faults {
-
-// What a nemesis gets: the cluster, the history (to note its steps), a seeded random source and
-// the end of the fault phase. It returns when the phase is over; the runner heals afterwards.
-struct NemesisContext {
-  Cluster& cluster;
-  History& history;
-  std::mt19937_64& random;
-  std::chrono::steady_clock::time_point until;
-
-  // Sleeps `d` but never past `until`; false once `until` has come.
-  bool pause_for(std::chrono::milliseconds d) const;
-  // `count` distinct node indexes, at random.
-  std::vector<std::size_t> pick_nodes(std::size_t count) const;
-};
 
 struct Scenario {
   std::string name;
@@ -37,6 +25,8 @@ struct Scenario {
   bool stray_instance = false;    // one more instance, on a token store of its own
   std::size_t instances = 2;      // fencelockd instances serving the workload
   std::vector<std::chrono::milliseconds> instance_max_ttl;  // ClusterSettings::instance_max_ttl
+  std::string token_source = "redis";                       // ClusterSettings::token_source
+  std::vector<InstanceSpec> instance_specs;                 // ClusterSettings::instance_specs
   std::string store_mode = "fenced";
   std::vector<std::string> must_fail;  // non-empty: a negative control
   // The nemesis's own clients (probe_acquire's process 100, the long lease's 101) whose requests
@@ -50,8 +40,9 @@ struct Scenario {
   // Properties the service does not promise under these faults (they break a stated assumption):
   // reported with their counts, never judged.
   std::vector<std::string> unpromised;
-  // Draw from a naive counter (a bare INCR on the counter master) instead of the service's.
-  bool naive_counter = false;
+  std::size_t draw_clients = 1;  // WorkloadSettings::draw_clients
+  // Draw from a naive counter instead of the service's (WorkloadSettings::naive_counter).
+  NaiveCounter naive_counter = NaiveCounter::kNone;
   // How long after healing an acquire must succeed: a restarted node's quarantine, or a lease
   // that survived the fault, and the retry delay.
   std::chrono::milliseconds liveness{4000};

@@ -1,5 +1,7 @@
 #include "workload.h"
 
+#include <sqlite3.h>
+
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -87,10 +89,16 @@ void Workload::start(std::chrono::steady_clock::time_point deadline) {
     });
   }
   counter_port_ = cluster_.counter().port();
-  for (std::size_t i = 0; i < settings_.naive_draw_clients; ++i, ++process) {
+  if (settings_.naive_counter != NaiveCounter::kNone) {
     threads_.emplace_back([this, process] {
-      naive_draw_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
+      const std::uint64_t seed = settings_.seed * 1000 + static_cast<std::uint64_t>(process);
+      if (settings_.naive_counter == NaiveCounter::kRedisIncr) {
+        naive_draw_client(process, seed);
+      } else {
+        naive_sqlite_client(process, seed);
+      }
     });
+    ++process;
   }
   for (std::size_t i = 0; i < settings_.draw_clients; ++i, ++process) {
     threads_.emplace_back([this, process] {
@@ -120,7 +128,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
   const std::string lock_path = "/v1/locks/" + settings_.lock_name;
   const std::string set_path = "/objects/" + settings_.set_key;
   while (running()) {
-    HttpClient* http = clients.instance(random() % cluster_.instance_count());
+    HttpClient* http = clients.instance(random() % cluster_.serving_count());
     if (http == nullptr) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
@@ -195,7 +203,7 @@ void Workload::draw_client(int process, std::uint64_t seed) {
   Clients clients(cluster_, settings_.request_timeout);
   const std::string path = "/v1/tokens/" + settings_.counter_name;
   while (running()) {
-    HttpClient* http = clients.instance(random() % cluster_.instance_count());
+    HttpClient* http = clients.instance(random() % cluster_.serving_count());
     if (http == nullptr) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
@@ -227,6 +235,58 @@ void Workload::naive_draw_client(int process, std::uint64_t seed) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       redis = std::make_unique<testing::SyncRedis>(counter_port_, settings_.request_timeout);
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 20));
+  }
+}
+
+std::filesystem::path naive_sqlite_file(const std::filesystem::path& dir) {
+  return dir / "naive.db";
+}
+
+std::filesystem::path naive_sqlite_copy(const std::filesystem::path& dir) {
+  return dir / "naive-copy.db";
+}
+
+namespace {
+
+// Draws the next number from the counter file at `path` (made at the first draw); 0 on failure
+// (the nemesis may be replacing the file).
+std::uint64_t draw_from_file(const std::filesystem::path& path) {
+  sqlite3* db = nullptr;
+  std::uint64_t drawn = 0;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_exec(db,
+                 "PRAGMA journal_mode=WAL; CREATE TABLE IF NOT EXISTS c(n INTEGER NOT NULL);"
+                 "INSERT INTO c SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM c);",
+                 nullptr, nullptr, nullptr);
+    sqlite3_stmt* next = nullptr;
+    if (sqlite3_prepare_v2(db, "UPDATE c SET n = n + 1 RETURNING n", -1, &next, nullptr) ==
+            SQLITE_OK &&
+        sqlite3_step(next) == SQLITE_ROW) {
+      drawn = static_cast<std::uint64_t>(sqlite3_column_int64(next, 0));
+    }
+    sqlite3_finalize(next);
+  }
+  sqlite3_close(db);
+  return drawn;
+}
+
+}  // namespace
+
+void Workload::naive_sqlite_client(int process, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  const std::filesystem::path file = naive_sqlite_file(cluster_.dir());
+  const std::filesystem::path copy = naive_sqlite_copy(cluster_.dir());
+  while (running()) {
+    const bool from_copy = random() % 2 == 0 && std::filesystem::exists(copy);
+    const std::size_t index =
+        history_.begin(operation(process, "draw", "naive-" + settings_.counter_name));
+    const std::uint64_t drawn = draw_from_file(from_copy ? copy : file);
+    history_.end(index, drawn != 0 ? Outcome::kOk : Outcome::kInfo, [&](Operation& op) {
+      op.token = drawn;
+      op.detail = from_copy ? "the copy" : "the file";
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 20));
   }
 }

@@ -5,7 +5,8 @@
 //                     read the set with the token, add a unique element, write it back with the
 //                     token); sometimes extend; release.
 //   counter           draw tokens from a counter (POST /v1/tokens/{name}).
-//   naive counter     (controls only) INCR on the counter master itself, no epoch guard.
+//   naive counter     (controls only) a counter with nothing keeping its order but itself: INCR
+//                     on the counter master, or an SQLite file and the copies the nemesis makes.
 //
 // Every request has a timeout; every loop stops at stop() or at its deadline, whichever is first.
 #pragma once
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,13 +24,23 @@
 
 namespace fencelock::faults {
 
+// The naive counters of the controls that show the token checker sees repeated tokens when a
+// counter loses acknowledged writes or is copied.
+enum class NaiveCounter {
+  kNone,
+  // A bare INCR on the counter master, without the epoch guard of fencelock's Redis token source.
+  kRedisIncr,
+  // An SQLite file, DIR/naive.db, drawn from in turn with its copy DIR/naive-copy.db once the
+  // nemesis made one (naive_sqlite_files): what a copied or restored token file hands out with
+  // no lock node fence behind it.
+  kSqliteFiles,
+};
+
 struct WorkloadSettings {
   std::size_t lock_clients = 4;
   std::size_t draw_clients = 1;
-  // Clients drawing from a naive counter — a bare INCR on the counter master, without the epoch
-  // guard of fencelock's Redis token source — for the control that shows the token checker sees
-  // repeated tokens when a counter loses acknowledged writes.
-  std::size_t naive_draw_clients = 0;
+  // Not kNone: one client draws from that naive counter instead of the draw clients.
+  NaiveCounter naive_counter = NaiveCounter::kNone;
   std::string lock_name = "campaign-lock";
   std::string counter_name = "campaign-counter";
   std::string set_key = "campaign-set";
@@ -38,6 +50,10 @@ struct WorkloadSettings {
   std::chrono::milliseconds request_timeout{3000};
   std::uint64_t seed = 1;
 };
+
+// The files of NaiveCounter::kSqliteFiles in `dir`: the counter and the copy a nemesis makes of it.
+std::filesystem::path naive_sqlite_file(const std::filesystem::path& dir);
+std::filesystem::path naive_sqlite_copy(const std::filesystem::path& dir);
 
 class Workload {
  public:
@@ -55,6 +71,7 @@ class Workload {
   void lock_client(int process, std::uint64_t seed);
   void draw_client(int process, std::uint64_t seed);
   void naive_draw_client(int process, std::uint64_t seed);
+  void naive_sqlite_client(int process, std::uint64_t seed);
   bool running() const;
 
   Cluster& cluster_;

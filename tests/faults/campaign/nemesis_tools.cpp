@@ -1,0 +1,160 @@
+#include "nemesis_tools.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <thread>
+
+#include "http_client.h"
+#include "workload.h"
+
+namespace fencelock::faults {
+
+using std::chrono::milliseconds;
+using namespace std::chrono_literals;
+
+bool NemesisContext::pause_for(std::chrono::milliseconds d) const {
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= until) return false;
+  // In milliseconds: milliseconds::max() ("until the end") in the clock's nanoseconds overflows.
+  const auto wake = std::chrono::duration_cast<milliseconds>(until - now) < d ? until : now + d;
+  std::this_thread::sleep_until(wake);
+  return std::chrono::steady_clock::now() < until;
+}
+
+std::vector<std::size_t> NemesisContext::pick_nodes(std::size_t count) const {
+  std::vector<std::size_t> nodes(cluster.node_count());
+  std::iota(nodes.begin(), nodes.end(), 0);
+  std::shuffle(nodes.begin(), nodes.end(), random);
+  nodes.resize(std::min(count, nodes.size()));
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+std::string list(const std::vector<std::size_t>& nodes) {
+  std::string text;
+  for (const std::size_t n : nodes) text += (text.empty() ? "" : ",") + std::to_string(n);
+  return text;
+}
+
+milliseconds held_lease_left(const History& history, const std::string& name, bool mid_write) {
+  const std::vector<Operation> ops = history.operations();
+  const std::int64_t now = history.now_ns();
+  std::vector<bool> released(ops.size(), false);
+  std::vector<bool> read(ops.size(), false);
+  std::vector<bool> writing(ops.size(), false);
+  for (const Operation& op : ops) {
+    if (op.lease < 0) continue;
+    const auto lease = static_cast<std::size_t>(op.lease);
+    if (op.f == "release") released.at(lease) = true;
+    if (op.f == "read" && op.outcome == Outcome::kOk) read.at(lease) = true;
+    if (op.f == "write") writing.at(lease) = true;
+  }
+  std::int64_t left_ns = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Operation& op = ops[i];
+    if (op.f != "acquire" || op.name != name || op.outcome != Outcome::kOk || released[i]) continue;
+    if (mid_write && (!read[i] || writing[i])) continue;
+    const std::int64_t close = op.invoke_ns + (op.waited_ms + op.validity_ms) * 1'000'000;
+    left_ns = std::max(left_ns, close - now);
+  }
+  return milliseconds(left_ns / 1'000'000);
+}
+
+std::chrono::steady_clock::time_point wait_for_held_lease(NemesisContext& c,
+                                                          const std::string& name, bool mid_write,
+                                                          milliseconds limit,
+                                                          milliseconds min_left) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  milliseconds left = held_lease_left(c.history, name, mid_write);
+  while (left < min_left && std::chrono::steady_clock::now() < give_up) {
+    if (!c.pause_for(10ms)) break;
+    left = held_lease_left(c.history, name, mid_write);
+  }
+  return std::chrono::steady_clock::now() + left;
+}
+
+void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point until, bool write_set,
+                   std::optional<std::size_t> instance) {
+  static int probe_elements = 0;
+  const WorkloadSettings workload;
+  const std::string path = "/v1/locks/" + workload.lock_name;
+  const auto record = [&](Operation op, std::int64_t lease, std::uint64_t token) {
+    op.process = kProbeProcess;
+    op.lease = lease;
+    op.token = token;
+    return c.history.begin(std::move(op));
+  };
+  while (std::chrono::steady_clock::now() < until) {
+    const std::uint16_t port =
+        c.cluster.instance_port(instance.value_or(c.random() % c.cluster.serving_count()));
+    if (port == 0) {
+      std::this_thread::sleep_for(25ms);
+      continue;
+    }
+    testing::HttpClient http(port, 1000ms);
+    Operation acquire;
+    acquire.f = "acquire";
+    acquire.name = workload.lock_name;
+    const std::size_t lease = record(acquire, -1, 0);
+    const testing::HttpAnswer granted = http.post(path, {{"ttl_ms", 800}, {"wait_ms", 0}});
+    const nlohmann::json body = granted.json();
+    const Outcome outcome = granted.status == 200   ? Outcome::kOk
+                            : granted.status == 409 ? Outcome::kFail
+                                                    : Outcome::kInfo;
+    const std::uint64_t token = body.value("token", std::uint64_t{0});
+    c.history.end(lease, outcome, [&](Operation& op) {
+      op.detail = "probe " + std::to_string(granted.status) + " " + granted.error_code();
+      if (granted.status != 200) return;
+      op.token = token;
+      op.validity_ms = body.value("validity_ms", std::int64_t{0});
+    });
+    if (granted.status != 200) {
+      std::this_thread::sleep_for(25ms);
+      continue;
+    }
+    const auto lease_index = static_cast<std::int64_t>(lease);
+    if (write_set) {
+      testing::HttpClient store(c.cluster.store_port(), 1000ms);
+      const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(token)}};
+      const std::string set_path = "/objects/" + workload.set_key;
+      Operation read;
+      read.f = "read";
+      read.name = workload.set_key;
+      const std::size_t read_index = record(read, lease_index, token);
+      const testing::HttpAnswer seen = store.request("GET", set_path, "", fencing);
+      const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
+      const bool read_ok = seen.status == 200 || seen.status == 404;
+      c.history.end(read_index, read_ok ? Outcome::kOk : Outcome::kInfo, [&](Operation& op) {
+        op.value = before;
+        op.detail = "probe " + std::to_string(seen.status);
+      });
+      if (read_ok) {
+        Operation write;
+        write.f = "write";
+        write.name = workload.set_key;
+        write.value =
+            before + (before.empty() ? "" : ",") + "probe-" + std::to_string(++probe_elements);
+        const std::size_t write_index = record(write, lease_index, token);
+        const testing::HttpAnswer written = store.request("PUT", set_path, write.value, fencing);
+        c.history.end(
+            write_index,
+            written.status == 200   ? Outcome::kOk
+            : written.status == 409 ? Outcome::kFail
+                                    : Outcome::kInfo,
+            [&](Operation& op) { op.detail = "probe " + std::to_string(written.status); });
+      }
+    }
+    std::this_thread::sleep_for(100ms);
+    Operation release;
+    release.f = "release";
+    release.name = workload.lock_name;
+    const std::size_t index = record(release, lease_index, 0);
+    const testing::HttpAnswer released = http.del(path, {{"lease", body.value("lease", "")}});
+    c.history.end(index, released.status == 200 ? Outcome::kOk : Outcome::kInfo,
+                  [&](Operation& op) { op.detail = "probe " + std::to_string(released.status); });
+    return;
+  }
+}
+
+}  // namespace fencelock::faults
