@@ -134,7 +134,7 @@ void AcquireOperation::attempt() {
     complete(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
     return;
   }
-  if (auto refusal = core_->grant_refusal()) {  // nothing is sent: no node is touched
+  if (auto refusal = core_->grant_refusal(target_.ttl)) {  // nothing is sent: no node is touched
     complete(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
     return;
   }

@@ -160,6 +160,18 @@ std::optional<std::string> EngineCore::grant_refusal() const {
   return registry_->refusal(Clock::now());
 }
 
+std::optional<std::string> EngineCore::grant_refusal(std::chrono::milliseconds ttl) const {
+  return registry_->refusal(Clock::now(), ttl);
+}
+
+std::optional<std::string> EngineCore::ttl_refusal(std::chrono::milliseconds ttl) const {
+  return registry_->ttl_refusal(ttl);
+}
+
+std::chrono::milliseconds EngineCore::longest_known_ttl() const {
+  return trust_.longest_ttl();
+}
+
 std::uint64_t EngineCore::token_floor() const {
   return registry_->token_floor();
 }

@@ -116,6 +116,15 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // or to come, lasts at least that long (NodeTrust::note_max_ttl).
   void note_max_ttl(std::chrono::milliseconds ttl);
 
+  // The longest ttl this engine knows any instance may grant (NodeTrust::longest_ttl). On the
+  // strand.
+  std::chrono::milliseconds longest_known_ttl() const;
+  // grant_refusal(), and a lease of `ttl` (an acquire's, or an extend's new ttl) that another live
+  // instance does not know yet (InstanceRegistry::refusal). Safe from any thread.
+  std::optional<std::string> grant_refusal(std::chrono::milliseconds ttl) const;
+  // Only the second part: what an extend to `ttl` checks. Safe from any thread.
+  std::optional<std::string> ttl_refusal(std::chrono::milliseconds ttl) const;
+
   // A tally for a new operation: quarantined nodes excluded.
   QuorumTally new_tally();
 

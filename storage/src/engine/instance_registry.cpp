@@ -55,6 +55,28 @@ std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now) cons
   return refusal_locked(now);
 }
 
+std::optional<std::string> InstanceRegistry::refusal(Clock::time_point now,
+                                                     std::chrono::milliseconds ttl) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto refused = refusal_locked(now)) return refused;
+  return ttl_refusal_locked(ttl);
+}
+
+std::optional<std::string> InstanceRegistry::ttl_refusal(std::chrono::milliseconds ttl) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ttl_refusal_locked(ttl);
+}
+
+std::optional<std::string> InstanceRegistry::ttl_refusal_locked(
+    std::chrono::milliseconds ttl) const {
+  if (ttl <= others_ttl_) return std::nullopt;
+  return "another fencelockd of this deployment knows leases only up to " +
+         std::to_string(others_ttl_.count()) + " ms (a shorter --max-ttl; it reads this one's " +
+         "from the lock nodes within a second or two): a ttl of " + std::to_string(ttl.count()) +
+         " ms waits until it has, so that its quarantine covers such a lease (run every instance "
+         "with the same --max-ttl)";
+}
+
 std::optional<std::string> InstanceRegistry::refusal_locked(Clock::time_point now) const {
   if (!went_back_.empty()) return went_back_;
   if (exclusive_ && !conflict_.empty()) {
@@ -182,6 +204,7 @@ void InstanceRegistry::round() {
   round_voting_answers_ = 0;
   round_mark_ = 0;
   round_other_until_ = Clock::time_point{};
+  round_others_ttl_ = std::chrono::milliseconds::max();
   last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
   acked_.resize(core_.node_count());
   round_expiry_.resize(core_.node_count());
@@ -209,7 +232,7 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
                        std::chrono::ceil<std::chrono::milliseconds>(
                            drift_allowance(options.max_ttl, options.drift_factor))
                  : kSharedFreshness;
-  RespCommand command(14);
+  RespCommand command(15);
   command.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
       .arg(std::int64_t{2})
@@ -223,7 +246,8 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
       .arg(std::int64_t{round_})
       .arg(core_.options().max_ttl.count())
       .arg(quarantine ? "on" : "off")
-      .arg(declared.count());
+      .arg(declared.count())
+      .arg(core_.longest_known_ttl().count());
   return command;
 }
 
@@ -281,13 +305,21 @@ void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
 }
 
 void InstanceRegistry::note_other_entry(std::size_t node, std::string_view entry) {
-  // "<engine id> <expiry ms> <identity>"
+  // "<engine id> <expiry ms> <longest ttl ms> <identity>"; an older version's lacks the ttl
   const auto first = entry.find(' ');
   const auto second = first == std::string_view::npos ? first : entry.find(' ', first + 1);
   if (second == std::string_view::npos) return;  // not written by this version: ignore
   const std::string_view engine = entry.substr(0, first);
   const std::string_view expiry = entry.substr(first + 1, second - first - 1);
-  const std::string_view identity = entry.substr(second + 1);
+  std::string_view identity = entry.substr(second + 1);
+  if (const auto third = identity.find(' '); third != std::string_view::npos) {
+    long long ttl = 0;
+    const auto [end, error] = std::from_chars(identity.data(), identity.data() + third, ttl);
+    if (error == std::errc() && end == identity.data() + third) {
+      round_others_ttl_ = std::min(round_others_ttl_, std::chrono::milliseconds(ttl));
+      identity = identity.substr(third + 1);
+    }
+  }
   if (identity != identity_) {
     round_conflict_ = std::string(identity);
     return;
@@ -321,6 +353,7 @@ void InstanceRegistry::finish_round() {
     if (reached_quorum) {
       checked_at_ = round_started_;
       conflict_ = round_conflict_;
+      others_ttl_ = round_others_ttl_;
     }
     // kAboveRestart's floor is learned until the first ready round, included; afterwards a higher
     // mark may come from another name's counter, which may be ahead and still right.

@@ -92,6 +92,13 @@
 // registry fact it is lost with a node's data, and the binding rules above are what keep a
 // newcomer from deciding on nodes that lost it.
 //
+// Instances with different --max-ttl: each entry also says the longest ttl its engine knows any
+// instance may grant (NodeTrust::longest_ttl: the markers' largest max ttl and its own). An engine
+// grants or extends a lease only for a ttl every other live entry of the last quorum round
+// covers, so an instance with a shorter --max-ttl has read the longer one (and keeps it: the value
+// is never lowered) before any lease that long exists — and quarantines restarted nodes for that
+// long, even if every node that carried the longer value loses its data.
+//
 // Lock nodes that went back: every heartbeat also leaves a growing number of its engine on the
 // node ("#seq:<engine id>") and answers the one the previous heartbeat left; less than the node
 // acknowledged means it lost writes (EngineCore::node_lost_writes, node_trust.h). And it raises
@@ -150,6 +157,13 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // identity (any engine), no quorum bound to its own, no recent check, or, with an exclusive
   // source, another live instance. Safe from any thread.
   std::optional<std::string> refusal(Clock::time_point now) const;
+  // refusal(now), and a lease of `ttl` longer than another live instance of this deployment
+  // knows any instance may grant (its entry's longest ttl, as the last quorum round read it):
+  // that instance would quarantine a restarted node for less than the lease lives. Safe from
+  // any thread.
+  std::optional<std::string> refusal(Clock::time_point now, std::chrono::milliseconds ttl) const;
+  // The second part alone (an extend's check). Safe from any thread.
+  std::optional<std::string> ttl_refusal(std::chrono::milliseconds ttl) const;
   // What a token drawn from now on must be above (0 = anything). Take it before the draw starts.
   // Safe from any thread.
   std::uint64_t token_floor() const;
@@ -167,6 +181,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
 
  private:
   std::optional<std::string> refusal_locked(Clock::time_point now) const;  // mutex_ held
+  std::optional<std::string> ttl_refusal_locked(std::chrono::milliseconds ttl) const;  // the same
   // Sets went_back_ (mutex_ held) and tells the observer; returns `why`.
   std::string refuse_for_good(std::string why);
   RespCommand heartbeat(const char* mode) const;
@@ -201,6 +216,8 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::uint64_t round_mark_ = 0;          // the highest "#mark" any node answered, this round
   // Until when the other --quarantine setting's declaration stands, the latest any node said.
   Clock::time_point round_other_until_{};
+  // The shortest longest-ttl any other live entry reports, this round (max(): none).
+  std::chrono::milliseconds round_others_ttl_{std::chrono::milliseconds::max()};
   BindMode round_mode_ = BindMode::kRead;  // what this round was sent with
   BindMode next_mode_ = BindMode::kRead;   // what the next round may do, as this one found
   // Per node: the expiry of each other engine with this exclusive identity, as the last round saw
@@ -223,6 +240,8 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::string went_back_;                 // why every grant is refused for good ("" = not)
   // Until when an instance with the other --quarantine setting may grant (or its leases live).
   Clock::time_point other_setting_until_{};
+  // round_others_ttl_ of the last round that reached a quorum.
+  std::chrono::milliseconds others_ttl_{std::chrono::milliseconds::max()};
 };
 
 }  // namespace fencelock::storage

@@ -558,25 +558,28 @@ inline constexpr std::string_view kNodeSuspectScript =
 
 // Registry heartbeat (instance_registry.h; EVAL, once a second per node). KEYS[1]: the registry
 // hash; ARGV[1]: this engine's id; ARGV[2]: its token identity; ARGV[3]: entry lifetime (ms);
+// ARGV[10]: the longest lease ttl this engine knows any instance may grant (ms, NodeTrust);
 // ARGV[4]: what the engine may do to an unbound node — "0" nothing, "1" bind it if no live entry
 // of another identity is on it (a birth), "2" bind it (a repair). Writes this engine's entry
-// "<expiry ms> <identity>" (the node's clock), deletes expired entries of others, binds as allowed
-// (field "#tokens", kept for good; an empty value counts as unbound), raises the field "#mark" to
-// ARGV[5] (the highest token this engine handed out, decimal; compared as digits, since Lua's
-// numbers are doubles), raises the field "#seq:<ARGV[1]>" to "<ARGV[6]> <node clock ms>" (ARGV[6]:
-// this heartbeat's number, growing; a smaller one — a heartbeat of a timed-out connection
+// "<expiry ms> <ARGV[10]> <identity>" (the node's clock; an entry without the middle field, of an
+// older version, is read as "<expiry ms> <identity>"), deletes expired entries of others, binds as
+// allowed (field "#tokens", kept for good; an empty value counts as unbound), raises the field
+// "#mark" to ARGV[5] (the highest token this engine handed out, decimal; compared as digits, since
+// Lua's numbers are doubles), raises the field "#seq:<ARGV[1]>" to "<ARGV[6]> <node clock ms>"
+// (ARGV[6]: this heartbeat's number, growing; a smaller one — a heartbeat of a timed-out connection
 // delivered late — changes nothing; such fields of other engines unwritten for 24 h are deleted),
 // raises the node marker's (KEYS[2], kNodeMarkerKey) max_ttl_ms to ARGV[7] (this engine's max ttl,
 // ms), raises the field "#quarantine:<ARGV[8]>" (this engine's quarantine setting, "on" or "off")
 // to now + ARGV[9] ms (how long its declaration stands; node clock ms), and returns {the bound
-// identity or "" if none, {"<engine id> <expiry ms> <identity>" of each other live entry}, the mark
+// identity or "" if none, {"<engine id> <entry>" of each other live entry}, the mark
 // or "0", the number this engine's previous heartbeat left here or "", the marker's max_ttl_ms,
 // how many ms the other setting's declaration still stands (node clock; "0" if none)}. Fields
 // starting with '#' are the registry's own, never entries (an engine id is hex).
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
-    "redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[3])) .. ' ' .. ARGV[2])\n"
+    "redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[3])) .. ' ' .. ARGV[10] .. ' ' .. "
+    "ARGV[2])\n"
     "local seq = '#seq:' .. ARGV[1]\n"
     "local previous = string.match(redis.call('HGET', KEYS[1], seq) or '', '^%d+') or ''\n"
     "if previous == '' or tonumber(ARGV[6]) > tonumber(previous) then\n"
@@ -597,6 +600,7 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "      redis.call('HDEL', KEYS[1], entries[i])\n"
     "    else\n"
     "      local identity = string.sub(entries[i + 1], space + 1)\n"
+    "      identity = string.match(identity, '^%d+ (.*)$') or identity\n"
     "      if identity ~= ARGV[2] then foreign = true end\n"
     "      table.insert(others, entries[i] .. ' ' .. entries[i + 1])\n"
     "    end\n"

@@ -10,10 +10,13 @@ namespace fencelock::storage {
 NodeTrust::NodeTrust(std::size_t node_count, Settings settings)
     : nodes_(node_count), settings_(settings), longest_ttl_(settings.max_ttl) {}
 
-std::chrono::microseconds NodeTrust::window() const {
+std::chrono::milliseconds NodeTrust::longest_ttl() const {
   // Until some marker kept its history, the largest --max-ttl in use is unknown.
-  const std::chrono::milliseconds ttl =
-      history_seen_ ? longest_ttl_ : std::max(longest_ttl_, kTtlBound);
+  return history_seen_ ? longest_ttl_ : std::max(longest_ttl_, kTtlBound);
+}
+
+std::chrono::microseconds NodeTrust::window() const {
+  const std::chrono::milliseconds ttl = longest_ttl();
   return std::chrono::duration_cast<std::chrono::microseconds>(ttl) +
          drift_allowance(ttl, settings_.drift_factor);
 }

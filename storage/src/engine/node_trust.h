@@ -156,8 +156,10 @@ class NodeTrust {
   const std::string& run_id(std::size_t node) const { return nodes_.at(node).run_id; }
   bool seen(std::size_t node) const { return nodes_.at(node).seen; }
 
-  // The window a restarted node waits out: the longest ttl any engine may grant (as known) plus
-  // drift, rounded up.
+  // The longest ttl any engine may grant, as known: the largest max ttl read from any marker (and
+  // this engine's own), or kTtlBound until a marker that kept its history was read.
+  std::chrono::milliseconds longest_ttl() const;
+  // The window a restarted node waits out: longest_ttl() plus drift, rounded up.
   std::chrono::microseconds window() const;
 
  private:

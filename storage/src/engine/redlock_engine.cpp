@@ -113,6 +113,19 @@ void answer_later(const std::shared_ptr<EngineCore>& core, Handler done, Value v
   });
 }
 
+// What extend, extend_set and extend_permit share, on the strand: an extend to a ttl that another
+// live instance does not know yet is refused before any node is asked (InstanceRegistry).
+void start_extend(const std::shared_ptr<EngineCore>& core, ClaimTarget target, std::uint64_t token,
+                  milliseconds ttl, std::function<void(Result<Extension>)> done,
+                  const std::string& extra = {}) {
+  if (auto refusal = core->ttl_refusal(ttl)) {
+    done(Result<Extension>(make_error(ErrorCode::kUnavailable, std::move(*refusal))));
+    return;
+  }
+  std::make_shared<ExtendOperation>(core, std::move(target), token, ttl, std::move(done), extra)
+      ->start();
+}
+
 // What acquire, acquire_set and acquire_permit share once their own arguments are checked
 // (`valid`): the owner, ttl and wait checks, a fresh lease value, and the operation started on the
 // strand. An invalid request or a failed value is answered on the strand, never inside the call.
@@ -185,9 +198,8 @@ void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl,
   asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
                                    ttl, done = std::move(done)]() mutable {
     const std::uint64_t token = claim.token;
-    std::make_shared<ExtendOperation>(core, single_lock_claim(*core, Script::kExtend, name, claim),
-                                      token, ttl, std::move(done))
-        ->start();
+    start_extend(core, single_lock_claim(*core, Script::kExtend, name, claim), token, ttl,
+                 std::move(done));
   });
 }
 
@@ -272,10 +284,8 @@ void RedlockEngine::extend_set(std::vector<std::string> names, LockSetClaim clai
       done(Result<LockSetExtension>(
           LockSetExtension{std::move(tokens), e.ttl, e.validity, e.started}));
     };
-    std::make_shared<ExtendOperation>(core,
-                                      set_claim(*core, Script::kExtendSet, std::move(names), claim),
-                                      claim.tokens.front(), ttl, std::move(answer))
-        ->start();
+    start_extend(core, set_claim(*core, Script::kExtendSet, std::move(names), claim),
+                 claim.tokens.front(), ttl, std::move(answer));
   });
 }
 
@@ -315,14 +325,12 @@ void RedlockEngine::extend_permit(std::string name, std::uint32_t permits, std::
   if (valid.ok()) valid = check_ttl(core_->options(), ttl);
   if (!valid.ok())
     return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
-  asio::dispatch(core_->strand(),
-                 [core = core_, name = std::move(name), permits, slot, claim = std::move(claim),
-                  ttl, done = std::move(done)]() mutable {
-                   std::make_shared<ExtendOperation>(
-                       core, permit_claim(*core, Script::kExtendPermit, name, permits, slot, claim),
-                       claim.token, ttl, std::move(done), std::to_string(permits))
-                       ->start();
-                 });
+  asio::dispatch(
+      core_->strand(), [core = core_, name = std::move(name), permits, slot,
+                        claim = std::move(claim), ttl, done = std::move(done)]() mutable {
+        start_extend(core, permit_claim(*core, Script::kExtendPermit, name, permits, slot, claim),
+                     claim.token, ttl, std::move(done), std::to_string(permits));
+      });
 }
 
 void RedlockEngine::release_permit(std::string name, std::uint32_t permits, std::uint32_t slot,

@@ -21,7 +21,7 @@ SyncReply heartbeat_reply(SyncRedis& node, std::string_view id, std::string_view
                           std::string_view mode, std::string_view highest = "0") {
   const SyncReply reply =
       node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, identity, "10000",
-                    mode, highest, "1", "1000", "on", "10000"});
+                    mode, highest, "1", "1000", "on", "10000", "3600000"});
   REQUIRE(reply.kind == SyncReply::Kind::kArray);
   REQUIRE(reply.elements.size() == 6);
   return reply;
@@ -100,8 +100,9 @@ TEST_CASE("the registry script answers the number this engine's previous heartbe
   RedisCluster cluster(1);
   SyncRedis node(cluster.node(0).port());
   const auto beat = [&](std::string_view id, std::string_view seq) {
-    const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
-                                          "shared", "10000", "0", "0", seq, "1000", "on", "10000"});
+    const SyncReply reply =
+        node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
+                      "0", "0", seq, "1000", "on", "10000", "3600000"});
     REQUIRE(reply.elements.size() == 6);
     return reply.elements[3].text;
   };
@@ -127,7 +128,7 @@ TEST_CASE("the registry script raises the node's max ttl and answers the largest
   const auto beat = [&](std::string_view id, std::string_view max_ttl) {
     const SyncReply reply =
         node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
-                      "0", "0", "1", max_ttl, "on", "10000"});
+                      "0", "0", "1", max_ttl, "on", "10000", "3600000"});
     REQUIRE(reply.elements.size() == 6);
     return reply.elements[4].text;
   };
@@ -143,8 +144,9 @@ TEST_CASE("the registry script answers how long the other quarantine setting sta
   SyncRedis node(cluster.node(0).port());
   // Engine `id` declares `setting` for `ms`; returns how long the other setting still stands.
   const auto beat = [&](std::string_view id, std::string_view setting, std::string_view ms) {
-    const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id,
-                                          "shared", "10000", "0", "0", "1", "1000", setting, ms});
+    const SyncReply reply =
+        node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
+                      "0", "0", "1", "1000", setting, ms, "3600000"});
     REQUIRE(reply.elements.size() == 6);
     return std::stoll(reply.elements[5].text);
   };
@@ -158,4 +160,27 @@ TEST_CASE("the registry script answers how long the other quarantine setting sta
   CHECK(beat("on1", "on", "60000") == 0);
   node.command({"HSET", kKey, "#quarantine:on", "1000"});  // long past (node clock ms)
   CHECK(beat("off1", "off", "10000") == 0);
+}
+
+TEST_CASE("the registry script writes the longest ttl each engine knows into its entry",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  const auto beat = [&](std::string_view id, std::string_view known, std::string_view mode) {
+    const SyncReply reply =
+        node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
+                      mode, "0", "1", "1000", "on", "10000", known});
+    REQUIRE(reply.elements.size() == 6);
+    return reply;
+  };
+  beat("e1", "3000", "0");
+  const SyncReply seen = beat("e2", "3600000", "0");
+  REQUIRE(seen.elements[1].elements.size() == 1);
+  const std::string entry = seen.elements[1].elements[0].text;  // "e1 <expiry> 3000 shared"
+  CHECK(entry.substr(0, 3) == "e1 ");
+  CHECK(entry.substr(entry.size() - 12) == " 3000 shared");
+  // An older version's entry has no ttl: its identity is still read as such (no foreign store
+  // stops a birth).
+  node.command({"HSET", kKey, "old", "99999999999999 shared"});
+  CHECK(beat("e3", "3000", "1").elements[0].text == "shared");
 }
