@@ -116,6 +116,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // or to come, lasts at least that long (NodeTrust::note_max_ttl).
   void note_max_ttl(std::chrono::milliseconds ttl);
 
+  // The token store has a history, and the operator did not say the nodes are new
+  // (NodeTrust::Settings::store_has_history).
+  bool store_has_history() const { return trust_.store_has_history(); }
   // The longest ttl this engine knows any instance may grant (NodeTrust::longest_ttl). On the
   // strand.
   std::chrono::milliseconds longest_known_ttl() const;

@@ -41,12 +41,12 @@ void InstanceRegistry::stop() {
   // The tokens handed out since the last heartbeat go into the nodes' mark before the entry goes
   // (one connection per node: in this order).
   core_.broadcast(heartbeat("0"), nullptr, 0);
-  // An instance without quarantine withdraws its declaration (another one renews it within a
-  // second); one with it leaves it standing: its leases may outlive it.
+  // An instance without quarantine withdraws its own declaration; one with it leaves it standing:
+  // its leases may outlive it.
   const bool withdraw = !core_.options().quarantine_restarted_nodes;
   RespCommand remove(withdraw ? 5 : 4);
   remove.arg("HDEL").arg(key_).arg(core_.engine_id()).arg("#seq:" + core_.engine_id());
-  if (withdraw) remove.arg("#quarantine:off");
+  if (withdraw) remove.arg("#quarantine:off:" + core_.engine_id());
   core_.broadcast(remove, nullptr, 0);
 }
 
@@ -99,6 +99,12 @@ std::optional<std::string> InstanceRegistry::refusal_locked(Clock::time_point no
                  "grant over their leases once lock nodes restart, so this fencelockd refuses "
                  "until their leases may have ended (run every instance with the same "
                  "--quarantine)";
+  }
+  if (forgotten_with_history_ && !bound_quorum_) {
+    return "every lock node answered without a record of this deployment while the token store "
+           "has a history: they lost their data, and with --quarantine off nothing shows whether a "
+           "lease granted before is still live. Once none can be (the longest --max-ttl has "
+           "passed), start once with --new-lock-nodes";
   }
   if (!checked_at_ || (!bound_quorum_ && !was_ready_)) return std::string(kNotYetChecked);
   if (!bound_quorum_) {
@@ -367,8 +373,18 @@ void InstanceRegistry::finish_round() {
       was_ready_ = was_ready_ || bound_quorum_;
     }
     const bool nothing_elsewhere = bound_elsewhere_.empty();
+    // Without quarantine every node votes as soon as it answers: nodes that all lost their data
+    // while the token store has a history may still have held a live lease (an engine with
+    // quarantine waits out the window first, node_trust.h rule 4). Such an engine never binds them.
+    const bool may_bind_unbound =
+        core_.options().quarantine_restarted_nodes || !core_.store_has_history();
+    if (round_bound_any_ > 0) forgotten_with_history_ = false;
     if (nothing_elsewhere && round_bound_any_ > 0) {
       next_mode_ = BindMode::kRepair;
+    } else if (nothing_elsewhere && round_conflict_.empty() && round_all_voting_ &&
+               answers_ == core_.node_count() && !may_bind_unbound) {
+      next_mode_ = BindMode::kRead;
+      forgotten_with_history_ = true;
     } else if (nothing_elsewhere && round_conflict_.empty() && round_all_voting_ &&
                answers_ == core_.node_count()) {
       next_mode_ = BindMode::kBirth;

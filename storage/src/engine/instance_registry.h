@@ -83,14 +83,15 @@
 // Instances that disagree on --quarantine (EngineOptions::quarantine_restarted_nodes): one
 // without it trusts a restarted node at once, so it would grant over a lease that one with it
 // granted, once a majority lost that lease's key. Every heartbeat declares this engine's setting
-// on the node ("#quarantine:on" / "#quarantine:off", node clock ms until which it stands): "on"
-// for as long as such an engine may grant after its last heartbeat plus its longest lease, "off"
-// for as long as such an engine may grant after its last heartbeat (withdrawn by a clean stop).
-// An engine refuses every grant while any node shows the other setting's declaration standing
-// (one node's word is enough): both refuse until the other stops. "on" is refused until the time
-// it declared; "off" until a quorum round no longer shows it (withdrawn) or its time. Like every
-// registry fact it is lost with a node's data, and the binding rules above are what keep a
-// newcomer from deciding on nodes that lost it.
+// on the node, until a node-clock time: "#quarantine:on", for as long as such an engine may grant
+// after its last heartbeat plus its longest lease; "#quarantine:off:<engine id>", one per engine,
+// for as long as it may grant after its last heartbeat (deleted by its clean stop, and by any
+// heartbeat once expired). An engine refuses every grant while any node shows the other
+// setting's declaration standing (one node's word is enough): both refuse until the other stops.
+// "on" is refused until the time it declared; "off" until a quorum round no longer shows any, or
+// its time. The declarations are lost with a node's data; nodes that *all* lost theirs are never
+// bound by an engine without quarantine while its token store has a history (it would otherwise
+// be born there with nothing to consult): it refuses until the operator says the nodes are new.
 //
 // Instances with different --max-ttl: each entry also says the longest ttl its engine knows any
 // instance may grant (NodeTrust::longest_ttl: the markers' largest max ttl and its own). An engine
@@ -240,6 +241,9 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::string went_back_;                 // why every grant is refused for good ("" = not)
   // Until when an instance with the other --quarantine setting may grant (or its leases live).
   Clock::time_point other_setting_until_{};
+  // Without quarantine: every node answered unbound while the token store has a history, and
+  // no round found a node bound since (they all lost their data; never bound again here).
+  bool forgotten_with_history_ = false;
   // round_others_ttl_ of the last round that reached a quorum.
   std::chrono::milliseconds others_ttl_{std::chrono::milliseconds::max()};
 };

@@ -569,11 +569,13 @@ inline constexpr std::string_view kNodeSuspectScript =
 // (ARGV[6]: this heartbeat's number, growing; a smaller one — a heartbeat of a timed-out connection
 // delivered late — changes nothing; such fields of other engines unwritten for 24 h are deleted),
 // raises the node marker's (KEYS[2], kNodeMarkerKey) max_ttl_ms to ARGV[7] (this engine's max ttl,
-// ms), raises the field "#quarantine:<ARGV[8]>" (this engine's quarantine setting, "on" or "off")
-// to now + ARGV[9] ms (how long its declaration stands; node clock ms), and returns {the bound
+// ms), raises the field "#quarantine:on" (ARGV[8] "on": this engine quarantines restarted nodes)
+// or "#quarantine:off:<ARGV[1]>" (ARGV[8] "off": one per engine, deleted once expired) to now +
+// ARGV[9] ms (how long its declaration stands; node clock ms), and returns {the bound
 // identity or "" if none, {"<engine id> <entry>" of each other live entry}, the mark
 // or "0", the number this engine's previous heartbeat left here or "", the marker's max_ttl_ms,
-// how many ms the other setting's declaration still stands (node clock; "0" if none)}. Fields
+// how many ms the other setting's declaration still stands (the latest of any other engine's
+// "off", or the "on"; node clock; "0" if none)}. Fields
 // starting with '#' are the registry's own, never entries (an engine id is hex).
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
@@ -587,12 +589,20 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "end\n"
     "local others = {}\n"
     "local foreign = false\n"
+    "local off_until = 0\n"
     "local entries = redis.call('HGETALL', KEYS[1])\n"
     "for i = 1, #entries, 2 do\n"
     "  if string.sub(entries[i], 1, 5) == '#seq:' then\n"
     "    local written = tonumber(string.match(entries[i + 1], ' (%d+)$'))\n"
     "    if entries[i] ~= seq and (not written or written < now - 86400000) then\n"
     "      redis.call('HDEL', KEYS[1], entries[i])\n"
+    "    end\n"
+    "  elseif string.sub(entries[i], 1, 16) == '#quarantine:off:' then\n"
+    "    local until_ms = tonumber(entries[i + 1]) or 0\n"
+    "    if until_ms < now then\n"
+    "      redis.call('HDEL', KEYS[1], entries[i])\n"
+    "    elseif entries[i] ~= '#quarantine:off:' .. ARGV[1] then\n"
+    "      off_until = math.max(off_until, until_ms)\n"
     "    end\n"
     "  elseif entries[i] ~= ARGV[1] and string.sub(entries[i], 1, 1) ~= '#' then\n"
     "    local space = string.find(entries[i + 1], ' ', 1, true)\n"
@@ -622,13 +632,15 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "  max = tonumber(ARGV[7])\n"
     "  redis.call('HSET', KEYS[2], 'max_ttl_ms', ARGV[7])\n"
     "end\n"
-    "local declared = '#quarantine:' .. ARGV[8]\n"
+    "local declared = ARGV[8] == 'on' and '#quarantine:on' or '#quarantine:off:' .. ARGV[1]\n"
     "local until_ms = now + tonumber(ARGV[9])\n"
     "if until_ms > (tonumber(redis.call('HGET', KEYS[1], declared)) or 0) then\n"
     "  redis.call('HSET', KEYS[1], declared, string.format('%d', until_ms))\n"
     "end\n"
-    "local other = ARGV[8] == 'on' and '#quarantine:off' or '#quarantine:on'\n"
-    "local stands = (tonumber(redis.call('HGET', KEYS[1], other)) or 0) - now\n"
+    "local stands = off_until - now\n"
+    "if ARGV[8] ~= 'on' then\n"
+    "  stands = (tonumber(redis.call('HGET', KEYS[1], '#quarantine:on')) or 0) - now\n"
+    "end\n"
     "return {bound or '', others, mark, previous, tostring(max), "
     "string.format('%d', math.max(0, stands))}\n";
 

@@ -156,6 +156,7 @@ class NodeTrust {
   const std::string& run_id(std::size_t node) const { return nodes_.at(node).run_id; }
   bool seen(std::size_t node) const { return nodes_.at(node).seen; }
 
+  bool store_has_history() const { return settings_.store_has_history; }
   // The longest ttl any engine may grant, as known: the largest max ttl read from any marker (and
   // this engine's own), or kTtlBound until a marker that kept its history was read.
   std::chrono::milliseconds longest_ttl() const;

@@ -165,6 +165,23 @@ TEST_CASE(
     REQUIRE_FALSE(intruder.ok());
     CHECK(Clock::now() < holder.valid_until());
   }
+  // Review of the --quarantine declarations (F1): the declaration of the engine with quarantine
+  // was lost with the nodes, and one without it was born there and granted over the lease.
+  SECTION("an engine without quarantine on that store never binds them, nor grants") {
+    options.quarantine_restarted_nodes = false;
+    EngineUnderTest b(options, sqlite_tokens_one_at_a_time(file), nullptr, false);
+    b.wait_until([&] {  // granting, or refusing for the reason below
+      const auto refusal = b.engine().grant_refusal();
+      return b.engine().voting_nodes() == 3 &&
+             (!refusal.has_value() || refusal->find("--new-lock-nodes") != std::string::npos);
+    });
+    const auto intruder = b.acquire("vault", 1s);
+    REQUIRE_FALSE(intruder.ok());
+    CHECK_THAT(*b.engine().grant_refusal(), Catch::Contains("--new-lock-nodes"));
+    CHECK(Clock::now() < holder.valid_until());
+    CHECK(SyncRedis(cluster.node(0).port()).command({"HEXISTS", kRegistryKey, "#tokens"}).integer ==
+          0);
+  }
   SECTION("the operator's word that the nodes are new lets them vote at once") {
     options.new_lock_nodes = true;
     EngineUnderTest b(options, sqlite_tokens_one_at_a_time(file));

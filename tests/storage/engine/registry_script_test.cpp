@@ -156,8 +156,15 @@ TEST_CASE("the registry script answers how long the other quarantine setting sta
   CHECK(stands <= 60000);
   CHECK(beat("on1", "on", "5000") > 9000);  // "off" stands 10 s; a shorter "on" never lowers
   CHECK(beat("off1", "off", "10000") > 59000);
-  node.command({"HDEL", kKey, "#quarantine:off"});  // a clean stop of the only "off" instance
+  CHECK(beat("off2", "off", "20000") > 59000);           // each "off" engine declares on its own
+  node.command({"HDEL", kKey, "#quarantine:off:off1"});  // off1's clean stop
+  CHECK(beat("on1", "on", "60000") > 19000);             // off2 still runs
+  node.command({"HDEL", kKey, "#quarantine:off:off2"});
   CHECK(beat("on1", "on", "60000") == 0);
+  // An expired "off" is deleted by the next heartbeat; an expired "on" stands no more.
+  node.command({"HSET", kKey, "#quarantine:off:gone", "1000"});
+  CHECK(beat("on1", "on", "60000") == 0);
+  CHECK(node.command({"HEXISTS", kKey, "#quarantine:off:gone"}).integer == 0);
   node.command({"HSET", kKey, "#quarantine:on", "1000"});  // long past (node clock ms)
   CHECK(beat("off1", "off", "10000") == 0);
 }
