@@ -15,16 +15,33 @@ namespace {
 constexpr std::string_view kKey = "fencelock:#instances:test:";
 constexpr std::string_view kMarker = "fencelock:#node";
 
+// The heartbeat script's arguments (lua_scripts.h), with defaults a test overrides by name.
+struct Beat {
+  std::string_view id;
+  std::string_view identity = "shared";
+  std::string_view mode = "0";
+  std::string_view highest = "0";
+  std::string_view seq = "1";
+  std::string_view max_ttl = "1000";
+  std::string_view setting = "on";
+  std::string_view declared = "10000";
+  std::string_view known_ttl = "3600000";
+};
+
+SyncReply beat(SyncRedis& node, const Beat& b) {
+  const SyncReply reply =
+      node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, b.id, b.identity, "10000",
+                    b.mode, b.highest, b.seq, b.max_ttl, b.setting, b.declared, b.known_ttl});
+  REQUIRE(reply.kind == SyncReply::Kind::kArray);
+  REQUIRE(reply.elements.size() == 6);
+  return reply;
+}
+
 // One heartbeat of engine `id` with token identity `identity` in bind mode `mode`; returns the
 // node's binding as the script reports it.
 SyncReply heartbeat_reply(SyncRedis& node, std::string_view id, std::string_view identity,
                           std::string_view mode, std::string_view highest = "0") {
-  const SyncReply reply =
-      node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, identity, "10000",
-                    mode, highest, "1", "1000", "on", "10000", "3600000"});
-  REQUIRE(reply.kind == SyncReply::Kind::kArray);
-  REQUIRE(reply.elements.size() == 6);
-  return reply;
+  return beat(node, {.id = id, .identity = identity, .mode = mode, .highest = highest});
 }
 
 std::string heartbeat(SyncRedis& node, std::string_view id, std::string_view identity,
@@ -99,24 +116,20 @@ TEST_CASE("the registry script answers the number this engine's previous heartbe
           "[storage][redis]") {
   RedisCluster cluster(1);
   SyncRedis node(cluster.node(0).port());
-  const auto beat = [&](std::string_view id, std::string_view seq) {
-    const SyncReply reply =
-        node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
-                      "0", "0", seq, "1000", "on", "10000", "3600000"});
-    REQUIRE(reply.elements.size() == 6);
-    return reply.elements[3].text;
+  const auto previous = [&](std::string_view id, std::string_view seq) {
+    return beat(node, {.id = id, .seq = seq}).elements[3].text;
   };
-  CHECK(beat("e1", "5").empty());
-  CHECK(beat("e1", "6") == "5");
-  CHECK(beat("e2", "1").empty());  // per engine
-  CHECK(beat("e1", "7") == "6");
+  CHECK(previous("e1", "5").empty());
+  CHECK(previous("e1", "6") == "5");
+  CHECK(previous("e2", "1").empty());  // per engine
+  CHECK(previous("e1", "7") == "6");
   // A heartbeat of a connection that timed out, delivered after newer ones: it never lowers the
   // number (a node whose number went down lost writes; this one did not).
-  CHECK(beat("e1", "3") == "7");
-  CHECK(beat("e1", "8") == "7");
+  CHECK(previous("e1", "3") == "7");
+  CHECK(previous("e1", "8") == "7");
   // Another engine's number unwritten for a day goes; a recent one stays.
   node.command({"HSET", kKey, "#seq:gone", "3 1000"});
-  beat("e1", "9");
+  previous("e1", "9");
   CHECK(node.command({"HEXISTS", kKey, "#seq:gone"}).integer == 0);
   CHECK(node.command({"HEXISTS", kKey, "#seq:e2"}).integer == 1);
 }
@@ -125,16 +138,12 @@ TEST_CASE("the registry script raises the node's max ttl and answers the largest
           "[storage][redis]") {
   RedisCluster cluster(1);
   SyncRedis node(cluster.node(0).port());
-  const auto beat = [&](std::string_view id, std::string_view max_ttl) {
-    const SyncReply reply =
-        node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
-                      "0", "0", "1", max_ttl, "on", "10000", "3600000"});
-    REQUIRE(reply.elements.size() == 6);
-    return reply.elements[4].text;
+  const auto largest = [&](std::string_view id, std::string_view max_ttl) {
+    return beat(node, {.id = id, .max_ttl = max_ttl}).elements[4].text;
   };
-  CHECK(beat("short", "3000") == "3000");
-  CHECK(beat("long", "3600000") == "3600000");
-  CHECK(beat("short", "3000") == "3600000");  // never lowered
+  CHECK(largest("short", "3000") == "3000");
+  CHECK(largest("long", "3600000") == "3600000");
+  CHECK(largest("short", "3000") == "3600000");  // never lowered
   CHECK(node.command({"HGET", kMarker, "max_ttl_ms"}).text == "3600000");
 }
 
@@ -143,45 +152,39 @@ TEST_CASE("the registry script answers how long the other quarantine setting sta
   RedisCluster cluster(1);
   SyncRedis node(cluster.node(0).port());
   // Engine `id` declares `setting` for `ms`; returns how long the other setting still stands.
-  const auto beat = [&](std::string_view id, std::string_view setting, std::string_view ms) {
-    const SyncReply reply =
-        node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
-                      "0", "0", "1", "1000", setting, ms, "3600000"});
-    REQUIRE(reply.elements.size() == 6);
-    return std::stoll(reply.elements[5].text);
+  const auto other_stands = [&](std::string_view id, std::string_view setting,
+                                std::string_view ms) {
+    return std::stoll(beat(node, {.id = id, .setting = setting, .declared = ms}).elements[5].text);
   };
-  CHECK(beat("on1", "on", "60000") == 0);  // nothing declared "off"
-  const long long stands = beat("off1", "off", "10000");
+  CHECK(other_stands("on1", "on", "60000") == 0);  // nothing declared "off"
+  const long long stands = other_stands("off1", "off", "10000");
   CHECK(stands > 59000);
   CHECK(stands <= 60000);
-  CHECK(beat("on1", "on", "5000") > 9000);  // "off" stands 10 s; a shorter "on" never lowers
-  CHECK(beat("off1", "off", "10000") > 59000);
-  CHECK(beat("off2", "off", "20000") > 59000);           // each "off" engine declares on its own
+  CHECK(other_stands("on1", "on", "5000") >
+        9000);  // "off" stands 10 s; a shorter "on" never lowers
+  CHECK(other_stands("off1", "off", "10000") > 59000);
+  CHECK(other_stands("off2", "off", "20000") > 59000);   // each "off" engine declares on its own
   node.command({"HDEL", kKey, "#quarantine:off:off1"});  // off1's clean stop
-  CHECK(beat("on1", "on", "60000") > 19000);             // off2 still runs
+  CHECK(other_stands("on1", "on", "60000") > 19000);     // off2 still runs
   node.command({"HDEL", kKey, "#quarantine:off:off2"});
-  CHECK(beat("on1", "on", "60000") == 0);
+  CHECK(other_stands("on1", "on", "60000") == 0);
   // An expired "off" is deleted by the next heartbeat; an expired "on" stands no more.
   node.command({"HSET", kKey, "#quarantine:off:gone", "1000"});
-  CHECK(beat("on1", "on", "60000") == 0);
+  CHECK(other_stands("on1", "on", "60000") == 0);
   CHECK(node.command({"HEXISTS", kKey, "#quarantine:off:gone"}).integer == 0);
   node.command({"HSET", kKey, "#quarantine:on", "1000"});  // long past (node clock ms)
-  CHECK(beat("off1", "off", "10000") == 0);
+  CHECK(other_stands("off1", "off", "10000") == 0);
 }
 
 TEST_CASE("the registry script writes the longest ttl each engine knows into its entry",
           "[storage][redis]") {
   RedisCluster cluster(1);
   SyncRedis node(cluster.node(0).port());
-  const auto beat = [&](std::string_view id, std::string_view known, std::string_view mode) {
-    const SyncReply reply =
-        node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, id, "shared", "10000",
-                      mode, "0", "1", "1000", "on", "10000", known});
-    REQUIRE(reply.elements.size() == 6);
-    return reply;
+  const auto with_known = [&](std::string_view id, std::string_view known, std::string_view mode) {
+    return beat(node, {.id = id, .mode = mode, .known_ttl = known});
   };
-  beat("e1", "3000", "0");
-  const SyncReply seen = beat("e2", "3600000", "0");
+  with_known("e1", "3000", "0");
+  const SyncReply seen = with_known("e2", "3600000", "0");
   REQUIRE(seen.elements[1].elements.size() == 1);
   const std::string entry = seen.elements[1].elements[0].text;  // "e1 <expiry> 3000 shared"
   CHECK(entry.substr(0, 3) == "e1 ");
@@ -189,5 +192,5 @@ TEST_CASE("the registry script writes the longest ttl each engine knows into its
   // An older version's entry has no ttl: its identity is still read as such (no foreign store
   // stops a birth).
   node.command({"HSET", kKey, "old", "99999999999999 shared"});
-  CHECK(beat("e3", "3000", "1").elements[0].text == "shared");
+  CHECK(with_known("e3", "3000", "1").elements[0].text == "shared");
 }
