@@ -90,6 +90,12 @@ std::optional<std::string> InstanceRegistry::refusal_locked(Clock::time_point no
            "); tokens from this one could repeat or go backwards. Use the token source the nodes "
            "were used with (docs/operations.md, \"Token source\")";
   }
+  if (!overlap_.empty()) {
+    return "another deployment on these lock nodes runs with --key-prefix \"" + overlap_ +
+           "\", which overlaps this one's (\"" + core_.options().key_prefix +
+           "\"): one is the start of the other, so their lock keys collide while their registries "
+           "do not. Give each deployment a prefix that is not the start of another's";
+  }
   if (now < other_setting_until_) {
     return core_.options().quarantine_restarted_nodes
                ? "an instance of this deployment runs with --quarantine off: it may grant over a "
@@ -211,6 +217,7 @@ void InstanceRegistry::round() {
   round_mark_ = 0;
   round_other_until_ = Clock::time_point{};
   round_others_ttl_ = std::chrono::milliseconds::max();
+  round_overlap_.clear();
   last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
   acked_.resize(core_.node_count());
   round_expiry_.resize(core_.node_count());
@@ -238,7 +245,7 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
                        std::chrono::ceil<std::chrono::milliseconds>(
                            drift_allowance(options.max_ttl, options.drift_factor))
                  : kSharedFreshness;
-  RespCommand command(15);
+  RespCommand command(16);
   command.arg("EVAL")
       .arg(kRegistryHeartbeatScript)
       .arg(std::int64_t{2})
@@ -253,15 +260,17 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
       .arg(core_.options().max_ttl.count())
       .arg(quarantine ? "on" : "off")
       .arg(declared.count())
-      .arg(core_.longest_known_ttl().count());
+      .arg(core_.longest_known_ttl().count())
+      .arg(options.key_prefix);
   return command;
 }
 
 void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
-  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 6) {
+  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 7) {
     ++answers_;
+    if (!reply.elements[6].text.empty()) round_overlap_ = reply.elements[6].text;
     // Instances of this deployment with the other --quarantine setting: evidence from any node.
     const std::string& stands_text = reply.elements[5].text;
     long long stands = 0;
@@ -351,6 +360,12 @@ void InstanceRegistry::finish_round() {
     if (!round_bound_elsewhere_.empty()) bound_elsewhere_ = round_bound_elsewhere_;
     // Any node's word is enough to refuse. Only "off" is ever withdrawn (a clean stop): seen by
     // an engine with quarantine, a quorum round without it ends the refusal early.
+    // Any node's word is enough; a quorum round without it ends it (the other one stopped).
+    if (!round_overlap_.empty()) {
+      overlap_ = round_overlap_;
+    } else if (reached_quorum) {
+      overlap_.clear();
+    }
     if (round_other_until_ != Clock::time_point{}) {
       other_setting_until_ = std::max(other_setting_until_, round_other_until_);
     } else if (reached_quorum && core_.options().quarantine_restarted_nodes) {

@@ -93,6 +93,11 @@
 // bound by an engine without quarantine while its token store has a history (it would otherwise
 // be born there with nothing to consult): it refuses until the operator says the nodes are new.
 //
+// Deployments whose key prefixes overlap ("app:" and "app:x:") share lock keys but not
+// registries, so nothing above would see the other: every heartbeat also keeps its prefix live in
+// the node marker (shared by every prefix) and learns of a live prefix that starts with its own or
+// that its own starts with; both deployments then refuse every grant until one goes.
+//
 // Instances with different --max-ttl: each entry also says the longest ttl its engine knows any
 // instance may grant (NodeTrust::longest_ttl: the markers' largest max ttl and its own). An engine
 // grants or extends a lease only for a ttl every other live entry of the last quorum round
@@ -217,6 +222,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::uint64_t round_mark_ = 0;          // the highest "#mark" any node answered, this round
   // Until when the other --quarantine setting's declaration stands, the latest any node said.
   Clock::time_point round_other_until_{};
+  std::string round_overlap_;  // an overlapping key prefix some node reported, this round
   // The shortest longest-ttl any other live entry reports, this round (max(): none).
   std::chrono::milliseconds round_others_ttl_{std::chrono::milliseconds::max()};
   BindMode round_mode_ = BindMode::kRead;  // what this round was sent with
@@ -241,6 +247,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   std::string went_back_;                 // why every grant is refused for good ("" = not)
   // Until when an instance with the other --quarantine setting may grant (or its leases live).
   Clock::time_point other_setting_until_{};
+  std::string overlap_;  // another deployment's live key prefix that overlaps this one's
   // Without quarantine: every node answered unbound while the token store has a history, and
   // no round found a node bound since (they all lost their data; never bound again here).
   bool forgotten_with_history_ = false;

@@ -575,7 +575,10 @@ inline constexpr std::string_view kNodeSuspectScript =
 // identity or "" if none, {"<engine id> <entry>" of each other live entry}, the mark
 // or "0", the number this engine's previous heartbeat left here or "", the marker's max_ttl_ms,
 // how many ms the other setting's declaration still stands (the latest of any other engine's
-// "off", or the "on"; node clock; "0" if none)}. Fields
+// "off", or the "on"; node clock; "0" if none), a live key prefix of another deployment that
+// overlaps ARGV[11] (this engine's key prefix: one is a prefix of the other, so their lock keys
+// collide) or ""}; it also keeps "prefix:<ARGV[11]>" in the node marker, live for the entry
+// lifetime (expired ones are deleted). Fields
 // starting with '#' are the registry's own, never entries (an engine id is hex).
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
@@ -641,8 +644,23 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "if ARGV[8] ~= 'on' then\n"
     "  stands = (tonumber(redis.call('HGET', KEYS[1], '#quarantine:on')) or 0) - now\n"
     "end\n"
+    "local overlap = ''\n"
+    "local fields = redis.call('HGETALL', KEYS[2])\n"
+    "for i = 1, #fields, 2 do\n"
+    "  if string.sub(fields[i], 1, 7) == 'prefix:' then\n"
+    "    local other = string.sub(fields[i], 8)\n"
+    "    if (tonumber(fields[i + 1]) or 0) < now then\n"
+    "      redis.call('HDEL', KEYS[2], fields[i])\n"
+    "    elseif other ~= ARGV[11] and (string.sub(other, 1, #ARGV[11]) == ARGV[11] or "
+    "string.sub(ARGV[11], 1, #other) == other) then\n"
+    "      overlap = other\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "redis.call('HSET', KEYS[2], 'prefix:' .. ARGV[11], "
+    "string.format('%d', now + tonumber(ARGV[3])))\n"
     "return {bound or '', others, mark, previous, tostring(max), "
-    "string.format('%d', math.max(0, stands))}\n";
+    "string.format('%d', math.max(0, stands)), overlap}\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.

@@ -693,3 +693,29 @@ TEST_CASE("instances that disagree on --quarantine never grant beside each other
     CHECK(on.acquire("other", 1s).ok());
   }
 }
+
+// A limit docs/architecture.md stated (issue #32, instances with other flags): deployments whose
+// key prefixes overlap share lock keys ("app:" + "x:doc" is "app:x:" + "doc") but not their
+// registries or node records, so neither knew of the other.
+TEST_CASE("deployments whose key prefixes overlap both refuse to grant", "[storage][redis]") {
+  RedisCluster cluster(3);
+  const auto with_prefix = [&](std::string prefix) {
+    auto options = engine_options_for(cluster);
+    options.key_prefix = std::move(prefix);
+    return options;
+  };
+  const auto refusal_mentions = [](EngineUnderTest& t, std::string_view text) {
+    const auto refusal = t.engine().grant_refusal();
+    return refusal.has_value() && refusal->find(text) != std::string::npos;
+  };
+  EngineUnderTest a(with_prefix("app:"));
+  REQUIRE(a.acquire("x:doc", 1s).ok());
+  EngineUnderTest b(with_prefix("app:x:"), nullptr, nullptr, /*wait_for_nodes=*/false);
+  b.wait_until([&] { return refusal_mentions(b, "--key-prefix \"app:\""); });
+  CHECK(b.acquire("doc", 1s).error().code == ErrorCode::kUnavailable);
+  a.wait_until([&] { return refusal_mentions(a, "--key-prefix \"app:x:\""); }, 3s);
+  CHECK(a.acquire("y", 1s).error().code == ErrorCode::kUnavailable);
+  // A prefix that is not the start of another's shares nothing.
+  EngineUnderTest c(with_prefix("apple:"));
+  CHECK_FALSE(refusal_mentions(c, "--key-prefix"));
+}

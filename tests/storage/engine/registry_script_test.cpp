@@ -26,14 +26,15 @@ struct Beat {
   std::string_view setting = "on";
   std::string_view declared = "10000";
   std::string_view known_ttl = "3600000";
+  std::string_view prefix = "test:";
 };
 
 SyncReply beat(SyncRedis& node, const Beat& b) {
-  const SyncReply reply =
-      node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, b.id, b.identity, "10000",
-                    b.mode, b.highest, b.seq, b.max_ttl, b.setting, b.declared, b.known_ttl});
+  const SyncReply reply = node.command({"EVAL", kRegistryHeartbeatScript, "2", kKey, kMarker, b.id,
+                                        b.identity, "10000", b.mode, b.highest, b.seq, b.max_ttl,
+                                        b.setting, b.declared, b.known_ttl, b.prefix});
   REQUIRE(reply.kind == SyncReply::Kind::kArray);
-  REQUIRE(reply.elements.size() == 6);
+  REQUIRE(reply.elements.size() == 7);
   return reply;
 }
 
@@ -193,4 +194,22 @@ TEST_CASE("the registry script writes the longest ttl each engine knows into its
   // stops a birth).
   node.command({"HSET", kKey, "old", "99999999999999 shared"});
   CHECK(with_known("e3", "3000", "1").elements[0].text == "shared");
+}
+
+TEST_CASE("the registry script answers a live key prefix of another deployment that overlaps",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  const auto overlap = [&](std::string_view id, std::string_view prefix) {
+    return beat(node, {.id = id, .prefix = prefix}).elements[6].text;
+  };
+  CHECK(overlap("a", "app:").empty());
+  CHECK(overlap("a2", "app:").empty());   // the same deployment
+  CHECK(overlap("b", "apple:").empty());  // neither starts the other
+  CHECK(overlap("c", "app:x:") == "app:");
+  CHECK(overlap("a", "app:") == "app:x:");
+  // Expired prefixes are deleted and overlap nothing.
+  node.command({"HSET", kMarker, "prefix:app:x:", "1000"});
+  CHECK(overlap("a", "app:").empty());
+  CHECK(node.command({"HEXISTS", kMarker, "prefix:app:x:"}).integer == 0);
 }
