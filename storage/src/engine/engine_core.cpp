@@ -475,8 +475,13 @@ bool EngineCore::evicted_unseen(std::size_t node, const NodeIdentity& identity,
   return unseen;
 }
 
-void EngineCore::note_max_ttl(std::chrono::milliseconds ttl) {
-  if (trust_.note_max_ttl(ttl)) refresh_quarantines();
+void EngineCore::forget_longest_ttl() {
+  trust_.forget_longest_ttl();
+  refresh_quarantines();
+}
+
+void EngineCore::note_max_ttl(std::chrono::milliseconds ttl, bool history) {
+  if (trust_.note_max_ttl(ttl, history)) refresh_quarantines();
 }
 
 void EngineCore::on_node_rechecked(std::size_t node, const NodeIdentity& identity) {

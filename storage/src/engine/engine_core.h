@@ -113,8 +113,12 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked);
 
   // A node's marker says some engine may grant leases of up to `ttl`: every quarantine, under way
-  // or to come, lasts at least that long (NodeTrust::note_max_ttl).
-  void note_max_ttl(std::chrono::milliseconds ttl);
+  // or to come, lasts at least that long (NodeTrust::note_max_ttl; `history`: the marker kept its
+  // history).
+  void note_max_ttl(std::chrono::milliseconds ttl, bool history);
+  // The registry was out of touch with the nodes for longer than its entry lives: the longest ttl
+  // is unknown until a marker with a history is read again (NodeTrust::forget_longest_ttl).
+  void forget_longest_ttl();
 
   // The token store has a history, and the operator did not say the nodes are new
   // (NodeTrust::Settings::store_has_history).

@@ -108,9 +108,10 @@ std::optional<std::string> InstanceRegistry::refusal_locked(Clock::time_point no
   }
   if (forgotten_with_history_ && !bound_quorum_) {
     return "every lock node answered without a record of this deployment while the token store "
-           "has a history: they lost their data, and with --quarantine off nothing shows whether a "
-           "lease granted before is still live. Once none can be (the longest --max-ttl has "
-           "passed), start once with --new-lock-nodes";
+           "has a history (they lost their data, or this --key-prefix is new on a store used "
+           "before): with --quarantine off nothing shows whether a lease granted before is still "
+           "live. Once none can be (the longest --max-ttl has passed), start once with "
+           "--new-lock-nodes";
   }
   if (!checked_at_ || (!bound_quorum_ && !was_ready_)) return std::string(kNotYetChecked);
   if (!bound_quorum_) {
@@ -205,6 +206,14 @@ void InstanceRegistry::schedule(std::chrono::milliseconds delay) {
 void InstanceRegistry::round() {
   ++round_;
   round_started_ = Clock::now();
+  // Out of touch for longer than an entry lives (paused, partitioned): another instance may have
+  // started without seeing this one and granted a ttl longer than it knows.
+  bool out_of_touch = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out_of_touch = checked_at_ && round_started_ - *checked_at_ > kEntryLifetime;
+  }
+  if (out_of_touch) core_.forget_longest_ttl();
   answers_ = 0;
   replies_ = 0;
   round_conflict_.clear();
@@ -268,7 +277,7 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
 void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
-  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 7) {
+  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 8) {
     ++answers_;
     if (!reply.elements[6].text.empty()) round_overlap_ = reply.elements[6].text;
     // Instances of this deployment with the other --quarantine setting: evidence from any node.
@@ -285,7 +294,7 @@ void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     const std::string& max_ttl_text = reply.elements[4].text;
     long long max_ttl = 0;
     std::from_chars(max_ttl_text.data(), max_ttl_text.data() + max_ttl_text.size(), max_ttl);
-    core_.note_max_ttl(std::chrono::milliseconds(max_ttl));
+    core_.note_max_ttl(std::chrono::milliseconds(max_ttl), reply.elements[7].text == "1");
     // What our previous heartbeat left here: less than the node acknowledged means it lost writes.
     const std::string& previous_text = reply.elements[3].text;
     std::uint64_t previous = 0;

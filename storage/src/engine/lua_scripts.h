@@ -577,9 +577,10 @@ inline constexpr std::string_view kNodeSuspectScript =
 // how many ms the other setting's declaration still stands (the latest of any other engine's
 // "off", or the "on"; node clock; "0" if none), a live key prefix of another deployment that
 // overlaps ARGV[11] (this engine's key prefix: one is a prefix of the other, so their lock keys
-// collide) or ""}; it also keeps "prefix:<ARGV[11]>" in the node marker, live for the entry
-// lifetime (expired ones are deleted). Fields
-// starting with '#' are the registry's own, never entries (an engine id is hex).
+// collide) or "", "1" if the marker names an admission of ARGV[11] (or an older version's
+// unprefixed one: it kept its history) else "0"}; it also keeps "prefix:<ARGV[11]>" in the node
+// marker, live for the entry lifetime (expired ones are deleted). Fields starting with '#' are the
+// registry's own, never entries (an engine id is hex).
 inline constexpr std::string_view kRegistryHeartbeatScript =
     "local time = redis.call('TIME')\n"
     "local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\n"
@@ -659,8 +660,10 @@ inline constexpr std::string_view kRegistryHeartbeatScript =
     "end\n"
     "redis.call('HSET', KEYS[2], 'prefix:' .. ARGV[11], "
     "string.format('%d', now + tonumber(ARGV[3])))\n"
+    "local history = (redis.call('HEXISTS', KEYS[2], 'admitted:' .. ARGV[11]) == 1 or "
+    "redis.call('HEXISTS', KEYS[2], 'admitted') == 1) and '1' or '0'\n"
     "return {bound or '', others, mark, previous, tostring(max), "
-    "string.format('%d', math.max(0, stands)), overlap}\n";
+    "string.format('%d', math.max(0, stands)), overlap, history}\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.

@@ -12,7 +12,7 @@ NodeTrust::NodeTrust(std::size_t node_count, Settings settings)
 
 std::chrono::milliseconds NodeTrust::longest_ttl() const {
   // Until some marker kept its history, the largest --max-ttl in use is unknown.
-  return history_seen_ ? longest_ttl_ : std::max(longest_ttl_, kTtlBound);
+  return ttl_known_ ? longest_ttl_ : std::max(longest_ttl_, kTtlBound);
 }
 
 std::chrono::microseconds NodeTrust::window() const {
@@ -41,7 +41,10 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   n.run_id = handshake.run_id;
   n.admitted = handshake.admitted;
   longest_ttl_ = std::max({longest_ttl_, handshake.marked_max_ttl, settings_.max_ttl});
-  if (!handshake.admitted.empty() || handshake.legacy_admitted) history_seen_ = true;
+  if (!handshake.admitted.empty() || handshake.legacy_admitted) {
+    history_seen_ = true;
+    ttl_known_ = true;
+  }
   if (!handshake.durable) n.not_durable = handshake.run_id;
 
   if (settings_.enabled) note_loss_evidence(n, handshake, lossy_restart, now);
@@ -146,10 +149,15 @@ void NodeTrust::not_durable(std::size_t node, const std::string& run_id) {
   if (n.seen && n.run_id == run_id) n.not_durable = run_id;
 }
 
-bool NodeTrust::note_max_ttl(std::chrono::milliseconds ttl) {
-  if (ttl <= longest_ttl_) return false;
-  longest_ttl_ = ttl;
-  return true;
+bool NodeTrust::note_max_ttl(std::chrono::milliseconds ttl, bool history) {
+  const auto before = window();
+  longest_ttl_ = std::max(longest_ttl_, ttl);
+  if (history) ttl_known_ = true;
+  return window() != before;
+}
+
+void NodeTrust::forget_longest_ttl() {
+  ttl_known_ = false;
 }
 
 std::vector<NodeTrust::FenceLoss> NodeTrust::take_fence_losses() {
@@ -180,6 +188,7 @@ void NodeTrust::admit(std::size_t node) {
   n.admitted = n.run_id;
   n.tainted.clear();  // it waited out whatever it may have lost
   history_seen_ = true;
+  ttl_known_ = true;
 }
 
 std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {

@@ -120,8 +120,13 @@ class NodeTrust {
   // A recheck found `node` in incarnation `run_id` not durable: its next restart is lossy.
   void not_durable(std::size_t node, const std::string& run_id);
   // Raises the longest ttl known to `ttl` (a marker's max ttl, read at any time). Never lowers it.
-  // Returns true if it grew.
-  bool note_max_ttl(std::chrono::milliseconds ttl);
+  // `history`: that marker named an admission of this deployment (it kept its history), so what
+  // it says is known again after forget_longest_ttl(). Returns true if the window grew or shrank.
+  bool note_max_ttl(std::chrono::milliseconds ttl, bool history);
+  // This engine was out of touch with the nodes for longer than its registry entry lives: another
+  // instance may have raised the longest ttl meanwhile without seeing this one. Until a marker
+  // with a history is read again, the longest ttl is unknown (kTtlBound).
+  void forget_longest_ttl();
   // Nodes whose current incarnation became suspect since the last call: record it on them.
   std::vector<std::size_t> take_suspects();
   // A node whose fences became missing and whose marker does not say so yet. `evident`: the node
@@ -158,7 +163,8 @@ class NodeTrust {
 
   bool store_has_history() const { return settings_.store_has_history; }
   // The longest ttl any engine may grant, as known: the largest max ttl read from any marker (and
-  // this engine's own), or kTtlBound until a marker that kept its history was read.
+  // this engine's own), or kTtlBound until a marker that kept its history was read (again, after
+  // forget_longest_ttl()).
   std::chrono::milliseconds longest_ttl() const;
   // The window a restarted node waits out: longest_ttl() plus drift, rounded up.
   std::chrono::microseconds window() const;
@@ -197,6 +203,9 @@ class NodeTrust {
   Settings settings_;
   std::chrono::milliseconds longest_ttl_;
   bool history_seen_ = false;  // some marker named an admitted run_id
+  // longest_ttl_ covers every ttl granted so far: a marker with a history was read (or a node
+  // admitted) since the start or the last forget_longest_ttl().
+  bool ttl_known_ = false;
 };
 
 }  // namespace fencelock::storage

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "engine_under_test.h"
+#include "fault_proxy.h"
 #include "sync_redis.h"
 
 using namespace fencelock::storage;
@@ -393,4 +394,33 @@ TEST_CASE("no lease is longer than every other live instance knows, even if ever
     std::this_thread::sleep_for(200ms);
   }
   CHECK(b.engine().voting_nodes() == 0);
+}
+
+// Review of the --max-ttl change (F1): an instance out of touch with the nodes for longer than its
+// registry entry lives is invisible to one that starts meanwhile with a longer --max-ttl, grants
+// and dies; when every node then restarts empty, what the first one knew is too short.
+TEST_CASE("an engine out of touch for longer than its entry lives forgets the longest ttl",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  std::vector<std::unique_ptr<fencelock::faults::FaultProxy>> links;
+  auto b_options = options_for(cluster, 3s);
+  b_options.nodes.clear();
+  for (std::size_t n = 0; n < cluster.size(); ++n) {
+    links.push_back(std::make_unique<fencelock::faults::FaultProxy>(cluster.node(n).port(), n + 1));
+    b_options.nodes.push_back(parse_node_address(links.back()->address()).value());
+  }
+  EngineUnderTest b(b_options);
+  for (auto& link : links) link->set_fault(fencelock::faults::LinkFault::blackhole());
+  std::this_thread::sleep_for(InstanceRegistry::kEntryLifetime + 1s);  // b's entries expire
+  auto a = std::make_unique<EngineUnderTest>(options_for(cluster, 60min));
+  REQUIRE(acquire_once_known(*a, "x", 600s));
+  a.reset();
+  for (std::size_t n = 0; n < cluster.size(); ++n) cluster.node(n).restart(/*keep_data=*/false);
+  for (auto& link : links) link->heal();
+  b.wait_until([&] { return b.node_up(0) && b.node_up(1) && b.node_up(2); }, 10s);
+  const auto until = Clock::now() + 6s;  // b's own window is 3 s
+  while (Clock::now() < until) {
+    REQUIRE_FALSE(b.acquire("x", 1s).ok());
+    std::this_thread::sleep_for(200ms);
+  }
 }

@@ -267,11 +267,30 @@ TEST_CASE("a longer max ttl read during a quarantine lengthens it, and is never 
   trust.observe(0, node("a", hours(5), "a", seconds(3)), t0);
   trust.observe(1, node("b", hours(5), "b", seconds(3)), t0);
   trust.observe(2, node("c", 1s, "", seconds(3)), t0);  // restarted empty: its marker says 3 s
-  CHECK(trust.note_max_ttl(hours(1)));                  // the survivors' markers: an hour
-  CHECK_FALSE(trust.note_max_ttl(seconds(3)));
+  CHECK(trust.note_max_ttl(hours(1), true));            // the survivors' markers: an hour
+  CHECK_FALSE(trust.note_max_ttl(seconds(3), true));
   CHECK_FALSE(trust.voting(2, t0 + 10s));
   CHECK(trust.refresh(t0 + 10s).empty());
   CHECK(trust.voting(2, t0 + 1h + 1s));
+}
+
+// Review of the --max-ttl change (F1): an engine paused for longer than its registry entry lives
+// is invisible to an instance that starts meanwhile with a longer --max-ttl, grants, and dies;
+// if every node then restarts empty, what the paused engine knew is too short.
+TEST_CASE("an engine that forgot the longest ttl waits the bound until a marker with history says",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(3)));
+  trust.observe(0, node("a", hours(5), "a", seconds(3)), t0);
+  CHECK(trust.longest_ttl() == seconds(3));
+  trust.forget_longest_ttl();
+  CHECK(trust.longest_ttl() == NodeTrust::kTtlBound);
+  trust.observe(1, node("b", 1s, "", seconds(3)), t0);  // restarted empty: no history
+  CHECK_FALSE(trust.voting(1, t0 + 1h));
+  CHECK(trust.note_max_ttl(seconds(3), false) == false);  // a marker without history
+  CHECK(trust.longest_ttl() == NodeTrust::kTtlBound);
+  CHECK(trust.note_max_ttl(minutes(1), true));  // one that kept its history
+  CHECK(trust.longest_ttl() == minutes(1));
+  CHECK(trust.voting(1, t0 + 62s));
 }
 
 TEST_CASE("a node admitted by the window may have lost its fences, one that kept its data did not",

@@ -34,7 +34,7 @@ SyncReply beat(SyncRedis& node, const Beat& b) {
                                         b.identity, "10000", b.mode, b.highest, b.seq, b.max_ttl,
                                         b.setting, b.declared, b.known_ttl, b.prefix});
   REQUIRE(reply.kind == SyncReply::Kind::kArray);
-  REQUIRE(reply.elements.size() == 7);
+  REQUIRE(reply.elements.size() == 8);
   return reply;
 }
 
@@ -212,4 +212,15 @@ TEST_CASE("the registry script answers a live key prefix of another deployment t
   node.command({"HSET", kMarker, "prefix:app:x:", "1000"});
   CHECK(overlap("a", "app:").empty());
   CHECK(node.command({"HEXISTS", kMarker, "prefix:app:x:"}).integer == 0);
+}
+
+TEST_CASE("the registry script says whether the node marker kept this deployment's history",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  CHECK(beat(node, {.id = "e1"}).elements[7].text == "0");
+  node.command({"HSET", kMarker, "admitted:other:", "r1"});
+  CHECK(beat(node, {.id = "e1"}).elements[7].text == "0");  // another deployment's
+  node.command({"HSET", kMarker, "admitted:test:", "r1"});
+  CHECK(beat(node, {.id = "e1"}).elements[7].text == "1");
 }
