@@ -479,7 +479,7 @@ FlagSpec key_prefix_flag() {
     return std::nullopt;
   };
   auto show = [](const ServiceConfig& c) { return plain_or_json(c.engine.key_prefix); };
-  return {"key-prefix", "TEXT", "Prefix of every lock key in Redis; at most 64 bytes.",
+  return {"key-prefix", "TEXT", "Prefix of every lock key in Redis; at most 64 bytes, no '#'.",
           std::move(apply), std::move(show)};
 }
 

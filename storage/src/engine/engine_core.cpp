@@ -480,8 +480,8 @@ void EngineCore::forget_longest_ttl() {
   refresh_quarantines();
 }
 
-void EngineCore::note_max_ttl(std::chrono::milliseconds ttl, bool history) {
-  if (trust_.note_max_ttl(ttl, history)) refresh_quarantines();
+void EngineCore::note_max_ttl(std::chrono::milliseconds ttl, bool majority) {
+  if (trust_.note_max_ttl(ttl, majority)) refresh_quarantines();
 }
 
 void EngineCore::on_node_rechecked(std::size_t node, const NodeIdentity& identity) {

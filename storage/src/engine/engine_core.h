@@ -113,9 +113,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void node_lost_writes(std::size_t node, std::uint64_t holds, std::uint64_t acked);
 
   // A node's marker says some engine may grant leases of up to `ttl`: every quarantine, under way
-  // or to come, lasts at least that long (NodeTrust::note_max_ttl; `history`: the marker kept its
-  // history).
-  void note_max_ttl(std::chrono::milliseconds ttl, bool history);
+  // or to come, lasts at least that long (NodeTrust::note_max_ttl; `majority`: the largest of
+  // markers with this deployment's history from a majority of nodes in one round).
+  void note_max_ttl(std::chrono::milliseconds ttl, bool majority);
   // The registry was out of touch with the nodes for longer than its entry lives: the longest ttl
   // is unknown until a marker with a history is read again (NodeTrust::forget_longest_ttl).
   void forget_longest_ttl();

@@ -83,6 +83,10 @@ std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
     return problem({"max_wait"}, bound_message(milliseconds(0), milliseconds(3'600'000)));
   }
   if (o.key_prefix.size() > 64) return problem({"key_prefix"}, "must be at most 64 bytes");
+  // '#' marks the keys every deployment shares (the node marker, the registries, fences).
+  if (o.key_prefix.find('#') != std::string::npos) {
+    return problem({"key_prefix"}, "must not contain '#'");
+  }
   if (o.exclusive_tokens.size() > 128 || o.exclusive_tokens.find(' ') != std::string::npos) {
     return problem({"exclusive_tokens"}, "must be at most 128 bytes without spaces");
   }

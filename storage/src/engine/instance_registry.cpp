@@ -227,6 +227,8 @@ void InstanceRegistry::round() {
   round_other_until_ = Clock::time_point{};
   round_others_ttl_ = std::chrono::milliseconds::max();
   round_overlap_.clear();
+  round_history_answers_ = 0;
+  round_history_ttl_ = std::chrono::milliseconds(0);
   last_expiry_.resize(core_.node_count());  // the nodes are made after this registry
   acked_.resize(core_.node_count());
   round_expiry_.resize(core_.node_count());
@@ -294,7 +296,11 @@ void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     const std::string& max_ttl_text = reply.elements[4].text;
     long long max_ttl = 0;
     std::from_chars(max_ttl_text.data(), max_ttl_text.data() + max_ttl_text.size(), max_ttl);
-    core_.note_max_ttl(std::chrono::milliseconds(max_ttl), reply.elements[7].text == "1");
+    core_.note_max_ttl(std::chrono::milliseconds(max_ttl), false);
+    if (reply.elements[7].text == "1") {
+      ++round_history_answers_;
+      round_history_ttl_ = std::max(round_history_ttl_, std::chrono::milliseconds(max_ttl));
+    }
     // What our previous heartbeat left here: less than the node acknowledged means it lost writes.
     const std::string& previous_text = reply.elements[3].text;
     std::uint64_t previous = 0;
@@ -361,6 +367,9 @@ void InstanceRegistry::note_other_entry(std::size_t node, std::string_view entry
 
 void InstanceRegistry::finish_round() {
   const bool reached_quorum = answers_ >= core_.quorum();
+  // Markers with this deployment's history from a majority, in one round: any longer ttl granted
+  // meanwhile was raised on a majority, which shares a node with this one.
+  if (round_history_answers_ >= core_.quorum()) core_.note_max_ttl(round_history_ttl_, true);
   last_expiry_.swap(round_expiry_);
   bool bind_now = false;
   bool awaiting_birth = false;

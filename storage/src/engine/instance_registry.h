@@ -223,6 +223,8 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   // Until when the other --quarantine setting's declaration stands, the latest any node said.
   Clock::time_point round_other_until_{};
   std::string round_overlap_;  // an overlapping key prefix some node reported, this round
+  std::size_t round_history_answers_ = 0;  // answers whose marker kept this deployment's history
+  std::chrono::milliseconds round_history_ttl_{0};  // the largest max ttl among those
   // The shortest longest-ttl any other live entry reports, this round (max(): none).
   std::chrono::milliseconds round_others_ttl_{std::chrono::milliseconds::max()};
   BindMode round_mode_ = BindMode::kRead;  // what this round was sent with

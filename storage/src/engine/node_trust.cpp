@@ -43,7 +43,7 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   longest_ttl_ = std::max({longest_ttl_, handshake.marked_max_ttl, settings_.max_ttl});
   if (!handshake.admitted.empty() || handshake.legacy_admitted) {
     history_seen_ = true;
-    ttl_known_ = true;
+    ttl_known_ = ttl_known_ || !ttl_forgotten_;
   }
   if (!handshake.durable) n.not_durable = handshake.run_id;
 
@@ -149,15 +149,19 @@ void NodeTrust::not_durable(std::size_t node, const std::string& run_id) {
   if (n.seen && n.run_id == run_id) n.not_durable = run_id;
 }
 
-bool NodeTrust::note_max_ttl(std::chrono::milliseconds ttl, bool history) {
+bool NodeTrust::note_max_ttl(std::chrono::milliseconds ttl, bool majority) {
   const auto before = window();
   longest_ttl_ = std::max(longest_ttl_, ttl);
-  if (history) ttl_known_ = true;
+  if (majority) {
+    ttl_known_ = true;
+    ttl_forgotten_ = false;
+  }
   return window() != before;
 }
 
 void NodeTrust::forget_longest_ttl() {
   ttl_known_ = false;
+  ttl_forgotten_ = true;
 }
 
 std::vector<NodeTrust::FenceLoss> NodeTrust::take_fence_losses() {
@@ -188,7 +192,7 @@ void NodeTrust::admit(std::size_t node) {
   n.admitted = n.run_id;
   n.tainted.clear();  // it waited out whatever it may have lost
   history_seen_ = true;
-  ttl_known_ = true;
+  ttl_known_ = ttl_known_ || !ttl_forgotten_;
 }
 
 std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {

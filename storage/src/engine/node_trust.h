@@ -120,12 +120,14 @@ class NodeTrust {
   // A recheck found `node` in incarnation `run_id` not durable: its next restart is lossy.
   void not_durable(std::size_t node, const std::string& run_id);
   // Raises the longest ttl known to `ttl` (a marker's max ttl, read at any time). Never lowers it.
-  // `history`: that marker named an admission of this deployment (it kept its history), so what
-  // it says is known again after forget_longest_ttl(). Returns true if the window grew or shrank.
-  bool note_max_ttl(std::chrono::milliseconds ttl, bool history);
+  // `majority`: `ttl` is the largest of markers that kept this deployment's history, read from a
+  // majority of the nodes in one round: the longest ttl is known again after
+  // forget_longest_ttl(). Returns true if the window grew or shrank.
+  bool note_max_ttl(std::chrono::milliseconds ttl, bool majority);
   // This engine was out of touch with the nodes for longer than its registry entry lives: another
-  // instance may have raised the longest ttl meanwhile without seeing this one. Until a marker
-  // with a history is read again, the longest ttl is unknown (kTtlBound).
+  // instance may have raised the longest ttl meanwhile without seeing this one, on a majority that
+  // has any node this engine still reached only by chance. Until note_max_ttl(…, true), the
+  // longest ttl is unknown (kTtlBound), whatever single markers or admissions say.
   void forget_longest_ttl();
   // Nodes whose current incarnation became suspect since the last call: record it on them.
   std::vector<std::size_t> take_suspects();
@@ -206,6 +208,7 @@ class NodeTrust {
   // longest_ttl_ covers every ttl granted so far: a marker with a history was read (or a node
   // admitted) since the start or the last forget_longest_ttl().
   bool ttl_known_ = false;
+  bool ttl_forgotten_ = false;  // since forget_longest_ttl(), until a majority's markers say
 };
 
 }  // namespace fencelock::storage

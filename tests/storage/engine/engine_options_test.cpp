@@ -64,4 +64,9 @@ TEST_CASE("engine options are checked field by field", "[storage]") {
     o.key_prefix = std::string(65, 'p');
     CHECK_THAT(refused(o), Catch::Contains("key_prefix"));
   }
+  // Review of 0840a92: "fencelock:#" + the name "node" is the node marker every deployment reads.
+  SECTION("a key prefix with '#', which would reach the keys every deployment shares") {
+    o.key_prefix = "fencelock:#";
+    CHECK_THAT(refused(o), Catch::Contains("key_prefix") && Catch::Contains("'#'"));
+  }
 }

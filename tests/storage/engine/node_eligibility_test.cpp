@@ -398,10 +398,11 @@ TEST_CASE("no lease is longer than every other live instance knows, even if ever
 
 // Review of the --max-ttl change (F1): an instance out of touch with the nodes for longer than its
 // registry entry lives is invisible to one that starts meanwhile with a longer --max-ttl, grants
-// and dies; when every node then restarts empty, what the first one knew is too short.
+// and dies; when the nodes it granted on then restart empty, what the first one knew is too short.
 TEST_CASE("an engine out of touch for longer than its entry lives forgets the longest ttl",
           "[storage][redis]") {
   RedisCluster cluster(3);
+  // b reaches every node through a link of its own; a reaches node 2 through `a_link` only.
   std::vector<std::unique_ptr<fencelock::faults::FaultProxy>> links;
   auto b_options = options_for(cluster, 3s);
   b_options.nodes.clear();
@@ -409,13 +410,28 @@ TEST_CASE("an engine out of touch for longer than its entry lives forgets the lo
     links.push_back(std::make_unique<fencelock::faults::FaultProxy>(cluster.node(n).port(), n + 1));
     b_options.nodes.push_back(parse_node_address(links.back()->address()).value());
   }
+  fencelock::faults::FaultProxy a_link(cluster.node(2).port(), 9);
+  auto a_options = options_for(cluster, 60min);
+  a_options.nodes.back() = parse_node_address(a_link.address()).value();
   EngineUnderTest b(b_options);
-  for (auto& link : links) link->set_fault(fencelock::faults::LinkFault::blackhole());
+  std::vector<std::size_t> restarted{0, 1, 2};
+  SECTION("cut off from every node") {
+    for (auto& link : links) link->set_fault(fencelock::faults::LinkFault::blackhole());
+  }
+  // The review of the fix: b still reached node 2, whose marker (never raised by a) kept its
+  // history, and b learned the longest ttl back from that one marker.
+  SECTION("cut off from a majority, still reaching a node the other never reached") {
+    links[0]->set_fault(fencelock::faults::LinkFault::blackhole());
+    links[1]->set_fault(fencelock::faults::LinkFault::blackhole());
+    a_link.set_fault(fencelock::faults::LinkFault::blackhole());
+    restarted = {0, 1};
+  }
   std::this_thread::sleep_for(InstanceRegistry::kEntryLifetime + 1s);  // b's entries expire
-  auto a = std::make_unique<EngineUnderTest>(options_for(cluster, 60min));
+  auto a = std::make_unique<EngineUnderTest>(a_options, nullptr, nullptr, false);
+  a->wait_until([&] { return a->engine().voting_nodes() >= 2; });
   REQUIRE(acquire_once_known(*a, "x", 600s));
   a.reset();
-  for (std::size_t n = 0; n < cluster.size(); ++n) cluster.node(n).restart(/*keep_data=*/false);
+  for (const std::size_t n : restarted) cluster.node(n).restart(/*keep_data=*/false);
   for (auto& link : links) link->heal();
   b.wait_until([&] { return b.node_up(0) && b.node_up(1) && b.node_up(2); }, 10s);
   const auto until = Clock::now() + 6s;  // b's own window is 3 s

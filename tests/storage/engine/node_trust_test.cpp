@@ -277,7 +277,7 @@ TEST_CASE("a longer max ttl read during a quarantine lengthens it, and is never 
 // Review of the --max-ttl change (F1): an engine paused for longer than its registry entry lives
 // is invisible to an instance that starts meanwhile with a longer --max-ttl, grants, and dies;
 // if every node then restarts empty, what the paused engine knew is too short.
-TEST_CASE("an engine that forgot the longest ttl waits the bound until a marker with history says",
+TEST_CASE("an engine that forgot the longest ttl waits the bound until a majority's markers say",
           "[storage]") {
   NodeTrust trust(3, settings(seconds(3)));
   trust.observe(0, node("a", hours(5), "a", seconds(3)), t0);
@@ -286,9 +286,12 @@ TEST_CASE("an engine that forgot the longest ttl waits the bound until a marker 
   CHECK(trust.longest_ttl() == NodeTrust::kTtlBound);
   trust.observe(1, node("b", 1s, "", seconds(3)), t0);  // restarted empty: no history
   CHECK_FALSE(trust.voting(1, t0 + 1h));
-  CHECK(trust.note_max_ttl(seconds(3), false) == false);  // a marker without history
+  CHECK(trust.note_max_ttl(seconds(3), false) == false);  // one marker
+  // A marker that kept its history, alone (the review of the forget: a node the partitioned
+  // engine still reached had been away from the one that granted longer), says nothing either.
+  trust.observe(2, node("c", hours(5), "c", seconds(3)), t0);
   CHECK(trust.longest_ttl() == NodeTrust::kTtlBound);
-  CHECK(trust.note_max_ttl(minutes(1), true));  // one that kept its history
+  CHECK(trust.note_max_ttl(minutes(1), true));  // a majority's markers in one round
   CHECK(trust.longest_ttl() == minutes(1));
   CHECK(trust.voting(1, t0 + 62s));
 }

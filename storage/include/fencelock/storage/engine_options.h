@@ -96,7 +96,8 @@ struct EngineOptions {
   // meant for the first start after the upgrade.
   bool adopt_legacy_markers = false;
 
-  // Prefix of every lock key: key = prefix + name. Default "fencelock:lock:"; at most 64 bytes.
+  // Prefix of every lock key: key = prefix + name. Default "fencelock:lock:"; at most 64 bytes,
+  // without '#' (it marks the keys every deployment shares).
   std::string key_prefix = "fencelock:lock:";
 
   // Empty (the default): the token source is shared by every instance on these lock nodes (Redis
