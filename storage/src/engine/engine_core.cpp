@@ -44,7 +44,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       trust_(options_.nodes.size(),
              NodeTrust::Settings{
                  options_.max_ttl, options_.drift_factor, options_.quarantine_restarted_nodes,
-                 tokens_ != nullptr && tokens_->has_history() && !options_.new_lock_nodes}),
+                 tokens_ != nullptr && tokens_->has_history() && !options_.new_lock_nodes,
+                 options_.new_lock_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       repairing_(options_.nodes.size(), false),
       partial_repair_(options_.nodes.size(), false),
@@ -157,11 +158,18 @@ std::string EngineCore::key_of(std::string_view name) const {
 }
 
 std::optional<std::string> EngineCore::grant_refusal() const {
-  return registry_->refusal(Clock::now());
+  return explained(registry_->refusal(Clock::now()));
 }
 
 std::optional<std::string> EngineCore::grant_refusal(std::chrono::milliseconds ttl) const {
-  return registry_->refusal(Clock::now(), ttl);
+  return explained(registry_->refusal(Clock::now(), ttl));
+}
+
+std::optional<std::string> EngineCore::explained(std::optional<std::string> refusal) const {
+  if (!refusal || *refusal != InstanceRegistry::kNotYetChecked) return refusal;
+  std::lock_guard<std::mutex> lock(refusals_mutex_);
+  if (!awaiting_birth_.empty()) *refusal += ": " + awaiting_birth_;
+  return refusal;
 }
 
 std::optional<std::string> EngineCore::ttl_refusal(std::chrono::milliseconds ttl) const {
@@ -431,7 +439,9 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
             "from a backup, or restarted without its data)"
           : "it may have dropped keys since it was last seen (it was refused as unsafe, or it "
             "restarted after running without durable persistence)");
-  if (const auto until = trust_.quarantined_until(node); until && observer_ != nullptr) {
+  // A node waiting for a new cluster's other nodes is not quarantined for what it lost.
+  if (const auto until = trust_.quarantined_until(node);
+      until && observer_ != nullptr && !trust_.birth_deadline()) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
   }
@@ -708,6 +718,31 @@ void EngineCore::refresh_quarantines() {
     });
   }
   refresh_voting_count();
+  note_awaited_nodes();
+}
+
+void EngineCore::note_awaited_nodes() {
+  std::string awaited;
+  if (trust_.birth_deadline()) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (!trust_.seen(i)) awaited += (awaited.empty() ? "" : ", ") + nodes_[i]->address();
+    }
+  }
+  if (!awaited.empty()) {
+    awaited =
+        "these lock nodes look new (no record of any grant, and the token store is new), "
+        "and " +
+        awaited + " has not answered yet. " +
+        (options_.new_lock_nodes
+             ? "With --new-lock-nodes a majority begins " +
+                   std::to_string(NodeTrust::kBirthGrace.count() / 1000) +
+                   " s after the first node answered"
+             : "A new cluster's first start waits for every node: one that does not "
+               "answer may hold the history of a deployment the others lost. If these "
+               "nodes are new, start once with --new-lock-nodes to begin on a majority");
+  }
+  std::lock_guard<std::mutex> lock(refusals_mutex_);
+  awaiting_birth_ = std::move(awaited);
 }
 
 void EngineCore::refresh_voting_count() {

@@ -271,6 +271,11 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::string marker_field(std::string_view field) const;
   // Brings the quarantine flags and end-of-quarantine timers in line with trust_.
   void refresh_quarantines();
+  // While a new cluster's birth waits for nodes that never answered, says which (grant_refusal).
+  void note_awaited_nodes();
+  // `refusal`, with the nodes a new cluster's birth waits for when it is the registry's
+  // kNotYetChecked.
+  std::optional<std::string> explained(std::optional<std::string> refusal) const;
 
   boost::asio::any_io_executor strand_;
   EngineOptions options_;
@@ -290,6 +295,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::atomic<std::size_t> voting_nodes_{0};
   mutable std::mutex refusals_mutex_;
   std::vector<std::string> refusals_;  // per node: node_refusal()
+  std::string awaiting_birth_;         // note_awaited_nodes()
   // Per node: the incarnation (run_id) whose evicted_keys this engine read last, and that count.
   struct EvictionsSeen {
     std::string run_id;

@@ -376,14 +376,14 @@ void InstanceRegistry::finish_round() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!round_bound_elsewhere_.empty()) bound_elsewhere_ = round_bound_elsewhere_;
-    // Any node's word is enough to refuse. Only "off" is ever withdrawn (a clean stop): seen by
-    // an engine with quarantine, a quorum round without it ends the refusal early.
     // Any node's word is enough; a quorum round without it ends it (the other one stopped).
     if (!round_overlap_.empty()) {
       overlap_ = round_overlap_;
     } else if (reached_quorum) {
       overlap_.clear();
     }
+    // Any node's word is enough to refuse. Only "off" is ever withdrawn (a clean stop): seen by
+    // an engine with quarantine, a quorum round without it ends the refusal early.
     if (round_other_until_ != Clock::time_point{}) {
       other_setting_until_ = std::max(other_setting_until_, round_other_until_);
     } else if (reached_quorum && core_.options().quarantine_restarted_nodes) {
@@ -411,18 +411,20 @@ void InstanceRegistry::finish_round() {
     // quarantine waits out the window first, node_trust.h rule 4). Such an engine never binds them.
     const bool may_bind_unbound =
         core_.options().quarantine_restarted_nodes || !core_.store_has_history();
+    // A first binding reads "unbound" from every node, each voting — or, on the operator's word
+    // that the nodes are new, from a voting majority (node_trust.h rule 4).
+    const bool all_unbound =
+        nothing_elsewhere && round_conflict_.empty() &&
+        (core_.options().new_lock_nodes ? round_voting_answers_ >= core_.quorum()
+                                        : round_all_voting_ && answers_ == core_.node_count());
     if (round_bound_any_ > 0) forgotten_with_history_ = false;
     if (nothing_elsewhere && round_bound_any_ > 0) {
       next_mode_ = BindMode::kRepair;
-    } else if (nothing_elsewhere && round_conflict_.empty() && round_all_voting_ &&
-               answers_ == core_.node_count() && !may_bind_unbound) {
-      next_mode_ = BindMode::kRead;
-      forgotten_with_history_ = true;
-    } else if (nothing_elsewhere && round_conflict_.empty() && round_all_voting_ &&
-               answers_ == core_.node_count()) {
+    } else if (all_unbound && may_bind_unbound) {
       next_mode_ = BindMode::kBirth;
     } else {
       next_mode_ = BindMode::kRead;
+      if (all_unbound) forgotten_with_history_ = true;
     }
     // Some node answered unbound to a round that could not bind it: bind at once.
     bind_now =

@@ -31,7 +31,8 @@
 //   - Birth: every configured node answered, every one votes, none is bound elsewhere and no live
 //     instance of another identity is on any of them. Like NodeTrust's new-cluster rule, every
 //     node must answer, so another store can take the nodes over only if *every* node lost its
-//     binding. The script re-checks per node that
+//     binding — unless the operator says the nodes are new (EngineOptions::new_lock_nodes): then
+//     a voting majority answering unbound is enough. The script re-checks per node that
 //     no live instance of another identity is there (the read and the bind are two round trips).
 //   - Repair: some node answered bound to this identity and none bound elsewhere. The two rules
 //     keep every binding on the nodes naming one identity (a first binding needs every node to
@@ -46,8 +47,9 @@
 // Replacing a token source deliberately means deleting the field on every node
 // (docs/operations.md).
 //
-// Until its first round has found a quorum bound to it, an engine refuses with kNotYetChecked; a
-// fresh cluster takes two rounds (read, then bind), the second sent at once. An engine that was
+// Until its first round has found a quorum bound to it, an engine refuses with kNotYetChecked (and,
+// while a new cluster waits for a node, which: EngineCore::grant_refusal); a fresh cluster takes
+// two rounds (read, then bind), the second sent at once. An engine that was
 // ready and later finds fewer than a quorum bound to it refuses with another reason.
 //
 // How many nodes are bound is judged only from rounds in which a quorum of voting nodes answered

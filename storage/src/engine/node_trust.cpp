@@ -38,6 +38,7 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   if (restarted) suspect = std::max(suspect, now);
   if (restarted || !n.seen) n.suspect_since = suspect;
   n.seen = true;
+  if (!first_seen_) first_seen_ = now;
   n.run_id = handshake.run_id;
   n.admitted = handshake.admitted;
   longest_ttl_ = std::max({longest_ttl_, handshake.marked_max_ttl, settings_.max_ttl});
@@ -78,16 +79,7 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     if (handshake.admitted != handshake.run_id || n.fences_missing) admitted.push_back(node);
     return admitted;
   }
-  if (birth_possible()) {
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      if (!nodes_[i].trusted) {
-        admit(i);
-        nodes_[i].fences_missing = false;
-        admitted.push_back(i);
-      }
-    }
-    return admitted;
-  }
+  if (birth_possible(now)) return admit_born();
   // Admitted, if ever, by the window: it may have lost its fences. Evident when it is suspect, or
   // kept a marker through a restart without durable persistence (it may have lost what came
   // after); a node this deployment has no record on only lacks proof.
@@ -195,7 +187,20 @@ void NodeTrust::admit(std::size_t node) {
   ttl_known_ = ttl_known_ || !ttl_forgotten_;
 }
 
+std::vector<std::size_t> NodeTrust::admit_born() {
+  std::vector<std::size_t> admitted;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].seen && !nodes_[i].trusted) {
+      admit(i);
+      nodes_[i].fences_missing = false;
+      admitted.push_back(i);
+    }
+  }
+  return admitted;
+}
+
 std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
+  if (settings_.enabled && birth_possible(now)) return admit_born();
   std::vector<std::size_t> admitted;
   const auto window_now = window();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -208,12 +213,23 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
   return admitted;
 }
 
-bool NodeTrust::birth_possible() const {
-  if (history_seen_ || settings_.store_has_history) return false;
+std::optional<NodeTrust::Clock::time_point> NodeTrust::birth_deadline() const {
+  if (!settings_.enabled || history_seen_ || settings_.store_has_history || !first_seen_)
+    return std::nullopt;
   // A suspect node means the cluster had a history, whatever the markers say.
-  return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
-    return n.seen && n.admitted.empty() && n.tainted.empty();
+  const bool fresh = std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
+    return !n.seen || (n.admitted.empty() && n.tainted.empty());
   });
+  if (!fresh) return std::nullopt;
+  return settings_.nodes_new ? *first_seen_ + kBirthGrace : Clock::time_point::max();
+}
+
+bool NodeTrust::birth_possible(Clock::time_point now) const {
+  const auto deadline = birth_deadline();
+  if (!deadline) return false;
+  const auto seen = static_cast<std::size_t>(
+      std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.seen; }));
+  return seen == nodes_.size() || (seen >= nodes_.size() / 2 + 1 && now >= *deadline);
 }
 
 void NodeTrust::lose_fences(Node& n, bool evident) {
@@ -237,7 +253,9 @@ std::optional<NodeTrust::Clock::time_point> NodeTrust::quarantined_until(std::si
   const Node& n = nodes_.at(node);
   if (!n.seen || n.trusted) return std::nullopt;
   if (n.unsafe) return Clock::time_point::max();
-  return n.suspect_since + window();
+  const Clock::time_point until = n.suspect_since + window();
+  const auto birth = birth_deadline();
+  return birth ? std::min(until, *birth) : until;
 }
 
 }  // namespace fencelock::storage

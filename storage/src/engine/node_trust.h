@@ -29,6 +29,10 @@
 //      nodes, so all are admitted at once (a cold start is not a 24 h wait). A store with a
 //      history says the nodes had one too: every node lost its data at once (a majority, while
 //      the rest were away and came back empty), and leases granted before may still be live.
+//      Every node must answer because a silent one may hold another deployment's history that the
+//      answering ones lost. On the operator's word that the nodes are new (Settings::nodes_new),
+//      a majority is enough once kBirthGrace has passed since the first answer; a node that
+//      answers after the birth is not part of it and waits out the window.
 //   Otherwise the node is quarantined until 3 holds. A restart the engine saw itself (the run_id
 //   changed across a reconnect) also starts the window from that moment (at least as long as the
 //   uptime says).
@@ -79,7 +83,13 @@ class NodeTrust {
     // The token store handed out tokens before (TokenSource::has_history), and the operator did
     // not say the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 does not apply.
     bool store_has_history = false;
+    // The operator says the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 needs only
+    // a majority, after kBirthGrace.
+    bool nodes_new = false;
   };
+
+  // How long a new cluster's birth on a majority waits for the other nodes (rule 4).
+  static constexpr std::chrono::milliseconds kBirthGrace{5000};
 
   // What one handshake showed.
   struct Handshake {
@@ -109,8 +119,13 @@ class NodeTrust {
   std::vector<std::size_t> observe(std::size_t node, const Handshake& handshake,
                                    Clock::time_point now);
 
-  // Nodes whose quarantine has ended by `now` (and were not trusted yet): record them as admitted.
+  // Nodes whose quarantine has ended by `now`, or born with a new cluster (and were not trusted
+  // yet): record them as admitted.
   std::vector<std::size_t> refresh(Clock::time_point now);
+  // While the nodes may still be born as a new cluster (rule 4): when that could happen without
+  // another node answering (time_point::max(): only once every node answered). nullopt once a
+  // birth is out of the question (a history was seen) or happened.
+  std::optional<Clock::time_point> birth_deadline() const;
 
   // Node `node`, in incarnation `run_id`, runs settings under which it may drop keys (it is
   // refused): it does not vote, and its quarantine starts only when it is next seen without them.
@@ -158,7 +173,7 @@ class NodeTrust {
   // Rules 1–4, whatever fences_missing() says (the engine asks both).
   bool voting(std::size_t node, Clock::time_point now) const;
   // When a quarantined node's quarantine ends (as known now; time_point::max() while it is
-  // unsafe); nullopt when it votes or was never seen.
+  // unsafe), or a new cluster's birth may admit it; nullopt when it votes or was never seen.
   std::optional<Clock::time_point> quarantined_until(std::size_t node) const;
   const std::string& run_id(std::size_t node) const { return nodes_.at(node).run_id; }
   bool seen(std::size_t node) const { return nodes_.at(node).seen; }
@@ -189,7 +204,9 @@ class NodeTrust {
     std::uint64_t fence_generation = 0;
   };
 
-  bool birth_possible() const;
+  bool birth_possible(Clock::time_point now) const;
+  // Admits every node seen and not trusted yet (a birth).
+  std::vector<std::size_t> admit_born();
   // What `handshake` (and, `lossy_restart`, the incarnation it ended) says about keys node `n`
   // may have lost: taints it, and asks for a suspect record that did not land to be sent again.
   void note_loss_evidence(Node& n, const Handshake& handshake, bool lossy_restart,
@@ -204,7 +221,8 @@ class NodeTrust {
   std::vector<Node> nodes_;
   Settings settings_;
   std::chrono::milliseconds longest_ttl_;
-  bool history_seen_ = false;  // some marker named an admitted run_id
+  bool history_seen_ = false;                    // some marker named an admitted run_id
+  std::optional<Clock::time_point> first_seen_;  // the first handshake observed
   // longest_ttl_ covers every ttl granted so far: a marker with a history was read (or a node
   // admitted) since the start or the last forget_longest_ttl().
   bool ttl_known_ = false;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "engine/node_trust.h"
 #include "engine_calls.h"
 #include "engine_under_test.h"
 #include "fake_old_redis.h"
@@ -192,6 +193,71 @@ TEST_CASE(
   SECTION("a new token store on new nodes is a new cluster, usable at once") {
     EngineUnderTest b(options, sqlite_tokens_one_at_a_time(dir.path() / "new.db"));
     CHECK(b.acquire("vault", 1s).ok());
+  }
+}
+
+// #33: a fencelockd starting on new lock nodes while one of three is silent. The silent node may
+// hold the history of a deployment the two others lost, so a majority begins only on the
+// operator's word; the node is bound when it answers and waits out the window like a newcomer.
+TEST_CASE("fresh nodes with one silent: a majority begins only on the operator's word",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  auto options = engine_options_for(cluster);
+  options.max_ttl = 60s;
+  const std::string silent = cluster.addresses()[2];
+  const auto bound_to = [&](std::size_t i) {
+    return SyncRedis(cluster.node(i).port()).command({"HGET", kRegistryKey, "#tokens"}).text;
+  };
+
+  SECTION("without it, nothing is granted until every node answered, and the refusal says why") {
+    cluster.node(2).pause();
+    EngineUnderTest a(options, nullptr, nullptr, /*wait_for_nodes=*/false);
+    a.wait_until([&] { return a.node_up(0) && a.node_up(1); });
+    std::this_thread::sleep_for(NodeTrust::kBirthGrace + 500ms);
+    CHECK(a.engine().voting_nodes() == 0);
+    CHECK_FALSE(a.acquire("first", 1s).ok());
+    const auto refusal = a.engine().grant_refusal();
+    REQUIRE(refusal.has_value());
+    CHECK_THAT(*refusal, Catch::Contains(silent) && Catch::Contains("--new-lock-nodes"));
+    CHECK(bound_to(0).empty());
+    cluster.node(2).resume();
+    a.wait_until_granting();
+    CHECK(a.acquire("first", 1s).ok());
+    CHECK(a.engine().voting_nodes() == 3);
+  }
+  SECTION("with it, two nodes begin after the grace; the third is bound when it answers") {
+    cluster.node(2).pause();
+    options.new_lock_nodes = true;
+    const auto started = Clock::now();
+    EngineUnderTest a(options, nullptr, nullptr, /*wait_for_nodes=*/false);
+    a.wait_until_granting(15s);
+    CHECK(Clock::now() - started >= NodeTrust::kBirthGrace);
+    CHECK(a.acquire("first", 1s).ok());
+    CHECK(a.engine().voting_nodes() == 2);
+    cluster.node(2).resume();
+    a.wait_until([&] { return bound_to(2) == "shared"; });
+    CHECK(a.engine().node_statuses()[2].quarantined);
+    CHECK(a.engine().voting_nodes() == 2);
+    CHECK(a.acquire("second", 1s).ok());
+    SyncRedis late(cluster.node(2).port());
+    CHECK(late.command({"HEXISTS", "fencelock:#node", "admitted:fencelock:lock:"}).integer == 0);
+  }
+  SECTION(
+      "with it, a silent node that holds another store's binding stops grants once it answers") {
+    REQUIRE(SyncRedis(cluster.node(2).port())
+                .command({"HSET", kRegistryKey, "#tokens", "sqlite:another"})
+                .integer == 1);
+    cluster.node(2).pause();
+    options.new_lock_nodes = true;
+    EngineUnderTest a(options, nullptr, nullptr, /*wait_for_nodes=*/false);
+    a.wait_until_granting(15s);  // the operator's word
+    cluster.node(2).resume();
+    a.wait_until([&] {
+      const auto refusal = a.engine().grant_refusal();
+      return refusal && refusal->find("another token store") != std::string::npos;
+    });
+    CHECK_FALSE(a.acquire("first", 1s).ok());
+    CHECK(bound_to(2) == "sqlite:another");
   }
 }
 

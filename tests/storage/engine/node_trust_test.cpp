@@ -40,6 +40,60 @@ TEST_CASE("a new cluster is admitted at once once every node has answered", "[st
   for (std::size_t i = 0; i < 3; ++i) CHECK(trust.voting(i, t0));
 }
 
+// #33: a node that never answers keeps a new cluster from being born, unless the operator says
+// the nodes are new; then a majority is born after the grace, and a late node is not part of it.
+TEST_CASE("a new cluster is born on a majority only on the operator's word, after the grace",
+          "[storage]") {
+  NodeTrust::Settings word = settings();
+  word.nodes_new = GENERATE(false, true);
+  CAPTURE(word.nodes_new);
+  NodeTrust trust(3, word);
+  CHECK(trust.observe(0, node("a", 1s), t0).empty());
+  CHECK(trust.observe(1, node("b", 1s), t0 + 1s).empty());
+  CHECK_FALSE(trust.voting(0, t0 + 1s));
+  const auto deadline = trust.birth_deadline();
+  REQUIRE(deadline.has_value());
+  if (!word.nodes_new) {
+    CHECK(*deadline == steady_clock::time_point::max());
+    CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
+    CHECK(*trust.quarantined_until(0) >= t0 + NodeTrust::kTtlBound);
+    return;
+  }
+  CHECK(*deadline == t0 + NodeTrust::kBirthGrace);  // from the first answer
+  CHECK(*trust.quarantined_until(0) == *deadline);  // the engine's timer looks again then
+  CHECK(trust.refresh(*deadline - 1ms).empty());
+  CHECK(trust.refresh(*deadline) == std::vector<std::size_t>{0, 1});
+  CHECK(trust.voting(0, *deadline));
+  CHECK_FALSE(trust.birth_deadline().has_value());
+  // The late node may hold what others lost since: it waits out the window like any newcomer.
+  CHECK(trust.observe(2, node("c", 1s), *deadline + 1s).empty());
+  CHECK_FALSE(trust.voting(2, *deadline + 1s));
+  CHECK(trust.fences_missing(2));
+  CHECK(*trust.quarantined_until(2) >= *deadline + 1s + seconds(59));
+}
+
+TEST_CASE("on the operator's word, one answer is no majority, and a marked node no new cluster",
+          "[storage]") {
+  NodeTrust::Settings word = settings();
+  word.nodes_new = true;
+  SECTION("one of three answered") {
+    NodeTrust trust(3, word);
+    CHECK(trust.observe(0, node("a", 1s), t0).empty());
+    CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
+    // The second answer after the grace is a majority at once.
+    CHECK(trust.observe(1, node("b", 1s), t0 + NodeTrust::kBirthGrace + 2s) ==
+          std::vector<std::size_t>{0, 1});
+  }
+  SECTION("a node with an admission answered") {
+    NodeTrust trust(3, word);
+    CHECK(trust.observe(0, node("a", 1s), t0).empty());
+    CHECK(trust.observe(1, node("b", 1s, "x"), t0).empty());
+    CHECK_FALSE(trust.birth_deadline().has_value());
+    CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
+    CHECK_FALSE(trust.voting(0, t0 + NodeTrust::kBirthGrace + 1s));
+  }
+}
+
 TEST_CASE("nodes without history are no new cluster while the token store has one", "[storage]") {
   NodeTrust::Settings with_history = settings();
   with_history.store_has_history = true;
