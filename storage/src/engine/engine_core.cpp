@@ -42,10 +42,10 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       tokens_(std::move(tokens)),
       observer_(observer),
       trust_(options_.nodes.size(),
-             NodeTrust::Settings{
-                 options_.max_ttl, options_.drift_factor, options_.quarantine_restarted_nodes,
-                 tokens_ != nullptr && tokens_->has_history() && !options_.new_lock_nodes,
-                 options_.new_lock_nodes}),
+             NodeTrust::Settings{options_.max_ttl, options_.drift_factor,
+                                 options_.quarantine_restarted_nodes,
+                                 tokens_ != nullptr && tokens_->has_history(),
+                                 options_.new_lock_nodes, Clock::now()}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       repairing_(options_.nodes.size(), false),
       partial_repair_(options_.nodes.size(), false),
@@ -722,27 +722,38 @@ void EngineCore::refresh_quarantines() {
 }
 
 void EngineCore::note_awaited_nodes() {
+  const auto deadline = trust_.birth_deadline();
   std::string awaited;
-  if (trust_.birth_deadline()) {
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      if (!trust_.seen(i)) awaited += (awaited.empty() ? "" : ", ") + nodes_[i]->address();
-    }
+  for (std::size_t i = 0; deadline && i < nodes_.size(); ++i) {
+    if (!trust_.seen(i)) awaited += (awaited.empty() ? "" : ", ") + nodes_[i]->address();
   }
   if (!awaited.empty()) {
-    awaited =
-        "these lock nodes look new (no record of any grant, and the token store is new), "
-        "and " +
-        awaited + " has not answered yet. " +
-        (options_.new_lock_nodes
-             ? "With --new-lock-nodes a majority begins " +
-                   std::to_string(NodeTrust::kBirthGrace.count() / 1000) +
-                   " s after the first node answered"
-             : "A new cluster's first start waits for every node: one that does not "
-               "answer may hold the history of a deployment the others lost. If these "
-               "nodes are new, start once with --new-lock-nodes to begin on a majority");
+    awaited = "no lock node that answered has a record of any grant, and " + awaited +
+              " has not answered yet. " + birth_wait_reason(*deadline);
   }
   std::lock_guard<std::mutex> lock(refusals_mutex_);
   awaiting_birth_ = std::move(awaited);
+}
+
+std::string EngineCore::birth_wait_reason(NodeTrust::Clock::time_point deadline) const {
+  const auto seconds = [](std::chrono::milliseconds ms) {
+    return std::to_string(ms.count() / 1000);
+  };
+  if (deadline != Clock::time_point::max()) {
+    return "With --new-lock-nodes and a new token store, a majority begins " +
+           seconds(NodeTrust::kBirthGrace) + " s after the start";
+  }
+  if (!options_.new_lock_nodes) {
+    return "A new cluster's first start waits for every node: one that does not answer may hold "
+           "a history the others lost. If these nodes are new, start once with --new-lock-nodes "
+           "to begin on a majority";
+  }
+  if (tokens_ != nullptr && tokens_->has_history()) {
+    return "--new-lock-nodes lets a majority begin only with a new token store, and this one has "
+           "handed out tokens: every node must answer";
+  }
+  return "--new-lock-nodes lets a majority begin only within " +
+         seconds(2 * NodeTrust::kBirthGrace) + " s of the start: now every node must answer";
 }
 
 void EngineCore::refresh_voting_count() {

@@ -49,6 +49,7 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   if (!handshake.durable) n.not_durable = handshake.run_id;
 
   if (settings_.enabled) note_loss_evidence(n, handshake, lossy_restart, now);
+  majority_lapsed_ = majority_lapsed_ || now >= settings_.started + 2 * kBirthGrace;
 
   std::vector<std::size_t> admitted;
   if (n.trusted) return admitted;
@@ -195,12 +196,15 @@ std::vector<std::size_t> NodeTrust::admit_born() {
       nodes_[i].fences_missing = false;
       admitted.push_back(i);
     }
+    born_on_majority_ = born_on_majority_ || !nodes_[i].seen;
   }
   return admitted;
 }
 
 std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
-  if (settings_.enabled && birth_possible(now)) return admit_born();
+  const bool birth = settings_.enabled && birth_possible(now);
+  majority_lapsed_ = majority_lapsed_ || now >= settings_.started + 2 * kBirthGrace;
+  if (birth) return admit_born();
   std::vector<std::size_t> admitted;
   const auto window_now = window();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -214,22 +218,32 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
 }
 
 std::optional<NodeTrust::Clock::time_point> NodeTrust::birth_deadline() const {
-  if (!settings_.enabled || history_seen_ || settings_.store_has_history || !first_seen_)
+  if (!settings_.enabled || history_seen_ || store_has_history() || !first_seen_)
     return std::nullopt;
   // A suspect node means the cluster had a history, whatever the markers say.
   const bool fresh = std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
     return !n.seen || (n.admitted.empty() && n.tainted.empty());
   });
   if (!fresh) return std::nullopt;
-  return settings_.nodes_new ? *first_seen_ + kBirthGrace : Clock::time_point::max();
+  const bool majority_later =
+      settings_.nodes_new && !settings_.store_has_history && !majority_lapsed_;
+  return majority_later ? settings_.started + kBirthGrace : Clock::time_point::max();
+}
+
+bool NodeTrust::majority_window(Clock::time_point now) const {
+  return settings_.nodes_new && !settings_.store_has_history &&
+         now >= settings_.started + kBirthGrace && now < settings_.started + 2 * kBirthGrace;
+}
+
+bool NodeTrust::majority_birth(Clock::time_point now) const {
+  return born_on_majority_ || (!settings_.enabled && majority_window(now));
 }
 
 bool NodeTrust::birth_possible(Clock::time_point now) const {
-  const auto deadline = birth_deadline();
-  if (!deadline) return false;
+  if (!birth_deadline()) return false;
   const auto seen = static_cast<std::size_t>(
       std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.seen; }));
-  return seen == nodes_.size() || (seen >= nodes_.size() / 2 + 1 && now >= *deadline);
+  return seen == nodes_.size() || (seen >= nodes_.size() / 2 + 1 && majority_window(now));
 }
 
 void NodeTrust::lose_fences(Node& n, bool evident) {

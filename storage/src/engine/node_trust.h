@@ -29,10 +29,12 @@
 //      nodes, so all are admitted at once (a cold start is not a 24 h wait). A store with a
 //      history says the nodes had one too: every node lost its data at once (a majority, while
 //      the rest were away and came back empty), and leases granted before may still be live.
-//      Every node must answer because a silent one may hold another deployment's history that the
-//      answering ones lost. On the operator's word that the nodes are new (Settings::nodes_new),
-//      a majority is enough once kBirthGrace has passed since the first answer; a node that
-//      answers after the birth is not part of it and waits out the window.
+//      Every node must answer because a silent one may hold a history that the answering ones
+//      lost (a live lease, a binding to the token store, a mark). On the operator's word that the
+//      nodes are new (Settings::nodes_new), with a token store that is new as well, a majority is
+//      enough between kBirthGrace and twice that after the engine started: the word is about the
+//      nodes as they were at the start, and a restart with the same word after a grant finds the
+//      store's history. A node that answers after such a birth waits out the window.
 //   Otherwise the node is quarantined until 3 holds. A restart the engine saw itself (the run_id
 //   changed across a reconnect) also starts the window from that moment (at least as long as the
 //   uptime says).
@@ -80,15 +82,16 @@ class NodeTrust {
     std::chrono::milliseconds max_ttl{3'600'000};  // this engine's longest grant
     double drift_factor = 0.01;
     bool enabled = true;  // false: every node votes as soon as it answers
-    // The token store handed out tokens before (TokenSource::has_history), and the operator did
-    // not say the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 does not apply.
+    // The token store handed out tokens before (TokenSource::has_history, as it opened).
     bool store_has_history = false;
-    // The operator says the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 needs only
-    // a majority, after kBirthGrace.
+    // The operator says the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 applies
+    // whatever the store's history, and needs only a majority with a new store, for a while.
     bool nodes_new = false;
+    Clock::time_point started{};  // when the engine started
   };
 
-  // How long a new cluster's birth on a majority waits for the other nodes (rule 4).
+  // How long after the start a birth on a majority waits for the other nodes (rule 4); it is
+  // possible until twice that.
   static constexpr std::chrono::milliseconds kBirthGrace{5000};
 
   // What one handshake showed.
@@ -126,6 +129,9 @@ class NodeTrust {
   // another node answering (time_point::max(): only once every node answered). nullopt once a
   // birth is out of the question (a history was seen) or happened.
   std::optional<Clock::time_point> birth_deadline() const;
+  // Whether the registry may bind the nodes on a voting majority's word (instance_registry.h): the
+  // nodes were born on a majority here, or (without quarantine) could be at `now`.
+  bool majority_birth(Clock::time_point now) const;
 
   // Node `node`, in incarnation `run_id`, runs settings under which it may drop keys (it is
   // refused): it does not vote, and its quarantine starts only when it is next seen without them.
@@ -178,7 +184,8 @@ class NodeTrust {
   const std::string& run_id(std::size_t node) const { return nodes_.at(node).run_id; }
   bool seen(std::size_t node) const { return nodes_.at(node).seen; }
 
-  bool store_has_history() const { return settings_.store_has_history; }
+  // The store's history counts against the nodes (not when the operator says they are new).
+  bool store_has_history() const { return settings_.store_has_history && !settings_.nodes_new; }
   // The longest ttl any engine may grant, as known: the largest max ttl read from any marker (and
   // this engine's own), or kTtlBound until a marker that kept its history was read (again, after
   // forget_longest_ttl()).
@@ -205,6 +212,8 @@ class NodeTrust {
   };
 
   bool birth_possible(Clock::time_point now) const;
+  // The operator's word with a new store, and `now` within the window after the start (rule 4).
+  bool majority_window(Clock::time_point now) const;
   // Admits every node seen and not trusted yet (a birth).
   std::vector<std::size_t> admit_born();
   // What `handshake` (and, `lossy_restart`, the incarnation it ended) says about keys node `n`
@@ -223,6 +232,8 @@ class NodeTrust {
   std::chrono::milliseconds longest_ttl_;
   bool history_seen_ = false;                    // some marker named an admitted run_id
   std::optional<Clock::time_point> first_seen_;  // the first handshake observed
+  bool majority_lapsed_ = false;                 // majority_window() has passed, as last seen
+  bool born_on_majority_ = false;                // a birth admitted fewer than every node
   // longest_ttl_ covers every ttl granted so far: a marker with a history was read (or a node
   // admitted) since the start or the last forget_longest_ttl().
   bool ttl_known_ = false;

@@ -242,6 +242,35 @@ TEST_CASE("fresh nodes with one silent: a majority begins only on the operator's
     SyncRedis late(cluster.node(2).port());
     CHECK(late.command({"HEXISTS", "fencelock:#node", "admitted:fencelock:lock:"}).integer == 0);
   }
+  // Review of #33 (H1 a): restarted with the same word after a grant, while the node that holds
+  // the lease is silent and another lost it.
+  SECTION("with it, a restart after a grant does not begin on a majority again") {
+    TempDir dir;
+    auto with_store = options_with_tokens(cluster, "");
+    with_store.max_ttl = 60s;
+    with_store.new_lock_nodes = true;
+    const auto file = dir.path() / "tokens.db";
+    cluster.node(2).pause();
+    Lease holder;
+    {
+      EngineUnderTest a(with_store, sqlite_tokens_one_at_a_time(file), nullptr, false);
+      a.wait_until_granting(15s);
+      auto lease = a.acquire("vault", 30s);
+      REQUIRE(lease.ok());
+      holder = std::move(lease).value();
+    }
+    cluster.node(0).restart(/*keep_data=*/false);
+    cluster.node(1).pause();
+    cluster.node(2).resume();
+    EngineUnderTest again(with_store, sqlite_tokens_one_at_a_time(file), nullptr, false);
+    again.wait_until([&] { return again.node_up(0) && again.node_up(2); });
+    std::this_thread::sleep_for(NodeTrust::kBirthGrace + 500ms);
+    CHECK(again.engine().voting_nodes() == 0);
+    CHECK_FALSE(again.acquire("vault", 1s).ok());
+    CHECK_THAT(*again.engine().grant_refusal(), Catch::Contains("only with a new token store"));
+    CHECK(Clock::now() < holder.valid_until());
+    cluster.node(1).resume();
+  }
   SECTION(
       "with it, a silent node that holds another store's binding stops grants once it answers") {
     REQUIRE(SyncRedis(cluster.node(2).port())

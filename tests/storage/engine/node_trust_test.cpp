@@ -46,6 +46,7 @@ TEST_CASE("a new cluster is born on a majority only on the operator's word, afte
           "[storage]") {
   NodeTrust::Settings word = settings();
   word.nodes_new = GENERATE(false, true);
+  word.started = t0;
   CAPTURE(word.nodes_new);
   NodeTrust trust(3, word);
   CHECK(trust.observe(0, node("a", 1s), t0).empty());
@@ -59,7 +60,7 @@ TEST_CASE("a new cluster is born on a majority only on the operator's word, afte
     CHECK(*trust.quarantined_until(0) >= t0 + NodeTrust::kTtlBound);
     return;
   }
-  CHECK(*deadline == t0 + NodeTrust::kBirthGrace);  // from the first answer
+  CHECK(*deadline == t0 + NodeTrust::kBirthGrace);  // from the start
   CHECK(*trust.quarantined_until(0) == *deadline);  // the engine's timer looks again then
   CHECK(trust.refresh(*deadline - 1ms).empty());
   CHECK(trust.refresh(*deadline) == std::vector<std::size_t>{0, 1});
@@ -76,6 +77,7 @@ TEST_CASE("on the operator's word, one answer is no majority, and a marked node 
           "[storage]") {
   NodeTrust::Settings word = settings();
   word.nodes_new = true;
+  word.started = t0;
   SECTION("one of three answered") {
     NodeTrust trust(3, word);
     CHECK(trust.observe(0, node("a", 1s), t0).empty());
@@ -91,6 +93,42 @@ TEST_CASE("on the operator's word, one answer is no majority, and a marked node 
     CHECK_FALSE(trust.birth_deadline().has_value());
     CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
     CHECK_FALSE(trust.voting(0, t0 + NodeTrust::kBirthGrace + 1s));
+  }
+}
+
+// Review of #33 (H1): the word is about the nodes at the start. A restart with the same word after
+// a grant, or a majority that answers only later, may meet nodes that lost a live lease since.
+TEST_CASE("the operator's word begins a majority only with a new store, soon after the start",
+          "[storage]") {
+  NodeTrust::Settings word = settings();
+  word.nodes_new = true;
+  word.started = t0;
+  SECTION("a store with a history: every node must answer, as without the word") {
+    word.store_has_history = true;
+    NodeTrust trust(3, word);
+    CHECK(trust.observe(0, node("a", 1s), t0).empty());
+    CHECK(trust.observe(1, node("b", 1s), t0).empty());
+    CHECK(*trust.birth_deadline() == steady_clock::time_point::max());
+    CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
+    CHECK_FALSE(trust.majority_birth(t0 + NodeTrust::kBirthGrace + 1s));
+    // Every node answering is still a new cluster on the word (rule 4 without the history).
+    CHECK(trust.observe(2, node("c", 1s), t0 + 7s) == std::vector<std::size_t>{0, 1, 2});
+  }
+  SECTION("a majority that answers after twice the grace waits for every node") {
+    NodeTrust trust(3, word);
+    CHECK(trust.observe(0, node("a", 1s), t0 + 3s).empty());
+    CHECK(trust.observe(1, node("b", 1s), t0 + 2 * NodeTrust::kBirthGrace).empty());
+    CHECK(*trust.birth_deadline() == steady_clock::time_point::max());
+    CHECK(trust.refresh(t0 + 1h).empty());
+    CHECK(trust.observe(2, node("c", 1s), t0 + 1h) == std::vector<std::size_t>{0, 1, 2});
+    CHECK_FALSE(trust.majority_birth(t0 + 1h));  // every node answered: an ordinary birth
+  }
+  SECTION("without quarantine the registry may bind on a majority only within the window") {
+    word.enabled = false;
+    NodeTrust trust(3, word);
+    CHECK_FALSE(trust.majority_birth(t0 + 1s));
+    CHECK(trust.majority_birth(t0 + NodeTrust::kBirthGrace));
+    CHECK_FALSE(trust.majority_birth(t0 + 2 * NodeTrust::kBirthGrace));
   }
 }
 
