@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "fencelock/api_paths.h"
 #include "fencelock/host_port.h"
 #include "fencelock/names.h"
 #include "fencelock/wire_error.h"
@@ -279,13 +280,14 @@ Result<std::vector<std::uint64_t>> tokens_of(const json& body,
 std::string target_of(const Lease& lease, bool extend) {
   switch (lease.kind()) {
     case LeaseKind::kSet:
-      return extend ? "/v1/locks:extend" : "/v1/locks";
+      return std::string(extend ? api_paths::kLockSetExtend : api_paths::kLockSet);
     case LeaseKind::kPermit:
-      return "/v1/semaphores/" + lease.name() + (extend ? "/extend" : "");
+      return api_paths::expand(extend ? api_paths::kSemaphoreExtend : api_paths::kSemaphore,
+                               lease.name());
     case LeaseKind::kLock:
       break;
   }
-  return "/v1/locks/" + lease.name() + (extend ? "/extend" : "");
+  return api_paths::expand(extend ? api_paths::kLockExtend : api_paths::kLock, lease.name());
 }
 
 }  // namespace
@@ -443,9 +445,9 @@ Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseco
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   if (auto valid = check_acquire(ttl, wait); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto parsed = expect_object(
-      impl_->call("POST", "/v1/locks/" + std::string(name), acquire_body(ttl, wait, owner).dump(),
-                  Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
+  auto parsed = expect_object(impl_->call(
+      "POST", api_paths::expand(api_paths::kLock, name), acquire_body(ttl, wait, owner).dump(),
+      Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto token = field<std::uint64_t>(parsed.value(), "token");
   if (!token.ok()) return std::move(token).error();
@@ -464,8 +466,8 @@ Result<Lease> Client::acquire_set(const std::vector<std::string>& names, millise
   body["names"] = sorted.value();
   Clock::time_point sent_at;
   auto parsed =
-      expect_object(impl_->call("POST", "/v1/locks", body.dump(), Impl::Retry::kOnlyIfUndelivered,
-                                wait, std::nullopt, sent_at));
+      expect_object(impl_->call("POST", std::string(api_paths::kLockSet), body.dump(),
+                                Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto tokens = tokens_of(parsed.value(), sorted.value());
   if (!tokens.ok()) return std::move(tokens).error();
@@ -485,7 +487,7 @@ Result<Lease> Client::acquire_permit(std::string_view name, std::uint32_t permit
   body["permits"] = permits;
   Clock::time_point sent_at;
   auto parsed =
-      expect_object(impl_->call("POST", "/v1/semaphores/" + std::string(name), body.dump(),
+      expect_object(impl_->call("POST", api_paths::expand(api_paths::kSemaphore, name), body.dump(),
                                 Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto token = field<std::uint64_t>(parsed.value(), "token");
@@ -529,7 +531,7 @@ Result<SemaphoreStatus> Client::semaphore_status(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
   auto parsed =
-      expect_object(impl_->call("GET", "/v1/semaphores/" + std::string(name), {},
+      expect_object(impl_->call("GET", api_paths::expand(api_paths::kSemaphore, name), {},
                                 Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto permits = field<std::uint32_t>(parsed.value(), "permits");
@@ -543,8 +545,8 @@ Result<LockStatus> Client::status(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
   auto parsed =
-      expect_object(impl_->call("GET", "/v1/locks/" + std::string(name), {}, Impl::Retry::kSafe,
-                                milliseconds(0), std::nullopt, sent_at));
+      expect_object(impl_->call("GET", api_paths::expand(api_paths::kLock, name), {},
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   auto last = field<std::uint64_t>(parsed.value(), "last_token");
   if (!last.ok()) return std::move(last).error();
@@ -561,8 +563,8 @@ Result<std::uint64_t> Client::next_token(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
   auto parsed =
-      expect_object(impl_->call("POST", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe,
-                                milliseconds(0), std::nullopt, sent_at));
+      expect_object(impl_->call("POST", api_paths::expand(api_paths::kToken, name), {},
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   return field<std::uint64_t>(parsed.value(), "token");
 }
@@ -571,8 +573,8 @@ Result<std::uint64_t> Client::current_token(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
   auto parsed =
-      expect_object(impl_->call("GET", "/v1/tokens/" + std::string(name), {}, Impl::Retry::kSafe,
-                                milliseconds(0), std::nullopt, sent_at));
+      expect_object(impl_->call("GET", api_paths::expand(api_paths::kToken, name), {},
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   return field<std::uint64_t>(parsed.value(), "token");
 }

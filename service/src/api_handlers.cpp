@@ -1,9 +1,11 @@
 #include "api_handlers.h"
 
+#include <algorithm>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "answer_json.h"
+#include "fencelock/api_paths.h"
 #include "fencelock/names.h"
 #include "handler_support.h"
 #include "lease_codec.h"
@@ -24,36 +26,6 @@ std::string lease_body(const std::string& name, const std::string& lease, std::u
                        std::chrono::milliseconds ttl, std::chrono::milliseconds validity,
                        std::optional<std::chrono::milliseconds> waited = std::nullopt) {
   return lease_answer_json(name, lease, token, ttl, validity, waited);
-}
-
-// The right a route needs (auth/api_keys.h); 0 for health, readiness, metrics and the API's own
-// description (public: it holds nothing a key protects).
-std::uint8_t required_right(Route route) {
-  switch (route) {
-    case Route::kAcquire:
-    case Route::kExtend:
-    case Route::kRelease:
-    case Route::kAcquireSet:
-    case Route::kExtendSet:
-    case Route::kReleaseSet:
-    case Route::kAcquirePermit:
-    case Route::kExtendPermit:
-    case Route::kReleasePermit:
-      return kRightLock;
-    case Route::kLockStatus:
-    case Route::kCurrentToken:
-    case Route::kSemaphoreStatus:
-      return kRightRead;
-    case Route::kNextToken:
-      return kRightToken;
-    default:
-      return 0;
-  }
-}
-
-// The routes whose names are in the body (a lock set) rather than in the path.
-bool names_in_body(Route route) {
-  return route == Route::kAcquireSet || route == Route::kExtendSet || route == Route::kReleaseSet;
 }
 
 ApiResponse denial_response(const Authorizer::Decision& decision) {
@@ -115,30 +87,62 @@ ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit,
   return error_response(ApiError::kInvalidRequest, "malformed HTTP request");
 }
 
-const std::array<RouteEntry<ApiHandlers::Handler>, ApiHandlers::kRoutes>& ApiHandlers::routes() {
-  static const std::array<RouteEntry<Handler>, kRoutes> table{{
-      {Method::kPost, "/v1/locks/{name}/extend", Route::kExtend, &ApiHandlers::extend},
-      {Method::kPost, "/v1/locks/{name}", Route::kAcquire, &ApiHandlers::acquire},
-      {Method::kDelete, "/v1/locks/{name}", Route::kRelease, &ApiHandlers::release},
-      {Method::kGet, "/v1/locks/{name}", Route::kLockStatus, &ApiHandlers::lock_status},
-      {Method::kPost, "/v1/tokens/{name}", Route::kNextToken, &ApiHandlers::next_token},
-      {Method::kGet, "/v1/tokens/{name}", Route::kCurrentToken, &ApiHandlers::current_token},
-      {Method::kGet, "/healthz", Route::kHealthz, &ApiHandlers::healthz},
-      {Method::kGet, "/readyz", Route::kReadyz, &ApiHandlers::readyz},
-      {Method::kGet, "/metrics", Route::kMetrics, &ApiHandlers::metrics},
-      {Method::kGet, "/v1/openapi.json", Route::kOpenApi, &ApiHandlers::openapi},
-      {Method::kPost, "/v1/locks", Route::kAcquireSet, &ApiHandlers::acquire_set},
-      {Method::kDelete, "/v1/locks", Route::kReleaseSet, &ApiHandlers::release_set},
-      {Method::kPost, "/v1/locks:extend", Route::kExtendSet, &ApiHandlers::extend_set},
-      {Method::kPost, "/v1/semaphores/{name}/extend", Route::kExtendPermit,
-       &ApiHandlers::extend_permit},
-      {Method::kPost, "/v1/semaphores/{name}", Route::kAcquirePermit, &ApiHandlers::acquire_permit},
-      {Method::kDelete, "/v1/semaphores/{name}", Route::kReleasePermit,
-       &ApiHandlers::release_permit},
-      {Method::kGet, "/v1/semaphores/{name}", Route::kSemaphoreStatus,
-       &ApiHandlers::semaphore_status},
+const ApiHandlers::RouteTable& ApiHandlers::routes() {
+  namespace paths = api_paths;
+  using A = ApiHandlers;
+  // The first fitting row wins: "/v1/locks/{name}/extend" before "/v1/locks/{name}".
+  static const RouteTable table{{
+      {Route::kExtend, Method::kPost, paths::kLockExtend, "extend", kRightLock, false, false,
+       &A::extend},
+      {Route::kAcquire, Method::kPost, paths::kLock, "acquire", kRightLock, false, false,
+       &A::acquire},
+      {Route::kRelease, Method::kDelete, paths::kLock, "release", kRightLock, false, false,
+       &A::release},
+      {Route::kLockStatus, Method::kGet, paths::kLock, "lock_status", kRightRead, false, false,
+       &A::lock_status},
+      {Route::kNextToken, Method::kPost, paths::kToken, "next_token", kRightToken, false, false,
+       &A::next_token},
+      {Route::kCurrentToken, Method::kGet, paths::kToken, "current_token", kRightRead, false, false,
+       &A::current_token},
+      {Route::kHealthz, Method::kGet, paths::kHealthz, "healthz", 0, false, true, &A::healthz},
+      {Route::kReadyz, Method::kGet, paths::kReadyz, "readyz", 0, false, true, &A::readyz},
+      {Route::kMetrics, Method::kGet, paths::kMetrics, "metrics", 0, false, true, &A::metrics},
+      {Route::kOpenApi, Method::kGet, paths::kOpenApi, "openapi", 0, false, false, &A::openapi},
+      {Route::kAcquireSet, Method::kPost, paths::kLockSet, "acquire_set", kRightLock, true, false,
+       &A::acquire_set},
+      {Route::kReleaseSet, Method::kDelete, paths::kLockSet, "release_set", kRightLock, true, false,
+       &A::release_set},
+      {Route::kExtendSet, Method::kPost, paths::kLockSetExtend, "extend_set", kRightLock, true,
+       false, &A::extend_set},
+      {Route::kExtendPermit, Method::kPost, paths::kSemaphoreExtend, "extend_permit", kRightLock,
+       false, false, &A::extend_permit},
+      {Route::kAcquirePermit, Method::kPost, paths::kSemaphore, "acquire_permit", kRightLock, false,
+       false, &A::acquire_permit},
+      {Route::kReleasePermit, Method::kDelete, paths::kSemaphore, "release_permit", kRightLock,
+       false, false, &A::release_permit},
+      {Route::kSemaphoreStatus, Method::kGet, paths::kSemaphore, "semaphore_status", kRightRead,
+       false, false, &A::semaphore_status},
   }};
   return table;
+}
+
+const ApiHandlers::RouteEntryType* ApiHandlers::route_entry(Route route) noexcept {
+  for (const RouteEntryType& entry : routes()) {
+    if (entry.route == route) return &entry;
+  }
+  return nullptr;
+}
+
+bool ApiHandlers::is_probe(Method method, std::string_view target) noexcept {
+  const std::string_view path = origin_path(target);
+  return std::any_of(routes().begin(), routes().end(), [&](const RouteEntryType& entry) {
+    return entry.probe && entry.method == method && entry.pattern == path;
+  });
+}
+
+std::string_view route_label(Route route) noexcept {
+  const auto* entry = ApiHandlers::route_entry(route);
+  return entry != nullptr ? entry->label : "not_found";
 }
 
 ApiHandlers::Screened ApiHandlers::screen(Method method, std::string_view target,
@@ -181,10 +185,10 @@ ApiHandlers::Screened ApiHandlers::screen(Method method, std::string_view target
   screened.authorization = authorization;
   // A lock set's names are in its body: the key is found, its right checked and its rate taken
   // now; its names are checked once the body is read (dispatch()).
-  const std::uint8_t right = required_right(screened.route);
+  const std::uint8_t right = match.entry->right;
   if (authorizer_ == nullptr) {
     screened.decision.allowed = true;
-  } else if (names_in_body(screened.route)) {
+  } else if (match.entry->names_in_body) {
     screened.decision = authorizer_->authenticate(right, authorization, Authorizer::Clock::now());
   } else {
     screened.decision =
@@ -212,11 +216,12 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::str
     reply(*screened.answer);
     return dispatched;
   }
+  const RouteEntryType& entry = routes()[screened.entry];
   const Authorizer::Decision* decision = &screened.decision;
   Authorizer::Decision again;  // the keys were reloaded while the body arrived: decided anew
   if (authorizer_ != nullptr && authorizer_->replaced_since(screened.decision)) {
-    again = authorizer_->identify(required_right(screened.route), screened.authorization);
-    if (!names_in_body(screened.route)) again = Authorizer::check_name(again, screened.name);
+    again = authorizer_->identify(entry.right, screened.authorization);
+    if (!entry.names_in_body) again = Authorizer::check_name(again, screened.name);
     if (!again.allowed) {
       reply(denial_response(again));
       return dispatched;
@@ -224,7 +229,7 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::str
     decision = &again;
   }
   // A lock set's names are in its body; the key needs its right on every one of them.
-  if (names_in_body(screened.route)) {
+  if (entry.names_in_body) {
     auto names = parse_set_names(body);
     if (!names.ok()) {
       reply(from_storage_error(names.error()));
@@ -250,8 +255,8 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::str
   // handed-on one answer too, the connection keeps only the first answer.
   const Reply fallback = reply;
   try {
-    dispatched.cancel = (this->*(routes()[screened.entry].handler))(
-        Call{screened.name, body, key_id, decision->usage}, std::move(reply));
+    dispatched.cancel = (this->*(entry.handler))(Call{screened.name, body, key_id, decision->usage},
+                                                 std::move(reply));
   } catch (const std::exception& e) {
     log_event(LogLevel::kError, "internal_error",
               {{"route", route_label(dispatched.route)}, {"what", e.what()}});

@@ -126,14 +126,6 @@ class ApiHandlers {
     return waiting_acquires_.load(std::memory_order_relaxed);
   }
 
-  // {"error": {"code": ..., "message": ...}} with the error's status.
-  static ApiResponse error_response(ApiError error, std::string_view message,
-                                    std::optional<std::int64_t> retry_after_ms = std::nullopt);
-  // The answer to a request that could not be read as one (`body_limit` words the 413).
-  static ApiResponse refuse(RequestFault fault, std::size_t body_limit,
-                            std::string_view detail = {});
-
- private:
   // One authorized request as a handler sees it.
   struct Call {
     std::string_view name;  // the {name} of the route, "" for routes without one
@@ -142,9 +134,24 @@ class ApiHandlers {
     std::shared_ptr<KeyUsage> usage;  // the key's caps and counters, if it has caps
   };
   using Handler = Cancel (ApiHandlers::*)(const Call& call, Reply reply);
-  static constexpr std::size_t kRoutes = 17;
-  static const std::array<RouteEntry<Handler>, kRoutes>& routes();
 
+  // The route table (router.h): every route of API v1 once, kNotFound aside.
+  using RouteEntryType = RouteEntry<Handler>;
+  using RouteTable = std::array<RouteEntryType, kRouteCount - 1>;
+  static const RouteTable& routes();
+  // `route`'s row; nullptr for kNotFound.
+  static const RouteEntryType* route_entry(Route route) noexcept;
+  // Whether a request is a probe (health, readiness, metrics): served over the connection cap.
+  static bool is_probe(Method method, std::string_view target) noexcept;
+
+  // {"error": {"code": ..., "message": ...}} with the error's status.
+  static ApiResponse error_response(ApiError error, std::string_view message,
+                                    std::optional<std::int64_t> retry_after_ms = std::nullopt);
+  // The answer to a request that could not be read as one (`body_limit` words the 413).
+  static ApiResponse refuse(RequestFault fault, std::size_t body_limit,
+                            std::string_view detail = {});
+
+ private:
   Cancel acquire(const Call& call, Reply reply);
   Cancel extend(const Call& call, Reply reply);
   Cancel release(const Call& call, Reply reply);

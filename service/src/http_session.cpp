@@ -85,12 +85,6 @@ std::string_view trimmed(std::string_view text) {
   return text;
 }
 
-// Health, readiness and metrics: what a connection over the cap may still ask.
-bool is_probe(http::verb verb, std::string_view target) {
-  const std::string_view path = origin_path(target);
-  return verb == http::verb::get && (path == "/healthz" || path == "/readyz" || path == "/metrics");
-}
-
 // The client closed the connection, it timed out, or the TLS layer broke: nothing to answer.
 bool is_gone(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == beast::error::timeout ||
@@ -444,7 +438,7 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   }
   const bool has_body = parser_->chunked() || body > 0;
   keep_alive_ = header.keep_alive() && !health_only_;
-  if (health_only_ && !is_probe(header.method(), header.target())) {
+  if (health_only_ && !ApiHandlers::is_probe(method_of(header.method()), header.target())) {
     host_->count_refused_request();
     return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
                                                  "too many open connections (--max-connections)"));

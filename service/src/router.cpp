@@ -6,48 +6,6 @@
 
 namespace fencelock::service {
 
-std::string_view route_label(Route route) noexcept {
-  switch (route) {
-    case Route::kAcquire:
-      return "acquire";
-    case Route::kExtend:
-      return "extend";
-    case Route::kRelease:
-      return "release";
-    case Route::kLockStatus:
-      return "lock_status";
-    case Route::kNextToken:
-      return "next_token";
-    case Route::kCurrentToken:
-      return "current_token";
-    case Route::kHealthz:
-      return "healthz";
-    case Route::kReadyz:
-      return "readyz";
-    case Route::kMetrics:
-      return "metrics";
-    case Route::kOpenApi:
-      return "openapi";
-    case Route::kAcquireSet:
-      return "acquire_set";
-    case Route::kExtendSet:
-      return "extend_set";
-    case Route::kReleaseSet:
-      return "release_set";
-    case Route::kAcquirePermit:
-      return "acquire_permit";
-    case Route::kExtendPermit:
-      return "extend_permit";
-    case Route::kReleasePermit:
-      return "release_permit";
-    case Route::kSemaphoreStatus:
-      return "semaphore_status";
-    case Route::kNotFound:
-      return "not_found";
-  }
-  return "not_found";
-}
-
 std::string_view method_name(Method method) noexcept {
   switch (method) {
     case Method::kGet:

@@ -1,6 +1,8 @@
-// The route table of API v1 is data: each entry maps (method, path pattern) to a route label and
-// a handler, and is the only place that does (ApiHandlers owns the table). match_route() is the
-// one place that decides found / 404 / 405 / bad name.
+// The route table of API v1 is data: one row per route says its method, path pattern
+// (fencelock/api_paths.h), label, the API key right it needs, where its names are, whether it is a
+// probe, and its handler. ApiHandlers::routes() is that table and the only place a route is
+// described; the metrics' labels, authorization, the connection cap's probes and 404/405 all
+// read it. match_route() is the one place that decides found / 404 / 405 / bad name.
 //
 // A pattern is a literal path or has one "{name}" segment ("/v1/locks/{name}/extend"); {name}
 // never contains '/' and must be a valid lock name (fencelock/names.h), else the match is kBadName.
@@ -8,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,9 +25,13 @@ std::string_view method_name(Method method) noexcept;
 
 template <class Handler>
 struct RouteEntry {
+  Route route = Route::kNotFound;
   Method method = Method::kOther;
   std::string_view pattern;
-  Route route = Route::kNotFound;
+  std::string_view label;      // in the request log and the metrics
+  std::uint8_t right = 0;      // the API key right it needs (auth/api_keys.h); 0: public
+  bool names_in_body = false;  // its names are in the body (a lock set), not in the path
+  bool probe = false;          // health, readiness, metrics: served over the connection cap
   Handler handler{};
 };
 
