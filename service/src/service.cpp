@@ -116,6 +116,9 @@ class CountingTokenSource final : public storage::TokenSource {
     inner_->skip_past(name, seen);
   }
   bool has_history() const override { return inner_->has_history(); }
+  storage::TokenTraits traits() const override { return inner_->traits(); }
+  bool ready() const override { return inner_->ready(); }
+  void stop() override { inner_->stop(); }
   std::uint64_t draw_errors() const noexcept {
     return draw_errors_->load(std::memory_order_relaxed);
   }
@@ -124,15 +127,6 @@ class CountingTokenSource final : public storage::TokenSource {
   std::shared_ptr<storage::TokenSource> inner_;
   std::shared_ptr<std::atomic<std::uint64_t>> draw_errors_ =
       std::make_shared<std::atomic<std::uint64_t>>(0);
-};
-
-struct OpenedTokens {
-  std::shared_ptr<storage::TokenSource> source;
-  std::shared_ptr<storage::RedisTokenSource> redis;  // set for the Redis backend
-  std::shared_ptr<storage::EtcdTokenSource> etcd;    // set for the etcd backend
-  std::string label;
-  std::string exclusive_id;  // set for a store only this process draws from (EngineOptions)
-  std::string shared_id;     // set for a shared store with an id of its own (EngineOptions)
 };
 
 // Redis credentials: the user from its flag, the password from its file (one line; a trailing
@@ -173,26 +167,30 @@ Result<storage::RedisCredentials> redis_credentials(const std::string& user,
   return credentials;
 }
 
-Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& io) {
-  if (config.token_backend == TokenBackend::kSqlite) {
-    storage::SqliteTokenOptions options;
-    options.path = config.sqlite_path;
-    auto source = storage::SqliteTokenSource::open(options);
-    if (!source.ok()) return std::move(source).error();
-    // Per process: the engine refuses to grant while another instance shares the lock nodes.
-    return OpenedTokens{
-        source.value(), nullptr, nullptr, "sqlite", "sqlite:" + source.value()->store_id(), ""};
-  }
-  if (config.token_backend == TokenBackend::kEtcd) {
-    storage::EtcdTokenOptions options;
-    options.endpoints = config.etcd_endpoints;
-    options.key_prefix = config.etcd_prefix;
-    options.floor = config.etcd_floor;
-    options.timeout = config.token_timeout;
-    auto source = storage::EtcdTokenSource::create(io.get_executor(), options);
-    if (!source.ok()) return std::move(source).error();
-    return OpenedTokens{source.value(), nullptr, source.value(),
-                        "etcd",         "",      source.value()->identity()};
+// The one place that knows the backends: --tokens as a source. Everything else asks the source
+// (TokenSource::traits, ready, stop).
+Result<std::shared_ptr<storage::TokenSource>> open_tokens(const ServiceConfig& config,
+                                                          asio::io_context& io) {
+  switch (config.token_backend) {
+    case TokenBackend::kSqlite: {
+      storage::SqliteTokenOptions options;
+      options.path = config.sqlite_path;
+      auto source = storage::SqliteTokenSource::open(options);
+      if (!source.ok()) return std::move(source).error();
+      return std::shared_ptr<storage::TokenSource>(std::move(source).value());
+    }
+    case TokenBackend::kEtcd: {
+      storage::EtcdTokenOptions options;
+      options.endpoints = config.etcd_endpoints;
+      options.key_prefix = config.etcd_prefix;
+      options.floor = config.etcd_floor;
+      options.timeout = config.token_timeout;
+      auto source = storage::EtcdTokenSource::create(io.get_executor(), options);
+      if (!source.ok()) return std::move(source).error();
+      return std::shared_ptr<storage::TokenSource>(std::move(source).value());
+    }
+    case TokenBackend::kRedis:
+      break;
   }
   storage::RedisTokenOptions options;
   options.master = config.token_master;
@@ -210,7 +208,7 @@ Result<OpenedTokens> open_tokens(const ServiceConfig& config, asio::io_context& 
               {{"detail", source.value()->persistence_warning()},
                {"consequence", "fencing tokens may repeat after a counter crash"}});
   }
-  return OpenedTokens{source.value(), source.value(), nullptr, "redis", "", ""};
+  return std::shared_ptr<storage::TokenSource>(std::move(source).value());
 }
 
 // The Host names fencelockd answers to (browser_guard.h): --allowed-hosts, the listen address's
@@ -351,42 +349,32 @@ storage::Status run_service(const ServiceConfig& config) {
     tls.emplace(std::move(files), std::move(loaded).value());
   }
 
-  auto tokens = open_tokens(config, io);
-  if (!tokens.ok()) return std::move(tokens).error();
-  const auto counted_tokens = std::make_shared<CountingTokenSource>(tokens->source);
-  tokens->source = counted_tokens;
+  auto opened = open_tokens(config, io);
+  if (!opened.ok()) return std::move(opened).error();
+  const auto tokens = std::make_shared<CountingTokenSource>(std::move(opened).value());
+  const storage::TokenTraits traits = tokens->traits();
   storage::EngineOptions engine_options = config.engine;
   auto node_credentials =
       redis_credentials(config.redis_user, config.redis_password_file, "FENCELOCK_REDIS_PASSWORD");
   if (!node_credentials.ok()) return std::move(node_credentials).error();
   engine_options.credentials = std::move(node_credentials).value();
-  engine_options.exclusive_tokens = tokens->exclusive_id;
-  engine_options.shared_tokens = tokens->shared_id;
-  // What the lock nodes' token mark can check (engine_options.h).
-  engine_options.token_order = config.token_backend == TokenBackend::kEtcd
-                                   ? storage::EngineOptions::TokenOrder::kGlobal
-                               : config.token_backend == TokenBackend::kSqlite
-                                   ? storage::EngineOptions::TokenOrder::kAboveRestart
-                                   : storage::EngineOptions::TokenOrder::kPerName;
+  engine_options.exclusive_tokens = traits.exclusive_id;
+  engine_options.shared_tokens = traits.shared_id;
+  engine_options.token_order = traits.order;
 
   Metrics metrics;
   LoggingObserver observer(metrics);
   auto created = storage::RedlockEngine::create(io.get_executor(), std::move(engine_options),
-                                                tokens->source, &observer);
+                                                tokens, &observer);
   if (!created.ok()) return std::move(created).error();
   std::unique_ptr<storage::RedlockEngine> engine = std::move(created).value();
 
-  std::shared_ptr<storage::RedisTokenSource> redis_tokens = tokens->redis;
-  std::shared_ptr<storage::EtcdTokenSource> etcd_tokens = tokens->etcd;
   HttpServer* server_ptr = nullptr;
   ApiHandlers* handlers_ptr = nullptr;
-  const TokenReadiness token_ready = [redis_tokens, etcd_tokens] {
-    return (!redis_tokens || redis_tokens->epoch() >= 0) &&
-           (!etcd_tokens || !etcd_tokens->broken());
-  };
+  const TokenReadiness token_ready = [tokens] { return tokens->ready(); };
   ApiHandlers handlers(
-      *engine, tokens->source, tokens->label, token_ready,
-      [&metrics, &engine, &server_ptr, &handlers_ptr, token_ready, counted_tokens] {
+      *engine, tokens, traits.backend, token_ready,
+      [&metrics, &engine, &server_ptr, &handlers_ptr, token_ready, tokens] {
         std::vector<ExtraMetric> gauges;
         gauges.reserve(12);
         if (server_ptr != nullptr) {
@@ -423,7 +411,7 @@ storage::Status run_service(const ServiceConfig& config) {
                           token_ready() && !engine->grant_refusal() ? 1.0 : 0.0,
                           "1 if the token source can hand out fencing tokens now, else 0."});
         gauges.push_back({"fencelock_token_draw_errors_total",
-                          static_cast<double>(counted_tokens->draw_errors()),
+                          static_cast<double>(tokens->draw_errors()),
                           "Fencing token draws that failed (acquires and POST /v1/tokens)."});
         gauges.push_back({"fencelock_log_records_dropped_total",
                           static_cast<double>(log_records_dropped()),
@@ -470,7 +458,7 @@ storage::Status run_service(const ServiceConfig& config) {
   server_ptr = &server;
   if (auto listening = server.listen(); !listening.ok()) {
     engine->stop();
-    if (redis_tokens) redis_tokens->stop();
+    tokens->stop();
     io.run_for(std::chrono::seconds(1));
     return listening;
   }
@@ -505,7 +493,7 @@ storage::Status run_service(const ServiceConfig& config) {
     // holding the shutdown for their whole wait; operations in flight still finish.
     engine->stop();
     server.shutdown(config.shutdown_grace, [&] {
-      if (redis_tokens) redis_tokens->stop();
+      tokens->stop();
       // Whatever still holds the loop (a node's graceful close) gets a bounded moment, then stop.
       auto last_call = std::make_shared<asio::steady_timer>(
           io, 2 * config.engine.node_timeout + std::chrono::milliseconds(200));

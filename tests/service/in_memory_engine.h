@@ -30,6 +30,9 @@ class InMemoryTokens final : public storage::TokenSource {
     counter = std::max(counter, seen);
   }
   bool has_history() const override { return false; }
+  storage::TokenTraits traits() const override { return {}; }
+  bool ready() const override { return true; }
+  void stop() override {}
 
  private:
   std::map<std::string, std::uint64_t> counters_;

@@ -374,6 +374,10 @@ bool EtcdTokenSource::has_history() const {
   return impl_->has_history();
 }
 
+TokenTraits EtcdTokenSource::traits() const {
+  return {TokenTraits::Order::kGlobal, "etcd", "", identity()};
+}
+
 bool EtcdTokenSource::broken() const noexcept {
   return impl_->broken();
 }

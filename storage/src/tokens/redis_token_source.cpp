@@ -616,6 +616,9 @@ void RedisTokenSource::skip_past(std::string_view name, std::uint64_t seen) {
 bool RedisTokenSource::has_history() const {
   return impl_->has_history();
 }
+TokenTraits RedisTokenSource::traits() const {
+  return {TokenTraits::Order::kPerName, "redis", "", ""};
+}
 long long RedisTokenSource::epoch() const noexcept {
   return impl_->epoch();
 }

@@ -381,6 +381,9 @@ void SqliteTokenSource::skip_past(std::string_view name, std::uint64_t seen) {
 bool SqliteTokenSource::has_history() const {
   return impl_->has_history();
 }
+TokenTraits SqliteTokenSource::traits() const {
+  return {TokenTraits::Order::kAboveRestart, "sqlite", "sqlite:" + store_id(), ""};
+}
 TokenSourceStats SqliteTokenSource::stats() const {
   return impl_->stats();
 }

@@ -118,6 +118,9 @@ TEST_CASE("a grant whose token comes too late is abandoned and leaves no lock ke
     void current(std::string_view, Callback done) override { done(std::uint64_t{7}); }
     void skip_past(std::string_view, std::uint64_t) override {}
     bool has_history() const override { return false; }
+    TokenTraits traits() const override { return {}; }
+    bool ready() const override { return true; }
+    void stop() override {}
   };
   RedisCluster cluster(3);
   EngineUnderTest t(engine_options_for(cluster), std::make_shared<SlowTokens>());

@@ -46,6 +46,9 @@ class ScriptedTokens final : public TokenSource {
   void current(std::string_view, Callback done) override { done(std::uint64_t{0}); }
   void skip_past(std::string_view, std::uint64_t) override {}
   bool has_history() const override { return false; }
+  TokenTraits traits() const override { return {}; }
+  bool ready() const override { return true; }
+  void stop() override {}
   void answer_next(std::deque<std::uint64_t> values) {
     const std::lock_guard<std::mutex> guard(mutex_);
     values_ = std::move(values);

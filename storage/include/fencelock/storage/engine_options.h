@@ -11,6 +11,7 @@
 
 #include "fencelock/host_port.h"
 #include "fencelock/storage/result.h"
+#include "fencelock/storage/token_source.h"
 
 namespace fencelock::storage {
 
@@ -122,7 +123,7 @@ struct EngineOptions {
   //   kGlobal: every token is above every token handed out before its draw started, whatever the
   //     name (etcd's revision). A token not above the mark the engine knew when its draw started
   //     is refused, for good.
-  enum class TokenOrder { kPerName, kAboveRestart, kGlobal };
+  using TokenOrder = TokenTraits::Order;
   TokenOrder token_order = TokenOrder::kPerName;
 };
 

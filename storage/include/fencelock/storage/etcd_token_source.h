@@ -92,7 +92,7 @@ class EtcdTokenSource final : public TokenSource {
   bool broken() const noexcept;
 
   // Fails every waiting draw with kUnavailable and every later one too. Called by the destructor.
-  void stop();
+  void stop() override;
 
   // Errors: kUnavailable (no member answered in time, no leader, too many draws waiting, another
   // cluster behind the endpoint, etcd went back — see History above), kInternal (an answer that is
@@ -103,6 +103,9 @@ class EtcdTokenSource final : public TokenSource {
   void skip_past(std::string_view, std::uint64_t) override {}
   // True when a token was drawn under the prefix's history before this source started.
   bool has_history() const override;
+  // kGlobal, "etcd", shared_id identity().
+  TokenTraits traits() const override;
+  bool ready() const override { return !broken(); }
 
   class Impl;
 

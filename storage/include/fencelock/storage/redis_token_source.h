@@ -85,7 +85,7 @@ class RedisTokenSource final : public TokenSource {
   const std::string& persistence_warning() const noexcept;
 
   // Ends the connection; draws fail with kUnavailable afterwards. Called by the destructor.
-  void stop();
+  void stop() override;
 
   // Errors: kUnavailable (master down, reconnecting, slower than the timeout, or its epoch record
   // changed and could not be agreed on again — see above), kInternal (counter exhausted within
@@ -102,6 +102,10 @@ class RedisTokenSource final : public TokenSource {
   // counts as one found), or the epoch file held an epoch while the master had no epoch record
   // (it was wiped).
   bool has_history() const override;
+  // kPerName, "redis", the shared INCR store.
+  TokenTraits traits() const override;
+  // Connected with an epoch agreed.
+  bool ready() const override { return epoch() >= 0; }
 
   // The epoch in use, or -1 while (re)connecting. For tests and metrics.
   long long epoch() const noexcept;

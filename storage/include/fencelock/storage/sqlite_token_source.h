@@ -75,6 +75,11 @@ class SqliteTokenSource final : public TokenSource {
   void skip_past(std::string_view name, std::uint64_t seen) override;
   // True when the file had reserved a token before this open.
   bool has_history() const override;
+  // kAboveRestart, "sqlite", exclusive_id "sqlite:" + store_id().
+  TokenTraits traits() const override;
+  bool ready() const override { return true; }
+  // Nothing to stop: the file closes with the source.
+  void stop() override {}
 
   TokenSourceStats stats() const;
 

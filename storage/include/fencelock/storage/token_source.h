@@ -15,11 +15,28 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 
 #include "fencelock/storage/result.h"
 
 namespace fencelock::storage {
+
+// What a source says about its own tokens: how they are ordered, which store they come from and
+// whether other processes draw from it. The service fills EngineOptions' token_order,
+// exclusive_tokens and shared_tokens from it (instance_registry.h says what the engine does with
+// them), so neither it nor the engine asks which backend a source is.
+struct TokenTraits {
+  // How tokens compare across names and restarts (EngineOptions::token_order says what the lock
+  // nodes' mark checks for each): only per name (Redis); every token drawn after the source opened
+  // above every earlier one (SQLite); every token above every one handed out before its draw
+  // started (etcd's revision).
+  enum class Order { kPerName, kAboveRestart, kGlobal };
+  Order order = Order::kPerName;
+  std::string backend;       // "sqlite", "redis", "etcd": for logs and /readyz
+  std::string exclusive_id;  // the id of a store only this process draws from; "" when shared
+  std::string shared_id;     // a shared store's own id; "" for the Redis INCR store (or none)
+};
 
 class TokenSource {
  public:
@@ -42,6 +59,13 @@ class TokenSource {
   // several instances starting together on one new shared store all see it false. Fixed at
   // open; safe from any thread.
   virtual bool has_history() const = 0;
+  // Fixed at open; safe from any thread.
+  virtual TokenTraits traits() const = 0;
+  // Whether draws can succeed now as far as the source knows (readiness; a draw may still fail).
+  // Safe from any thread.
+  virtual bool ready() const = 0;
+  // Fails waiting and later draws with kUnavailable and ends background work. Idempotent.
+  virtual void stop() = 0;
 };
 
 }  // namespace fencelock::storage
