@@ -510,4 +510,44 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
   return out;
 }
 
+std::vector<ExtraMetric> service_gauges(const ServiceFigures& figures) {
+  std::vector<ExtraMetric> gauges;
+  gauges.reserve(10);
+  if (const auto& http = figures.http) {
+    gauges.push_back({"fencelock_http_open_connections",
+                      static_cast<double>(http->open_connections), "Client connections open now."});
+    gauges.push_back({"fencelock_http_connections_refused_total",
+                      static_cast<double>(http->refused_connections),
+                      "Connections (and requests on connections let in for probes only) answered "
+                      "503 because of --max-connections or --max-connections-per-client."});
+    gauges.push_back({"fencelock_http_client_hang_ups_total", static_cast<double>(http->hang_ups),
+                      "Clients that closed the connection in the middle of sending a request (not "
+                      "counted as requests)."});
+    gauges.push_back({"fencelock_http_body_bytes_reserved",
+                      static_cast<double>(http->body_bytes_reserved),
+                      "Bytes of the --body-memory budget held by request bodies now."});
+    if (http->tls_handshake_failures) {
+      gauges.push_back({"fencelock_tls_handshake_failures_total",
+                        static_cast<double>(*http->tls_handshake_failures),
+                        "TLS handshakes that failed or timed out."});
+    }
+  }
+  if (figures.acquires_waiting) {
+    gauges.push_back({"fencelock_acquires_waiting", static_cast<double>(*figures.acquires_waiting),
+                      "Acquires with a wait_ms that have not been answered yet."});
+  }
+  gauges.push_back({"fencelock_lock_nodes_voting", static_cast<double>(figures.lock_nodes_voting),
+                    "Lock nodes whose votes count now (up and not quarantined)."});
+  gauges.push_back({"fencelock_token_source_up", figures.token_source_up ? 1.0 : 0.0,
+                    "1 if the token source can hand out fencing tokens now, else 0."});
+  gauges.push_back({"fencelock_token_draw_errors_total",
+                    static_cast<double>(figures.token_draw_errors),
+                    "Fencing token draws that failed (acquires and POST /v1/tokens)."});
+  gauges.push_back({"fencelock_log_records_dropped_total",
+                    static_cast<double>(figures.log_records_dropped),
+                    "Log records not written: the log's queue was full (stderr did not keep up) or "
+                    "a write to stderr failed."});
+  return gauges;
+}
+
 }  // namespace fencelock::service

@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,6 +62,25 @@ struct ExtraMetric {
   double value = 0;
   std::string_view help;
 };
+
+// The service's own figures at a scrape, read from the server, the handlers, the engine, the
+// token source and the log.
+struct ServiceFigures {
+  struct Http {
+    std::size_t open_connections = 0;
+    std::uint64_t refused_connections = 0, hang_ups = 0;
+    std::size_t body_bytes_reserved = 0;
+    std::optional<std::uint64_t> tls_handshake_failures;  // with TLS only
+  };
+  std::optional<Http> http;                     // once the server exists
+  std::optional<std::size_t> acquires_waiting;  // once the handlers exist
+  std::size_t lock_nodes_voting = 0;
+  bool token_source_up = false;
+  std::uint64_t token_draw_errors = 0, log_records_dropped = 0;
+};
+// The figures as gauges and counters, each with its name and help (the metric families of
+// docs/operations.md).
+std::vector<ExtraMetric> service_gauges(const ServiceFigures& figures);
 
 class Metrics final : public storage::EngineObserver {
  public:

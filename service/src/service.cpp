@@ -273,205 +273,131 @@ storage::Status install_failpoints() {
   return storage::Done{};
 }
 
-}  // namespace
-
-storage::Status run_service(const ServiceConfig& config) {
-  // While serving, records (the request log above all) are written by a thread of the log's own
-  // (log.h): the event loop never waits for stderr. Stopped last, whichever way this returns, so
-  // that every record queued until then is written (a clean shutdown loses none).
-  struct AsyncLog {
-    AsyncLog() {
-      try {
-        start_async_log();
-      } catch (const std::system_error& e) {
-        log_event(LogLevel::kWarning, "log_synchronous", {{"reason", e.what()}});
-      }
-    }
-    ~AsyncLog() { stop_async_log(); }
-    AsyncLog(const AsyncLog&) = delete;
-    AsyncLog& operator=(const AsyncLog&) = delete;
-  } const async_log;
-  asio::io_context io(static_cast<int>(config.threads));
-  // SIGHUP: the key file, then the certificate, each kept as it is when its new files are bad.
-  // Both are read on the reloader's thread, never on the event loop. Its handler is installed
-  // here, before anything is read (main() ignores SIGHUP until now): a SIGHUP during the start is
-  // remembered and applied once serving; one without keys or TLS only says so. What a reload
-  // changes is owned by the reload function (shared): a reload stuck on a file is left behind at
-  // shutdown and must find it alive if it ever wakes up.
-  struct Reloadable {
-    std::filesystem::path auth_file;
-    Authorizer authorizer;
-    std::optional<TlsContext> tls;
-  };
-  const auto reloadable = std::make_shared<Reloadable>();
-  reloadable->auth_file = config.auth_file;
-  Authorizer& authorizer = reloadable->authorizer;
-  std::optional<TlsContext>& tls = reloadable->tls;
-  SighupReloader reloader(io, [reloadable] {
-    if (reloadable->auth_file.empty() && !reloadable->tls) {
-      log_event(LogLevel::kInfo, "reload_skipped",
-                {{"reason", "nothing to reload: no --auth-file and no --tls-cert"}});
-      return;
-    }
-    if (!reloadable->auth_file.empty()) reload_keys(reloadable->auth_file, reloadable->authorizer);
-    if (reloadable->tls) reloadable->tls->reload();
-  });
-  // Only now: whoever waits for "starting" before sending SIGHUP must find the handler in place.
-  log_event(LogLevel::kInfo, "starting", describe(config));
-  if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
-
-  if (!config.auth_file.empty()) {
-    auto keys = KeySet::load(config.auth_file);
-    if (!keys.ok()) return std::move(keys).error();
-    log_event(LogLevel::kInfo, "auth_file_loaded",
-              {{"path", config.auth_file.string()}, {"keys", keys->keys().size()}});
-    authorizer.replace(std::move(keys).value());
-  } else {
+// The key file at the start; without one, a warning that anyone who can connect may call.
+storage::Status load_keys(const ServiceConfig& config, Authorizer& authorizer) {
+  if (config.auth_file.empty()) {
     log_event(LogLevel::kWarning, "OPEN_TO_ANYONE",
               {{"detail",
                 "no --auth-file: anyone who can connect may take, release and read every lock and "
                 "draw tokens (docs/operations.md, \"Securing fencelock\")"}});
+    return storage::Done{};
   }
+  auto keys = KeySet::load(config.auth_file);
+  if (!keys.ok()) return std::move(keys).error();
+  log_event(LogLevel::kInfo, "auth_file_loaded",
+            {{"path", config.auth_file.string()}, {"keys", keys->keys().size()}});
+  authorizer.replace(std::move(keys).value());
+  return storage::Done{};
+}
 
-  // TLS files are read before anything connects anywhere: a bad one stops the start at once.
-  if (!config.tls_cert.empty()) {
-    TlsFiles files{config.tls_cert, config.tls_key, config.tls_client_ca};
-    auto loaded = load_tls(files);
-    if (!loaded.ok()) return std::move(loaded).error();
-    // Expired or not yet valid: served (a restart must not lose the port), but clients will refuse
-    // it — said as a warning, with why.
-    std::string fields =
-        "cert=" + config.tls_cert.string() + " " + loaded->description +
-        " client_certificates=" + (config.tls_client_ca.empty() ? "off" : "required");
-    if (!loaded->invalid_now.empty()) fields += " problem=\"" + loaded->invalid_now + "\"";
-    log_event(loaded->invalid_now.empty() ? LogLevel::kInfo : LogLevel::kWarning, "tls_loaded",
-              fields);
-    tls.emplace(std::move(files), std::move(loaded).value());
-  }
+// The TLS files, if any, into `tls`. Expired or not yet valid: served (a restart must not lose the
+// port), but clients will refuse it — said as a warning, with why.
+storage::Status load_tls_files(const ServiceConfig& config, std::optional<TlsContext>& tls) {
+  if (config.tls_cert.empty()) return storage::Done{};
+  TlsFiles files{config.tls_cert, config.tls_key, config.tls_client_ca};
+  auto loaded = load_tls(files);
+  if (!loaded.ok()) return std::move(loaded).error();
+  std::string fields =
+      "cert=" + config.tls_cert.string() + " " + loaded->description +
+      " client_certificates=" + (config.tls_client_ca.empty() ? "off" : "required");
+  if (!loaded->invalid_now.empty()) fields += " problem=\"" + loaded->invalid_now + "\"";
+  log_event(loaded->invalid_now.empty() ? LogLevel::kInfo : LogLevel::kWarning, "tls_loaded",
+            fields);
+  tls.emplace(std::move(files), std::move(loaded).value());
+  return storage::Done{};
+}
 
-  auto opened = open_tokens(config, io);
-  if (!opened.ok()) return std::move(opened).error();
-  const auto tokens = std::make_shared<CountingTokenSource>(std::move(opened).value());
-  const storage::TokenTraits traits = tokens->traits();
-  storage::EngineOptions engine_options = config.engine;
-  auto node_credentials =
+// The configured engine options with the lock nodes' credentials and what the token source says
+// of itself (TokenTraits).
+Result<storage::EngineOptions> engine_options_for(const ServiceConfig& config,
+                                                  const storage::TokenTraits& traits) {
+  storage::EngineOptions options = config.engine;
+  auto credentials =
       redis_credentials(config.redis_user, config.redis_password_file, "FENCELOCK_REDIS_PASSWORD");
-  if (!node_credentials.ok()) return std::move(node_credentials).error();
-  engine_options.credentials = std::move(node_credentials).value();
-  engine_options.exclusive_tokens = traits.exclusive_id;
-  engine_options.shared_tokens = traits.shared_id;
-  engine_options.token_order = traits.order;
+  if (!credentials.ok()) return std::move(credentials).error();
+  options.credentials = std::move(credentials).value();
+  options.exclusive_tokens = traits.exclusive_id;
+  options.shared_tokens = traits.shared_id;
+  options.token_order = traits.order;
+  return options;
+}
 
-  Metrics metrics;
-  LoggingObserver observer(metrics);
-  auto created = storage::RedlockEngine::create(io.get_executor(), std::move(engine_options),
-                                                tokens, &observer);
-  if (!created.ok()) return std::move(created).error();
-  std::unique_ptr<storage::RedlockEngine> engine = std::move(created).value();
-
-  HttpServer* server_ptr = nullptr;
-  ApiHandlers* handlers_ptr = nullptr;
-  const TokenReadiness token_ready = [tokens] { return tokens->ready(); };
-  ApiHandlers handlers(
-      *engine, tokens, traits.backend, token_ready,
-      [&metrics, &engine, &server_ptr, &handlers_ptr, token_ready, tokens] {
-        std::vector<ExtraMetric> gauges;
-        gauges.reserve(12);
-        if (server_ptr != nullptr) {
-          gauges.push_back({"fencelock_http_open_connections",
-                            static_cast<double>(server_ptr->open_connections()),
-                            "Client connections open now."});
-          gauges.push_back({"fencelock_http_connections_refused_total",
-                            static_cast<double>(server_ptr->refused_connections()),
-                            "Connections (and requests on connections let in for probes only) "
-                            "answered 503 because of --max-connections or "
-                            "--max-connections-per-client."});
-          gauges.push_back({"fencelock_http_client_hang_ups_total",
-                            static_cast<double>(server_ptr->hang_ups()),
-                            "Clients that closed the connection in the middle of sending a "
-                            "request (not counted as requests)."});
-          gauges.push_back({"fencelock_http_body_bytes_reserved",
-                            static_cast<double>(server_ptr->body_bytes_reserved()),
-                            "Bytes of the --body-memory budget held by request bodies now."});
-          if (server_ptr->tls()) {
-            gauges.push_back({"fencelock_tls_handshake_failures_total",
-                              static_cast<double>(server_ptr->tls_handshake_failures()),
-                              "TLS handshakes that failed or timed out."});
-          }
-        }
-        if (handlers_ptr != nullptr) {
-          gauges.push_back({"fencelock_acquires_waiting",
-                            static_cast<double>(handlers_ptr->waiting_acquires()),
-                            "Acquires with a wait_ms that have not been answered yet."});
-        }
-        gauges.push_back({"fencelock_lock_nodes_voting",
-                          static_cast<double>(engine->voting_nodes()),
-                          "Lock nodes whose votes count now (up and not quarantined)."});
-        gauges.push_back({"fencelock_token_source_up",
-                          token_ready() && !engine->grant_refusal() ? 1.0 : 0.0,
-                          "1 if the token source can hand out fencing tokens now, else 0."});
-        gauges.push_back({"fencelock_token_draw_errors_total",
-                          static_cast<double>(tokens->draw_errors()),
-                          "Fencing token draws that failed (acquires and POST /v1/tokens)."});
-        gauges.push_back({"fencelock_log_records_dropped_total",
-                          static_cast<double>(log_records_dropped()),
-                          "Log records not written: the log's queue was full (stderr did not "
-                          "keep up) or a write to stderr failed."});
-        return metrics.render(engine->node_statuses(), gauges);
-      },
-      &authorizer);
-  handlers_ptr = &handlers;
-
-  HttpServerOptions server_options;
-  server_options.listen = config.listen;
-  server_options.body_limit = config.body_limit;
-  server_options.max_connections = config.max_connections;
-  server_options.max_connections_per_client = config.max_connections_per_client;
-  server_options.idle_timeout = config.idle_timeout;
-  server_options.request_timeout = config.request_timeout;
-  server_options.body_memory = config.body_memory;
-  server_options.browser = browser_guard_options(config);
-  HttpServer server(
-      io, server_options, handlers,
-      [&metrics](const RequestRecord& r) {
-        metrics.record_request(r.route, r.status,
-                               std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
-        if (!log_enabled(LogLevel::kInfo)) return;
-        static const AnswerLog nothing;
-        const AnswerLog& answer = r.answer != nullptr ? *r.answer : nothing;
-        log_event(LogLevel::kInfo, "request",
-                  {{"method", r.method},
-                   {"route", route_label(r.route)},
-                   LogField::if_present("name", r.name),
-                   {"status", r.status},
-                   {"duration_us",
-                    std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count()},
-                   LogField::if_present("error", answer.error),
-                   LogField::if_present("token", answer.token),
-                   LogField::if_present("owner", answer.owner),
-                   LogField::if_present("key", answer.key),
-                   LogField::if_present("client", r.client),
-                   {"peer", r.peer},
-                   {"request_id", r.request_id}});
-      },
-      tls ? &*tls : nullptr);
-  server_ptr = &server;
-  if (auto listening = server.listen(); !listening.ok()) {
-    engine->stop();
-    tokens->stop();
-    io.run_for(std::chrono::seconds(1));
-    return listening;
+// What /metrics shows besides the request and engine metrics; `server` and `handlers` may be null
+// while they are being built.
+ServiceFigures figures_now(const HttpServer* server, const ApiHandlers* handlers,
+                           const storage::RedlockEngine& engine,
+                           const CountingTokenSource& tokens) {
+  ServiceFigures figures;
+  if (server != nullptr) {
+    figures.http =
+        ServiceFigures::Http{server->open_connections(), server->refused_connections(),
+                             server->hang_ups(), server->body_bytes_reserved(), std::nullopt};
+    if (server->tls()) figures.http->tls_handshake_failures = server->tls_handshake_failures();
   }
+  if (handlers != nullptr) figures.acquires_waiting = handlers->waiting_acquires();
+  figures.lock_nodes_voting = engine.voting_nodes();
+  figures.token_source_up = tokens.ready() && !engine.grant_refusal();
+  figures.token_draw_errors = tokens.draw_errors();
+  figures.log_records_dropped = log_records_dropped();
+  return figures;
+}
 
-  engine->start();
-  server.start_accepting();
-  log_event(LogLevel::kInfo, "listening",
-            {{"address", config.listen.host + ":" + std::to_string(server.port())},
-             {"scheme", tls ? "https" : "http"},
-             {"threads", config.threads}});
+// Counts every answered request and writes its request log line.
+RequestObserver request_recorder(Metrics& metrics) {
+  return [&metrics](const RequestRecord& r) {
+    metrics.record_request(r.route, r.status,
+                           std::chrono::duration_cast<std::chrono::nanoseconds>(r.duration));
+    if (!log_enabled(LogLevel::kInfo)) return;
+    static const AnswerLog nothing;
+    const AnswerLog& answer = r.answer != nullptr ? *r.answer : nothing;
+    log_event(
+        LogLevel::kInfo, "request",
+        {{"method", r.method},
+         {"route", route_label(r.route)},
+         LogField::if_present("name", r.name),
+         {"status", r.status},
+         {"duration_us", std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count()},
+         LogField::if_present("error", answer.error),
+         LogField::if_present("token", answer.token),
+         LogField::if_present("owner", answer.owner),
+         LogField::if_present("key", answer.key),
+         LogField::if_present("client", r.client),
+         {"peer", r.peer},
+         {"request_id", r.request_id}});
+  };
+}
 
-  reloader.start();
+// The HTTP server's options from the configuration.
+HttpServerOptions server_options_for(const ServiceConfig& config) {
+  HttpServerOptions options;
+  options.listen = config.listen;
+  options.body_limit = config.body_limit;
+  options.max_connections = config.max_connections;
+  options.max_connections_per_client = config.max_connections_per_client;
+  options.idle_timeout = config.idle_timeout;
+  options.request_timeout = config.request_timeout;
+  options.body_memory = config.body_memory;
+  options.browser = browser_guard_options(config);
+  return options;
+}
 
+// What a shutdown stops, in its order.
+struct Running {
+  asio::io_context& io;
+  const ServiceConfig& config;
+  storage::RedlockEngine& engine;
+  HttpServer& server;
+  storage::TokenSource& tokens;
+  LoggingObserver& observer;
+  SighupReloader& reloader;
+};
+
+// Runs the event loop on config.threads threads until SIGTERM or SIGINT has drained it: the first
+// signal stops the engine (waiting acquires are answered 503 at once), lets requests in flight
+// finish within --shutdown-grace, then stops the token source; a second one stops at once.
+// Returns whether it was forced.
+bool serve_until_signalled(const Running& running) {
+  asio::io_context& io = running.io;
   asio::signal_set signals(io, SIGTERM, SIGINT);
   std::function<void(const boost::system::error_code&, int)> on_signal;
   bool shutting_down = false;
@@ -486,17 +412,15 @@ storage::Status run_service(const ServiceConfig& config) {
     }
     shutting_down = true;
     log_event(LogLevel::kInfo, "shutting_down", {{"signal", signal_number}});
-    observer.stopping();
-    reloader.stop();
+    running.observer.stopping();
+    running.reloader.stop();
     signals.async_wait(on_signal);
-    // The engine first: acquires waiting for a held lock are answered (503) at once instead of
-    // holding the shutdown for their whole wait; operations in flight still finish.
-    engine->stop();
-    server.shutdown(config.shutdown_grace, [&] {
-      tokens->stop();
+    running.engine.stop();
+    running.server.shutdown(running.config.shutdown_grace, [&] {
+      running.tokens.stop();
       // Whatever still holds the loop (a node's graceful close) gets a bounded moment, then stop.
       auto last_call = std::make_shared<asio::steady_timer>(
-          io, 2 * config.engine.node_timeout + std::chrono::milliseconds(200));
+          io, 2 * running.config.engine.node_timeout + std::chrono::milliseconds(200));
       last_call->async_wait([&io, last_call](const boost::system::error_code&) { io.stop(); });
     });
   };
@@ -514,9 +438,110 @@ storage::Status run_service(const ServiceConfig& config) {
     }
   };
   std::vector<std::thread> workers;
-  for (unsigned i = 1; i < config.threads; ++i) workers.emplace_back(run_loop);
+  for (unsigned i = 1; i < running.config.threads; ++i) workers.emplace_back(run_loop);
   run_loop();
   for (auto& worker : workers) worker.join();
+  return forced;
+}
+
+// While serving, records (the request log above all) are written by a thread of the log's own
+// (log.h): the event loop never waits for stderr. Stopped last, whichever way run_service
+// returns, so that every record queued until then is written (a clean shutdown loses none).
+struct AsyncLog {
+  AsyncLog() {
+    try {
+      start_async_log();
+    } catch (const std::system_error& e) {
+      log_event(LogLevel::kWarning, "log_synchronous", {{"reason", e.what()}});
+    }
+  }
+  ~AsyncLog() { stop_async_log(); }
+  AsyncLog(const AsyncLog&) = delete;
+  AsyncLog& operator=(const AsyncLog&) = delete;
+};
+
+// What a SIGHUP reloads: the key file, then the certificate, each kept as it is when its new files
+// are bad. Shared with the reload function: a reload stuck on a file is left behind at shutdown
+// and must find it alive if it ever wakes up.
+struct Reloadable {
+  std::filesystem::path auth_file;
+  Authorizer authorizer;
+  std::optional<TlsContext> tls;
+
+  // Runs on the reloader's thread, never on the event loop.
+  static void reload(Reloadable& r) {
+    if (r.auth_file.empty() && !r.tls) {
+      log_event(LogLevel::kInfo, "reload_skipped",
+                {{"reason", "nothing to reload: no --auth-file and no --tls-cert"}});
+      return;
+    }
+    if (!r.auth_file.empty()) reload_keys(r.auth_file, r.authorizer);
+    if (r.tls) r.tls->reload();
+  }
+};
+
+}  // namespace
+
+storage::Status run_service(const ServiceConfig& config) {
+  const AsyncLog async_log;
+  asio::io_context io(static_cast<int>(config.threads));
+  // The SIGHUP handler is installed before anything is read (main() ignores SIGHUP until now): a
+  // SIGHUP during the start is remembered and applied once serving; one without keys or TLS only
+  // says so.
+  const auto reloadable = std::make_shared<Reloadable>();
+  reloadable->auth_file = config.auth_file;
+  SighupReloader reloader(io, [reloadable] { Reloadable::reload(*reloadable); });
+  // Only now: whoever waits for "starting" before sending SIGHUP must find the handler in place.
+  log_event(LogLevel::kInfo, "starting", describe(config));
+  if (auto failpoints = install_failpoints(); !failpoints.ok()) return failpoints;
+  if (auto keys = load_keys(config, reloadable->authorizer); !keys.ok()) return keys;
+  // Before anything connects anywhere: a bad file stops the start at once.
+  if (auto tls = load_tls_files(config, reloadable->tls); !tls.ok()) return tls;
+
+  auto opened = open_tokens(config, io);
+  if (!opened.ok()) return std::move(opened).error();
+  const auto tokens = std::make_shared<CountingTokenSource>(std::move(opened).value());
+  const storage::TokenTraits traits = tokens->traits();
+  auto engine_options = engine_options_for(config, traits);
+  if (!engine_options.ok()) return std::move(engine_options).error();
+  Metrics metrics;
+  LoggingObserver observer(metrics);
+  auto created = storage::RedlockEngine::create(
+      io.get_executor(), std::move(engine_options).value(), tokens, &observer);
+  if (!created.ok()) return std::move(created).error();
+  const std::unique_ptr<storage::RedlockEngine> engine = std::move(created).value();
+
+  const HttpServer* server_ptr = nullptr;
+  const ApiHandlers* handlers_ptr = nullptr;
+  ApiHandlers handlers(
+      *engine, tokens, traits.backend, [tokens] { return tokens->ready(); },
+      [&metrics, &engine, &server_ptr, &handlers_ptr, tokens] {
+        return metrics.render(
+            engine->node_statuses(),
+            service_gauges(figures_now(server_ptr, handlers_ptr, *engine, *tokens)));
+      },
+      &reloadable->authorizer);
+  handlers_ptr = &handlers;
+  std::optional<TlsContext>& tls = reloadable->tls;
+  HttpServer server(io, server_options_for(config), handlers, request_recorder(metrics),
+                    tls ? &*tls : nullptr);
+  server_ptr = &server;
+  if (auto listening = server.listen(); !listening.ok()) {
+    engine->stop();
+    tokens->stop();
+    io.run_for(std::chrono::seconds(1));
+    return listening;
+  }
+
+  engine->start();
+  server.start_accepting();
+  log_event(LogLevel::kInfo, "listening",
+            {{"address", config.listen.host + ":" + std::to_string(server.port())},
+             {"scheme", tls ? "https" : "http"},
+             {"threads", config.threads}});
+  reloader.start();
+  const bool forced =
+      serve_until_signalled(Running{io, config, *engine, server, *tokens, observer, reloader});
   if (!reloader.finish(forced ? std::chrono::milliseconds(0) : kReloadAtShutdown)) {
     log_event(LogLevel::kWarning, "reload_abandoned",
               {{"reason",
