@@ -34,7 +34,7 @@ def main(argv):
         rows.append("    " + ", ".join(str(b) for b in data[start:start + 24]) + ",")
     cpp = (
         "// Generated from docs/openapi.yaml by service/tools/embed_openapi.py. Do not edit.\n"
-        '#include "openapi_document.h"\n\n'
+        '#include "api/openapi_document.h"\n\n'
         "namespace fencelock::service {\n\n"
         "namespace {\n\n"
         f"constexpr char kDocument[{len(data)}] = {{\n" + "\n".join(rows) + "\n};\n\n"

@@ -10,13 +10,13 @@
 #include <string>
 #include <thread>
 
-#include "api_handlers.h"
-#include "http_session.h"
+#include "api/api_handlers.h"
+#include "api/lease_codec.h"
+#include "api/request_body.h"
+#include "http/http_session.h"
+#include "http/session_host.h"
 #include "in_memory_engine.h"
-#include "lease_codec.h"
 #include "redis/node_reply.h"
-#include "request_body.h"
-#include "session_host.h"
 
 namespace fencelock::fuzz {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "http_session.h"
+#include "http/http_session.h"
 
 using namespace fencelock::service;
 namespace http = boost::beast::http;

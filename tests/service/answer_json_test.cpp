@@ -1,4 +1,4 @@
-#include "answer_json.h"
+#include "api/answer_json.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "api_error.h"
+#include "api/api_error.h"
 
 #include <catch2/catch.hpp>
 

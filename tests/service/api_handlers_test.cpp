@@ -1,7 +1,7 @@
 // API v1's behaviour through ApiHandlers::dispatch, with an in-memory engine (no Redis, no HTTP):
 // routing, validation, the error envelope and the mapping of engine outcomes. The real-process
 // tests in http_api_test.cpp cover the same API end to end.
-#include "api_handlers.h"
+#include "api/api_handlers.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "api_handlers.h"
+#include "api/api_handlers.h"
 #include "auth/api_secret.h"
 #include "in_memory_engine.h"
 

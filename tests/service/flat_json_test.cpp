@@ -1,4 +1,4 @@
-#include "flat_json.h"
+#include "api/flat_json.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "lease_codec.h"
+#include "api/lease_codec.h"
 
 #include <catch2/catch.hpp>
 #include <vector>

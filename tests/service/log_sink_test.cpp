@@ -1,4 +1,4 @@
-#include "log_sink.h"
+#include "ops/log_sink.h"
 
 #include <fcntl.h>
 #include <unistd.h>

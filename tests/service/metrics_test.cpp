@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "ops/metrics.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "request_body.h"
+#include "api/request_body.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "router.h"
+#include "http/router.h"
 
 #include <algorithm>
 #include <array>
@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "api_handlers.h"
-#include "openapi_document.h"
+#include "api/api_handlers.h"
+#include "api/openapi_document.h"
 
 using namespace fencelock::service;
 using Kind = RouteMatch<ApiHandlers::Handler>::Kind;

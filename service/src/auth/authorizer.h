@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api_error.h"
+#include "api/api_error.h"
 #include "auth/api_keys.h"
 #include "auth/key_usage.h"
 #include "auth/rate_limiter.h"

@@ -1,0 +1,464 @@
+#include "api/api_handlers.h"
+
+#include <algorithm>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "api/answer_json.h"
+#include "api/handler_support.h"
+#include "api/lease_codec.h"
+#include "api/openapi_document.h"
+#include "fencelock/api_paths.h"
+#include "fencelock/names.h"
+#include "ops/log.h"
+#include "ops/metrics.h"
+
+namespace fencelock::service {
+
+namespace {
+
+using nlohmann::json;
+using storage::Result;
+using namespace handler_support;
+
+// Written by hand (answer_json.h): the hot answers' JSON without nlohmann's DOM.
+std::string lease_body(const std::string& name, const std::string& lease, std::uint64_t token,
+                       std::chrono::milliseconds ttl, std::chrono::milliseconds validity,
+                       std::optional<std::chrono::milliseconds> waited = std::nullopt) {
+  return lease_answer_json(name, lease, token, ttl, validity, waited);
+}
+
+ApiResponse denial_response(const Authorizer::Decision& decision) {
+  std::optional<std::int64_t> retry_after_ms;
+  if (decision.retry_after) retry_after_ms = decision.retry_after->count();
+  ApiResponse response =
+      ApiHandlers::error_response(decision.error, decision.message, retry_after_ms);
+  if (decision.retry_after) response.retry_after_s = (decision.retry_after->count() + 999) / 1000;
+  response.authenticate = decision.error == ApiError::kUnauthenticated;
+  response.log.key = decision.key_id;
+  return response;
+}
+
+}  // namespace
+
+ApiHandlers::ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
+                         std::string token_backend, TokenReadiness token_ready,
+                         MetricsRenderer metrics, const Authorizer* authorizer)
+    : engine_(engine),
+      tokens_(std::move(tokens)),
+      token_backend_(std::move(token_backend)),
+      token_ready_(std::move(token_ready)),
+      metrics_(std::move(metrics)),
+      authorizer_(authorizer),
+      limits_{engine.options().min_ttl, engine.options().max_ttl, engine.options().max_wait} {}
+
+ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message,
+                                        std::optional<std::int64_t> retry_after_ms) {
+  json detail{{"code", wire_code(error)}, {"message", message}};
+  if (retry_after_ms) detail["retry_after_ms"] = *retry_after_ms;
+  ApiResponse response;
+  response.status = http_status(error);
+  response.body = json{{"error", std::move(detail)}}.dump();
+  response.log.error = wire_code(error);
+  return response;
+}
+
+ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit,
+                                std::string_view detail) {
+  switch (fault) {
+    case RequestFault::kBodyTooLarge:
+      return error_response(ApiError::kPayloadTooLarge, "the body exceeds the limit of " +
+                                                            std::to_string(body_limit) + " bytes");
+    case RequestFault::kMalformed:
+      return error_response(ApiError::kInvalidRequest,
+                            "malformed HTTP request: " + std::string(detail));
+    case RequestFault::kUnsupportedTransferEncoding:
+      return error_response(ApiError::kInvalidRequest,
+                            "unsupported Transfer-Encoding (only \"chunked\" alone is accepted)");
+    case RequestFault::kBadHost:
+      return error_response(ApiError::kInvalidRequest,
+                            "an HTTP/1.1 request needs exactly one Host header");
+    case RequestFault::kOverloaded: {
+      ApiResponse busy = error_response(ApiError::kUnavailable, detail, 1000);
+      busy.retry_after_s = 1;
+      return busy;
+    }
+  }
+  return error_response(ApiError::kInvalidRequest, "malformed HTTP request");
+}
+
+const ApiHandlers::RouteTable& ApiHandlers::routes() {
+  namespace paths = api_paths;
+  using A = ApiHandlers;
+  // The first fitting row wins: "/v1/locks/{name}/extend" before "/v1/locks/{name}".
+  static const RouteTable table{{
+      {Route::kExtend, Method::kPost, paths::kLockExtend, "extend", kRightLock, false, false,
+       &A::extend},
+      {Route::kAcquire, Method::kPost, paths::kLock, "acquire", kRightLock, false, false,
+       &A::acquire},
+      {Route::kRelease, Method::kDelete, paths::kLock, "release", kRightLock, false, false,
+       &A::release},
+      {Route::kLockStatus, Method::kGet, paths::kLock, "lock_status", kRightRead, false, false,
+       &A::lock_status},
+      {Route::kNextToken, Method::kPost, paths::kToken, "next_token", kRightToken, false, false,
+       &A::next_token},
+      {Route::kCurrentToken, Method::kGet, paths::kToken, "current_token", kRightRead, false, false,
+       &A::current_token},
+      {Route::kHealthz, Method::kGet, paths::kHealthz, "healthz", 0, false, true, &A::healthz},
+      {Route::kReadyz, Method::kGet, paths::kReadyz, "readyz", 0, false, true, &A::readyz},
+      {Route::kMetrics, Method::kGet, paths::kMetrics, "metrics", 0, false, true, &A::metrics},
+      {Route::kOpenApi, Method::kGet, paths::kOpenApi, "openapi", 0, false, false, &A::openapi},
+      {Route::kAcquireSet, Method::kPost, paths::kLockSet, "acquire_set", kRightLock, true, false,
+       &A::acquire_set},
+      {Route::kReleaseSet, Method::kDelete, paths::kLockSet, "release_set", kRightLock, true, false,
+       &A::release_set},
+      {Route::kExtendSet, Method::kPost, paths::kLockSetExtend, "extend_set", kRightLock, true,
+       false, &A::extend_set},
+      {Route::kExtendPermit, Method::kPost, paths::kSemaphoreExtend, "extend_permit", kRightLock,
+       false, false, &A::extend_permit},
+      {Route::kAcquirePermit, Method::kPost, paths::kSemaphore, "acquire_permit", kRightLock, false,
+       false, &A::acquire_permit},
+      {Route::kReleasePermit, Method::kDelete, paths::kSemaphore, "release_permit", kRightLock,
+       false, false, &A::release_permit},
+      {Route::kSemaphoreStatus, Method::kGet, paths::kSemaphore, "semaphore_status", kRightRead,
+       false, false, &A::semaphore_status},
+  }};
+  return table;
+}
+
+const ApiHandlers::RouteEntryType* ApiHandlers::route_entry(Route route) noexcept {
+  for (const RouteEntryType& entry : routes()) {
+    if (entry.route == route) return &entry;
+  }
+  return nullptr;
+}
+
+bool ApiHandlers::is_probe(Method method, std::string_view target) noexcept {
+  const std::string_view path = origin_path(target);
+  return std::any_of(routes().begin(), routes().end(), [&](const RouteEntryType& entry) {
+    return entry.probe && entry.method == method && entry.pattern == path;
+  });
+}
+
+std::string_view route_label(Route route) noexcept {
+  const auto* entry = ApiHandlers::route_entry(route);
+  return entry != nullptr ? entry->label : "not_found";
+}
+
+ApiHandlers::Screened ApiHandlers::screen(Method method, std::string_view target,
+                                          std::string_view authorization) const {
+  Screened screened;
+  if (method == Method::kHead) {
+    // No HEAD in API v1; answered without a body (a HEAD response carries none), then closed.
+    ApiResponse response = error_response(ApiError::kMethodNotAllowed, "HEAD is not supported");
+    response.body.clear();
+    response.allow = "GET, POST, DELETE";
+    response.close = true;
+    screened.answer = std::move(response);
+    return screened;
+  }
+  const auto match = match_route(routes(), method, target);
+  using Kind = RouteMatch<Handler>::Kind;
+  switch (match.kind) {
+    case Kind::kNotFound:
+      screened.answer = error_response(ApiError::kNotFound, "no such endpoint");
+      return screened;
+    case Kind::kBadName:  // counted and logged under the route it was meant for
+      screened.route = match.entry->route;
+      screened.answer = error_response(ApiError::kInvalidRequest, fencelock::kLockNameRule);
+      return screened;
+    case Kind::kMethodNotAllowed: {
+      const std::string_view name = method_name(method);
+      ApiResponse response = error_response(
+          ApiError::kMethodNotAllowed,
+          (name.empty() ? std::string("this method") : std::string(name)) + " is not allowed here");
+      response.allow = match.allow;
+      screened.answer = std::move(response);
+      return screened;
+    }
+    case Kind::kFound:
+      break;
+  }
+  screened.route = match.entry->route;
+  screened.name = match.name;
+  screened.entry = static_cast<std::size_t>(match.entry - routes().data());
+  screened.authorization = authorization;
+  // A lock set's names are in its body: the key is found, its right checked and its rate taken
+  // now; its names are checked once the body is read (dispatch()).
+  const std::uint8_t right = match.entry->right;
+  if (authorizer_ == nullptr) {
+    screened.decision.allowed = true;
+  } else if (match.entry->names_in_body) {
+    screened.decision = authorizer_->authenticate(right, authorization, Authorizer::Clock::now());
+  } else {
+    screened.decision =
+        authorizer_->check(right, match.name, authorization, Authorizer::Clock::now());
+  }
+  if (!screened.decision.allowed) screened.answer = denial_response(screened.decision);
+  return screened;
+}
+
+ApiHandlers::Dispatched ApiHandlers::dispatch(Method method, std::string_view target,
+                                              std::string_view body, std::string_view authorization,
+                                              Reply reply) {
+  const Screened screened = screen(method, target, authorization);
+  if (screened.answer) {
+    reply(*screened.answer);
+    return Dispatched{screened.route, screened.name, nullptr};
+  }
+  return dispatch(screened, body, std::move(reply));
+}
+
+ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::string_view body,
+                                              Reply reply) {
+  Dispatched dispatched{screened.route, screened.name, nullptr};
+  if (screened.answer) {
+    reply(*screened.answer);
+    return dispatched;
+  }
+  const RouteEntryType& entry = routes()[screened.entry];
+  const Authorizer::Decision* decision = &screened.decision;
+  Authorizer::Decision again;  // the keys were reloaded while the body arrived: decided anew
+  if (authorizer_ != nullptr && authorizer_->replaced_since(screened.decision)) {
+    again = authorizer_->identify(entry.right, screened.authorization);
+    if (!entry.names_in_body) again = Authorizer::check_name(again, screened.name);
+    if (!again.allowed) {
+      reply(denial_response(again));
+      return dispatched;
+    }
+    decision = &again;
+  }
+  // A lock set's names are in its body; the key needs its right on every one of them.
+  if (entry.names_in_body) {
+    auto names = parse_set_names(body);
+    if (!names.ok()) {
+      reply(from_storage_error(names.error()));
+      return dispatched;
+    }
+    if (authorizer_ != nullptr) {
+      const Authorizer::Decision checked = Authorizer::check_names(*decision, names.value());
+      if (!checked.allowed) {
+        reply(denial_response(checked));
+        return dispatched;
+      }
+    }
+  }
+  const std::string& key_id = decision->key_id;
+  if (!key_id.empty()) {  // the audit trail: every answer's log line names the key
+    reply = [reply = std::move(reply), key = key_id](ApiResponse response) {
+      response.log.key = key;
+      reply(std::move(response));
+    };
+  }
+  // The one catch per request: a surprise becomes a 500 and a log line, never a dead server. The
+  // handler may have handed `reply` on before it threw, so the 500 goes through a copy; should the
+  // handed-on one answer too, the connection keeps only the first answer.
+  const Reply fallback = reply;
+  try {
+    dispatched.cancel = (this->*(entry.handler))(Call{screened.name, body, key_id, decision->usage},
+                                                 std::move(reply));
+  } catch (const std::exception& e) {
+    log_event(LogLevel::kError, "internal_error",
+              {{"route", route_label(dispatched.route)}, {"what", e.what()}});
+    fallback(error_response(ApiError::kInternal, "internal error"));
+  }
+  return dispatched;
+}
+
+ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  auto parsed = parse_acquire_body(call.body, limits_);
+  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  std::string owner_detail = parsed->owner;
+  const bool waits = parsed->wait.count() > 0;
+  const std::string owner(call.owner);
+  // The key's caps (auth/key_usage.h): a waiter slot and a lock slot, given back on every outcome.
+  auto pending = PendingAcquire::begin(call.usage, owner, waits, 1, waiting_acquires_);
+  if (!pending.ok()) return answer(reply, std::move(pending).error());
+  storage::AcquireRequest request{name, parsed->ttl, parsed->wait, owner};
+  storage::AcquireTicket ticket;
+  try {  // the handler runs exactly once, unless the call throws: then nothing runs it
+    ticket = engine_.acquire(
+        std::move(request),
+        [this, name, owner, owner_detail, usage = call.usage, pending = pending.value(),
+         reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+          // A refusal (409 locked) carries retry_after_ms from the engine's own answers.
+          if (!lease.ok()) {
+            pending.refused();
+            return reply(from_storage_error(lease.error()));
+          }
+          pending.granted(name, lease->token, lease->started + lease->ttl);
+          std::string answer = lease_body(name, encode_lease(lease->token, lease->proof),
+                                          lease->token, lease->ttl, lease->validity, lease->waited);
+          ApiResponse response = ok_json_text(std::move(answer), lease->token);
+          response.log.owner = owner_detail;
+          // Granted, but the client is gone: release at once rather than hold the name for the ttl.
+          response.undelivered = [this, name, usage,
+                                  claim = storage::LeaseClaim{lease->token, lease->proof, owner}] {
+            if (usage) usage->drop(usage_key(name, claim.token));
+            engine_.release(name, claim, [](const Result<bool>&) {});
+          };
+          reply(std::move(response));
+        });
+  } catch (...) {
+    pending->refused();
+    throw;
+  }
+  if (!waits) return {};  // one attempt: answered within about one node timeout anyway
+  return [ticket] { ticket.cancel(); };
+}
+
+ApiHandlers::Cancel ApiHandlers::extend(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  auto parsed = parse_extend_body(call.body, limits_);
+  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  auto claim = decode_lease(parsed->lease);
+  if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  claim->owner = std::string(call.owner);
+  // The answer's token and lease come from what the nodes verified, never from the request alone.
+  engine_.extend(
+      name, *claim, parsed->ttl,
+      [name, proof = claim->proof, owner = claim->owner, usage = call.usage,
+       reply = std::move(reply)](Result<storage::Extension> extension) {
+        if (!extension.ok()) return reply(claim_error(extension.error(), owner));
+        if (usage) {
+          usage->renew(usage_key(name, extension->token), extension->started + extension->ttl);
+        }
+        std::string body = lease_body(name, encode_lease(extension->token, proof), extension->token,
+                                      extension->ttl, extension->validity);
+        reply(ok_json_text(std::move(body), extension->token));
+      });
+  return {};
+}
+
+ApiHandlers::Cancel ApiHandlers::release(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  auto parsed = parse_release_body(call.body);
+  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  auto claim = decode_lease(parsed->lease);
+  if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
+  claim->owner = std::string(call.owner);
+  std::string owner = claim->owner;
+  const std::uint64_t token = claim->token;
+  engine_.release(name, std::move(*claim),
+                  [name, owner = std::move(owner), token, usage = call.usage,
+                   reply = std::move(reply)](Result<bool> released) {
+                    if (!released.ok()) return reply(claim_error(released.error(), owner));
+                    if (usage) usage->drop(usage_key(name, token));  // released, or already gone
+                    reply(ok_json_text(released_answer_json(name, released.value())));
+                  });
+  return {};
+}
+
+ApiHandlers::Cancel ApiHandlers::lock_status(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  // Inspect the nodes and read the token counter at once; answer when both are in.
+  struct Join {
+    std::mutex mutex;
+    std::optional<Result<storage::LockStatus>> status;
+    std::optional<Result<std::uint64_t>> token;
+    Reply reply;
+    std::string name;
+    void finish_if_done() {
+      if (!status || !token) return;
+      if (!status->ok()) return reply(from_storage_error(status->error()));
+      if (!token->ok()) return reply(from_storage_error(token->error()));
+      json body{{"name", name},
+                {"held", status->value().held},
+                {"remaining_ms", nullptr},
+                {"last_token", token->value()}};
+      if (status->value().remaining) body["remaining_ms"] = status->value().remaining->count();
+      reply(ok(body));
+    }
+  };
+  auto join = std::make_shared<Join>();
+  join->reply = std::move(reply);
+  join->name = name;
+  engine_.inspect(name, [join](Result<storage::LockStatus> status) {
+    std::lock_guard<std::mutex> lock(join->mutex);
+    join->status.emplace(std::move(status));
+    join->finish_if_done();
+  });
+  tokens_->current(name, [join, check = engine_.current_check()](Result<std::uint64_t> token) {
+    if (token.ok()) {
+      if (auto refusal = check(token.value())) {
+        token = storage::make_error(storage::ErrorCode::kUnavailable, *refusal);
+      }
+    }
+    std::lock_guard<std::mutex> lock(join->mutex);
+    join->token.emplace(std::move(token));
+    join->finish_if_done();
+  });
+  return {};
+}
+
+ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  // The same counters as the grants: an embedded source may not draw while another instance runs.
+  if (auto refusal = engine_.grant_refusal())
+    return answer(reply, error_response(ApiError::kUnavailable, *refusal));
+  // Fenced like a grant's token, and the verdict checked again after the draw, by the engine.
+  engine_.draw_token(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
+    if (!token.ok()) return reply(from_storage_error(token.error()));
+    reply(ok(json{{"name", name}, {"token", token.value()}}, token.value()));
+  });
+  return {};
+}
+
+ApiHandlers::Cancel ApiHandlers::current_token(const Call& call, Reply reply) {
+  const std::string name(call.name);
+  // A token store that went back (or that this instance may not use) shows no current token: it
+  // could be below tokens already handed out.
+  tokens_->current(name, [check = engine_.current_check(), name,
+                          reply = std::move(reply)](Result<std::uint64_t> token) {
+    if (!token.ok()) return reply(from_storage_error(token.error()));
+    if (auto refusal = check(token.value())) {
+      return reply(error_response(ApiError::kUnavailable, *refusal));
+    }
+    reply(ok(json{{"name", name}, {"token", token.value()}}));
+  });
+  return {};
+}
+
+ApiHandlers::Cancel ApiHandlers::healthz(const Call&, Reply reply) {
+  return answer(reply, ok(json{{"status", "ok"}}));
+}
+
+ApiHandlers::Cancel ApiHandlers::metrics(const Call&, Reply reply) {
+  ApiResponse response;
+  response.body = metrics_ ? metrics_() : std::string();
+  response.content_type = kMetricsContentType;
+  return answer(reply, std::move(response));
+}
+
+ApiHandlers::Cancel ApiHandlers::openapi(const Call&, Reply reply) {
+  ApiResponse response;
+  response.body = std::string(openapi_document_json());
+  return answer(reply, std::move(response));
+}
+
+ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
+  const std::size_t voting = engine_.voting_nodes();
+  const bool nodes_ok = voting >= engine_.quorum();
+  const auto refusal = engine_.grant_refusal();
+  const bool tokens_ok = (token_ready_ ? token_ready_() : true) && !refusal;
+  json token_source{{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}};
+  json refused = json::array();
+  for (const auto& [address, why] : engine_.refused_nodes())
+    refused.push_back({{"node", address}, {"reason", why}});
+  if (refusal) token_source["reason"] = *refusal;
+  json body{{"status", nodes_ok && tokens_ok ? "ok" : "unavailable"},
+            {"lock_nodes",
+             {{"status", nodes_ok ? "ok" : "unavailable"},
+              {"voting", voting},
+              {"total", engine_.node_count()},
+              {"quorum", engine_.quorum()},
+              {"unresolved", engine_.unresolved_nodes()},
+              {"refused", std::move(refused)}}},
+            {"token_source", std::move(token_source)}};
+  ApiResponse response = ok(body);
+  if (!nodes_ok || !tokens_ok) response.status = 503;
+  return answer(reply, std::move(response));
+}
+
+}  // namespace fencelock::service

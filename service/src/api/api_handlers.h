@@ -1,0 +1,184 @@
+// The handlers of API v1, independent of HTTP framing: dispatch() routes a request through the
+// route table (method + path → handler, the one place that maps them; router.h), answers 404, 405,
+// a bad name and HEAD itself, and runs the handler: parse → validate → call the lock engine or the
+// token source → map errors. Every answer, error or not, carries the API's envelope.
+//
+// Lease proofs appear only in the acquire and extend answers, never in logs or read endpoints.
+// Lock sets (POST/DELETE /v1/locks, POST /v1/locks:extend) carry their names in the body; a key
+// needs its right on every one. A lock set counts as one lock per name against a key's
+// max_locks, a permit as one lock; a waiting acquire of either as one waiter.
+// Threading: dispatch() may be called from any thread; `reply` runs on the engine's strand or the
+// token source's thread and must only post work back to the connection.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/api_error.h"
+#include "api/request_body.h"
+#include "auth/authorizer.h"
+#include "fencelock/storage/lock_engine.h"
+#include "fencelock/storage/token_source.h"
+#include "http/route.h"
+#include "http/router.h"
+
+namespace fencelock::service {
+
+// What the request log says about an answer besides its route and status. Never a secret: no
+// lease, no proof, no API key secret.
+struct AnswerLog {
+  std::string_view error;              // the wire error code (wire_code()), "" for a success
+  std::optional<std::uint64_t> token;  // the fencing token granted, extended or drawn
+  std::string owner;                   // an acquire's "owner" text, as the client sent it
+  std::string key;                     // the id of the API key that called, "" without keys
+};
+
+struct ApiResponse {
+  unsigned status = 200;
+  std::string body;
+  std::string_view content_type = "application/json";
+  std::string allow;                          // the Allow header of a 405
+  std::optional<std::int64_t> retry_after_s;  // the Retry-After header of a 429
+  bool authenticate = false;                  // a 401: add WWW-Authenticate: Bearer
+  AnswerLog log;                              // for the request log
+  bool close = false;                         // close the connection after this answer (HEAD)
+  // Runs if the answer cannot reach the client (it went away first): undoes what the answer hands
+  // out — an acquire's grant is released at once instead of holding the name for its whole ttl.
+  std::function<void()> undelivered;
+};
+
+// Why a request could not even be read as one; the session tells, the handlers word the answer.
+enum class RequestFault {
+  kBodyTooLarge,
+  kMalformed,
+  kUnsupportedTransferEncoding,
+  kBadHost,     // no Host header in HTTP/1.1, or two
+  kOverloaded,  // a connection or memory cap: 503 with Retry-After (the detail says which)
+};
+
+// Whether the token source can draw right now, for /readyz.
+using TokenReadiness = std::function<bool()>;
+// The /metrics text, rendered at scrape time.
+using MetricsRenderer = std::function<std::string()>;
+
+class ApiHandlers {
+ public:
+  using Reply = std::function<void(ApiResponse)>;
+  // Stops a request that is still being worked on, because its client went away. Empty for
+  // requests that answer promptly anyway; only a waiting acquire (of a lock, a lock set or a
+  // permit) returns one.
+  using Cancel = std::function<void()>;
+
+  // What dispatch() did with a request: the route it took (kNotFound for 404/405/HEAD; a bad
+  // {name} keeps the route it was meant for), the {name} it named (a view into the target; empty
+  // if bad), and how to cancel it while it waits.
+  struct Dispatched {
+    Route route = Route::kNotFound;
+    std::string_view name;
+    Cancel cancel;
+  };
+
+  // `authorizer`: who may call (nullptr: anyone; auth/authorizer.h). It must outlive this.
+  ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
+              std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics,
+              const Authorizer* authorizer = nullptr);
+
+  // A request as its head decides it, before any of its body is read (screen()).
+  struct Screened {
+    Route route = Route::kNotFound;  // as Dispatched::route
+    std::string_view name;           // as Dispatched::name: a view into the target
+    // Set when the head alone answers the request: HEAD, 404, 405, a bad name, 401, 403, 429.
+    // Nothing of the body is needed (nor should it be read or held in memory).
+    std::optional<ApiResponse> answer;
+    std::size_t entry = 0;           // the route's row
+    Authorizer::Decision decision;   // who calls (allowed)
+    std::string_view authorization;  // the head's Authorization: decided again after a reload
+  };
+
+  // Routes and authenticates a request on its head (`authorization`: its Authorization header,
+  // "" if none): the key's right, the name in the path and the key's rate. A request refused here
+  // costs no body memory and touches no engine and no token source.
+  Screened screen(Method method, std::string_view target, std::string_view authorization) const;
+
+  // Handles a screened request (one without an answer) with its body: if the keys were reloaded
+  // since screen(), the key is checked again (a revoked key is refused); the names in a lock set's
+  // body are checked against the key; then the handler runs. `reply` is called once, also after a
+  // cancel (then with kClientGone, or with an answer whose `undelivered` must run); an exception
+  // from a handler becomes a 500 and a log line — and, if the handler had already handed `reply`
+  // on, possibly a second answer later, which the caller must drop (running its `undelivered`).
+  Dispatched dispatch(const Screened& screened, std::string_view body, Reply reply);
+
+  // screen() and then dispatch(): one request whose head and body are both at hand.
+  Dispatched dispatch(Method method, std::string_view target, std::string_view body,
+                      std::string_view authorization, Reply reply);
+
+  // Acquires with a wait (wait_ms > 0) that have not been answered yet: waiting for a held lock,
+  // or still on their first attempt. Thread-safe.
+  std::size_t waiting_acquires() const noexcept {
+    return waiting_acquires_.load(std::memory_order_relaxed);
+  }
+
+  // One authorized request as a handler sees it.
+  struct Call {
+    std::string_view name;  // the {name} of the route, "" for routes without one
+    std::string_view body;
+    std::string_view owner;  // the caller's API key id ("" without keys): leases are bound to it
+    std::shared_ptr<KeyUsage> usage;  // the key's caps and counters, if it has caps
+  };
+  using Handler = Cancel (ApiHandlers::*)(const Call& call, Reply reply);
+
+  // The route table (router.h): every route of API v1 once, kNotFound aside.
+  using RouteEntryType = RouteEntry<Handler>;
+  using RouteTable = std::array<RouteEntryType, kRouteCount - 1>;
+  static const RouteTable& routes();
+  // `route`'s row; nullptr for kNotFound.
+  static const RouteEntryType* route_entry(Route route) noexcept;
+  // Whether a request is a probe (health, readiness, metrics): served over the connection cap.
+  static bool is_probe(Method method, std::string_view target) noexcept;
+
+  // {"error": {"code": ..., "message": ...}} with the error's status.
+  static ApiResponse error_response(ApiError error, std::string_view message,
+                                    std::optional<std::int64_t> retry_after_ms = std::nullopt);
+  // The answer to a request that could not be read as one (`body_limit` words the 413).
+  static ApiResponse refuse(RequestFault fault, std::size_t body_limit,
+                            std::string_view detail = {});
+
+ private:
+  Cancel acquire(const Call& call, Reply reply);
+  Cancel extend(const Call& call, Reply reply);
+  Cancel release(const Call& call, Reply reply);
+  Cancel lock_status(const Call& call, Reply reply);
+  Cancel next_token(const Call& call, Reply reply);
+  Cancel current_token(const Call& call, Reply reply);
+  Cancel healthz(const Call& call, Reply reply);
+  Cancel readyz(const Call& call, Reply reply);
+  Cancel metrics(const Call& call, Reply reply);
+  Cancel openapi(const Call& call, Reply reply);
+  // Lock sets (set_handlers.cpp) and semaphores (semaphore_handlers.cpp).
+  Cancel acquire_set(const Call& call, Reply reply);
+  Cancel extend_set(const Call& call, Reply reply);
+  Cancel release_set(const Call& call, Reply reply);
+  Cancel acquire_permit(const Call& call, Reply reply);
+  Cancel extend_permit(const Call& call, Reply reply);
+  Cancel release_permit(const Call& call, Reply reply);
+  Cancel semaphore_status(const Call& call, Reply reply);
+
+  storage::LockEngine& engine_;
+  std::shared_ptr<storage::TokenSource> tokens_;
+  std::string token_backend_;
+  TokenReadiness token_ready_;
+  MetricsRenderer metrics_;
+  const Authorizer* authorizer_;
+  BodyLimits limits_;
+  std::atomic<std::size_t> waiting_acquires_{0};
+};
+
+}  // namespace fencelock::service

@@ -1,0 +1,86 @@
+#include "api/handler_support.h"
+
+namespace fencelock::service::handler_support {
+
+ApiResponse ok(const nlohmann::json& body, std::optional<std::uint64_t> token) {
+  ApiResponse response;
+  response.body = body.dump();
+  response.log.token = token;
+  return response;
+}
+
+ApiResponse from_storage_error(const storage::Error& error) {
+  std::optional<std::int64_t> retry_after_ms;
+  if (error.code == storage::ErrorCode::kLocked && error.retry_after)
+    retry_after_ms = error.retry_after->count();
+  return ApiHandlers::error_response(api_error_from(error.code), error.message, retry_after_ms);
+}
+
+ApiResponse claim_error(const storage::Error& error, std::string_view owner) {
+  if (!owner.empty() && error.code == storage::ErrorCode::kInvalidArgument)
+    return ApiHandlers::error_response(ApiError::kForbidden, error.message);
+  return from_storage_error(error);
+}
+
+ApiResponse quota_error(const std::string& message) {
+  ApiResponse response = ApiHandlers::error_response(ApiError::kQuotaExceeded, message, 1000);
+  response.retry_after_s = 1;
+  return response;
+}
+
+std::string usage_key(const std::string& name, std::uint64_t token) {
+  return name + "#" + std::to_string(token);
+}
+
+BasicResult<PendingAcquire, ApiResponse> PendingAcquire::begin(std::shared_ptr<KeyUsage> usage,
+                                                               std::string_view owner, bool waits,
+                                                               std::size_t locks,
+                                                               std::atomic<std::size_t>& waiting) {
+  if (usage) {
+    const std::string key(owner);
+    if (waits && !usage->begin_wait()) {
+      return quota_error("key '" + key + "' has " + std::to_string(*usage->max_waiters()) +
+                         " acquires waiting already (max_waiters)");
+    }
+    if (!usage->reserve_lock(Clock::now(), locks)) {
+      if (waits) usage->end_wait();
+      if (locks == 1) {
+        return quota_error("key '" + key + "' holds " + std::to_string(*usage->max_locks()) +
+                           " locks through this fencelockd already (max_locks)");
+      }
+      return quota_error("key '" + key + "' may hold " + std::to_string(*usage->max_locks()) +
+                         " locks through this fencelockd; a set of " + std::to_string(locks) +
+                         " names would pass that (max_locks)");
+    }
+  }
+  if (waits) waiting.fetch_add(1, std::memory_order_relaxed);
+  return PendingAcquire(std::move(usage), waits ? &waiting : nullptr, locks);
+}
+
+void PendingAcquire::end_wait() const {
+  if (waiting_ == nullptr) return;
+  waiting_->fetch_sub(1, std::memory_order_relaxed);
+  if (usage_) usage_->end_wait();
+}
+
+void PendingAcquire::granted(const std::string& name, std::uint64_t token,
+                             Clock::time_point until) const {
+  end_wait();
+  if (usage_) usage_->hold(usage_key(name, token), until);
+}
+
+void PendingAcquire::granted(const std::vector<std::string>& names,
+                             const std::vector<std::uint64_t>& tokens,
+                             Clock::time_point until) const {
+  end_wait();
+  if (!usage_) return;
+  for (std::size_t i = 0; i < names.size() && i < tokens.size(); ++i)
+    usage_->hold(usage_key(names[i], tokens[i]), until);
+}
+
+void PendingAcquire::refused() const {
+  end_wait();
+  if (usage_) usage_->cancel_reservation(locks_);
+}
+
+}  // namespace fencelock::service::handler_support

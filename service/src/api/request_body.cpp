@@ -1,0 +1,288 @@
+#include "api/request_body.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "api/flat_json.h"
+#include "fencelock/names.h"
+
+namespace fencelock::service {
+
+namespace {
+
+using nlohmann::json;
+using storage::ErrorCode;
+using storage::make_error;
+using storage::Result;
+
+Result<json> parse_object(std::string_view body) {
+  json parsed = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded())
+    return make_error(ErrorCode::kInvalidArgument, "the body is not valid JSON");
+  if (!parsed.is_object())
+    return make_error(ErrorCode::kInvalidArgument, "the body must be a JSON object");
+  return parsed;
+}
+
+// One field of a body as the validation below sees it, from either reader: nlohmann's DOM or, for
+// the bodies of the hot routes, FlatJsonObject (flat_json.h, which reads only what it reads as
+// nlohmann would). The rules and their messages are written once, over this view.
+struct BodyField {
+  enum class Kind { kAbsent, kNull, kUnsigned, kSigned, kString, kOther };
+  Kind kind = Kind::kAbsent;
+  std::uint64_t unsigned_value = 0;
+  std::int64_t signed_value = 0;
+  std::string_view text;
+};
+
+BodyField field_of(const json& object, const char* name) {
+  BodyField field;
+  const auto it = object.find(name);
+  if (it == object.end()) return field;
+  if (it->is_null()) {
+    field.kind = BodyField::Kind::kNull;
+  } else if (it->is_number_unsigned()) {
+    field.kind = BodyField::Kind::kUnsigned;
+    field.unsigned_value = it->get<std::uint64_t>();
+  } else if (it->is_number_integer()) {
+    field.kind = BodyField::Kind::kSigned;
+    field.signed_value = it->get<std::int64_t>();
+  } else if (it->is_string()) {
+    field.kind = BodyField::Kind::kString;
+    field.text = it->get_ref<const std::string&>();
+  } else {
+    field.kind = BodyField::Kind::kOther;
+  }
+  return field;
+}
+
+BodyField field_of(const FlatJsonObject& object, const char* name) {
+  BodyField field;
+  const FlatJsonValue* value = object.find(name);
+  if (value == nullptr) return field;
+  switch (value->kind) {
+    case FlatJsonValue::Kind::kNull:
+      field.kind = BodyField::Kind::kNull;
+      break;
+    case FlatJsonValue::Kind::kUnsigned:
+      field.kind = BodyField::Kind::kUnsigned;
+      field.unsigned_value = value->unsigned_value;
+      break;
+    case FlatJsonValue::Kind::kSigned:
+      field.kind = BodyField::Kind::kSigned;
+      field.signed_value = value->signed_value;
+      break;
+    case FlatJsonValue::Kind::kString:
+      field.kind = BodyField::Kind::kString;
+      field.text = value->text;
+      break;
+    case FlatJsonValue::Kind::kBool:
+      field.kind = BodyField::Kind::kOther;
+      break;
+  }
+  return field;
+}
+
+// An integer field in [low, high]. JSON floats (even 10.0), strings and booleans are refused.
+template <class Object>
+Result<std::optional<std::int64_t>> integer_field(const Object& object, const char* name,
+                                                  std::int64_t low, std::int64_t high,
+                                                  bool required) {
+  const BodyField field = field_of(object, name);
+  if (field.kind == BodyField::Kind::kAbsent || field.kind == BodyField::Kind::kNull) {
+    if (required)
+      return make_error(ErrorCode::kInvalidArgument, std::string(name) + " is required");
+    return std::optional<std::int64_t>();
+  }
+  const auto out_of_range = [&] {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string(name) + " must be an integer between " + std::to_string(low) +
+                          " and " + std::to_string(high));
+  };
+  std::int64_t value = 0;
+  if (field.kind == BodyField::Kind::kUnsigned) {
+    if (field.unsigned_value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return out_of_range();
+    value = static_cast<std::int64_t>(field.unsigned_value);
+  } else if (field.kind == BodyField::Kind::kSigned) {
+    value = field.signed_value;
+  } else {
+    return out_of_range();
+  }
+  if (value < low || value > high) return out_of_range();
+  return std::optional<std::int64_t>(value);
+}
+
+template <class Object>
+Result<std::optional<std::string>> string_field(const Object& object, const char* name,
+                                                std::size_t max_length, bool required) {
+  const BodyField field = field_of(object, name);
+  if (field.kind == BodyField::Kind::kAbsent || field.kind == BodyField::Kind::kNull) {
+    if (required)
+      return make_error(ErrorCode::kInvalidArgument, std::string(name) + " is required");
+    return std::optional<std::string>();
+  }
+  if (field.kind != BodyField::Kind::kString)
+    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be a string");
+  if (field.text.size() > max_length) {
+    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be at most " +
+                                                       std::to_string(max_length) + " characters");
+  }
+  return std::optional<std::string>(std::string(field.text));
+}
+
+template <class Object>
+Result<std::chrono::milliseconds> ttl_field(const Object& object, const BodyLimits& limits) {
+  auto ttl = integer_field(object, "ttl_ms", limits.min_ttl.count(), limits.max_ttl.count(), true);
+  if (!ttl.ok()) return std::move(ttl).error();
+  return std::chrono::milliseconds(*ttl.value());
+}
+
+Result<std::vector<std::string>> names_field(const json& object) {
+  const auto it = object.find("names");
+  if (it == object.end() || it->is_null())
+    return make_error(ErrorCode::kInvalidArgument, "names is required");
+  if (!it->is_array())
+    return make_error(ErrorCode::kInvalidArgument, "names must be an array of lock names");
+  if (it->empty())
+    return make_error(ErrorCode::kInvalidArgument, "names must hold at least one name");
+  if (it->size() > storage::kMaxLockSetNames) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "names must hold at most " + std::to_string(storage::kMaxLockSetNames) + " names");
+  }
+  std::vector<std::string> names;
+  names.reserve(it->size());
+  for (const json& entry : *it) {
+    if (!entry.is_string())
+      return make_error(ErrorCode::kInvalidArgument, "names must hold only strings");
+    const auto& name = entry.get_ref<const std::string&>();
+    if (!fencelock::is_valid_lock_name(name)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "names: every " + std::string(fencelock::kLockNameRule));
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      return make_error(ErrorCode::kInvalidArgument, "names holds '" + name + "' twice");
+    names.push_back(name);
+  }
+  return names;
+}
+
+template <class Object>
+Result<AcquireBody> acquire_fields(const Object& object, const BodyLimits& limits) {
+  auto ttl = ttl_field(object, limits);
+  if (!ttl.ok()) return std::move(ttl).error();
+  auto wait = integer_field(object, "wait_ms", 0, limits.max_wait.count(), false);
+  if (!wait.ok()) return std::move(wait).error();
+  auto owner = string_field(object, "owner", kMaxOwnerLength, false);
+  if (!owner.ok()) return std::move(owner).error();
+  return AcquireBody{ttl.value(), std::chrono::milliseconds(wait.value().value_or(0)),
+                     owner.value().value_or(std::string())};
+}
+
+template <class Object>
+Result<ExtendBody> extend_fields(const Object& object, const BodyLimits& limits,
+                                 std::size_t max_lease) {
+  auto lease = string_field(object, "lease", max_lease, true);
+  if (!lease.ok()) return std::move(lease).error();
+  auto ttl = ttl_field(object, limits);
+  if (!ttl.ok()) return std::move(ttl).error();
+  return ExtendBody{std::move(*lease.value()), ttl.value()};
+}
+
+template <class Object>
+Result<ReleaseBody> release_fields(const Object& object, std::size_t max_lease) {
+  auto lease = string_field(object, "lease", max_lease, true);
+  if (!lease.ok()) return std::move(lease).error();
+  return ReleaseBody{std::move(*lease.value())};
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> parse_set_names(std::string_view body) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return names_field(object.value());
+}
+
+Result<SetAcquireBody> parse_set_acquire_body(std::string_view body, const BodyLimits& limits) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  auto names = names_field(object.value());
+  if (!names.ok()) return std::move(names).error();
+  auto acquire = acquire_fields(object.value(), limits);
+  if (!acquire.ok()) return std::move(acquire).error();
+  return SetAcquireBody{std::move(names).value(), std::move(acquire).value()};
+}
+
+Result<SetExtendBody> parse_set_extend_body(std::string_view body, const BodyLimits& limits) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  auto names = names_field(object.value());
+  if (!names.ok()) return std::move(names).error();
+  auto extend = extend_fields(object.value(), limits, kMaxSetLeaseLength);
+  if (!extend.ok()) return std::move(extend).error();
+  return SetExtendBody{std::move(names).value(), std::move(extend).value()};
+}
+
+Result<SetReleaseBody> parse_set_release_body(std::string_view body) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  auto names = names_field(object.value());
+  if (!names.ok()) return std::move(names).error();
+  auto release = release_fields(object.value(), kMaxSetLeaseLength);
+  if (!release.ok()) return std::move(release).error();
+  return SetReleaseBody{std::move(names).value(), std::move(release).value()};
+}
+
+Result<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
+                                                    const BodyLimits& limits) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  auto permits = integer_field(object.value(), "permits", 1, storage::kMaxPermits, true);
+  if (!permits.ok()) return std::move(permits).error();
+  auto acquire = acquire_fields(object.value(), limits);
+  if (!acquire.ok()) return std::move(acquire).error();
+  return PermitAcquireBody{static_cast<std::uint32_t>(*permits.value()),
+                           std::move(acquire).value()};
+}
+
+Result<ExtendBody> parse_permit_extend_body(std::string_view body, const BodyLimits& limits) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return extend_fields(object.value(), limits, kMaxPermitLeaseLength);
+}
+
+Result<ReleaseBody> parse_permit_release_body(std::string_view body) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return release_fields(object.value(), kMaxPermitLeaseLength);
+}
+
+// The single-lock bodies are read by FlatJsonObject when it can, by nlohmann otherwise: the same
+// fields, the same rules, the same messages either way.
+Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits) {
+  if (const auto flat = FlatJsonObject::parse(body)) return acquire_fields(*flat, limits);
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return acquire_fields(object.value(), limits);
+}
+
+Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits) {
+  if (const auto flat = FlatJsonObject::parse(body))
+    return extend_fields(*flat, limits, kMaxLeaseLength);
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return extend_fields(object.value(), limits, kMaxLeaseLength);
+}
+
+Result<ReleaseBody> parse_release_body(std::string_view body) {
+  if (const auto flat = FlatJsonObject::parse(body)) return release_fields(*flat, kMaxLeaseLength);
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return release_fields(object.value(), kMaxLeaseLength);
+}
+
+}  // namespace fencelock::service
