@@ -663,11 +663,9 @@ const std::vector<FlagSpec>& flag_table() {
                           &EngineOptions::quarantine_restarted_nodes, false));
     t.push_back(bool_flag("new-lock-nodes",
                           "The lock nodes are new and no lease is held (a planned move to empty "
-                          "nodes): let them vote at once although the token store has a history; "
-                          "with a new token store, let a majority begin 5 to 10 s after the start "
-                          "if a node does not answer (it joins later, after the quarantine). For "
-                          "one start; without it, nodes that all lost their data wait out the "
-                          "quarantine, and new nodes wait for every node to answer.",
+                          "nodes): let them vote at once although the token store has a history. "
+                          "For one start; without it, nodes that all lost their data wait out "
+                          "the quarantine.",
                           &EngineOptions::new_lock_nodes, true));
     t.push_back(bool_flag("adopt-legacy-markers",
                           "No lock node lost its data since a fencelock version before per-"

@@ -42,10 +42,9 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       tokens_(std::move(tokens)),
       observer_(observer),
       trust_(options_.nodes.size(),
-             NodeTrust::Settings{options_.max_ttl, options_.drift_factor,
-                                 options_.quarantine_restarted_nodes,
-                                 tokens_ != nullptr && tokens_->has_history(),
-                                 options_.new_lock_nodes, Clock::now()}),
+             NodeTrust::Settings{
+                 options_.max_ttl, options_.drift_factor, options_.quarantine_restarted_nodes,
+                 tokens_ != nullptr && tokens_->has_history(), options_.new_lock_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       repairing_(options_.nodes.size(), false),
       partial_repair_(options_.nodes.size(), false),
@@ -441,7 +440,7 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
             "restarted after running without durable persistence)");
   // A node waiting for a new cluster's other nodes is not quarantined for what it lost.
   if (const auto until = trust_.quarantined_until(node);
-      until && observer_ != nullptr && !trust_.birth_deadline()) {
+      until && observer_ != nullptr && !trust_.awaiting_birth()) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
   }
@@ -722,38 +721,19 @@ void EngineCore::refresh_quarantines() {
 }
 
 void EngineCore::note_awaited_nodes() {
-  const auto deadline = trust_.birth_deadline();
   std::string awaited;
-  for (std::size_t i = 0; deadline && i < nodes_.size(); ++i) {
+  for (std::size_t i = 0; trust_.awaiting_birth() && i < nodes_.size(); ++i) {
     if (!trust_.seen(i)) awaited += (awaited.empty() ? "" : ", ") + nodes_[i]->address();
   }
   if (!awaited.empty()) {
     awaited = "no lock node that answered has a record of any grant, and " + awaited +
-              " has not answered yet. " + birth_wait_reason(*deadline);
+              " has not answered yet. A new cluster's first start waits for every node, even "
+              "with --new-lock-nodes: one that does not answer may hold what the others lost (a "
+              "live lease, the binding to a token store), and a node that lost its data looks "
+              "new. Bring it up, or correct its address";
   }
   std::lock_guard<std::mutex> lock(refusals_mutex_);
   awaiting_birth_ = std::move(awaited);
-}
-
-std::string EngineCore::birth_wait_reason(NodeTrust::Clock::time_point deadline) const {
-  const auto seconds = [](std::chrono::milliseconds ms) {
-    return std::to_string(ms.count() / 1000);
-  };
-  if (deadline != Clock::time_point::max()) {
-    return "With --new-lock-nodes and a new token store, a majority begins " +
-           seconds(NodeTrust::kBirthGrace) + " s after the start";
-  }
-  if (!options_.new_lock_nodes) {
-    return "A new cluster's first start waits for every node: one that does not answer may hold "
-           "a history the others lost. If these nodes are new, start once with --new-lock-nodes "
-           "to begin on a majority";
-  }
-  if (tokens_ != nullptr && tokens_->has_history()) {
-    return "--new-lock-nodes lets a majority begin only with a new token store, and this one has "
-           "handed out tokens: every node must answer";
-  }
-  return "--new-lock-nodes lets a majority begin only within " +
-         seconds(2 * NodeTrust::kBirthGrace) + " s of the start: now every node must answer";
 }
 
 void EngineCore::refresh_voting_count() {

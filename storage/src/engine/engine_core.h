@@ -123,8 +123,6 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // The token store has a history, and the operator did not say the nodes are new
   // (NodeTrust::Settings::store_has_history).
   bool store_has_history() const { return trust_.store_has_history(); }
-  // NodeTrust::majority_birth, now. On the strand.
-  bool majority_birth() const { return trust_.majority_birth(NodeTrust::Clock::now()); }
   // The longest ttl this engine knows any instance may grant (NodeTrust::longest_ttl). On the
   // strand.
   std::chrono::milliseconds longest_known_ttl() const;
@@ -275,9 +273,6 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void refresh_quarantines();
   // While a new cluster's birth waits for nodes that never answered, says which (grant_refusal).
   void note_awaited_nodes();
-  // Why a new cluster's birth waits for the nodes that have not answered (`deadline`: NodeTrust's
-  // birth_deadline()).
-  std::string birth_wait_reason(NodeTrust::Clock::time_point deadline) const;
   // `refusal`, with the nodes a new cluster's birth waits for when it is the registry's
   // kNotYetChecked.
   std::optional<std::string> explained(std::optional<std::string> refusal) const;

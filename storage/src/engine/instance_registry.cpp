@@ -411,12 +411,9 @@ void InstanceRegistry::finish_round() {
     // quarantine waits out the window first, node_trust.h rule 4). Such an engine never binds them.
     const bool may_bind_unbound =
         core_.options().quarantine_restarted_nodes || !core_.store_has_history();
-    // A first binding reads "unbound" from every node, each voting — or from a voting majority
-    // where the nodes were born as new on a majority (node_trust.h rule 4).
-    const bool all_unbound =
-        nothing_elsewhere && round_conflict_.empty() &&
-        (core_.majority_birth() ? round_voting_answers_ >= core_.quorum()
-                                : round_all_voting_ && answers_ == core_.node_count());
+    // A first binding reads "unbound" from every node, each voting (node_trust.h rule 4).
+    const bool all_unbound = nothing_elsewhere && round_conflict_.empty() && round_all_voting_ &&
+                             answers_ == core_.node_count();
     if (round_bound_any_ > 0) forgotten_with_history_ = false;
     if (nothing_elsewhere && round_bound_any_ > 0) {
       next_mode_ = BindMode::kRepair;

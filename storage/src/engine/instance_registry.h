@@ -31,8 +31,8 @@
 //   - Birth: every configured node answered, every one votes, none is bound elsewhere and no live
 //     instance of another identity is on any of them. Like NodeTrust's new-cluster rule, every
 //     node must answer, so another store can take the nodes over only if *every* node lost its
-//     binding — unless the operator says the nodes are new (EngineOptions::new_lock_nodes): then
-//     a voting majority answering unbound is enough. The script re-checks per node that
+//     binding (and a node that lost its data cannot be told from a new one, whatever the operator
+//     says). The script re-checks per node that
 //     no live instance of another identity is there (the read and the bind are two round trips).
 //   - Repair: some node answered bound to this identity and none bound elsewhere. The two rules
 //     keep every binding on the nodes naming one identity (a first binding needs every node to

@@ -38,7 +38,6 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   if (restarted) suspect = std::max(suspect, now);
   if (restarted || !n.seen) n.suspect_since = suspect;
   n.seen = true;
-  if (!first_seen_) first_seen_ = now;
   n.run_id = handshake.run_id;
   n.admitted = handshake.admitted;
   longest_ttl_ = std::max({longest_ttl_, handshake.marked_max_ttl, settings_.max_ttl});
@@ -49,7 +48,6 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
   if (!handshake.durable) n.not_durable = handshake.run_id;
 
   if (settings_.enabled) note_loss_evidence(n, handshake, lossy_restart, now);
-  majority_lapsed_ = majority_lapsed_ || now >= settings_.started + 2 * kBirthGrace;
 
   std::vector<std::size_t> admitted;
   if (n.trusted) return admitted;
@@ -80,7 +78,7 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     if (handshake.admitted != handshake.run_id || n.fences_missing) admitted.push_back(node);
     return admitted;
   }
-  if (birth_possible(now)) return admit_born();
+  if (birth_possible()) return admit_born();
   // Admitted, if ever, by the window: it may have lost its fences. Evident when it is suspect, or
   // kept a marker through a restart without durable persistence (it may have lost what came
   // after); a node this deployment has no record on only lacks proof.
@@ -191,20 +189,16 @@ void NodeTrust::admit(std::size_t node) {
 std::vector<std::size_t> NodeTrust::admit_born() {
   std::vector<std::size_t> admitted;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i].seen && !nodes_[i].trusted) {
+    if (!nodes_[i].trusted) {
       admit(i);
       nodes_[i].fences_missing = false;
       admitted.push_back(i);
     }
-    born_on_majority_ = born_on_majority_ || !nodes_[i].seen;
   }
   return admitted;
 }
 
 std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
-  const bool birth = settings_.enabled && birth_possible(now);
-  majority_lapsed_ = majority_lapsed_ || now >= settings_.started + 2 * kBirthGrace;
-  if (birth) return admit_born();
   std::vector<std::size_t> admitted;
   const auto window_now = window();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -217,33 +211,17 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
   return admitted;
 }
 
-std::optional<NodeTrust::Clock::time_point> NodeTrust::birth_deadline() const {
-  if (!settings_.enabled || history_seen_ || store_has_history() || !first_seen_)
-    return std::nullopt;
+bool NodeTrust::awaiting_birth() const {
+  if (!settings_.enabled || history_seen_ || store_has_history()) return false;
   // A suspect node means the cluster had a history, whatever the markers say.
-  const bool fresh = std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
+  return std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
     return !n.seen || (n.admitted.empty() && n.tainted.empty());
   });
-  if (!fresh) return std::nullopt;
-  const bool majority_later =
-      settings_.nodes_new && !settings_.store_has_history && !majority_lapsed_;
-  return majority_later ? settings_.started + kBirthGrace : Clock::time_point::max();
 }
 
-bool NodeTrust::majority_window(Clock::time_point now) const {
-  return settings_.nodes_new && !settings_.store_has_history &&
-         now >= settings_.started + kBirthGrace && now < settings_.started + 2 * kBirthGrace;
-}
-
-bool NodeTrust::majority_birth(Clock::time_point now) const {
-  return born_on_majority_ || (!settings_.enabled && majority_window(now));
-}
-
-bool NodeTrust::birth_possible(Clock::time_point now) const {
-  if (!birth_deadline()) return false;
-  const auto seen = static_cast<std::size_t>(
-      std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.seen; }));
-  return seen == nodes_.size() || (seen >= nodes_.size() / 2 + 1 && majority_window(now));
+bool NodeTrust::birth_possible() const {
+  return awaiting_birth() &&
+         std::all_of(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.seen; });
 }
 
 void NodeTrust::lose_fences(Node& n, bool evident) {
@@ -267,9 +245,7 @@ std::optional<NodeTrust::Clock::time_point> NodeTrust::quarantined_until(std::si
   const Node& n = nodes_.at(node);
   if (!n.seen || n.trusted) return std::nullopt;
   if (n.unsafe) return Clock::time_point::max();
-  const Clock::time_point until = n.suspect_since + window();
-  const auto birth = birth_deadline();
-  return birth ? std::min(until, *birth) : until;
+  return n.suspect_since + window();
 }
 
 }  // namespace fencelock::storage

@@ -29,12 +29,9 @@
 //      nodes, so all are admitted at once (a cold start is not a 24 h wait). A store with a
 //      history says the nodes had one too: every node lost its data at once (a majority, while
 //      the rest were away and came back empty), and leases granted before may still be live.
-//      Every node must answer because a silent one may hold a history that the answering ones
-//      lost (a live lease, a binding to the token store, a mark). On the operator's word that the
-//      nodes are new (Settings::nodes_new), with a token store that is new as well, a majority is
-//      enough between kBirthGrace and twice that after the engine started: the word is about the
-//      nodes as they were at the start, and a restart with the same word after a grant finds the
-//      store's history. A node that answers after such a birth waits out the window.
+//      Every node must answer, even on the operator's word (Settings::nodes_new): a silent one
+//      may hold a history that the answering ones lost (a live lease, the binding to a token
+//      store, a mark), and a node that lost its data cannot be told from a new one.
 //   Otherwise the node is quarantined until 3 holds. A restart the engine saw itself (the run_id
 //   changed across a reconnect) also starts the window from that moment (at least as long as the
 //   uptime says).
@@ -85,14 +82,9 @@ class NodeTrust {
     // The token store handed out tokens before (TokenSource::has_history, as it opened).
     bool store_has_history = false;
     // The operator says the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 applies
-    // whatever the store's history, and needs only a majority with a new store, for a while.
+    // whatever the store's history.
     bool nodes_new = false;
-    Clock::time_point started{};  // when the engine started
   };
-
-  // How long after the start a birth on a majority waits for the other nodes (rule 4); it is
-  // possible until twice that.
-  static constexpr std::chrono::milliseconds kBirthGrace{5000};
 
   // What one handshake showed.
   struct Handshake {
@@ -122,16 +114,11 @@ class NodeTrust {
   std::vector<std::size_t> observe(std::size_t node, const Handshake& handshake,
                                    Clock::time_point now);
 
-  // Nodes whose quarantine has ended by `now`, or born with a new cluster (and were not trusted
-  // yet): record them as admitted.
+  // Nodes whose quarantine has ended by `now` (and were not trusted yet): record them as admitted.
   std::vector<std::size_t> refresh(Clock::time_point now);
-  // While the nodes may still be born as a new cluster (rule 4): when that could happen without
-  // another node answering (time_point::max(): only once every node answered). nullopt once a
-  // birth is out of the question (a history was seen) or happened.
-  std::optional<Clock::time_point> birth_deadline() const;
-  // Whether the registry may bind the nodes on a voting majority's word (instance_registry.h): the
-  // nodes were born on a majority here, or (without quarantine) could be at `now`.
-  bool majority_birth(Clock::time_point now) const;
+  // Whether the nodes may still be born as a new cluster (rule 4) once every node has answered:
+  // every node seen so far has no history, and none is suspect. False once a birth happened.
+  bool awaiting_birth() const;
 
   // Node `node`, in incarnation `run_id`, runs settings under which it may drop keys (it is
   // refused): it does not vote, and its quarantine starts only when it is next seen without them.
@@ -179,7 +166,7 @@ class NodeTrust {
   // Rules 1–4, whatever fences_missing() says (the engine asks both).
   bool voting(std::size_t node, Clock::time_point now) const;
   // When a quarantined node's quarantine ends (as known now; time_point::max() while it is
-  // unsafe), or a new cluster's birth may admit it; nullopt when it votes or was never seen.
+  // unsafe); nullopt when it votes or was never seen.
   std::optional<Clock::time_point> quarantined_until(std::size_t node) const;
   const std::string& run_id(std::size_t node) const { return nodes_.at(node).run_id; }
   bool seen(std::size_t node) const { return nodes_.at(node).seen; }
@@ -211,10 +198,8 @@ class NodeTrust {
     std::uint64_t fence_generation = 0;
   };
 
-  bool birth_possible(Clock::time_point now) const;
-  // The operator's word with a new store, and `now` within the window after the start (rule 4).
-  bool majority_window(Clock::time_point now) const;
-  // Admits every node seen and not trusted yet (a birth).
+  bool birth_possible() const;
+  // Admits every node not trusted yet (a birth).
   std::vector<std::size_t> admit_born();
   // What `handshake` (and, `lossy_restart`, the incarnation it ended) says about keys node `n`
   // may have lost: taints it, and asks for a suspect record that did not land to be sent again.
@@ -230,10 +215,7 @@ class NodeTrust {
   std::vector<Node> nodes_;
   Settings settings_;
   std::chrono::milliseconds longest_ttl_;
-  bool history_seen_ = false;                    // some marker named an admitted run_id
-  std::optional<Clock::time_point> first_seen_;  // the first handshake observed
-  bool majority_lapsed_ = false;                 // majority_window() has passed, as last seen
-  bool born_on_majority_ = false;                // a birth admitted fewer than every node
+  bool history_seen_ = false;  // some marker named an admitted run_id
   // longest_ttl_ covers every ttl granted so far: a marker with a history was read (or a node
   // admitted) since the start or the last forget_longest_ttl().
   bool ttl_known_ = false;

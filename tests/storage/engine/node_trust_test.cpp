@@ -40,96 +40,31 @@ TEST_CASE("a new cluster is admitted at once once every node has answered", "[st
   for (std::size_t i = 0; i < 3; ++i) CHECK(trust.voting(i, t0));
 }
 
-// #33: a node that never answers keeps a new cluster from being born, unless the operator says
-// the nodes are new; then a majority is born after the grace, and a late node is not part of it.
-TEST_CASE("a new cluster is born on a majority only on the operator's word, after the grace",
+// #33, and the two reviews of a majority birth on the operator's word (withdrawn): a node that
+// never answers keeps a new cluster from being born, whatever the operator says and however long
+// it takes — a node that lost its data cannot be told from a new one, and the silent one may hold
+// what it lost. Until then the engine knows it is waiting for a birth (and says so).
+TEST_CASE("a new cluster is born only once every node has answered, even on the operator's word",
           "[storage]") {
   NodeTrust::Settings word = settings();
   word.nodes_new = GENERATE(false, true);
-  word.started = t0;
   CAPTURE(word.nodes_new);
   NodeTrust trust(3, word);
   CHECK(trust.observe(0, node("a", 1s), t0).empty());
   CHECK(trust.observe(1, node("b", 1s), t0 + 1s).empty());
-  CHECK_FALSE(trust.voting(0, t0 + 1s));
-  const auto deadline = trust.birth_deadline();
-  REQUIRE(deadline.has_value());
-  if (!word.nodes_new) {
-    CHECK(*deadline == steady_clock::time_point::max());
-    CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
-    CHECK(*trust.quarantined_until(0) >= t0 + NodeTrust::kTtlBound);
-    return;
-  }
-  CHECK(*deadline == t0 + NodeTrust::kBirthGrace);  // from the start
-  CHECK(*trust.quarantined_until(0) == *deadline);  // the engine's timer looks again then
-  CHECK(trust.refresh(*deadline - 1ms).empty());
-  CHECK(trust.refresh(*deadline) == std::vector<std::size_t>{0, 1});
-  CHECK(trust.voting(0, *deadline));
-  CHECK_FALSE(trust.birth_deadline().has_value());
-  // The late node may hold what others lost since: it waits out the window like any newcomer.
-  CHECK(trust.observe(2, node("c", 1s), *deadline + 1s).empty());
-  CHECK_FALSE(trust.voting(2, *deadline + 1s));
-  CHECK(trust.fences_missing(2));
-  CHECK(*trust.quarantined_until(2) >= *deadline + 1s + seconds(59));
+  CHECK(trust.awaiting_birth());
+  CHECK(trust.refresh(t0 + 1h).empty());
+  CHECK_FALSE(trust.voting(0, t0 + 1h));
+  CHECK(trust.observe(2, node("c", 1s), t0 + 1h) == std::vector<std::size_t>{0, 1, 2});
+  CHECK_FALSE(trust.awaiting_birth());
 }
 
-TEST_CASE("on the operator's word, one answer is no majority, and a marked node no new cluster",
-          "[storage]") {
-  NodeTrust::Settings word = settings();
-  word.nodes_new = true;
-  word.started = t0;
-  SECTION("one of three answered") {
-    NodeTrust trust(3, word);
-    CHECK(trust.observe(0, node("a", 1s), t0).empty());
-    CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
-    // The second answer after the grace is a majority at once.
-    CHECK(trust.observe(1, node("b", 1s), t0 + NodeTrust::kBirthGrace + 2s) ==
-          std::vector<std::size_t>{0, 1});
-  }
-  SECTION("a node with an admission answered") {
-    NodeTrust trust(3, word);
-    CHECK(trust.observe(0, node("a", 1s), t0).empty());
-    CHECK(trust.observe(1, node("b", 1s, "x"), t0).empty());
-    CHECK_FALSE(trust.birth_deadline().has_value());
-    CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
-    CHECK_FALSE(trust.voting(0, t0 + NodeTrust::kBirthGrace + 1s));
-  }
-}
-
-// Review of #33 (H1): the word is about the nodes at the start. A restart with the same word after
-// a grant, or a majority that answers only later, may meet nodes that lost a live lease since.
-TEST_CASE("the operator's word begins a majority only with a new store, soon after the start",
-          "[storage]") {
-  NodeTrust::Settings word = settings();
-  word.nodes_new = true;
-  word.started = t0;
-  SECTION("a store with a history: every node must answer, as without the word") {
-    word.store_has_history = true;
-    NodeTrust trust(3, word);
-    CHECK(trust.observe(0, node("a", 1s), t0).empty());
-    CHECK(trust.observe(1, node("b", 1s), t0).empty());
-    CHECK(*trust.birth_deadline() == steady_clock::time_point::max());
-    CHECK(trust.refresh(t0 + NodeTrust::kBirthGrace + 1s).empty());
-    CHECK_FALSE(trust.majority_birth(t0 + NodeTrust::kBirthGrace + 1s));
-    // Every node answering is still a new cluster on the word (rule 4 without the history).
-    CHECK(trust.observe(2, node("c", 1s), t0 + 7s) == std::vector<std::size_t>{0, 1, 2});
-  }
-  SECTION("a majority that answers after twice the grace waits for every node") {
-    NodeTrust trust(3, word);
-    CHECK(trust.observe(0, node("a", 1s), t0 + 3s).empty());
-    CHECK(trust.observe(1, node("b", 1s), t0 + 2 * NodeTrust::kBirthGrace).empty());
-    CHECK(*trust.birth_deadline() == steady_clock::time_point::max());
-    CHECK(trust.refresh(t0 + 1h).empty());
-    CHECK(trust.observe(2, node("c", 1s), t0 + 1h) == std::vector<std::size_t>{0, 1, 2});
-    CHECK_FALSE(trust.majority_birth(t0 + 1h));  // every node answered: an ordinary birth
-  }
-  SECTION("without quarantine the registry may bind on a majority only within the window") {
-    word.enabled = false;
-    NodeTrust trust(3, word);
-    CHECK_FALSE(trust.majority_birth(t0 + 1s));
-    CHECK(trust.majority_birth(t0 + NodeTrust::kBirthGrace));
-    CHECK_FALSE(trust.majority_birth(t0 + 2 * NodeTrust::kBirthGrace));
-  }
+TEST_CASE("a node with an admission or a suspect record ends the wait for a birth", "[storage]") {
+  NodeTrust trust(3, settings());
+  CHECK(trust.observe(0, node("a", 1s), t0).empty());
+  CHECK(trust.awaiting_birth());
+  CHECK(trust.observe(1, node("b", 1s, "x"), t0).empty());
+  CHECK_FALSE(trust.awaiting_birth());  // a history: the nodes wait out the window
 }
 
 TEST_CASE("nodes without history are no new cluster while the token store has one", "[storage]") {
