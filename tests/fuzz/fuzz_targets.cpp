@@ -76,8 +76,7 @@ void http_request(const std::uint8_t* data, std::size_t size) {
 
   auto tokens = std::make_shared<testing::InMemoryTokens>();
   testing::InMemoryEngine engine{tokens};
-  service::ApiHandlers handlers{engine, tokens, "memory", [] { return true; },
-                                [] { return std::string("# metrics\n"); }};
+  service::ApiHandlers handlers{engine, tokens, [] { return std::string("# metrics\n"); }};
   const auto& request = parser.get();
   int answers = 0;
   std::optional<service::ApiResponse> answer;
@@ -116,8 +115,7 @@ void http_session(const std::uint8_t* data, std::size_t size) {
 
   auto tokens = std::make_shared<testing::InMemoryTokens>();
   testing::InMemoryEngine engine{tokens};
-  service::ApiHandlers handlers{engine, tokens, "memory", [] { return true; },
-                                [] { return std::string("# metrics\n"); }};
+  service::ApiHandlers handlers{engine, tokens, [] { return std::string("# metrics\n"); }};
   service::HttpServerOptions options;  // fencelockd's defaults
   options.request_timeout = std::chrono::milliseconds(2000);
   auto host = std::make_shared<service::SessionHost>(options, handlers, nullptr);

@@ -19,9 +19,7 @@ struct Api {
   std::shared_ptr<InMemoryTokens> tokens = std::make_shared<InMemoryTokens>();
   InMemoryEngine engine{tokens};
   Authorizer authorizer;  // open unless a test gives it keys
-  ApiHandlers handlers{
-      engine,     tokens, "memory", [] { return true; }, [] { return std::string("# metrics\n"); },
-      &authorizer};
+  ApiHandlers handlers{engine, tokens, [] { return std::string("# metrics\n"); }, &authorizer};
 
   ApiResponse call(Method method, const std::string& target, const std::string& body = {},
                    const std::string& authorization = {}) {

@@ -30,7 +30,9 @@ class InMemoryTokens final : public storage::TokenSource {
     counter = std::max(counter, seen);
   }
   bool has_history() const override { return false; }
-  storage::TokenTraits traits() const override { return {}; }
+  storage::TokenTraits traits() const override {
+    return {storage::TokenTraits::Order::kPerName, "memory", "", ""};
+  }
   bool ready() const override { return true; }
   void stop() override {}
 

@@ -42,12 +42,10 @@ ApiResponse denial_response(const Authorizer::Decision& decision) {
 }  // namespace
 
 ApiHandlers::ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
-                         std::string token_backend, TokenReadiness token_ready,
                          MetricsRenderer metrics, const Authorizer* authorizer)
     : engine_(engine),
       tokens_(std::move(tokens)),
-      token_backend_(std::move(token_backend)),
-      token_ready_(std::move(token_ready)),
+      token_backend_(tokens_ != nullptr ? tokens_->traits().backend : std::string()),
       metrics_(std::move(metrics)),
       authorizer_(authorizer),
       limits_{engine.options().min_ttl, engine.options().max_ttl, engine.options().max_wait} {}
@@ -441,7 +439,7 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
   const std::size_t voting = engine_.voting_nodes();
   const bool nodes_ok = voting >= engine_.quorum();
   const auto refusal = engine_.grant_refusal();
-  const bool tokens_ok = (token_ready_ ? token_ready_() : true) && !refusal;
+  const bool tokens_ok = (tokens_ == nullptr || tokens_->ready()) && !refusal;
   json token_source{{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}};
   json refused = json::array();
   for (const auto& [address, why] : engine_.refused_nodes())

@@ -64,8 +64,6 @@ enum class RequestFault {
   kOverloaded,  // a connection or memory cap: 503 with Retry-After (the detail says which)
 };
 
-// Whether the token source can draw right now, for /readyz.
-using TokenReadiness = std::function<bool()>;
 // The /metrics text, rendered at scrape time.
 using MetricsRenderer = std::function<std::string()>;
 
@@ -86,10 +84,11 @@ class ApiHandlers {
     Cancel cancel;
   };
 
-  // `authorizer`: who may call (nullptr: anyone; auth/authorizer.h). It must outlive this.
+  // `tokens`: what /v1/tokens draws from; /readyz reports its backend and readiness (TokenSource
+  // traits() and ready()). `authorizer`: who may call (nullptr: anyone; auth/authorizer.h). It
+  // must outlive this.
   ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
-              std::string token_backend, TokenReadiness token_ready, MetricsRenderer metrics,
-              const Authorizer* authorizer = nullptr);
+              MetricsRenderer metrics, const Authorizer* authorizer = nullptr);
 
   // A request as its head decides it, before any of its body is read (screen()).
   struct Screened {
@@ -174,7 +173,6 @@ class ApiHandlers {
   storage::LockEngine& engine_;
   std::shared_ptr<storage::TokenSource> tokens_;
   std::string token_backend_;
-  TokenReadiness token_ready_;
   MetricsRenderer metrics_;
   const Authorizer* authorizer_;
   BodyLimits limits_;

@@ -514,7 +514,7 @@ storage::Status run_service(const ServiceConfig& config) {
   const HttpServer* server_ptr = nullptr;
   const ApiHandlers* handlers_ptr = nullptr;
   ApiHandlers handlers(
-      *engine, tokens, traits.backend, [tokens] { return tokens->ready(); },
+      *engine, tokens,
       [&metrics, &engine, &server_ptr, &handlers_ptr, tokens] {
         return metrics.render(
             engine->node_statuses(),

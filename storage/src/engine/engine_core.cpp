@@ -44,7 +44,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       trust_(options_.nodes.size(),
              NodeTrust::Settings{
                  options_.max_ttl, options_.drift_factor, options_.quarantine_restarted_nodes,
-                 tokens_ != nullptr && tokens_->has_history(), options_.new_lock_nodes}),
+                 tokens_ != nullptr && tokens_->has_history() && !options_.new_lock_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
       repairing_(options_.nodes.size(), false),
       partial_repair_(options_.nodes.size(), false),

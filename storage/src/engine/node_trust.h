@@ -29,7 +29,7 @@
 //      nodes, so all are admitted at once (a cold start is not a 24 h wait). A store with a
 //      history says the nodes had one too: every node lost its data at once (a majority, while
 //      the rest were away and came back empty), and leases granted before may still be live.
-//      Every node must answer, even on the operator's word (Settings::nodes_new): a silent one
+//      Every node must answer, even on the operator's word (new_lock_nodes): a silent one
 //      may hold a history that the answering ones lost (a live lease, the binding to a token
 //      store, a mark), and a node that lost its data cannot be told from a new one.
 //   Otherwise the node is quarantined until 3 holds. A restart the engine saw itself (the run_id
@@ -79,11 +79,9 @@ class NodeTrust {
     std::chrono::milliseconds max_ttl{3'600'000};  // this engine's longest grant
     double drift_factor = 0.01;
     bool enabled = true;  // false: every node votes as soon as it answers
-    // The token store handed out tokens before (TokenSource::has_history, as it opened).
+    // The token store handed out tokens before (TokenSource::has_history), and the operator did
+    // not say the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 does not apply.
     bool store_has_history = false;
-    // The operator says the lock nodes are new (EngineOptions::new_lock_nodes): rule 4 applies
-    // whatever the store's history.
-    bool nodes_new = false;
   };
 
   // What one handshake showed.
@@ -171,8 +169,7 @@ class NodeTrust {
   const std::string& run_id(std::size_t node) const { return nodes_.at(node).run_id; }
   bool seen(std::size_t node) const { return nodes_.at(node).seen; }
 
-  // The store's history counts against the nodes (not when the operator says they are new).
-  bool store_has_history() const { return settings_.store_has_history && !settings_.nodes_new; }
+  bool store_has_history() const { return settings_.store_has_history; }
   // The longest ttl any engine may grant, as known: the largest max ttl read from any marker (and
   // this engine's own), or kTtlBound until a marker that kept its history was read (again, after
   // forget_longest_ttl()).
