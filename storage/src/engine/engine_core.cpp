@@ -382,7 +382,8 @@ void EngineCore::wake_from(NameWaiters& waiters, const std::string& name,
   }
 }
 
-void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
+NodeTrust::Handshake EngineCore::handshake_of(std::size_t node, const NodeIdentity& identity,
+                                              bool& evicted) {
   NodeTrust::Handshake handshake;
   handshake.run_id = identity.run_id;
   handshake.uptime = identity.uptime;
@@ -418,31 +419,81 @@ void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
       marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 8
           ? marker.elements[7].text
           : std::string();
-  const bool evicted = evicted_unseen(node, identity, evicted_record);
+  evicted = evicted_unseen(node, identity, evicted_record);
   handshake.lost_writes = handshake.lost_writes || evicted;
+  return handshake;
+}
+
+void EngineCore::on_node_ready(std::size_t node, const NodeIdentity& identity) {
   {
     std::lock_guard<std::mutex> lock(refusals_mutex_);
     refusals_[node].clear();
   }
+  bool evicted = false;
+  const NodeTrust::Handshake handshake = handshake_of(node, identity, evicted);
   const auto now = Clock::now();
   const auto admitted = trust_.observe(node, handshake, now);
+  if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
+  took_verdict(node, admitted, handshake, evicted, now);
+}
+
+void EngineCore::on_node_probed(std::size_t node, const NodeIdentity& identity) {
+  bool evicted = false;
+  const NodeTrust::Handshake handshake = handshake_of(node, identity, evicted);
+  if (handshake.lost_writes) {  // evidence as the registry's heartbeat finds it
+    node_lost_keys(node, evicted ? "it evicted keys that no engine recorded"
+                                 : "it holds an older registry entry of this fencelockd than it "
+                                   "acknowledged (restored from a backup?)");
+    return;
+  }
+  const auto now = Clock::now();
+  const bool unjudged = trust_.unjudged(node);
+  const auto admitted = trust_.reread(node, handshake, now);
+  if (unjudged || !admitted.empty()) took_verdict(node, admitted, handshake, false, now);
+}
+
+bool EngineCore::wants_probe_again(std::size_t node) {
+  return trust_.worth_rereading(node);
+}
+
+void EngineCore::took_verdict(std::size_t node, const std::vector<std::size_t>& admitted,
+                              const NodeTrust::Handshake& handshake, bool evicted,
+                              Clock::time_point now) {
   record_fence_losses(trust_.take_fence_losses());
   record_admissions(admitted);
-  if (observer_ != nullptr) observer_->on_node_up(node, nodes_[node]->address(), identity.run_id);
   record_suspects(
       trust_.take_suspects(),
       evicted ? "it evicted keys (INFO stats: evicted_keys " +
-                    std::to_string(identity.evicted_keys.value_or(0)) + ") that no engine recorded"
+                    std::to_string(evictions_seen_.at(node).evicted) + ") that no engine recorded"
       : handshake.lost_writes
           ? "it holds an older registry entry of this fencelockd than it acknowledged (restored "
             "from a backup, or restarted without its data)"
           : "it may have dropped keys since it was last seen (it was refused as unsafe, or it "
             "restarted after running without durable persistence)");
-  // A node waiting for a new cluster's other nodes is not quarantined for what it lost.
-  if (const auto until = trust_.quarantined_until(node);
-      until && observer_ != nullptr && !trust_.awaiting_birth()) {
+  tell_quarantine(node, now);
+  refresh_quarantines();
+}
+
+void EngineCore::tell_quarantine(std::size_t node, Clock::time_point now) {
+  // A node waiting for a new cluster's other nodes, or for an admission in flight, is not
+  // quarantined for what it lost.
+  const auto until = trust_.quarantined_until(node);
+  if (until && observer_ != nullptr && !trust_.awaiting_birth() && !trust_.unjudged(node)) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
+  }
+}
+
+void EngineCore::end_waits() {
+  const auto now = Clock::now();
+  std::vector<std::size_t> waited;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (trust_.unjudged(i)) waited.push_back(i);
+  }
+  record_admissions(trust_.refresh(now));
+  record_fence_losses(trust_.take_fence_losses());
+  for (const std::size_t node : waited) {
+    if (!trust_.unjudged(node)) tell_quarantine(node, now);
   }
   refresh_quarantines();
 }
@@ -712,8 +763,7 @@ void EngineCore::refresh_quarantines() {
     timer.expires_at(*until);  // cancels an earlier wait
     timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec == asio::error::operation_aborted || self->stopped_) return;
-      self->record_admissions(self->trust_.refresh(Clock::now()));
-      self->refresh_quarantines();
+      self->end_waits();
     });
   }
   refresh_voting_count();

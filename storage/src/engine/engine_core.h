@@ -227,6 +227,21 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void on_node_down(std::size_t node, const std::string& why) override;
   void on_node_refused(std::size_t node, const std::string& why) override;
   void on_node_rechecked(std::size_t node, const NodeIdentity& identity) override;
+  // A quarantined or unjudged node's marker is read again at each recheck (NodeTrust::reread).
+  bool wants_probe_again(std::size_t node) override;
+  void on_node_probed(std::size_t node, const NodeIdentity& identity) override;
+  // What a handshake (or a new read of the marker) says, for NodeTrust; `evicted`: it shows
+  // evictions no engine recorded (evicted_unseen).
+  NodeTrust::Handshake handshake_of(std::size_t node, const NodeIdentity& identity, bool& evicted);
+  // Records and tells what trust_ decided on `node` from `handshake` (`admitted`: its answer).
+  void took_verdict(std::size_t node, const std::vector<std::size_t>& admitted,
+                    const NodeTrust::Handshake& handshake, bool evicted,
+                    std::chrono::steady_clock::time_point now);
+  // Logs `node`'s quarantine, unless it waits for a birth or for its verdict.
+  void tell_quarantine(std::size_t node, std::chrono::steady_clock::time_point now);
+  // A quarantine timer fired: judges the nodes whose wait is over, admits those whose quarantine
+  // ended (NodeTrust::refresh), and records and tells it.
+  void end_waits();
   bool on_evictions_read(std::size_t node, const NodeIdentity& identity) override;
   void on_node_unresolved(std::size_t node, const std::string& why) override;
   void on_node_address_changed(std::size_t node, const std::string& from,

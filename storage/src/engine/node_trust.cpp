@@ -25,10 +25,14 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
                                             Clock::time_point now) {
   Node& n = nodes_.at(node);
   const bool restarted = n.seen && n.run_id != handshake.run_id;
+  const bool first_look = !n.seen;
   // The incarnation that ended ran without durable persistence at some point, or had lost keys and
   // not waited them out: what it lost is lost to the new one too, whatever its config says.
   const bool lossy_restart = restarted && (n.run_id == n.not_durable || n.run_id == n.tainted);
-  if (restarted || !n.seen) n.trusted = false;
+  if (restarted || !n.seen) {
+    n.trusted = false;
+    n.unjudged = false;
+  }
   // Restarted at most `uptime` ago, and, if we saw it restart, no earlier than we noticed. Redis
   // counts uptime in whole seconds from a start time in whole seconds, so it can overstate the
   // truth by up to a second: take that second off (a shorter uptime only lengthens the wait).
@@ -79,11 +83,32 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
     return admitted;
   }
   if (birth_possible()) return admit_born();
+  const bool looks_new = handshake.admitted.empty() && !handshake.legacy_admitted && !suspect_now &&
+                         !store_has_history();
+  if (looks_new && (restarted || first_look)) {
+    n.unjudged = true;
+    n.unjudged_until = now + kAdmissionWait;
+  }
+  if (looks_new && n.unjudged && now < n.unjudged_until) return admitted;
+  n.unjudged = false;
   // Admitted, if ever, by the window: it may have lost its fences. Evident when it is suspect, or
   // kept a marker through a restart without durable persistence (it may have lost what came
   // after); a node this deployment has no record on only lacks proof.
   lose_fences(n, /*evident=*/suspect_now || kept_history);
   return refresh(now);
+}
+
+std::vector<std::size_t> NodeTrust::reread(std::size_t node, const Handshake& handshake,
+                                           Clock::time_point now) {
+  const Node& n = nodes_.at(node);
+  if (!worth_rereading(node) || n.run_id != handshake.run_id) return {};
+  if (!n.unjudged && handshake.admitted != handshake.run_id) return {};
+  return observe(node, handshake, now);
+}
+
+bool NodeTrust::worth_rereading(std::size_t node) const {
+  const Node& n = nodes_.at(node);
+  return settings_.enabled && n.seen && !n.trusted && !n.unsafe;
 }
 
 void NodeTrust::note_loss_evidence(Node& n, const Handshake& handshake, bool lossy_restart,
@@ -114,6 +139,7 @@ void NodeTrust::note_loss_evidence(Node& n, const Handshake& handshake, bool los
 void NodeTrust::taint(Node& n, Clock::time_point since, bool record) {
   n.tainted = n.run_id;
   n.trusted = false;
+  n.unjudged = false;  // judged: suspect
   lose_fences(n, /*evident=*/true);
   n.suspect_since = std::max(n.suspect_since, since);
   n.record_suspect = n.record_suspect || record;
@@ -180,6 +206,7 @@ void NodeTrust::admit(std::size_t node) {
   // The caller records the admission on the node: from now on this cluster has a history.
   Node& n = nodes_[node];
   n.trusted = true;
+  n.unjudged = false;
   n.admitted = n.run_id;
   n.tainted.clear();  // it waited out whatever it may have lost
   history_seen_ = true;
@@ -203,7 +230,11 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
   const auto window_now = window();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
-    if (n.seen && !n.trusted && !n.unsafe && now >= n.suspect_since + window_now) {
+    if (n.unjudged && now >= n.unjudged_until) {  // no admission came: judged as it looked
+      n.unjudged = false;
+      lose_fences(n, /*evident=*/false);
+    }
+    if (n.seen && !n.trusted && !n.unsafe && !n.unjudged && now >= n.suspect_since + window_now) {
       admit(i);
       admitted.push_back(i);
     }
@@ -238,13 +269,14 @@ void NodeTrust::fences_restored(std::size_t node, std::uint64_t generation) {
 
 bool NodeTrust::voting(std::size_t node, Clock::time_point now) const {
   const Node& n = nodes_.at(node);
-  return n.seen && !n.unsafe && (n.trusted || now >= n.suspect_since + window());
+  return n.seen && !n.unsafe && (n.trusted || (!n.unjudged && now >= n.suspect_since + window()));
 }
 
 std::optional<NodeTrust::Clock::time_point> NodeTrust::quarantined_until(std::size_t node) const {
   const Node& n = nodes_.at(node);
   if (!n.seen || n.trusted) return std::nullopt;
   if (n.unsafe) return Clock::time_point::max();
+  if (n.unjudged) return n.unjudged_until;
   return n.suspect_since + window();
 }
 

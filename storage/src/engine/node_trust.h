@@ -32,9 +32,14 @@
 //      Every node must answer, even on the operator's word (new_lock_nodes): a silent one
 //      may hold a history that the answering ones lost (a live lease, the binding to a token
 //      store, a mark), and a node that lost its data cannot be told from a new one.
-//   Otherwise the node is quarantined until 3 holds. A restart the engine saw itself (the run_id
-//   changed across a reconnect) also starts the window from that moment (at least as long as the
-//   uptime says).
+//   Otherwise the node is quarantined until 3 holds — after a short wait (kAdmissionWait) for a
+//   node that looks new (no admission, not suspect) while no birth is possible yet: another
+//   engine's birth may be writing its admissions one node at a time. The wait is unjudged: the
+//   node does not vote and nothing is recorded; reread() judges it once the wait is over.
+//   reread() also lets a quarantined node whose marker now names its current run_id vote (rule 2):
+//   what a restart of this engine would conclude, with what it knows in memory kept. A restart the
+//   engine saw itself (the run_id changed across a reconnect) also starts the window from that
+//   moment (at least as long as the uptime says).
 //
 // Whenever a node starts to vote, the engine records its run_id as admitted on that node, so a
 // freshly started instance trusts it too (rule 2) — and a node that later loses its data loses the
@@ -112,7 +117,22 @@ class NodeTrust {
   std::vector<std::size_t> observe(std::size_t node, const Handshake& handshake,
                                    Clock::time_point now);
 
-  // Nodes whose quarantine has ended by `now` (and were not trusted yet): record them as admitted.
+  // A new read of the marker of node `node` in the incarnation observe() saw: judges an unjudged
+  // node once its wait is over, and admits a quarantined one whose marker names its current run_id
+  // (rule 2). Otherwise changes nothing. Returns what observe() returns.
+  std::vector<std::size_t> reread(std::size_t node, const Handshake& handshake,
+                                  Clock::time_point now);
+  // Whether a new read of `node`'s marker could change its verdict: seen, not voting by the
+  // rules, not unsafe.
+  bool worth_rereading(std::size_t node) const;
+  // Whether `node` waits for its verdict (kAdmissionWait): it does not vote meanwhile.
+  bool unjudged(std::size_t node) const { return nodes_.at(node).unjudged; }
+  // How long a node that looks new waits for an admission in flight before it is judged.
+  static constexpr std::chrono::milliseconds kAdmissionWait{2000};
+
+  // Judges the unjudged nodes whose wait has ended by `now` (quarantined, fences missing). Returns
+  // the nodes whose quarantine has ended by `now` (and were not trusted yet): record them as
+  // admitted.
   std::vector<std::size_t> refresh(Clock::time_point now);
   // Whether the nodes may still be born as a new cluster (rule 4) once every node has answered:
   // every node seen so far has no history, and none is suspect. False once a birth happened.
@@ -193,6 +213,8 @@ class NodeTrust {
     bool fence_loss_evident = false;  // of the loss to record: FenceLoss::evident
     bool fences_missing = false;      // rule 3 or suspect: fences to copy back before it votes
     std::uint64_t fence_generation = 0;
+    bool unjudged = false;  // looked new; judged once unjudged_until has passed
+    Clock::time_point unjudged_until{};
   };
 
   bool birth_possible() const;

@@ -29,6 +29,7 @@ constexpr std::uint32_t kRecheckAppendonly = 8;
 constexpr std::uint32_t kRecheckAppendfsync = 9;
 constexpr std::uint32_t kRecheckMemory = 10;
 constexpr std::uint32_t kRecheckStats = 11;
+constexpr std::uint32_t kRecheckProbe = 12;  // when the listener wants_probe_again()
 constexpr std::size_t kRecheckReads = 4;
 // confirm_after()'s reads: one cookie each from here up, so an answer finds its own batch.
 constexpr std::uint32_t kEvictionsReadFirst = std::uint32_t{1} << 16;
@@ -357,7 +358,8 @@ void RedisNode::schedule_recheck() {
 }
 
 void RedisNode::recheck() {
-  recheck_left_ = kRecheckReads;
+  recheck_probes_ = options_.probe && listener_ != nullptr && listener_->wants_probe_again(index_);
+  recheck_left_ = kRecheckReads + (recheck_probes_ ? 1 : 0);
   recheck_identity_ = identity_;
   auto self = std::static_pointer_cast<ReplySink>(shared_from_this());
   const auto deadline = Clock::now() + options_.command_timeout;
@@ -367,6 +369,7 @@ void RedisNode::recheck() {
           deadline);
   enqueue(RespCommand(2).arg("INFO").arg("memory"), self, kRecheckMemory, deadline);
   enqueue(RespCommand(2).arg("INFO").arg("stats"), self, kRecheckStats, deadline);
+  if (recheck_probes_) enqueue(*options_.probe, self, kRecheckProbe, deadline);
 }
 
 void RedisNode::on_recheck_reply(std::uint32_t cookie, const NodeReply& reply) {
@@ -376,7 +379,11 @@ void RedisNode::on_recheck_reply(std::uint32_t cookie, const NodeReply& reply) {
     recheck_left_ = 0;
     return;
   }
-  read_setting(cookie, reply, recheck_identity_);  // an error answer: not durable, or unknown
+  if (cookie == kRecheckProbe) {
+    recheck_identity_.probe = reply;
+  } else {
+    read_setting(cookie, reply, recheck_identity_);  // an error answer: not durable, or unknown
+  }
   if (--recheck_left_ != 0) return;
   identity_ = recheck_identity_;
   if (listener_ != nullptr) {
@@ -385,6 +392,7 @@ void RedisNode::on_recheck_reply(std::uint32_t cookie, const NodeReply& reply) {
       return;
     }
     listener_->on_node_rechecked(index_, identity_);
+    if (recheck_probes_ && state_ == State::kReady) listener_->on_node_probed(index_, identity_);
   }
   schedule_recheck();
 }
@@ -442,7 +450,7 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     on_evictions_read(cookie, reply);
     return;
   }
-  if (cookie >= kRecheckAppendonly && cookie <= kRecheckStats) {
+  if (cookie >= kRecheckAppendonly && cookie <= kRecheckProbe) {
     on_recheck_reply(cookie, reply);
     return;
   }

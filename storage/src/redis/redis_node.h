@@ -105,6 +105,10 @@ class NodeListener {
   // refusal_of() let pass: `identity` is the handshake's, with durable, the memory settings and
   // evicted_keys as read now.
   virtual void on_node_rechecked(std::size_t /*node*/, const NodeIdentity& /*identity*/) {}
+  // Asked at each recheck: true sends RedisNodeOptions::probe again with the settings reads, and
+  // on_node_probed() gets the answer (in `identity.probe`) after on_node_rechecked().
+  virtual bool wants_probe_again(std::size_t /*node*/) { return false; }
+  virtual void on_node_probed(std::size_t /*node*/, const NodeIdentity& /*identity*/) {}
   // An evictions read (RedisNode::confirm_after) answered: `identity` is the connection's, with
   // evicted_keys as read now. True when the commands sent before the read may count: the node
   // evicted nothing the listener had not seen, and still votes. Once per read.
@@ -251,6 +255,7 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   std::string last_refusal_;  // reported to the listener; cleared once a handshake passes
   NodeIdentity identity_;     // of the ready connection, as last read
   std::size_t recheck_left_ = 0;
+  bool recheck_probes_ = false;  // this recheck sent the probe too
   // confirm_after(): the callers of this strand turn, and one batch per read in flight (FIFO).
   using Confirmations = std::vector<std::pair<std::shared_ptr<ReplySink>, std::uint32_t>>;
   Confirmations confirm_batch_;

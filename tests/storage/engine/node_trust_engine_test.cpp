@@ -1,6 +1,7 @@
 // The restarted-node quarantine across engines (node_trust.h) against real redis-servers: a freshly
 // started engine never grants over a lease another engine granted before lock nodes lost their
 // keys.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <future>
@@ -141,6 +142,59 @@ TEST_CASE("a brand-new cluster is usable at once, even with an hour's max ttl",
     CHECK(node.command({"HGET", "fencelock:#node", "admitted:fencelock:lock:"}).text ==
           node.info_field("server", "run_id"));
     CHECK(node.command({"HGET", "fencelock:#node", "max_ttl_ms"}).text == "3600000");
+  }
+}
+
+// The cold-start race of a cluster of instances (the test command's cluster quickstart): another
+// instance's birth records the nodes' admissions one node at a time, and this engine reads some
+// nodes before their admission landed. Quarantined for the window, they would keep it from ever
+// being ready; it waits for the admission in flight instead, and logs no quarantine.
+TEST_CASE("an engine that reads the nodes during another's birth votes with all of them",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  struct Quarantines : EngineObserver {
+    std::atomic<int> count{0};
+    void on_node_quarantined(std::size_t, const std::string&, std::chrono::milliseconds) override {
+      ++count;
+    }
+  } quarantines;
+  const auto admit = [&](std::size_t i) {  // what a birth writes, node by node
+    SyncRedis node(cluster.node(i).port());
+    node.command({"HSET", "fencelock:#node",
+                  "admitted:fencelock:lock:", node.info_field("server", "run_id")});
+  };
+  admit(0);
+  admit(1);
+  auto options = engine_options_for(cluster);
+  options.max_ttl = 1h;
+  EngineUnderTest a(options, nullptr, &quarantines, /*wait_for_nodes=*/false);
+  a.wait_until([&] { return a.node_up(0) && a.node_up(1) && a.node_up(2); });
+  std::this_thread::sleep_for(300ms);
+  CHECK(a.engine().voting_nodes() == 2);
+  admit(2);
+  a.wait_for_voting_nodes(3, 5s);
+  a.wait_until_granting();
+  CHECK(a.acquire("first", 1s).ok());
+  CHECK(quarantines.count == 0);
+}
+
+// The same race as it happens: instances started together on a new cluster all become ready.
+TEST_CASE("engines started together on a new cluster all vote with every node",
+          "[storage][redis]") {
+  RedisCluster cluster(5);
+  auto options = engine_options_for(cluster);
+  options.max_ttl = 1h;
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    {
+      std::vector<std::unique_ptr<EngineUnderTest>> engines;
+      for (int i = 0; i < 3; ++i) {
+        engines.push_back(std::make_unique<EngineUnderTest>(options, nullptr, nullptr, false));
+      }
+      for (auto& engine : engines) engine->wait_for_voting_nodes(5, 6s);
+    }
+    for (std::size_t i = 0; i < cluster.size(); ++i)  // a new cluster again
+      SyncRedis(cluster.node(i).port()).command({"FLUSHALL"});
   }
 }
 

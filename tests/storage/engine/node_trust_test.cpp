@@ -93,6 +93,11 @@ TEST_CASE("a node that lost its data waits out the window from its restart, by i
   // Restarted 10 s ago without persistence: its marker is gone.
   CHECK(trust.observe(2, node("c2", 10s, "", milliseconds(0)), t0).empty());
   CHECK_FALSE(trust.voting(2, t0));
+  // It looks new: another engine's birth may be writing its admission. Judged after the wait.
+  CHECK(trust.unjudged(2));
+  CHECK(*trust.quarantined_until(2) == t0 + NodeTrust::kAdmissionWait);
+  CHECK(trust.refresh(t0 + NodeTrust::kAdmissionWait).empty());
+  CHECK_FALSE(trust.unjudged(2));
   // Redis's whole-second uptime may overstate by up to a second: one is taken off.
   CHECK(*trust.quarantined_until(2) == t0 - 9s + seconds(60) + milliseconds(2));
   CHECK_FALSE(trust.voting(2, t0 + 51s));
@@ -106,9 +111,11 @@ TEST_CASE("a node up for longer than the window votes once some marker kept its 
   NodeTrust trust(3, settings(seconds(60)));
   CHECK(trust.observe(0, node("a", hours(5)), t0).empty());  // no history seen: 24 h assumed
   CHECK_FALSE(trust.voting(0, t0));
-  CHECK(trust.observe(1, node("b", hours(5), "b-old"), t0) == std::vector<std::size_t>{0, 1});
-  CHECK(trust.voting(0, t0));
+  CHECK(trust.observe(1, node("b", hours(5), "b-old"), t0) == std::vector<std::size_t>{1});
   CHECK(trust.voting(1, t0));
+  CHECK_FALSE(trust.voting(0, t0));  // no admission of its own: it waits for one in flight
+  CHECK(trust.refresh(t0 + NodeTrust::kAdmissionWait) == std::vector<std::size_t>{0});
+  CHECK(trust.voting(0, t0 + NodeTrust::kAdmissionWait));
 }
 
 TEST_CASE("a restart the engine saw itself starts the window no earlier than it saw it",
@@ -137,6 +144,8 @@ TEST_CASE("a durable node that lost its marker is quarantined like any other", "
   trust.observe(0, node("a", hours(5), "a"), t0);
   CHECK(trust.observe(1, node("b2", 1s, "", seconds(60), /*durable=*/true), t0).empty());
   CHECK_FALSE(trust.voting(1, t0));
+  CHECK(trust.refresh(t0 + NodeTrust::kAdmissionWait).empty());
+  CHECK_FALSE(trust.voting(1, t0 + NodeTrust::kAdmissionWait));
   CHECK(trust.voting(1, t0 + 61s));
 }
 
@@ -152,7 +161,8 @@ TEST_CASE("engines with different max ttls never undercut the longest window", "
   NodeTrust trust(3, settings(seconds(10)));                 // this engine grants 10 s at most
   trust.observe(0, node("a", hours(5), "a", hours(1)), t0);  // another engine's max ttl: 1 h
   trust.observe(1, node("b2", 30s, "", seconds(10)), t0);
-  CHECK_FALSE(trust.voting(1, t0));  // 30 s of uptime would do for 10 s leases
+  trust.refresh(t0 + NodeTrust::kAdmissionWait);
+  CHECK_FALSE(trust.voting(1, t0 + NodeTrust::kAdmissionWait));  // 30 s would do for 10 s leases
   CHECK_FALSE(trust.voting(1, t0 + 30min));
   CHECK(trust.voting(1, t0 + 1h));
 }
@@ -309,6 +319,7 @@ TEST_CASE("an engine that forgot the longest ttl waits the bound until a majorit
   trust.forget_longest_ttl();
   CHECK(trust.longest_ttl() == NodeTrust::kTtlBound);
   trust.observe(1, node("b", 1s, "", seconds(3)), t0);  // restarted empty: no history
+  trust.refresh(t0 + NodeTrust::kAdmissionWait);
   CHECK_FALSE(trust.voting(1, t0 + 1h));
   CHECK(trust.note_max_ttl(seconds(3), false) == false);  // one marker
   // A marker that kept its history, alone (the review of the forget: a node the partitioned
@@ -329,6 +340,8 @@ TEST_CASE("a node admitted by the window may have lost its fences, one that kept
   CHECK_FALSE(trust.fences_missing(1));
   // Restarted empty 10 s ago: quarantined, and its fences are gone with its keys.
   trust.observe(2, node("c2", 10s, "", milliseconds(0)), t0);
+  CHECK_FALSE(trust.fences_missing(2));  // not judged yet: an admission may be in flight
+  CHECK(trust.refresh(t0 + NodeTrust::kAdmissionWait).empty());
   CHECK(trust.fences_missing(2));
   CHECK(trust.refresh(t0 + 52s) == std::vector<std::size_t>{2});
   CHECK(trust.fences_missing(2));  // the window ended; the fences are still to be copied back
@@ -386,5 +399,72 @@ TEST_CASE("a loss of fences is recorded on the node, and a durable restart does 
   // A node without a record of this deployment only lacks proof: no loss for the others.
   NodeTrust newcomer(3, settings());
   newcomer.observe(0, node("a3", 1s, ""), t0);
+  CHECK(newcomer.take_fence_losses().empty());  // judged after the wait
+  newcomer.refresh(t0 + NodeTrust::kAdmissionWait);
   CHECK(newcomer.take_fence_losses() == std::vector<NodeTrust::FenceLoss>{{0, false}});
+}
+
+// The cold-start race of a cluster of instances: another engine's birth writes its admissions one
+// node at a time, and this engine read some nodes before theirs landed. A node that looks new
+// waits for its own admission before it is judged; quarantined for the window, it would keep this
+// instance from ever being ready.
+TEST_CASE("a node that looks new while others show admissions waits for its own in flight",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  const bool new_first = GENERATE(false, true);  // read before or after the admitted ones
+  CAPTURE(new_first);
+  if (new_first) CHECK(trust.observe(2, node("c", 1s), t0).empty());
+  CHECK(trust.observe(0, node("a", 1s, "a"), t0) == std::vector<std::size_t>{});
+  CHECK(trust.observe(1, node("b", 1s, "b"), t0) == std::vector<std::size_t>{});
+  if (!new_first) CHECK(trust.observe(2, node("c", 1s), t0).empty());
+  CHECK(trust.voting(0, t0));
+  CHECK(trust.unjudged(2));
+  CHECK_FALSE(trust.voting(2, t0));
+  CHECK_FALSE(trust.fences_missing(2));
+  CHECK(trust.take_fence_losses().empty());  // nothing recorded on it while it waits
+  CHECK(trust.worth_rereading(2));
+  CHECK(trust.reread(2, node("c", 1s), t0 + 1s).empty());  // not there yet
+  CHECK(trust.unjudged(2));
+  CHECK(trust.reread(2, node("c", 1s, "c"), t0 + 1500ms).empty());  // recorded already
+  CHECK(trust.voting(2, t0 + 1500ms));
+  CHECK_FALSE(trust.fences_missing(2));
+  CHECK_FALSE(trust.quarantined_until(2).has_value());
+  CHECK_FALSE(trust.worth_rereading(2));
+}
+
+TEST_CASE("a node whose admission never came is judged after the wait as it looked", "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  trust.observe(2, node("c2", 10s, "", milliseconds(0)), t0);
+  // A read after the wait judges it: quarantined from its restart, fences to copy back.
+  CHECK(trust.reread(2, node("c2", 13s, "", milliseconds(0)), t0 + 3s).empty());
+  CHECK_FALSE(trust.unjudged(2));
+  CHECK(trust.fences_missing(2));
+  CHECK(trust.take_fence_losses() == std::vector<NodeTrust::FenceLoss>{{2, false}});
+  CHECK(*trust.quarantined_until(2) == t0 - 9s + seconds(60) + milliseconds(2));
+  // Reread again with nothing new: nothing changes, nothing is recorded again.
+  const auto generation = trust.fence_generation(2);
+  CHECK(trust.reread(2, node("c2", 14s, "", milliseconds(0)), t0 + 4s).empty());
+  CHECK(trust.fence_generation(2) == generation);
+  CHECK(trust.take_fence_losses().empty());
+  // Another engine admits it (its window ended there first, and its fences were copied back):
+  // what a restart of this engine would trust, this one trusts on the next read.
+  CHECK(trust.reread(2, node("c2", 20s, "c2"), t0 + 10s).empty());
+  CHECK(trust.voting(2, t0 + 10s));
+  CHECK_FALSE(trust.fences_missing(2));
+  // Another incarnation's read is no news of this one.
+  CHECK(trust.reread(2, node("c3", 1s, "c3"), t0 + 11s).empty());
+}
+
+TEST_CASE("a suspect node is not admitted by a marker read again", "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  trust.observe(2, node("c", hours(5), "c"), t0);
+  trust.lost_keys(2, "c", t0 + 1s);  // this engine saw it lose keys
+  CHECK_FALSE(trust.voting(2, t0 + 2s));
+  CHECK(trust.reread(2, node("c", hours(5), "c"), t0 + 2s).empty());
+  CHECK_FALSE(trust.voting(2, t0 + 2s));
+  CHECK(trust.quarantined_until(2).has_value());
 }
