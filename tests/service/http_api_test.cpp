@@ -181,6 +181,7 @@ TEST_CASE("http: every malformed request is refused with a stable code and chang
       {"POST", "/v1/locks/x", R"({"ttl_ms": 1000, "wait_ms": 60001})", 400, "invalid_request"},
       {"POST", "/v1/locks/x", R"({"ttl_ms": 1000, "wait_ms": -1})", 400, "invalid_request"},
       {"POST", "/v1/locks/x", R"({"ttl_ms": 1000, "owner": false})", 400, "invalid_request"},
+      {"POST", "/v1/locks/x", R"({"ttl_ms": 1000, "wiat_ms": 100})", 400, "invalid_request"},
       {"POST", "/v1/locks/bad%20name", R"({"ttl_ms": 1000})", 400, "invalid_request"},
       {"POST", "/v1/locks/" + std::string(201, 'n'), R"({"ttl_ms": 1000})", 400, "invalid_request"},
       {"POST", "/v1/locks/.", R"({"ttl_ms": 1000})", 400, "invalid_request"},
@@ -202,6 +203,10 @@ TEST_CASE("http: every malformed request is refused with a stable code and chang
   CHECK(answer.status == status);
   CHECK(answer.error_code() == code);
   CHECK(answer.json()["error"]["message"].is_string());
+  if (body.find("wiat_ms") != std::string::npos)  // a typo is named, never ignored
+    CHECK(answer.json()["error"]["message"] ==
+          "unknown field 'wiat_ms' (did you mean 'wait_ms'?); this body takes ttl_ms, wait_ms, "
+          "owner");
   if (status == 405) CHECK_FALSE(answer.header("allow").empty());
   for (std::size_t i = 0; i < s.cluster.size(); ++i)
     CHECK(SyncRedis(s.cluster.node(i).port()).count_keys() == 0);

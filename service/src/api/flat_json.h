@@ -39,6 +39,9 @@ class FlatJsonObject {
 
   // The value of `key`, or nullptr if the object has no such field.
   const FlatJsonValue* find(std::string_view key) const noexcept;
+  // The fields' keys, in the body's order.
+  std::size_t size() const noexcept { return size_; }
+  std::string_view key(std::size_t i) const noexcept { return fields_[i].key; }
 
  private:
   struct Field {

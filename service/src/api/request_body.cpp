@@ -133,6 +133,62 @@ Result<std::optional<std::string>> string_field(const Object& object, const char
   return std::optional<std::string>(std::string(field.text));
 }
 
+// How many single-character edits turn `a` into `b` (Levenshtein), for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+storage::Status unknown_field(std::string_view key, std::initializer_list<std::string_view> known) {
+  std::string message = "unknown field '" + std::string(key.substr(0, 64)) + "'";
+  std::string_view closest;
+  std::size_t best = 3;  // more edits than this is no typo
+  for (const std::string_view name : known) {
+    // A prefix ("ttl" for "ttl_ms") is as likely a slip as a typo.
+    const std::size_t distance =
+        key.size() >= 3 && name.starts_with(key) ? 1 : edit_distance(key, name);
+    if (distance < best) {
+      best = distance;
+      closest = name;
+    }
+  }
+  if (!closest.empty()) message += " (did you mean '" + std::string(closest) + "'?)";
+  message += "; this body takes";
+  const char* separator = " ";
+  for (const std::string_view name : known) {
+    message += separator + std::string(name);
+    separator = ", ";
+  }
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+// Refuses the first field of `object` that is not one of `known`.
+storage::Status only_fields(const json& object, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) return unknown_field(key, known);
+  }
+  return storage::Done{};
+}
+
+storage::Status only_fields(const FlatJsonObject& object,
+                            std::initializer_list<std::string_view> known) {
+  for (std::size_t i = 0; i < object.size(); ++i) {
+    if (std::find(known.begin(), known.end(), object.key(i)) == known.end())
+      return unknown_field(object.key(i), known);
+  }
+  return storage::Done{};
+}
+
 template <class Object>
 Result<std::chrono::milliseconds> ttl_field(const Object& object, const BodyLimits& limits) {
   auto ttl = integer_field(object, "ttl_ms", limits.min_ttl.count(), limits.max_ttl.count(), true);
@@ -199,6 +255,27 @@ Result<ReleaseBody> release_fields(const Object& object, std::size_t max_lease) 
   return ReleaseBody{std::move(*lease.value())};
 }
 
+template <class Object>
+Result<AcquireBody> lock_acquire_fields(const Object& object, const BodyLimits& limits) {
+  if (auto known = only_fields(object, {"ttl_ms", "wait_ms", "owner"}); !known.ok())
+    return std::move(known).error();
+  return acquire_fields(object, limits);
+}
+
+template <class Object>
+Result<ExtendBody> lease_extend_fields(const Object& object, const BodyLimits& limits,
+                                       std::size_t max_lease) {
+  if (auto known = only_fields(object, {"lease", "ttl_ms"}); !known.ok())
+    return std::move(known).error();
+  return extend_fields(object, limits, max_lease);
+}
+
+template <class Object>
+Result<ReleaseBody> lease_release_fields(const Object& object, std::size_t max_lease) {
+  if (auto known = only_fields(object, {"lease"}); !known.ok()) return std::move(known).error();
+  return release_fields(object, max_lease);
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> parse_set_names(std::string_view body) {
@@ -210,6 +287,9 @@ Result<std::vector<std::string>> parse_set_names(std::string_view body) {
 Result<SetAcquireBody> parse_set_acquire_body(std::string_view body, const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
+  if (auto known = only_fields(object.value(), {"names", "ttl_ms", "wait_ms", "owner"});
+      !known.ok())
+    return std::move(known).error();
   auto names = names_field(object.value());
   if (!names.ok()) return std::move(names).error();
   auto acquire = acquire_fields(object.value(), limits);
@@ -220,6 +300,8 @@ Result<SetAcquireBody> parse_set_acquire_body(std::string_view body, const BodyL
 Result<SetExtendBody> parse_set_extend_body(std::string_view body, const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
+  if (auto known = only_fields(object.value(), {"names", "lease", "ttl_ms"}); !known.ok())
+    return std::move(known).error();
   auto names = names_field(object.value());
   if (!names.ok()) return std::move(names).error();
   auto extend = extend_fields(object.value(), limits, kMaxSetLeaseLength);
@@ -230,6 +312,8 @@ Result<SetExtendBody> parse_set_extend_body(std::string_view body, const BodyLim
 Result<SetReleaseBody> parse_set_release_body(std::string_view body) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
+  if (auto known = only_fields(object.value(), {"names", "lease"}); !known.ok())
+    return std::move(known).error();
   auto names = names_field(object.value());
   if (!names.ok()) return std::move(names).error();
   auto release = release_fields(object.value(), kMaxSetLeaseLength);
@@ -241,6 +325,9 @@ Result<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
                                                     const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
+  if (auto known = only_fields(object.value(), {"permits", "ttl_ms", "wait_ms", "owner"});
+      !known.ok())
+    return std::move(known).error();
   auto permits = integer_field(object.value(), "permits", 1, storage::kMaxPermits, true);
   if (!permits.ok()) return std::move(permits).error();
   auto acquire = acquire_fields(object.value(), limits);
@@ -252,37 +339,38 @@ Result<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
 Result<ExtendBody> parse_permit_extend_body(std::string_view body, const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
-  return extend_fields(object.value(), limits, kMaxPermitLeaseLength);
+  return lease_extend_fields(object.value(), limits, kMaxPermitLeaseLength);
 }
 
 Result<ReleaseBody> parse_permit_release_body(std::string_view body) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
-  return release_fields(object.value(), kMaxPermitLeaseLength);
+  return lease_release_fields(object.value(), kMaxPermitLeaseLength);
 }
 
 // The single-lock bodies are read by FlatJsonObject when it can, by nlohmann otherwise: the same
 // fields, the same rules, the same messages either way.
 Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits) {
-  if (const auto flat = FlatJsonObject::parse(body)) return acquire_fields(*flat, limits);
+  if (const auto flat = FlatJsonObject::parse(body)) return lock_acquire_fields(*flat, limits);
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
-  return acquire_fields(object.value(), limits);
+  return lock_acquire_fields(object.value(), limits);
 }
 
 Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits) {
   if (const auto flat = FlatJsonObject::parse(body))
-    return extend_fields(*flat, limits, kMaxLeaseLength);
+    return lease_extend_fields(*flat, limits, kMaxLeaseLength);
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
-  return extend_fields(object.value(), limits, kMaxLeaseLength);
+  return lease_extend_fields(object.value(), limits, kMaxLeaseLength);
 }
 
 Result<ReleaseBody> parse_release_body(std::string_view body) {
-  if (const auto flat = FlatJsonObject::parse(body)) return release_fields(*flat, kMaxLeaseLength);
+  if (const auto flat = FlatJsonObject::parse(body))
+    return lease_release_fields(*flat, kMaxLeaseLength);
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
-  return release_fields(object.value(), kMaxLeaseLength);
+  return lease_release_fields(object.value(), kMaxLeaseLength);
 }
 
 }  // namespace fencelock::service

@@ -1,7 +1,8 @@
 // Parsing and validation of API v1 request bodies: parse → validate, nothing else.
 //
 // Every failure is storage::ErrorCode::kInvalidArgument (→ 400 invalid_request) with a message
-// that names the field. Unknown fields are ignored (forward compatibility). Pure; thread-safe.
+// that names the field. A field the body does not take is refused too, named, with the field it
+// most likely meant ({"wiat_ms": 100} would otherwise not wait). Pure; thread-safe.
 #pragma once
 
 #include <chrono>
