@@ -151,6 +151,7 @@ void NodeTrust::unsafe(std::size_t node, const std::string& run_id, Clock::time_
   n.tainted = run_id;
   n.unsafe = true;
   n.trusted = false;
+  n.unjudged = false;                // judged: refused
   lose_fences(n, /*evident=*/true);  // it may evict fences too
   if (n.seen && n.run_id == run_id) n.suspect_since = std::max(n.suspect_since, now);
 }
@@ -230,7 +231,8 @@ std::vector<std::size_t> NodeTrust::refresh(Clock::time_point now) {
   const auto window_now = window();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
-    if (n.unjudged && now >= n.unjudged_until) {  // no admission came: judged as it looked
+    // No read since the wait ended judged it (the node's rechecks stopped): judged as it looked.
+    if (n.unjudged && now >= n.unjudged_until + kAdmissionWait) {
       n.unjudged = false;
       lose_fences(n, /*evident=*/false);
     }
@@ -276,7 +278,7 @@ std::optional<NodeTrust::Clock::time_point> NodeTrust::quarantined_until(std::si
   const Node& n = nodes_.at(node);
   if (!n.seen || n.trusted) return std::nullopt;
   if (n.unsafe) return Clock::time_point::max();
-  if (n.unjudged) return n.unjudged_until;
+  if (n.unjudged) return n.unjudged_until + kAdmissionWait;  // refresh() judges it by then
   return n.suspect_since + window();
 }
 

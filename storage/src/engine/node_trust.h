@@ -35,9 +35,11 @@
 //   Otherwise the node is quarantined until 3 holds — after a short wait (kAdmissionWait) for a
 //   node that looks new (no admission, not suspect) while no birth is possible yet: another
 //   engine's birth may be writing its admissions one node at a time. The wait is unjudged: the
-//   node does not vote and nothing is recorded; reread() judges it once the wait is over.
+//   node does not vote and nothing is recorded; the first reread() after the wait judges it on a
+//   marker read then (refresh() judges it as it looked if none came within another wait).
 //   reread() also lets a quarantined node whose marker now names its current run_id vote (rule 2):
-//   what a restart of this engine would conclude, with what it knows in memory kept. A restart the
+//   what a restart of this engine would conclude — except that what it knows of lost keys (a
+//   suspect incarnation, lost writes, a lossy restart) still holds. A restart the
 //   engine saw itself (the run_id changed across a reconnect) also starts the window from that
 //   moment (at least as long as the uptime says).
 //
@@ -130,7 +132,8 @@ class NodeTrust {
   // How long a node that looks new waits for an admission in flight before it is judged.
   static constexpr std::chrono::milliseconds kAdmissionWait{2000};
 
-  // Judges the unjudged nodes whose wait has ended by `now` (quarantined, fences missing). Returns
+  // Judges the unjudged nodes that no reread() judged within kAdmissionWait after their wait
+  // (quarantined, fences missing). Returns
   // the nodes whose quarantine has ended by `now` (and were not trusted yet): record them as
   // admitted.
   std::vector<std::size_t> refresh(Clock::time_point now);

@@ -169,13 +169,19 @@ TEST_CASE("an engine that reads the nodes during another's birth votes with all 
   options.max_ttl = 1h;
   EngineUnderTest a(options, nullptr, &quarantines, /*wait_for_nodes=*/false);
   a.wait_until([&] { return a.node_up(0) && a.node_up(1) && a.node_up(2); });
-  std::this_thread::sleep_for(300ms);
+  // Within the wait; or after it (quarantined by then): the next read of its marker admits it,
+  // and the voting count, /readyz's node states and the quarantine timer follow at once (the
+  // review: they stayed "quarantined" for the window while the engine granted).
+  const auto late = GENERATE(300ms, 3500ms);
+  CAPTURE(late.count());
+  std::this_thread::sleep_for(late);
   CHECK(a.engine().voting_nodes() == 2);
   admit(2);
   a.wait_for_voting_nodes(3, 5s);
+  CHECK_FALSE(a.engine().node_statuses()[2].quarantined);
   a.wait_until_granting();
   CHECK(a.acquire("first", 1s).ok());
-  CHECK(quarantines.count == 0);
+  if (late < 2s) CHECK(quarantines.count == 0);  // NodeTrust::kAdmissionWait
 }
 
 // The same race as it happens: instances started together on a new cluster all become ready.

@@ -95,8 +95,8 @@ TEST_CASE("a node that lost its data waits out the window from its restart, by i
   CHECK_FALSE(trust.voting(2, t0));
   // It looks new: another engine's birth may be writing its admission. Judged after the wait.
   CHECK(trust.unjudged(2));
-  CHECK(*trust.quarantined_until(2) == t0 + NodeTrust::kAdmissionWait);
-  CHECK(trust.refresh(t0 + NodeTrust::kAdmissionWait).empty());
+  CHECK(*trust.quarantined_until(2) == t0 + 2 * NodeTrust::kAdmissionWait);
+  CHECK(trust.refresh(t0 + 2 * NodeTrust::kAdmissionWait).empty());
   CHECK_FALSE(trust.unjudged(2));
   // Redis's whole-second uptime may overstate by up to a second: one is taken off.
   CHECK(*trust.quarantined_until(2) == t0 - 9s + seconds(60) + milliseconds(2));
@@ -114,8 +114,8 @@ TEST_CASE("a node up for longer than the window votes once some marker kept its 
   CHECK(trust.observe(1, node("b", hours(5), "b-old"), t0) == std::vector<std::size_t>{1});
   CHECK(trust.voting(1, t0));
   CHECK_FALSE(trust.voting(0, t0));  // no admission of its own: it waits for one in flight
-  CHECK(trust.refresh(t0 + NodeTrust::kAdmissionWait) == std::vector<std::size_t>{0});
-  CHECK(trust.voting(0, t0 + NodeTrust::kAdmissionWait));
+  CHECK(trust.refresh(t0 + 2 * NodeTrust::kAdmissionWait) == std::vector<std::size_t>{0});
+  CHECK(trust.voting(0, t0 + 2 * NodeTrust::kAdmissionWait));
 }
 
 TEST_CASE("a restart the engine saw itself starts the window no earlier than it saw it",
@@ -144,8 +144,8 @@ TEST_CASE("a durable node that lost its marker is quarantined like any other", "
   trust.observe(0, node("a", hours(5), "a"), t0);
   CHECK(trust.observe(1, node("b2", 1s, "", seconds(60), /*durable=*/true), t0).empty());
   CHECK_FALSE(trust.voting(1, t0));
-  CHECK(trust.refresh(t0 + NodeTrust::kAdmissionWait).empty());
-  CHECK_FALSE(trust.voting(1, t0 + NodeTrust::kAdmissionWait));
+  CHECK(trust.refresh(t0 + 2 * NodeTrust::kAdmissionWait).empty());
+  CHECK_FALSE(trust.voting(1, t0 + 2 * NodeTrust::kAdmissionWait));
   CHECK(trust.voting(1, t0 + 61s));
 }
 
@@ -161,8 +161,9 @@ TEST_CASE("engines with different max ttls never undercut the longest window", "
   NodeTrust trust(3, settings(seconds(10)));                 // this engine grants 10 s at most
   trust.observe(0, node("a", hours(5), "a", hours(1)), t0);  // another engine's max ttl: 1 h
   trust.observe(1, node("b2", 30s, "", seconds(10)), t0);
-  trust.refresh(t0 + NodeTrust::kAdmissionWait);
-  CHECK_FALSE(trust.voting(1, t0 + NodeTrust::kAdmissionWait));  // 30 s would do for 10 s leases
+  trust.refresh(t0 + 2 * NodeTrust::kAdmissionWait);
+  CHECK_FALSE(
+      trust.voting(1, t0 + 2 * NodeTrust::kAdmissionWait));  // 30 s would do for 10 s leases
   CHECK_FALSE(trust.voting(1, t0 + 30min));
   CHECK(trust.voting(1, t0 + 1h));
 }
@@ -319,7 +320,7 @@ TEST_CASE("an engine that forgot the longest ttl waits the bound until a majorit
   trust.forget_longest_ttl();
   CHECK(trust.longest_ttl() == NodeTrust::kTtlBound);
   trust.observe(1, node("b", 1s, "", seconds(3)), t0);  // restarted empty: no history
-  trust.refresh(t0 + NodeTrust::kAdmissionWait);
+  trust.refresh(t0 + 2 * NodeTrust::kAdmissionWait);
   CHECK_FALSE(trust.voting(1, t0 + 1h));
   CHECK(trust.note_max_ttl(seconds(3), false) == false);  // one marker
   // A marker that kept its history, alone (the review of the forget: a node the partitioned
@@ -341,7 +342,7 @@ TEST_CASE("a node admitted by the window may have lost its fences, one that kept
   // Restarted empty 10 s ago: quarantined, and its fences are gone with its keys.
   trust.observe(2, node("c2", 10s, "", milliseconds(0)), t0);
   CHECK_FALSE(trust.fences_missing(2));  // not judged yet: an admission may be in flight
-  CHECK(trust.refresh(t0 + NodeTrust::kAdmissionWait).empty());
+  CHECK(trust.refresh(t0 + 2 * NodeTrust::kAdmissionWait).empty());
   CHECK(trust.fences_missing(2));
   CHECK(trust.refresh(t0 + 52s) == std::vector<std::size_t>{2});
   CHECK(trust.fences_missing(2));  // the window ended; the fences are still to be copied back
@@ -400,7 +401,7 @@ TEST_CASE("a loss of fences is recorded on the node, and a durable restart does 
   NodeTrust newcomer(3, settings());
   newcomer.observe(0, node("a3", 1s, ""), t0);
   CHECK(newcomer.take_fence_losses().empty());  // judged after the wait
-  newcomer.refresh(t0 + NodeTrust::kAdmissionWait);
+  newcomer.refresh(t0 + 2 * NodeTrust::kAdmissionWait);
   CHECK(newcomer.take_fence_losses() == std::vector<NodeTrust::FenceLoss>{{0, false}});
 }
 
@@ -455,6 +456,18 @@ TEST_CASE("a node whose admission never came is judged after the wait as it look
   CHECK_FALSE(trust.fences_missing(2));
   // Another incarnation's read is no news of this one.
   CHECK(trust.reread(2, node("c3", 1s, "c3"), t0 + 11s).empty());
+}
+
+TEST_CASE("a node refused as unsafe while it waits is judged: refused, not quarantined",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(2, node("c", 1s), t0);
+  CHECK(trust.unjudged(2));
+  trust.unsafe(2, "c", t0 + 1s);
+  CHECK_FALSE(trust.unjudged(2));
+  CHECK(*trust.quarantined_until(2) == steady_clock::time_point::max());
+  CHECK_FALSE(trust.worth_rereading(2));
 }
 
 TEST_CASE("a suspect node is not admitted by a marker read again", "[storage]") {
