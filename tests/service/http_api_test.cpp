@@ -305,6 +305,44 @@ TEST_CASE("http: readiness follows the lock nodes' majority", "[service][redis]"
   CHECK(http.post("/v1/locks/x", {{"ttl_ms", 1000}}).status == 200);
 }
 
+// #35 item 1: three of five nodes restarted without their data shut everyone out for the window,
+// and nothing said why or until when.
+TEST_CASE("http: quarantined nodes are named, with when they vote again, by /readyz and the 503",
+          "[service][redis]") {
+  Service s({"--max-ttl", "60s"});
+  HttpClient http = s.client();
+  REQUIRE(http.post("/v1/locks/x", {{"ttl_ms", 1000}}).status == 200);  // a history
+  for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).restart(/*keep_data=*/false);
+  json nodes;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {  // until all three are judged (a node without its marker first waits 2 s)
+    nodes = http.get("/readyz").json()["lock_nodes"]["nodes"];
+    REQUIRE(nodes.size() == 5);
+    const bool judged = std::all_of(nodes.begin(), nodes.begin() + 3, [](const json& node) {
+      return node["state"] == "quarantined" && node["votes_again_in_ms"].get<long>() > 30'000;
+    });
+    if (judged || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i, nodes[i].dump());
+    CHECK(nodes[i]["node"] == s.cluster.addresses()[i]);
+    CHECK(nodes[i]["state"] == (i < 3 ? "quarantined" : "voting"));
+    if (i < 3) CHECK(nodes[i]["votes_again_in_ms"].get<long>() <= 61'000);
+  }
+  const HttpAnswer refused = http.post("/v1/locks/y", {{"ttl_ms", 1000}});
+  CHECK(refused.status == 503);
+  CHECK(refused.error_code() == "unavailable");
+  const json error = refused.json()["error"];
+  CHECK_THAT(
+      error["message"].get<std::string>(),
+      Catch::Contains("only 2 of 5 lock nodes can vote") &&
+          Catch::Contains("Quarantined: " + s.cluster.addresses()[0] + " (votes again in ") &&
+          Catch::Contains(s.cluster.addresses()[2]));
+  CHECK(error["retry_after_ms"].get<long>() > 30'000);
+  CHECK(error["retry_after_ms"].get<long>() <= 61'000);
+}
+
 TEST_CASE("http: lock nodes that may evict keys are refused, and /readyz says which and why",
           "[service][redis]") {
   Service s({"--max-ttl", "2s"});

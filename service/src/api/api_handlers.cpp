@@ -435,6 +435,31 @@ ApiHandlers::Cancel ApiHandlers::openapi(const Call&, Reply reply) {
   return answer(reply, std::move(response));
 }
 
+namespace {
+
+// One lock node for /readyz: its state, and what it waits for.
+json node_state_json(const storage::NodeStatus& node) {
+  json entry{{"node", node.address}};
+  if (!node.refused.empty()) {
+    entry["state"] = "refused";
+    entry["reason"] = node.refused;
+  } else if (node.unresolved) {
+    entry["state"] = "unresolved";
+  } else if (!node.up) {
+    entry["state"] = "unreachable";
+  } else if (node.quarantined && node.votes_again_in) {
+    entry["state"] = "quarantined";
+    entry["votes_again_in_ms"] = node.votes_again_in->count();
+  } else if (node.quarantined) {
+    entry["state"] = "repairing";
+  } else {
+    entry["state"] = "voting";
+  }
+  return entry;
+}
+
+}  // namespace
+
 ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
   const std::size_t voting = engine_.voting_nodes();
   const bool nodes_ok = voting >= engine_.quorum();
@@ -442,8 +467,12 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
   const bool tokens_ok = (tokens_ == nullptr || tokens_->ready()) && !refusal;
   json token_source{{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}};
   json refused = json::array();
-  for (const auto& [address, why] : engine_.refused_nodes())
-    refused.push_back({{"node", address}, {"reason", why}});
+  json nodes = json::array();
+  for (const storage::NodeStatus& node : engine_.node_statuses()) {
+    if (!node.refused.empty())
+      refused.push_back({{"node", node.address}, {"reason", node.refused}});
+    nodes.push_back(node_state_json(node));
+  }
   if (refusal) token_source["reason"] = *refusal;
   json body{{"status", nodes_ok && tokens_ok ? "ok" : "unavailable"},
             {"lock_nodes",
@@ -452,7 +481,8 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
               {"total", engine_.node_count()},
               {"quorum", engine_.quorum()},
               {"unresolved", engine_.unresolved_nodes()},
-              {"refused", std::move(refused)}}},
+              {"refused", std::move(refused)},
+              {"nodes", std::move(nodes)}}},
             {"token_source", std::move(token_source)}};
   ApiResponse response = ok(body);
   if (!nodes_ok || !tokens_ok) response.status = 503;

@@ -11,7 +11,9 @@ ApiResponse ok(const nlohmann::json& body, std::optional<std::uint64_t> token) {
 
 ApiResponse from_storage_error(const storage::Error& error) {
   std::optional<std::int64_t> retry_after_ms;
-  if (error.code == storage::ErrorCode::kLocked && error.retry_after)
+  if ((error.code == storage::ErrorCode::kLocked ||
+       error.code == storage::ErrorCode::kUnavailable) &&
+      error.retry_after)
     retry_after_ms = error.retry_after->count();
   return ApiHandlers::error_response(api_error_from(error.code), error.message, retry_after_ms);
 }

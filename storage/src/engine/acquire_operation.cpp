@@ -232,8 +232,7 @@ void AcquireOperation::vote() {
   core_->confirm_votes(shared_from_this(), attempt_ | kEvictionsRead);
   // A cluster with too few voting nodes is decided before any answer arrives.
   if (tally_->outcome() == TallyOutcome::kImpossible) {
-    attempt_failed(
-        make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
+    attempt_failed(core_->shortfall_error(*tally_));
   }
 }
 
@@ -334,7 +333,7 @@ void AcquireOperation::count_vote(std::size_t node, Vote vote) {
       break;
   }
   if (tally_->unavailable()) {
-    attempt_failed(make_error(ErrorCode::kUnavailable, tally_->shortfall()));
+    attempt_failed(core_->shortfall_error(*tally_));
   } else if (fenced_out()) {
     fenced_attempt_ = true;
     attempt_failed(fence_error());

@@ -46,6 +46,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
                  options_.max_ttl, options_.drift_factor, options_.quarantine_restarted_nodes,
                  tokens_ != nullptr && tokens_->has_history() && !options_.new_lock_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
+      quarantine_ends_(new std::atomic<std::int64_t>[options_.nodes.size()]),
       repairing_(options_.nodes.size(), false),
       partial_repair_(options_.nodes.size(), false),
       repair_generation_(options_.nodes.size(), 0),
@@ -83,6 +84,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   }
   for (std::size_t i = 0; i < options_.nodes.size(); ++i) {
     quarantined_flags_[i] = false;
+    quarantine_ends_[i] = 0;
     quarantine_timers_.push_back(std::make_unique<asio::steady_timer>(strand_));
     RedisNodeOptions node_options = base;
     node_options.address = options_.nodes[i];
@@ -448,8 +450,10 @@ void EngineCore::on_node_probed(std::size_t node, const NodeIdentity& identity) 
   }
   const auto now = Clock::now();
   const bool unjudged = trust_.unjudged(node);
+  const bool voted = votes(node, now);
   const auto admitted = trust_.reread(node, handshake, now);
-  if (unjudged || !admitted.empty()) took_verdict(node, admitted, handshake, false, now);
+  if (unjudged || !admitted.empty() || votes(node, now) != voted)
+    took_verdict(node, admitted, handshake, false, now);
 }
 
 bool EngineCore::wants_probe_again(std::size_t node) {
@@ -477,8 +481,9 @@ void EngineCore::took_verdict(std::size_t node, const std::vector<std::size_t>& 
 void EngineCore::tell_quarantine(std::size_t node, Clock::time_point now) {
   // A node waiting for a new cluster's other nodes, or for an admission in flight, is not
   // quarantined for what it lost.
-  const auto until = trust_.quarantined_until(node);
-  if (until && observer_ != nullptr && !trust_.awaiting_birth() && !trust_.unjudged(node)) {
+  const auto until = trust_.quarantined_until(node);  // max(): refused as unsafe, logged so
+  if (until && *until != Clock::time_point::max() && observer_ != nullptr &&
+      !trust_.awaiting_birth() && !trust_.unjudged(node)) {
     observer_->on_node_quarantined(node, nodes_[node]->address(),
                                    std::chrono::ceil<std::chrono::milliseconds>(*until - now));
   }
@@ -754,6 +759,8 @@ void EngineCore::refresh_quarantines() {
     // Held out also while its fences are being copied back (repair_fences).
     const bool was_quarantined =
         quarantined_flags_[i].exchange(until.has_value() || trust_.fences_missing(i));
+    quarantine_ends_[i] =
+        until && *until != Clock::time_point::max() ? until->time_since_epoch().count() : 0;
     if (!until) {
       if (was_quarantined) quarantine_timers_[i]->cancel();
       continue;
@@ -768,6 +775,37 @@ void EngineCore::refresh_quarantines() {
   }
   refresh_voting_count();
   note_awaited_nodes();
+}
+
+std::optional<std::chrono::milliseconds> EngineCore::votes_again_in(std::size_t node) const {
+  const std::int64_t end = quarantine_ends_[node].load(std::memory_order_relaxed);
+  if (end == 0 || !node_quarantined(node)) return std::nullopt;
+  const auto left = Clock::time_point(Clock::duration(end)) - Clock::now();
+  return std::max(std::chrono::ceil<std::chrono::milliseconds>(left), std::chrono::milliseconds(0));
+}
+
+Error EngineCore::shortfall_error(const QuorumTally& tally) const {
+  Error error{ErrorCode::kUnavailable, tally.shortfall(), std::nullopt};
+  std::string quarantined;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!nodes_[i]->ready() || !node_quarantined(i)) continue;
+    quarantined += (quarantined.empty() ? "" : ", ") + nodes_[i]->address();
+    const auto left = votes_again_in(i);
+    if (!left) {
+      quarantined += trust_.fences_missing(i) && trust_.voting(i, Clock::now())
+                         ? " (its fences are being copied back)"
+                         : " (refused)";
+      continue;
+    }
+    quarantined += " (votes again in " + std::to_string((left->count() + 999) / 1000) + " s)";
+    if (!error.retry_after || *left < *error.retry_after) error.retry_after = *left;
+  }
+  if (!quarantined.empty()) {
+    error.message += ". Quarantined: " + quarantined +
+                     " — a node that restarted without its data (or lost writes) waits out the "
+                     "longest lease it may have lost; /readyz shows each node";
+  }
+  return error;
 }
 
 void EngineCore::note_awaited_nodes() {

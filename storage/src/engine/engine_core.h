@@ -208,6 +208,12 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   bool node_quarantined(std::size_t node) const {
     return quarantined_flags_[node].load(std::memory_order_relaxed);
   }
+  // A quarantined node: how long until it votes again, as known at the last change; nullopt when
+  // not quarantined, or not for a known time (fences being copied back, settings that evict).
+  std::optional<std::chrono::milliseconds> votes_again_in(std::size_t node) const;
+  // Why every voting node was not enough: `tally`'s shortfall, naming the quarantined nodes and
+  // when the first votes again (Error::retry_after). On the strand.
+  Error shortfall_error(const QuorumTally& tally) const;
   // Why the node's last handshake or recheck refused it, "" if its last handshake passed.
   std::string node_refusal(std::size_t node) const;
   const RedisNode& node(std::size_t i) const { return *nodes_.at(i); }
@@ -301,6 +307,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::shared_ptr<InstanceRegistry> registry_;  // made in the constructor, started by start()
   NodeTrust trust_;
   std::unique_ptr<std::atomic<bool>[]> quarantined_flags_;
+  // Per node: when its quarantine ends (steady_clock ticks), 0 when none is known.
+  std::unique_ptr<std::atomic<std::int64_t>[]> quarantine_ends_;
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node
   std::vector<bool> repairing_;       // per node: a fence repair is running
   std::vector<bool> partial_repair_;  // per node: its last repair was best effort

@@ -390,14 +390,6 @@ std::size_t RedlockEngine::unresolved_nodes() const noexcept {
   }
   return unresolved;
 }
-std::vector<std::pair<std::string, std::string>> RedlockEngine::refused_nodes() const {
-  std::vector<std::pair<std::string, std::string>> refused;
-  for (std::size_t i = 0; i < core_->node_count(); ++i) {
-    if (auto why = core_->node_refusal(i); !why.empty())
-      refused.emplace_back(core_->node(i).address(), std::move(why));
-  }
-  return refused;
-}
 const EngineOptions& RedlockEngine::options() const noexcept {
   return core_->options();
 }
@@ -432,6 +424,7 @@ std::vector<NodeStatus> RedlockEngine::node_statuses() const {
     status.resolve_failures = c.resolve_failures.load(std::memory_order_relaxed);
     status.address_changes = c.address_changes.load(std::memory_order_relaxed);
     status.refused = core_->node_refusal(i);
+    status.votes_again_in = core_->votes_again_in(i);
     out.push_back(std::move(status));
   }
   return out;

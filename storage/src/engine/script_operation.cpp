@@ -102,7 +102,7 @@ void ReleaseOperation::decide() {
   } else if (surely_not_held(tally_)) {
     complete(false);
   } else if (cannot_tell(tally_)) {
-    complete(make_error(ErrorCode::kUnavailable, tally_.shortfall()));
+    complete(core_->shortfall_error(tally_));
   }
 }
 
@@ -132,7 +132,7 @@ void ExtendOperation::decide() {
   } else if (surely_not_held(tally_)) {
     complete(make_error(ErrorCode::kLeaseLost, "the lease no longer holds a quorum of lock nodes"));
   } else if (cannot_tell(tally_)) {
-    complete(make_error(ErrorCode::kUnavailable, tally_.shortfall()));
+    complete(core_->shortfall_error(tally_));
   }
 }
 
@@ -162,8 +162,7 @@ void InspectOperation::decide() {
   if (finished() || tally_.pending_voters() != 0) return;
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_), Result<LockStatus>(make_error(ErrorCode::kUnavailable,
-                                                                          tally_.shortfall())));
+    core_->complete_later(std::move(done_), Result<LockStatus>(core_->shortfall_error(tally_)));
     return;
   }
   // Group the voting nodes' remaining ttls by the value they hold.
@@ -214,8 +213,8 @@ void InspectSemaphoreOperation::decide() {
   if (finished() || tally_.pending_voters() != 0) return;
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_), Result<SemaphoreStatus>(make_error(
-                                                ErrorCode::kUnavailable, tally_.shortfall())));
+    core_->complete_later(std::move(done_),
+                          Result<SemaphoreStatus>(core_->shortfall_error(tally_)));
     return;
   }
   std::map<std::string, std::size_t> counts;  // count text → nodes

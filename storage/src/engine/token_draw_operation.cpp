@@ -62,7 +62,7 @@ void TokenDrawOperation::on_token(std::uint32_t attempt, Result<std::uint64_t> t
   fence_ = 0;
   core_->broadcast(command(/*eval=*/false), shared_from_this(), attempt_);
   if (tally_->outcome() == TallyOutcome::kImpossible) {
-    complete(make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
+    complete(core_->shortfall_error(*tally_));
   }
 }
 
@@ -104,7 +104,7 @@ void TokenDrawOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRe
   if (fence_ != 0 && !tally_->unavailable()) {
     fenced();
   } else {
-    complete(make_error(ErrorCode::kUnavailable, tally_->shortfall()));
+    complete(core_->shortfall_error(*tally_));
   }
 }
 

@@ -57,6 +57,21 @@ class AcquireTicket {
   std::weak_ptr<detail::CancellableAcquire> target_;  // no allocation per acquire
 };
 
+// One lock node as seen from outside the engine's strand (metrics, /readyz): a snapshot, which
+// may be stale at once.
+struct NodeStatus {
+  std::string address;
+  bool up = false;           // connected and handshake done
+  bool quarantined = false;  // up but not voting (restarted recently, or fences being repaired)
+  std::uint64_t commands = 0, errors = 0, timeouts = 0, disconnects = 0;
+  std::uint64_t resolve_failures = 0, address_changes = 0;
+  bool unresolved = false;  // its name did not resolve at the last attempt
+  std::string refused{};    // why its last handshake or recheck refused it; "" once one passes
+  // Quarantined: how long until it votes again, as known now; nullopt while its fences are being
+  // copied back, or while it runs settings under which it may evict keys (then `refused` says).
+  std::optional<std::chrono::milliseconds> votes_again_in{};
+};
+
 class LockEngine {
  public:
   using AcquireHandler = std::function<void(Result<Lease>)>;
@@ -108,8 +123,8 @@ class LockEngine {
   virtual std::size_t voting_nodes() const noexcept = 0;
   // Nodes whose DNS name did not resolve at their last attempt (they are down).
   virtual std::size_t unresolved_nodes() const noexcept { return 0; }
-  // The lock nodes refused at their last handshake or settings check: {address, why}.
-  virtual std::vector<std::pair<std::string, std::string>> refused_nodes() const { return {}; }
+  // Each lock node as it stands now, in the configured order (empty: the engine has no nodes).
+  virtual std::vector<NodeStatus> node_statuses() const { return {}; }
   // Why every grant is refused right now, or nullopt (redlock_engine.h).
   virtual std::optional<std::string> grant_refusal() const = 0;
   // Why a grant with `token`, just drawn, must be refused, or nullopt — and then the token counts

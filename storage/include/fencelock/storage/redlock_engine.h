@@ -53,17 +53,6 @@ namespace fencelock::storage {
 
 class EngineCore;
 
-// A node as seen from outside the strand (metrics, readiness). A snapshot; may be stale at once.
-struct NodeStatus {
-  std::string address;
-  bool up = false;           // connected and handshake done
-  bool quarantined = false;  // up but not voting (restarted recently)
-  std::uint64_t commands = 0, errors = 0, timeouts = 0, disconnects = 0;
-  std::uint64_t resolve_failures = 0, address_changes = 0;
-  bool unresolved = false;  // its name did not resolve at the last attempt
-  std::string refused{};    // why its last handshake or recheck refused it; "" once one passes
-};
-
 class RedlockEngine final : public LockEngine {
  public:
   // Validates `options` and builds the engine; connections open in the background once start()
@@ -140,8 +129,7 @@ class RedlockEngine final : public LockEngine {
   // Nodes that are up and voting; a quorum of them is needed for any grant.
   std::size_t voting_nodes() const noexcept override;
   std::size_t unresolved_nodes() const noexcept override;
-  std::vector<std::pair<std::string, std::string>> refused_nodes() const override;
-  std::vector<NodeStatus> node_statuses() const;
+  std::vector<NodeStatus> node_statuses() const override;
   const EngineOptions& options() const noexcept override;
   // Why this engine refuses every grant right now (EngineOptions::exclusive_tokens and another
   // instance on the lock nodes, or no recent check), or nullopt. For readiness.

@@ -35,8 +35,9 @@ struct Error {
   // kLocked only: how long after the error was made the name (every name of a set, a permit of
   // the semaphore) can first be granted again, as the refusing nodes' own answers tell — the
   // holder's remaining ttl on enough of them, plus the drift allowance. nullopt when they cannot
-  // tell (a split vote between other acquires, too few answers, a node that did not say) and for
-  // every other code. A hint for when to try again, never a promise: a release frees it sooner.
+  // tell (a split vote between other acquires, too few answers, a node that did not say).
+  // kUnavailable: when the first quarantined node votes again, if one is quarantined for a known
+  // time. nullopt for every other code. A hint for when to try again, never a promise.
   std::optional<std::chrono::milliseconds> retry_after;
 };
 
