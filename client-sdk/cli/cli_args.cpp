@@ -110,7 +110,9 @@ Commands:
       Acquire NAME, run CMD with FENCELOCK_NAME and FENCELOCK_TOKEN in its environment, keep the
       lease alive while CMD runs, release it when CMD exits and exit with CMD's status. If the
       lease is lost, CMD (its process group) gets SIGTERM, then SIGKILL after --grace, and
-      fencelock exits 4. CMD gets the terminal when fencelock runs in its foreground.
+      fencelock exits 4. CMD gets the terminal when fencelock runs in its foreground. The
+      release after CMD gives up after 1 s (the ttl frees the lock). --skip-if-locked: when
+      someone else holds NAME (after --wait), exit 0 without a word (for cron).
   run [--ttl 30s] [--wait 0s] [--owner TEXT] NAME
       Without CMD: acquire NAME, print {"name","token","ttl_ms"}, hold the lock (renewing it)
       until SIGINT (Ctrl-C), SIGTERM or SIGHUP, then release it and exit 0; exit 4 if the lease
@@ -275,6 +277,10 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
       out.verbose = true;
       continue;
     }
+    if (arg == "--skip-if-locked") {
+      out.skip_if_locked = true;
+      continue;
+    }
     if (arg.starts_with("--")) {
       std::string flag = arg;
       std::string value;
@@ -350,6 +356,8 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
     return usage_error("--name is only for run, acquire, extend and release");
   if (!holds && out.permits)
     return usage_error("--permits is only for run, acquire, extend and release");
+  if (out.skip_if_locked && out.command != Command::kRun)
+    return usage_error("--skip-if-locked is only for run");
   // extend and release of a lock set take every name with --name: a positional would be
   // ambiguous between NAME and LEASE.
   const bool name_positional = !(takes_lease && !extra_names.empty());
@@ -359,6 +367,9 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
     return usage_error("unexpected argument '" + positional[most] + "'" +
                        (takes_lease && !extra_names.empty()
                             ? " (extend and release of a lock set take every name with --name)"
+                        : out.command == Command::kRun
+                            ? " (the command goes after '--': fencelock run [options] NAME -- " +
+                                  positional[most] + " ...)"
                             : ""));
   }
   if (name_positional && !positional.empty()) {

@@ -60,7 +60,8 @@ struct CliArgs {
   std::string lease;                        // extend/release: argument or FENCELOCK_LEASE
   bool next_token = false;                  // token --next
   bool verbose = false;                     // -v, --verbose: what it does, on stderr
-  std::vector<std::string> command_line;    // run: CMD [ARGS...] after --; empty: hold the lock
+  bool skip_if_locked = false;  // run --skip-if-locked: held by someone else → exit 0, silent
+  std::vector<std::string> command_line;  // run: CMD [ARGS...] after --; empty: hold the lock
 };
 
 // `args` excludes argv[0]. `env` looks up FENCELOCK_ENDPOINT and FENCELOCK_LEASE.

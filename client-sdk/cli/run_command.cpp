@@ -1,5 +1,6 @@
 #include "run_command.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -65,8 +66,8 @@ int exit_status_of(int wait_status) {
 }
 
 // Starts CMD in a new process group, the terminal's foreground group if `with_terminal`, with
-// `environment` ("NAME=value" entries). Returns its pid, or -1 (errno set) if fork failed; an
-// exec failure shows as exit status 127.
+// `environment` ("NAME=value" entries). Returns its pid once CMD runs, or -1 with errno set: why
+// fork, or exec of CMD (then the child has been reaped), failed.
 pid_t start_child(const CliArgs& args, std::vector<std::string> environment, bool with_terminal) {
   // Everything the child needs is built here: after fork only async-signal-safe calls are allowed
   // (other threads — the lease keeper's — may hold the allocator's lock).
@@ -78,15 +79,53 @@ pid_t start_child(const CliArgs& args, std::vector<std::string> environment, boo
   for (const auto& a : args.command_line) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
+  // exec's errno comes back through a pipe that a successful exec closes (O_CLOEXEC).
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return -1;
   const pid_t child = ::fork();
-  if (child != 0) return child;
-  ::setpgid(0, 0);
-  if (with_terminal) give_terminal_to(::getpid());
-  ::execvpe(argv[0], argv.data(), envp.data());
-  const char message[] = "fencelock: cannot start the command\n";
-  const ssize_t ignored = ::write(STDERR_FILENO, message, sizeof(message) - 1);
-  (void)ignored;
-  ::_exit(kExitCannotRun);
+  if (child == 0) {
+    ::close(report[0]);
+    ::setpgid(0, 0);
+    if (with_terminal) give_terminal_to(::getpid());
+    ::execvpe(argv[0], argv.data(), envp.data());
+    const int failure = errno;
+    const ssize_t ignored = ::write(report[1], &failure, sizeof(failure));
+    (void)ignored;
+    ::_exit(kExitCannotRun);
+  }
+  const int fork_failure = errno;
+  ::close(report[1]);
+  if (child < 0) {
+    ::close(report[0]);
+    errno = fork_failure;
+    return -1;
+  }
+  int exec_failure = 0;
+  ssize_t got = 0;
+  do {
+    got = ::read(report[0], &exec_failure, sizeof(exec_failure));
+  } while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (got != static_cast<ssize_t>(sizeof(exec_failure))) return child;  // CMD runs
+  int ignored_status = 0;
+  while (::waitpid(child, &ignored_status, 0) < 0 && errno == EINTR) {
+  }
+  errno = exec_failure;
+  return -1;
+}
+
+// How long the release after CMD may take: a hung fencelockd must not keep a cron job running.
+constexpr std::chrono::milliseconds kReleaseBound{1000};
+
+// Releases after CMD ended, within kReleaseBound; says so when it did not finish.
+void release_after_command(LeaseKeeper& keeper, const CliArgs& args) {
+  auto released = keeper.release(kReleaseBound);
+  if (!released.ok()) {
+    std::fprintf(stderr,
+                 "fencelock: release of '%s' gave up after %lld ms (its ttl frees the lock): %s\n",
+                 args.name.c_str(), static_cast<long long>(kReleaseBound.count()),
+                 released.error().message.c_str());
+  }
 }
 
 // The command was stopped by a job-control signal: Ctrl-Z (SIGTSTP), or a read or write of a
@@ -160,6 +199,10 @@ int hold(LeaseKeeper& keeper, const std::string& held, const CliArgs& args) {
 int run_command(Client& client, const CliArgs& args) {
   auto lease = acquire_waiting(client, args);
   if (!lease.ok()) {
+    if (lease.error().code == ErrorCode::kLocked && args.skip_if_locked) {
+      say(args, "'" + args.name + "' is held by another lease; skipped (--skip-if-locked)");
+      return kExitOk;
+    }
     if (lease.error().code == ErrorCode::kLocked) {
       const std::string what = args.permits            ? "every permit of '" + args.name + "' is"
                                : args.names.size() > 1 ? "a name of '" + args.name + "' is"
@@ -187,8 +230,11 @@ int run_command(Client& client, const CliArgs& args) {
   bool with_terminal = runs_in_terminal_foreground();
   const pid_t child = start_child(args, std::move(environment), with_terminal);
   if (child < 0) {
-    std::fprintf(stderr, "fencelock: cannot start the command: %s\n", std::strerror(errno));
-    (void)keeper.release();
+    const int failure = errno;
+    if (with_terminal) give_terminal_to(::getpgrp());
+    std::fprintf(stderr, "fencelock: cannot start '%s': %s\n", args.command_line.front().c_str(),
+                 std::strerror(failure));
+    release_after_command(keeper, args);
     return kExitCannotRun;
   }
   ::setpgid(child, child);  // also from here: no race with the child's own calls
@@ -226,7 +272,7 @@ int run_command(Client& client, const CliArgs& args) {
   if (with_terminal) give_terminal_to(::getpgrp());
   say(args, "the command ended (status " + std::to_string(exit_status_of(wait_status)) +
                 "); releasing '" + args.name + "'");
-  (void)keeper.release();
+  release_after_command(keeper, args);
   if (lost) return kExitNotHeld;
   return exit_status_of(wait_status);
 }

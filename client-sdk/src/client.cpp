@@ -320,7 +320,8 @@ class Client::Impl {
       auto deadline = sent_at + options_.request_timeout + extra;
       deadline = std::min(deadline, overall);
       bool maybe_delivered = false;
-      auto reply = connection->round_trip(method, target, body, sent_at + options_.connect_timeout,
+      auto reply = connection->round_trip(method, target, body,
+                                          std::min(sent_at + options_.connect_timeout, overall),
                                           deadline, maybe_delivered);
       if (reply.ok()) {
         give_back(e, std::move(connection));
@@ -514,13 +515,12 @@ Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds
   return Done{};
 }
 
-Result<bool> Client::release(const Lease& lease) {
+Result<bool> Client::release(const Lease& lease, std::optional<milliseconds> within) {
   json body{{"lease", lease.lease_string()}};
   if (lease.kind() == LeaseKind::kSet) body["names"] = lease.names();
   Clock::time_point sent_at;
-  auto parsed =
-      expect_object(impl_->call("DELETE", target_of(lease, false), body.dump(), Impl::Retry::kSafe,
-                                milliseconds(0), std::nullopt, sent_at));
+  auto parsed = expect_object(impl_->call("DELETE", target_of(lease, false), body.dump(),
+                                          Impl::Retry::kSafe, milliseconds(0), within, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
   if (!parsed->contains("released") || !parsed.value()["released"].is_boolean())
     return make(ErrorCode::kInternal, "the service's answer lacks 'released'");

@@ -54,11 +54,11 @@ std::optional<Error> LeaseKeeper::lost_reason() const {
   return lost_reason_;
 }
 
-Result<bool> LeaseKeeper::release() {
+Result<bool> LeaseKeeper::release(std::optional<milliseconds> within) {
   renewer_.request_stop();
   if (renewer_.joinable() && renewer_.get_id() != std::this_thread::get_id()) renewer_.join();
   if (released_.exchange(true)) return false;
-  return client_.release(lease_);
+  return client_.release(lease_, within);
 }
 
 milliseconds LeaseKeeper::margin() const noexcept {

@@ -54,6 +54,10 @@ TEST_CASE("cli: bad command lines are refused with a message", "[client]") {
       {{"status", "x", "--", "ls"}, "only for run"},
       {{"release", "x"}, "missing LEASE"},
       {{"status", "--next", "x"}, "--next is only for token"},
+      {{"run", "--ttl", "30s", "x", "echo", "hi"},
+       "unexpected argument 'echo' (the command goes after '--': fencelock run [options] NAME -- "
+       "echo ...)"},
+      {{"acquire", "--skip-if-locked", "x"}, "--skip-if-locked is only for run"},
   }));
   auto parsed = parse(args);
   REQUIRE_FALSE(parsed.ok());

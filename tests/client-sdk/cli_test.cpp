@@ -128,7 +128,48 @@ TEST_CASE("cli: a command that cannot start exits 127 and releases the lock", "[
   ServiceUnderTest s;
   const CliRun r = cli(s, {"run", "gone", "--", "/nonexistent/command"});
   CHECK(r.exit_code == 127);
+  // #35 item 4: which command, and why (it said only "cannot start the command").
+  CHECK_THAT(r.output,
+             Catch::Contains("cannot start '/nonexistent/command': No such file or directory"));
   CHECK(s.client().get("/v1/locks/gone").json()["held"] == false);
+}
+
+// #35 item 4: under cron a busy lock was exit 3 plus a line on stderr, which cron mails.
+TEST_CASE("cli: run --skip-if-locked exits 0 without a word when the lock is held",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  REQUIRE(s.client().post("/v1/locks/nightly", {{"ttl_ms", 30000}}).status == 200);
+  const CliRun skipped = cli(s, {"run", "--skip-if-locked", "nightly", "--", "echo", "ran"});
+  CHECK(skipped.exit_code == 0);
+  CHECK(skipped.output.empty());
+  const CliRun free = cli(s, {"run", "--skip-if-locked", "other", "--", "echo", "ran"});
+  CHECK(free.exit_code == 0);
+  CHECK(free.output == "ran\n");
+  CHECK(cli(s, {"status", "--skip-if-locked", "x"}).exit_code == 2);
+}
+
+// #35 item 4: after the command stopped for a lost lease, fencelock went on retrying the release
+// against a hung fencelockd for 15 s.
+TEST_CASE("cli: the release after the command gives up after a second against a hung service",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  const auto marker = s.dir.path() / "started";
+  std::thread pauser([&] {
+    const auto limit = std::chrono::steady_clock::now() + 10s;
+    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit)
+      std::this_thread::sleep_for(5ms);
+    ::kill(s.daemon->pid(), SIGSTOP);
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const CliRun r = cli(s, {"run", "--ttl", "1s", "--grace", "200ms", "hung", "--", "sh", "-c",
+                           "touch " + marker.string() + "; sleep 30"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  pauser.join();
+  ::kill(s.daemon->pid(), SIGCONT);
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.output,
+             Catch::Contains("lost the lease") && Catch::Contains("gave up after 1000 ms"));
+  CHECK(took < 5s);  // ttl 1 s, grace 0.2 s, release 1 s: not the 15 s of retries
 }
 
 TEST_CASE("cli: acquire, extend, status, token and release print JSON for scripts",

@@ -124,8 +124,10 @@ class Client {
                 std::optional<std::chrono::milliseconds> within = std::nullopt);
 
   // Releases the lease (a lock, every name of a set, a permit): true iff it still held it.
-  // Idempotent. Errors: kUnavailable, kInvalidArgument, kTransport.
-  Result<bool> release(const Lease& lease);
+  // Idempotent. `within` bounds the whole call, retries included (default: the request timeout
+  // per attempt). Errors: kUnavailable, kInvalidArgument, kTransport.
+  Result<bool> release(const Lease& lease,
+                       std::optional<std::chrono::milliseconds> within = std::nullopt);
 
   // How many permits of semaphore `name` are held, and of how many. Errors: kUnavailable,
   // kInvalidArgument, kDenied, kTransport.

@@ -71,8 +71,9 @@ class LeaseKeeper {
   Lease::Clock::time_point deadline() const noexcept;
   std::uint32_t renewals() const noexcept { return renewals_.load(); }
 
-  // Stops renewing and releases now: true iff the lease still held the lock.
-  Result<bool> release();
+  // Stops renewing and releases now: true iff the lease still held the lock. `within` bounds
+  // the release, retries included (Client::release).
+  Result<bool> release(std::optional<std::chrono::milliseconds> within = std::nullopt);
 
  private:
   void run(const std::stop_token& stop);
