@@ -1,12 +1,8 @@
 // What scripts/check-docs.sh puts before a C++ fragment of the docs (a block marked
-// <!-- cpp-fragment: PARAMS -->): the SDK's public headers, and declarations of the application
-// code the examples call, so that everything else in a fragment is checked against the real SDK.
+// <!-- cpp-fragment: PARAMS -->): the standard headers and declarations of the application code
+// the examples call. No SDK header: a fragment includes what it uses, as a reader's file must.
 #pragma once
 
-#include <fencelock/client.h>
-#include <fencelock/fenced_table.h>
-#include <fencelock/lease_keeper.h>
-#include <fencelock/lock_guard.h>
 #include <sqlite3.h>
 
 #include <chrono>
