@@ -3,7 +3,7 @@
 # redis-servers, one fencelockd (SQLite tokens) and one PostgreSQL 15 server, all on loopback, all
 # in DIR. `start` waits until fencelockd answers /readyz and PostgreSQL accepts connections, then
 # writes DIR/env (sourceable):
-#   FENCELOCK_URL=http://127.0.0.1:<base+10>
+#   FENCELOCK_ENDPOINT=http://127.0.0.1:<base+10>
 #   DATABASE_URL=postgresql://fencelock@127.0.0.1:<base+20>/fencelock
 # `stop` stops everything started in DIR (SIGTERM, then SIGKILL after 5 s) and removes DIR.
 #
@@ -116,7 +116,7 @@ fi
 "$pg_bin/psql" -q -h 127.0.0.1 -p "$pg_port" -U fencelock -d postgres \
   -c "CREATE DATABASE fencelock" >/dev/null
 cat >"$dir/env" <<EOF
-FENCELOCK_URL=http://$listen
+FENCELOCK_ENDPOINT=http://$listen
 DATABASE_URL=postgresql://fencelock@127.0.0.1:$pg_port/fencelock
 EOF
 echo "live-stack: ready in $dir"

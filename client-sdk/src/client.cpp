@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/asio/ssl/context.hpp>
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -513,6 +514,29 @@ Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds
   if (!validity.ok()) return std::move(validity).error();
   lease.renew(ttl, sent_at + milliseconds(validity.value()));
   return Done{};
+}
+
+ClientOptions ClientOptions::from_environment() {
+  ClientOptions options;
+  const auto read = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value == nullptr ? "" : value);
+  };
+  if (const std::string endpoints = read("FENCELOCK_ENDPOINT"); !endpoints.empty()) {
+    options.endpoints.clear();
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = endpoints.find(',', start);
+      options.endpoints.push_back(endpoints.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  options.api_key = read("FENCELOCK_API_KEY");
+  options.ca_file = read("FENCELOCK_CACERT");
+  options.cert_file = read("FENCELOCK_CERT");
+  options.key_file = read("FENCELOCK_KEY");
+  return options;
 }
 
 Result<bool> Client::release(const Lease& lease, std::optional<milliseconds> within) {

@@ -1,4 +1,4 @@
-// CI check of the example: starts server.js against the live stack (FENCELOCK_URL, DATABASE_URL),
+// CI check of the example: starts server.js against the live stack (FENCELOCK_ENDPOINT, DATABASE_URL),
 // fires concurrent deposits and checks that none was lost, then plays a paused handler whose
 // stale write PostgreSQL must refuse. Every wait is bounded; the server is always stopped.
 import assert from 'node:assert/strict';
@@ -72,7 +72,7 @@ try {
 
   // A handler that took the lock, fenced its read, then paused past its ttl.
   const carol = `carol-${suffix}`;
-  const client = new Client({ endpoints: process.env.FENCELOCK_URL.split(',') });
+  const client = new Client({ endpoints: process.env.FENCELOCK_ENDPOINT.split(',') });
   const paused = await client.acquire(`account-${carol}`, { ttlMs: 200 });
   assert.equal((await fenceRead(db, { table: 'accounts', key: carol, token: paused.token })).outcome, 'applied');
   await sleep(400);

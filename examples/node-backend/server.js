@@ -1,10 +1,10 @@
-// Starts the deposit backend: FENCELOCK_URL (comma-separated endpoints), DATABASE_URL, PORT.
+// Starts the deposit backend: FENCELOCK_ENDPOINT (comma-separated endpoints), DATABASE_URL, PORT.
 import pg from 'pg';
 import { Client } from 'fencelock';
 
 import { accountsDdl, createApp } from './app.js';
 
-const client = new Client({ endpoints: (process.env.FENCELOCK_URL ?? 'http://127.0.0.1:8080').split(',') });
+const client = new Client();  // $FENCELOCK_ENDPOINT (comma-separated), $FENCELOCK_API_KEY, as the CLI
 const db = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10, connectionTimeoutMillis: 5000 });
 await db.query(accountsDdl);
 const server = await createApp({ client, db });

@@ -8,7 +8,7 @@ new balance guarded by the same token, and releases. If this process pauses long
 lease to expire and another request takes the lock, the late write is refused by PostgreSQL (the
 row already carries a newer token) and the client gets 409 instead of a lost update.
 
-Standard library + fencelock + psycopg2. Configuration from the environment: FENCELOCK_URL
+Standard library + fencelock + psycopg2. Configuration from the environment: FENCELOCK_ENDPOINT
 (comma-separated endpoints), DATABASE_URL; `--listen HOST:PORT` (default 127.0.0.1:8000);
 `--init-db` creates the table from schema.sql.
 """
@@ -32,7 +32,7 @@ ACCOUNT = re.compile(r"/accounts/([A-Za-z0-9_-]{1,64})(/deposit)?")
 MAX_BODY = 4096
 MAX_AMOUNT = 10**12
 
-client = fencelock.Client(os.environ.get("FENCELOCK_URL", "http://127.0.0.1:8080").split(","))
+client = fencelock.Client()  # $FENCELOCK_ENDPOINT (comma-separated), $FENCELOCK_API_KEY, as the CLI
 pool: Optional[psycopg2.pool.ThreadedConnectionPool] = None
 
 

@@ -1,5 +1,5 @@
 """Runs app.py against the live stack: concurrent deposits lose nothing, and a write with a stale
-token is refused. Needs FENCELOCK_URL, DATABASE_URL and PYTHONPATH with client-sdk/python/src
+token is refused. Needs FENCELOCK_ENDPOINT, DATABASE_URL and PYTHONPATH with client-sdk/python/src
 (client-sdk/python/test.sh sets them); the app listens on FENCELOCK_EXAMPLE_PORT (17970)."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def call(method: str, path: str, body: Any = None) -> Tuple[int, Any]:
         return e.code, json.loads(e.read() or b"{}")
 
 
-@unittest.skipUnless(os.environ.get("FENCELOCK_URL") and os.environ.get("DATABASE_URL"),
+@unittest.skipUnless(os.environ.get("FENCELOCK_ENDPOINT") and os.environ.get("DATABASE_URL"),
                      "no live stack (run client-sdk/python/test.sh)")
 class PythonBackendExample(unittest.TestCase):
     app: "subprocess.Popen[bytes]"
@@ -103,7 +103,7 @@ class PythonBackendExample(unittest.TestCase):
 
     def test_a_stale_token_write_is_refused(self) -> None:
         account = "acct-" + uuid.uuid4().hex[:8]
-        client = fencelock.Client(os.environ["FENCELOCK_URL"])
+        client = fencelock.Client(os.environ["FENCELOCK_ENDPOINT"])
         stale = client.acquire(f"account-{account}", 0.2)  # a holder that then pauses
         time.sleep(0.3)
         for _ in range(10):

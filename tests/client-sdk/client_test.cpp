@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -360,4 +361,29 @@ TEST_CASE("sdk: a name that does not resolve is a transport error, and the next 
   auto lease = failing_over->acquire("named", 10s);  // nothing was sent to the first: retried
   REQUIRE(lease.ok());
   CHECK(failing_over->release(lease.value()).value());
+}
+
+// #35 item 5: one name for each setting — the CLI's variables, read by the SDK on request.
+TEST_CASE("sdk: ClientOptions::from_environment reads the CLI's variables", "[client]") {
+  const auto set = [](const char* name, const char* value) {
+    if (value == nullptr) {
+      ::unsetenv(name);
+    } else {
+      ::setenv(name, value, 1);
+    }
+  };
+  set("FENCELOCK_ENDPOINT", "https://a.example:8443,https://b.example:8443");
+  set("FENCELOCK_API_KEY", "k3y");
+  set("FENCELOCK_CACERT", "/etc/fencelock/ca.pem");
+  auto options = fencelock::ClientOptions::from_environment();
+  CHECK(options.endpoints ==
+        std::vector<std::string>{"https://a.example:8443", "https://b.example:8443"});
+  CHECK(options.api_key == "k3y");
+  CHECK(options.ca_file == "/etc/fencelock/ca.pem");
+  for (const char* name : {"FENCELOCK_ENDPOINT", "FENCELOCK_API_KEY", "FENCELOCK_CACERT"})
+    set(name, nullptr);
+  options = fencelock::ClientOptions::from_environment();
+  CHECK(options.endpoints == std::vector<std::string>{"http://127.0.0.1:8080"});
+  CHECK(options.api_key.empty());
+  CHECK(options.ca_file.empty());
 }

@@ -58,6 +58,11 @@ struct ClientOptions {
   // that requires one (--tls-client-ca, mutual TLS). Both or neither; default none.
   std::string cert_file;
   std::string key_file;
+
+  // The defaults, with what the CLI reads from the environment: FENCELOCK_ENDPOINT (comma-
+  // separated endpoints), FENCELOCK_API_KEY, FENCELOCK_CACERT (ca_file), FENCELOCK_CERT and
+  // FENCELOCK_KEY. Unset or empty variables leave the default.
+  static ClientOptions from_environment();
 };
 
 struct LockStatus {

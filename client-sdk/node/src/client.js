@@ -42,15 +42,18 @@ export class Client {
   /**
    * @param {object} [options]
    * @param {string[]} [options.endpoints] fencelockd base URLs, tried in order. Default
-   *   ["http://127.0.0.1:8080"]; 1..16, http: or https:.
+   *   $FENCELOCK_ENDPOINT (comma-separated, as the CLI reads it), else ["http://127.0.0.1:8080"];
+   *   1..16, http: or https: (a private CA: NODE_EXTRA_CA_CERTS=$FENCELOCK_CACERT).
    * @param {string} [options.apiKey] sent as "Authorization: Bearer <apiKey>"; never logged.
+   *   Default $FENCELOCK_API_KEY.
    * @param {{requestMs?: number}} [options.timeouts] one request's round trip, excluding an
    *   acquire's wait. Default 5000; 1 .. 600000.
    * @param {number} [options.maxRetries] extra attempts of retry-safe calls. Default 2; 0..10.
    * @param {number} [options.retryBackoffMs] pause before a retry, doubled each time. Default 50.
    */
   constructor(options = {}) {
-    const endpoints = options.endpoints ?? ['http://127.0.0.1:8080'];
+    const endpoints = options.endpoints ??
+      (process.env.FENCELOCK_ENDPOINT || 'http://127.0.0.1:8080').split(',').map((url) => url.trim());
     if (!Array.isArray(endpoints) || endpoints.length < 1 || endpoints.length > 16) {
       throw new InvalidArgumentError('invalid_request', 'endpoints: 1 to 16 URLs');
     }
@@ -66,7 +69,7 @@ export class Client {
       }
       return url.origin;
     });
-    const apiKey = options.apiKey ?? '';
+    const apiKey = options.apiKey ?? process.env.FENCELOCK_API_KEY ?? '';
     if (typeof apiKey !== 'string' || apiKey.length > 256 || !/^[\x21-\x7e]*$/.test(apiKey)) {
       throw new InvalidArgumentError('invalid_request', 'apiKey: printable ASCII without spaces, at most 256 characters');
     }

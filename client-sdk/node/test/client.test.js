@@ -168,6 +168,20 @@ describe('errors that tell outcomes apart', () => {
 });
 
 describe('endpoints', () => {
+  it('reads FENCELOCK_ENDPOINT and FENCELOCK_API_KEY like the CLI when not given', async () => {
+    const saved = process.env.FENCELOCK_ENDPOINT;
+    process.env.FENCELOCK_ENDPOINT = `${closedEndpoint}, ${fencelockUrl}`;
+    try {
+      assert.equal((await new Client().status(uniqueName('env'))).held, false);
+      process.env.FENCELOCK_API_KEY = 'not a key';  // a space: refused as the option would be
+      assert.throws(() => new Client(), InvalidArgumentError);
+      assert.ok(new Client({ apiKey: '' }));  // an option wins
+    } finally {
+      process.env.FENCELOCK_ENDPOINT = saved;
+      delete process.env.FENCELOCK_API_KEY;
+    }
+  });
+
   it('fails over from a closed endpoint, acquire included (nothing was sent)', async () => {
     const failover = new Client({ endpoints: [closedEndpoint, fencelockUrl] });
     const name = uniqueName('failover');

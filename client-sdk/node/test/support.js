@@ -11,7 +11,7 @@ function required(name) {
   return value;
 }
 
-export const fencelockUrl = required('FENCELOCK_URL');
+export const fencelockUrl = required('FENCELOCK_ENDPOINT');
 export const databaseUrl = required('DATABASE_URL');
 export const redisPorts = required('FENCELOCK_REDIS_PORTS').split(',').map(Number);
 // Ports nobody listens on, for the tests' own fencelockd and for closed endpoints.

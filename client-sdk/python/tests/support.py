@@ -2,7 +2,7 @@
 names, and the real processes a test may start or pause — every wait bounded.
 
 Environment (test.sh sets it from scripts/live-stack.sh):
-  FENCELOCK_URL, DATABASE_URL      the live stack
+  FENCELOCK_ENDPOINT, DATABASE_URL      the live stack
   FENCELOCK_STACK_DIR              its directory (fencelockd.pid, for pausing it)
   FENCELOCK_REDIS_PORTS            its redis-servers, "P1,P2,P3"
   FENCELOCKD                       the fencelockd binary, for extra instances
@@ -25,14 +25,14 @@ from typing import Any, Callable, Iterator, List, Sequence
 import fencelock
 from contextlib import contextmanager
 
-FENCELOCK_URL = os.environ.get("FENCELOCK_URL", "")
+FENCELOCK_ENDPOINT = os.environ.get("FENCELOCK_ENDPOINT", "")
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 STACK_DIR = os.environ.get("FENCELOCK_STACK_DIR", "")
 REDIS_PORTS = [int(p) for p in os.environ.get("FENCELOCK_REDIS_PORTS", "").split(",") if p]
 FENCELOCKD = os.environ.get("FENCELOCKD", "")
 SPARE_PORT_BASE = int(os.environ.get("FENCELOCK_SPARE_PORT_BASE", "17950"))
 
-needs_stack = unittest.skipUnless(FENCELOCK_URL, "no live stack (run client-sdk/python/test.sh)")
+needs_stack = unittest.skipUnless(FENCELOCK_ENDPOINT, "no live stack (run client-sdk/python/test.sh)")
 needs_postgres = unittest.skipUnless(DATABASE_URL, "no PostgreSQL (run client-sdk/python/test.sh)")
 
 
@@ -108,7 +108,7 @@ def paused_fencelockd() -> Iterator[None]:
 
 def _ready() -> bool:
     try:
-        with urllib.request.urlopen(FENCELOCK_URL + "/readyz", timeout=1) as answer:
+        with urllib.request.urlopen(FENCELOCK_ENDPOINT + "/readyz", timeout=1) as answer:
             return answer.status == 200
     except OSError:
         return False

@@ -49,6 +49,25 @@ class WithoutService(unittest.TestCase):
             import pickle
             pickle.dumps(lease)
 
+    def test_without_arguments_the_client_reads_the_clis_variables(self) -> None:
+        saved = {k: os.environ.get(k) for k in ("FENCELOCK_ENDPOINT", "FENCELOCK_API_KEY")}
+        try:
+            os.environ["FENCELOCK_ENDPOINT"] = "http://127.0.0.1:1, http://127.0.0.1:2"
+            os.environ["FENCELOCK_API_KEY"] = "from-the-environment"
+            client = fencelock.Client()
+            self.assertEqual(repr(client), "Client(endpoints=['http://127.0.0.1:1', "
+                                           "'http://127.0.0.1:2'], api_key=***)")
+            explicit = fencelock.Client("http://127.0.0.1:3", api_key="")  # arguments win
+            self.assertEqual(repr(explicit), "Client(endpoints=['http://127.0.0.1:3'])")
+            del os.environ["FENCELOCK_ENDPOINT"], os.environ["FENCELOCK_API_KEY"]
+            self.assertEqual(repr(fencelock.Client()), "Client(endpoints=['http://127.0.0.1:8080'])")
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
     def test_each_wire_code_has_its_class_and_stable_code(self) -> None:
         table = [
             (409, "locked", fencelock.LockedError, "locked"),
@@ -75,7 +94,7 @@ class WithoutService(unittest.TestCase):
 @needs_stack
 class AgainstTheService(unittest.TestCase):
     def setUp(self) -> None:
-        self.client = support.PatientClient(support.FENCELOCK_URL)
+        self.client = support.PatientClient(support.FENCELOCK_ENDPOINT)
         self.name = unique_name("py-client")
 
     def tearDown(self) -> None:
@@ -178,7 +197,7 @@ class AgainstTheService(unittest.TestCase):
 
     def test_the_next_endpoint_answers_when_the_first_is_a_closed_port(self) -> None:
         client = support.PatientClient([f"http://127.0.0.1:{support.closed_port()}",
-                                        support.FENCELOCK_URL], retry_backoff=0.01)
+                                        support.FENCELOCK_ENDPOINT], retry_backoff=0.01)
         lease = client.acquire(self.name, 2.0)  # not delivered anywhere: safe to retry
         self.assertTrue(client.status(self.name).held)
         client.extend(lease)
@@ -197,7 +216,7 @@ class AgainstTheService(unittest.TestCase):
     def test_an_acquire_that_may_have_been_delivered_is_not_retried(self) -> None:
         fake = support.FakeServer()
         try:
-            client = fencelock.Client([fake.url, support.FENCELOCK_URL], retry_backoff=0.01,
+            client = fencelock.Client([fake.url, support.FENCELOCK_ENDPOINT], retry_backoff=0.01,
                                       request_timeout=2)
             with self.assertRaises(fencelock.TransportError):
                 client.acquire(self.name, 2.0)
@@ -205,7 +224,7 @@ class AgainstTheService(unittest.TestCase):
             self.assertFalse(self.client.status(self.name).held,
                              "the second endpoint was never asked")
             # A status is safe to repeat: it fails over.
-            self.assertFalse(fencelock.Client([fake.url, support.FENCELOCK_URL],
+            self.assertFalse(fencelock.Client([fake.url, support.FENCELOCK_ENDPOINT],
                                               retry_backoff=0.01).status(self.name).held)
         finally:
             fake.stop()
@@ -221,7 +240,7 @@ class AgainstTheService(unittest.TestCase):
             with self.assertRaises(fencelock.UnavailableError):
                 client.current_token(self.name)
             # Retried on the next endpoint: the live one answers.
-            both = fencelock.Client([url, support.FENCELOCK_URL], retry_backoff=0.01)
+            both = fencelock.Client([url, support.FENCELOCK_ENDPOINT], retry_backoff=0.01)
             self.assertFalse(both.status(self.name).held)
 
     def test_a_connection_the_server_closed_while_idle_is_not_used_for_an_acquire(self) -> None:

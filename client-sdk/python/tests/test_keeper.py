@@ -31,7 +31,7 @@ class LostRecorder:
 @needs_stack
 class LeaseKeeperTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.client = support.PatientClient(support.FENCELOCK_URL, request_timeout=0.5,
+        self.client = support.PatientClient(support.FENCELOCK_ENDPOINT, request_timeout=0.5,
                                        retry_backoff=0.01)
         self.name = unique_name("py-keeper")
 
@@ -111,7 +111,7 @@ class LeaseKeeperTest(unittest.TestCase):
 @needs_stack
 class LockContextManagerTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.client = support.PatientClient(support.FENCELOCK_URL, request_timeout=0.5)
+        self.client = support.PatientClient(support.FENCELOCK_ENDPOINT, request_timeout=0.5)
         self.name = unique_name("py-with")
 
     def tearDown(self) -> None:

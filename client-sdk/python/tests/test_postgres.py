@@ -327,7 +327,7 @@ class KleppmannScenario(PostgresTestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.client = support.PatientClient(support.FENCELOCK_URL)
+        self.client = support.PatientClient(support.FENCELOCK_ENDPOINT)
         self.lock = unique_name("account")
         self.execute(f"INSERT INTO {self.table} (id, balance) VALUES ('alice', 100)")
 

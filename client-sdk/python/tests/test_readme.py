@@ -76,7 +76,7 @@ class ReadmeGuardedWritesRunAsWritten(unittest.TestCase):
             cursor.execute("INSERT INTO accounts (id, balance) VALUES ('alice', 100)")
             cursor.execute("INSERT INTO invoices (id, status) VALUES (42, 'open')")
         self.conn.commit()
-        self.client = support.PatientClient(support.FENCELOCK_URL)
+        self.client = support.PatientClient(support.FENCELOCK_ENDPOINT)
         self.lease = self.client.acquire(support.unique_name("account-alice"), 30)
 
     def tearDown(self) -> None:
@@ -102,7 +102,7 @@ class ReadmeGuardedWritesRunAsWritten(unittest.TestCase):
             "conn": self.conn, "batches": [types.SimpleNamespace(status="paid")]}
         for block in blocks:
             if EXAMPLE_ENDPOINTS in block:
-                block = block.replace(EXAMPLE_ENDPOINTS, repr([support.FENCELOCK_URL]))
+                block = block.replace(EXAMPLE_ENDPOINTS, repr([support.FENCELOCK_ENDPOINT]))
             namespace["lease"] = self.lease  # the Quick example binds its own
             try:
                 exec(compile(block, README, "exec"), namespace)

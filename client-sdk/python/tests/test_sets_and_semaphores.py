@@ -39,7 +39,7 @@ class WithoutService(unittest.TestCase):
 @needs_stack
 class LockSets(unittest.TestCase):
     def setUp(self) -> None:
-        self.client = support.PatientClient(support.FENCELOCK_URL)
+        self.client = support.PatientClient(support.FENCELOCK_ENDPOINT)
         prefix = unique_name("py-set")
         self.a, self.b, self.c = f"{prefix}-a", f"{prefix}-b", f"{prefix}-c"
 
@@ -95,7 +95,7 @@ class LockSets(unittest.TestCase):
 @needs_stack
 class Semaphores(unittest.TestCase):
     def setUp(self) -> None:
-        self.client = support.PatientClient(support.FENCELOCK_URL)
+        self.client = support.PatientClient(support.FENCELOCK_ENDPOINT)
         self.name = unique_name("py-semaphore")
 
     def tearDown(self) -> None:

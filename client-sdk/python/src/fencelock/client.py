@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import os
 import ssl
 import threading
 import time
@@ -96,7 +97,7 @@ class Client:
 
     def __init__(
         self,
-        endpoints: Union[str, Sequence[str]] = ("http://127.0.0.1:8080",),
+        endpoints: Union[str, Sequence[str], None] = None,
         *,
         api_key: Optional[str] = None,
         connect_timeout: Seconds = 1.0,
@@ -108,19 +109,26 @@ class Client:
     ) -> None:
         """
         endpoints: fencelockd base URLs ("http://HOST:PORT", "https://HOST:PORT"), tried in
-            order — after a failure the next one; 1..16.
+            order — after a failure the next one; 1..16. Default: $FENCELOCK_ENDPOINT
+            (comma-separated), as the CLI reads it, else http://127.0.0.1:8080.
         api_key: sent as "Authorization: Bearer <api_key>" (fencelockd with --auth-file). Never
-            logged, never in an error message or repr.
+            logged, never in an error message or repr. Default: $FENCELOCK_API_KEY.
         connect_timeout: connecting (TLS handshake included); default 1 s; 0.001 .. 60.
         request_timeout: each socket read or write of one request (an acquire adds its wait);
             default 5 s; 0.001 .. 600.
         max_retries: extra attempts of retry-safe calls; default 2; 0..10.
         retry_backoff: pause before a retry, doubled each time; default 0.05 s; 0 .. 10.
         max_idle_connections: idle keep-alive connections kept per endpoint; default 8; 0..1024.
-        ssl_context: for https:// endpoints (default: ssl.create_default_context(), the system's
-            trust store); load your CA and client certificate into it.
+        ssl_context: for https:// endpoints (default: ssl.create_default_context() with the CA
+            file $FENCELOCK_CACERT if set, else the system's trust store); load your CA and
+            client certificate into it.
         Raises InvalidArgumentError for a malformed endpoint or an option out of bounds.
         """
+        if endpoints is None:
+            endpoints = os.environ.get("FENCELOCK_ENDPOINT") or "http://127.0.0.1:8080"
+            endpoints = [url.strip() for url in endpoints.split(",")]
+        if api_key is None:
+            api_key = os.environ.get("FENCELOCK_API_KEY") or None
         if isinstance(endpoints, str):
             endpoints = [endpoints]
         endpoints = list(endpoints)
@@ -146,7 +154,8 @@ class Client:
                     "api_key must be at most 256 printable ASCII characters without spaces")
             self._headers["Authorization"] = "Bearer " + api_key
         if ssl_context is None and any(str(url).startswith("https:") for url in endpoints):
-            ssl_context = ssl.create_default_context()
+            ssl_context = ssl.create_default_context(
+                cafile=os.environ.get("FENCELOCK_CACERT") or None)
         self._endpoints = [Endpoint(url, ssl_context, max_idle) for url in endpoints]
         self._preferred = 0
         self._mutex = threading.Lock()
