@@ -166,6 +166,12 @@ if ! client-sdk/node/test.sh >"$PWD/build/node-client.log" 2>&1; then
   grep -E '^not ok|^# (pass|fail)|^\s+(error|expected|actual):' "$PWD/build/node-client.log" | tail -n 40 >&2
   status=1
 fi
+# The clients as files (wheel, sdist, npm tarball), each installed as a user would, offline.
+if ! scripts/package-clients.sh --out "$PWD/build/dist" --check >"$PWD/build/package-clients.log" 2>&1; then
+  echo "test.sh: packaging the clients failed:" >&2
+  tail -n 30 "$PWD/build/package-clients.log" >&2
+  status=1
+fi
 if ! examples/node-backend/test.sh >"$PWD/build/node-backend.log" 2>&1; then
   echo "test.sh: the Node backend example failed:" >&2
   tail -n 30 "$PWD/build/node-backend.log" >&2
