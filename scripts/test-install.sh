@@ -71,6 +71,11 @@ zgrep -q FENCELOCK_REDIS "$prefix/share/man/man8/fencelockd.8.gz" || fail "fence
 completion=$(PATH=$prefix/bin:$PATH bash -c "source '$prefix/share/bash-completion/completions/fencelock'
   COMP_WORDS=(fencelock acq); COMP_CWORD=1; _fencelock; echo \"\${COMPREPLY[*]}\"")
 [ "$completion" = "acquire" ] || fail "bash completion of 'fencelock acq' gave '$completion'"
+# An empty word lists each command once (it listed `run` four times, once per usage line).
+completion=$(PATH=$prefix/bin:$PATH bash -c "source '$prefix/share/bash-completion/completions/fencelock'
+  COMP_WORDS=(fencelock ''); COMP_CWORD=1; _fencelock; echo \"\${COMPREPLY[*]}\"")
+[ "$completion" = "acquire extend release run semaphore status token" ] ||
+  fail "bash completion of 'fencelock ' gave '$completion'"
 step "cmake --install layout OK (SONAME $soname)"
 
 # --- 2. an out-of-tree program against the installed SDK -----------------------------------------

@@ -106,7 +106,7 @@ std::string cli_usage() {
   return R"(usage: fencelock [-v] [--endpoint URL[,URL...]] [--timeout DURATION] [--cacert PATH] COMMAND ...
 
 Commands:
-  run [--ttl 30s] [--wait 0s] [--grace 10s] [--owner TEXT] NAME -- CMD [ARGS...]
+  run [--ttl 30s] [--wait 0s] [--grace 10s] [--owner TEXT] [--skip-if-locked] NAME -- CMD [ARGS...]
       Acquire NAME, run CMD with FENCELOCK_NAME and FENCELOCK_TOKEN in its environment, keep the
       lease alive while CMD runs, release it when CMD exits and exit with CMD's status. If the
       lease is lost, CMD (its process group) gets SIGTERM, then SIGKILL after --grace, and

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "build_paths.h"
@@ -60,6 +61,17 @@ json json_line_among(const std::string& text) {
   return first_json_line(text.substr(start == 0 ? 0 : start + 1));
 }
 
+// A thread that runs `then` once `marker` exists (or after 10 s): a fault injected while the
+// command runs.
+std::thread once_exists(const std::filesystem::path& marker, std::function<void()> then) {
+  return std::thread([marker, then = std::move(then)] {
+    const auto limit = std::chrono::steady_clock::now() + 10s;
+    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit)
+      std::this_thread::sleep_for(5ms);
+    then();
+  });
+}
+
 }  // namespace
 
 TEST_CASE("cli: run passes the token, propagates the exit status and releases", "[client][redis]") {
@@ -87,11 +99,7 @@ TEST_CASE("cli: run against a held lock waits, then gives up with exit code 3", 
 TEST_CASE("cli: run stops the command when the lease is lost and exits 4", "[client][redis]") {
   ServiceUnderTest s;
   const auto marker = s.dir.path() / "child.pid";
-  std::thread killer([&] {
-    // Once the command is running, take the lock nodes' majority away.
-    const auto limit = std::chrono::steady_clock::now() + 10s;
-    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit)
-      std::this_thread::sleep_for(5ms);
+  std::thread killer = once_exists(marker, [&] {  // take the lock nodes' majority away
     for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
   });
   const CliRun r =
@@ -110,10 +118,7 @@ TEST_CASE("cli: a command that ignores SIGTERM is killed after the grace period"
           "[client][redis]") {
   ServiceUnderTest s;
   const auto marker = s.dir.path() / "stubborn.pid";
-  std::thread killer([&] {
-    const auto limit = std::chrono::steady_clock::now() + 10s;
-    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit)
-      std::this_thread::sleep_for(5ms);
+  std::thread killer = once_exists(marker, [&] {  // take the lock nodes' majority away
     for (std::size_t i = 0; i < 3; ++i) s.cluster.node(i).kill();
   });
   const CliRun r =
@@ -154,12 +159,7 @@ TEST_CASE("cli: the release after the command gives up after a second against a 
           "[client][redis]") {
   ServiceUnderTest s;
   const auto marker = s.dir.path() / "started";
-  std::thread pauser([&] {
-    const auto limit = std::chrono::steady_clock::now() + 10s;
-    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < limit)
-      std::this_thread::sleep_for(5ms);
-    ::kill(s.daemon->pid(), SIGSTOP);
-  });
+  std::thread pauser = once_exists(marker, [&] { ::kill(s.daemon->pid(), SIGSTOP); });
   const auto started = std::chrono::steady_clock::now();
   const CliRun r = cli(s, {"run", "--ttl", "1s", "--grace", "200ms", "hung", "--", "sh", "-c",
                            "touch " + marker.string() + "; sleep 30"});
