@@ -22,6 +22,9 @@ if ! echo "$files" | xargs clang-format-14 --dry-run --Werror --style=file 2>/tm
 fi
 rm -f /tmp/fencelock-format.$$
 
+# The layers' include directions (docs/architecture.md).
+python3 scripts/check-layers.py || status=1
+
 compile_db=build/asan
 if [ ! -f "$compile_db/compile_commands.json" ]; then
   echo "check-style: $compile_db/compile_commands.json is missing: configure the asan preset first" >&2

@@ -10,7 +10,6 @@
 #   scripts/package-clients.sh [--out DIR] [--check]      (default DIR: dist/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 out=dist
 check=0
 while [ $# -gt 0 ]; do

@@ -12,7 +12,8 @@
 # for the tokens, 3 fencelockd (N+81..N+83) and HAProxy on N+80 in front; the demo runs through
 # HAProxy while the etcd leader and one fencelockd are SIGKILLed, then both are started again.
 # --postgres: the fenced store keeps its objects in PostgreSQL 15 (a server of its own in
-# DIR/pg on N+95, run as the `postgres` user when started as root; --stop stops it too).
+# DIR/pg on N+95, run as the `postgres` user when started as root — under /tmp when that user
+# cannot traverse DIR, e.g. a clone in /root; --stop stops it and removes that directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -60,27 +61,38 @@ stop_all() {
     fi
     rm -f "$pidfile"
   done
+  # PostgreSQL's directory outside the run dir (start_postgres), once its server has stopped.
+  if [ -f "$run_dir/pg.path" ]; then
+    local pg_path
+    pg_path=$(cat "$run_dir/pg.path")
+    case "$pg_path" in /tmp/fencelock-quickstart-pg.*) rm -rf "$pg_path" ;; esac
+    rm -f "$run_dir/pg.path"
+  fi
 }
 
 # ---- --postgres: the fenced store's PostgreSQL ---------------------------------------------------
 postgres_port=$((port_base + 95))
 start_postgres() {
-  local pg_bin=/usr/lib/postgresql/15/bin as_pg=()
+  local pg_bin=/usr/lib/postgresql/15/bin as_pg=() pg_dir=$run_dir/pg
   [ -x "$pg_bin/postgres" ] || { echo "quickstart: PostgreSQL 15 is missing (scripts/install-deps.sh)" >&2; exit 2; }
-  mkdir -p "$run_dir/pg"
-  chmod 700 "$run_dir/pg"
   if [ "$(id -u)" = 0 ]; then  # initdb and the server refuse to run as root
-    chown postgres:postgres "$run_dir/pg"
     # setpriv execs the server: the pid in postgres.pid is the postmaster itself.
     as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups)
-    if ! "${as_pg[@]}" test -x "$run_dir/pg"; then
-      echo "quickstart: the postgres user cannot reach $run_dir; use a --run-dir it can traverse" >&2
-      exit 1
+    if ! "${as_pg[@]}" test -x "$run_dir"; then
+      # A checkout the postgres user cannot traverse (/root is mode 700, so is a mktemp -d
+      # folder): the server's directory goes under /tmp, noted in pg.path, removed by --stop.
+      pg_dir=$(mktemp -d /tmp/fencelock-quickstart-pg.XXXXXX)
+      chmod 755 "$pg_dir"
+      echo "$pg_dir" >"$run_dir/pg.path"
+      pg_dir=$pg_dir/pg
     fi
   fi
-  "${as_pg[@]}" "$pg_bin/initdb" -D "$run_dir/pg/data" -A trust -U fencelock >"$run_dir/initdb.log" 2>&1 ||
+  mkdir -p "$pg_dir"
+  chmod 700 "$pg_dir"
+  [ "$(id -u)" != 0 ] || chown postgres:postgres "$pg_dir"
+  "${as_pg[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U fencelock >"$run_dir/initdb.log" 2>&1 ||
     { tail -n 20 "$run_dir/initdb.log" >&2; exit 1; }
-  nohup "${as_pg[@]}" "$pg_bin/postgres" -D "$run_dir/pg/data" -p "$postgres_port" -k "$run_dir/pg" \
+  nohup "${as_pg[@]}" "$pg_bin/postgres" -D "$pg_dir/data" -p "$postgres_port" -k "$pg_dir" \
     -c listen_addresses=127.0.0.1 >"$run_dir/postgres.log" 2>&1 &
   echo $! >"$run_dir/postgres.pid"
   disown
@@ -334,9 +346,11 @@ if [ "$stop_only" = 1 ]; then
 fi
 
 if [ "$cluster" = 1 ]; then scripts/install-deps.sh haproxy; else scripts/install-deps.sh; fi
-echo "quickstart: building ($preset)…"
+# Only what it runs (the whole tree, tests included, took 7 min on a fresh 2-core machine).
+echo "quickstart: building fencelockd, the fencelock CLI and the demo ($preset; a few minutes the first time)…"
 cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset" -j "$(nproc)" >/dev/null
+cmake --build --preset "$preset" -j "$(nproc)" --target fencelockd fencelock resource-store \
+  kleppmann-demo >/dev/null
 bin=$root/build/$preset
 
 stop_all  # a second run starts from a clean slate
@@ -350,6 +364,7 @@ fencelockd_port=$((port_base + 80))
 fenced_port=$((port_base + 90))
 unfenced_port=$((port_base + 91))
 nodes=""
+echo "quickstart: starting 5 Redis lock nodes on 127.0.0.1:$((port_base + 1))..$((port_base + 5)) (--port-base moves every port)"
 for i in 1 2 3 4 5; do
   port=$((port_base + i))
   mkdir -p "$run_dir/redis-$i"

@@ -77,6 +77,13 @@ scripts/check-openapi.sh --record "$api_record" >"$PWD/build/check-openapi.log" 
 }
 
 stage "release build, quickstart cycle, docs' code blocks"
+# The whole release tree (the quickstart builds only what it runs; later stages use the rest).
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)" >"$PWD/build/release-build.log" 2>&1 || {
+  echo "test.sh: the release build failed:" >&2
+  tail -n 40 "$PWD/build/release-build.log" >&2
+  status=1
+}
 quickstart_dir=$PWD/build/quickstart-ci
 if ! scripts/quickstart.sh --preset release --run-dir "$quickstart_dir" --port-base 17000 >"$PWD/build/quickstart-ci.log" 2>&1; then
   echo "test.sh: the quickstart failed:" >&2
@@ -122,7 +129,10 @@ if pgrep -f "$cluster_dir" >/dev/null; then
 fi
 # The quickstart with the fenced store on PostgreSQL 15 (its own server in the run dir).
 stage "PostgreSQL quickstart"
-pg_quickstart_dir=$PWD/build/quickstart-pg-ci
+# From a directory the postgres user cannot traverse (mode 700, like /root or a mktemp -d folder):
+# a root user's clone anywhere must pass (quickstart.sh puts the server's directory under /tmp).
+pg_quickstart_parent=$(mktemp -d "${TMPDIR:-/tmp}/fencelock-pg-ci.XXXXXX")
+pg_quickstart_dir=$pg_quickstart_parent/run
 pg_quickstart_log=$PWD/build/quickstart-pg-ci.log
 if ! timeout 300 scripts/quickstart.sh --postgres --preset release --run-dir "$pg_quickstart_dir" --port-base 17400 >"$pg_quickstart_log" 2>&1; then
   echo "test.sh: the PostgreSQL quickstart failed:" >&2
@@ -131,6 +141,7 @@ if ! timeout 300 scripts/quickstart.sh --postgres --preset release --run-dir "$p
 fi
 grep -q "SAFE: the stale token was rejected" "$pg_quickstart_log" || { echo "test.sh: the PostgreSQL quickstart demo did not end safe" >&2; status=1; }
 pg_quickstart_pids=$(cat "$pg_quickstart_dir"/*.pid 2>/dev/null || true)
+pg_quickstart_outside=$(cat "$pg_quickstart_dir/pg.path" 2>/dev/null || true)  # as root: /tmp/…
 scripts/quickstart.sh --stop --run-dir "$pg_quickstart_dir" >/dev/null
 for pid in $pg_quickstart_pids; do
   if kill -0 "$pid" 2>/dev/null; then
@@ -144,6 +155,12 @@ if pgrep -f "$pg_quickstart_dir" >/dev/null; then
   pkill -KILL -f "$pg_quickstart_dir" || true
   status=1
 fi
+if [ -n "$pg_quickstart_outside" ] && [ -e "$pg_quickstart_outside" ]; then
+  echo "test.sh: quickstart --postgres --stop left $pg_quickstart_outside behind" >&2
+  rm -rf "$pg_quickstart_outside"
+  status=1
+fi
+rm -rf "$pg_quickstart_parent"
 stage "container files, install test"
 scripts/check-compose.sh || status=1
 # Install rules and the .deb: cmake --install, out-of-tree SDK consumers (find_package and
