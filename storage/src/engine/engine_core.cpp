@@ -451,8 +451,10 @@ void EngineCore::on_node_probed(std::size_t node, const NodeIdentity& identity) 
   const auto now = Clock::now();
   const bool unjudged = trust_.unjudged(node);
   const bool voted = votes(node, now);
+  const auto until = trust_.quarantined_until(node);
   const auto admitted = trust_.reread(node, handshake, now);
-  if (unjudged || !admitted.empty() || votes(node, now) != voted)
+  if (unjudged || !admitted.empty() || votes(node, now) != voted ||
+      trust_.quarantined_until(node) != until)
     took_verdict(node, admitted, handshake, false, now);
 }
 

@@ -100,10 +100,38 @@ std::vector<std::size_t> NodeTrust::observe(std::size_t node, const Handshake& h
 
 std::vector<std::size_t> NodeTrust::reread(std::size_t node, const Handshake& handshake,
                                            Clock::time_point now) {
-  const Node& n = nodes_.at(node);
+  Node& n = nodes_.at(node);
   if (!worth_rereading(node) || n.run_id != handshake.run_id) return {};
-  if (!n.unjudged && handshake.admitted != handshake.run_id) return {};
-  return observe(node, handshake, now);
+  if (n.unjudged) return observe(node, handshake, now);
+  // A loss some engine recorded since this engine's handshake (the review: a fresh instance read
+  // the node just before another recorded it, and granted over a live lease): as at a
+  // handshake, not recorded again — and only when it moves the wait, since every taint starts a
+  // new fence generation (a repair under way would restore nothing).
+  if (const auto since = recorded_loss(handshake, now);
+      since && (n.tainted != n.run_id || *since > n.suspect_since)) {
+    taint(n, *since, false);
+    return {};
+  }
+  if (n.tainted == n.run_id || handshake.admitted != handshake.run_id) return {};
+  return observe(node, handshake, now);  // rule 2
+}
+
+std::optional<NodeTrust::Clock::time_point> NodeTrust::recorded_loss(const Handshake& handshake,
+                                                                     Clock::time_point now) const {
+  // Recorded by some engine (maybe this one): it waits from then, and is not recorded again
+  // (that would move the end of every engine's wait on each reconnect). A record of an earlier
+  // incarnation younger than the window counts too: a restart, even a durable one, does not
+  // bring back what that incarnation lost (the in-memory lossy_restart, for every engine). A
+  // record of this incarnation older than the window, on a node admitted for this deployment
+  // in this incarnation with no fence loss recorded, was waited out and repaired already (a
+  // loss is recorded for every admitted deployment before the suspect record): not again.
+  const bool waited_out = handshake.suspect == handshake.run_id &&
+                          handshake.suspect_age >= window() &&
+                          handshake.admitted == handshake.run_id && !handshake.fences_missing;
+  if (!waited_out && (handshake.suspect == handshake.run_id ||
+                      (!handshake.suspect.empty() && handshake.suspect_age < window())))
+    return now - handshake.suspect_age;
+  return std::nullopt;
 }
 
 bool NodeTrust::worth_rereading(std::size_t node) const {
@@ -117,19 +145,7 @@ void NodeTrust::note_loss_evidence(Node& n, const Handshake& handshake, bool los
   // from): seen safe at last, it may have dropped keys until now.
   const bool was_unsafe = std::exchange(n.unsafe, false);
   if (lossy_restart || was_unsafe || handshake.lost_writes) taint(n, now, /*record=*/true);
-  // Recorded by some engine (maybe this one): it waits from then, and is not recorded again
-  // (that would move the end of every engine's wait on each reconnect). A record of an earlier
-  // incarnation younger than the window counts too: a restart, even a durable one, does not
-  // bring back what that incarnation lost (the in-memory lossy_restart, for every engine). A
-  // record of this incarnation older than the window, on a node admitted for this deployment
-  // in this incarnation with no fence loss recorded, was waited out and repaired already (a
-  // loss is recorded for every admitted deployment before the suspect record): not again.
-  const bool waited_out = handshake.suspect == handshake.run_id &&
-                          handshake.suspect_age >= window() &&
-                          handshake.admitted == handshake.run_id && !handshake.fences_missing;
-  if (!waited_out && (handshake.suspect == handshake.run_id ||
-                      (!handshake.suspect.empty() && handshake.suspect_age < window())))
-    taint(n, now - handshake.suspect_age, false);
+  if (const auto since = recorded_loss(handshake, now)) taint(n, *since, false);
   // This engine recorded this incarnation as suspect, and the record is not there: the write
   // was lost with a connection. Again.
   if (n.tainted == n.run_id && n.suspect_sent == n.run_id && handshake.suspect != n.run_id)

@@ -120,8 +120,9 @@ class NodeTrust {
                                    Clock::time_point now);
 
   // A new read of the marker of node `node` in the incarnation observe() saw: judges an unjudged
-  // node once its wait is over, and admits a quarantined one whose marker names its current run_id
-  // (rule 2). Otherwise changes nothing. Returns what observe() returns.
+  // node once its wait is over, takes in a suspect record written since (the wait moves), and
+  // admits a quarantined, unsuspected node whose marker names its current run_id (rule 2).
+  // Otherwise changes nothing. Returns what observe() returns.
   std::vector<std::size_t> reread(std::size_t node, const Handshake& handshake,
                                   Clock::time_point now);
   // Whether a new read of `node`'s marker could change its verdict: seen, not voting by the
@@ -221,6 +222,10 @@ class NodeTrust {
   };
 
   bool birth_possible() const;
+  // When the node may have lost keys, by the suspect record `handshake` read (another engine's,
+  // or this one's); nullopt when the record says nothing (none, or waited out).
+  std::optional<Clock::time_point> recorded_loss(const Handshake& handshake,
+                                                 Clock::time_point now) const;
   // Admits every node not trusted yet (a birth).
   std::vector<std::size_t> admit_born();
   // What `handshake` (and, `lossy_restart`, the incarnation it ended) says about keys node `n`

@@ -481,3 +481,30 @@ TEST_CASE("a suspect node is not admitted by a marker read again", "[storage]") 
   CHECK_FALSE(trust.voting(2, t0 + 2s));
   CHECK(trust.quarantined_until(2).has_value());
 }
+
+// The second review of the re-read: a fresh instance read a node just before another recorded
+// that it lost keys (FLUSHALL while a lease was held), quarantined it only by its uptime, and
+// granted over the live lease. A suspect record read later moves the wait, once.
+TEST_CASE("a suspect record written after the handshake moves the wait when read again",
+          "[storage]") {
+  NodeTrust trust(3, settings(seconds(60)));
+  trust.observe(0, node("a", hours(5), "a"), t0);
+  trust.observe(1, node("b", hours(5), "b"), t0);
+  Handshake c = node("c", 10s, "", milliseconds(0));
+  trust.observe(2, c, t0);
+  CHECK(trust.reread(2, c, t0 + 3s).empty());  // judged after the wait: by its uptime
+  CHECK(*trust.quarantined_until(2) == t0 - 9s + seconds(60) + milliseconds(2));
+  c.suspect = "c";
+  c.suspect_age = 500ms;  // lost its keys at t0 + 3.5 s, by another engine's record
+  CHECK(trust.reread(2, c, t0 + 4s).empty());
+  CHECK(*trust.quarantined_until(2) == t0 + 3500ms + seconds(60) + milliseconds(2));
+  const auto generation = trust.fence_generation(2);
+  c.suspect_age = 1500ms;  // the same record, a second later
+  CHECK(trust.reread(2, c, t0 + 5s).empty());
+  CHECK(trust.fence_generation(2) == generation);  // no new loss: a repair under way stays valid
+  CHECK_FALSE(trust.voting(2, t0 + 60s));
+  // Another engine's admission of this incarnation does not end a suspect node's wait.
+  c.admitted = "c";
+  CHECK(trust.reread(2, c, t0 + 6s).empty());
+  CHECK_FALSE(trust.voting(2, t0 + 6s));
+}
