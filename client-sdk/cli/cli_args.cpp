@@ -102,8 +102,9 @@ std::vector<std::string> endpoints_of(const CliArgs& args) {
   return out;
 }
 
-std::string cli_usage() {
-  return R"(usage: fencelock [-v] [--endpoint URL[,URL...]] [--timeout DURATION] [--cacert PATH] COMMAND ...
+// What `fencelock --help` prints (the man page and the bash completion are made from it).
+constexpr std::string_view kUsage =
+    R"(usage: fencelock [-v] [--endpoint URL[,URL...]] [--timeout DURATION] [--cacert PATH] COMMAND ...
 
 Commands:
   run [--ttl 30s] [--wait 0s] [--grace 10s] [--owner TEXT] [--skip-if-locked] NAME -- CMD [ARGS...]
@@ -183,6 +184,9 @@ Exit codes:
      names it)
   127 run: CMD could not be started
 )";
+
+std::string cli_usage() {
+  return std::string(kUsage);
 }
 
 void fill_from_environment(CliArgs& args,
