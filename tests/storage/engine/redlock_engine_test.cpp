@@ -900,9 +900,14 @@ TEST_CASE("a cancelled acquire holds nothing: waiting, or racing its own grant",
     CHECK(nodes_holding(cluster, "fencelock:lock:gone") == 0);
   }
   SECTION("an attempt that wins after the cancel releases its grant instead of handing it out") {
+    // The nodes are paused so that the attempt cannot win before the cancel: its SETs wait in
+    // the sockets and are answered after it, however slowly this thread runs.
+    for (std::size_t i = 0; i < 3; ++i) cluster.node(i).pause();
     AcquireTicket ticket;
     auto acquire = start_acquire(10s, ticket);
-    ticket.cancel();  // the attempt is already on its way to the nodes
+    std::this_thread::sleep_for(5ms);  // well inside the 50 ms node timeout
+    ticket.cancel();                   // the attempt is already on its way to the nodes
+    for (std::size_t i = 0; i < 3; ++i) cluster.node(i).resume();
     const Result<Lease> result = acquire.get();
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().code == ErrorCode::kCancelled);
