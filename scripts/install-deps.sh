@@ -14,12 +14,15 @@ build_packages=(
   catch2 help2man libpq-dev python3-yaml
 )
 # Needed to run the tests and the quickstart (etcd-server: the etcd token source's tests;
-# dpkg-dev and adduser: scripts/test-install.sh builds and installs the .deb; libnss-wrapper: it
-# names the lock nodes in a hosts file only its processes see; postgresql-15 and python3-psycopg2:
-# the PostgreSQL FencedTable, the Python client and the web-backend examples run against a real
-# server — scripts/live-stack.sh). Node.js and npm (the Node client, the OpenAPI lint, the
-# benchmark's peers) come from Debian unless a node is already on the PATH.
-run_packages=(redis-server etcd-server curl dpkg-dev adduser libnss-wrapper postgresql-15 python3-psycopg2)
+# dpkg-dev, adduser and lintian: scripts/test-install.sh builds, checks and installs the .debs;
+# libnss-wrapper: it names the lock nodes in a hosts file only its processes see; postgresql-15
+# and python3-psycopg2: the PostgreSQL FencedTable, the Python client and the web-backend examples
+# run against a real server — scripts/live-stack.sh; zsh and fish: the install test tries the
+# completion in each).
+# Node.js and npm (the Node client, the OpenAPI lint, the benchmark's peers) come from Debian
+# unless a node is already on the PATH.
+run_packages=(redis-server etcd-server curl dpkg-dev adduser libnss-wrapper postgresql-15 python3-psycopg2
+  zsh fish lintian)
 command -v node >/dev/null || run_packages+=(nodejs)
 command -v npm >/dev/null || run_packages+=(npm)
 

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The install test (issue #18): builds the release preset for /usr in build/package, then
 #  1. installs it into a temporary prefix and checks the layout (binaries, headers, static and
-#     shared libraries with their SONAME, CMake package, pkg-config, unit, man pages, completion);
+#     shared libraries with their SONAME, CMake package, pkg-config, unit, man pages, and the bash,
+#     zsh and fish completion, each tried in its shell: scripts/check-completion.sh);
 #  2. builds tests/install/consumer outside the tree against that prefix, with find_package(fencelock)
 #     (static and shared) and with pkg-config, and from source with add_subdirectory (which must
 #     not look for Catch2, hiredis or tcmalloc), and runs each against a closed port;
-#  3. builds the Debian package with CPack, installs it with dpkg -i, runs the unit's ExecStart
+#  3. builds the four Debian packages with CPack (fencelockd, fencelock-cli, libfencelock0,
+#     libfencelock-dev), checks their dependencies and lintian (no errors), installs the CLI
+#     alone (no user, no server), then all with dpkg -i, runs the unit's ExecStart
 #     as the unit's user with its EnvironmentFile (no systemd here) against three real
 #     redis-servers on loopback, waits for /readyz, drives it with the installed CLI and a consumer
 #     built against /usr, stops it with SIGTERM, then dpkg -r / --purge. systemd-analyze verify
@@ -25,11 +28,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fencelock-install-test.XXXXXX")
 pids=()
 created_user=0
 installed_deb=0
+packages=(fencelockd fencelock-cli libfencelock0 libfencelock-dev)
 cleanup() {
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  if [ "$installed_deb" -eq 1 ] && dpkg-query -W -f='${Status}' fencelock 2>/dev/null | grep -q installed; then
-    dpkg --purge fencelock >/dev/null 2>&1 || true
+  if [ "$installed_deb" -eq 1 ]; then
+    for package in "${packages[@]}"; do
+      if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q installed; then
+        dpkg --purge "$package" >/dev/null 2>&1 || true
+      fi
+    done
   fi
   if [ "$created_user" -eq 1 ]; then
     [ -e /var/lib/fencelock/.fencelock-install-test ] && rm -rf /var/lib/fencelock
@@ -57,7 +65,8 @@ for f in bin/fencelockd bin/fencelock include/fencelock/client.h include/fencelo
   "$libdir/cmake/fencelock/fencelockConfig.cmake" "$libdir/cmake/fencelock/fencelockConfigVersion.cmake" \
   "$libdir/pkgconfig/fencelock.pc" lib/systemd/system/fencelockd.service \
   share/man/man8/fencelockd.8.gz share/man/man1/fencelock.1.gz share/bash-completion/completions/fencelock \
-  share/doc/fencelock/LICENSE; do
+  share/zsh/vendor-completions/_fencelockd share/fish/vendor_completions.d/fencelock.fish \
+  share/doc/fencelockd/copyright share/doc/libfencelock-dev/changelog.gz; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not put $f"
 done
 soname=$(objdump -p "$prefix/$libdir/libfencelock_client.so" | awk '/SONAME/ {print $2}')
@@ -68,14 +77,7 @@ if grep -lE 'Catch2|tcmalloc|Boost|hiredis|fencelock_warnings|fencelock_asio' "$
 fi
 grep -q '^ExecStart=/usr/bin/fencelockd$' "$prefix/lib/systemd/system/fencelockd.service" || fail "unit's ExecStart"
 zgrep -q FENCELOCK_REDIS "$prefix/share/man/man8/fencelockd.8.gz" || fail "fencelockd.8 lacks the --redis flag"
-completion=$(PATH=$prefix/bin:$PATH bash -c "source '$prefix/share/bash-completion/completions/fencelock'
-  COMP_WORDS=(fencelock acq); COMP_CWORD=1; _fencelock; echo \"\${COMPREPLY[*]}\"")
-[ "$completion" = "acquire" ] || fail "bash completion of 'fencelock acq' gave '$completion'"
-# An empty word lists each command once (it listed `run` four times, once per usage line).
-completion=$(PATH=$prefix/bin:$PATH bash -c "source '$prefix/share/bash-completion/completions/fencelock'
-  COMP_WORDS=(fencelock ''); COMP_CWORD=1; _fencelock; echo \"\${COMPREPLY[*]}\"")
-[ "$completion" = "acquire extend release run semaphore status token" ] ||
-  fail "bash completion of 'fencelock ' gave '$completion'"
+scripts/check-completion.sh "$prefix"
 step "cmake --install layout OK (SONAME $soname)"
 
 # --- 2. an out-of-tree program against the installed SDK -----------------------------------------
@@ -127,18 +129,44 @@ if [ "$(id -u)" -ne 0 ]; then
   step "SKIPPED the .deb (needs root)"
   exit 0
 fi
-if dpkg-query -W -f='${Status}' fencelock 2>/dev/null | grep -q "install ok installed"; then
-  step "SKIPPED the .deb: a fencelock package is already installed on this machine"
-  exit 0
-fi
+for package in "${packages[@]}"; do
+  if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    step "SKIPPED the .deb: the package $package is already installed on this machine"
+    exit 0
+  fi
+done
 
-# --- 3. the Debian package -----------------------------------------------------------------------
+# --- 3. the Debian packages ----------------------------------------------------------------------
 (cd "$build_dir" && cpack -G DEB -B "$work/deb" >/dev/null)
-deb=$(ls "$work"/deb/fencelock_*.deb)
-dpkg-deb -f "$deb" Depends | grep -q 'libhiredis0.14' || fail ".deb Depends lacks libhiredis0.14: $(dpkg-deb -f "$deb" Depends)"
+declare -A deb
+for package in "${packages[@]}"; do
+  deb[$package]=$(ls "$work/deb/${package}_"*.deb) || fail "cpack made no package $package"
+done
+depends() { dpkg-deb -f "${deb[$1]}" Depends; }
+# The server's dependencies stay with the server: a client host gets neither hiredis nor tcmalloc
+# nor the user fencelock.
+depends fencelockd | grep -q 'libhiredis0.14' || fail "fencelockd's Depends lacks libhiredis0.14: $(depends fencelockd)"
+for package in fencelock-cli libfencelock0 libfencelock-dev; do
+  if depends "$package" | grep -qE 'hiredis|tcmalloc|adduser'; then
+    fail "$package depends on the server's packages: $(depends "$package")"
+  fi
+done
+depends libfencelock-dev | grep -q 'libfencelock0 (= ' || fail "libfencelock-dev's Depends: $(depends libfencelock-dev)"
+# lintian: no errors (warnings are counted, not fatal).
+lintian --fail-on error "${deb[@]}" >"$work/lintian.txt" 2>&1 ||
+  { cat "$work/lintian.txt" >&2; fail "lintian found errors in the packages"; }
+step "lintian: no errors in ${packages[*]} ($(grep -c '^W:' "$work/lintian.txt" || true) warnings)"
+
+# The client alone first: no user, no service.
 if ! getent passwd fencelock >/dev/null && [ ! -e /var/lib/fencelock ]; then created_user=1; fi
 installed_deb=1
-dpkg -i "$deb" >/dev/null
+dpkg -i "${deb[fencelock-cli]}" >/dev/null
+/usr/bin/fencelock --help >/dev/null || fail "fencelock-cli's fencelock does not run"
+if [ "$created_user" -eq 1 ] && getent passwd fencelock >/dev/null; then
+  fail "installing fencelock-cli created the user fencelock"
+fi
+[ ! -e /usr/bin/fencelockd ] || fail "fencelock-cli installed fencelockd"
+dpkg -i "${deb[@]}" >/dev/null
 getent passwd fencelock >/dev/null || fail "postinst did not create the user fencelock"
 [ "$created_user" -eq 1 ] && touch /var/lib/fencelock/.fencelock-install-test
 if [ ! -x /usr/bin/fencelockd ] || [ ! -f /usr/lib/systemd/system/fencelockd.service ]; then
@@ -146,10 +174,10 @@ if [ ! -x /usr/bin/fencelockd ] || [ ! -f /usr/lib/systemd/system/fencelockd.ser
 fi
 # A second dpkg -i is the upgrade path of the maintainer scripts: it must pass and keep the user.
 echo "# edited by the install test" >>/etc/default/fencelockd
-dpkg -i --force-confold "$deb" >/dev/null
+dpkg -i --force-confold "${deb[fencelockd]}" >/dev/null
 getent passwd fencelock >/dev/null || fail "reinstalling lost the user fencelock"
 grep -q 'edited by the install test' /etc/default/fencelockd || fail "reinstalling replaced the edited conffile"
-step "dpkg -i $(basename "$deb") OK (Depends: $(dpkg-deb -f "$deb" Depends))"
+step "dpkg -i ${packages[*]} OK (fencelockd Depends: $(depends fencelockd))"
 
 # Three lock nodes on loopback.
 base=17500
@@ -243,10 +271,10 @@ daemon_status=0
 wait "$daemon_pid" || daemon_status=$?
 [ "$daemon_status" -eq 0 ] || { cat "$work/fencelockd.log" >&2; fail "fencelockd exited $daemon_status on SIGTERM"; }
 
-dpkg -r fencelock >/dev/null
+dpkg -r "${packages[@]}" >/dev/null
 [ ! -e /usr/bin/fencelockd ] || fail "dpkg -r left /usr/bin/fencelockd"
 [ -f /etc/default/fencelockd ] || fail "dpkg -r removed the conffile /etc/default/fencelockd"
-dpkg --purge fencelock >/dev/null
+dpkg --purge fencelockd >/dev/null  # the others, without conffiles, are gone with dpkg -r
 [ ! -e /etc/default/fencelockd ] || fail "dpkg --purge left /etc/default/fencelockd"
 installed_deb=0
 step "dpkg -r and --purge OK"

@@ -460,11 +460,35 @@ json node_state_json(const storage::NodeStatus& node) {
 
 }  // namespace
 
+ApiHandlers::ReadyState ApiHandlers::ready_state() const {
+  ReadyState state;
+  state.voting = engine_.voting_nodes();
+  state.total = engine_.node_count();
+  state.quorum = engine_.quorum();
+  state.nodes_ok = state.voting >= state.quorum;
+  state.refusal = engine_.grant_refusal();
+  state.tokens_ok = (tokens_ == nullptr || tokens_->ready()) && !state.refusal;
+  return state;
+}
+
+std::string ApiHandlers::ReadyState::summary() const {
+  std::string text = ready() ? "ready: " : "not ready: ";
+  text += std::to_string(voting) + " of " + std::to_string(total) + " lock nodes vote";
+  if (!nodes_ok) text += " (" + std::to_string(quorum) + " needed)";
+  if (refusal) {
+    text += "; " + *refusal;
+  } else if (!tokens_ok) {
+    text += "; the token source is not ready";
+  }
+  return text;
+}
+
 ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
-  const std::size_t voting = engine_.voting_nodes();
-  const bool nodes_ok = voting >= engine_.quorum();
-  const auto refusal = engine_.grant_refusal();
-  const bool tokens_ok = (tokens_ == nullptr || tokens_->ready()) && !refusal;
+  const ReadyState state = ready_state();
+  const bool nodes_ok = state.nodes_ok;
+  const bool tokens_ok = state.tokens_ok;
+  const std::size_t voting = state.voting;
+  const auto& refusal = state.refusal;
   json token_source{{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}};
   json refused = json::array();
   json nodes = json::array();
@@ -478,8 +502,8 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
             {"lock_nodes",
              {{"status", nodes_ok ? "ok" : "unavailable"},
               {"voting", voting},
-              {"total", engine_.node_count()},
-              {"quorum", engine_.quorum()},
+              {"total", state.total},
+              {"quorum", state.quorum},
               {"unresolved", engine_.unresolved_nodes()},
               {"refused", std::move(refused)},
               {"nodes", std::move(nodes)}}},

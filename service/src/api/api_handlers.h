@@ -125,6 +125,20 @@ class ApiHandlers {
     return waiting_acquires_.load(std::memory_order_relaxed);
   }
 
+  // What /readyz decides: it answers 200 when both hold. Thread-safe.
+  struct ReadyState {
+    bool nodes_ok = false;   // a quorum of lock nodes votes
+    bool tokens_ok = false;  // the token source is ready and nothing refuses grants
+    std::size_t voting = 0;
+    std::size_t total = 0;
+    std::size_t quorum = 0;
+    std::optional<std::string> refusal;  // why grants are refused, if they are
+    bool ready() const noexcept { return nodes_ok && tokens_ok; }
+    // One line for people: "ready: 5 of 5 lock nodes vote", or what is missing.
+    std::string summary() const;
+  };
+  ReadyState ready_state() const;
+
   // One authorized request as a handler sees it.
   struct Call {
     std::string_view name;  // the {name} of the route, "" for routes without one

@@ -31,6 +31,7 @@
 #include "ops/log.h"
 #include "ops/metrics.h"
 #include "ops/sighup_reloader.h"
+#include "ops/systemd_notify.h"
 
 namespace fencelock::service {
 
@@ -390,6 +391,7 @@ struct Running {
   storage::TokenSource& tokens;
   LoggingObserver& observer;
   SighupReloader& reloader;
+  ReadinessNotifier& notifier;
 };
 
 // Runs the event loop on config.threads threads until SIGTERM or SIGINT has drained it: the first
@@ -413,6 +415,7 @@ bool serve_until_signalled(const Running& running) {
     shutting_down = true;
     log_event(LogLevel::kInfo, "shutting_down", {{"signal", signal_number}});
     running.observer.stopping();
+    running.notifier.stopping();
     running.reloader.stop();
     signals.async_wait(on_signal);
     running.engine.stop();
@@ -540,8 +543,15 @@ storage::Status run_service(const ServiceConfig& config) {
              {"scheme", tls ? "https" : "http"},
              {"threads", config.threads}});
   reloader.start();
-  const bool forced =
-      serve_until_signalled(Running{io, config, *engine, server, *tokens, observer, reloader});
+  // $NOTIFY_SOCKET: systemd's Type=notify learns when /readyz would first answer 200.
+  const char* notify_socket = std::getenv("NOTIFY_SOCKET");
+  ReadinessNotifier notifier(io, notify_socket ? notify_socket : "", [&handlers] {
+    const ApiHandlers::ReadyState state = handlers.ready_state();
+    return ReadinessNotifier::Readiness{state.ready(), state.summary()};
+  });
+  notifier.start();
+  const bool forced = serve_until_signalled(
+      Running{io, config, *engine, server, *tokens, observer, reloader, notifier});
   if (!reloader.finish(forced ? std::chrono::milliseconds(0) : kReloadAtShutdown)) {
     log_event(LogLevel::kWarning, "reload_abandoned",
               {{"reason",
