@@ -34,11 +34,7 @@ done
 build_dir=${FENCELOCK_BUILD_DIR:-build/asan}
 
 tools=$root/tools/openapi
-lock_sum=$(sha256sum "$tools/package-lock.json" | cut -d' ' -f1)
-if [ "$(cat "$tools/node_modules/.fencelock-lock-sha256" 2>/dev/null || true)" != "$lock_sum" ]; then
-  (cd "$tools" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "$lock_sum" >"$tools/node_modules/.fencelock-lock-sha256"
-fi
+"$tools/install.sh"
 
 status=0
 echo "check-openapi: lint (Redocly CLI)"

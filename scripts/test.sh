@@ -172,7 +172,7 @@ if ! scripts/test-install.sh >"$PWD/build/test-install.log" 2>&1; then
 fi
 # The Python and Node clients and their web-backend examples against a live stack (redis x3,
 # fencelockd, PostgreSQL 15: scripts/live-stack.sh; ports 17800-17850 and 17900-17999; ~1-2 min).
-stage "Python and Node clients, Node backend example"
+stage "Python and Node clients, a generated OpenAPI client, Node backend example"
 if ! client-sdk/python/test.sh --port-base 17900 >"$PWD/build/python-client.log" 2>&1; then
   echo "test.sh: the Python client tests failed:" >&2
   tail -n 40 "$PWD/build/python-client.log" >&2
@@ -187,6 +187,12 @@ fi
 if ! scripts/package-clients.sh --out "$PWD/build/dist" --check >"$PWD/build/package-clients.log" 2>&1; then
   echo "test.sh: packaging the clients failed:" >&2
   tail -n 30 "$PWD/build/package-clients.log" >&2
+  status=1
+fi
+# A TypeScript client generated from docs/openapi.yaml compiles (strict) and works (ports 17701-17720).
+if ! scripts/check-openapi-client.sh >"$PWD/build/openapi-client.log" 2>&1; then
+  echo "test.sh: the client generated from docs/openapi.yaml failed:" >&2
+  tail -n 30 "$PWD/build/openapi-client.log" >&2
   status=1
 fi
 if ! examples/node-backend/test.sh >"$PWD/build/node-backend.log" 2>&1; then
