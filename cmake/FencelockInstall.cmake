@@ -86,21 +86,18 @@ if(FENCELOCK_BUILD_SERVICE)
 endif()
 
 # Completion for bash, zsh and fish, where Debian's shells look for packaged completion.
-set(fencelock_completed_programs fencelock:cli)
-if(FENCELOCK_BUILD_SERVICE)
-  list(APPEND fencelock_completed_programs fencelockd:server)
-endif()
-foreach(entry ${fencelock_completed_programs})
-  string(REPLACE ":" ";" entry ${entry})
-  list(GET entry 0 program)
-  list(GET entry 1 component)
+function(fencelock_install_completion program component)
   install(FILES packaging/bash-completion/${program}
     DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT ${component})
   install(FILES packaging/zsh-completion/_${program}
     DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT ${component})
   install(FILES packaging/fish-completion/${program}.fish
     DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d COMPONENT ${component})
-endforeach()
+endfunction()
+fencelock_install_completion(fencelock cli)
+if(FENCELOCK_BUILD_SERVICE)
+  fencelock_install_completion(fencelockd server)
+endif()
 
 # Man pages from the binaries' own --help and --version, so they cannot drift from them; the
 # sections help2man cannot know (description, files, see also) come from packaging/man/*.h2m.
@@ -136,14 +133,13 @@ add_custom_command(OUTPUT ${fencelock_changelog}
   COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/packaging/debian/changelog > ${fencelock_changelog}
   DEPENDS ${PROJECT_SOURCE_DIR}/packaging/debian/changelog VERBATIM)
 add_custom_target(fencelock_changelog ALL DEPENDS ${fencelock_changelog})
-set(fencelock_doc_packages cli:fencelock-cli lib:libfencelock0 dev:libfencelock-dev)
+set(fencelock_doc_components cli lib dev)
+set(fencelock_doc_packages fencelock-cli libfencelock0 libfencelock-dev)
 if(FENCELOCK_BUILD_SERVICE)
-  list(APPEND fencelock_doc_packages server:fencelockd)
+  list(APPEND fencelock_doc_components server)
+  list(APPEND fencelock_doc_packages fencelockd)
 endif()
-foreach(entry ${fencelock_doc_packages})
-  string(REPLACE ":" ";" entry ${entry})
-  list(GET entry 0 component)
-  list(GET entry 1 package)
+foreach(component package IN ZIP_LISTS fencelock_doc_components fencelock_doc_packages)
   install(FILES packaging/debian/copyright ${fencelock_changelog}
     DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${package} COMPONENT ${component})
 endforeach()
