@@ -341,6 +341,33 @@ TEST_CASE("http: quarantined nodes are named, with when they vote again, by /rea
           Catch::Contains(s.cluster.addresses()[2]));
   CHECK(error["retry_after_ms"].get<long>() > 30'000);
   CHECK(error["retry_after_ms"].get<long>() <= 61'000);
+
+  // A fresh instance (restarting fencelockd "does not help") refuses before it asks any node —
+  // its registry cannot confirm a majority — and says why in the same words.
+  s.daemon.reset();
+  s.daemon.emplace(s.dir.path(),
+                   std::vector<std::string>{"--redis", join(s.cluster.addresses()), "--tokens",
+                                            "sqlite:" + (s.dir.path() / "tokens.db").string(),
+                                            "--max-ttl", "60s"});
+  HttpClient fresh = s.client();
+  json fresh_error;
+  const auto fresh_deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {  // until its nodes are judged (the first 2 s a node without its marker waits)
+    fresh_error = fresh.post("/v1/locks/y", {{"ttl_ms", 1000}}).json()["error"];
+    if (fresh_error.value("retry_after_ms", 0L) > 30'000 ||
+        std::chrono::steady_clock::now() > fresh_deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  CAPTURE(fresh_error.dump());
+  CHECK(fresh_error["code"] == "unavailable");
+  CHECK_THAT(fresh_error["message"].get<std::string>(),
+             Catch::Contains("Quarantined: " + s.cluster.addresses()[0] + " (votes again in "));
+  // More than the window the first instance knew: only two markers kept their history, too few
+  // to learn the longest ttl any instance may grant, so the fresh one assumes the bound (24 h).
+  CHECK(fresh_error.value("retry_after_ms", 0L) > 30'000);
+  CHECK(fresh_error.value("retry_after_ms", 0L) <= 86'401'000);
 }
 
 TEST_CASE("http: lock nodes that may evict keys are refused, and /readyz says which and why",

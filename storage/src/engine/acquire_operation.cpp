@@ -135,7 +135,7 @@ void AcquireOperation::attempt() {
     return;
   }
   if (auto refusal = core_->grant_refusal(target_.ttl)) {  // nothing is sent: no node is touched
-    complete(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
+    complete(core_->refusal_error(std::move(*refusal)));
     return;
   }
   ++attempt_;

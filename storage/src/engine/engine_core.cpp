@@ -788,6 +788,20 @@ std::optional<std::chrono::milliseconds> EngineCore::votes_again_in(std::size_t 
 
 Error EngineCore::shortfall_error(const QuorumTally& tally) const {
   Error error{ErrorCode::kUnavailable, tally.shortfall(), std::nullopt};
+  explain_quarantines(error);
+  return error;
+}
+
+Error EngineCore::refusal_error(std::string refusal) const {
+  // Only the refusal for want of a majority: the others (another token store, a ttl not
+  // covered, …) do not end when a quarantine does.
+  const bool for_want_of_nodes = refusal.starts_with(InstanceRegistry::kNotYetChecked);
+  Error error{ErrorCode::kUnavailable, std::move(refusal), std::nullopt};
+  if (for_want_of_nodes) explain_quarantines(error);
+  return error;
+}
+
+void EngineCore::explain_quarantines(Error& error) const {
   std::string quarantined;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!nodes_[i]->ready() || !node_quarantined(i)) continue;
@@ -807,7 +821,6 @@ Error EngineCore::shortfall_error(const QuorumTally& tally) const {
                      " — a node that restarted without its data (or lost writes) waits out the "
                      "longest lease it may have lost; /readyz shows each node";
   }
-  return error;
 }
 
 void EngineCore::note_awaited_nodes() {

@@ -214,11 +214,17 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Why every voting node was not enough: `tally`'s shortfall, naming the quarantined nodes and
   // when the first votes again (Error::retry_after). On the strand.
   Error shortfall_error(const QuorumTally& tally) const;
+  // A refusal decided before any node is asked (grant_refusal()) as an error: one for want of a
+  // majority (a fresh engine's registry cannot confirm one while nodes are quarantined) names the
+  // quarantined nodes and sets retry_after, as shortfall_error() does.
+  Error refusal_error(std::string refusal) const;
   // Why the node's last handshake or recheck refused it, "" if its last handshake passed.
   std::string node_refusal(std::size_t node) const;
   const RedisNode& node(std::size_t i) const { return *nodes_.at(i); }
 
  private:
+  // Appends the quarantined nodes (and when the first votes again) to `error`. On the strand.
+  void explain_quarantines(Error& error) const;
   struct NameWaiters {
     std::list<std::weak_ptr<Waiter>> queue;  // FIFO
     std::string last_release;                // tag of the last release that woke a waiter

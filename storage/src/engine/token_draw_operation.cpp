@@ -30,7 +30,7 @@ void TokenDrawOperation::draw() {
     return;
   }
   if (auto refusal = core_->grant_refusal()) {
-    complete(make_error(ErrorCode::kUnavailable, std::move(*refusal)));
+    complete(core_->refusal_error(std::move(*refusal)));
     return;
   }
   TokenSource* tokens = core_->tokens();
