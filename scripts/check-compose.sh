@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CI check for the container files (there is no Docker engine here to run them): the compose file
-# validates offline, HAProxy accepts its configuration (deploy/haproxy.cfg; `haproxy -c` parses it
+# CI check for the container files without a Docker engine (scripts/compose-demo.sh runs them where
+# one starts): the compose file validates offline, HAProxy accepts its configuration (deploy/haproxy.cfg; `haproxy -c` parses it
 # without binding anything), and the Dockerfile's build stage installs exactly the build's packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."

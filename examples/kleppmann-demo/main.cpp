@@ -45,7 +45,8 @@ struct HttpAnswer {
   std::string body;
 };
 
-// One request to "http://HOST:PORT" (numeric host), on a fresh connection.
+// One request to "http://HOST:PORT" (an address or a name), on a fresh connection; an answer
+// with status 0 when the store cannot be reached.
 HttpAnswer request(const std::string& base, http::verb verb, const std::string& target,
                    const std::string& body = {},
                    std::optional<std::uint64_t> token = std::nullopt) {
@@ -54,9 +55,9 @@ HttpAnswer request(const std::string& base, http::verb verb, const std::string& 
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
   beast::error_code ec;
-  socket.connect({asio::ip::make_address(hostport.substr(0, colon)),
-                  static_cast<unsigned short>(std::stoi(hostport.substr(colon + 1)))},
-                 ec);
+  const auto endpoints = asio::ip::tcp::resolver(io).resolve(hostport.substr(0, colon),
+                                                             hostport.substr(colon + 1), ec);
+  if (!ec) asio::connect(socket, endpoints, ec);
   if (ec) return {};
   http::request<http::string_body> req(verb, target, 11);
   req.set(http::field::host, hostport);
