@@ -447,6 +447,9 @@ json node_state_json(const storage::NodeStatus& node) {
     entry["state"] = "unresolved";
   } else if (!node.up) {
     entry["state"] = "unreachable";
+  } else if (node.quarantined && node.unjudged && node.votes_again_in) {
+    entry["state"] = "checking";
+    entry["judged_within_ms"] = node.votes_again_in->count();
   } else if (node.quarantined && node.votes_again_in) {
     entry["state"] = "quarantined";
     entry["votes_again_in_ms"] = node.votes_again_in->count();
@@ -485,11 +488,8 @@ std::string ApiHandlers::ReadyState::summary() const {
 
 ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
   const ReadyState state = ready_state();
-  const bool nodes_ok = state.nodes_ok;
-  const bool tokens_ok = state.tokens_ok;
-  const std::size_t voting = state.voting;
-  const auto& refusal = state.refusal;
-  json token_source{{"status", tokens_ok ? "ok" : "unavailable"}, {"backend", token_backend_}};
+  json token_source{{"status", state.tokens_ok ? "ok" : "unavailable"},
+                    {"backend", token_backend_}};
   json refused = json::array();
   json nodes = json::array();
   for (const storage::NodeStatus& node : engine_.node_statuses()) {
@@ -497,11 +497,11 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
       refused.push_back({{"node", node.address}, {"reason", node.refused}});
     nodes.push_back(node_state_json(node));
   }
-  if (refusal) token_source["reason"] = *refusal;
-  json body{{"status", nodes_ok && tokens_ok ? "ok" : "unavailable"},
+  if (state.refusal) token_source["reason"] = *state.refusal;
+  json body{{"status", state.ready() ? "ok" : "unavailable"},
             {"lock_nodes",
-             {{"status", nodes_ok ? "ok" : "unavailable"},
-              {"voting", voting},
+             {{"status", state.nodes_ok ? "ok" : "unavailable"},
+              {"voting", state.voting},
               {"total", state.total},
               {"quorum", state.quorum},
               {"unresolved", engine_.unresolved_nodes()},
@@ -509,7 +509,7 @@ ApiHandlers::Cancel ApiHandlers::readyz(const Call&, Reply reply) {
               {"nodes", std::move(nodes)}}},
             {"token_source", std::move(token_source)}};
   ApiResponse response = ok(body);
-  if (!nodes_ok || !tokens_ok) response.status = 503;
+  if (!state.ready()) response.status = 503;
   return answer(reply, std::move(response));
 }
 

@@ -38,11 +38,11 @@ ReadinessNotifier::ReadinessNotifier(boost::asio::io_context& io, std::string so
                                      std::function<Readiness()> readiness)
     : strand_(boost::asio::make_strand(io)),
       timer_(strand_),
-      socket_(std::make_shared<SystemdSocket>(std::move(socket_address))),
+      socket_(std::move(socket_address)),
       readiness_(std::move(readiness)) {}
 
 void ReadinessNotifier::start() {
-  if (socket_->enabled()) boost::asio::post(strand_, [this] { check(); });
+  if (socket_.enabled()) boost::asio::post(strand_, [this] { check(); });
 }
 
 void ReadinessNotifier::check() {
@@ -57,7 +57,7 @@ void ReadinessNotifier::check() {
     last_status_ = now.status;
     message += "STATUS=" + now.status + "\n";
   }
-  if (!message.empty()) socket_->send(message);
+  if (!message.empty()) socket_.send(message);
   timer_.expires_after(kCheckEvery);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) check();
@@ -65,12 +65,12 @@ void ReadinessNotifier::check() {
 }
 
 void ReadinessNotifier::stopping() {
-  if (!socket_->enabled()) return;
+  if (!socket_.enabled()) return;
   boost::asio::post(strand_, [this] {
     if (stopped_) return;
     stopped_ = true;
     timer_.cancel();
-    socket_->send("STOPPING=1\nSTATUS=shutting down\n");
+    socket_.send("STOPPING=1\nSTATUS=shutting down\n");
   });
 }
 

@@ -10,7 +10,6 @@
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <functional>
-#include <memory>
 #include <string>
 #include <string_view>
 
@@ -56,7 +55,7 @@ class ReadinessNotifier {
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::steady_timer timer_;
-  std::shared_ptr<SystemdSocket> socket_;
+  SystemdSocket socket_;
   std::function<Readiness()> readiness_;
   bool told_ready_ = false;
   bool stopped_ = false;
