@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <utility>
 
 #include "fencelock/names.h"
 
@@ -40,6 +42,180 @@ Status check_names(const CliArgs& args) {
     return usage_error("'" + *twice + "' is named twice");
   if (args.permits && args.names.size() > 1)
     return usage_error("--permits takes one semaphore NAME, not a lock set");
+  return Done{};
+}
+
+// What parse_cli has read so far.
+struct ParseState {
+  CliArgs out;
+  std::vector<std::string> positional;
+  std::vector<std::string> extra_names;  // --name
+  bool seen_command = false;
+};
+
+// A flag without a value.
+struct Switch {
+  std::string_view flag;
+  void (*set)(CliArgs&);
+};
+constexpr Switch kSwitches[] = {
+    {"--next", [](CliArgs& a) { a.next_token = true; }},
+    {"-v", [](CliArgs& a) { a.verbose = true; }},
+    {"--verbose", [](CliArgs& a) { a.verbose = true; }},
+    {"--skip-if-locked", [](CliArgs& a) { a.skip_if_locked = true; }},
+};
+
+const Switch* find_switch(std::string_view arg) {
+  for (const Switch& sw : kSwitches) {
+    if (sw.flag == arg) return &sw;
+  }
+  return nullptr;
+}
+
+template <std::string CliArgs::*Field>
+Status set_text(ParseState& p, const std::string&, const std::string& value) {
+  p.out.*Field = value;
+  return Done{};
+}
+
+template <std::chrono::milliseconds CliArgs::*Field>
+Status set_duration(ParseState& p, const std::string& flag, const std::string& value) {
+  const auto parsed = parse_cli_duration(value);
+  if (!parsed) {
+    return usage_error(flag + ": expected a duration like 500ms, 30s, 2m or 1h30m, got '" + value +
+                       "'");
+  }
+  p.out.*Field = *parsed;
+  return Done{};
+}
+
+Status set_wait(ParseState& p, const std::string& flag, const std::string& value) {
+  p.out.wait_forever = value == "forever";
+  return p.out.wait_forever ? Status{Done{}} : set_duration<&CliArgs::wait>(p, flag, value);
+}
+
+Status set_permits(ParseState& p, const std::string&, const std::string& value) {
+  p.out.permits = permit_count(value);
+  if (p.out.permits) return Done{};
+  return usage_error("--permits: expected a whole number from 1 to 64, got '" + value + "'");
+}
+
+Status add_name(ParseState& p, const std::string&, const std::string& value) {
+  p.extra_names.push_back(value);
+  return Done{};
+}
+
+// A flag with a value: "--flag VALUE" or "--flag=VALUE".
+struct ValuedFlag {
+  std::string_view flag;
+  Status (*set)(ParseState&, const std::string& flag, const std::string& value);
+};
+constexpr ValuedFlag kValuedFlags[] = {
+    {"--endpoint", set_text<&CliArgs::endpoint>},
+    {"--api-key", set_text<&CliArgs::api_key>},
+    {"--cacert", set_text<&CliArgs::cacert>},
+    {"--cert", set_text<&CliArgs::cert>},
+    {"--key", set_text<&CliArgs::key>},
+    {"--owner", set_text<&CliArgs::owner>},
+    {"--name", add_name},
+    {"--permits", set_permits},
+    {"--wait", set_wait},
+    {"--timeout", set_duration<&CliArgs::timeout>},
+    {"--ttl", set_duration<&CliArgs::ttl>},
+    {"--grace", set_duration<&CliArgs::grace>},
+};
+
+// args[i] starts with "--"; its value is after '=' or the next argument (i moves past it).
+Status parse_valued_flag(ParseState& p, const std::vector<std::string>& args, std::size_t& i) {
+  const std::string& arg = args[i];
+  std::string flag = arg;
+  std::string value;
+  if (const auto eq = arg.find('='); eq != std::string::npos) {
+    flag = arg.substr(0, eq);
+    value = arg.substr(eq + 1);
+  }
+  const auto row = std::find_if(std::begin(kValuedFlags), std::end(kValuedFlags),
+                                [&](const ValuedFlag& f) { return f.flag == flag; });
+  if (row == std::end(kValuedFlags))
+    return usage_error("unknown option " + flag + " (see fencelock --help)");
+  if (flag.size() == arg.size()) {
+    if (i + 1 >= args.size()) return usage_error(flag + ": needs a value");
+    value = args[++i];
+  }
+  return row->set(p, flag, value);
+}
+
+Status parse_command(ParseState& p, const std::string& arg) {
+  static constexpr std::pair<std::string_view, Command> kCommands[] = {
+      {"run", Command::kRun},
+      {"acquire", Command::kAcquire},
+      {"extend", Command::kExtend},
+      {"release", Command::kRelease},
+      {"status", Command::kStatus},
+      {"token", Command::kToken},
+      {"semaphore", Command::kSemaphore}};
+  for (const auto& [word, command] : kCommands) {
+    if (word != arg) continue;
+    p.seen_command = true;
+    p.out.command = command;
+    return Done{};
+  }
+  return usage_error("unknown command '" + arg + "' (see fencelock --help)");
+}
+
+bool takes_lease(Command command) {
+  return command == Command::kExtend || command == Command::kRelease;
+}
+
+// The flags given are ones the command takes.
+Status check_flags_fit_command(const ParseState& p) {
+  if (!p.seen_command) return usage_error("missing command (see fencelock --help)");
+  const Command command = p.out.command;
+  const bool holds =
+      takes_lease(command) || command == Command::kRun || command == Command::kAcquire;
+  if (!holds && !p.extra_names.empty())
+    return usage_error("--name is only for run, acquire, extend and release");
+  if (!holds && p.out.permits)
+    return usage_error("--permits is only for run, acquire, extend and release");
+  if (p.out.skip_if_locked && command != Command::kRun)
+    return usage_error("--skip-if-locked is only for run");
+  if (p.out.next_token && command != Command::kToken)
+    return usage_error("--next is only for token");
+  return Done{};
+}
+
+// NAME (or every --name) into out.names and out.name; LEASE into out.lease for extend/release.
+Status place_names_and_lease(ParseState& p, const std::optional<std::string>& lease_env) {
+  CliArgs& out = p.out;
+  const bool lease = takes_lease(out.command);
+  // extend and release of a lock set take every name with --name: a positional would be
+  // ambiguous between NAME and LEASE.
+  const bool name_positional = !(lease && !p.extra_names.empty());
+  const std::size_t most = std::size_t{name_positional} + std::size_t{lease};
+  if (p.positional.empty() && p.extra_names.empty()) return usage_error("missing NAME");
+  if (p.positional.size() > most) {
+    return usage_error("unexpected argument '" + p.positional[most] + "'" +
+                       (lease && !p.extra_names.empty()
+                            ? " (extend and release of a lock set take every name with --name)"
+                        : out.command == Command::kRun
+                            ? " (the command goes after '--': fencelock run [options] NAME -- " +
+                                  p.positional[most] + " ...)"
+                            : ""));
+  }
+  auto next_positional = p.positional.begin();
+  if (name_positional && next_positional != p.positional.end())
+    out.names.push_back(*next_positional++);
+  out.names.insert(out.names.end(), p.extra_names.begin(), p.extra_names.end());
+  if (auto valid = check_names(out); !valid.ok()) return std::move(valid).error();
+  out.name = out.names.front();
+  for (std::size_t i = 1; i < out.names.size(); ++i) out.name += "," + out.names[i];
+  if (!lease) return Done{};
+  if (next_positional != p.positional.end())
+    out.lease = *next_positional;
+  else if (lease_env && !lease_env->empty())
+    out.lease = *lease_env;
+  else
+    return usage_error("missing LEASE (an argument or $FENCELOCK_LEASE)");
   return Done{};
 }
 
@@ -241,160 +417,36 @@ int exit_code_for(const Error& error) noexcept {
 Result<CliArgs> parse_cli(const std::vector<std::string>& args,
                           const std::optional<std::string>& endpoint_env,
                           const std::optional<std::string>& lease_env) {
-  CliArgs out;
-  if (endpoint_env && !endpoint_env->empty()) out.endpoint = *endpoint_env;
-  std::vector<std::string> positional;
-  std::vector<std::string> extra_names;  // --name
-  bool seen_command = false;
-
-  auto duration_of = [](const std::string& flag,
-                        const std::string& text) -> Result<std::chrono::milliseconds> {
-    auto parsed = parse_cli_duration(text);
-    if (!parsed) {
-      return usage_error(flag + ": expected a duration like 500ms, 30s, 2m or 1h30m, got '" + text +
-                         "'");
-    }
-    return *parsed;
-  };
-
+  ParseState p;
+  if (endpoint_env && !endpoint_env->empty()) p.out.endpoint = *endpoint_env;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
-      if (out.command != Command::kRun)
+      if (p.out.command != Command::kRun)
         return usage_error("'--' is only for run: fencelock run NAME -- CMD");
-      out.command_line.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      p.out.command_line.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
-    if (arg == "-h" || arg == "--help") {
-      out.command = Command::kHelp;
-      return out;
+    if (arg == "-h" || arg == "--help" || arg == "--version") {
+      p.out.command = arg == "--version" ? Command::kVersion : Command::kHelp;
+      return std::move(p.out);
     }
-    if (arg == "--version") {
-      out.command = Command::kVersion;
-      return out;
+    Status status = Done{};
+    if (const Switch* sw = find_switch(arg)) {
+      sw->set(p.out);
+    } else if (arg.starts_with("--")) {
+      status = parse_valued_flag(p, args, i);
+    } else if (!p.seen_command) {
+      status = parse_command(p, arg);
+    } else {
+      p.positional.push_back(arg);
     }
-    if (arg == "--next") {
-      out.next_token = true;
-      continue;
-    }
-    if (arg == "-v" || arg == "--verbose") {
-      out.verbose = true;
-      continue;
-    }
-    if (arg == "--skip-if-locked") {
-      out.skip_if_locked = true;
-      continue;
-    }
-    if (arg.starts_with("--")) {
-      std::string flag = arg;
-      std::string value;
-      if (const auto eq = arg.find('='); eq != std::string::npos) {
-        flag = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-      } else {
-        if (i + 1 >= args.size()) return usage_error(flag + ": needs a value");
-        value = args[++i];
-      }
-      if (flag == "--endpoint") {
-        out.endpoint = value;
-      } else if (flag == "--api-key") {
-        out.api_key = value;
-      } else if (flag == "--cacert") {
-        out.cacert = value;
-      } else if (flag == "--cert") {
-        out.cert = value;
-      } else if (flag == "--key") {
-        out.key = value;
-      } else if (flag == "--owner") {
-        out.owner = value;
-      } else if (flag == "--name") {
-        extra_names.push_back(value);
-      } else if (flag == "--permits") {
-        out.permits = permit_count(value);
-        if (!out.permits)
-          return usage_error("--permits: expected a whole number from 1 to 64, got '" + value +
-                             "'");
-      } else if (flag == "--wait" && value == "forever") {
-        out.wait_forever = true;
-      } else if (flag == "--timeout" || flag == "--ttl" || flag == "--wait" || flag == "--grace") {
-        auto d = duration_of(flag, value);
-        if (!d.ok()) return std::move(d).error();
-        if (flag == "--wait") out.wait_forever = false;
-        (flag == "--timeout" ? out.timeout
-         : flag == "--ttl"   ? out.ttl
-         : flag == "--wait"  ? out.wait
-                             : out.grace) = d.value();
-      } else {
-        return usage_error("unknown option " + flag + " (see fencelock --help)");
-      }
-      continue;
-    }
-    if (!seen_command) {
-      seen_command = true;
-      if (arg == "run")
-        out.command = Command::kRun;
-      else if (arg == "acquire")
-        out.command = Command::kAcquire;
-      else if (arg == "extend")
-        out.command = Command::kExtend;
-      else if (arg == "release")
-        out.command = Command::kRelease;
-      else if (arg == "status")
-        out.command = Command::kStatus;
-      else if (arg == "token")
-        out.command = Command::kToken;
-      else if (arg == "semaphore")
-        out.command = Command::kSemaphore;
-      else
-        return usage_error("unknown command '" + arg + "' (see fencelock --help)");
-      continue;
-    }
-    positional.push_back(arg);
+    if (!status.ok()) return std::move(status).error();
   }
-
-  if (!seen_command) return usage_error("missing command (see fencelock --help)");
-  const bool takes_lease = out.command == Command::kExtend || out.command == Command::kRelease;
-  const bool holds =
-      takes_lease || out.command == Command::kRun || out.command == Command::kAcquire;
-  if (!holds && !extra_names.empty())
-    return usage_error("--name is only for run, acquire, extend and release");
-  if (!holds && out.permits)
-    return usage_error("--permits is only for run, acquire, extend and release");
-  if (out.skip_if_locked && out.command != Command::kRun)
-    return usage_error("--skip-if-locked is only for run");
-  // extend and release of a lock set take every name with --name: a positional would be
-  // ambiguous between NAME and LEASE.
-  const bool name_positional = !(takes_lease && !extra_names.empty());
-  const std::size_t most = std::size_t{name_positional} + std::size_t{takes_lease};
-  if (positional.empty() && extra_names.empty()) return usage_error("missing NAME");
-  if (positional.size() > most) {
-    return usage_error("unexpected argument '" + positional[most] + "'" +
-                       (takes_lease && !extra_names.empty()
-                            ? " (extend and release of a lock set take every name with --name)"
-                        : out.command == Command::kRun
-                            ? " (the command goes after '--': fencelock run [options] NAME -- " +
-                                  positional[most] + " ...)"
-                            : ""));
-  }
-  if (name_positional && !positional.empty()) {
-    out.names.push_back(positional.front());
-    positional.erase(positional.begin());
-  }
-  out.names.insert(out.names.end(), extra_names.begin(), extra_names.end());
-  if (auto valid = check_names(out); !valid.ok()) return std::move(valid).error();
-  out.name = out.names.front();
-  for (std::size_t i = 1; i < out.names.size(); ++i) out.name += "," + out.names[i];
-  if (takes_lease) {
-    if (!positional.empty())
-      out.lease = positional.front();
-    else if (lease_env && !lease_env->empty())
-      out.lease = *lease_env;
-    else
-      return usage_error("missing LEASE (an argument or $FENCELOCK_LEASE)");
-  }
-  if (out.next_token && out.command != Command::kToken)
-    return usage_error("--next is only for token");
-  return out;
+  if (auto fits = check_flags_fit_command(p); !fits.ok()) return std::move(fits).error();
+  if (auto placed = place_names_and_lease(p, lease_env); !placed.ok())
+    return std::move(placed).error();
+  return std::move(p.out);
 }
 
 }  // namespace fencelock::cli
