@@ -46,6 +46,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
                  options_.max_ttl, options_.drift_factor, options_.quarantine_restarted_nodes,
                  tokens_ != nullptr && tokens_->has_history() && !options_.new_lock_nodes}),
       quarantined_flags_(new std::atomic<bool>[options_.nodes.size()]),
+      unjudged_flags_(new std::atomic<bool>[options_.nodes.size()]),
       quarantine_ends_(new std::atomic<std::int64_t>[options_.nodes.size()]),
       repairing_(options_.nodes.size(), false),
       partial_repair_(options_.nodes.size(), false),
@@ -84,6 +85,7 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
   }
   for (std::size_t i = 0; i < options_.nodes.size(); ++i) {
     quarantined_flags_[i] = false;
+    unjudged_flags_[i] = false;
     quarantine_ends_[i] = 0;
     quarantine_timers_.push_back(std::make_unique<asio::steady_timer>(strand_));
     RedisNodeOptions node_options = base;
@@ -761,6 +763,8 @@ void EngineCore::refresh_quarantines() {
     // Held out also while its fences are being copied back (repair_fences).
     const bool was_quarantined =
         quarantined_flags_[i].exchange(until.has_value() || trust_.fences_missing(i));
+    unjudged_flags_[i].store(until && *until != Clock::time_point::max() && trust_.unjudged(i),
+                             std::memory_order_relaxed);
     quarantine_ends_[i] =
         until && *until != Clock::time_point::max() ? until->time_since_epoch().count() : 0;
     if (!until) {
@@ -813,7 +817,8 @@ void EngineCore::explain_quarantines(Error& error) const {
                          : " (refused)";
       continue;
     }
-    quarantined += " (votes again in " + std::to_string((left->count() + 999) / 1000) + " s)";
+    quarantined += (node_unjudged(i) ? " (looks new: judged within " : " (votes again in ") +
+                   std::to_string((left->count() + 999) / 1000) + " s)";
     if (!error.retry_after || *left < *error.retry_after) error.retry_after = *left;
   }
   if (!quarantined.empty()) {

@@ -208,6 +208,11 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   bool node_quarantined(std::size_t node) const {
     return quarantined_flags_[node].load(std::memory_order_relaxed);
   }
+  // A quarantined node that looks new and waits for an admission another instance may be
+  // writing before it is judged (NodeTrust::kAdmissionWait): votes_again_in is when, at the latest.
+  bool node_unjudged(std::size_t node) const {
+    return unjudged_flags_[node].load(std::memory_order_relaxed);
+  }
   // A quarantined node: how long until it votes again, as known at the last change; nullopt when
   // not quarantined, or not for a known time (fences being copied back, settings that evict).
   std::optional<std::chrono::milliseconds> votes_again_in(std::size_t node) const;
@@ -313,6 +318,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::shared_ptr<InstanceRegistry> registry_;  // made in the constructor, started by start()
   NodeTrust trust_;
   std::unique_ptr<std::atomic<bool>[]> quarantined_flags_;
+  std::unique_ptr<std::atomic<bool>[]> unjudged_flags_;
   // Per node: when its quarantine ends (steady_clock ticks), 0 when none is known.
   std::unique_ptr<std::atomic<std::int64_t>[]> quarantine_ends_;
   std::vector<std::unique_ptr<boost::asio::steady_timer>> quarantine_timers_;  // one per node

@@ -425,6 +425,7 @@ std::vector<NodeStatus> RedlockEngine::node_statuses() const {
     status.address_changes = c.address_changes.load(std::memory_order_relaxed);
     status.refused = core_->node_refusal(i);
     status.votes_again_in = core_->votes_again_in(i);
+    status.unjudged = core_->node_unjudged(i);
     out.push_back(std::move(status));
   }
   return out;

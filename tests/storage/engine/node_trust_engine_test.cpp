@@ -176,6 +176,12 @@ TEST_CASE("an engine that reads the nodes during another's birth votes with all 
   CAPTURE(late.count());
   std::this_thread::sleep_for(late);
   CHECK(a.engine().voting_nodes() == 2);
+  // Within the wait node 2 is shown as waiting to be judged (/readyz: "checking"), with when it
+  // is judged at the latest — not as a quarantine of a few seconds (the second review, F2).
+  const NodeStatus waiting = a.engine().node_statuses()[2];
+  CHECK(waiting.quarantined);
+  CHECK(waiting.unjudged == (late < 2s));
+  if (late < 2s) CHECK((waiting.votes_again_in && *waiting.votes_again_in <= 4s));
   admit(2);
   a.wait_for_voting_nodes(3, 5s);
   CHECK_FALSE(a.engine().node_statuses()[2].quarantined);

@@ -70,6 +70,9 @@ struct NodeStatus {
   // Quarantined: how long until it votes again, as known now; nullopt while its fences are being
   // copied back, or while it runs settings under which it may evict keys (then `refused` says).
   std::optional<std::chrono::milliseconds> votes_again_in{};
+  // Quarantined only until it is judged: it looks new (no record of any grant) and waits for an
+  // admission another instance may be writing; votes_again_in is when it is judged at the latest.
+  bool unjudged = false;
 };
 
 class LockEngine {
