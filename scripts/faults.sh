@@ -5,7 +5,7 @@
 # is checked (tokens, lease windows, the store, lock-set, liveness) and every negative control
 # must fire. See docs/safety.md.
 #
-#   ./scripts/faults.sh [--quick]       every scenario once, short fault phases (~8 min; in CI)
+#   ./scripts/faults.sh [--quick]       every scenario once, short fault phases (~6 min; in CI)
 #   ./scripts/faults.sh --long          a seeded mix for 30 minutes
 #   ./scripts/faults.sh ... --seed N    reproduce a run;  --only NAME[,NAME] for some scenarios
 # Histories and results: build/faults/ (results.jsonl, <run>-<scenario>.jsonl).

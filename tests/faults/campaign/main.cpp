@@ -34,6 +34,9 @@ using namespace fencelock::faults;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// --quick: every scenario once, with this fault phase (or its own longer one).
+constexpr std::chrono::milliseconds kQuickFaultPhase = 4s;
+
 struct Options {
   std::string bin;
   std::string out = "build/faults";
@@ -228,7 +231,9 @@ int campaign(int argc, char** argv) {
   if (options.quick) {
     for (const Scenario& s : scenarios) {
       ++run_number;
-      if (!run(s, options, options.seed + static_cast<std::uint64_t>(run_number), 6s, run_number,
+      const auto phase =
+          std::max<std::chrono::milliseconds>(kQuickFaultPhase, s.quick_fault_phase_at_least);
+      if (!run(s, options, options.seed + static_cast<std::uint64_t>(run_number), phase, run_number,
                results)) {
         ++failures;
       }

@@ -446,6 +446,7 @@ std::vector<Scenario> all_scenarios() {
   restored_file.draw_clients = 6;
   restored_file.hazards = {{kProbeProcess, false}};
   restored_file.unpromised = {"liveness"};
+  restored_file.quick_fault_phase_at_least = 6s;  // the first restore comes 4.5 s in, then a probe
   s.push_back(restored_file);
   // etcd token source (docs/safety.md listed it as not covered).
   Scenario etcd_kills = with_liveness(
@@ -542,6 +543,7 @@ std::vector<Scenario> all_scenarios() {
   restored_naive.token_source = "sqlite";
   restored_naive.instances = 1;
   restored_naive.naive_counter = NaiveCounter::kSqliteFiles;
+  restored_naive.quick_fault_phase_at_least = restored_file.quick_fault_phase_at_least;
   s.push_back(restored_naive);
   Scenario naive_wiped = control("control-operator-counter-wiped",
                                  "operator-counter-wiped, drawing with a bare INCR (no fence)",

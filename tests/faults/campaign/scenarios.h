@@ -46,6 +46,8 @@ struct Scenario {
   // How long after healing an acquire must succeed: a restarted node's quarantine, or a lease
   // that survived the fault, and the retry delay.
   std::chrono::milliseconds liveness{4000};
+  // --quick's fault phase is no shorter than this: a nemesis that needs longer to get its fault in.
+  std::chrono::milliseconds quick_fault_phase_at_least{0};
 };
 
 std::vector<Scenario> all_scenarios();
