@@ -1,117 +1,27 @@
-// Which fencelockd instances share these lock nodes, and whether this one may grant.
+// InstanceRegistry: which fencelockd instances share these lock nodes, and whether this engine
+// may grant. A heartbeat round (every kInterval; kRetry after a round without a quorum) runs one
+// script per node (lua_scripts.h) on the hash "fencelock:#instances:<key prefix>": it renews this
+// engine's entry (engine id -> "<expiry, node clock ms> <token identity>", kEntryLifetime) and
+// drops expired ones, binds unbound nodes to one token identity ("#tokens"; at a birth or a
+// repair only), raises the highest token handed out ("#mark"), declares this engine's
+// --quarantine setting, key prefix and longest ttl, and leaves a growing "#seq" whose answer shows
+// a node that lost writes (acked()).
 //
-// Every engine keeps an entry in a registry hash on every lock node ("fencelock:#instances:" +
-// key prefix, one per deployment; '#' never occurs in a lock name): its engine id → "<expiry, node
-// clock ms> <token identity>", renewed every second by a script that also drops expired entries and
-// returns the identities of the other live ones (lua_scripts.h). The token identity says where the
-// engine's fencing tokens come from: "shared" for the Redis INCR store any number of instances draw
-// from, the id of another shared store ("etcd:<cluster id>", EngineOptions::shared_tokens), or the
-// id of a store only this process draws from (the embedded SQLite file,
-// EngineOptions::exclusive_tokens).
+// Contract: refusal() is nullopt only while the last round in which a quorum of voting nodes
+// answered started less than kFreshness (exclusive store) or kSharedFreshness (shared) ago and
+// found a quorum of voting nodes bound to this identity, none bound to another (once seen: never
+// again), no live instance of another identity beside an exclusive store, no other --quarantine
+// setting standing, no overlapping key prefix live, and no token store that went back. Before the
+// first such round it says kNotYetChecked. A lease's ttl must also be covered by every other live
+// entry's longest ttl (ttl_refusal), and a token must be above the floor taken before its draw
+// (token_refusal: failing it refuses for good). stop() removes the entry; a crash leaves it to
+// expire.
 //
-// Why: two instances with separate per-process counters on the same lock nodes hand out the same
-// tokens (token 1 via A, 2 via A, then 1 via B). The file lock on a SQLite file only stops two
-// processes on one file. So an engine with an exclusive token source grants only while
-//   - its last registry round that reached a quorum of nodes started less than kFreshness ago
-//     (a paused or partitioned engine must look again before it grants), and
-//   - that round found no other live entry with a different identity.
-// Registration and the check are one atomic script per node, and the rounds of two engines meet on
-// at least one node of any two quorums, so two engines never both see the nodes empty. A later
-// restart of the same instance carries the same store id and is no conflict; a clean stop removes
-// the entry at once, a crash leaves it to expire (kEntryLifetime).
-//
-// Over time, too: the nodes are bound to a token identity (a "#tokens" field in the same hash,
-// never expiring), and an engine grants only while its last quorum round found a quorum of
-// *voting* nodes (node_trust.h) bound to its own identity and none bound to another — an instance
-// started later with a fresh SQLite file (or a shared source after an embedded one, or the
-// reverse) would otherwise start again at token 1 for names the nodes already granted. Evidence
-// comes only from nodes the engine lets vote: a quarantined node may have lost its binding along
-// with its keys, so its "unbound" proves nothing. A round may bind unbound nodes in two cases,
-// decided by the round just before it (a round that could not decide sends a plain read):
-//   - Birth: every configured node answered, every one votes, none is bound elsewhere and no live
-//     instance of another identity is on any of them. Like NodeTrust's new-cluster rule, every
-//     node must answer, so another store can take the nodes over only if *every* node lost its
-//     binding (and a node that lost its data cannot be told from a new one, whatever the operator
-//     says). The script re-checks per node that
-//     no live instance of another identity is there (the read and the bind are two round trips).
-//   - Repair: some node answered bound to this identity and none bound elsewhere. The two rules
-//     keep every binding on the nodes naming one identity (a first binding needs every node to
-//     answer unbound; a repair needs a binding of its own), so a node bound to this identity means
-//     no node is bound to another, and forgotten nodes — quarantined or not — are bound again
-//     whatever else is live. The one exception is the limit below: every node lost its data.
-// Once an engine has seen a node bound elsewhere — in any round, quorum or not, voting or not — it
-// never binds nor grants again for the rest of its life: a misconfigured instance must not claim
-// nodes that lost their data, or the right instances would refuse too. A node that loses its data
-// loses its binding; it is repaired by the next round of an engine of the right identity, so a
-// binding survives any number of losses as long as one node keeps it until such an engine runs.
-// Replacing a token source deliberately means deleting the field on every node
-// (docs/operations.md).
-//
-// Until its first round has found a quorum bound to it, an engine refuses with kNotYetChecked (and,
-// while a new cluster waits for a node, which: EngineCore::grant_refusal); a fresh cluster takes
-// two rounds (read, then bind), the second sent at once. An engine that was
-// ready and later finds fewer than a quorum bound to it refuses with another reason.
-//
-// How many nodes are bound is judged only from rounds in which a quorum of voting nodes answered
-// (a late answer is not a forgotten binding). The verdict is checked when an acquire starts and
-// again once its token has been drawn, just before the grant is answered. A verdict goes stale:
-// an exclusive engine's after kFreshness, a shared engine's after kSharedFreshness, without a
-// round that reached a quorum.
-//
-// Limits: an engine paused between its last check and a grant for longer than kFreshness may still
-// complete that one grant (as with any pause between quorum and answer; fencing tokens of the
-// other instance are then the ones that may repeat — which is why the refusal exists at all).
-// Copies of one SQLite token file carry one store id. Two copies running together are caught: an
-// exclusive engine treats another engine with its own identity whose entry is renewed between two
-// of its rounds as a conflict (a crashed predecessor's entry is not renewed).
-//
-// A token store that went back — a SQLite file restored from a backup, an etcd cluster restored
-// from a snapshot — keeps its identity. Unless EngineOptions::token_order is kPerName, the nodes
-// also remember the highest token handed out through them (a "#mark" field, raised by every
-// heartbeat, and by a clean stop, to the highest token its engine handed out), and a token is
-// checked against a floor taken before its draw started (token_floor(); a token at or below it
-// refuses every grant, for good):
-//   - kAboveRestart (SQLite: per-name counters, all started above the file's durable reservation
-//     at open): the highest mark seen until the engine first became ready. Every token it draws
-//     afterwards is above every token handed out before it opened the file.
-//   - kGlobal (etcd revisions): the highest mark seen so far, by any round. A mark is a token
-//     answered before the round that read it, which ended before this draw started, so a correct
-//     store never trips it — and an instance that drew nothing since a snapshot trips it on its
-//     first draw after the restore, where its own "revision went back" check sees nothing.
-// Limit: tokens handed out in the last heartbeat interval before the store went back are not yet
-// in the mark; a store restored to within that second is not caught by an instance that did not
-// draw through the loss.
-//
-// Instances that disagree on --quarantine (EngineOptions::quarantine_restarted_nodes): one
-// without it trusts a restarted node at once, so it would grant over a lease that one with it
-// granted, once a majority lost that lease's key. Every heartbeat declares this engine's setting
-// on the node, until a node-clock time: "#quarantine:on", for as long as such an engine may grant
-// after its last heartbeat plus its longest lease; "#quarantine:off:<engine id>", one per engine,
-// for as long as it may grant after its last heartbeat (deleted by its clean stop, and by any
-// heartbeat once expired). An engine refuses every grant while any node shows the other
-// setting's declaration standing (one node's word is enough): both refuse until the other stops.
-// "on" is refused until the time it declared; "off" until a quorum round no longer shows any, or
-// its time. The declarations are lost with a node's data; nodes that *all* lost theirs are never
-// bound by an engine without quarantine while its token store has a history (it would otherwise
-// be born there with nothing to consult): it refuses until the operator says the nodes are new.
-//
-// Deployments whose key prefixes overlap ("app:" and "app:x:") share lock keys but not
-// registries, so nothing above would see the other: every heartbeat also keeps its prefix live in
-// the node marker (shared by every prefix) and learns of a live prefix that starts with its own or
-// that its own starts with; both deployments then refuse every grant until one goes.
-//
-// Instances with different --max-ttl: each entry also says the longest ttl its engine knows any
-// instance may grant (NodeTrust::longest_ttl: the markers' largest max ttl and its own). An engine
-// grants or extends a lease only for a ttl every other live entry of the last quorum round
-// covers, so an instance with a shorter --max-ttl has read the longer one (and keeps it: the value
-// is never lowered) before any lease that long exists — and quarantines restarted nodes for that
-// long, even if every node that carried the longer value loses its data.
-//
-// Lock nodes that went back: every heartbeat also leaves a growing number of its engine on the
-// node ("#seq:<engine id>") and answers the one the previous heartbeat left; less than the node
-// acknowledged means it lost writes (EngineCore::node_lost_writes, node_trust.h). And it raises
-// the node marker's max ttl to this engine's and answers it (EngineCore::note_max_ttl).
-// Threading: on the engine's strand, except refusal().
+// Why each rule exists, the birth and repair rules and the limits: docs/architecture.md, "One
+// instance per embedded token source", "One token store per set of lock nodes, over time too",
+// "A token store that went back", and the quarantine section (lost writes, --max-ttl, instances
+// that disagree on --quarantine).
+// Threading: on the engine's strand, except the refusal and floor functions (any thread).
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
