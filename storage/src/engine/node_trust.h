@@ -1,73 +1,25 @@
-// Which lock nodes may vote: the restarted-node quarantine, made to hold across fencelockd
-// instances and their restarts.
+// NodeTrust: which lock nodes may vote — the restarted-node quarantine, made to hold across
+// fencelockd instances and their restarts. Pure logic with injected time; not thread-safe (the
+// engine uses it on its strand).
 //
-// A Redis node that restarts without (or with lagging) persistence comes back without keys it
-// acknowledged, so a second client could win a quorum that includes it while the first lease is
-// still valid on the other nodes. The distlock page asks operators to keep a crashed node down for
-// the longest ttl; fencelock enforces it instead. An engine lets a node vote only when it can show
-// the node has not lost keys that a live lease may hold — one of:
+// Contract: a node votes only when the engine can show it has not lost keys a live lease may hold:
+//   1. durable (appendonly yes + appendfsync always) and its marker survived (it names an admitted
+//      run_id of any incarnation);
+//   2. its marker names its current run_id, admitted by an engine of this deployment (key prefix);
+//   3. its uptime (or a restart the engine saw itself) covers window(): the longest ttl any
+//      instance may grant — the largest max ttl ever read from a marker that kept its history,
+//      24 h until one was read — plus drift;
+//   4. a new cluster: every configured node answered, none names an admission, and the token store
+//      has no history (new_lock_nodes waives the store's history, never a silent node).
+// Otherwise it is quarantined until 3 holds; a node that looks new first waits, unjudged, up to
+// twice kAdmissionWait for an admission another engine's birth may be writing. An incarnation that
+// may have lost keys without a restart (evicted, lost acknowledged writes, seen without durable
+// persistence) is suspect: only rule 3 applies, from when it could last lose keys. A node let in
+// by rule 3, or suspect, has its fences missing and does not vote until fences_restored(). unsafe()
+// nodes never vote. Whenever a node starts to vote, the engine records its admission on it.
 //
-//   1. Durable: the node runs appendonly yes + appendfsync always (read at every handshake and
-//      every second) AND
-//      its marker survived (names an admitted run_id of any incarnation): it never loses an
-//      acknowledged write, so a restart costs nothing. Durable config alone is not proof — a node
-//      that ran without persistence and restarted with it on lost its keys and its marker with
-//      them, so it is quarantined like any other.
-//   2. Admitted in this incarnation: the node's marker (a hash the nodes keep, lua_scripts.h) names
-//      the node's current run_id, which some engine of this deployment (key prefix) wrote when it
-//      let this incarnation vote. Another deployment's admissions are not evidence: a cluster
-//      born for it (rule 4) says nothing about this one's leases.
-//   3. Up long enough: the node's own uptime (INFO server) is at least the window — the longest
-//      ttl any instance may grant, plus drift. Every engine raises a max-ttl field in the marker of
-//      every node it meets to its own --max-ttl, reads it back from every node at each handshake
-//      and heartbeat (note_max_ttl), and uses the largest value it has ever read, so instances
-//      with different --max-ttl never undercut each other. Until the engine has read a
-//      marker that kept its history (one with an admitted run_id, of any incarnation), it cannot
-//      know that largest value and assumes the bound of all bounds (24 h).
-//   4. A new cluster: every configured node answered, no marker names any admitted run_id, and the
-//      token store is new too (Settings::store_has_history). Nothing was ever granted on these
-//      nodes, so all are admitted at once (a cold start is not a 24 h wait). A store with a
-//      history says the nodes had one too: every node lost its data at once (a majority, while
-//      the rest were away and came back empty), and leases granted before may still be live.
-//      Every node must answer, even on the operator's word (new_lock_nodes): a silent one
-//      may hold a history that the answering ones lost (a live lease, the binding to a token
-//      store, a mark), and a node that lost its data cannot be told from a new one.
-//   Otherwise the node is quarantined until 3 holds — after a short wait (kAdmissionWait) for a
-//   node that looks new (no admission, not suspect) while no birth is possible yet: another
-//   engine's birth may be writing its admissions one node at a time. The wait is unjudged: the
-//   node does not vote and nothing is recorded; the first reread() after the wait judges it on a
-//   marker read then (refresh() judges it as it looked if none came within another wait).
-//   reread() also lets a quarantined node whose marker now names its current run_id vote (rule 2):
-//   what a restart of this engine would conclude — except that what it knows of lost keys (a
-//   suspect incarnation, lost writes, a lossy restart) still holds. A restart the
-//   engine saw itself (the run_id changed across a reconnect) also starts the window from that
-//   moment (at least as long as the uptime says).
-//
-// Whenever a node starts to vote, the engine records its run_id as admitted on that node, so a
-// freshly started instance trusts it too (rule 2) — and a node that later loses its data loses the
-// record with it.
-//
-// A node may also lose keys without a restart the uptime shows: it evicts them (the engine refuses
-// such a node, see unsafe()), or it lost acknowledged writes (a restore from a backup, a FLUSHALL;
-// lost_keys(), Handshake::lost_writes). Such an incarnation is *suspect*: rules 1, 2 and 4 do not
-// apply to it, and it waits out the window from the moment it was last able to lose keys. An
-// incarnation seen without durable persistence (at a handshake or a recheck) makes its restart
-// lossy whatever the next one's config says: the next incarnation is suspect too. Every suspect
-// incarnation is recorded on its node (the marker's suspect field), so other engines see it too.
-//
-// Fences (lua_scripts.h) are lost with the keys, and no window brings them back. So a node admitted
-// by rule 3 — after a quarantine, or up long enough but never admitted in this incarnation — or
-// whose incarnation became suspect has its fences *missing*: the engine keeps it from voting and
-// does not record its admission until it copied the fences back onto it (fence_repair.h), then
-// calls fences_restored(). Rules 1, 2 and 4 clear it: nothing was lost — unless the marker records
-// a loss no strict repair has undone yet (take_fence_losses), which survives a durable restart.
-//
-// Limits (docs/architecture.md): what an engine did not see — a node that ran without persistence
-// or evicted while no engine was connected, a restore that no running engine had written past —
-// is not noticed. Uptime is counted by the node's clock: a forward jump on a node ends its
-// quarantine early, as it would expire its keys early anyway.
-//
-// Pure logic with injected time; not thread-safe (the engine uses it on its strand).
+// Why, and the limits (what no running engine saw is not noticed; uptime is the node's clock):
+// docs/architecture.md, "Restarted-node quarantine" and "The fence".
 #pragma once
 
 #include <chrono>
