@@ -128,7 +128,11 @@ def fencelockd_without_lock_nodes(port: int, extra: Sequence[str] = ()) -> Itera
         try:
             url = f"http://127.0.0.1:{port}"
             if not wait_until(lambda: _answers(port), 10, 0.05):
-                raise RuntimeError(f"fencelockd on {port} did not start")
+                log.flush()
+                with open(os.path.join(tmp, "fencelockd.log")) as said:
+                    tail = said.read()[-2000:]
+                raise RuntimeError(f"fencelockd on {port} did not start (exit code "
+                                   f"{process.poll()}); its log ends:\n{tail}")
             yield url
         finally:
             process.terminate()
