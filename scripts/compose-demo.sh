@@ -2,7 +2,7 @@
 # Runs docker-compose.yml as shipped on a machine that reaches no image registry: `up`, the
 # Kleppmann demo through HAProxy (`run --rm demo`), `down -v`. Needs root (it may start dockerd).
 #   scripts/compose-demo.sh                 fencelock:local from this checkout's release build
-#   scripts/compose-demo.sh --from-source   fencelock:local compiled by the Dockerfile (~15 min)
+#   scripts/compose-demo.sh --from-source   fencelock:local compiled by the Dockerfile (~10 min)
 #   scripts/compose-demo.sh --keep          leave the deployment running (stop: docker-compose
 #                                           -p fencelock-demo down -v)
 #   scripts/compose-demo.sh --require       fail, instead of skipping, where dockerd cannot start
