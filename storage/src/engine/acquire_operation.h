@@ -69,6 +69,9 @@ struct AcquireTarget {
 std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot);
 std::string permit_config_name(std::string_view semaphore);
 
+// What a kLocked answer says when the target is held: "the lock is held by another lease", ...
+std::string lock_held_message(AcquireTarget::Kind kind);
+
 class AcquireOperation : public ReplySink,
                          public Cancellable,
                          public Waiter,
