@@ -2,7 +2,6 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -16,11 +15,11 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
-#include <charconv>
-#include <sstream>
 #include <string>
 #include <string_view>
 
+#include "api/append_decimal.h"
+#include "http/connection_facts.h"
 #include "http/router.h"
 #include "ops/log.h"
 
@@ -32,32 +31,6 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 
 namespace {
-
-// A certificate subject or an OpenSSL reason in a log field: at most this many bytes.
-constexpr std::size_t kMaxLoggedSubject = 200;
-
-// The subject of the certificate the client presented, fit for a log field; "" if none.
-std::string certificate_subject(SSL* ssl) {
-  X509* cert = SSL_get0_peer_certificate(ssl);
-  if (cert == nullptr) return {};
-  char subject[256] = {};
-  X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof subject);
-  return one_line(subject, kMaxLoggedSubject);
-}
-
-// For a failed handshake's log line: why the client's certificate was refused, "" when the client
-// sent none or it was not checked.
-std::string_view certificate_problem(SSL* ssl) {
-  const long verify = SSL_get_verify_result(ssl);
-  return verify != X509_V_OK ? X509_verify_cert_error_string(verify) : std::string_view();
-}
-
-// The client's address ("127.0.0.1", "::1"); "?" if the socket has no peer any more.
-std::string peer_of(const asio::ip::tcp::socket& socket) {
-  beast::error_code ec;
-  const auto endpoint = socket.remote_endpoint(ec);
-  return ec ? std::string("?") : endpoint.address().to_string();
-}
 
 Method method_of(http::verb verb) {
   switch (verb) {
@@ -74,8 +47,6 @@ Method method_of(http::verb verb) {
   }
 }
 
-constexpr const char* kRequestIdHeader = "X-Request-Id";
-
 // Bytes read while waiting for a request's first byte.
 constexpr std::size_t kFirstRead = 4096;
 
@@ -91,31 +62,6 @@ bool is_gone(const beast::error_code& ec) {
          ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
          ec == asio::error::eof || ec == ssl::error::stream_truncated ||
          ec.category() == asio::error::get_ssl_category();
-}
-
-// What plain HTTP on the TLS port gets (answer_plain_http()): 400 plain_http_on_tls_port, in the
-// envelope and with the headers of every other answer (X-Request-Id included).
-std::string plain_http_answer(std::string_view request_id) {
-  const ApiResponse error = ApiHandlers::error_response(
-      ApiError::kPlainHttpOnTlsPort, "plain HTTP request sent to a TLS-only port: use https://");
-  http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
-  response.set(http::field::server, "fencelockd");
-  response.set(http::field::content_type, error.content_type);
-  response.set(http::field::cache_control, "no-store");
-  response.set(kRequestIdHeader, beast::string_view(request_id.data(), request_id.size()));
-  response.keep_alive(false);
-  response.body() = error.body;
-  response.prepare_payload();
-  std::ostringstream text;
-  text << response;
-  return text.str();
-}
-
-void append_decimal(std::string& out, std::uint64_t value) {
-  char digits[20];
-  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
-  static_cast<void>(ec);  // 20 digits hold any 64-bit value
-  out.append(digits, end);
 }
 
 // The value of a request header, "" if absent.
