@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 
+#include "engine/node_scripts.h"
+
 namespace fencelock::storage {
 
 namespace asio = boost::asio;

@@ -6,6 +6,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/fence_repair.h"
+#include "engine/node_scripts.h"
 
 namespace fencelock::storage {
 

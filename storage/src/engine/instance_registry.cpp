@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "engine/engine_core.h"
-#include "engine/lua_scripts.h"
+#include "engine/node_scripts.h"
 #include "fencelock/storage/lease_timing.h"
 
 namespace fencelock::storage {

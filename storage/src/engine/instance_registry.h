@@ -1,6 +1,6 @@
 // InstanceRegistry: which fencelockd instances share these lock nodes, and whether this engine
 // may grant. A heartbeat round (every kInterval; kRetry after a round without a quorum) runs one
-// script per node (lua_scripts.h) on the hash "fencelock:#instances:<key prefix>": it renews this
+// script per node (node_scripts.h) on the hash "fencelock:#instances:<key prefix>": it renews this
 // engine's entry (engine id -> "<expiry, node clock ms> <token identity>", kEntryLifetime) and
 // drops expired ones, binds unbound nodes to one token identity ("#tokens"; at a birth or a
 // repair only), raises the highest token handed out ("#mark"), declares this engine's
@@ -118,7 +118,7 @@ class InstanceRegistry : public ReplySink, public std::enable_shared_from_this<I
   boost::asio::steady_timer timer_;
   bool stopped_ = false;
 
-  // What a round may do to unbound nodes (lua_scripts.h, kRegistryHeartbeatScript's ARGV[4]).
+  // What a round may do to unbound nodes (node_scripts.h, kRegistryHeartbeatScript's ARGV[4]).
   enum class BindMode { kRead, kBirth, kRepair };
 
   std::uint32_t round_ = 0;

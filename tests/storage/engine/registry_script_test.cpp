@@ -1,9 +1,9 @@
-// The registry heartbeat script (lua_scripts.h) on a real redis-server: what each bind mode may do
+// The registry heartbeat script (node_scripts.h) on a real redis-server: what each bind mode may do
 // to a node, whatever else is on it.
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "engine/lua_scripts.h"
+#include "engine/node_scripts.h"
 #include "redis_cluster.h"
 #include "sync_redis.h"
 
@@ -15,7 +15,7 @@ namespace {
 constexpr std::string_view kKey = "fencelock:#instances:test:";
 constexpr std::string_view kMarker = "fencelock:#node";
 
-// The heartbeat script's arguments (lua_scripts.h), with defaults a test overrides by name.
+// The heartbeat script's arguments (node_scripts.h), with defaults a test overrides by name.
 struct Beat {
   std::string_view id;
   std::string_view identity = "shared";
