@@ -18,11 +18,16 @@ build_packages=(
 # libnss-wrapper: it names the lock nodes in a hosts file only its processes see; postgresql-15
 # and python3-psycopg2: the PostgreSQL FencedTable, the Python client and the web-backend examples
 # run against a real server — scripts/live-stack.sh; zsh and fish: the install test tries the
-# completion in each; libsimdjson-dev: bench/json_parse_bench, so that it always compiles).
+# completion in each; libsimdjson-dev: bench/json_parse_bench, so that it always compiles;
+# python3-psycopg, python3-fastapi and python3-uvicorn: the asyncio client's guarded writes and
+# examples/fastapi-backend; openjdk-17-jdk-headless, junit5 and libpostgresql-jdbc-java: the Java
+# client and examples/java-backend; golang-go and golang-github-lib-pq-dev: the Go client and
+# examples/go-backend).
 # Node.js and npm (the Node client, the OpenAPI lint, the benchmark's peers) come from Debian
 # unless a node is already on the PATH.
 run_packages=(redis-server etcd-server curl dpkg-dev adduser libnss-wrapper postgresql-15 python3-psycopg2
-  zsh fish lintian libsimdjson-dev)
+  zsh fish lintian libsimdjson-dev python3-psycopg python3-fastapi python3-uvicorn
+  openjdk-17-jdk-headless junit5 libpostgresql-jdbc-java golang-go golang-github-lib-pq-dev)
 command -v node >/dev/null || run_packages+=(nodejs)
 command -v npm >/dev/null || run_packages+=(npm)
 

@@ -1,0 +1,3 @@
+module fencelock.dev/fencelock
+
+go 1.19

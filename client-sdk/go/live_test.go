@@ -1,0 +1,335 @@
+package fencelock_test
+
+// The client against the live stack's fencelockd: acquire, extend, status, release and tokens;
+// busy locks, waiting, lock sets, semaphores; and a fencelockd of the tests' own with TLS and API
+// keys.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"fencelock.dev/fencelock"
+)
+
+var noRenew = fencelock.AcquireOptions{Renew: fencelock.RenewOptions{Off: true}}
+
+func TestAcquireExtendStatusReleaseAndTokens(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-basic")
+	before := time.Now()
+	lease := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, name, 5*time.Second, fencelock.AcquireOptions{Owner: "go-test"})
+	})
+	if lease.Token() < 1 || lease.Name() != name || lease.Kind() != fencelock.KindLock || !lease.Valid() {
+		t.Fatalf("lease %v", lease)
+	}
+	if d := lease.Deadline(); d.After(before.Add(5*time.Second)) || d.Before(before.Add(4*time.Second)) {
+		t.Errorf("deadline %v after the send, want a little under 5 s", d.Sub(before))
+	}
+	status, err := client.Status(ctx, name)
+	if err != nil || !status.Held || status.Remaining <= 0 || status.LastToken < lease.Token() {
+		t.Fatalf("status %+v, %v", status, err)
+	}
+	old := lease.Deadline()
+	if err := lease.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !lease.Deadline().After(old) || lease.TTL() != 10*time.Second {
+		t.Errorf("extend did not move the deadline")
+	}
+	current, err := client.CurrentToken(ctx, name)
+	if err != nil || current != lease.Token() {
+		t.Errorf("current token %d, %v; lease token %d", current, err, lease.Token())
+	}
+	released, err := lease.Release(ctx)
+	if err != nil || !released {
+		t.Fatalf("release: %v, %v", released, err)
+	}
+	if !errors.Is(lease.Err(), fencelock.ErrReleased) {
+		t.Errorf("Err after release: %v", lease.Err())
+	}
+	if again, err := lease.Release(ctx); err != nil || again {
+		t.Errorf("a second release: %v, %v", again, err)
+	}
+	if status, err := client.Status(ctx, name); err != nil || status.Held {
+		t.Errorf("status after release: %+v, %v", status, err)
+	}
+	next, err := client.NextToken(ctx, name)
+	if err != nil || next <= lease.Token() {
+		t.Errorf("next token %d, %v", next, err)
+	}
+	second := patiently(t, func() (*fencelock.Lease, error) { return client.Acquire(ctx, name, time.Second, noRenew) })
+	defer release(t, second)
+	if second.Token() <= next {
+		t.Errorf("a later grant's token %d is not above the drawn %d", second.Token(), next)
+	}
+}
+
+func TestAHeldLockIsLockedWithRetryAfter(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-busy")
+	holder := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, name, 5*time.Second, fencelock.AcquireOptions{})
+	})
+	defer release(t, holder)
+	_, err := client.Acquire(ctx, name, time.Second, fencelock.AcquireOptions{Wait: 100 * time.Millisecond})
+	var e *fencelock.Error
+	if !errors.As(err, &e) || !errors.Is(err, fencelock.ErrLocked) || e.Code != fencelock.CodeLocked || e.HTTPStatus != 409 {
+		t.Fatalf("want locked, got %v", err)
+	}
+	if e.RetryAfter <= 0 || e.RetryAfter > 6*time.Second {
+		t.Errorf("retry after %v", e.RetryAfter)
+	}
+	if e.RequestID == "" {
+		t.Error("no request id")
+	}
+}
+
+func TestAWaitingAcquireGetsTheLockWhenItIsReleased(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-wait")
+	holder := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, name, 10*time.Second, fencelock.AcquireOptions{})
+	})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		release(t, holder)
+	}()
+	started := time.Now()
+	waiter := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, name, 5*time.Second, fencelock.AcquireOptions{Wait: 5 * time.Second})
+	})
+	defer release(t, waiter)
+	if waited := time.Since(started); waited > 3*time.Second {
+		t.Errorf("waited %v for a lock released after 0.3 s", waited)
+	}
+	if waiter.Token() <= holder.Token() {
+		t.Errorf("tokens %d then %d", holder.Token(), waiter.Token())
+	}
+}
+
+func TestACancelledWaitingAcquireLeavesNothingHeld(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	name := uniqueName("go-cancel")
+	ctx := ctxFor(t, 20*time.Second)
+	holder := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, name, 10*time.Second, fencelock.AcquireOptions{})
+	})
+	waitCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err := client.Acquire(waitCtx, name, 10*time.Second, fencelock.AcquireOptions{Wait: 10 * time.Second})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the context's error, got %v", err)
+	}
+	release(t, holder)
+	// Had the cancelled waiter been granted the lock, it would be held now.
+	time.Sleep(200 * time.Millisecond)
+	if status, err := client.Status(ctx, name); err != nil || status.Held {
+		t.Errorf("status %+v, %v", status, err)
+	}
+}
+
+func TestExtendingAReleasedLeaseIsNotHeld(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-gone")
+	lease := patiently(t, func() (*fencelock.Lease, error) { return client.Acquire(ctx, name, 5*time.Second, noRenew) })
+	deleteLockKeys(t, name)
+	if err := lease.Extend(ctx, 0); !errors.Is(err, fencelock.ErrNotHeld) {
+		t.Fatalf("want not_held, got %v", err)
+	}
+	if !errors.Is(lease.Err(), fencelock.ErrLeaseLost) {
+		t.Errorf("Err %v", lease.Err())
+	}
+	if released, err := lease.Release(ctx); err != nil || released {
+		t.Errorf("release %v, %v", released, err)
+	}
+}
+
+func TestALockSetIsAllOrNothingWithATokenPerName(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	a, b, c := uniqueName("go-set-a"), uniqueName("go-set-b"), uniqueName("go-set-c")
+	single := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, c, 5*time.Second, fencelock.AcquireOptions{})
+	})
+	if _, err := client.AcquireSet(ctx, []string{b, c, a}, 5*time.Second, fencelock.AcquireOptions{}); !errors.Is(err, fencelock.ErrLocked) {
+		t.Fatalf("want locked, got %v", err)
+	}
+	for _, name := range []string{a, b} {
+		if status, _ := client.Status(ctx, name); status.Held {
+			t.Errorf("%s is held after a refused set", name)
+		}
+	}
+	release(t, single)
+	set := patiently(t, func() (*fencelock.Lease, error) {
+		return client.AcquireSet(ctx, []string{b, a}, 5*time.Second, fencelock.AcquireOptions{})
+	})
+	if set.Kind() != fencelock.KindSet || set.Token() != 0 || fmt.Sprint(set.Names()) != fmt.Sprint([]string{a, b}) {
+		t.Fatalf("set %v", set)
+	}
+	for _, name := range []string{a, b} {
+		token, ok := set.TokenOf(name)
+		current, err := client.CurrentToken(ctx, name)
+		if !ok || err != nil || token != current {
+			t.Errorf("%s: token %d, current %d (%v)", name, token, current, err)
+		}
+	}
+	if err := set.Extend(ctx, 8*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Acquire(ctx, a, time.Second, noRenew); !errors.Is(err, fencelock.ErrLocked) {
+		t.Errorf("a name of a held set: %v", err)
+	}
+	if released, err := set.Release(ctx); err != nil || !released {
+		t.Fatalf("release %v, %v", released, err)
+	}
+}
+
+func TestAtMostNPermitsThenAMismatchedCountIsRefused(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-sem")
+	var permits []*fencelock.Lease
+	slots := map[int]bool{}
+	for i := 0; i < 3; i++ {
+		permit := patiently(t, func() (*fencelock.Lease, error) {
+			return client.AcquirePermit(ctx, name, 3, 5*time.Second, fencelock.AcquireOptions{})
+		})
+		permits = append(permits, permit)
+		slots[permit.Slot()] = true
+		if permit.Kind() != fencelock.KindPermit || permit.Permits() != 3 || permit.Token() < 1 {
+			t.Errorf("permit %v", permit)
+		}
+	}
+	if len(slots) != 3 {
+		t.Errorf("slots %v", slots)
+	}
+	_, err := client.AcquirePermit(ctx, name, 3, time.Second, fencelock.AcquireOptions{})
+	if !errors.Is(err, fencelock.ErrLocked) {
+		t.Errorf("a fourth permit: %v", err)
+	}
+	_, err = client.AcquirePermit(ctx, name, 5, time.Second, fencelock.AcquireOptions{})
+	var e *fencelock.Error
+	if !errors.As(err, &e) || !errors.Is(err, fencelock.ErrPermitsMismatch) || e.Permits != 3 {
+		t.Errorf("another count: %v", err)
+	}
+	status, err := client.SemaphoreStatus(ctx, name)
+	if err != nil || status.Permits != 3 || status.Held != 3 {
+		t.Errorf("status %+v, %v", status, err)
+	}
+	if err := permits[0].Extend(ctx, 0); err != nil {
+		t.Error(err)
+	}
+	for _, permit := range permits {
+		release(t, permit)
+	}
+	if status, err := client.SemaphoreStatus(ctx, name); err != nil || status.Held != 0 {
+		t.Errorf("status after release %+v, %v", status, err)
+	}
+}
+
+func TestWithLockHoldsTheLockAndReleasesIt(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-with")
+	err := client.WithLock(ctx, name, 600*time.Millisecond, fencelock.AcquireOptions{}, func(ctx context.Context, lease *fencelock.Lease) error {
+		time.Sleep(1500 * time.Millisecond) // renewed meanwhile
+		if ctx.Err() != nil || lease.Err() != nil {
+			return fmt.Errorf("lost: %v", lease.Err())
+		}
+		status, err := client.Status(ctx, name)
+		if err != nil || !status.Held {
+			return fmt.Errorf("status %+v, %v", status, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := client.Status(ctx, name); status.Held {
+		t.Error("held after WithLock returned")
+	}
+	lost := client.WithLock(ctx, name, time.Second, fencelock.AcquireOptions{}, func(ctx context.Context, lease *fencelock.Lease) error {
+		deleteLockKeys(t, name)
+		<-ctx.Done() // cancelled when the lease is lost
+		return nil
+	})
+	if !errors.Is(lost, fencelock.ErrLeaseLost) {
+		t.Errorf("want lease lost, got %v", lost)
+	}
+}
+
+func TestTLSWithACAFileAndAPIKeys(t *testing.T) {
+	liveEndpoint(t)
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	out, err := exec.Command("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+		"-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=fencelock-test",
+		"-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost").CombinedOutput()
+	if err != nil {
+		t.Fatalf("openssl: %v: %s", err, out)
+	}
+	secret, reader := "go-"+hex.EncodeToString([]byte("a-locking-secret-of-ours")), "go-reader-secret-0123456789"
+	digest := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+	keys, _ := json.Marshal(map[string]any{"keys": []map[string]any{
+		{"id": "locker", "secret_sha256": digest(secret), "names": []string{"*"}, "rights": []string{"lock", "read"}},
+		{"id": "reader", "secret_sha256": digest(reader), "names": []string{"allowed.*"}, "rights": []string{"read"}},
+	}})
+	auth := filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(auth, keys, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := sparePort(t, 3)
+	fencelockdWithoutLockNodes(t, port, "--tls-cert", cert, "--tls-key", key, "--auth-file", auth)
+	url := fmt.Sprintf("https://127.0.0.1:%d", port)
+	ctx := ctxFor(t, 20*time.Second)
+
+	// The environment as the CLI reads it: endpoint, key and CA file.
+	t.Setenv("FENCELOCK_ENDPOINT", url)
+	t.Setenv("FENCELOCK_API_KEY", secret)
+	t.Setenv("FENCELOCK_CACERT", cert)
+	options := fencelock.OptionsFromEnvironment()
+	options.MaxRetries = -1
+	trusted, err := fencelock.New(options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TLS and the key passed; the lock nodes (closed ports) do not answer.
+	if _, err := trusted.Acquire(ctx, "x", time.Second, noRenew); !errors.Is(err, fencelock.ErrUnavailable) {
+		t.Errorf("trusted, with a key: want unavailable, got %v", err)
+	}
+	noKey, _ := fencelock.New(fencelock.Options{Endpoints: []string{url}, CAFile: cert, MaxRetries: -1})
+	_, err = noKey.Status(ctx, "x")
+	var e *fencelock.Error
+	if !errors.As(err, &e) || e.Code != fencelock.CodeUnauthenticated || !errors.Is(err, fencelock.ErrDenied) {
+		t.Errorf("no key: %v", err)
+	}
+	readOnly, _ := fencelock.New(fencelock.Options{Endpoints: []string{url}, CAFile: cert, APIKey: reader, MaxRetries: -1})
+	_, err = readOnly.Acquire(ctx, "allowed.x", time.Second, noRenew)
+	if !errors.As(err, &e) || e.Code != fencelock.CodeForbidden {
+		t.Errorf("a key without the right: %v", err)
+	}
+	untrusting, _ := fencelock.New(fencelock.Options{Endpoints: []string{url}, APIKey: secret, MaxRetries: -1})
+	_, err = untrusting.Status(ctx, "x")
+	if !errors.As(err, &e) || e.Code != fencelock.CodeTLS || !errors.Is(err, fencelock.ErrTransport) {
+		t.Errorf("an untrusted certificate: %v", err)
+	}
+	plain, _ := fencelock.New(fencelock.Options{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", port)}, MaxRetries: -1})
+	_, err = plain.Acquire(ctx, "x", time.Second, noRenew)
+	if !errors.As(err, &e) || e.Code != fencelock.CodePlainHTTPOnTLSPort || !errors.Is(err, fencelock.ErrInvalidArgument) {
+		t.Errorf("plain HTTP to the TLS port: %v", err)
+	}
+}
