@@ -109,6 +109,18 @@ def fastest_redlock_peer(callers):
 def pick_wrk(workload, callers):
     return next((r for r in wrk_rows if r.get("workload") == workload and r.get("callers") == callers), None)
 # --- end #20 ---
+
+
+# --- #38: ZooKeeper beside etcd (bench/peers/zookeeper): one server and a 3-server ensemble, its lock
+# recipe through kazoo's Lock, as columns and rows of sections 1 and 2 and a CPU table of its own.
+def zookeeper_label(system, layout):
+    version = next((r.get("version") for r in rows if r.get("system") == system and r.get("version")), "")
+    return f"ZooKeeper {version}, {layout} (kazoo Lock)".replace("  ", " ")
+
+
+zookeeper_peers = [s for s in ("zookeeper", "zookeeper-3") if any(r.get("system") == s for r in rows)]
+systems += [(s, zookeeper_label(s, "one server" if s == "zookeeper" else "3-server ensemble")) for s in zookeeper_peers]
+# --- end #38 ---
 side_by_side = {system for system, _ in systems}
 levels = sorted({r["callers"] for r in rows if r.get("workload") == "uncontended" and r.get("system") in side_by_side
                   and "set" not in r})
@@ -128,19 +140,27 @@ md.append("Setup: 5 local redis-servers without persistence, shared by fencelock
           "(release build, 1 network thread, SQLite token source, 5 lock nodes) measured over HTTP with keep-alive "
           "by `bench/http_bench` (and by `wrk`, section 1b); node-redlock 5, its fork @sesamecare-oss/redlock and "
           "redlock-universal with ioredis in-process (`bench/peers/redlock`), no HTTP hop, no fencing token; one etcd "
-          "member with default fsync, driven through its HTTP/JSON gateway (lease grant + lock, unlock + revoke).\n")
+          "member with default fsync, driven through its HTTP/JSON gateway (lease grant + lock, unlock + revoke)" +
+          ("; one ZooKeeper server and a 3-server ensemble (a synced log write per commit, ZooKeeper's default), "
+           "driven by Debian's python3-kazoo `Lock` recipe (ephemeral sequential node, watch on the predecessor), "
+           "every caller a session of its own, uncontended up to 64 callers (section 2b)" if zookeeper_peers else "") +
+          ".\n")
 
 md.append("## 1. Uncontended: acquire → release on random names out of 10,000\n")
-md.append("| callers | " + " | ".join(label for _, label in systems) + " | fencelock ÷ node-redlock | fencelock ÷ etcd |")
-md.append("|---:|" + "---:|" * len(systems) + "---:|---:|")
+zk_ratio = " fencelock ÷ ZooKeeper (one server) |" if zookeeper_peers else ""
+md.append("| callers | " + " | ".join(label for _, label in systems) + " | fencelock ÷ node-redlock | fencelock ÷ etcd |"
+          + zk_ratio)
+md.append("|---:|" + "---:|" * len(systems) + "---:|---:|" + ("---:|" if zookeeper_peers else ""))
 for c in levels:
     cells = []
     for system, _ in systems:
         r = pick(system, "uncontended", c)
         cells.append(f"{num(r['ops_per_sec'])} pairs/s<br>p50 {num(r['p50_ms'], 2)} / p99 {num(r['p99_ms'], 2)} ms" if r else "—")
     fl, nr, et = (pick(s, "uncontended", c) for s in ("fencelock", "node-redlock", "etcd"))
+    zk = pick("zookeeper", "uncontended", c)
     md.append(f"| {c} | " + " | ".join(cells) + f" | {ratio(fl and fl['ops_per_sec'], nr and nr['ops_per_sec'])} | "
-              f"{ratio(fl and fl['ops_per_sec'], et and et['ops_per_sec'])} |")
+              f"{ratio(fl and fl['ops_per_sec'], et and et['ops_per_sec'])} |"
+              + (f" {ratio(fl and fl['ops_per_sec'], zk and zk['ops_per_sec'])} |" if zookeeper_peers else ""))
 md.append("\nLatencies are of the acquire alone.\n")
 
 # --- #20: the same fencelockd driven by two load generators, against the fastest Redlock peer and
@@ -204,6 +224,26 @@ for hold, c in contended_runs:
             md.append(f"| {hold} ms | {c} | {label} | {num(r['ops_per_sec'])} | {num(r.get('handoff_p50_ms'), 2)} ms | "
                       f"{num(r.get('handoff_p99_ms'), 2)} ms | {num(r.get('p50_ms'), 1)} ms | {num(r.get('p99_ms'), 1)} ms | "
                       f"{gave_up} |")
+
+# --- #38: what ZooKeeper's rows cost its servers and the load generator.
+zookeeper_rows = [r for r in rows if r.get("system") in zookeeper_peers]
+if zookeeper_rows:
+    md.append("\n### 2b. ZooKeeper: CPU per operation\n")
+    md.append("The ZooKeeper rows of sections 1 and 2 (`bench/peers/zookeeper`). Server CPU = user + system time of "
+              "the server's JVM (all three for the ensemble) from `/proc` over the run, ÷ pairs or hand-offs; loader "
+              "CPU = the kazoo driver's, which runs its callers in several processes (one per 16 callers, at most 4) "
+              "because one CPython process is GIL-bound before 64 callers. Both share the cores with everything else.\n")
+    md.append("| system | workload | hold | callers | ops/s | server CPU per op | loader CPU per op | loader processes | errors |")
+    md.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    def ms(value):
+        return "—" if value is None else f"{value:.2f} ms"
+
+    for r in zookeeper_rows:
+        hold = f"{r['hold_ms']} ms" if "hold_ms" in r else "—"
+        md.append(f"| {dict(systems)[r['system']]} | {r['workload']} | {hold} | {r['callers']} | {num(r['ops_per_sec'])} | "
+                  f"{ms(r.get('server_cpu_ms_per_op'))} | {ms(r.get('client_cpu_ms_per_op'))} | "
+                  f"{r.get('processes', 1)} | {r.get('errors', 0)} |")
+# --- end #38 ---
 
 md.append("\n## 3. fencelock only: extend-heavy and tokens only\n")
 md.append("| workload | callers | ops/s | p50 | p99 |")
@@ -517,7 +557,7 @@ if chart:
     md.append(f"![throughput and p99 against concurrency]({os.path.basename(chart)})\n")
     with tempfile.TemporaryDirectory() as tmp:
         # #20: the Redlock forks, and fencelock driven by wrk (its p99 is per request).
-        chart_systems = ["fencelock", "fencelock-wrk"] + redlock_peers + ["etcd"]
+        chart_systems = ["fencelock", "fencelock-wrk"] + redlock_peers + ["etcd"] + zookeeper_peers
         for system in chart_systems:
             with open(os.path.join(tmp, system + ".dat"), "w") as f:
                 for c in levels:

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Benchmarks fencelock side by side with node-redlock, its maintained forks @sesamecare-oss/redlock
-# and redlock-universal, and etcd on this machine, in one run, on the same five Redis masters, and
-# writes the report. The uncontended and token workloads are also driven by wrk (a witness: not
-# our own load generator).
+# and redlock-universal, etcd and ZooKeeper on this machine, in one run, on the same five Redis
+# masters, and writes the report. The uncontended and token workloads are also driven by wrk (a
+# witness: not our own load generator).
 #
 #   ./bench/run.sh           full run (~15 min): writes docs/benchmarks-side-by-side.md,
 #                            docs/benchmarks.svg and the targets table in docs/benchmarks.md
-#   ./bench/run.sh --quick   smoke test (~1.5 min): short runs, report in build/bench/ only
+#   ./bench/run.sh --quick   smoke test (~2 min): short runs, report in build/bench/ only
 #   FENCELOCK_BENCH_PORT_BASE=N   its ports are N+1 .. N+89 (default 27300)
 #
 # Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
-# benchmarked), fencelockd (release build, SQLite tokens), one etcd member; then, for the
+# benchmarked), fencelockd (release build, SQLite tokens), one etcd member, one ZooKeeper server
+# and a 3-server ZooKeeper ensemble (#38, bench/peers/zookeeper); then, for the
 # scale-out runs, a token master (appendfsync always) and two more fencelockd on the same lock
 # nodes with the Redis token source (also used for the expiry take-over runs); then one each with
 # API keys, with TLS and keys, and with the etcd token source. Lock sets and semaphores (#19) run
@@ -22,7 +23,9 @@ root=$PWD
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
-scripts/install-deps.sh etcd-server gnuplot-nox python3 wrk
+# zookeeper: the server alone, without zookeeperd's system service (it would listen on 2181 and
+# 8080; bench/peers/zookeeper starts servers of its own); python3-kazoo: the ZooKeeper peer's client.
+scripts/install-deps.sh etcd-server gnuplot-nox python3 wrk zookeeper python3-kazoo
 # Node for the Redlock peers: Debian's packages, unless a Node with npm is already installed
 # (mixing the two breaks apt).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then scripts/install-deps.sh nodejs npm; fi
@@ -44,12 +47,16 @@ pair_ports="$((base + 81)) $((base + 82))"  # two instances sharing lock nodes a
 token_port=$((base + 9))
 etcd_port=$((base + 79))
 etcd_peer=$((base + 78))
+zookeeper_port=$((base + 60))    # one ZooKeeper server
+zookeeper3_port=$((base + 61))   # the ensemble: clients N+61 .. N+63, quorum and election N+64 .. N+69
 
 cleanup() {
   for f in "$work"/*.pid; do [ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true; done
   sleep 0.5
   for f in "$work"/*.pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true; done
   bench/peers/etcd/stop-etcd.sh "$work/etcd" >/dev/null 2>&1 || true
+  bench/peers/zookeeper/stop-zookeeper.sh "$work/zookeeper" >/dev/null 2>&1 || true
+  bench/peers/zookeeper/stop-zookeeper.sh "$work/zookeeper-3" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -66,8 +73,23 @@ done
 echo $! >"$work/fencelockd.pid"
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$fencelockd_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 bench/peers/etcd/start-etcd.sh "$work/etcd" "$etcd_port" "$etcd_peer" >/dev/null
+# Both ZooKeepers start together (a JVM each: about 2 s) and stay up, idle between their runs.
+bench/peers/zookeeper/start-zookeeper.sh "$work/zookeeper" "$zookeeper_port" 1 >"$work/zookeeper.hosts" &
+zookeeper_start=$!
+bench/peers/zookeeper/start-zookeeper.sh "$work/zookeeper-3" "$zookeeper3_port" 3 >"$work/zookeeper-3.hosts" &
+wait "$zookeeper_start"
+wait $!
 
 if [ "$quick" = 1 ]; then seconds=1; levels="1 16"; contended_levels="16"; else seconds=5; levels="1 16 64 256"; contended_levels="16,64"; fi
+# #38: a JVM compiles its hot paths during its first thousands of requests (Redis, etcd and
+# fencelockd are native code): one unrecorded run on each ZooKeeper, both at once, before any row.
+zookeeper_warm=()
+for system in zookeeper zookeeper-3; do
+  /usr/bin/python3 bench/peers/zookeeper/bench.py --hosts "$(cat "$work/$system.hosts")" --workload uncontended \
+    --callers 16 --seconds "$seconds" >/dev/null 2>&1 &
+  zookeeper_warm+=($!)
+done
+wait "${zookeeper_warm[@]}"
 
 record() { tee -a "$results" | sed 's/^/  /'; }
 say() { echo "bench: $*" >&2; }
@@ -97,6 +119,22 @@ wrk_witness() {  # wrk_witness WORKLOAD CALLERS
 }
 # --- end #20 ---
 
+# --- #38: ZooKeeper beside etcd (bench/peers/zookeeper): one server and a 3-server ensemble,
+# ZooKeeper's lock recipe through Debian's python3-kazoo (its Lock), every caller a session of its
+# own. Uncontended up to 64 callers (the issue's 1/16/64), contended wherever etcd runs. The
+# servers' CPU per op (all three for the ensemble) is on each row.
+zookeeper_peers() {  # zookeeper_peers WORKLOAD CALLERS [HOLD_MS]
+  local system dir
+  for system in zookeeper zookeeper-3; do
+    dir=$work/$system
+    say "$system $1, $2 callers${3:+, hold $3 ms}"
+    /usr/bin/python3 bench/peers/zookeeper/bench.py --hosts "$(cat "$dir.hosts")" --system "$system" \
+      --server-pids "$(cat "$dir"/server-*/zookeeper.pid | paste -sd,)" --workload "$1" --callers "$2" \
+      --seconds "$seconds" ${3:+--hold-ms "$3"} | if [ -n "${3:-}" ]; then tag "$3"; else cat; fi | record
+  done
+}
+# --- end #38 ---
+
 for c in $levels; do
   say "fencelock (HTTP) uncontended, $c callers"
   "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended --callers "$c" --seconds "$seconds" | record
@@ -108,6 +146,7 @@ for c in $levels; do
   redlock_forks uncontended "$c"
   say "etcd uncontended, $c callers"
   node bench/peers/etcd/bench.js --endpoint "http://127.0.0.1:$etcd_port" --workload uncontended --callers "$c" --seconds "$seconds" | record
+  if [ "$c" -le 64 ]; then zookeeper_peers uncontended "$c"; fi
 done
 # Contended runs hold the lock for --hold-ms; the full run adds a zero-hold set, where the hand-off
 # itself is all there is (with a 1 ms hold no system can pass 1000 hand-offs/s).
@@ -126,6 +165,7 @@ for run in $contended_runs; do
     redlock_forks contended "$c" "$hold"
     say "etcd contended, $c callers, hold $hold ms"
     node bench/peers/etcd/bench.js --endpoint "http://127.0.0.1:$etcd_port" --workload contended --callers "$c" --seconds "$seconds" --hold-ms "$hold" | tag "$hold" | record
+    zookeeper_peers contended "$c" "$hold"
   done
 done
 # Lock sets and semaphores (#19) on the first fencelockd, beside node-redlock's multi-resource
@@ -359,6 +399,7 @@ bench/scale.sh $([ "$quick" = 1 ] && echo --quick) "$results"
   echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(. /etc/os-release; echo "$PRETTY_NAME")"
   echo "redis-server: $(redis-server --version | awk '{print $3}')"
   echo "etcd: $(etcd --version 2>/dev/null | head -n1)"
+  echo "zookeeper: $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null), python3-kazoo $(dpkg-query -W -f='${Version}' python3-kazoo 2>/dev/null)"
   echo "node: $(node --version)"
   echo "wrk: $(wrk --version 2>&1 | head -n1 | cut -d' ' -f1-3)"
   echo "g++: $(g++ --version | head -n1)"
@@ -390,6 +431,16 @@ bad = [want for want in wanted
        if not any((r.get("system"), r.get("loader"), r.get("workload")) == want and r.get("ops") for r in rows)]
 for system, loader, workload in bad:
     print(f"bench: no {workload} row of {system}{' by ' + loader if loader else ''} completed anything", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+  # The smoke test of #38's rows (no timing): both ZooKeepers completed pairs and hand-offs.
+  python3 - "$results" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+wanted = [(s, w) for s in ("zookeeper", "zookeeper-3") for w in ("uncontended", "contended")]
+bad = [want for want in wanted if not any((r.get("system"), r.get("workload")) == want and r.get("ops") for r in rows)]
+for system, workload in bad:
+    print(f"bench: no {workload} row of {system} completed anything", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
 else
