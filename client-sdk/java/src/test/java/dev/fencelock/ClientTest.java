@@ -1,0 +1,414 @@
+package dev.fencelock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
+
+class ClientTest {
+  private static String code(Executable call) {
+    return assertThrows(FencelockException.class, call::run).code();
+  }
+
+  interface Executable {
+    void run() throws Exception;
+  }
+
+  @Nested
+  class WithoutService {
+    @Test
+    @DisplayName("bad names, ttls, sets and permit counts are refused before anything is sent")
+    void badArgumentsAreRefused() throws Exception {
+      FencelockClient client = FencelockClient.builder().endpoints("http://127.0.0.1:" + Support.closedPort()).build();
+      for (String bad : new String[] {"", ".", "..", "a/b", "a b", "x".repeat(201), "é", null}) {
+        assertEquals("invalid_request", code(() -> client.acquire(bad, Duration.ofSeconds(1), Duration.ZERO)), bad);
+      }
+      assertEquals("invalid_request", code(() -> client.acquire("ok", Duration.ZERO, Duration.ZERO)));
+      assertEquals("invalid_request", code(() -> client.acquire("ok", Duration.ofSeconds(1), Duration.ofSeconds(-1))));
+      assertEquals("invalid_request", code(() -> client.acquireSet(List.of(), Duration.ofSeconds(1), Duration.ZERO)));
+      assertEquals("invalid_request", code(() -> client.acquireSet(List.of("a", "a"), Duration.ofSeconds(1), Duration.ZERO)));
+      assertEquals("invalid_request", code(() -> client.acquirePermit("ok", 65, Duration.ofSeconds(1), Duration.ZERO)));
+      assertEquals("invalid_request", code(() -> client.acquirePermit("ok", 0, Duration.ofSeconds(1), Duration.ZERO)));
+    }
+
+    @Test
+    @DisplayName("bad options are refused, naming the option")
+    void badOptions() {
+      assertEquals("invalid_request", code(() -> FencelockClient.builder().endpoints(List.of()).build()));
+      assertEquals("invalid_request", code(() -> FencelockClient.builder().endpoints("ftp://x:1").build()));
+      assertEquals("invalid_request", code(() -> FencelockClient.builder().endpoints("http://h:1/path").build()));
+      assertEquals("invalid_request", code(() -> FencelockClient.builder().endpoints("http://h:99999").build()));
+      assertEquals("invalid_request", code(() -> FencelockClient.builder().requestTimeout(Duration.ZERO).build()));
+      assertEquals("invalid_request", code(() -> FencelockClient.builder().maxRetries(11).build()));
+      assertEquals("invalid_request", code(() -> FencelockClient.builder().apiKey("has space").build()));
+      assertEquals("invalid_request", code(() -> FencelockClient.builder().endpoints("http://h:1")
+          .caFile(java.nio.file.Path.of("/nonexistent.pem")).build()));
+    }
+
+    @Test
+    @DisplayName("the client reads the CLI's variables, and keeps the API key out of toString")
+    void environment() throws Exception {
+      FencelockClient client = FencelockClient.builder().fromEnvironment(Map.of(
+          "FENCELOCK_ENDPOINT", "http://127.0.0.1:1, http://127.0.0.1:2",
+          "FENCELOCK_API_KEY", "s3cret-key")).build();
+      assertEquals("FencelockClient(endpoints=[http://127.0.0.1:1/, http://127.0.0.1:2/], apiKey=***)", client.toString());
+      assertEquals("FencelockClient(endpoints=[http://127.0.0.1:8080/])",
+          FencelockClient.builder().fromEnvironment(Map.of()).build().toString());
+    }
+
+    @Test
+    @DisplayName("no endpoint reachable is a transport error, for safe calls and acquires alike")
+    void transport() throws Exception {
+      FencelockClient client = FencelockClient.builder().endpoints("http://127.0.0.1:" + Support.closedPort(),
+          "http://127.0.0.1:" + Support.closedPort()).retryBackoff(Duration.ofMillis(1)).build();
+      assertEquals("transport", code(() -> client.status("x")));
+      assertEquals("transport", code(() -> client.acquire("x", Duration.ofSeconds(1), Duration.ZERO)));
+    }
+
+    @Test
+    @DisplayName("tokens up to 2^63 - 1 arrive exactly; a token beyond 64 bits is an internal error, not a rounded one")
+    void bigTokens() throws Exception {
+      AtomicReference<String> answer = new AtomicReference<>();
+      HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 8);
+      server.createContext("/", exchange -> {
+        byte[] body = answer.get().getBytes(StandardCharsets.UTF_8);
+        exchange.sendResponseHeaders(200, body.length);
+        exchange.getResponseBody().write(body);
+        exchange.close();
+      });
+      server.start();
+      try {
+        FencelockClient client = FencelockClient.builder()
+            .endpoints("http://127.0.0.1:" + server.getAddress().getPort()).build();
+        for (long token : new long[] {9007199254740993L, Long.MAX_VALUE}) {
+          answer.set("{\"name\":\"n\",\"lease\":\"" + token + ".ab\",\"token\":" + token
+              + ",\"ttl_ms\":1000,\"validity_ms\":990,\"waited_ms\":0}");
+          Lease lease = client.acquire("n", Duration.ofSeconds(1), Duration.ZERO);
+          assertEquals(token, lease.token());
+          answer.set("{\"name\":\"n\",\"token\":" + token + "}");
+          assertEquals(token, client.currentToken("n"));
+        }
+        answer.set("{\"name\":\"n\",\"token\":9223372036854775808}");
+        assertEquals("internal", code(() -> client.currentToken("n")));
+        answer.set("{\"name\":\"n\",\"token\":1.0}");
+        assertEquals("internal", code(() -> client.currentToken("n")));
+      } finally {
+        server.stop(0);
+      }
+    }
+
+    @Test
+    @DisplayName("an answer over 1 MiB, or one whose body stops coming, ends as transport within the request's timeout")
+    void hostileAnswers() throws Exception {
+      HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 8);
+      server.createContext("/v1/locks/huge", exchange -> {
+        exchange.sendResponseHeaders(200, 0);  // chunked, without end
+        byte[] spaces = new byte[64 * 1024];
+        java.util.Arrays.fill(spaces, (byte) ' ');
+        try {
+          for (int i = 0; i < 64 * 1024; ++i) {  // 4 GiB unless the client stops reading
+            exchange.getResponseBody().write(spaces);
+          }
+        } catch (java.io.IOException closed) {
+          // the client gave up: what it should do
+        }
+        exchange.close();
+      });
+      server.createContext("/v1/locks/stalled", exchange -> {
+        exchange.sendResponseHeaders(200, 100);
+        exchange.getResponseBody().write('{');
+        exchange.getResponseBody().flush();
+        try {
+          Thread.sleep(20_000);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        exchange.close();
+      });
+      server.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
+      server.start();
+      try {
+        FencelockClient client = FencelockClient.builder()
+            .endpoints("http://127.0.0.1:" + server.getAddress().getPort())
+            .requestTimeout(Duration.ofMillis(500)).build();
+        for (String name : List.of("huge", "stalled")) {
+          long started = System.nanoTime();
+          assertEquals("transport", code(() -> client.acquire(name, Duration.ofSeconds(1), Duration.ZERO)), name);
+          long tookMs = (System.nanoTime() - started) / 1_000_000;
+          assertTrue(tookMs < 5_000, name + " took " + tookMs + " ms");
+        }
+      } finally {
+        server.stop(0);
+      }
+    }
+
+    @Test
+    @DisplayName("the lease string stays out of toString")
+    void secret() throws Exception {
+      Lease lease = new Lease(FencelockClient.builder().build(), Lease.Kind.LOCK, List.of("n"),
+          Map.of("n", 7L), 7, 0, 0, "7.topsecretproof", Duration.ofSeconds(1), System.nanoTime() + 1_000_000_000L);
+      assertFalse(lease.toString().contains("topsecretproof"));
+      assertTrue(lease.toString().contains("token=7"));
+    }
+  }
+
+  @Nested
+  @EnabledIfEnvironmentVariable(named = "FENCELOCK_ENDPOINT", matches = ".+")
+  class AgainstTheService {
+    FencelockClient client;
+    String name;
+
+    @BeforeEach
+    void setUp() throws Exception {
+      client = Support.client();
+      name = Support.uniqueName("java-client");
+    }
+
+    @AfterEach
+    void tearDown() {
+      client.close();
+    }
+
+    @Test
+    @DisplayName("acquire, status, extend, release and tokens")
+    void lifecycle() throws Exception {
+      long before = System.nanoTime();
+      Lease lease = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(2), Duration.ZERO, "java-tests"));
+      long after = System.nanoTime();
+      assertTrue(lease.token() > 0);
+      assertEquals(Duration.ofSeconds(2), lease.ttl());
+      assertTrue(lease.deadlineNanos() - (after + 2_000_000_000L) <= 0, "conservative deadline");
+      assertTrue(lease.deadlineNanos() - (before + 1_500_000_000L) > 0);
+      assertTrue(lease.isValid());
+      lease.check();
+      LockStatus status = client.status(name);
+      assertTrue(status.held());
+      assertTrue(status.remaining().orElseThrow().compareTo(Duration.ofSeconds(2)) <= 0);
+      assertEquals(lease.token(), status.lastToken());
+      assertEquals(lease.token(), client.currentToken(name));
+      long oldDeadline = lease.deadlineNanos();
+      client.extend(lease, Duration.ofSeconds(5));
+      assertEquals(Duration.ofSeconds(5), lease.ttl());
+      assertTrue(lease.deadlineNanos() - oldDeadline > 2_000_000_000L);
+      assertTrue(lease.release());
+      assertFalse(lease.release(), "a second release asks nothing");
+      assertFalse(client.release(lease), "release is idempotent");
+      assertFalse(client.status(name).held());
+      assertTrue(client.status(name).remaining().isEmpty());
+      long drawn = client.nextToken(name);
+      assertTrue(drawn > lease.token());
+      assertEquals(drawn, client.currentToken(name));
+      try (Lease next = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(1), Duration.ZERO))) {
+        assertTrue(next.token() > drawn);
+      }
+      assertFalse(client.status(name).held(), "close released it");
+    }
+
+    @Test
+    @DisplayName("a held lock is refused as locked, with retry_after and the request id")
+    void locked() throws Exception {
+      try (Lease holder = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(5), Duration.ZERO))) {
+        FencelockException e = assertThrows(FencelockException.class,
+            () -> Support.patiently(() -> client.acquire(name, Duration.ofSeconds(1), Duration.ZERO)));
+        assertEquals(FencelockException.LOCKED, e.code());
+        assertEquals(409, e.httpStatus());
+        assertTrue(e.retryAfter().orElseThrow().compareTo(Duration.ofMillis(5001)) <= 0);
+        assertTrue(e.requestId().orElseThrow().matches("[0-9a-f]{16}"));
+        assertFalse(e.getMessage().contains(holder.leaseString()));
+      }
+    }
+
+    @Test
+    @DisplayName("a waiting acquire gets the lock when it is released, and its deadline counts the wait")
+    void waits() throws Exception {
+      Lease first = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(10), Duration.ZERO));
+      Thread releaser = new Thread(() -> {
+        try {
+          Thread.sleep(300);
+          first.close();
+        } catch (InterruptedException ignored) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      releaser.start();
+      long started = System.nanoTime();
+      try (Lease second = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(2), Duration.ofSeconds(5)))) {
+        assertTrue(System.nanoTime() - started < 4_000_000_000L);
+        assertTrue(second.token() > first.token());
+        assertTrue(second.deadlineNanos() - (System.nanoTime() + 2_000_000_000L) <= 0);
+      } finally {
+        releaser.join(5000);
+      }
+    }
+
+    @Test
+    @DisplayName("extending an expired lease is not_held; the service refuses a ttl over its maximum")
+    void notHeldAndInvalid() throws Exception {
+      Lease lease = Support.patiently(() -> client.acquire(name, Duration.ofMillis(200), Duration.ZERO));
+      Thread.sleep(400);
+      FencelockException e = assertThrows(FencelockException.class, () -> client.extend(lease, Duration.ofSeconds(1)));
+      assertEquals(FencelockException.NOT_HELD, e.code());
+      assertFalse(client.release(lease));
+      e = assertThrows(FencelockException.class, () -> client.acquire(name, Duration.ofSeconds(3601), Duration.ZERO));
+      assertEquals(FencelockException.INVALID_REQUEST, e.code());
+      assertEquals(400, e.httpStatus());
+    }
+
+    @Test
+    @DisplayName("the next endpoint answers when the first is a closed port")
+    void failover() throws Exception {
+      FencelockClient both = FencelockClient.builder()
+          .endpoints("http://127.0.0.1:" + Support.closedPort(), Support.ENDPOINT)
+          .retryBackoff(Duration.ofMillis(10)).build();
+      Lease lease = Support.patiently(() -> both.acquire(name, Duration.ofSeconds(2), Duration.ZERO));
+      assertTrue(both.status(name).held());
+      both.extend(lease, Duration.ofSeconds(2));
+      assertTrue(both.release(lease));
+    }
+
+    @Test
+    @DisplayName("an interrupted waiting acquire ends as cancelled, and leaves no lock behind")
+    void interrupted() throws Exception {
+      Lease holder = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(10), Duration.ZERO));
+      AtomicReference<Object> outcome = new AtomicReference<>();
+      Thread waiter = new Thread(() -> {
+        try {
+          outcome.set(client.acquire(name, Duration.ofSeconds(10), Duration.ofSeconds(8)));
+        } catch (FencelockException e) {
+          outcome.set(e.code() + (Thread.currentThread().isInterrupted() ? "+interrupted" : ""));
+        }
+      });
+      waiter.start();
+      Thread.sleep(300);
+      waiter.interrupt();
+      waiter.join(3000);
+      assertFalse(waiter.isAlive(), "the acquire did not end when interrupted");
+      assertEquals("cancelled+interrupted", outcome.get());
+      Thread.sleep(200);  // fencelockd notices the closed connection and stops waiting
+      assertTrue(holder.release());
+      Thread.sleep(300);
+      assertFalse(client.status(name).held(), "the cancelled acquire was granted after all");
+    }
+
+    @Test
+    @DisplayName("an acquire interrupted at any moment leaves no lock behind: a grant that arrives anyway is released")
+    void interruptedAnyTime() throws Exception {
+      int rounds = 200;
+      int granted = 0;
+      for (int i = 0; i < rounds; ++i) {
+        String each = name + "-" + i;
+        AtomicReference<Object> outcome = new AtomicReference<>();
+        Thread caller = new Thread(() -> {
+          try {
+            outcome.set(client.acquire(each, Duration.ofSeconds(30), Duration.ZERO));
+          } catch (FencelockException e) {
+            outcome.set(e);
+          }
+        });
+        caller.start();
+        long until = System.nanoTime() + java.util.concurrent.ThreadLocalRandom.current().nextLong(3_000_000);
+        while (System.nanoTime() - until < 0) {
+          Thread.onSpinWait();
+        }
+        caller.interrupt();
+        caller.join(10_000);
+        if (outcome.get() instanceof Lease) {
+          ++granted;
+          ((Lease) outcome.get()).close();
+        }
+      }
+      List<String> held = new java.util.ArrayList<>();
+      for (int i = 0; i < rounds; ++i) {
+        String each = name + "-" + i;
+        if (!Support.waitUntil(() -> {
+          try {
+            return !client.status(each).held();
+          } catch (FencelockException e) {
+            return false;
+          }
+        }, Duration.ofSeconds(3))) {
+          held.add(each);
+        }
+      }
+      assertEquals(List.of(), held, "held after their acquires were interrupted (" + granted + " returned a lease)");
+    }
+
+    @Test
+    @DisplayName("a lease closed on an interrupted thread is released, and the interrupt status stays set")
+    void closedWhileInterrupted() throws Exception {
+      AtomicReference<Object> outcome = new AtomicReference<>();
+      Thread worker = new Thread(() -> {
+        try (Lease lease = client.lock(name, Duration.ofSeconds(30), Duration.ZERO)) {
+          lease.check();
+          Thread.currentThread().interrupt();  // as Future.cancel(true) during the work would
+        } catch (FencelockException e) {
+          outcome.set(e);
+        }
+        if (outcome.get() == null) {
+          outcome.set(Thread.currentThread().isInterrupted());
+        }
+      });
+      worker.start();
+      worker.join(10_000);
+      assertEquals(Boolean.TRUE, outcome.get());
+      assertFalse(client.status(name).held(), "the lock stayed held until its ttl");
+    }
+
+    @Test
+    @DisplayName("a connection idle past idleReuseLimit is not used for an acquire")
+    void idleConnections() throws Exception {
+      try (Support.OwnFencelockd own = new Support.OwnFencelockd(Support.SPARE_PORT_BASE + 4,
+          List.of("--idle-timeout", "1s"))) {
+        FencelockClient fresh = FencelockClient.builder().endpoints("http://127.0.0.1:" + own.port)
+            .maxRetries(0).idleReuseLimit(Duration.ofMillis(500)).build();
+        assertEquals(FencelockException.UNAVAILABLE, code(() -> fresh.status(name)));
+        Thread.sleep(1500);  // fencelockd closes the idle keep-alive connection
+        // Were the closed connection used, the acquire would be maybe-delivered: transport.
+        assertEquals(FencelockException.UNAVAILABLE, code(() -> fresh.acquire(name, Duration.ofSeconds(1), Duration.ZERO)));
+      }
+    }
+
+    @Test
+    @DisplayName("one client serves many threads")
+    void threads() throws Exception {
+      List<Thread> threads = new java.util.ArrayList<>();
+      List<Throwable> errors = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+      for (int i = 0; i < 6; ++i) {
+        String each = name + "-" + i;
+        Thread t = new Thread(() -> {
+          try {
+            for (int j = 0; j < 4; ++j) {
+              try (Lease lease = Support.patiently(() -> client.acquire(each, Duration.ofSeconds(2), Duration.ofSeconds(2)))) {
+                assertNotEquals(0, lease.token());
+              }
+            }
+            assertTrue(client.currentToken(each) >= 4);
+          } catch (Throwable e) {
+            errors.add(e);
+          }
+        });
+        threads.add(t);
+        t.start();
+      }
+      for (Thread t : threads) {
+        t.join(30000);
+      }
+      assertEquals(List.of(), errors);
+    }
+  }
+}
