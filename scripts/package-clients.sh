@@ -53,12 +53,12 @@ echo "package-clients: wrote to $out:"
 
 # The wheel, into a fresh venv, without the network.
 wheel=$(ls "$out"/fencelock-*-py3-none-any.whl | tail -n 1)
-/usr/bin/python3 -m venv --system-site-packages "$work/venv"  # Debian's psycopg2, for fencelock.postgres
+/usr/bin/python3 -m venv --system-site-packages "$work/venv"  # Debian's psycopg2 and psycopg 3
 "$work/venv/bin/pip" install --quiet --no-index --disable-pip-version-check "$wheel"
 (cd "$work" && venv/bin/python -c '
-import fencelock, fencelock.postgres
+import fencelock, fencelock.postgres, fencelock.psycopg, fencelock.aio, fencelock.sqlite
 from importlib.metadata import metadata
-assert fencelock.Client()
+assert fencelock.Client() and fencelock.aio.AsyncClient
 assert metadata("fencelock")["License"] == "Apache-2.0", metadata("fencelock")["License"]
 ')
 echo "package-clients: the wheel installs into a fresh venv with --no-index"

@@ -192,36 +192,46 @@ if ! scripts/test-install.sh >"$PWD/build/test-install.log" 2>&1; then
   tail -n 40 "$PWD/build/test-install.log" >&2
   status=1
 fi
-# The Python and Node clients and their web-backend examples against a live stack (redis x3,
-# fencelockd, PostgreSQL 15: scripts/live-stack.sh; ports 17800-17850 and 17900-17999; ~1-2 min).
-stage "Python and Node clients, a generated OpenAPI client, Node backend example"
-if ! client-sdk/python/test.sh --port-base 17900 >"$PWD/build/python-client.log" 2>&1; then
-  echo "test.sh: the Python client tests failed:" >&2
-  tail -n 40 "$PWD/build/python-client.log" >&2
-  status=1
-fi
-if ! client-sdk/node/test.sh >"$PWD/build/node-client.log" 2>&1; then
-  echo "test.sh: the Node client tests failed:" >&2
-  grep -E '^not ok|^# (pass|fail)|^\s+(error|expected|actual):' "$PWD/build/node-client.log" | tail -n 40 >&2
-  status=1
-fi
-# The clients as files (wheel, sdist, npm tarball), each installed as a user would, offline.
-if ! scripts/package-clients.sh --out "$PWD/build/dist" --check >"$PWD/build/package-clients.log" 2>&1; then
-  echo "test.sh: packaging the clients failed:" >&2
-  tail -n 30 "$PWD/build/package-clients.log" >&2
-  status=1
-fi
-# A TypeScript client generated from docs/openapi.yaml compiles (strict) and works (ports 17701-17720).
-if ! scripts/check-openapi-client.sh >"$PWD/build/openapi-client.log" 2>&1; then
-  echo "test.sh: the client generated from docs/openapi.yaml failed:" >&2
-  tail -n 30 "$PWD/build/openapi-client.log" >&2
-  status=1
-fi
-if ! examples/node-backend/test.sh >"$PWD/build/node-backend.log" 2>&1; then
-  echo "test.sh: the Node backend example failed:" >&2
-  tail -n 30 "$PWD/build/node-backend.log" >&2
-  status=1
-fi
+# The clients (Python with asyncio, Node, Java, Go, a TypeScript client generated from
+# docs/openapi.yaml) and their web-backend examples, each against its own live stack (redis x3,
+# fencelockd, PostgreSQL 15: scripts/live-stack.sh) on its own ports: Python 17900-17999, Node and
+# its example 17800-17899, the generated client 17700-17720, Java 18200-18299, Go 18100-18199.
+# Two lanes at a time (the machine's two cores); each suite's output is in build/<log>, and a
+# failing suite's tail is shown once both lanes are done.
+stage "clients: Python (+asyncio), Node, Java, Go, generated OpenAPI; their backend examples"
+# suite LABEL LOG COMMAND...: runs COMMAND with its output in build/LOG; a failure is noted in
+# build/clients-failed.txt with the log's tail.
+suite() {
+  local label=$1 log=$PWD/build/$2
+  shift 2
+  "$@" >"$log" 2>&1 && return 0
+  { echo "test.sh: $label failed (build/${log##*/}):"; tail -n 40 "$log"; } >>"$PWD/build/clients-failed.txt"
+  return 1
+}
+python_lane() {
+  local s=0
+  suite "the Python client tests" python-client.log client-sdk/python/test.sh --port-base 17900 || s=1
+  # The clients as files (wheel, sdist, npm tarball), each installed as a user would, offline.
+  suite "packaging the clients" package-clients.log scripts/package-clients.sh --out "$PWD/build/dist" --check || s=1
+  suite "the Java client tests" java-client.log client-sdk/java/test.sh --port-base 18200 || s=1
+  return $s
+}
+node_lane() {
+  local s=0
+  suite "the Node client tests" node-client.log client-sdk/node/test.sh || s=1
+  suite "the client generated from docs/openapi.yaml" openapi-client.log scripts/check-openapi-client.sh || s=1
+  suite "the Node backend example" node-backend.log examples/node-backend/test.sh || s=1
+  suite "the Go client tests" go-client.log client-sdk/go/test.sh --port-base 18100 || s=1
+  return $s
+}
+rm -f "$PWD/build/clients-failed.txt"
+python_lane &
+python_pid=$!
+node_lane &
+node_pid=$!
+wait "$python_pid" || status=1
+wait "$node_pid" || status=1
+if [ -f "$PWD/build/clients-failed.txt" ]; then cat "$PWD/build/clients-failed.txt" >&2; fi
 # The fault campaign, every scenario and negative control once (~5 min; docs/safety.md).
 stage "fault campaign (--quick)"
 if ! scripts/faults.sh --quick >"$PWD/build/faults-quick.log" 2>&1; then

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Tests the Python client and examples/python-backend against a live stack (scripts/live-stack.sh:
-# three redis-servers, fencelockd, PostgreSQL 15 on loopback), always stopped at exit.
+# Tests the Python client (blocking and asyncio), examples/python-backend and
+# examples/fastapi-backend against a live stack (scripts/live-stack.sh: three redis-servers,
+# fencelockd, PostgreSQL 15 on loopback), always stopped at exit.
 #
 #   client-sdk/python/test.sh [--port-base N] [--fencelockd PATH]
 #
 # Needs the release build (cmake --preset release && cmake --build --preset release) and Debian's
-# python3 with python3-psycopg2 (/usr/bin/python3). Ports: the stack uses N+1..N+20 (N = 17900),
-# the tests' own servers N+50..N+99. Exits non-zero when anything fails.
+# python3 (/usr/bin/python3) with python3-psycopg2, python3-psycopg, python3-fastapi and
+# python3-uvicorn. Ports: the stack uses N+1..N+20 (N = 17900), the tests' own servers N+50..N+99
+# (the examples N+70, N+71). Exits non-zero when anything fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -17,13 +19,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --port-base) port_base=$2; shift ;;
     --fencelockd) fencelockd=$2; shift ;;
-    *) sed -n '2,9p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,11p' "$0" >&2; exit 2 ;;
   esac
   shift
 done
 
 echo "== python: compile and lint"
-sources=$(find "$here/src" "$here/tests" "$root/examples/python-backend" -name '*.py' | sort)
+sources=$(find "$here/src" "$here/tests" "$root/examples/python-backend" "$root/examples/fastapi-backend" \
+  -name '*.py' | sort)
 # Compiled into a temporary prefix: no __pycache__ left in the tree.
 pycache=$(mktemp -d)
 stack=$(mktemp -d /tmp/fencelock-python-stack.XXXXXX)
@@ -40,7 +43,8 @@ target=$(mktemp -d)
 $python -m pip install --quiet --no-build-isolation --no-deps --no-index --disable-pip-version-check \
   --target "$target" "$here" >"$target.log" 2>&1 || { cat "$target.log" >&2; exit 1; }
 test -f "$target/fencelock/py.typed"
-PYTHONPATH=$target PYTHONPYCACHEPREFIX=$pycache $python -c 'import fencelock; assert fencelock.Client'
+PYTHONPATH=$target PYTHONPYCACHEPREFIX=$pycache $python -c \
+  'import fencelock, fencelock.aio, fencelock.sqlite; assert fencelock.aio.AsyncClient'
 rm -rf "$target" "$target.log" "$here/build" "$here"/src/*.egg-info
 
 echo "== python: live stack on port base $port_base"
@@ -54,13 +58,15 @@ export FENCELOCK_REDIS_PORTS=$((port_base + 1)),$((port_base + 2)),$((port_base 
 export FENCELOCKD=$fencelockd
 export FENCELOCK_SPARE_PORT_BASE=$((port_base + 50))
 export FENCELOCK_EXAMPLE_PORT=$((port_base + 70))
+export FENCELOCK_FASTAPI_PORT=$((port_base + 71))
 export PYTHONPATH=$here/src
 export PYTHONPYCACHEPREFIX=$pycache
 
 echo "== python: client tests"
 (cd "$here/tests" && timeout 600 $python -m unittest discover -v -t . -s . -p 'test_*.py')
 # The oldest Python the package supports, when this machine has it (pyenv): the client alone,
-# without psycopg2 (the PostgreSQL tests skip), which also shows it needs nothing else.
+# without psycopg2 or psycopg 3 (the tests that need them skip), which also shows it needs nothing
+# else.
 oldest=
 for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.9*/bin/python3; do
   if [ -x "$candidate" ]; then oldest=$candidate; break; fi
@@ -71,4 +77,6 @@ if [ -n "$oldest" ]; then
 fi
 echo "== python: examples/python-backend"
 (cd "$root/examples/python-backend" && timeout 300 $python -m unittest -v test_app)
+echo "== python: examples/fastapi-backend"
+(cd "$root/examples/fastapi-backend" && timeout 300 $python -m unittest -v test_app)
 echo "python: all passed"

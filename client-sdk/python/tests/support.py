@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -196,3 +197,64 @@ def pg_connect(autocommit: bool = False) -> "object":
     conn.autocommit = autocommit
     return conn
 
+
+# Hostile answers: each is what a broken or hostile "fencelockd" sends to any request. The first
+# two are grants a client must not read: their bodies are over the 1 MiB it reads at most.
+_GRANT = b'{"name":"x","lease":"1.x","token":1,"ttl_ms":10000,"validity_ms":9000,"waited_ms":0}'
+_PADDED_GRANT = b" " * (3 << 20) + _GRANT
+HOSTILE_ANSWERS = {
+    "a grant after 3 MiB of spaces": b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(_PADDED_GRANT), _PADDED_GRANT),
+    "a chunked grant after 4 MiB of spaces": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    + (b"100000\r\n" + b" " * 0x100000 + b"\r\n") * 4
+    + b"%x\r\n%s\r\n0\r\n\r\n" % (len(_GRANT), _GRANT),
+    "a chunk-size line of 200 KB": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                   + b"1" * 200_000 + b"\r\n",
+    "a negative chunk size": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             b"-5\r\nxx\r\n0\r\n\r\n",
+    "a Content-Length of superscript two": b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n{}",
+    "JSON nested 100000 deep": b"HTTP/1.1 200 OK\r\nContent-Length: 200000\r\n\r\n"
+                               + b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+class HostileServer:
+    """A loopback server that reads a request head and sends `answer` (then closes), on a thread,
+    for as long as it is open: `with HostileServer(answer) as port: ...`."""
+
+    def __init__(self, answer: bytes) -> None:
+        self._answer = answer
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._listener.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> int:
+        self._thread.start()
+        return self._listener.getsockname()[1]
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._listener.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                continue
+            with connection:
+                connection.settimeout(2)
+                try:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        more = connection.recv(65536)
+                        if not more:
+                            break
+                        head += more
+                    connection.sendall(self._answer)
+                except OSError:
+                    pass  # the client gave up reading: what it should do

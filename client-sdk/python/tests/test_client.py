@@ -68,6 +68,31 @@ class WithoutService(unittest.TestCase):
                 else:
                     os.environ[name] = value
 
+    def test_a_ca_file_or_ssl_context_with_an_http_endpoint_is_refused_as_by_the_cli(self) -> None:
+        saved = os.environ.get("FENCELOCK_CACERT")
+        try:
+            os.environ["FENCELOCK_CACERT"] = "/nonexistent/ca.pem"
+            for endpoints in ("http://127.0.0.1:1", ["https://127.0.0.1:1", "http://127.0.0.1:2"]):
+                with self.assertRaises(fencelock.InvalidArgumentError, msg=str(endpoints)):
+                    fencelock.Client(endpoints)
+            del os.environ["FENCELOCK_CACERT"]
+            with self.assertRaises(fencelock.InvalidArgumentError):
+                fencelock.Client("http://127.0.0.1:1", ssl_context=ssl.create_default_context())
+            fencelock.Client("http://127.0.0.1:1")  # no certificate checking asked for
+        finally:
+            if saved is None:
+                os.environ.pop("FENCELOCK_CACERT", None)
+            else:
+                os.environ["FENCELOCK_CACERT"] = saved
+
+    def test_a_hostile_answer_is_a_fencelock_error_and_never_read_past_1_mib(self) -> None:
+        for what, answer in support.HOSTILE_ANSWERS.items():
+            with self.subTest(what), support.HostileServer(answer) as port:
+                client = fencelock.Client(f"http://127.0.0.1:{port}", request_timeout=2)
+                with self.assertRaises((fencelock.TransportError, fencelock.InternalError)):
+                    client.acquire("x", 10)
+                client.close()
+
     def test_each_wire_code_has_its_class_and_stable_code(self) -> None:
         table = [
             (409, "locked", fencelock.LockedError, "locked"),

@@ -1,12 +1,18 @@
 """The Python blocks of client-sdk/python/README.md: every block compiles and names only real
-things from fencelock, and the blocks that write to PostgreSQL run as written — their text is taken
-from the README, not retyped — against the live stack's PostgreSQL and fencelockd, and what they
-wrote is still there after the connection is closed and a new one opened."""
+things from fencelock, and the blocks that write to PostgreSQL or SQLite or use the asyncio client
+run as written — their text is taken from the README, not retyped — against the live stack's
+PostgreSQL and fencelockd, and what they wrote is still there after the connection is closed and a
+new one opened."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
 import os
 import re
+import sqlite3
+import tempfile
 import types
 import unittest
 import uuid
@@ -100,8 +106,10 @@ class ReadmeGuardedWritesRunAsWritten(unittest.TestCase):
         self.assertEqual(len(blocks), 3, "the Quick example, FencedTable, read-modify-write")
         namespace: Dict[str, Any] = {
             "conn": self.conn, "batches": [types.SimpleNamespace(status="paid")]}
+        quick_lease = None
         for block in blocks:
-            if EXAMPLE_ENDPOINTS in block:
+            quick = EXAMPLE_ENDPOINTS in block
+            if quick:
                 block = block.replace(EXAMPLE_ENDPOINTS, repr([support.FENCELOCK_ENDPOINT]))
             namespace["lease"] = self.lease  # the Quick example binds its own
             try:
@@ -109,7 +117,9 @@ class ReadmeGuardedWritesRunAsWritten(unittest.TestCase):
             finally:
                 if isinstance(namespace.get("client"), fencelock.Client):
                     namespace.pop("client").close()
-        quick_lease = namespace["lease"]
+            if quick:
+                quick_lease = namespace["lease"]
+        assert quick_lease is not None
         self.conn.close()
         reopened = self.connect()
         try:
@@ -121,6 +131,94 @@ class ReadmeGuardedWritesRunAsWritten(unittest.TestCase):
                 self.assertEqual(cursor.fetchone(), (140, self.lease.token))
         finally:
             reopened.close()
+
+
+def block_with(text: str) -> str:
+    """The one README block that contains `text`."""
+    blocks = [block for block in python_blocks(README) if text in block]
+    assert len(blocks) == 1, (text, len(blocks))
+    return blocks[0]
+
+
+@needs_stack
+class ReadmeAsyncioAndSqliteRunAsWritten(unittest.TestCase):
+    def test_the_asyncio_block_holds_the_lock_and_releases_it(self) -> None:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block_with("aio.AsyncClient()"), README, "exec"), {})
+        self.assertIn("holding invoice-42 with token", printed.getvalue())
+        with support.PatientClient(support.FENCELOCK_ENDPOINT) as client:
+            self.assertFalse(client.status("invoice-42").held)
+
+    def test_the_sqlite_block_writes_a_committed_row_into_bank_db(self) -> None:
+        with support.PatientClient(support.FENCELOCK_ENDPOINT) as client, \
+                tempfile.TemporaryDirectory() as tmp:
+            lease = client.acquire(support.unique_name("account-alice"), 30)
+            cwd = os.getcwd()
+            os.chdir(tmp)
+            try:
+                namespace: Dict[str, Any] = {"lease": lease}
+                exec(compile(block_with("sqlite3.connect"), README, "exec"), namespace)
+                namespace["db"].close()
+            finally:
+                os.chdir(cwd)
+                client.release(lease)
+            db = sqlite3.connect(os.path.join(tmp, "bank.db"))
+            try:
+                self.assertEqual(db.execute("SELECT balance, current_token FROM accounts").fetchall(),
+                                 [(20, lease.token)])
+            finally:
+                db.close()
+
+
+@needs_stack
+@needs_postgres
+class ReadmePsycopg3RunsAsWritten(unittest.TestCase):
+    """The psycopg 3 block, sync part as written and its async function awaited, with `conn`,
+    `aconn` and `lease` provided, in a schema of its own."""
+
+    def test_the_psycopg_block_and_its_async_function_land(self) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            self.skipTest("python3-psycopg is not installed")
+        schema = f"readme3_{uuid.uuid4().hex[:12]}"
+        options = f"-c search_path={schema}"
+        with psycopg.connect(support.DATABASE_URL, autocommit=True) as setup:
+            setup.execute(f"CREATE SCHEMA {schema}")
+            setup.execute(f"CREATE TABLE {schema}.accounts (id text PRIMARY KEY, balance bigint"
+                          " NOT NULL DEFAULT 0, current_token bigint NOT NULL DEFAULT 0)")
+            setup.execute(f"INSERT INTO {schema}.accounts (id, balance) VALUES ('alice', 100)")
+        client = support.PatientClient(support.FENCELOCK_ENDPOINT)
+        first = client.acquire(support.unique_name("account-alice"), 30)
+        try:
+            namespace: Dict[str, Any] = {
+                "conn": psycopg.connect(support.DATABASE_URL, options=options), "lease": first}
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                exec(compile(block_with("fenced.AsyncFencedTable.open"), README, "exec"),
+                     namespace)
+            self.assertIn("APPLIED", printed.getvalue())
+            namespace["conn"].close()
+            client.release(first)
+            second = client.acquire(first.name, 30)
+
+            async def deposit() -> Any:
+                aconn = await psycopg.AsyncConnection.connect(support.DATABASE_URL,
+                                                              options=options)
+                try:
+                    return await namespace["deposit"](aconn, second)
+                finally:
+                    await aconn.close()
+            self.assertTrue(asyncio.run(deposit()))
+            client.release(second)
+            with psycopg.connect(support.DATABASE_URL, options=options) as reopened:
+                self.assertEqual(reopened.execute(
+                    "SELECT balance, current_token FROM accounts").fetchall(),
+                    [(140, second.token)])
+        finally:
+            client.close()
+            with psycopg.connect(support.DATABASE_URL, autocommit=True) as cleanup:
+                cleanup.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 if __name__ == "__main__":

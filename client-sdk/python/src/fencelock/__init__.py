@@ -9,7 +9,9 @@
     with client.permit("report-workers", 3, ttl=60, wait=30) as lease:  # one of 3 permits
         run_report(slot=lease.slot, token=lease.token)
 
-Standard library only; fencelock.postgres (guarded PostgreSQL writes) needs psycopg2.
+asyncio: fencelock.aio.AsyncClient (`async with client.lock(...) as lease`). Guarded writes:
+fencelock.postgres (psycopg2), fencelock.psycopg (psycopg 3, sync and async), fencelock.sqlite
+(sqlite3). Standard library only; the psycopg modules need their driver.
 """
 
 import logging

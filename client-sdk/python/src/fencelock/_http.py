@@ -2,8 +2,8 @@
 
 One Endpoint per base URL. round_trip() takes an idle connection (dropping any the server has
 closed meanwhile: a readable idle socket means EOF or garbage), or opens one within the connect
-timeout, sends one request, reads the whole answer and gives the connection back unless the
-server said Connection: close. It reports whether the request may have reached the server
+timeout, sends one request, reads the whole answer (at most MAX_BODY bytes) and gives the
+connection back unless the server said Connection: close. It reports whether the request may have reached the server
 (`maybe_delivered`): the client retries an acquire only when it certainly did not.
 """
 
@@ -15,12 +15,19 @@ import socket
 import ssl
 import threading
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from .errors import InvalidArgumentError, TlsError, TransportError
 
 USER_AGENT = "fencelock-python"
+# The largest answer body read (fencelockd's are a few hundred bytes): a larger one, from a
+# broken or hostile server, is a TransportError rather than unbounded memory.
+MAX_BODY = 1024 * 1024
+
+
+class _BadAnswer(Exception):
+    """The server's bytes are not an answer we read."""
 
 
 @dataclass
@@ -59,15 +66,22 @@ def parse_endpoint(url: str) -> Tuple[str, str, int]:
     return parts.scheme, parts.hostname, port
 
 
-class Endpoint:
-    """One fencelockd base URL and its idle connections. Thread-safe."""
+class EndpointBase:
+    """What an endpoint of either client holds: its parsed URL, TLS context and idle pool."""
 
     def __init__(self, url: str, ssl_context: Optional[ssl.SSLContext], max_idle: int) -> None:
         self.url = url
         self.scheme, self.host, self.port = parse_endpoint(url)
         self._ssl_context = ssl_context
         self._max_idle = max_idle
-        self._idle: List[http.client.HTTPConnection] = []
+        self._idle: List[Any] = []
+
+
+class Endpoint(EndpointBase):
+    """One fencelockd base URL and its idle connections. Thread-safe."""
+
+    def __init__(self, url: str, ssl_context: Optional[ssl.SSLContext], max_idle: int) -> None:
+        super().__init__(url, ssl_context, max_idle)
         self._mutex = threading.Lock()
 
     def close(self) -> None:
@@ -96,13 +110,16 @@ class Endpoint:
                 all_headers["Content-Type"] = "application/json"
             connection.request(method, target, body=body, headers=all_headers)
             response = connection.getresponse()
-            data = response.read()
+            data = response.read(MAX_BODY + 1)
+            if len(data) > MAX_BODY:
+                raise _BadAnswer(f"the answer's body is over {MAX_BODY} bytes")
             reply = Reply(response.status,
                           {k.lower(): v for k, v in response.getheaders()}, data)
         except ssl.SSLError as e:
             connection.close()
             raise RoundTripError(TlsError(f"{self.url}: TLS failed: {e}"), maybe_delivered) from None
-        except (OSError, http.client.HTTPException) as e:
+        except (OSError, http.client.HTTPException, ValueError, _BadAnswer) as e:
+            # ValueError: http.client on a malformed answer (a negative chunk size, say).
             connection.close()
             raise RoundTripError(
                 TransportError(f"{self.url}: {_describe(e, maybe_delivered)}"),
@@ -152,5 +169,7 @@ def _describe(error: BaseException, maybe_delivered: bool) -> str:
         return f"cannot resolve the host: {error}"
     if isinstance(error, http.client.RemoteDisconnected):
         return "the server closed the connection without answering"
+    if isinstance(error, (_BadAnswer, ValueError)):
+        return f"a malformed answer: {error}"
     text = str(error) or type(error).__name__
     return ("sending or reading failed: " if maybe_delivered else "cannot connect: ") + text

@@ -1,6 +1,7 @@
 """Keeps a lease alive while work runs under it (Redisson's watchdog), and says when it is lost.
 
-Two daemon threads per keeper:
+KeeperRules holds what a keeper decides; LeaseKeeper runs it on two daemon threads, and
+fencelock.aio's AsyncLeaseKeeper on two asyncio tasks:
   - the renewer extends the lease whenever `renew_when_left` of its ttl is left; a refused extend
     (NotHeldError) declares the lease lost at once; a transient failure (unavailable, transport)
     is retried every ttl/20 (at least 5 ms);
@@ -19,10 +20,11 @@ it (the pause can come right after the check). That is why every write still car
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from .errors import FencelockError, InvalidArgumentError, LeaseLostError, NotHeldError
 from .lease import Lease
@@ -32,22 +34,34 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("fencelock")
 
+
+class _Renewal(NamedTuple):
+    wake: float  # monotonic time to extend at
+    ttl: float
+    deadline: float
+    lost_at: float  # the watchdog's moment: too late to extend after it
+
+    def within(self) -> float:
+        """The time an extend may take: until the watchdog's moment."""
+        return max(self.lost_at - time.monotonic(), 0.001)
+
 OnLost = Callable[[Lease, LeaseLostError], None]
 
 
-class LeaseKeeper:
-    """Renews one lease in the background until stop()/release(). Thread-safe."""
+class KeeperRules:
+    """What a keeper decides, whatever runs it (threads here, asyncio tasks in fencelock.aio):
+    its options, when to renew, the margin before the deadline at which the lease is declared
+    lost, the renewal bounds, and the one place that declares it lost."""
 
     def __init__(
         self,
-        client: "Client",
         lease: Lease,
         *,
         renew_when_left: float = 1.0 / 3.0,
         max_renewals: Optional[int] = None,
         max_hold: Optional[float] = None,
         lost_margin: Optional[float] = None,
-        on_lost: Optional[OnLost] = None,
+        on_lost: Optional[Callable[[Lease, LeaseLostError], Any]] = None,
     ) -> None:
         """
         renew_when_left: extend when this fraction of the ttl is left; default 1/3; 0.05 .. 0.95.
@@ -60,7 +74,6 @@ class LeaseKeeper:
         if not 0.05 <= renew_when_left <= 0.95:
             raise InvalidArgumentError("renew_when_left must be 0.05 .. 0.95")
         self.lease = lease
-        self._client = client
         self._renew_when_left = renew_when_left
         self._max_renewals = max_renewals
         self._max_hold = max_hold
@@ -69,9 +82,111 @@ class LeaseKeeper:
         self._acquired = time.monotonic()
         self._renewals = 0
         self._last_failure: Optional[FencelockError] = None  # while renewal keeps failing
+        self._released = False
+
+    @property
+    def renewals(self) -> int:
+        return self._renewals
+
+    def _margin(self, ttl: float) -> float:
+        if self._lost_margin is not None:
+            return self._lost_margin
+        return min(max(ttl / 10.0, 0.020), ttl / 2.0)
+
+    def _bounded(self) -> bool:
+        return ((self._max_renewals is not None and self._renewals >= self._max_renewals) or
+                (self._max_hold is not None
+                 and time.monotonic() - self._acquired >= self._max_hold))
+
+    def _lost_at(self) -> float:
+        return self.lease.deadline - self._margin(self.lease.ttl)
+
+    def _plan(self, retry_at: Optional[float]) -> Optional[_Renewal]:
+        """The next renewal (when to wake, the ttl and deadline it starts from), or None once a
+        bound was reached (the watchdog then declares the lease lost at its margin)."""
+        if self._bounded():
+            return None
+        ttl, deadline = self.lease.ttl, self.lease.deadline
+        renew_at = deadline - ttl * self._renew_when_left
+        return _Renewal(retry_at if retry_at is not None else renew_at, ttl, deadline,
+                        deadline - self._margin(ttl))
+
+    def _attempt(self, plan: _Renewal) -> Optional[Lease]:
+        """A copy of the lease for the extend, so that only a renewal answered before the lease
+        was declared lost moves the deadline the work reads; None when it is too late."""
+        if time.monotonic() >= plan.lost_at or self.lease.lost.is_set():
+            return None
+        return self.lease._copy(plan.ttl, plan.deadline)
+
+    def _failed(self, error: FencelockError, plan: _Renewal) -> Optional[float]:
+        """After a failed extend: when to try again, or None when the lease is lost (a refused
+        extend declares it lost at once; a transient failure is retried until the watchdog
+        fires)."""
+        self._last_failure = error
+        if isinstance(error, NotHeldError):
+            self._declare_lost(LeaseLostError(f"the lease was refused: {error.message}", error))
+            return None
+        return time.monotonic() + max(plan.ttl / 20.0, 0.005)
+
+    def _wake(self) -> None:
+        """Wakes the watchdog and the renewer (the deadline moved, or the lease was lost)."""
+        raise NotImplementedError
+
+    def _spawn(self, awaitable: Any) -> None:
+        """Runs what an on_lost coroutine function returned (the asyncio keeper only)."""
+
+    def _late(self) -> LeaseLostError:
+        """Why the watchdog declares the lease lost: renewal did not move its deadline in time."""
+        reason = self._last_failure
+        message = (f"the lease could not be renewed in time ({reason.code}: {reason.message})"
+                   if reason is not None else
+                   "the renewal bound was reached; the lease is about to expire"
+                   if self._bounded() else "the lease could not be renewed in time")
+        return LeaseLostError(message, reason)
+
+    def _declare_lost(self, why: LeaseLostError) -> None:
+        """Marks the lease lost (once), logs it, wakes the keeper and calls on_lost."""
+        if not self.lease._mark_lost(why):
+            return
+        _log.warning("fencelock: the lease of %r (token %s) is lost: %s",
+                     self.lease.name, self.lease.token if self.lease.kind != "set" else
+                     self.lease.tokens, why.message)
+        self._wake()
+        if self._on_lost is None:
+            return
+        try:
+            result = self._on_lost(self.lease, why)
+        except Exception:  # a callback's bug must not kill the keeper silently
+            _log.exception("fencelock: the on_lost callback of %r failed", self.lease.name)
+            return
+        if inspect.isawaitable(result):
+            self._spawn(result)
+
+    def _adopt(self, attempt: Lease) -> None:
+        """Moves the lease to a renewal's new deadline unless it was declared lost meanwhile."""
+        if self.lease._renew(attempt.ttl, attempt.deadline):
+            self._renewals += 1
+            self._last_failure = None
+            self._wake()
+
+    def _take_release(self) -> bool:
+        """True for the first release only: a second one does not ask the service."""
+        if self._released:
+            return False
+        self._released = True
+        return True
+
+
+class LeaseKeeper(KeeperRules):
+    """Renews one lease in the background until stop()/release(). Thread-safe."""
+
+    def __init__(self, client: "Client", lease: Lease, **options: Any) -> None:
+        """Options: see KeeperRules (renew_when_left, max_renewals, max_hold, lost_margin,
+        on_lost — called from a keeper thread)."""
+        super().__init__(lease, **options)
+        self._client = client
         self._stopped = threading.Event()
         self._moved = threading.Condition()  # notified when the deadline moved or on stop
-        self._released = False
         self._release_mutex = threading.Lock()
         self._renewer = threading.Thread(target=self._renew_loop, daemon=True,
                                          name=f"fencelock-renew-{lease.name}")
@@ -83,10 +198,6 @@ class LeaseKeeper:
     @property
     def lost(self) -> threading.Event:
         return self.lease.lost
-
-    @property
-    def renewals(self) -> int:
-        return self._renewals
 
     def stop(self) -> None:
         """Stops renewing (the lease then runs out at its deadline). Idempotent."""
@@ -103,9 +214,8 @@ class LeaseKeeper:
         Client.release; a second call returns False without asking the service."""
         self.stop()
         with self._release_mutex:
-            if self._released:
+            if not self._take_release():
                 return False
-            self._released = True
         return self._client.release(self.lease)
 
     def stop_and_release(self) -> None:
@@ -124,79 +234,36 @@ class LeaseKeeper:
 
     # --- the threads ---------------------------------------------------------------------
 
-    def _margin(self, ttl: float) -> float:
-        if self._lost_margin is not None:
-            return self._lost_margin
-        return min(max(ttl / 10.0, 0.020), ttl / 2.0)
-
-    def _bounded(self) -> bool:
-        return ((self._max_renewals is not None and self._renewals >= self._max_renewals) or
-                (self._max_hold is not None
-                 and time.monotonic() - self._acquired >= self._max_hold))
-
-    def _declare_lost(self, why: LeaseLostError) -> None:
-        if not self.lease._mark_lost(why):
-            return
-        _log.warning("fencelock: the lease of %r (token %s) is lost: %s",
-                     self.lease.name, self.lease.token if self.lease.kind != "set" else
-                     self.lease.tokens, why.message)
+    def _wake(self) -> None:
         with self._moved:
             self._moved.notify_all()
-        if self._on_lost is not None:
-            try:
-                self._on_lost(self.lease, why)
-            except Exception:  # a callback's bug must not kill the keeper's thread silently
-                _log.exception("fencelock: the on_lost callback of %r failed", self.lease.name)
 
     def _watch_loop(self) -> None:
         with self._moved:
             while not self._stopped.is_set() and not self.lease.lost.is_set():
-                lost_at = self.lease.deadline - self._margin(self.lease.ttl)
+                lost_at = self._lost_at()
                 now = time.monotonic()
                 if now >= lost_at:
                     break
                 self._moved.wait(lost_at - now)
-        if self._stopped.is_set() or self.lease.lost.is_set():
-            return
-        reason = self._last_failure
-        message = (f"the lease could not be renewed in time ({reason.code}: {reason.message})"
-                   if reason is not None else
-                   "the renewal bound was reached; the lease is about to expire"
-                   if self._bounded() else "the lease could not be renewed in time")
-        self._declare_lost(LeaseLostError(message, reason))
+        if not self._stopped.is_set() and not self.lease.lost.is_set():
+            self._declare_lost(self._late())
 
     def _renew_loop(self) -> None:
         retry_at: Optional[float] = None
         while not self._stopped.is_set() and not self.lease.lost.is_set():
-            ttl = self.lease.ttl
-            deadline = self.lease.deadline
-            lost_at = deadline - self._margin(ttl)
-            if self._bounded():
-                return  # the watchdog declares the lease lost at lost_at
-            renew_at = deadline - ttl * self._renew_when_left
-            wake = retry_at if retry_at is not None else renew_at
-            if self._stopped.wait(max(0.0, wake - time.monotonic())):
+            plan = self._plan(retry_at)
+            if plan is None or self._stopped.wait(max(0.0, plan.wake - time.monotonic())):
                 return
-            now = time.monotonic()
-            if now >= lost_at or self.lease.lost.is_set():
+            attempt = self._attempt(plan)
+            if attempt is None:
                 return
             try:
-                # A copy, so that only a renewal answered before the lease was declared lost
-                # moves the deadline the work reads.
-                attempt = self.lease._copy(ttl, deadline)
-                self._client.extend(attempt, ttl, within=max(lost_at - now, 0.001))
-            except NotHeldError as e:
-                self._last_failure = e
-                self._declare_lost(LeaseLostError(
-                    f"the lease was refused: {e.message}", e))
-                return
-            except FencelockError as e:  # transient: try again shortly, until the watchdog fires
-                self._last_failure = e
-                retry_at = time.monotonic() + max(ttl / 20.0, 0.005)
+                self._client.extend(attempt, plan.ttl, within=plan.within())
+            except FencelockError as e:
+                retry_at = self._failed(e, plan)
+                if retry_at is None:
+                    return
                 continue
-            if self.lease._renew(attempt.ttl, attempt.deadline):
-                self._renewals += 1
-                self._last_failure = None
-                retry_at = None
-                with self._moved:
-                    self._moved.notify_all()
+            retry_at = None
+            self._adopt(attempt)

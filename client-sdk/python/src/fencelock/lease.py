@@ -10,7 +10,8 @@ a write to the resource of that name; for a permit, ``token`` fenced per slot (t
 one current token per (semaphore, slot): N holders write at once). The lease string proves
 ownership for extend and release: it is a secret, kept out of repr(), str() and pickling.
 
-Thread safety: a Lease may be read from any thread while a LeaseKeeper renews it.
+Thread safety: a Lease may be read from any thread while a LeaseKeeper renews it (an AsyncLease
+from its event loop only).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class Lease:
         self._mutex = threading.Lock()
         # Set when a LeaseKeeper gave up on this lease (before its deadline) — wait on it, poll
         # it, or call check(). A lease without a keeper is never marked lost; check() still
-        # refuses it once its deadline passed.
+        # refuses it once its deadline passed. fencelock.aio's leases (AsyncLease) hold an
+        # asyncio.Event here instead.
         self.lost = threading.Event()
         self._lost_reason: Optional[LeaseLostError] = None
 

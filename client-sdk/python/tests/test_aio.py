@@ -1,0 +1,292 @@
+"""fencelock.aio against a live fencelockd: every call, the lock block and its renewal task, the
+lost-lease signal, a cancelled waiter that releases what it was granted, TLS, API keys,
+fail-over, and tokens read as exact integers."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import ssl
+import subprocess
+import tempfile
+import time
+import unittest
+
+import fencelock
+from fencelock import _calls, aio
+from fencelock._http import Reply
+
+import support
+from support import needs_stack, unique_name
+
+
+async def patiently(grant, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """support.PatientClient's rule for the asyncio client: a 503 to a grant is tried again."""
+    for _ in range(10):
+        try:
+            return await grant(*args, **kwargs)
+        except fencelock.UnavailableError:
+            await asyncio.sleep(0.1)
+    return await grant(*args, **kwargs)
+
+
+class WithoutService(unittest.IsolatedAsyncioTestCase):
+    async def test_bad_names_and_options_are_refused_before_anything_is_sent(self) -> None:
+        client = aio.AsyncClient([f"http://127.0.0.1:{support.closed_port()}"])
+        for bad in ["", "..", "a/b", "x" * 201]:
+            with self.assertRaises(fencelock.InvalidArgumentError, msg=bad):
+                await client.acquire(bad, 1)
+        with self.assertRaises(fencelock.InvalidArgumentError):
+            await client.acquire_set(["a", "a"], 1)
+        with self.assertRaises(fencelock.InvalidArgumentError):
+            await client.acquire_permit("a", 65, 1)
+        for kwargs in [dict(endpoints=[]), dict(endpoints=["ftp://x:1"]), dict(max_retries=11),
+                       dict(api_key="has space")]:
+            with self.assertRaises(fencelock.InvalidArgumentError, msg=str(kwargs)):
+                aio.AsyncClient(**kwargs)  # type: ignore[arg-type]
+        await client.aclose()
+
+    async def test_without_arguments_it_reads_the_clis_variables_and_hides_the_key(self) -> None:
+        saved = {k: os.environ.get(k) for k in ("FENCELOCK_ENDPOINT", "FENCELOCK_API_KEY")}
+        try:
+            os.environ["FENCELOCK_ENDPOINT"] = "http://127.0.0.1:1, http://127.0.0.1:2"
+            os.environ["FENCELOCK_API_KEY"] = "from-the-environment"
+            self.assertEqual(repr(aio.AsyncClient()), "AsyncClient(endpoints=["
+                             "'http://127.0.0.1:1', 'http://127.0.0.1:2'], api_key=***)")
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+    async def test_tokens_up_to_two_to_the_64_are_read_exactly(self) -> None:
+        for token in (2**53 + 1, 2**63 - 1, 2**64 - 1):
+            body = json.dumps({"lease": "1.secret", "token": token, "validity_ms": 1000})
+            lease = _calls.acquire("n", 1, 0, None, aio.AsyncLease).finish(
+                Reply(200, {}, body.encode()), time.monotonic())
+            self.assertEqual(lease.token, token)
+            self.assertIsInstance(lease.lost, asyncio.Event)
+
+    async def test_a_hostile_answer_is_a_fencelock_error_and_never_read_past_1_mib(self) -> None:
+        for what, answer in support.HOSTILE_ANSWERS.items():
+            with self.subTest(what), support.HostileServer(answer) as port:
+                client = aio.AsyncClient(f"http://127.0.0.1:{port}", request_timeout=2)
+                with self.assertRaises((fencelock.TransportError, fencelock.InternalError)):
+                    await client.acquire("x", 10)
+                await client.aclose()
+
+    async def test_no_endpoint_reachable_is_a_transport_error(self) -> None:
+        client = aio.AsyncClient([f"http://127.0.0.1:{support.closed_port()}"],
+                                 retry_backoff=0.001)
+        with self.assertRaises(fencelock.TransportError) as caught:
+            await client.status("x")
+        self.assertEqual(caught.exception.code, "transport")
+
+
+@needs_stack
+class AgainstTheService(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self) -> None:
+        # Starting a fencelockd of a test's own blocks the loop for ~0.3 s: not a slow callback.
+        asyncio.get_running_loop().slow_callback_duration = 2.0
+        self.client = aio.AsyncClient(support.FENCELOCK_ENDPOINT)
+        self.name = unique_name("py-aio")
+
+    async def asyncTearDown(self) -> None:
+        await self.client.aclose()
+
+    async def test_acquire_extend_status_release_and_tokens(self) -> None:
+        lease = await patiently(self.client.acquire, self.name, 2.0, owner="python-aio-tests")
+        self.assertGreater(lease.token, 0)
+        self.assertLessEqual(lease.deadline, time.monotonic() + 2.0)
+        status = await self.client.status(self.name)
+        self.assertTrue(status.held)
+        self.assertEqual(status.last_token, lease.token)
+        old_deadline = lease.deadline
+        await self.client.extend(lease, 5.0)
+        self.assertGreater(lease.deadline, old_deadline + 2.0)
+        self.assertTrue(await self.client.release(lease))
+        self.assertFalse(await self.client.release(lease), "release is idempotent")
+        with self.assertRaises(fencelock.NotHeldError):
+            await self.client.extend(lease)
+        drawn = await self.client.next_token(self.name)
+        self.assertGreater(drawn, lease.token)
+        self.assertEqual(await self.client.current_token(self.name), drawn)
+
+    async def test_a_held_lock_is_locked_and_a_waiter_gets_it_when_released(self) -> None:
+        lease = await patiently(self.client.acquire, self.name, 5.0)
+        with self.assertRaises(fencelock.LockedError) as caught:
+            await self.client.acquire(self.name, 1.0)
+        self.assertEqual(caught.exception.http_status, 409)
+        self.assertIsNotNone(caught.exception.retry_after)
+        self.assertNotIn(lease.lease_string, str(caught.exception))
+        waiter = asyncio.ensure_future(self.client.acquire(self.name, 1.0, wait=5.0))
+        await asyncio.sleep(0.1)
+        await self.client.release(lease)
+        second = await asyncio.wait_for(waiter, 5)
+        self.assertGreater(second.token, lease.token)
+        await self.client.release(second)
+
+    async def test_sets_and_permits(self) -> None:
+        names = [self.name + "-b", self.name + "-a"]
+        lease = await patiently(self.client.acquire_set, names, 2.0)
+        self.assertEqual(list(lease.names), sorted(names))
+        self.assertEqual(len(lease.tokens), 2)
+        await self.client.extend(lease, 3.0)
+        self.assertTrue(await self.client.release(lease))
+        async with self.client.permit(self.name, 2, ttl=2.0) as one:
+            two = await patiently(self.client.acquire_permit, self.name, 2, 2.0)
+            self.assertNotEqual(one.slot, two.slot)
+            with self.assertRaises(fencelock.LockedError):
+                await self.client.acquire_permit(self.name, 2, 1.0)
+            self.assertEqual(await self.client.semaphore_status(self.name),
+                             fencelock.SemaphoreStatus(permits=2, held=2))
+            await self.client.release(two)
+        self.assertEqual((await self.client.semaphore_status(self.name)).held, 0)
+
+    async def test_the_lock_block_renews_past_several_ttls_and_releases_at_exit(self) -> None:
+        async with self.client.lock(self.name, ttl=0.3) as lease:
+            token = lease.token
+            await asyncio.sleep(1.0)  # more than three ttls
+            self.assertTrue(lease.valid())
+            lease.check()
+            self.assertEqual((await self.client.status(self.name)).last_token, token)
+        self.assertFalse((await self.client.status(self.name)).held)
+
+    async def test_a_lost_lease_is_signalled_before_its_deadline_and_reported_at_exit(
+            self) -> None:
+        lost = []
+
+        async def on_lost(lease: fencelock.Lease, why: fencelock.LeaseLostError) -> None:
+            lost.append(why)  # a coroutine function: the keeper runs it as a task
+        with self.assertRaises(fencelock.LeaseLostError):
+            async with self.client.lock(self.name, ttl=1.0, on_lost=on_lost) as lease:
+                support.delete_lock_keys(self.name)
+                await asyncio.wait_for(lease.lost.wait(), 2.0)
+                self.assertLess(time.monotonic(), lease.deadline)
+                with self.assertRaises(fencelock.LeaseLostError):
+                    lease.check()
+        await self.client.aclose()  # waits for the callback's task
+        self.assertEqual(len(lost), 1)
+        self.assertIsInstance(lost[0].reason, fencelock.NotHeldError)
+
+    async def test_a_cancelled_waiter_releases_the_lock_granted_after_it_gave_up(self) -> None:
+        holder = await patiently(self.client.acquire, self.name, 5.0)
+        waiter = asyncio.ensure_future(self.client.acquire(self.name, 5.0, wait=5.0))
+        await asyncio.sleep(0.2)  # the waiter's request waits in fencelockd
+        waiter.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await waiter
+        # The holder lets go: fencelockd grants the waiting request, which nobody awaits now.
+        await self.client.release(holder)
+        await self.client.aclose()  # waits for the background release of that grant
+        status = await self.client.status(self.name)
+        self.assertFalse(status.held, "the grant made after the cancellation was released")
+        self.assertGreater(status.last_token, holder.token, "the waiter was granted, then let go")
+        # The same through a timeout, and through the lock block.
+        holder = await patiently(self.client.acquire, self.name, 5.0)
+        with self.assertRaises(asyncio.TimeoutError):
+            await asyncio.wait_for(self.client.acquire(self.name, 5.0, wait=5.0), 0.2)
+
+        async def enter_block() -> None:
+            async with self.client.lock(self.name, ttl=5.0, wait=5.0):
+                await asyncio.sleep(10)
+        blocked = asyncio.ensure_future(enter_block())
+        await asyncio.sleep(0.2)
+        blocked.cancel()
+        await self.client.release(holder)
+        await self.client.aclose()
+        self.assertFalse((await self.client.status(self.name)).held)
+
+    async def test_a_cancelled_block_releases_its_lease(self) -> None:
+        entered = asyncio.Event()
+
+        async def work() -> None:
+            async with self.client.lock(self.name, ttl=5.0):
+                entered.set()
+                await asyncio.sleep(10)
+        task = asyncio.ensure_future(work())
+        await asyncio.wait_for(entered.wait(), 5)
+        task.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await task
+        self.assertFalse((await self.client.status(self.name)).held)
+
+    async def test_connections_are_reused_and_calls_run_concurrently(self) -> None:
+        names = [f"{self.name}-{i}" for i in range(16)]
+        leases = await asyncio.gather(*(patiently(self.client.acquire, n, 2.0) for n in names))
+        self.assertEqual([lease.name for lease in leases], names)
+        self.assertEqual(await asyncio.gather(*(self.client.release(x) for x in leases)),
+                         [True] * 16)
+        self.assertLessEqual(len(self.client._endpoints[0]._idle), 8, "the idle pool is bounded")
+        self.assertGreaterEqual(len(self.client._endpoints[0]._idle), 1)
+
+    async def test_the_next_endpoint_answers_when_the_first_is_a_closed_port(self) -> None:
+        client = aio.AsyncClient([f"http://127.0.0.1:{support.closed_port()}",
+                                  support.FENCELOCK_ENDPOINT])
+        lease = await patiently(client.acquire, self.name, 1.0)
+        self.assertTrue(await client.release(lease))
+        await client.aclose()
+
+    async def test_a_service_without_its_lock_nodes_is_unavailable(self) -> None:
+        port = support.SPARE_PORT_BASE + 10
+        with support.fencelockd_without_lock_nodes(port) as url:
+            client = aio.AsyncClient(url, max_retries=0)
+            with self.assertRaises(fencelock.UnavailableError) as caught:
+                await client.acquire(self.name, 1.0)
+            self.assertEqual(caught.exception.http_status, 503)
+            await client.aclose()
+
+    async def test_api_keys_and_https_with_a_ca_file(self) -> None:
+        secret = "py-aio-" + "c" * 40
+        keys = {"keys": [{"id": "reader", "names": ["allowed.*"], "rights": ["read"],
+                          "secret_sha256": hashlib.sha256(secret.encode()).hexdigest()}]}
+        with tempfile.TemporaryDirectory() as tmp:
+            cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+            auth = os.path.join(tmp, "auth.json")
+            with open(auth, "w") as f:
+                json.dump(keys, f)
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                 "-subj", "/CN=fencelock-test", "-addext",
+                 "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                check=True, capture_output=True, timeout=30)
+            port = support.SPARE_PORT_BASE + 11
+            url = f"https://127.0.0.1:{port}"
+            with support.fencelockd_without_lock_nodes(
+                    port, ["--tls-cert", cert, "--tls-key", key, "--auth-file", auth]):
+                saved = os.environ.get("FENCELOCK_CACERT")
+                os.environ["FENCELOCK_CACERT"] = cert  # the CLI's variable names the CA file
+                try:
+                    reader = aio.AsyncClient(url, api_key=secret, max_retries=0)
+                finally:
+                    if saved is None:
+                        del os.environ["FENCELOCK_CACERT"]
+                    else:
+                        os.environ["FENCELOCK_CACERT"] = saved
+                with self.assertRaises(fencelock.UnavailableError):  # TLS and key passed
+                    await reader.status("allowed.x")
+                with self.assertRaises(fencelock.DeniedError) as caught:
+                    await reader.acquire("allowed.x", 1.0)  # no "lock" right
+                self.assertEqual(caught.exception.wire_code, "forbidden")
+                anonymous = aio.AsyncClient(url, max_retries=0,
+                                            ssl_context=ssl.create_default_context(cafile=cert))
+                with self.assertRaises(fencelock.DeniedError) as caught:
+                    await anonymous.status("allowed.x")
+                self.assertEqual(caught.exception.wire_code, "unauthenticated")
+                untrusting = aio.AsyncClient(url, max_retries=0)
+                with self.assertRaises(fencelock.TlsError):
+                    await untrusting.status("allowed.x")
+                plain = aio.AsyncClient(f"http://127.0.0.1:{port}", max_retries=0)
+                with self.assertRaises(fencelock.InvalidArgumentError) as caught:
+                    await plain.acquire("allowed.x", 1.0)
+                self.assertEqual(caught.exception.wire_code, "plain_http_on_tls_port")
+                for client in (reader, anonymous, untrusting, plain):
+                    await client.aclose()
+
+
+if __name__ == "__main__":
+    unittest.main()
