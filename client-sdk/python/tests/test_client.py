@@ -93,6 +93,26 @@ class WithoutService(unittest.TestCase):
                     client.acquire("x", 10)
                 client.close()
 
+    def test_a_grant_claims_no_more_than_its_ttl_and_no_impossible_token(self) -> None:
+        def answer(body: bytes) -> bytes:
+            return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        # validity beyond the ttl asked for, and a wait longer than the call: both cut down.
+        generous = b'{"name":"x","lease":"1.x","token":7,"ttl_ms":10000,' \
+                   b'"validity_ms":999999999,"waited_ms":999999999}'
+        with support.HostileServer(answer(generous)) as port:
+            client = fencelock.Client(f"http://127.0.0.1:{port}", request_timeout=2)
+            lease = client.acquire("x", 10)
+            self.assertLessEqual(lease.deadline - time.monotonic(), 10.0)
+            self.assertEqual(lease.token, 7)
+            client.close()
+        for token in (b"0", b"-7", b"9223372036854775808"):
+            body = b'{"name":"x","lease":"1.x","token":%s,"ttl_ms":10000,"validity_ms":9000}' % token
+            with self.subTest(token=token), support.HostileServer(answer(body)) as port:
+                client = fencelock.Client(f"http://127.0.0.1:{port}", request_timeout=2)
+                with self.assertRaises(fencelock.InternalError):
+                    client.acquire("x", 10)
+                client.close()
+
     def test_each_wire_code_has_its_class_and_stable_code(self) -> None:
         table = [
             (409, "locked", fencelock.LockedError, "locked"),

@@ -200,8 +200,8 @@ def acquire(name: str, ttl: Seconds, wait: Seconds, owner: Optional[str],
 
     def finish(reply: Reply, sent_at: float) -> Lease:
         answer = expect_object(reply)
-        return lease_class(name, _lease_string(answer), _integer(answer, "token"),
-                           body["ttl_ms"] / 1000.0, _deadline(answer, sent_at))
+        return lease_class(name, _lease_string(answer), _token(answer, "token"),
+                           body["ttl_ms"] / 1000.0, _deadline(answer, sent_at, body["ttl_ms"]))
     return _grant(f"/v1/locks/{name}", body, finish)
 
 
@@ -213,12 +213,11 @@ def acquire_set(names: Sequence[str], ttl: Seconds, wait: Seconds, owner: Option
     def finish(reply: Reply, sent_at: float) -> Lease:
         answer = expect_object(reply)
         tokens = answer.get("tokens")
-        if not isinstance(tokens, dict) or sorted(tokens) != sorted(body["names"]) or not all(
-                isinstance(t, int) and not isinstance(t, bool) for t in tokens.values()):
+        if not isinstance(tokens, dict) or sorted(tokens) != sorted(body["names"]):
             raise InternalError("the service's answer lacks a token per name")
-        ordered = {name: tokens[name] for name in sorted(tokens)}
+        ordered = {name: _token(tokens, name) for name in sorted(tokens)}
         return lease_class("", _lease_string(answer), None, body["ttl_ms"] / 1000.0,
-                           _deadline(answer, sent_at), tokens=ordered)
+                           _deadline(answer, sent_at, body["ttl_ms"]), tokens=ordered)
     return _grant("/v1/locks", body, finish)
 
 
@@ -230,8 +229,8 @@ def acquire_permit(name: str, permits: int, ttl: Seconds, wait: Seconds, owner: 
 
     def finish(reply: Reply, sent_at: float) -> Lease:
         answer = expect_object(reply)
-        return lease_class(name, _lease_string(answer), _integer(answer, "token"),
-                           body["ttl_ms"] / 1000.0, _deadline(answer, sent_at),
+        return lease_class(name, _lease_string(answer), _token(answer, "token"),
+                           body["ttl_ms"] / 1000.0, _deadline(answer, sent_at, body["ttl_ms"]),
                            permits=_integer(answer, "permits"), slot=_integer(answer, "slot"))
     return _grant(f"/v1/semaphores/{name}", body, finish)
 
@@ -243,7 +242,7 @@ def extend(lease: Lease, ttl: Optional[Seconds], within: Optional[Seconds]) -> C
     target = "/v1/locks:extend" if lease.kind == "set" else target + "/extend"
 
     def finish(reply: Reply, sent_at: float) -> None:
-        validity = _integer(expect_object(reply), "validity_ms")
+        validity = _answered_within(expect_object(reply), "validity_ms", 0, ttl_ms)
         lease._renew(ttl_ms / 1000.0, sent_at + validity / 1000.0)
     return Call("POST", target, body, True, finish, within=within)
 
@@ -285,7 +284,7 @@ def token(method: str, name: str) -> Call[int]:
     """POST draws the next token of `name`, GET reads its current one."""
     check_name(name)
     return Call(method, f"/v1/tokens/{name}", None, True,
-                lambda reply, sent_at: _integer(expect_object(reply), "token"))
+                lambda reply, sent_at: _token(expect_object(reply), "token"))
 
 
 def _grant(target: str, body: Dict[str, Any],
@@ -476,9 +475,28 @@ def _lease_string(answer: Dict[str, Any]) -> str:
     return lease
 
 
-def _deadline(answer: Dict[str, Any], sent_at: float) -> float:
+def _token(answer: Dict[str, Any], name: str) -> int:
+    """A fencing token: a positive 64-bit signed integer (the API's int64)."""
+    value = _integer(answer, name)
+    if not 1 <= value <= 2**63 - 1:
+        raise InternalError(f"the service's answer holds an impossible token {name!r}: {value}")
+    return value
+
+
+def _answered_within(answer: Dict[str, Any], name: str, low: int, high: int) -> int:
+    """An integer field, refused below `low` and cut to `high`: a validity is counted from the ttl
+    asked for and can never exceed it, whatever an answer says."""
+    value = _integer(answer, name)
+    if value < low:
+        raise InternalError(f"the service's answer holds an impossible {name!r}: {value}")
+    return min(value, high)
+
+
+def _deadline(answer: Dict[str, Any], sent_at: float, ttl_ms: int) -> float:
     """Conservative: validity counts from the start of the winning attempt, which is no earlier
-    than our send time plus the time the service says it waited."""
-    validity = _integer(answer, "validity_ms")
-    waited = _integer(answer, "waited_ms") if "waited_ms" in answer else 0
+    than our send time plus the time the service says it waited (at most the time since we sent),
+    and it is at most the ttl asked for."""
+    validity = _answered_within(answer, "validity_ms", 0, ttl_ms)
+    elapsed_ms = max(0, int((time.monotonic() - sent_at) * 1000))
+    waited = _answered_within(answer, "waited_ms", 0, elapsed_ms) if "waited_ms" in answer else 0
     return sent_at + (waited + validity) / 1000.0
