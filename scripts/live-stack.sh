@@ -5,6 +5,9 @@
 # writes DIR/env (sourceable):
 #   FENCELOCK_ENDPOINT=http://127.0.0.1:<base+10>
 #   DATABASE_URL=postgresql://fencelock@127.0.0.1:<base+20>/fencelock
+# and, for the clients' tests: FENCELOCK_STACK_DIR (DIR), FENCELOCK_REDIS_PORTS (the three lock
+# nodes' ports, comma-separated), FENCELOCKD (the binary the stack runs) and
+# FENCELOCK_SPARE_PORT_BASE (<base+50>: N+50..N+99 are free for a test's own servers).
 # `stop` stops everything started in DIR (SIGTERM, then SIGKILL after 5 s) and removes DIR.
 #
 #   scripts/live-stack.sh start DIR [--port-base N] [--fencelockd PATH]
@@ -57,6 +60,7 @@ if [ "$action" = stop ]; then
 fi
 [ "$action" = start ] || usage
 [ -x "$fencelockd" ] || { echo "live-stack: no fencelockd at $fencelockd (build the release preset)" >&2; exit 2; }
+fencelockd=$(cd "$(dirname "$fencelockd")" && pwd)/$(basename "$fencelockd")
 [ -x "$pg_bin/initdb" ] || { echo "live-stack: PostgreSQL 15 is missing (scripts/install-deps.sh)" >&2; exit 2; }
 
 stop_stack
@@ -118,6 +122,10 @@ fi
 cat >"$dir/env" <<EOF
 FENCELOCK_ENDPOINT=http://$listen
 DATABASE_URL=postgresql://fencelock@127.0.0.1:$pg_port/fencelock
+FENCELOCK_STACK_DIR=$(printf '%q' "$dir")
+FENCELOCK_REDIS_PORTS=$((port_base + 1)),$((port_base + 2)),$((port_base + 3))
+FENCELOCKD=$(printf '%q' "$fencelockd")
+FENCELOCK_SPARE_PORT_BASE=$((port_base + 50))
 EOF
 echo "live-stack: ready in $dir"
 cat "$dir/env"

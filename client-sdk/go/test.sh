@@ -59,10 +59,6 @@ set -a
 # shellcheck disable=SC1091
 . "$stack/env"
 set +a
-export FENCELOCK_STACK_DIR=$stack
-export FENCELOCK_REDIS_PORTS=$((port_base + 1)),$((port_base + 2)),$((port_base + 3))
-export FENCELOCKD=$fencelockd
-export FENCELOCK_SPARE_PORT_BASE=$((port_base + 50))
 # lib/pq asks for TLS unless told otherwise; the stack's PostgreSQL on loopback has none.
 export PGSSLMODE=disable
 

@@ -67,10 +67,6 @@ set +a
 # postgresql://USER@HOST:PORT/DB -> jdbc:postgresql://HOST:PORT/DB?user=USER
 rest=${DATABASE_URL#postgresql://}
 export JDBC_URL="jdbc:postgresql://${rest#*@}?user=${rest%%@*}"
-export FENCELOCK_STACK_DIR=$stack
-export FENCELOCK_REDIS_PORTS=$((port_base + 1)),$((port_base + 2)),$((port_base + 3))
-export FENCELOCKD=$fencelockd
-export FENCELOCK_SPARE_PORT_BASE=$((port_base + 50))
 export FENCELOCK_EXAMPLE_PORT=$((port_base + 70))
 export FENCELOCK_EXAMPLE_CLASSPATH=$build/example:$build/fencelock.jar:$pgjdbc
 export FENCELOCK_JAVA_README=$here/README.md

@@ -35,8 +35,6 @@ set -a
 # shellcheck disable=SC1091
 . "$stack/env"
 set +a
-export FENCELOCK_REDIS_PORTS=$((port_base + 1)),$((port_base + 2)),$((port_base + 3))
 export FENCELOCK_SPARE_PORT_BASE=$((port_base + 30))
-export FENCELOCKD=$fencelockd
 
 timeout 600 node --test --test-concurrency=1 --test-timeout=60000 test/

@@ -53,10 +53,6 @@ set -a
 # shellcheck disable=SC1091
 . "$stack/env"
 set +a
-export FENCELOCK_STACK_DIR=$stack
-export FENCELOCK_REDIS_PORTS=$((port_base + 1)),$((port_base + 2)),$((port_base + 3))
-export FENCELOCKD=$fencelockd
-export FENCELOCK_SPARE_PORT_BASE=$((port_base + 50))
 export FENCELOCK_EXAMPLE_PORT=$((port_base + 70))
 export FENCELOCK_FASTAPI_PORT=$((port_base + 71))
 export PYTHONPATH=$here/src
