@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Fuzzes fencelock's untrusted-input paths with libFuzzer (clang-14, ASan+UBSan): the HTTP request
-# parser and router, the HTTP session's read path over loopback TCP, the JSON body validators,
-# lease decoding and the RESP reply reader (tests/fuzz/fuzz_targets.h). Each target starts from its kept corpus, tests/fuzz/corpus/<target>/;
-# a crash is written there too (crash-<sha1>), so the test suite replays it from then on — fix it,
-# keep the file.
+# parser and router, the HTTP session's read path over loopback TCP, the JSON body validators, the
+# hand-written body reader against nlohmann (differential), lease decoding and the RESP reply
+# reader (tests/fuzz/fuzz_targets.h). Each target starts from its kept corpus,
+# tests/fuzz/corpus/<target>/; a crash is written there too (crash-<sha1>), so the test suite
+# replays it from then on — fix it, keep the file.
 #   ./scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     default: 60 s, every target
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-targets=${*:-http_request http_session request_body lease resp}
+targets=${*:-http_request http_session request_body flat_json lease resp}
 scripts/install-deps.sh clang-14 libclang-rt-14-dev >/dev/null
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug \
   -DFENCELOCK_SANITIZE=ON -DFENCELOCK_FUZZERS=ON >/dev/null

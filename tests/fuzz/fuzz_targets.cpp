@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "api/api_handlers.h"
+#include "api/flat_json.h"
 #include "api/lease_codec.h"
 #include "api/request_body.h"
 #include "http/http_session.h"
@@ -201,6 +202,42 @@ void request_body(const std::uint8_t* data, std::size_t size) {
   }
 }
 
+void flat_json(const std::uint8_t* data, std::size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  const auto flat = service::FlatJsonObject::parse(body);
+  if (!flat) return;  // declined: the caller falls back to nlohmann, which decides
+  // Accepted: nlohmann must read the same object, field by field (flat_json.h's contract).
+  const nlohmann::json dom = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  require(dom.is_object() && dom.size() == flat->size());
+  for (std::size_t i = 0; i < flat->size(); ++i) {
+    const std::string key(flat->key(i));
+    require(dom.contains(key));
+    const nlohmann::json& expected = dom.at(key);
+    const service::FlatJsonValue* value = flat->find(key);
+    require(value != nullptr);
+    using Kind = service::FlatJsonValue::Kind;
+    switch (value->kind) {
+      case Kind::kNull:
+        require(expected.is_null());
+        break;
+      case Kind::kBool:
+        require(expected.is_boolean() && expected.get<bool>() == value->flag);
+        break;
+      case Kind::kUnsigned:
+        require(expected.is_number_unsigned() &&
+                expected.get<std::uint64_t>() == value->unsigned_value);
+        break;
+      case Kind::kSigned:
+        require(expected.is_number_integer() && !expected.is_number_unsigned() &&
+                expected.get<std::int64_t>() == value->signed_value);
+        break;
+      case Kind::kString:
+        require(expected.is_string() && expected.get_ref<const std::string&>() == value->text);
+        break;
+    }
+  }
+}
+
 void lease(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto claim = service::decode_lease(text);
@@ -228,6 +265,7 @@ Target target_named(std::string_view name) {
   if (name == "http_request") return http_request;
   if (name == "http_session") return http_session;
   if (name == "request_body") return request_body;
+  if (name == "flat_json") return flat_json;
   if (name == "lease") return lease;
   if (name == "resp") return resp;
   return nullptr;

@@ -11,6 +11,9 @@
 //                  of up to 16 MiB from a small input); every answer is well framed with a known
 //                  status, and the session stops reading a stream once it passes its limits.
 //   request_body   bytes → the acquire, extend and release body validators.
+//   flat_json      bytes → FlatJsonObject::parse, differential: whatever it accepts, nlohmann's
+//                  parse reads as the same object (keys, kinds, values); what it declines is
+//                  nlohmann's to decide.
 //   lease          bytes → decode_lease; whatever decodes re-encodes to the same string.
 //   resp           bytes → hiredis's RESP reader → NodeReply::from_hiredis (the engine's copy).
 #pragma once
@@ -24,6 +27,7 @@ namespace fencelock::fuzz {
 void http_request(const std::uint8_t* data, std::size_t size);
 void http_session(const std::uint8_t* data, std::size_t size);
 void request_body(const std::uint8_t* data, std::size_t size);
+void flat_json(const std::uint8_t* data, std::size_t size);
 void lease(const std::uint8_t* data, std::size_t size);
 void resp(const std::uint8_t* data, std::size_t size);
 
