@@ -491,6 +491,141 @@ FlagSpec log_level_flag() {
           std::move(apply), std::move(show)};
 }
 
+// Where it listens, its lock nodes and token store, and who may call (keys, TLS).
+void add_listen_token_and_access_flags(std::vector<FlagSpec>& t) {
+  t.push_back(listen_flag());
+  t.push_back(redis_flag());
+  t.push_back(tokens_flag());
+  t.push_back(path_flag("token-epoch-file",
+                        "Epoch record of the redis token source (unused with sqlite tokens); "
+                        "1..4096 bytes.",
+                        &ServiceConfig::token_epoch_file));
+  t.push_back(bool_flag("tokens-unsafe-persistence",
+                        "Start even if the redis token master can lose acknowledged writes "
+                        "(not appendonly with appendfsync always). Tokens may then repeat.",
+                        &ServiceConfig::tokens_unsafe_persistence, true));
+  t.push_back(duration_flag("token-timeout", "Deadline of one token draw; 1ms..10s.",
+                            &ServiceConfig::token_timeout,
+                            std::pair{milliseconds(1), milliseconds(10'000)}));
+  t.push_back(user_flag("redis-user",
+                        "Redis ACL user for the lock nodes (default: the default user).",
+                        &ServiceConfig::redis_user));
+  t.push_back(path_flag("redis-password-file",
+                        "File holding the lock nodes' Redis password (AUTH), or set "
+                        "FENCELOCK_REDIS_PASSWORD; never a flag value.",
+                        &ServiceConfig::redis_password_file));
+  t.push_back(user_flag("token-user", "Redis ACL user for the redis token master.",
+                        &ServiceConfig::token_user));
+  t.push_back(path_flag("token-password-file",
+                        "File holding the redis token master's password (AUTH), or set "
+                        "FENCELOCK_TOKEN_PASSWORD.",
+                        &ServiceConfig::token_password_file));
+  t.push_back(path_flag("auth-file",
+                        "API keys (JSON; docs/operations.md), reloaded on SIGHUP. Without it "
+                        "anyone who can connect may take, release and read every lock.",
+                        &ServiceConfig::auth_file));
+  t.push_back(path_flag("tls-cert",
+                        "Serve HTTPS only, with this certificate (PEM, then its chain); needs "
+                        "--tls-key. TLS 1.2+. Reloaded on SIGHUP.",
+                        &ServiceConfig::tls_cert));
+  t.push_back(path_flag("tls-key",
+                        "The certificate's private key (PEM, unencrypted); needs --tls-cert. "
+                        "Reloaded on SIGHUP.",
+                        &ServiceConfig::tls_key));
+  t.push_back(path_flag("tls-client-ca",
+                        "Require client certificates signed by these CAs (PEM; mutual TLS). "
+                        "Needs --tls-cert. Reloaded on SIGHUP.",
+                        &ServiceConfig::tls_client_ca));
+}
+
+// What one client, connection and request may cost.
+void add_connection_flags(std::vector<FlagSpec>& t) {
+  t.push_back(count_flag<std::size_t>(
+      "body-limit", "BYTES", "Largest request body; 1024..16777216 (16 MiB).",
+      &ServiceConfig::body_limit, 1024, std::uint64_t{16} * 1024 * 1024));
+  t.push_back(count_flag<unsigned>("threads", "N", "Network threads; 1..64.",
+                                   &ServiceConfig::threads, 1, 64));
+  t.push_back(count_flag<std::size_t>("max-connections", "N",
+                                      "Open client connections at once; 1..1000000.",
+                                      &ServiceConfig::max_connections, 1, 1'000'000));
+  t.push_back(
+      count_flag<std::size_t>("max-connections-per-client", "N",
+                              "Open connections from one source address; 1..1000000. Over it: 503.",
+                              &ServiceConfig::max_connections_per_client, 1, 1'000'000));
+  t.push_back(duration_flag("idle-timeout", "How long a keep-alive connection may idle; 1s..60m.",
+                            &ServiceConfig::idle_timeout,
+                            std::pair{milliseconds(1000), milliseconds(3'600'000)}));
+  t.push_back(duration_flag("request-timeout",
+                            "A request must arrive whole within this of its first byte; "
+                            "100ms..10m.",
+                            &ServiceConfig::request_timeout,
+                            std::pair{milliseconds(100), milliseconds(600'000)}));
+  t.push_back(count_flag<std::size_t>(
+      "body-memory", "BYTES",
+      "Request bodies held at once, all connections together; 1048576..17179869184. Over it: "
+      "503.",
+      &ServiceConfig::body_memory, std::size_t{1} << 20, std::uint64_t{16} << 30));
+  t.push_back(names_flag(
+      "allowed-hosts", "NAME[,...]",
+      "Host names a request may be addressed to besides IP addresses, localhost and this "
+      "machine's names (\"*\": any; \".example.com\": any under it). Checked without API keys, "
+      "or with them when given; up to 64.",
+      &ServiceConfig::allowed_hosts));
+  t.push_back(names_flag("allowed-origins", "ORIGIN[,...]",
+                         "Web origins (scheme://host[:port]) whose pages may call; default "
+                         "none: a browser's cross-site request gets 403. Up to 64.",
+                         &ServiceConfig::allowed_origins));
+  t.push_back(duration_flag(
+      "shutdown-grace", "How long requests in flight may finish after SIGTERM; 0s..5m.",
+      &ServiceConfig::shutdown_grace, std::pair{milliseconds(0), milliseconds(300'000)}));
+}
+
+// The engine's timing, ttl bounds and node trust (EngineOptions).
+void add_engine_flags(std::vector<FlagSpec>& t) {
+  using storage::EngineOptions;
+  t.push_back(duration_flag("node-timeout",
+                            "Deadline of every command on every Redis lock node; 1ms..10s.",
+                            &EngineOptions::node_timeout));
+  t.push_back(duration_flag("connect-timeout",
+                            "Extra time a new Redis connection gets to connect; 1ms..60s.",
+                            &EngineOptions::connect_timeout));
+  t.push_back(decimal_flag("drift-factor",
+                           "Allowance for Redis clocks running fast, as a fraction of the ttl; "
+                           "0..0.5.",
+                           &EngineOptions::drift_factor));
+  t.push_back(
+      duration_flag("retry-delay",
+                    "Pause between attempts while waiting for a held lock when the refusal does "
+                    "not tell when it expires (a split vote); 0s..60s.",
+                    &EngineOptions::retry_delay));
+  t.push_back(duration_flag("retry-jitter", "Random spread of that pause, +/-; 0s..60s.",
+                            &EngineOptions::retry_jitter));
+  t.push_back(duration_flag("min-ttl", "Shortest lease ttl a client may ask for; 1ms..max-ttl.",
+                            &EngineOptions::min_ttl));
+  t.push_back(duration_flag("max-ttl",
+                            "Longest lease ttl a client may ask for (also the quarantine of a "
+                            "restarted node); min-ttl..24h (1440m).",
+                            &EngineOptions::max_ttl));
+  t.push_back(duration_flag("max-wait", "Longest wait an acquire may ask for; 0s..60m.",
+                            &EngineOptions::max_wait));
+  t.push_back(bool_flag("quarantine",
+                        "Ignore a restarted Redis node's votes for max-ttl plus drift. Turn off "
+                        "only if every node runs appendfsync always; the same on every instance "
+                        "(instances that differ refuse to grant until one stops).",
+                        &EngineOptions::quarantine_restarted_nodes, false));
+  t.push_back(bool_flag("new-lock-nodes",
+                        "The lock nodes are new and no lease is held (a planned move to empty "
+                        "nodes): let them vote at once although the token store has a history. "
+                        "For one start; without it, nodes that all lost their data wait out "
+                        "the quarantine.",
+                        &EngineOptions::new_lock_nodes, true));
+  t.push_back(bool_flag("adopt-legacy-markers",
+                        "No lock node lost its data since a fencelock version before per-"
+                        "deployment node markers last ran: trust that version's records. For "
+                        "the first start after such an upgrade (docs/operations.md).",
+                        &EngineOptions::adopt_legacy_markers, true));
+}
+
 }  // namespace
 
 std::string clip(std::string_view text) {
@@ -508,130 +643,10 @@ std::string path_in_quotes(std::string_view path) {
 
 const std::vector<FlagSpec>& flag_table() {
   static const std::vector<FlagSpec> table = [] {
-    using storage::EngineOptions;
     std::vector<FlagSpec> t;
-    t.push_back(listen_flag());
-    t.push_back(redis_flag());
-    t.push_back(tokens_flag());
-    t.push_back(path_flag("token-epoch-file",
-                          "Epoch record of the redis token source (unused with sqlite tokens); "
-                          "1..4096 bytes.",
-                          &ServiceConfig::token_epoch_file));
-    t.push_back(bool_flag("tokens-unsafe-persistence",
-                          "Start even if the redis token master can lose acknowledged writes "
-                          "(not appendonly with appendfsync always). Tokens may then repeat.",
-                          &ServiceConfig::tokens_unsafe_persistence, true));
-    t.push_back(duration_flag("token-timeout", "Deadline of one token draw; 1ms..10s.",
-                              &ServiceConfig::token_timeout,
-                              std::pair{milliseconds(1), milliseconds(10'000)}));
-    t.push_back(user_flag("redis-user",
-                          "Redis ACL user for the lock nodes (default: the default user).",
-                          &ServiceConfig::redis_user));
-    t.push_back(path_flag("redis-password-file",
-                          "File holding the lock nodes' Redis password (AUTH), or set "
-                          "FENCELOCK_REDIS_PASSWORD; never a flag value.",
-                          &ServiceConfig::redis_password_file));
-    t.push_back(user_flag("token-user", "Redis ACL user for the redis token master.",
-                          &ServiceConfig::token_user));
-    t.push_back(path_flag("token-password-file",
-                          "File holding the redis token master's password (AUTH), or set "
-                          "FENCELOCK_TOKEN_PASSWORD.",
-                          &ServiceConfig::token_password_file));
-    t.push_back(path_flag("auth-file",
-                          "API keys (JSON; docs/operations.md), reloaded on SIGHUP. Without it "
-                          "anyone who can connect may take, release and read every lock.",
-                          &ServiceConfig::auth_file));
-    t.push_back(path_flag("tls-cert",
-                          "Serve HTTPS only, with this certificate (PEM, then its chain); needs "
-                          "--tls-key. TLS 1.2+. Reloaded on SIGHUP.",
-                          &ServiceConfig::tls_cert));
-    t.push_back(path_flag("tls-key",
-                          "The certificate's private key (PEM, unencrypted); needs --tls-cert. "
-                          "Reloaded on SIGHUP.",
-                          &ServiceConfig::tls_key));
-    t.push_back(path_flag("tls-client-ca",
-                          "Require client certificates signed by these CAs (PEM; mutual TLS). "
-                          "Needs --tls-cert. Reloaded on SIGHUP.",
-                          &ServiceConfig::tls_client_ca));
-    t.push_back(count_flag<std::size_t>(
-        "body-limit", "BYTES", "Largest request body; 1024..16777216 (16 MiB).",
-        &ServiceConfig::body_limit, 1024, std::uint64_t{16} * 1024 * 1024));
-    t.push_back(count_flag<unsigned>("threads", "N", "Network threads; 1..64.",
-                                     &ServiceConfig::threads, 1, 64));
-    t.push_back(count_flag<std::size_t>("max-connections", "N",
-                                        "Open client connections at once; 1..1000000.",
-                                        &ServiceConfig::max_connections, 1, 1'000'000));
-    t.push_back(count_flag<std::size_t>(
-        "max-connections-per-client", "N",
-        "Open connections from one source address; 1..1000000. Over it: 503.",
-        &ServiceConfig::max_connections_per_client, 1, 1'000'000));
-    t.push_back(duration_flag("idle-timeout", "How long a keep-alive connection may idle; 1s..60m.",
-                              &ServiceConfig::idle_timeout,
-                              std::pair{milliseconds(1000), milliseconds(3'600'000)}));
-    t.push_back(duration_flag("request-timeout",
-                              "A request must arrive whole within this of its first byte; "
-                              "100ms..10m.",
-                              &ServiceConfig::request_timeout,
-                              std::pair{milliseconds(100), milliseconds(600'000)}));
-    t.push_back(count_flag<std::size_t>(
-        "body-memory", "BYTES",
-        "Request bodies held at once, all connections together; 1048576..17179869184. Over it: "
-        "503.",
-        &ServiceConfig::body_memory, std::size_t{1} << 20, std::uint64_t{16} << 30));
-    t.push_back(names_flag(
-        "allowed-hosts", "NAME[,...]",
-        "Host names a request may be addressed to besides IP addresses, localhost and this "
-        "machine's names (\"*\": any; \".example.com\": any under it). Checked without API keys, "
-        "or with them when given; up to 64.",
-        &ServiceConfig::allowed_hosts));
-    t.push_back(names_flag("allowed-origins", "ORIGIN[,...]",
-                           "Web origins (scheme://host[:port]) whose pages may call; default "
-                           "none: a browser's cross-site request gets 403. Up to 64.",
-                           &ServiceConfig::allowed_origins));
-    t.push_back(duration_flag(
-        "shutdown-grace", "How long requests in flight may finish after SIGTERM; 0s..5m.",
-        &ServiceConfig::shutdown_grace, std::pair{milliseconds(0), milliseconds(300'000)}));
-    t.push_back(duration_flag("node-timeout",
-                              "Deadline of every command on every Redis lock node; 1ms..10s.",
-                              &EngineOptions::node_timeout));
-    t.push_back(duration_flag("connect-timeout",
-                              "Extra time a new Redis connection gets to connect; 1ms..60s.",
-                              &EngineOptions::connect_timeout));
-    t.push_back(decimal_flag("drift-factor",
-                             "Allowance for Redis clocks running fast, as a fraction of the ttl; "
-                             "0..0.5.",
-                             &EngineOptions::drift_factor));
-    t.push_back(
-        duration_flag("retry-delay",
-                      "Pause between attempts while waiting for a held lock when the refusal does "
-                      "not tell when it expires (a split vote); 0s..60s.",
-                      &EngineOptions::retry_delay));
-    t.push_back(duration_flag("retry-jitter", "Random spread of that pause, +/-; 0s..60s.",
-                              &EngineOptions::retry_jitter));
-    t.push_back(duration_flag("min-ttl", "Shortest lease ttl a client may ask for; 1ms..max-ttl.",
-                              &EngineOptions::min_ttl));
-    t.push_back(duration_flag("max-ttl",
-                              "Longest lease ttl a client may ask for (also the quarantine of a "
-                              "restarted node); min-ttl..24h (1440m).",
-                              &EngineOptions::max_ttl));
-    t.push_back(duration_flag("max-wait", "Longest wait an acquire may ask for; 0s..60m.",
-                              &EngineOptions::max_wait));
-    t.push_back(bool_flag("quarantine",
-                          "Ignore a restarted Redis node's votes for max-ttl plus drift. Turn off "
-                          "only if every node runs appendfsync always; the same on every instance "
-                          "(instances that differ refuse to grant until one stops).",
-                          &EngineOptions::quarantine_restarted_nodes, false));
-    t.push_back(bool_flag("new-lock-nodes",
-                          "The lock nodes are new and no lease is held (a planned move to empty "
-                          "nodes): let them vote at once although the token store has a history. "
-                          "For one start; without it, nodes that all lost their data wait out "
-                          "the quarantine.",
-                          &EngineOptions::new_lock_nodes, true));
-    t.push_back(bool_flag("adopt-legacy-markers",
-                          "No lock node lost its data since a fencelock version before per-"
-                          "deployment node markers last ran: trust that version's records. For "
-                          "the first start after such an upgrade (docs/operations.md).",
-                          &EngineOptions::adopt_legacy_markers, true));
+    add_listen_token_and_access_flags(t);
+    add_connection_flags(t);
+    add_engine_flags(t);
     t.push_back(key_prefix_flag());
     t.push_back(log_format_flag());
     t.push_back(log_level_flag());
