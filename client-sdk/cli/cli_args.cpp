@@ -153,7 +153,9 @@ Status parse_command(ParseState& p, const std::string& arg) {
       {"release", Command::kRelease},
       {"status", Command::kStatus},
       {"token", Command::kToken},
-      {"semaphore", Command::kSemaphore}};
+      {"semaphore", Command::kSemaphore},
+      {"revoke", Command::kRevoke},
+      {"list", Command::kList}};
   for (const auto& [word, command] : kCommands) {
     if (word != arg) continue;
     p.seen_command = true;
@@ -181,6 +183,8 @@ Status check_flags_fit_command(const ParseState& p) {
     return usage_error("--skip-if-locked is only for run");
   if (p.out.next_token && command != Command::kToken)
     return usage_error("--next is only for token");
+  if (command == Command::kRevoke && (p.out.wait.count() > 0 || p.out.wait_forever))
+    return usage_error("revoke never waits: --wait is not for revoke");
   return Done{};
 }
 
@@ -314,7 +318,14 @@ Commands:
       name with --name (`extend --name a --name b [LEASE]`), prints {"names",...}; a permit:
       --permits N NAME [LEASE].
   status NAME
-      Print {"name","held","remaining_ms","last_token"}.
+      Print {"name","held","remaining_ms","token","owner","last_token"}.
+  list [PREFIX]
+      Print {"locks":[{"name","token","owner","remaining_ms"},...]}: every lock held whose name
+      starts with PREFIX (all of them without), read page by page.
+  revoke [--ttl 30s] [--owner TEXT] NAME
+      Take NAME whoever holds it, with a token above the holder's (the key needs the `admin`
+      right). Prints the lease as acquire does; the old holder's extend and release fail, and a
+      resource that checks tokens refuses its writes once the new token was used.
   semaphore NAME
       Print {"name","permits","held"}: the live semaphore's permit count (0 when no permit is
       live) and how many are held.
@@ -444,6 +455,12 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
     if (!status.ok()) return std::move(status).error();
   }
   if (auto fits = check_flags_fit_command(p); !fits.ok()) return std::move(fits).error();
+  if (p.out.command == Command::kList) {  // an optional PREFIX instead of NAME
+    if (p.positional.size() > 1)
+      return usage_error("unexpected argument '" + p.positional[1] + "' (list takes one PREFIX)");
+    if (!p.positional.empty()) p.out.name = p.positional.front();
+    return std::move(p.out);
+  }
   if (auto placed = place_names_and_lease(p, lease_env); !placed.ok())
     return std::move(placed).error();
   return std::move(p.out);

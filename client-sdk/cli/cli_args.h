@@ -36,6 +36,8 @@ enum class Command {
   kStatus,
   kToken,
   kSemaphore,
+  kRevoke,
+  kList,
 };
 
 struct CliArgs {
@@ -50,7 +52,8 @@ struct CliArgs {
   // run, acquire, extend, release: the positional NAME and every --name, in the order given;
   // two or more make a lock set. Other commands: the positional NAME. Never empty once parsed.
   std::vector<std::string> names;
-  std::string name;  // names[0]; for a lock set, every name joined by ',' (a label for messages)
+  // names[0]; for a lock set, every name joined by ',' (a label for messages); list: the PREFIX.
+  std::string name;
   std::optional<std::uint32_t> permits;     // --permits N (1..64): NAME is a counting semaphore
   std::chrono::milliseconds ttl{30'000};    // --ttl
   std::chrono::milliseconds wait{0};        // --wait (run: default 0 too); any length

@@ -98,6 +98,32 @@ int run(int argc, char** argv) {
       if (!lease.ok()) return fail(lease.error(), ("acquire " + a.name).c_str());
       return print(acquired_json(lease.value()));
     }
+    case Command::kList: {
+      json locks = json::array();
+      std::string cursor;
+      for (int page = 0; page < 10'000; ++page) {  // bounded: 10 million names at most
+        auto listed = client.list_locks(a.name, 1000, cursor);
+        if (!listed.ok()) return fail(listed.error(), "list");
+        for (const HeldLock& held : listed->locks) {
+          json lock{{"name", held.name},
+                    {"token", nullptr},
+                    {"owner", nullptr},
+                    {"remaining_ms", held.remaining.count()}};
+          if (held.token) lock["token"] = *held.token;
+          if (held.owner) lock["owner"] = *held.owner;
+          locks.push_back(std::move(lock));
+        }
+        if (!listed->next) break;
+        cursor = *listed->next;
+      }
+      return print(json{{"locks", std::move(locks)}});
+    }
+    case Command::kRevoke: {
+      say(a, "revoking '" + a.name + "'");
+      auto lease = client.revoke(a.name, a.ttl, a.owner);
+      if (!lease.ok()) return fail(lease.error(), ("revoke " + a.name).c_str());
+      return print(acquired_json(lease.value()));
+    }
     case Command::kExtend: {
       auto lease = lease_of(a);
       if (!lease.ok()) return fail(lease.error(), ("extend " + a.name).c_str());
@@ -135,11 +161,11 @@ int run(int argc, char** argv) {
     case Command::kStatus: {
       auto status = client.status(a.name);
       if (!status.ok()) return fail(status.error(), ("status " + a.name).c_str());
-      json body{{"name", a.name},
-                {"held", status->held},
-                {"remaining_ms", nullptr},
-                {"last_token", status->last_token}};
+      json body{{"name", a.name},   {"held", status->held}, {"remaining_ms", nullptr},
+                {"token", nullptr}, {"owner", nullptr},     {"last_token", status->last_token}};
       if (status->remaining) body["remaining_ms"] = status->remaining->count();
+      if (status->token) body["token"] = *status->token;
+      if (status->owner) body["owner"] = *status->owner;
       return print(body);
     }
     case Command::kToken: {

@@ -19,9 +19,10 @@ import (
 // Options.RequestTimeout (an acquire adds its wait).
 //
 // Retries: calls that are safe to repeat (extend, release, status, tokens) are retried on
-// transport errors and 503s, up to Options.MaxRetries times, on the next endpoint. An acquire is
-// retried only when its request certainly was not sent (connection refused, name not resolved):
-// a sent acquire may have been granted, so it is never sent twice.
+// transport errors and 503s, up to Options.MaxRetries times, on the next endpoint. An acquire (or
+// a revoke) is retried only when its request certainly was not sent (connection refused, name not
+// resolved): a sent acquire may have been granted, so it is never sent twice (and a second revoke
+// would revoke the first one's grant).
 type Client struct {
 	s         settled
 	http      *http.Client
@@ -66,7 +67,8 @@ type AcquireOptions struct {
 	// Wait: how long to keep trying while another lease holds the lock (every name of a set, every
 	// permit). Default 0: one attempt. fencelockd's --max-wait bounds it (default 60 s).
 	Wait time.Duration
-	// Owner: who asks, at most 200 bytes; written to fencelockd's request log only.
+	// Owner: who asks, at most 200 bytes; written to fencelockd's request log and shown by Status
+	// as the holder's owner.
 	Owner string
 	// Renew: how the lease is kept (see RenewOptions); by default it is renewed until released.
 	Renew RenewOptions
@@ -78,6 +80,10 @@ type LockStatus struct {
 	Held bool
 	// Remaining: until fewer than a majority hold it; 0 when not held.
 	Remaining time.Duration
+	// Token: the holder's fencing token; 0 when not held.
+	Token int64
+	// Owner: what the holder sent as its owner when it acquired; "" when not held or none was sent.
+	Owner string
 	// LastToken: the name's current token — at or above every token handed out for it.
 	LastToken int64
 }
@@ -124,6 +130,39 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		return nil, err
 	}
 	lease, err := c.grant(ctx, KindLock, []string{name}, "/v1/locks/"+name, request, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return c.hold(ctx, lease, opts.Renew)
+}
+
+// RevokeOptions are a revoke's optional parts; the zero value takes the lock without an owner and
+// renews the lease in the background.
+type RevokeOptions struct {
+	// Owner: who revokes, at most 200 bytes; shown by Status as the holder's owner.
+	Owner string
+	// Renew: how the lease is kept (see RenewOptions); by default it is renewed until released.
+	Renew RenewOptions
+}
+
+// Revoke takes lock name for ttl whoever holds it (free or held; it never waits), with a new token
+// above the revoked lease's: that lease's extend fails with ErrNotHeld and its release reports
+// false. It returns a Lease as Acquire does, renewed in the background unless opts.Renew says
+// otherwise. It needs an API key with the right "admin". It is never retried once its request may
+// have been sent: a second revoke would revoke the first one's grant.
+//
+// Errors: ErrUnavailable (the old lease may still have ended on some nodes: call again),
+// ErrInvalidArgument, ErrDenied, ErrRateLimited, ErrTransport, ErrInternal; the context's error
+// when ctx ended first.
+func (c *Client) Revoke(ctx context.Context, name string, ttl time.Duration, opts RevokeOptions) (*Lease, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	request, err := grantBody(ttl, AcquireOptions{Owner: opts.Owner, Renew: opts.Renew})
+	if err != nil {
+		return nil, err
+	}
+	lease, err := c.grant(ctx, KindLock, []string{name}, "/v1/locks/"+name+"/revoke", request, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -355,15 +394,18 @@ func (c *Client) release(ctx context.Context, l *Lease) (bool, error) {
 	return *answer.Released, nil
 }
 
-// Status says whether lock name is held, for how long, and its current token. Never the lease.
+// Status says whether lock name is held, for how long, by which token and owner, and the name's
+// current token. Never the lease.
 func (c *Client) Status(ctx context.Context, name string) (LockStatus, error) {
 	if err := checkName(name); err != nil {
 		return LockStatus{}, err
 	}
 	var answer struct {
-		Held        bool   `json:"held"`
-		RemainingMs *int64 `json:"remaining_ms"`
-		LastToken   *int64 `json:"last_token"`
+		Held        bool    `json:"held"`
+		RemainingMs *int64  `json:"remaining_ms"`
+		Token       *int64  `json:"token"`
+		Owner       *string `json:"owner"`
+		LastToken   *int64  `json:"last_token"`
 	}
 	if err := c.read(ctx, "GET", "/v1/locks/"+name, &answer); err != nil {
 		return LockStatus{}, err
@@ -371,9 +413,18 @@ func (c *Client) Status(ctx context.Context, name string) (LockStatus, error) {
 	if answer.LastToken == nil || *answer.LastToken < 0 || (answer.RemainingMs != nil && *answer.RemainingMs < 0) {
 		return LockStatus{}, internal("the service's answer lacks a valid last_token or remaining_ms")
 	}
+	if answer.Token != nil && *answer.Token < 1 {
+		return LockStatus{}, internal("the service's answer holds an impossible token")
+	}
 	status := LockStatus{Held: answer.Held, LastToken: *answer.LastToken}
 	if answer.RemainingMs != nil {
 		status.Remaining = time.Duration(*answer.RemainingMs) * time.Millisecond
+	}
+	if answer.Token != nil {
+		status.Token = *answer.Token
+	}
+	if answer.Owner != nil {
+		status.Owner = *answer.Owner
 	}
 	return status, nil
 }

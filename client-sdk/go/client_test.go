@@ -335,6 +335,55 @@ func TestAnAcquireThatMayHaveBeenDeliveredIsNotRetried(t *testing.T) {
 	}
 }
 
+func TestARevokeIsSentOnceWithoutAWaitAndNotRetriedOnceMaybeDelivered(t *testing.T) {
+	var path, body string
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" {
+			data, _ := io.ReadAll(r.Body)
+			path, body = r.URL.Path, string(data)
+		}
+		answering(200, `{"name":"x","lease":"9.ab","token":9,"ttl_ms":1000,"validity_ms":900,"waited_ms":0,"released":true}`)(w, r)
+	}))
+	defer server.Close()
+	lease, err := fakeClient(t, server.URL, fencelock.Options{}).Revoke(context.Background(), "x", time.Second,
+		fencelock.RevokeOptions{Owner: "ops", Renew: fencelock.RenewOptions{Off: true}})
+	if err != nil || lease.Token() != 9 || lease.Kind() != fencelock.KindLock {
+		t.Fatalf("got %v, %v", lease, err)
+	}
+	release(t, lease)
+	if path != "/v1/locks/x/revoke" || body != `{"ttl_ms":1000,"owner":"ops"}` {
+		t.Errorf("sent %s %s", path, body)
+	}
+
+	url, requests := closingServer(t)
+	client := fakeClient(t, url, fencelock.Options{RetryBackoff: time.Millisecond})
+	if _, err := client.Revoke(context.Background(), "x", time.Second, fencelock.RevokeOptions{}); !errors.Is(err, fencelock.ErrTransport) {
+		t.Fatalf("want transport, got %v", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("the revoke was sent %d times", n)
+	}
+}
+
+func TestAStatusReadsTheHoldersTokenAndOwner(t *testing.T) {
+	status := func(fields string) (fencelock.LockStatus, error) {
+		server := httptest.NewServer(answering(200, `{"name":"x","held":true,"remaining_ms":900,"last_token":9,`+fields+`}`))
+		defer server.Close()
+		return fakeClient(t, server.URL, fencelock.Options{}).Status(context.Background(), "x")
+	}
+	if s, err := status(`"token":9223372036854775807,"owner":"billing-7"`); err != nil || s.Token != 1<<63-1 || s.Owner != "billing-7" {
+		t.Errorf("got %+v, %v", s, err)
+	}
+	if s, err := status(`"token":null,"owner":null`); err != nil || s.Token != 0 || s.Owner != "" {
+		t.Errorf("got %+v, %v", s, err)
+	}
+	for _, fields := range []string{`"token":0`, `"token":-1`, `"token":"9"`, `"token":9223372036854775808`, `"owner":7`} {
+		if _, err := status(fields); !errors.Is(err, fencelock.ErrInternal) {
+			t.Errorf("%s: want internal, got %v", fields, err)
+		}
+	}
+}
+
 func TestTheNextEndpointAnswersWhenTheFirstIsAClosedPort(t *testing.T) {
 	server := httptest.NewServer(answering(200, `{"name":"x","lease":"5.ab","token":5,"ttl_ms":1000,"validity_ms":900,"waited_ms":0}`))
 	defer server.Close()

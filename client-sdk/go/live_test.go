@@ -158,6 +158,84 @@ func TestExtendingAReleasedLeaseIsNotHeld(t *testing.T) {
 	}
 }
 
+func TestStatusShowsTheHoldersTokenAndOwner(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-holder")
+	if status, err := client.Status(ctx, name); err != nil || status.Held || status.Token != 0 || status.Owner != "" {
+		t.Fatalf("status of a free lock: %+v, %v", status, err)
+	}
+	lease := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, name, 5*time.Second, fencelock.AcquireOptions{Owner: "billing-7"})
+	})
+	status, err := client.Status(ctx, name)
+	if err != nil || !status.Held || status.Token != lease.Token() || status.Owner != "billing-7" {
+		t.Fatalf("status %+v, %v; lease token %d", status, err, lease.Token())
+	}
+	release(t, lease)
+	anonymous := patiently(t, func() (*fencelock.Lease, error) { return client.Acquire(ctx, name, 5*time.Second, noRenew) })
+	defer release(t, anonymous)
+	if status, err := client.Status(ctx, name); err != nil || status.Token != anonymous.Token() || status.Owner != "" {
+		t.Errorf("status of a holder without an owner: %+v, %v", status, err)
+	}
+}
+
+func TestRevokeTakesAHeldLockWithANewerToken(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-revoke")
+	stuck := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, name, 30*time.Second, fencelock.AcquireOptions{Owner: "stuck-job", Renew: fencelock.RenewOptions{Off: true}})
+	})
+	revoker := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Revoke(ctx, name, 5*time.Second, fencelock.RevokeOptions{Owner: "ops-oncall"})
+	})
+	if revoker.Token() <= stuck.Token() || revoker.Name() != name || revoker.Kind() != fencelock.KindLock ||
+		!revoker.Valid() || revoker.TTL() != 5*time.Second || revoker.Remaining() > 5*time.Second {
+		t.Fatalf("revoker %v after %v", revoker, stuck)
+	}
+	if err := stuck.Extend(ctx, 0); !errors.Is(err, fencelock.ErrNotHeld) {
+		t.Errorf("the revoked lease's extend: want not_held, got %v", err)
+	}
+	if released, err := stuck.Release(ctx); err != nil || released {
+		t.Errorf("the revoked lease's release: %v, %v", released, err)
+	}
+	status, err := client.Status(ctx, name)
+	if err != nil || !status.Held || status.Token != revoker.Token() || status.Owner != "ops-oncall" {
+		t.Errorf("status after the revoke: %+v, %v", status, err)
+	}
+	// The revoker's lease is renewed and released like any other.
+	if err := revoker.Extend(ctx, 10*time.Second); err != nil || revoker.TTL() != 10*time.Second {
+		t.Errorf("extend of the revoker's lease: %v", err)
+	}
+	if released, err := revoker.Release(ctx); err != nil || !released {
+		t.Errorf("release of the revoker's lease: %v, %v", released, err)
+	}
+}
+
+func TestRevokeOfAFreeLockTakesIt(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-revoke-free")
+	before, err := client.CurrentToken(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Revoke(ctx, name, 5*time.Second, fencelock.RevokeOptions{Renew: fencelock.RenewOptions{Off: true}})
+	})
+	defer release(t, lease)
+	if lease.Token() <= before {
+		t.Errorf("token %d, the name's before %d", lease.Token(), before)
+	}
+	if status, err := client.Status(ctx, name); err != nil || !status.Held || status.Token != lease.Token() || status.Owner != "" {
+		t.Errorf("status %+v, %v", status, err)
+	}
+	if _, err := client.Acquire(ctx, name, time.Second, noRenew); !errors.Is(err, fencelock.ErrLocked) {
+		t.Errorf("an acquire of the revoker's lock: want locked, got %v", err)
+	}
+}
+
 func TestALockSetIsAllOrNothingWithATokenPerName(t *testing.T) {
 	client := liveClient(t, fencelock.Options{})
 	ctx := ctxFor(t, 20*time.Second)
@@ -321,6 +399,10 @@ func TestTLSWithACAFileAndAPIKeys(t *testing.T) {
 	_, err = readOnly.Acquire(ctx, "allowed.x", time.Second, noRenew)
 	if !errors.As(err, &e) || e.Code != fencelock.CodeForbidden {
 		t.Errorf("a key without the right: %v", err)
+	}
+	_, err = trusted.Revoke(ctx, "x", time.Second, fencelock.RevokeOptions{Renew: fencelock.RenewOptions{Off: true}})
+	if !errors.As(err, &e) || e.Code != fencelock.CodeForbidden || !errors.Is(err, fencelock.ErrDenied) {
+		t.Errorf("a revoke with a key without the right admin: %v", err)
 	}
 	untrusting, _ := fencelock.New(fencelock.Options{Endpoints: []string{url}, APIKey: secret, MaxRetries: -1})
 	_, err = untrusting.Status(ctx, "x")

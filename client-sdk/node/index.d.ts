@@ -35,7 +35,16 @@ export interface AcquireOptions {
   ttlMs: number;
   /** How long to keep trying while someone else holds it (ms). Default 0. */
   waitMs?: number;
-  /** Who asks; written to fencelockd's request log only. */
+  /** Who asks; written to fencelockd's request log and shown by status() as the holder's owner. */
+  owner?: string;
+  /** Aborts the call (the promise rejects with the signal's reason). */
+  signal?: AbortSignal;
+}
+
+export interface RevokeOptions {
+  /** How long the lock holds unless extended or released (ms). */
+  ttlMs: number;
+  /** Who asks; shown by status() as the holder's owner. */
   owner?: string;
   /** Aborts the call (the promise rejects with the signal's reason). */
   signal?: AbortSignal;
@@ -53,6 +62,10 @@ export interface LockStatus {
   held: boolean;
   /** Until fewer than a majority hold it; null when not held. */
   remainingMs: number | null;
+  /** The holder's fencing token; null when not held. */
+  token: bigint | null;
+  /** What the holder sent as `owner` when it acquired; null when not held or none was sent. */
+  owner: string | null;
   /** The name's current token. */
   lastToken: bigint;
 }
@@ -139,6 +152,8 @@ export declare class Client {
   constructor(options?: ClientOptions);
   /** Rejects with LockedError, UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError. */
   acquire(name: string, options: AcquireOptions): Promise<Lease>;
+  /** Takes the lock whoever holds it, with a newer token (key right "admin"); never retried once maybe sent. Rejects as acquire. */
+  revoke(name: string, options: RevokeOptions): Promise<Lease>;
   /** Rejects with NotHeldError (and marks the lease lost), UnavailableError, InvalidArgumentError, TransportError. */
   extend(lease: AnyLease, ttlMs?: number, options?: CallOptions & { withinMs?: number }): Promise<void>;
   /** True iff the lease still held the lock (every name of a set; the permit). Idempotent. */

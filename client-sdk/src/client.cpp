@@ -442,6 +442,22 @@ const ClientOptions& Client::options() const noexcept {
   return impl_->options();
 }
 
+namespace {
+
+// A single lock's grant (acquire, revoke) read off the service's answer.
+Result<Lease> lock_grant(Result<json> parsed, std::string_view name, milliseconds ttl,
+                         Clock::time_point sent_at) {
+  if (!parsed.ok()) return std::move(parsed).error();
+  auto token = field<std::uint64_t>(parsed.value(), "token");
+  if (!token.ok()) return std::move(token).error();
+  auto grant = grant_of(parsed.value(), sent_at);
+  if (!grant.ok()) return std::move(grant).error();
+  return Lease(std::string(name), std::move(grant->lease_string), token.value(), ttl,
+               grant->deadline);
+}
+
+}  // namespace
+
 Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseconds wait,
                               std::string_view owner) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
@@ -450,13 +466,19 @@ Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseco
   auto parsed = expect_object(impl_->call(
       "POST", api_paths::expand(api_paths::kLock, name), acquire_body(ttl, wait, owner).dump(),
       Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
-  if (!parsed.ok()) return std::move(parsed).error();
-  auto token = field<std::uint64_t>(parsed.value(), "token");
-  if (!token.ok()) return std::move(token).error();
-  auto grant = grant_of(parsed.value(), sent_at);
-  if (!grant.ok()) return std::move(grant).error();
-  return Lease(std::string(name), std::move(grant->lease_string), token.value(), ttl,
-               grant->deadline);
+  return lock_grant(std::move(parsed), name, ttl, sent_at);
+}
+
+Result<Lease> Client::revoke(std::string_view name, milliseconds ttl, std::string_view owner) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  if (auto valid = check_acquire(ttl, milliseconds(0)); !valid.ok())
+    return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto parsed = expect_object(impl_->call("POST", api_paths::expand(api_paths::kLockRevoke, name),
+                                          acquire_body(ttl, milliseconds(0), owner).dump(),
+                                          Impl::Retry::kOnlyIfUndelivered, milliseconds(0),
+                                          std::nullopt, sent_at));
+  return lock_grant(std::move(parsed), name, ttl, sent_at);
 }
 
 Result<Lease> Client::acquire_set(const std::vector<std::string>& names, milliseconds ttl,
@@ -579,8 +601,46 @@ Result<LockStatus> Client::status(std::string_view name) {
   if (parsed.value()["remaining_ms"].is_number_integer()) {
     status.remaining = milliseconds(parsed.value()["remaining_ms"].get<std::int64_t>());
   }
+  const nlohmann::json& token = parsed.value()["token"];
+  if (token.is_number_unsigned() && token.get<std::uint64_t>() > 0) {
+    status.token = token.get<std::uint64_t>();
+  }
+  if (parsed.value()["owner"].is_string())
+    status.owner = parsed.value()["owner"].get<std::string>();
   status.last_token = last.value();
   return status;
+}
+
+Result<LockListing> Client::list_locks(std::string_view prefix, std::size_t limit,
+                                       std::string_view cursor) {
+  if (limit < 1 || limit > 1000)
+    return make(ErrorCode::kInvalidArgument, "limit must be from 1 to 1000");
+  for (const char c : std::string(prefix) + std::string(cursor)) {
+    if (!is_lock_name_char(c))
+      return make(ErrorCode::kInvalidArgument, "prefix and cursor hold only [A-Za-z0-9._:-]");
+  }
+  std::string target = std::string(api_paths::kLockSet) + "?limit=" + std::to_string(limit);
+  if (!prefix.empty()) target.append("&prefix=").append(prefix);
+  if (!cursor.empty()) target.append("&cursor=").append(cursor);
+  Clock::time_point sent_at;
+  auto parsed = expect_object(
+      impl_->call("GET", target, {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  if (!parsed.ok()) return std::move(parsed).error();
+  const json& locks = parsed.value()["locks"];
+  if (!locks.is_array()) return make(ErrorCode::kInternal, "the listing has no locks array");
+  LockListing listing;
+  for (const json& lock : locks) {
+    if (!lock.is_object() || !lock["name"].is_string() ||
+        !lock["remaining_ms"].is_number_unsigned())
+      return make(ErrorCode::kInternal, "a listed lock lacks its name or remaining_ms");
+    HeldLock held{lock["name"].get<std::string>(), std::nullopt, std::nullopt,
+                  milliseconds(lock["remaining_ms"].get<std::int64_t>())};
+    if (lock["token"].is_number_unsigned()) held.token = lock["token"].get<std::uint64_t>();
+    if (lock["owner"].is_string()) held.owner = lock["owner"].get<std::string>();
+    listing.locks.push_back(std::move(held));
+  }
+  if (parsed.value()["next"].is_string()) listing.next = parsed.value()["next"].get<std::string>();
+  return listing;
 }
 
 Result<std::uint64_t> Client::next_token(std::string_view name) {

@@ -175,7 +175,7 @@ TEST_CASE("cli: the release after the command gives up after a second against a 
 TEST_CASE("cli: acquire, extend, status, token and release print JSON for scripts",
           "[client][redis]") {
   ServiceUnderTest s;
-  const CliRun acquired = cli(s, {"acquire", "--ttl", "30s", "report"});
+  const CliRun acquired = cli(s, {"acquire", "--ttl", "30s", "--owner", "cron@build-3", "report"});
   REQUIRE(acquired.exit_code == 0);
   const json lease = first_json_line(acquired.output);
   REQUIRE(lease.is_object());
@@ -191,6 +191,8 @@ TEST_CASE("cli: acquire, extend, status, token and release print JSON for script
 
   const json status = first_json_line(cli(s, {"status", "report"}).output);
   CHECK(status["held"] == true);
+  CHECK(status["token"] == 1);  // the holder's
+  CHECK(status["owner"] == "cron@build-3");
   CHECK(status["last_token"] == 2);  // the refused acquire drew 2 before the nodes said no: a gap
   CHECK(first_json_line(cli(s, {"token", "--next", "report"}).output)["token"] == 3);
   CHECK(first_json_line(cli(s, {"token", "report"}).output)["token"] == 3);
@@ -199,6 +201,31 @@ TEST_CASE("cli: acquire, extend, status, token and release print JSON for script
   CHECK(released.exit_code == 0);
   CHECK(first_json_line(released.output)["released"] == true);
   CHECK(cli(s, {"extend", "report", lease_string}).exit_code == 4);
+}
+
+TEST_CASE("cli: revoke takes a held lock with a larger token and the old lease is gone",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  const json stuck = first_json_line(cli(s, {"acquire", "--ttl", "1h", "nightly"}).output);
+  REQUIRE(stuck["token"] == 1);
+  const CliRun revoked = cli(s, {"revoke", "--ttl", "30s", "--owner", "oncall", "nightly"});
+  REQUIRE(revoked.exit_code == 0);
+  const json lease = first_json_line(revoked.output);
+  CHECK(lease["token"] == 2);
+  CHECK(lease["ttl_ms"] == 30000);
+  const json status = first_json_line(cli(s, {"status", "nightly"}).output);
+  CHECK(status["token"] == 2);
+  CHECK(status["owner"] == "oncall");
+  CHECK(cli(s, {"extend", "nightly", stuck["lease"].get<std::string>()}).exit_code == 4);
+  REQUIRE(cli(s, {"acquire", "other"}).exit_code == 0);
+  const json listed = first_json_line(cli(s, {"list", "night"}).output);
+  REQUIRE(listed["locks"].size() == 1);
+  CHECK(listed["locks"][0]["name"] == "nightly");
+  CHECK(listed["locks"][0]["token"] == 2);
+  CHECK(listed["locks"][0]["owner"] == "oncall");
+  CHECK(first_json_line(cli(s, {"list"}).output)["locks"].size() == 2);
+  CHECK(cli(s, {"revoke", "--wait", "5s", "nightly"}).exit_code == 2);
+  CHECK(cli(s, {"release", "nightly", lease["lease"].get<std::string>()}).exit_code == 0);
 }
 
 TEST_CASE("cli: usage errors exit 2 and an unreachable service exits 5", "[client][redis]") {

@@ -62,6 +62,16 @@ TEST_CASE("sdk: every call works against the service", "[client][redis]") {
   auto status = client.status("ledger");
   REQUIRE(status.ok());
   CHECK(status->held);
+  CHECK(status->token == lease->token());
+  CHECK(status->owner == "sdk-test");
+  auto listed = client.list_locks("led");
+  REQUIRE(listed.ok());
+  REQUIRE(listed->locks.size() == 1);
+  CHECK(listed->locks[0].name == "ledger");
+  CHECK(listed->locks[0].token == lease->token());
+  CHECK(listed->locks[0].owner == "sdk-test");
+  CHECK_FALSE(listed->next);
+  CHECK(client.list_locks("", 0).error().code == ErrorCode::kInvalidArgument);
   // The refused acquire drew a token before the nodes said no (a gap): the current token is one up.
   CHECK(status->last_token == lease->token() + 1);
 
@@ -72,6 +82,8 @@ TEST_CASE("sdk: every call works against the service", "[client][redis]") {
   CHECK(client.release(lease.value()).value() == true);
   CHECK(client.release(lease.value()).value() == false);  // idempotent
   CHECK_FALSE(client.status("ledger")->held);
+  CHECK_FALSE(client.status("ledger")->token);
+  CHECK_FALSE(client.status("ledger")->owner);
   CHECK(client.extend(lease.value(), 1s).error().code == ErrorCode::kNotHeld);
 }
 

@@ -123,8 +123,12 @@ TEST_CASE("api: acquire, refuse, extend, inspect and release answer the document
   CHECK(json::parse(extended.body)["lease"] == lease["lease"]);
 
   const ApiResponse status = api.call(Method::kGet, "/v1/locks/orders");
-  CHECK(json::parse(status.body) ==
-        json{{"name", "orders"}, {"held", true}, {"remaining_ms", 5000}, {"last_token", 1}});
+  CHECK(json::parse(status.body) == json{{"name", "orders"},
+                                         {"held", true},
+                                         {"remaining_ms", 5000},
+                                         {"token", 1},
+                                         {"owner", "w-1"},
+                                         {"last_token", 1}});
 
   const json release_body{{"lease", lease["lease"]}};
   CHECK(json::parse(

@@ -67,7 +67,8 @@ TEST_CASE("auth: rights parse from lists", "[service]") {
   CHECK(parse_rights("lock,read,token") == (kRightLock | kRightRead | kRightToken));
   CHECK_FALSE(parse_rights("").has_value());
   CHECK_FALSE(parse_rights("lock,").has_value());
-  CHECK_FALSE(parse_rights("admin").has_value());
+  CHECK(parse_rights("read,admin") == (kRightRead | kRightAdmin));
+  CHECK_FALSE(parse_rights("root").has_value());
 }
 
 TEST_CASE("auth: a good file loads — every mistake is refused with the key and field",
@@ -94,8 +95,8 @@ TEST_CASE("auth: a good file loads — every mistake is refused with the key and
   e["names"] = json::array({"bad name!"});
   CHECK_THAT(parse_error(one(e)), Catch::Contains("key 'billing'") && Catch::Contains("pattern"));
   e = good;
-  e["rights"] = json::array({"admin"});
-  CHECK_THAT(parse_error(one(e)), Catch::Contains("lock, read, token"));
+  e["rights"] = json::array({"root"});
+  CHECK_THAT(parse_error(one(e)), Catch::Contains("lock, read, token, admin"));
   e = good;
   e["rate"] = -1;
   CHECK_THAT(parse_error(one(e)), Catch::Contains("rate must be"));

@@ -81,6 +81,8 @@ TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service
   REQUIRE(status.status == 200);
   CHECK(status.json()["held"] == true);
   CHECK(status.json()["remaining_ms"].get<long>() > 19000);
+  CHECK(status.json()["token"] == lease["token"]);  // the holder's, from the lock nodes
+  CHECK(status.json()["owner"] == "worker-1");
   // The refused acquire drew a token before the nodes said no (a gap): the current token is one up.
   CHECK(status.json()["last_token"] == lease["token"].get<std::uint64_t>() + 1);
   CHECK(status.body.find(lease_string.substr(lease_string.find('.') + 1)) == std::string::npos);
@@ -94,6 +96,8 @@ TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service
   const HttpAnswer after = http.get("/v1/locks/orders");
   CHECK(after.json()["held"] == false);
   CHECK(after.json()["remaining_ms"].is_null());
+  CHECK(after.json()["token"].is_null());
+  CHECK(after.json()["owner"].is_null());
 
   const HttpAnswer again = http.post("/v1/locks/orders", {{"ttl_ms", 1000}});
   REQUIRE(again.status == 200);
@@ -106,6 +110,46 @@ TEST_CASE("http: acquire, refuse, extend, inspect and release a lock", "[service
     CHECK(log.find(lease_string.substr(lease_string.find('.') + 1)) == std::string::npos);
     CHECK(log.find("route=acquire name=orders status=200") != std::string::npos);
     CHECK(log.find("owner=worker-1") != std::string::npos);
+  }
+}
+
+TEST_CASE("http: GET /v1/locks lists held locks in pages, with token, owner and time left",
+          "[service][redis]") {
+  Service s;
+  HttpClient http = s.client();
+  std::set<std::string> held;
+  for (int i = 0; i < 12; ++i) {
+    const std::string name = "report:" + std::to_string(i);
+    REQUIRE(
+        http.post("/v1/locks/" + name, {{"ttl_ms", 30000}, {"owner", "host-1:" + name}}).status ==
+        200);
+    held.insert(name);
+  }
+  REQUIRE(http.post("/v1/locks/other", {{"ttl_ms", 30000}}).status == 200);
+  std::set<std::string> listed;
+  std::string target = "/v1/locks?prefix=report%3A&limit=5";
+  for (int page = 0; page < 100; ++page) {
+    const HttpAnswer answer = http.get(target);
+    REQUIRE(answer.status == 200);
+    const json body = answer.json();
+    for (const json& lock : body["locks"]) {
+      const std::string name = lock["name"];
+      CHECK(listed.insert(name).second);
+      CHECK(lock["token"].get<std::uint64_t>() >= 1);
+      CHECK(lock["owner"] == "host-1:" + name);
+      CHECK(lock["remaining_ms"].get<long>() > 20000);
+    }
+    if (answer.json()["next"].is_null()) break;
+    target = "/v1/locks?prefix=report:&limit=5&cursor=" + answer.json()["next"].get<std::string>();
+  }
+  CHECK(listed == held);
+  for (const char* bad : {"/v1/locks?limit=0", "/v1/locks?limit=1001", "/v1/locks?limt=5",
+                          "/v1/locks?prefix=a&prefix=b", "/v1/locks?cursor=banana",
+                          "/v1/locks?prefix=a%2", "/v1/locks?prefix=a/b"}) {
+    INFO(bad);
+    const HttpAnswer refused = http.get(bad);
+    CHECK(refused.status == 400);
+    CHECK(refused.error_code() == "invalid_request");
   }
 }
 
@@ -510,7 +554,7 @@ TEST_CASE("http: --log-format json writes one JSON object a line and --log-level
           "[service][redis]") {
   SECTION("json") {
     Service s({"--log-format", "json"});
-    REQUIRE(s.client().post("/v1/locks/j", {{"ttl_ms", 1000}, {"owner", "a \"b\"\n"}}).status ==
+    REQUIRE(s.client().post("/v1/locks/j", {{"ttl_ms", 1000}, {"owner", "a \"b\" \\ c"}}).status ==
             200);
     REQUIRE(s.daemon->log_shows("\"route\":\"acquire\""));
     std::istringstream lines(s.daemon->log());
@@ -527,7 +571,7 @@ TEST_CASE("http: --log-format json writes one JSON object a line and --log-level
         ++requests;
         CHECK(record["status"] == 200);
         CHECK(record["name"] == "j");
-        CHECK(record["owner"] == "a \"b\"\n");
+        CHECK(record["owner"] == "a \"b\" \\ c");
         CHECK(record["token"].is_number_unsigned());
         CHECK(record["peer"] == "127.0.0.1");
         CHECK(record["request_id"].get<std::string>().size() == 16);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "auth/api_secret.h"
@@ -57,10 +58,11 @@ struct Secured {
   Key payroll = make_key("payroll", {"payroll.*", "billing.shared"}, {"lock"});
   Key ops = make_key("ops", {"*"}, {"read", "token"});
   Key burst = make_key("burst", {"*"}, {"lock", "read"}, 1.0);
+  Key oncall = make_key("oncall", {"billing.*"}, {"admin"});
   std::optional<ServiceUnderTest> service;
 
   Secured() {
-    write_keys(auth_file, {billing, payroll, ops, burst});
+    write_keys(auth_file, {billing, payroll, ops, burst, oncall});
     service.emplace(std::vector<std::string>{"--auth-file", auth_file.string()});
   }
   HttpAnswer call(const std::string& method, const std::string& target, const json& body,
@@ -139,6 +141,73 @@ TEST_CASE("http auth: a lease taken with one key cannot be extended or released 
   CHECK(s.call("GET", "/v1/locks/billing.shared", nullptr, &s.billing).json()["held"] == true);
   CHECK(s.call("DELETE", "/v1/locks/billing.shared", json{{"lease", lease}}, &s.billing)
             .json()["released"] == true);
+}
+
+TEST_CASE(
+    "http auth: only a key with the admin right revokes, and only on its names: the revoked "
+    "lease is fenced out",
+    "[service][redis]") {
+  Secured s;
+  const HttpAnswer stuck = s.call("POST", "/v1/locks/billing.job",
+                                  json{{"ttl_ms", 60000}, {"owner", "w-1"}}, &s.billing);
+  REQUIRE(stuck.status == 200);
+  const std::string lease = stuck.json()["lease"];
+  const json revoke{{"ttl_ms", 10000}, {"owner", "oncall: stuck job"}};
+  // The lock right is not enough, nor the admin right on another name, nor no key at all.
+  CHECK(s.call("POST", "/v1/locks/billing.job/revoke", revoke, &s.billing).status == 403);
+  CHECK(s.call("POST", "/v1/locks/payroll.job/revoke", revoke, &s.oncall).status == 403);
+  CHECK(s.call("POST", "/v1/locks/billing.job/revoke", revoke, nullptr).status == 401);
+  CHECK(s.call("GET", "/v1/locks/billing.job", nullptr, &s.ops).json()["token"] ==
+        stuck.json()["token"]);  // none of them changed anything
+
+  const HttpAnswer bad = s.call("POST", "/v1/locks/billing.job/revoke",
+                                json{{"ttl_ms", 10000}, {"wait_ms", 10}}, &s.oncall);
+  CHECK(bad.status == 400);
+  CHECK_THAT(bad.json()["error"]["message"].get<std::string>(), Catch::Contains("wait_ms"));
+
+  const HttpAnswer revoked = s.call("POST", "/v1/locks/billing.job/revoke", revoke, &s.oncall);
+  REQUIRE(revoked.status == 200);
+  CHECK(revoked.json()["token"].get<std::uint64_t>() > stuck.json()["token"].get<std::uint64_t>());
+  CHECK(revoked.json()["validity_ms"].get<long>() > 9000);
+  const json status = s.call("GET", "/v1/locks/billing.job", nullptr, &s.ops).json();
+  CHECK(status["token"] == revoked.json()["token"]);
+  CHECK(status["owner"] == "oncall: stuck job");
+
+  const HttpAnswer old_extend = s.call("POST", "/v1/locks/billing.job/extend",
+                                       json{{"lease", lease}, {"ttl_ms", 60000}}, &s.billing);
+  CHECK(old_extend.status == 409);
+  CHECK(old_extend.error_code() == "not_held");
+  CHECK(s.call("DELETE", "/v1/locks/billing.job", json{{"lease", lease}}, &s.billing)
+            .json()["released"] == false);
+  // The revoker's lease is its key's: extended and released with it, not with the old holder's.
+  const std::string new_lease = revoked.json()["lease"];
+  CHECK(s.call("POST", "/v1/locks/billing.job/extend", json{{"lease", new_lease}, {"ttl_ms", 5000}},
+               &s.oncall)
+            .status == 403);  // extend needs the lock right, which this key does not have
+  CHECK(s.call("DELETE", "/v1/locks/billing.job", json{{"lease", new_lease}}, &s.billing).status ==
+        403);  // another key's lease
+}
+
+TEST_CASE("http auth: a listing shows only the names the key may read", "[service][redis]") {
+  Secured s;
+  for (const char* name : {"billing.a", "billing.b", "billing.shared"})
+    REQUIRE(s.call("POST", std::string("/v1/locks/") + name, json{{"ttl_ms", 30000}}, &s.billing)
+                .status == 200);
+  REQUIRE(s.call("POST", "/v1/locks/payroll.x", json{{"ttl_ms", 30000}}, &s.payroll).status == 200);
+  auto names = [&](const Key& key) {
+    std::set<std::string> seen;
+    const HttpAnswer page = s.call("GET", "/v1/locks?limit=100", nullptr, &key);
+    REQUIRE(page.status == 200);
+    const json body = page.json();
+    CHECK(body["next"].is_null());
+    for (const json& lock : body["locks"]) seen.insert(lock["name"].get<std::string>());
+    return seen;
+  };
+  CHECK(names(s.billing) == std::set<std::string>{"billing.a", "billing.b", "billing.shared"});
+  CHECK(names(s.ops) ==
+        std::set<std::string>{"billing.a", "billing.b", "billing.shared", "payroll.x"});
+  CHECK(s.call("GET", "/v1/locks", nullptr, &s.payroll).status == 403);  // no read right
+  CHECK(s.call("GET", "/v1/locks", nullptr, nullptr).status == 401);
 }
 
 TEST_CASE("http auth: a key over its rate gets 429 with Retry-After — other keys are not slowed",

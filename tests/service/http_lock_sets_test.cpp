@@ -94,7 +94,7 @@ TEST_CASE("http: a lock set's bad names are refused before any node is asked", "
     CHECK(answer.error_code() == "invalid_request");
   }
   CHECK(http.get("/v1/locks/a").json()["held"] == false);
-  CHECK(http.request("GET", "/v1/locks").header("allow") == "POST, DELETE");
+  CHECK(http.request("PUT", "/v1/locks").header("allow") == "GET, POST, DELETE");
 }
 
 TEST_CASE("http: a waiting lock set is served when the last of its names is released",

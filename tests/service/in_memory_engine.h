@@ -79,11 +79,16 @@ class InMemoryEngine final : public storage::LockEngine {
         lease.ttl = request.ttl;
         lease.validity = request.ttl - std::chrono::milliseconds(1);
         lease.started = Clock::now();
-        locks_[request.name] = {lease.token, lease.proof};
+        locks_[request.name] = {lease.token, lease.proof, request.holder};
         done(std::move(lease));
       });
     });
     return {};
+  }
+  // As acquire, over whatever lease holds the name.
+  storage::AcquireTicket revoke(storage::AcquireRequest request, AcquireHandler done) override {
+    later([this, name = request.name] { locks_.erase(name); });
+    return acquire(std::move(request), std::move(done));
   }
   void extend(std::string name, storage::LeaseClaim claim, std::chrono::milliseconds ttl,
               ExtendHandler done) override {
@@ -119,8 +124,29 @@ class InMemoryEngine final : public storage::LockEngine {
     later([this, name, done = std::move(done)] {
       storage::LockStatus status;
       status.held = locks_.count(name) != 0;
-      if (status.held) status.remaining = std::chrono::milliseconds(5000);
+      if (status.held) {
+        status.remaining = std::chrono::milliseconds(5000);
+        status.token = locks_[name].token;
+        status.holder = locks_[name].holder;
+      }
       done(status);
+    });
+  }
+  // By name; the cursor is the last name of the previous page.
+  void list(storage::ListRequest request, ListHandler done) override {
+    ++calls_;
+    later([this, request, done = std::move(done)] {
+      storage::LockPage page;
+      for (auto it = locks_.upper_bound(request.cursor); it != locks_.end(); ++it) {
+        if (it->first.rfind(request.prefix, 0) != 0) continue;
+        if (page.locks.size() == request.limit) {
+          page.next = page.locks.back().name;
+          break;
+        }
+        page.locks.push_back(
+            {it->first, it->second.token, it->second.holder, std::chrono::milliseconds(5000)});
+      }
+      done(std::move(page));
     });
   }
   // Lock sets share the single locks' table (a set and a lock of one name exclude each other);
@@ -265,6 +291,7 @@ class InMemoryEngine final : public storage::LockEngine {
   struct Held {
     std::uint64_t token;
     std::string proof;
+    std::string holder{};
   };
   struct Semaphore {
     std::uint32_t permits = 0;

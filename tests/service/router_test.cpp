@@ -55,7 +55,7 @@ TEST_CASE("a known path with the wrong method is 405 with the allowed methods", 
       {Method::kDelete, "/v1/tokens/x", "GET, POST"},
       {Method::kPost, "/healthz", "GET"},
       {Method::kDelete, "/metrics", "GET"},
-      {Method::kGet, "/v1/locks", "POST, DELETE"},
+      {Method::kOther, "/v1/locks", "GET, POST, DELETE"},
   }));
   const auto refused = match(method, target);
   CHECK(refused.kind == Kind::kMethodNotAllowed);

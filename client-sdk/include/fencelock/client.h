@@ -68,6 +68,10 @@ struct ClientOptions {
 struct LockStatus {
   bool held = false;
   std::optional<std::chrono::milliseconds> remaining;  // set when held
+  // When held: the holder's fencing token (a lock set's token for this name), and what the holder
+  // sent as its owner when it acquired (unset when it sent none). Unset when not held.
+  std::optional<std::uint64_t> token;
+  std::optional<std::string> owner;
   // The name's current token (GET /v1/tokens/{name}): at or above every token handed out for it,
   // below every later one — its last token with the SQLite and Redis sources, etcd's revision with
   // the etcd source (docs/api.md).
@@ -78,6 +82,20 @@ struct LockStatus {
 struct SemaphoreStatus {
   std::uint32_t permits = 0;  // the live semaphore's permit count; 0 when no permit is live
   std::uint32_t held = 0;     // permits held now
+};
+
+// One lock of a listing (GET /v1/locks): held on a majority, as status() tells it.
+struct HeldLock {
+  std::string name;
+  std::optional<std::uint64_t> token;
+  std::optional<std::string> owner;
+  std::chrono::milliseconds remaining{0};
+};
+
+// One page of a listing; `next` is the cursor of the following page, unset once complete.
+struct LockListing {
+  std::vector<HeldLock> locks;
+  std::optional<std::string> next;
 };
 
 class Client {
@@ -92,12 +110,21 @@ class Client {
   ~Client();
 
   // Acquires `name` for `ttl`, waiting up to `wait` while someone else holds it. `owner` (optional,
-  // <= 200 chars) appears in the service's request log. Errors: kLocked (held, and the wait ran
+  // <= 200 bytes, e.g. host:pid) is kept with the lease: status() answers it, and the service's
+  // request log shows it. Errors: kLocked (held, and the wait ran
   // out; error().retry_after says for how much longer when known), kUnavailable,
   // kInvalidArgument, kTransport.
   Result<Lease> acquire(std::string_view name, std::chrono::milliseconds ttl,
                         std::chrono::milliseconds wait = std::chrono::milliseconds(0),
                         std::string_view owner = {});
+
+  // Takes `name` whatever lease holds it, with a token above the revoked lease's (POST
+  // /v1/locks/{name}/revoke; the key needs the `admin` right). The revoked holder's extend and
+  // release answer kNotHeld, and a fenced store refuses its old token once this lease's token was
+  // used: revoke only a lock whose resource checks tokens. Never waits; never retried once sent.
+  // ttl, owner as acquire. Errors: kUnavailable, kInvalidArgument, kDenied, kTransport.
+  Result<Lease> revoke(std::string_view name, std::chrono::milliseconds ttl,
+                       std::string_view owner = {});
 
   // Acquires every name of `names` at once under one lease (a lock set): all of them or none,
   // never a part. `names` in any order, 1..16 distinct valid names; the lease holds them sorted,
@@ -139,6 +166,12 @@ class Client {
   Result<SemaphoreStatus> semaphore_status(std::string_view name);
 
   Result<LockStatus> status(std::string_view name);
+  // One page of the locks held whose names start with `prefix` (GET /v1/locks): pass the page's
+  // `next` as `cursor` until it is unset. A page may hold fewer than `limit` (1..1000) names, even
+  // none, and still have a next; a name held throughout is listed once. Errors: kInvalidArgument,
+  // kDenied (the key needs `read`; names it may not read are left out), kUnavailable, kTransport.
+  Result<LockListing> list_locks(std::string_view prefix = {}, std::size_t limit = 100,
+                                 std::string_view cursor = {});
   Result<std::uint64_t> next_token(std::string_view name);
   Result<std::uint64_t> current_token(std::string_view name);
 

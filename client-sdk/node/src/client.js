@@ -4,8 +4,9 @@
 // Every request is bounded by AbortSignal.timeout (requestMs; an acquire adds its waitMs).
 // Retries follow the C++ SDK: calls that are safe to repeat (extend, release, status, nextToken,
 // currentToken) are retried on transport errors and 503s, up to maxRetries times, on the next
-// endpoint; acquire is retried only when its request could not be sent at all (connection refused,
-// name not resolved), because a sent acquire may have been granted. After a transport error the
+// endpoint; acquire (and revoke) is retried only when its request could not be sent at all
+// (connection refused, name not resolved), because a sent acquire may have been granted (and a
+// repeated revoke would revoke its own grant). After a transport error the
 // client starts its next calls at the endpoint that answered last.
 import { performance } from 'node:perf_hooks';
 
@@ -91,6 +92,20 @@ export class Client {
   }
 
   /**
+   * Takes lock `name` for `ttlMs` whoever holds it (free or held; never waits), with a new token
+   * above the revoked lease's: that lease's extend rejects with NotHeldError, its release resolves
+   * false. Resolves a Lease like acquire()'s. Needs an API key with the right "admin". Never
+   * retried once the request may have been sent. Rejects with UnavailableError (it may still have
+   * ended the old lease on some nodes: call again), InvalidArgumentError, DeniedError,
+   * RateLimitedError, TransportError.
+   */
+  async revoke(name, { ttlMs, owner, signal } = {}) {
+    checkName(name);
+    const { answer, deadline } = await this.#grant('revoke', `/v1/locks/${name}/revoke`, {}, { ttlMs, owner, signal });
+    return new Lease(name, answer.lease, grantedToken(answer.token), ttlMs, deadline);
+  }
+
+  /**
    * Acquires every name of `names` (1..16 distinct lock names) under one lease — all or none —
    * for `ttlMs`, waiting up to `waitMs` while any is held. The lease's `tokens` maps each name to
    * its own fencing token (bigint). Rejects as acquire().
@@ -144,14 +159,15 @@ export class Client {
   }
 
   // The POST of every grant: bounds, the request, and the conservative deadline of its answer.
+  // A revoke passes no waitMs: its body takes no wait_ms.
   async #grant(what, path, body, { ttlMs, waitMs, owner, signal }) {
     checkInteger('ttlMs', ttlMs, 1, Number.MAX_SAFE_INTEGER);
-    checkInteger('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
-    Object.assign(body, { ttl_ms: ttlMs, wait_ms: waitMs });
+    body.ttl_ms = ttlMs;
+    if (waitMs !== undefined) body.wait_ms = checkInteger('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
     if (owner !== undefined) body.owner = String(owner);
     const { answer, sentAt } = await this.#call('POST', path, body, {
       idempotent: false,
-      attemptMs: this.#requestMs + waitMs,
+      attemptMs: this.#requestMs + (waitMs ?? 0),
       signal,
     });
     if (typeof answer.lease !== 'string' || !Number.isSafeInteger(answer.validity_ms) ||
@@ -199,11 +215,22 @@ export class Client {
     return answer.released === true;
   }
 
-  /** The lock's state: {held, remainingMs (null when not held), lastToken (bigint)}. */
+  /**
+   * The lock's state: {held, remainingMs (null when not held), token (the holder's, bigint; null
+   * when not held), owner (what the holder sent as owner; null when not held or none was sent),
+   * lastToken (bigint)}. Never the lease.
+   */
   async status(name, { signal } = {}) {
     checkName(name);
     const { answer } = await this.#call('GET', `/v1/locks/${name}`, undefined, { idempotent: true, signal });
-    return { held: answer.held === true, remainingMs: answer.remaining_ms ?? null, lastToken: answer.last_token ?? 0n };
+    const token = answer.token ?? null;
+    if (token !== null) grantedToken(token);
+    const owner = answer.owner ?? null;
+    if (owner !== null && typeof owner !== 'string') {
+      throw new InternalError('internal', 'status: the answer holds an owner that is not a string');
+    }
+    return { held: answer.held === true, remainingMs: answer.remaining_ms ?? null, token, owner,
+      lastToken: answer.last_token ?? 0n };
   }
 
   /** Draws the name's next token without a lock (see the hazard in docs/api.md). A bigint. */

@@ -31,6 +31,8 @@ describe('a lease through every endpoint', () => {
     const status = await client.status(name);
     assert.equal(status.held, true);
     assert.ok(status.remainingMs > 0 && status.remainingMs <= 2000);
+    assert.equal(status.token, lease.token);
+    assert.equal(status.owner, 'node-test');
     assert.equal(status.lastToken, lease.token);
     assert.equal(await client.currentToken(name), lease.token);
 
@@ -42,7 +44,8 @@ describe('a lease through every endpoint', () => {
 
     assert.equal(await client.release(lease), true);
     assert.equal(await client.release(lease), false, 'a second release is harmless and says so');
-    assert.deepEqual(await client.status(name), { held: false, remainingMs: null, lastToken: lease.token });
+    assert.deepEqual(await client.status(name),
+      { held: false, remainingMs: null, token: null, owner: null, lastToken: lease.token });
     assert.throws(() => lease.check(), LeaseLostError);
 
     const drawn = await client.nextToken(name);
@@ -50,6 +53,47 @@ describe('a lease through every endpoint', () => {
     const again = await client.acquire(name, { ttlMs: 1000 });
     assert.ok(again.token > drawn, 'a grant after a draw gets a greater token');
     await client.release(again);
+  });
+
+  it('shows a holder that sent no owner with owner null', async () => {
+    const name = uniqueName('anonymous');
+    const lease = await client.acquire(name, { ttlMs: 2000 });
+    const status = await client.status(name);
+    assert.deepEqual([status.held, status.token, status.owner], [true, lease.token, null]);
+    await client.release(lease);
+  });
+
+  it('revokes a held lock with a newer token: the old lease is not held, the revoker is', async () => {
+    const name = uniqueName('revoke');
+    const stuck = await client.acquire(name, { ttlMs: 30000, owner: 'stuck-job' });
+    const revoker = await client.revoke(name, { ttlMs: 5000, owner: 'ops-oncall' });
+    assert.equal(revoker.kind, 'lock');
+    assert.equal(revoker.name, name);
+    assert.ok(revoker.token > stuck.token, 'a revoke draws a newer token');
+    assert.equal(revoker.ttlMs, 5000);
+    assert.ok(revoker.valid() && revoker.remainingMs() <= 5000);
+    const refused = await client.extend(stuck, 30000).then(() => null, (e) => e);
+    assert.ok(refused instanceof NotHeldError, String(refused));
+    assert.equal(refused.status, 409);
+    assert.ok(stuck.lost, 'the refused extend marks the revoked lease lost');
+    assert.equal(await client.release(stuck), false);
+    const status = await client.status(name);
+    assert.deepEqual([status.held, status.token, status.owner], [true, revoker.token, 'ops-oncall']);
+    await client.extend(revoker, 10000);  // a lease like any other
+    assert.equal(revoker.ttlMs, 10000);
+    assert.equal(await client.release(revoker), true);
+    assert.equal((await client.status(name)).held, false);
+  });
+
+  it('revokes a free lock: it takes it like an acquire', async () => {
+    const name = uniqueName('revoke-free');
+    const before = await client.currentToken(name);
+    const lease = await client.revoke(name, { ttlMs: 5000 });
+    assert.ok(lease.token > before);
+    const status = await client.status(name);
+    assert.deepEqual([status.held, status.token, status.owner], [true, lease.token, null]);
+    await assert.rejects(client.acquire(name, { ttlMs: 1000 }), LockedError);
+    assert.equal(await client.keep(lease).release(), true, 'a keeper takes a revoker\'s lease');
   });
 
   it('reports a name never drawn as token 0', async () => {
@@ -138,6 +182,9 @@ describe('errors that tell outcomes apart', () => {
       const noRight = await keyed.acquire('app.x', { ttlMs: 1000 }).then(() => null, (e) => e);
       assert.ok(noRight instanceof DeniedError);
       assert.deepEqual([noRight.code, noRight.status], ['forbidden', 403]);
+      const noAdmin = await keyed.revoke('app.x', { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(noAdmin instanceof DeniedError, String(noAdmin));
+      assert.deepEqual([noAdmin.code, noAdmin.status], ['forbidden', 403]);
       // The key passed (the lock nodes are down, so the status itself is 503); the next call
       // within the second is over the key's rate.
       const first = await keyed.status('app.x').then(() => null, (e) => e);
@@ -189,6 +236,8 @@ describe('endpoints', () => {
     assert.equal((await failover.status(name)).held, true);
     await failover.extend(lease, 2000);
     assert.equal(await failover.release(lease), true);
+    const revoker = await new Client({ endpoints: [closedEndpoint, fencelockUrl] }).revoke(name, { ttlMs: 2000 });
+    assert.equal(await client.release(revoker), true, 'a revoke that was not sent goes to the next endpoint');
   });
 
   it('reports TransportError when no endpoint answers', async () => {
@@ -207,6 +256,12 @@ describe('endpoints', () => {
       assert.ok(timedOut instanceof TransportError, String(timedOut));
       assert.match(timedOut.message, /timed out/);
       assert.ok(performance.now() - started < 2000);
+      // Nor a revoke: a second one would revoke the first one's grant.
+      const revokeName = uniqueName('hung');
+      const hungRevoke = new Client({ endpoints: [silent.url, fencelockUrl], timeouts: { requestMs: 300 }, retryBackoffMs: 0 });
+      const revokeTimedOut = await hungRevoke.revoke(revokeName, { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(revokeTimedOut instanceof TransportError, String(revokeTimedOut));
+      assert.equal((await client.status(revokeName)).held, false, 'the next endpoint was never asked');
 
       // A status is safe to repeat: after the timeout it goes to the next endpoint.
       const other = new Client({ endpoints: [silent.url, fencelockUrl], timeouts: { requestMs: 300 }, retryBackoffMs: 0 });

@@ -38,7 +38,8 @@ needs_postgres = unittest.skipUnless(DATABASE_URL, "no PostgreSQL (run client-sd
 
 
 class PatientClient(fencelock.Client):
-    """The tests' client: an acquire answered 503 is tried again (10 times, 0.1 s apart).
+    """The tests' client: an acquire (or revoke) answered 503 is tried again (10 times, 0.1 s
+    apart).
 
     On this loaded 2-core machine fencelockd now and then misses its 50 ms node timeout on every
     node at once (lock_node_down "command timed out" in its log) and answers 503 for a moment.
@@ -54,6 +55,9 @@ class PatientClient(fencelock.Client):
 
     def acquire_permit(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
         return _patiently(super().acquire_permit, *args, **kwargs)
+
+    def revoke(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
+        return _patiently(super().revoke, *args, **kwargs)
 
 
 def _patiently(grant: Callable[..., fencelock.Lease], *args: Any,

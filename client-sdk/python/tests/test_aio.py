@@ -75,6 +75,19 @@ class WithoutService(unittest.IsolatedAsyncioTestCase):
             _calls.acquire("n", 1, 0, None, aio.AsyncLease).finish(
                 Reply(200, {}, body.encode()), time.monotonic())
 
+    async def test_a_status_holds_a_possible_token_and_a_string_owner_or_nulls(self) -> None:
+        def read(fields: str) -> fencelock.LockStatus:
+            body = '{"name":"n","held":true,"remaining_ms":900,"last_token":9,%s}' % fields
+            return _calls.status("n").finish(Reply(200, {}, body.encode()), time.monotonic())
+        self.assertEqual(read('"token":9,"owner":"billing-7"'),
+                         fencelock.LockStatus(True, 0.9, 9, token=9, owner="billing-7"))
+        self.assertEqual((read('"token":null,"owner":null').token, read('"x":0').owner),
+                         (None, None))
+        for fields in ('"token":0', '"token":-1', '"token":"9"', '"token":9223372036854775808',
+                       '"owner":7', '"owner":["x"]'):
+            with self.subTest(fields), self.assertRaises(fencelock.InternalError):
+                read(fields)
+
     async def test_a_hostile_answer_is_a_fencelock_error_and_never_read_past_1_mib(self) -> None:
         for what, answer in support.HOSTILE_ANSWERS.items():
             with self.subTest(what), support.HostileServer(answer) as port:
@@ -119,6 +132,27 @@ class AgainstTheService(unittest.IsolatedAsyncioTestCase):
         drawn = await self.client.next_token(self.name)
         self.assertGreater(drawn, lease.token)
         self.assertEqual(await self.client.current_token(self.name), drawn)
+
+    async def test_status_shows_the_holder_and_revoke_takes_the_lock(self) -> None:
+        free = await self.client.status(self.name)
+        self.assertEqual((free.held, free.token, free.owner), (False, None, None))
+        # A free lock: revoke takes it like an acquire.
+        first = await patiently(self.client.revoke, self.name, 30.0, owner="stuck-job")
+        self.assertIsInstance(first, aio.AsyncLease)
+        status = await self.client.status(self.name)
+        self.assertEqual((status.held, status.token, status.owner),
+                         (True, first.token, "stuck-job"))
+        # A held one: taken with a newer token; the revoked lease is gone.
+        second = await patiently(self.client.revoke, self.name, 5.0, owner="ops-oncall")
+        self.assertGreater(second.token, first.token)
+        with self.assertRaises(fencelock.NotHeldError):
+            await self.client.extend(first)
+        self.assertFalse(await self.client.release(first))
+        status = await self.client.status(self.name)
+        self.assertEqual((status.token, status.owner), (second.token, "ops-oncall"))
+        await self.client.extend(second, 10.0)
+        self.assertTrue(await self.client.release(second))
+        self.assertFalse((await self.client.status(self.name)).held)
 
     async def test_a_held_lock_is_locked_and_a_waiter_gets_it_when_released(self) -> None:
         lease = await patiently(self.client.acquire, self.name, 5.0)

@@ -180,6 +180,51 @@ class AgainstTheService(unittest.TestCase):
         self.assertEqual(self.client.current_token(self.name), drawn)
         self.assertGreater(self.client.acquire(self.name, 1.0).token, drawn)
 
+    def test_status_shows_the_holders_token_and_owner(self) -> None:
+        status = self.client.status(self.name)
+        self.assertEqual((status.held, status.token, status.owner), (False, None, None))
+        lease = self.client.acquire(self.name, 5.0, owner="billing-7")
+        status = self.client.status(self.name)
+        self.assertEqual((status.held, status.token, status.owner), (True, lease.token, "billing-7"))
+        self.assertTrue(self.client.release(lease))
+        anonymous = self.client.acquire(self.name, 5.0)
+        status = self.client.status(self.name)
+        self.assertEqual((status.token, status.owner), (anonymous.token, None))
+        self.client.release(anonymous)
+
+    def test_revoke_takes_a_held_lock_with_a_newer_token(self) -> None:
+        held = self.client.acquire(self.name, 30.0, owner="stuck-job")
+        revoker = self.client.revoke(self.name, 5.0, owner="ops-oncall")
+        self.assertEqual(revoker.kind, "lock")
+        self.assertEqual(revoker.name, self.name)
+        self.assertGreater(revoker.token, held.token)
+        self.assertEqual(revoker.ttl, 5.0)
+        self.assertLessEqual(revoker.deadline, time.monotonic() + 5.0)
+        self.assertTrue(revoker.valid())
+        with self.assertRaises(fencelock.NotHeldError):
+            self.client.extend(held)
+        self.assertFalse(self.client.release(held))
+        status = self.client.status(self.name)
+        self.assertEqual((status.held, status.token, status.owner),
+                         (True, revoker.token, "ops-oncall"))
+        # The revoker's lease is a lease like any other.
+        self.client.extend(revoker, 10.0)
+        self.assertEqual(revoker.ttl, 10.0)
+        self.assertTrue(self.client.release(revoker))
+        self.assertFalse(self.client.status(self.name).held)
+
+    def test_revoke_of_a_free_lock_takes_it(self) -> None:
+        before = self.client.current_token(self.name)
+        lease = self.client.revoke(self.name, 5.0)
+        self.assertGreater(lease.token, before)
+        status = self.client.status(self.name)
+        self.assertEqual((status.held, status.token, status.owner), (True, lease.token, None))
+        with self.assertRaises(fencelock.LockedError):
+            self.client.acquire(self.name, 1.0)
+        with self.client.keep(lease):
+            pass  # a keeper takes it, and releases it at exit
+        self.assertFalse(self.client.status(self.name).held)
+
     def test_a_held_lock_is_locked_with_retry_after(self) -> None:
         lease = self.client.acquire(self.name, 5.0)
         with self.assertRaises(fencelock.LockedError) as caught:
@@ -247,6 +292,11 @@ class AgainstTheService(unittest.TestCase):
         self.assertTrue(client.status(self.name).held)
         client.extend(lease)
         self.assertTrue(client.release(lease))
+        fresh = support.PatientClient([f"http://127.0.0.1:{support.closed_port()}",
+                                       support.FENCELOCK_ENDPOINT], retry_backoff=0.01)
+        revoker = fresh.revoke(self.name, 2.0)  # a revoke too
+        self.assertTrue(fresh.release(revoker))
+        fresh.close()
 
     def test_no_endpoint_reachable_is_a_transport_error(self) -> None:
         client = fencelock.Client([f"http://127.0.0.1:{support.closed_port()}",
@@ -266,6 +316,9 @@ class AgainstTheService(unittest.TestCase):
             with self.assertRaises(fencelock.TransportError):
                 client.acquire(self.name, 2.0)
             self.assertEqual(fake.requests, 1)
+            with self.assertRaises(fencelock.TransportError):
+                client.revoke(self.name, 2.0)  # a repeat would revoke its own grant
+            self.assertEqual(fake.requests, 2)
             self.assertFalse(self.client.status(self.name).held,
                              "the second endpoint was never asked")
             # A status is safe to repeat: it fails over.
@@ -323,6 +376,9 @@ class AgainstTheService(unittest.TestCase):
                     reader.acquire("allowed.x", 1.0)  # no "lock" right
                 self.assertEqual(caught.exception.wire_code, "forbidden")
                 self.assertNotIn(secret, str(caught.exception))
+                with self.assertRaises(fencelock.DeniedError) as caught:
+                    reader.revoke("allowed.x", 1.0)   # no "admin" right
+                self.assertEqual(caught.exception.wire_code, "forbidden")
                 with self.assertRaises(fencelock.DeniedError):
                     reader.status("elsewhere")        # no pattern matches
                 # The key passes; the lock nodes (closed ports) do not answer.

@@ -10,6 +10,7 @@ namespace fencelock::api_paths {
 
 inline constexpr std::string_view kLock = "/v1/locks/{name}";
 inline constexpr std::string_view kLockExtend = "/v1/locks/{name}/extend";
+inline constexpr std::string_view kLockRevoke = "/v1/locks/{name}/revoke";
 inline constexpr std::string_view kLockSet = "/v1/locks";
 inline constexpr std::string_view kLockSetExtend = "/v1/locks:extend";
 inline constexpr std::string_view kSemaphore = "/v1/semaphores/{name}";

@@ -92,6 +92,8 @@ const ApiHandlers::RouteTable& ApiHandlers::routes() {
   static const RouteTable table{{
       {Route::kExtend, Method::kPost, paths::kLockExtend, "extend", kRightLock, false, false,
        &A::extend},
+      {Route::kRevoke, Method::kPost, paths::kLockRevoke, "revoke", kRightAdmin, false, false,
+       &A::revoke},
       {Route::kAcquire, Method::kPost, paths::kLock, "acquire", kRightLock, false, false,
        &A::acquire},
       {Route::kRelease, Method::kDelete, paths::kLock, "release", kRightLock, false, false,
@@ -108,6 +110,8 @@ const ApiHandlers::RouteTable& ApiHandlers::routes() {
       {Route::kOpenApi, Method::kGet, paths::kOpenApi, "openapi", 0, false, false, &A::openapi},
       {Route::kAcquireSet, Method::kPost, paths::kLockSet, "acquire_set", kRightLock, true, false,
        &A::acquire_set},
+      {Route::kListLocks, Method::kGet, paths::kLockSet, "list_locks", kRightRead, false, false,
+       &A::list_locks},
       {Route::kReleaseSet, Method::kDelete, paths::kLockSet, "release_set", kRightLock, true, false,
        &A::release_set},
       {Route::kExtendSet, Method::kPost, paths::kLockSetExtend, "extend_set", kRightLock, true,
@@ -179,6 +183,8 @@ ApiHandlers::Screened ApiHandlers::screen(Method method, std::string_view target
   }
   screened.route = match.entry->route;
   screened.name = match.name;
+  if (const auto mark = target.find('?'); mark != std::string_view::npos)
+    screened.query = target.substr(mark + 1);
   screened.entry = static_cast<std::size_t>(match.entry - routes().data());
   screened.authorization = authorization;
   // A lock set's names are in its body: the key is found, its right checked and its rate taken
@@ -186,7 +192,7 @@ ApiHandlers::Screened ApiHandlers::screen(Method method, std::string_view target
   const std::uint8_t right = match.entry->right;
   if (authorizer_ == nullptr) {
     screened.decision.allowed = true;
-  } else if (match.entry->names_in_body) {
+  } else if (!names_in_path(*match.entry)) {  // a lock set's body, a listing's answer
     screened.decision = authorizer_->authenticate(right, authorization, Authorizer::Clock::now());
   } else {
     screened.decision =
@@ -219,7 +225,7 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::str
   Authorizer::Decision again;  // the keys were reloaded while the body arrived: decided anew
   if (authorizer_ != nullptr && authorizer_->replaced_since(screened.decision)) {
     again = authorizer_->identify(entry.right, screened.authorization);
-    if (!entry.names_in_body) again = Authorizer::check_name(again, screened.name);
+    if (names_in_path(entry)) again = Authorizer::check_name(again, screened.name);
     if (!again.allowed) {
       reply(denial_response(again));
       return dispatched;
@@ -253,8 +259,9 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::str
   // handed-on one answer too, the connection keeps only the first answer.
   const Reply fallback = reply;
   try {
-    dispatched.cancel = (this->*(entry.handler))(Call{screened.name, body, key_id, decision->usage},
-                                                 std::move(reply));
+    const Call call{screened.name,   body,           key_id,
+                    decision->usage, screened.query, authorizer_ ? decision : nullptr};
+    dispatched.cancel = (this->*(entry.handler))(call, std::move(reply));
   } catch (const std::exception& e) {
     log_event(LogLevel::kError, "internal_error",
               {{"route", route_label(dispatched.route)}, {"what", e.what()}});
@@ -264,19 +271,32 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::str
 }
 
 ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
-  const std::string name(call.name);
   auto parsed = parse_acquire_body(call.body, limits_);
   if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  return take_lock(call, parsed.value(), /*revoke=*/false, std::move(reply));
+}
+
+ApiHandlers::Cancel ApiHandlers::revoke(const Call& call, Reply reply) {
+  auto parsed = parse_revoke_body(call.body, limits_);
+  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  return take_lock(call, parsed.value(), /*revoke=*/true, std::move(reply));
+}
+
+ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& body, bool revoke,
+                                           Reply reply) {
+  const std::string name(call.name);
+  const AcquireBody* parsed = &body;
   std::string owner_detail = parsed->owner;
   const bool waits = parsed->wait.count() > 0;
   const std::string owner(call.owner);
   // The key's caps (auth/key_usage.h): a waiter slot and a lock slot, given back on every outcome.
   auto pending = PendingAcquire::begin(call.usage, owner, waits, 1, waiting_acquires_);
   if (!pending.ok()) return answer(reply, std::move(pending).error());
-  storage::AcquireRequest request{name, parsed->ttl, parsed->wait, owner};
+  storage::AcquireRequest request{name, parsed->ttl, parsed->wait, owner, owner_detail};
   storage::AcquireTicket ticket;
   try {  // the handler runs exactly once, unless the call throws: then nothing runs it
-    ticket = engine_.acquire(
+    auto take = revoke ? &storage::LockEngine::revoke : &storage::LockEngine::acquire;
+    ticket = (engine_.*take)(
         std::move(request),
         [this, name, owner, owner_detail, usage = call.usage, pending = pending.value(),
          reply = std::move(reply)](Result<storage::Lease> lease) mutable {
@@ -361,11 +381,12 @@ ApiHandlers::Cancel ApiHandlers::lock_status(const Call& call, Reply reply) {
       if (!status || !token) return;
       if (!status->ok()) return reply(from_storage_error(status->error()));
       if (!token->ok()) return reply(from_storage_error(token->error()));
-      json body{{"name", name},
-                {"held", status->value().held},
-                {"remaining_ms", nullptr},
-                {"last_token", token->value()}};
-      if (status->value().remaining) body["remaining_ms"] = status->value().remaining->count();
+      const storage::LockStatus& held = status->value();
+      json body{{"name", name},     {"held", held.held}, {"remaining_ms", nullptr},
+                {"token", nullptr}, {"owner", nullptr},  {"last_token", token->value()}};
+      if (held.remaining) body["remaining_ms"] = held.remaining->count();
+      if (held.token) body["token"] = *held.token;
+      if (!held.holder.empty()) body["owner"] = held.holder;
       reply(ok(body));
     }
   };

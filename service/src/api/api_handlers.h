@@ -94,6 +94,7 @@ class ApiHandlers {
   struct Screened {
     Route route = Route::kNotFound;  // as Dispatched::route
     std::string_view name;           // as Dispatched::name: a view into the target
+    std::string_view query;          // the target's query, after '?': a view into the target
     // Set when the head alone answers the request: HEAD, 404, 405, a bad name, 401, 403, 429.
     // Nothing of the body is needed (nor should it be read or held in memory).
     std::optional<ApiResponse> answer;
@@ -145,6 +146,10 @@ class ApiHandlers {
     std::string_view body;
     std::string_view owner;  // the caller's API key id ("" without keys): leases are bound to it
     std::shared_ptr<KeyUsage> usage;  // the key's caps and counters, if it has caps
+    std::string_view query{};         // the target's query, after '?' ("" if none)
+    // Who calls, for a route whose names are only known in the answer (a listing); valid during
+    // the handler's call only, null without keys.
+    const Authorizer::Decision* decision = nullptr;
   };
   using Handler = Cancel (ApiHandlers::*)(const Call& call, Reply reply);
 
@@ -167,6 +172,10 @@ class ApiHandlers {
  private:
   Cancel acquire(const Call& call, Reply reply);
   Cancel extend(const Call& call, Reply reply);
+  Cancel revoke(const Call& call, Reply reply);
+  Cancel list_locks(const Call& call, Reply reply);
+  // acquire and revoke once their bodies are read: the engine's verb, the key's caps, the answer.
+  Cancel take_lock(const Call& call, const AcquireBody& body, bool revoke, Reply reply);
   Cancel release(const Call& call, Reply reply);
   Cancel lock_status(const Call& call, Reply reply);
   Cancel next_token(const Call& call, Reply reply);

@@ -4,7 +4,8 @@ namespace fencelock::service::handler_support {
 
 ApiResponse ok(const nlohmann::json& body, std::optional<std::uint64_t> token) {
   ApiResponse response;
-  response.body = body.dump();
+  // Text from a lock node (an owner) is not trusted to be UTF-8: replaced, never thrown on.
+  response.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   response.log.token = token;
   return response;
 }

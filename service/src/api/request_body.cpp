@@ -1,6 +1,7 @@
 #include "api/request_body.h"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -234,6 +235,9 @@ Result<AcquireBody> acquire_fields(const Object& object, const BodyLimits& limit
   if (!wait.ok()) return std::move(wait).error();
   auto owner = string_field(object, "owner", kMaxOwnerLength, false);
   if (!owner.ok()) return std::move(owner).error();
+  if (owner.value() && !storage::is_valid_holder(*owner.value())) {
+    return make_error(ErrorCode::kInvalidArgument, "owner must not hold control characters");
+  }
   return AcquireBody{ttl.value(), std::chrono::milliseconds(wait.value().value_or(0)),
                      owner.value().value_or(std::string())};
 }
@@ -253,6 +257,13 @@ Result<ReleaseBody> release_fields(const Object& object, std::size_t max_lease) 
   auto lease = string_field(object, "lease", max_lease, true);
   if (!lease.ok()) return std::move(lease).error();
   return ReleaseBody{std::move(*lease.value())};
+}
+
+template <class Object>
+Result<AcquireBody> revoke_fields(const Object& object, const BodyLimits& limits) {
+  if (auto known = only_fields(object, {"ttl_ms", "owner"}); !known.ok())
+    return std::move(known).error();
+  return acquire_fields(object, limits);
 }
 
 template <class Object>
@@ -355,6 +366,76 @@ Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& 
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   return lock_acquire_fields(object.value(), limits);
+}
+
+namespace {
+
+// `text` with each %XX decoded; nullopt for a '%' not followed by two hex digits.
+std::optional<std::string> percent_decoded(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out.push_back(' ');
+    } else if (text[i] != '%') {
+      out.push_back(text[i]);
+    } else {
+      unsigned value = 0;
+      if (i + 2 >= text.size()) return std::nullopt;
+      const auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+      if (ec != std::errc() || end != text.data() + i + 3) return std::nullopt;
+      out.push_back(static_cast<char>(value));
+      i += 2;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<storage::ListRequest> parse_list_query(std::string_view query) {
+  storage::ListRequest request;
+  bool seen[3] = {false, false, false};
+  while (!query.empty()) {
+    const std::string_view pair = query.substr(0, query.find('&'));
+    query.remove_prefix(std::min(query.size(), pair.size() + 1));
+    if (pair.empty()) continue;
+    const std::string_view key = pair.substr(0, pair.find('='));
+    const auto value = percent_decoded(pair.substr(std::min(pair.size(), key.size() + 1)));
+    static constexpr std::string_view kKeys[] = {"prefix", "limit", "cursor"};
+    const auto* known = std::find(std::begin(kKeys), std::end(kKeys), key);
+    if (known == std::end(kKeys)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown query parameter '" + std::string(key.substr(0, 40)) +
+                            "'; a listing takes prefix, limit, cursor");
+    }
+    bool& once = seen[known - std::begin(kKeys)];
+    if (once || !value) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        std::string(key) + (once ? " is given twice" : " is not percent-encoded"));
+    }
+    once = true;
+    if (key == "prefix") {
+      request.prefix = *value;
+    } else if (key == "cursor") {
+      request.cursor = *value;
+    } else {
+      std::size_t limit = 0;
+      const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), limit);
+      if (ec != std::errc() || end != value->data() + value->size() || limit < 1 ||
+          limit > storage::kMaxListLimit) {
+        return make_error(ErrorCode::kInvalidArgument, "limit must be a whole number from 1 to " +
+                                                           std::to_string(storage::kMaxListLimit));
+      }
+      request.limit = limit;
+    }
+  }
+  return request;
+}
+
+Result<AcquireBody> parse_revoke_body(std::string_view body, const BodyLimits& limits) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return revoke_fields(object.value(), limits);
 }
 
 Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits) {

@@ -17,7 +17,7 @@
 
 namespace fencelock::service {
 
-inline constexpr std::size_t kMaxOwnerLength = 200;
+inline constexpr std::size_t kMaxOwnerLength = storage::kMaxHolderLength;
 // The longest lease fencelockd hands out (lease_codec.h): a token of up to 20 digits (an etcd
 // source's floor may be up to 2^62), '.', the proof.
 inline constexpr std::size_t kMaxLeaseLength = 20 + 1 + storage::kLeaseProofLength;
@@ -36,7 +36,9 @@ struct BodyLimits {
 struct AcquireBody {
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds wait{0};
-  std::string owner;  // optional, for logs; at most kMaxOwnerLength characters
+  // Optional: who asks (storage::AcquireRequest::holder); at most kMaxOwnerLength bytes, no
+  // control characters.
+  std::string owner;
 };
 
 struct ExtendBody {
@@ -72,6 +74,11 @@ struct PermitAcquireBody {
 
 // {"ttl_ms": int, "wait_ms": int (optional, default 0), "owner": string (optional)}
 storage::Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits);
+// {"ttl_ms": int, "owner": string (optional)}: a revoke's (it never waits).
+storage::Result<AcquireBody> parse_revoke_body(std::string_view body, const BodyLimits& limits);
+// A listing's query, "prefix=P&limit=N&cursor=C", each optional (limit defaults to 100), each at
+// most once, values percent-decoded; another parameter is refused, named.
+storage::Result<storage::ListRequest> parse_list_query(std::string_view query);
 // {"lease": string, "ttl_ms": int}
 storage::Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits);
 // {"lease": string}

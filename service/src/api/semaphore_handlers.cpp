@@ -45,8 +45,8 @@ ApiHandlers::Cancel ApiHandlers::acquire_permit(const Call& call, Reply reply) {
   // The key's caps (auth/key_usage.h): a waiter slot and a lock slot, given back on every outcome.
   auto pending = PendingAcquire::begin(call.usage, owner, waits, 1, waiting_acquires_);
   if (!pending.ok()) return answer(reply, std::move(pending).error());
-  storage::PermitRequest request{name, parsed->permits, parsed->acquire.ttl, parsed->acquire.wait,
-                                 owner};
+  storage::PermitRequest request{name,  parsed->permits, parsed->acquire.ttl, parsed->acquire.wait,
+                                 owner, owner_detail};
   storage::AcquireTicket ticket;
   try {  // the handler runs exactly once, unless the call throws: then nothing runs it
     ticket = engine_.acquire_permit(

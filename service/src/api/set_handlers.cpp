@@ -82,7 +82,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_set(const Call& call, Reply reply) {
       PendingAcquire::begin(call.usage, owner, waits, parsed->names.size(), waiting_acquires_);
   if (!pending.ok()) return answer(reply, std::move(pending).error());
   storage::LockSetRequest request{std::move(parsed->names), parsed->acquire.ttl,
-                                  parsed->acquire.wait, owner};
+                                  parsed->acquire.wait, owner, owner_detail};
   storage::AcquireTicket ticket;
   try {  // the handler runs exactly once, unless the call throws: then nothing runs it
     ticket = engine_.acquire_set(

@@ -326,7 +326,7 @@ std::string usage_text() {
   const ServiceConfig defaults;
   std::string out =
       "usage: fencelockd --redis HOST:PORT[,HOST:PORT...] [flags]\n"
-      "       fencelockd keys new --id ID --names PATTERN[,...] --rights lock,read,token "
+      "       fencelockd keys new --id ID --names PATTERN[,...] --rights lock,read,token,admin "
       "[--rate N] [--burst N] [--max-locks N] [--max-waiters N]\n"
       "\n"
       "fencelock: Redlock quorum locks over independent Redis masters, each grant paired with a\n"

@@ -1,5 +1,6 @@
 #include "auth/api_keys.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
@@ -75,7 +76,7 @@ Result<ApiKey> parse_key(const json& entry, std::size_t index) {
       for (const json& right : value) {
         const auto parsed = right.is_string() ? parse_rights(right.get<std::string>())
                                               : std::optional<std::uint8_t>();
-        if (!parsed) return bad(where, "each right is one of lock, read, token");
+        if (!parsed) return bad(where, "each right is one of lock, read, token, admin");
         key.rights |= *parsed;
       }
     } else if (field == "max_locks" || field == "max_waiters") {
@@ -111,6 +112,8 @@ std::string_view right_name(Right right) noexcept {
       return "read";
     case kRightToken:
       return "token";
+    case kRightAdmin:
+      return "admin";
   }
   return "?";
 }
@@ -120,15 +123,10 @@ std::optional<std::uint8_t> parse_rights(std::string_view text) {
   while (true) {
     const auto comma = text.find(',');
     const std::string_view one = text.substr(0, comma);
-    if (one == "lock") {
-      rights |= kRightLock;
-    } else if (one == "read") {
-      rights |= kRightRead;
-    } else if (one == "token") {
-      rights |= kRightToken;
-    } else {
-      return std::nullopt;
-    }
+    const auto* const known = std::find_if(std::begin(kAllRights), std::end(kAllRights),
+                                           [&](Right right) { return right_name(right) == one; });
+    if (known == std::end(kAllRights)) return std::nullopt;
+    rights = static_cast<std::uint8_t>(rights | *known);
     if (comma == std::string_view::npos) return rights;
     text.remove_prefix(comma + 1);
   }

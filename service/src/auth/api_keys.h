@@ -23,9 +23,11 @@
 namespace fencelock::service {
 
 // What a key may do. kLock: acquire, extend, release; kRead: lock status and current token;
-// kToken: draw a token without holding the lock (POST /v1/tokens, the hazard in docs/api.md).
-enum Right : std::uint8_t { kRightLock = 1, kRightRead = 2, kRightToken = 4 };
-std::string_view right_name(Right right) noexcept;  // "lock", "read", "token"
+// kToken: draw a token without holding the lock (POST /v1/tokens, the hazard in docs/api.md);
+// kAdmin: revoke a lock whoever holds it (POST /v1/locks/{name}/revoke).
+enum Right : std::uint8_t { kRightLock = 1, kRightRead = 2, kRightToken = 4, kRightAdmin = 8 };
+inline constexpr Right kAllRights[] = {kRightLock, kRightRead, kRightToken, kRightAdmin};
+std::string_view right_name(Right right) noexcept;  // "lock", "read", "token", "admin"
 // "lock,read" → kRightLock | kRightRead; nullopt for an unknown or empty entry.
 std::optional<std::uint8_t> parse_rights(std::string_view comma_separated);
 

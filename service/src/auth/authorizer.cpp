@@ -34,7 +34,7 @@ std::optional<std::string_view> bearer_secret(std::string_view header) {
 
 std::string rights_text(std::uint8_t rights) {
   std::string text;
-  for (const Right right : {kRightLock, kRightRead, kRightToken}) {
+  for (const Right right : kAllRights) {
     if ((rights & right) == 0) continue;
     if (!text.empty()) text += ", ";
     text += right_name(right);

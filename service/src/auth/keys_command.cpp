@@ -12,7 +12,8 @@ namespace fencelock::service {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: fencelockd keys new --id ID --names PATTERN[,PATTERN...] --rights lock,read,token "
+    "usage: fencelockd keys new --id ID --names PATTERN[,PATTERN...] --rights "
+    "lock,read,token,admin "
     "[--rate N] [--burst N] [--max-locks N] [--max-waiters N]";
 
 int usage(std::FILE* err, const std::string& problem) {

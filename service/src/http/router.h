@@ -35,6 +35,13 @@ struct RouteEntry {
   Handler handler{};
 };
 
+// Whether `entry`'s names are in its path ("{name}"); if not, in its body (a lock set) or only in
+// its answer (a listing, which leaves out the names the caller's key may not read).
+template <class Handler>
+bool names_in_path(const RouteEntry<Handler>& entry) noexcept {
+  return entry.pattern.find("{name}") != std::string_view::npos;
+}
+
 template <class Handler>
 struct RouteMatch {
   enum class Kind {

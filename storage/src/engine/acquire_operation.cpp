@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "engine/fences.h"
+#include "engine/lease_value.h"
 #include "fencelock/storage/failpoints.h"
 #include "fencelock/storage/lease_secret.h"
 #include "fencelock/storage/lease_timing.h"
@@ -69,6 +70,7 @@ AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireTarg
     : core_(std::move(core)),
       target_(std::move(target)),
       value_(std::move(value)),
+      value_tail_(lease_value_tail(target_.holder)),
       done_(std::move(done)),
       retry_timer_(core_->strand()) {
   if (target_.kind == AcquireTarget::Kind::kPermit) {
@@ -234,18 +236,24 @@ RespCommand AcquireOperation::attempt_command(bool eval) const {
   keys.insert(keys.end(), fence_keys_.begin(), fence_keys_.end());
   switch (target_.kind) {
     case AcquireTarget::Kind::kLock: {
-      const std::string args[] = {value_, ttl, mark, token_arg(0)};
-      return EngineCore::script_command(Script::kAcquireLock, eval, keys, args);
+      const std::string token = token_arg(0);
+      const std::string args[] = {written_lease_value(value_, token, value_tail_), ttl, mark,
+                                  token};
+      return EngineCore::script_command(target_.revoke ? Script::kRevokeLock : Script::kAcquireLock,
+                                        eval, keys, args);
     }
     case AcquireTarget::Kind::kSet: {
       std::vector<std::string> args = {value_, ttl, mark};
       for (std::size_t i = 0; i < target_.names.size(); ++i) args.push_back(token_arg(i));
+      args.push_back(value_tail_);
       return EngineCore::script_command(Script::kAcquireSet, eval, keys, args);
     }
     case AcquireTarget::Kind::kPermit:
       break;
   }
-  const std::string args[] = {value_, ttl, mark, std::to_string(slot_), token_arg(0)};
+  const std::string token = token_arg(0);
+  const std::string args[] = {written_lease_value(value_, token, value_tail_), ttl, mark,
+                              std::to_string(slot_), token};
   return EngineCore::script_command(Script::kAcquirePermit, eval, keys, args);
 }
 

@@ -62,6 +62,8 @@ struct AcquireTarget {
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds wait{0};
   std::string owner;
+  std::string holder;   // AcquireRequest::holder, checked
+  bool revoke = false;  // kLock: taken whatever holds it (LockEngine::revoke); never waits
 };
 
 // The slot key name of a semaphore's slot (lua_scripts.h): "<name>#permit:<slot>"; and its config
@@ -177,6 +179,7 @@ class AcquireOperation : public ReplySink,
   std::vector<std::string> fence_keys_;  // one per name
   std::vector<std::string> slot_names_;  // kPermit: the names of the semaphore's slots
   std::string value_;  // the lease value written on the nodes (lease_secret.h); never leaves here
+  std::string value_tail_;  // what follows the token in each key written (lease_value.h)
   Handler done_;
   std::uint32_t slot_ = 0;                 // kPermit: the slot of the attempt
   std::uint32_t hops_ = 0;                 // kPermit: attempts moved to a free slot without a sleep

@@ -2,25 +2,24 @@
 // one node; the engine runs each on all nodes and counts the answers.
 //
 // KEYS[1] is always the lock key (key prefix + name). A lock key's value is the lease value (48 hex
-// digits: lease id, then secret; lease_secret.h), or "<value>#<mark>" once a waiting acquire was
-// refused by it: the mark is the id of the one engine whose waiters were refused, or "*" for
-// several. Values are hex, so '#' separates unambiguously; every script that compares a value
-// accepts both forms. The mark lets a release through one fencelockd wake the waiters of another
-// (PUBLISH, see EngineCore) at no cost when nobody elsewhere waits: the release reads the value
-// it compares anyway.
-// A holder's release and extend carry its *claim* in ARGV[1]: the proof (lease id + digest, 48 hex)
-// followed by the token in decimal. They answer 1 (done), 0 (the key is absent or holds another
-// lease) or -1 (this lease, but the claim's token is not the one it was granted with: the lease
-// string was altered; nothing is changed).
-// Every acquire carries the fencing token its grant would answer (drawn before the vote) and the
-// name's *fence key* ("<lock key>#fence"; a semaphore's: "<prefix><name>#fence"), which holds the
-// highest token any acquire of that name wrote on this node and never expires. An acquire whose
-// token is not above the fence writes nothing and answers {-3, ..., fence} (a token store behind
-// the nodes, or a draw that lost a race: docs/architecture.md, "The fence"). Tokens are compared
-// as decimal digits (Lua's numbers are doubles); an empty token (an engine without a token
-// source) skips the fence.
-// Scripts are SCRIPT LOADed on every new connection and invoked with EVALSHA; a NOSCRIPT answer
-// (someone ran SCRIPT FLUSH) is retried once with EVAL.
+// digits: lease id, then secret; lease_secret.h) followed by the grant's token and holder
+// (lease_value.h), or that with "#<mark>" once a waiting acquire was refused by it: the mark is the
+// id of the one engine whose waiters were refused, or "*" for several. No '#' comes before the
+// mark (lease_value.h escapes it), so the first '#' starts it; a lease is known by the value's
+// first 48 characters, which is all a claim or a cleanup compares. The mark lets a release through
+// one fencelockd wake the waiters of another (PUBLISH, see EngineCore) at no cost when nobody
+// elsewhere waits: the release reads the value it compares anyway. A holder's release and extend
+// carry its *claim* in ARGV[1]: the proof (lease id + digest, 48 hex) followed by the token in
+// decimal. They answer 1 (done), 0 (the key is absent or holds another lease) or -1 (this lease,
+// but the claim's token is not the one it was granted with: the lease string was altered; nothing
+// is changed). Every acquire carries the fencing token its grant would answer (drawn before the
+// vote) and the name's *fence key* ("<lock key>#fence"; a semaphore's: "<prefix><name>#fence"),
+// which holds the highest token any acquire of that name wrote on this node and never expires. An
+// acquire whose token is not above the fence writes nothing and answers {-3, ..., fence} (a token
+// store behind the nodes, or a draw that lost a race: docs/architecture.md, "The fence"). Tokens
+// are compared as decimal digits (Lua's numbers are doubles); an empty token (an engine without a
+// token source) skips the fence. Scripts are SCRIPT LOADed on every new connection and invoked with
+// EVALSHA; a NOSCRIPT answer (someone ran SCRIPT FLUSH) is retried once with EVAL.
 #pragma once
 
 #include <cstdint>
@@ -46,9 +45,10 @@ enum class Script : std::uint8_t {
   kReleasePermit = 9,
   kExtendPermit = 10,
   kInspectSemaphore = 11,
-  kFenceToken = 12
+  kFenceToken = 12,
+  kRevokeLock = 13
 };
-inline constexpr std::size_t kScriptCount = 13;
+inline constexpr std::size_t kScriptCount = 14;
 
 // The start of every script that checks a holder's claim (see above): leaves the key's value in
 // `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on
@@ -78,11 +78,12 @@ inline constexpr std::size_t kScriptCount = 13;
 // release's tag (ARGV[2], or zeros and the lease id) — unless the mark is the releasing engine's
 // own (its waiters were woken directly). Returns 1.
 #define FENCELOCK_LUA_ANNOUNCE_RELEASE                                        \
-  "if #value == 48 then\n"                                                    \
+  "local at = string.find(value, '#', 49, true)\n"                            \
+  "if not at then\n"                                                          \
   "  return 1\n"                                                              \
   "end\n"                                                                     \
   "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n" \
-  "if string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"                 \
+  "if string.sub(value, at + 1) ~= string.sub(tag, 1, 16) then\n"             \
   "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL                  \
   "', tag .. ' ' .. KEYS[1])\n"                                               \
   "end\n"                                                                     \
@@ -101,8 +102,9 @@ inline constexpr std::size_t kScriptCount = 13;
 inline constexpr std::string_view kReleaseScript =
     FENCELOCK_LUA_CHECK_CLAIM "redis.call('DEL', KEYS[1])\n" FENCELOCK_LUA_ANNOUNCE_RELEASE;
 
-// The cleanup of a failed attempt: a compare-and-delete on the lease value itself (ARGV[1], known
-// only to the engine), without any announcement. It frees nothing anyone waits for, and announcing
+// The cleanup of a failed attempt: a compare-and-delete on the lease value itself (ARGV[1], the 48
+// characters known only to the engine, whatever follows them in the key), without any
+// announcement. It frees nothing anyone waits for, and announcing
 // it would wake other engines' waiters straight into the same split vote, over and over while the
 // lock is held.
 // Every key in KEYS (one for a single lock, all of a lock set's keys, a permit's slot key).
@@ -110,8 +112,7 @@ inline constexpr std::string_view kReleaseSilentlyScript =
     "local deleted = 0\n"
     "for i = 1, #KEYS do\n"
     "  local value = redis.call('GET', KEYS[i])\n"
-    "  if value == ARGV[1] or (value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. '#') "
-    "then\n"
+    "  if value and string.sub(value, 1, #ARGV[1]) == ARGV[1] then\n"
     "    deleted = deleted + redis.call('DEL', KEYS[i])\n"
     "  end\n"
     "end\n"
@@ -162,8 +163,10 @@ inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
 
 // All or nothing on this node. KEYS: the set's n keys, then their n fence keys; ARGV[1]: the lease
 // value, ARGV[2]: ttl (ms), ARGV[3]: this engine's id, or "" for an attempt that will not wait
-// (no mark), ARGV[3 + i]: the token of the i-th name. If no key of the set exists and every token
-// is above its fence, SETs every key to ARGV[1] PX ARGV[2], raises every fence and returns 1. If a
+// (no mark), ARGV[3 + i]: the token of the i-th name, ARGV[4 + n]: the value's tail
+// (lease_value.h). If no key of the set exists and every token is above its fence, SETs every key i
+// to
+// "<ARGV[1]>:<ARGV[3 + i]><ARGV[4 + n]>" PX ARGV[2], raises every fence and returns 1. If a
 // key is held, writes nothing but marks (ARGV[3]) every held key as kAcquireLockScript does, and
 // returns {0, holder id, pttl, held} — holder id and pttl of the held key that frees last (the set
 // can be granted here only once all are free), `held` the 1-based indices of the held keys (a
@@ -199,7 +202,8 @@ inline constexpr std::string_view kAcquireSetScript = FENCELOCK_LUA_MARK
     "  end\n"
     "end\n"
     "for i = 1, n do\n"
-    "  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])\n"
+    "  local value = ARGV[1] .. ':' .. ARGV[3 + i] .. ARGV[4 + n]\n"
+    "  redis.call('SET', KEYS[i], value, 'PX', ARGV[2])\n"
     "  if ARGV[3 + i] ~= '' then\n"
     "    redis.call('SET', KEYS[n + i], ARGV[3 + i])\n"
     "  end\n"
@@ -245,7 +249,8 @@ inline constexpr std::string_view kReleaseSetScript = FENCELOCK_LUA_CHECK_SET_CL
     "local tag = ARGV[2] or ('0000000000000000' .. id)\n"
     "for i, value in pairs(values) do\n"
     "  redis.call('DEL', KEYS[i])\n"
-    "  if #value ~= 48 and string.sub(value, 50) ~= string.sub(tag, 1, 16) then\n"
+    "  local at = string.find(value, '#', 49, true)\n"
+    "  if at and string.sub(value, at + 1) ~= string.sub(tag, 1, 16) then\n"
     "    redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL
     "', tag .. ' ' .. KEYS[i])\n"
     "  end\n"
@@ -279,7 +284,8 @@ inline constexpr std::string_view kExtendSetScript = FENCELOCK_LUA_CHECK_SET_CLA
 
 // A permit attempt. KEYS[1]: the config key, KEYS[2..N+1]: the slot keys, KEYS[N+2]: the
 // semaphore's fence key; ARGV[1]: the lease value, ARGV[2]: ttl (ms), ARGV[3]: this engine's id, or
-// "" (no mark), ARGV[4]: the slot tried (0-based), ARGV[5]: the token.
+// "" (no mark), ARGV[4]: the slot tried (0-based), ARGV[5]: the token. ARGV[1] is the whole value
+// written (lease_value.h), as for a single lock.
 // Returns {-2, "<live N>"} if the config key holds another N and some slot of that N is live
 // (nothing written); 1 if the slot was free and the token above the fence: the slot is SET like a
 // single lock, the fence raised and the config key set to N with a ttl at least ARGV[2];
@@ -393,8 +399,9 @@ inline constexpr std::string_view kInspectSemaphoreScript =
     "end\n"
     "return {live, held}\n";
 
-// A single lock's acquire. KEYS[1]: the lock key, KEYS[2]: its fence key; ARGV[1]: the lease
-// value, ARGV[2]: ttl (ms), ARGV[3]: this engine's id for an attempt that will wait if refused, or
+// A single lock's acquire. KEYS[1]: the lock key, KEYS[2]: its fence key; ARGV[1]: the value to
+// write (lease value, token and holder: lease_value.h), ARGV[2]: ttl (ms), ARGV[3]: this engine's
+// id for an attempt that will wait if refused, or
 // "" (no mark), ARGV[4]: the token. If the key is free and the token above the fence: SET NX PX,
 // the fence raised, returns 1. If the key is free but the token is not above the fence: {-3,
 // fence}, nothing written. If the key is held: unless ARGV[3] is "", marks the holder's value with
@@ -436,6 +443,28 @@ inline constexpr std::string_view kAcquireLockScript =
     "redis.call('SET', KEYS[1], value .. '#' .. wanted, 'KEEPTTL')\n"
     "return refusal\n";
 
+// A revoke (LockEngine::revoke): the lock's acquire whatever holds the key. KEYS and ARGV as
+// kAcquireLockScript's (ARGV[3] is ignored: a revoke never waits). If the token is above the fence,
+// SETs the key to ARGV[1] PX ARGV[2] — over any holder's value, keeping its waiters' mark, so
+// their engines still hear of the revoker's release — raises the fence and returns 1; otherwise
+// {-3, fence}, nothing written. Never without a token: only the fence keeps the revoked holder's
+// writes out (docs/architecture.md, "Revoke").
+inline constexpr std::string_view kRevokeLockScript =
+    "local fence = redis.call('GET', KEYS[2])\n"
+    "local token = ARGV[4]\n"
+    "if token ~= '' and " FENCELOCK_LUA_ABOVE("token", "fence") " then\n"
+    "  local value = ARGV[1]\n"
+    "  local old = redis.call('GET', KEYS[1])\n"
+    "  local at = old and string.find(old, '#', 49, true)\n"
+    "  if at then\n"
+    "    value = value .. string.sub(old, at)\n"
+    "  end\n"
+    "  redis.call('SET', KEYS[1], value, 'PX', ARGV[2])\n"
+    "  redis.call('SET', KEYS[2], token)\n"
+    "  return 1\n"
+    "end\n"
+    "return {-3, fence}\n";
+
 // A token drawn without a lock (POST /v1/tokens; token_draw_operation.h): KEYS[1] the name's fence
 // key, ARGV[1] the token. If the token is above the fence, raises the fence to it and returns 1;
 // otherwise {-3, fence}, nothing written — as the acquire scripts fence a grant's token.
@@ -464,30 +493,37 @@ inline constexpr std::string_view kRaiseFencesScript =
 
 #undef FENCELOCK_LUA_ABOVE
 
-// Inspect: the holder's value and remaining ttl, {value or nil, pttl}. The engine compares values
-// across nodes to find a quorum holder and never returns the value to anyone.
+// Inspect: each key's value and remaining ttl, {value or nil, pttl, value or nil, pttl, ...} in
+// the order of KEYS. The engine compares values across nodes to find a quorum holder and never
+// returns a value to anyone.
 inline constexpr std::string_view kInspectScript =
-    "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}\n";
+    "local out = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  out[2 * i - 1] = redis.call('GET', KEYS[i])\n"
+    "  out[2 * i] = redis.call('PTTL', KEYS[i])\n"
+    "end\n"
+    "return out\n";
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha =
-    "bbd9fdbe73f35a2e0afaefdebc41cd25b9900809";
-inline constexpr std::string_view kReleaseScriptSha = "ac0e9a2693df72e8f9864610396db3aaf6e71093";
+    "aefa35724faf0b722be15286e830a33a84f128bf";
+inline constexpr std::string_view kReleaseScriptSha = "f4240a8e9d9655c93c4dbeb16285bac47a9609ad";
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
-inline constexpr std::string_view kInspectScriptSha = "2170fc65895d14f2eac3a77defa9568bea1a34a5";
+inline constexpr std::string_view kInspectScriptSha = "c7740c23920645cb001dab2b297f9c0181b89d65";
 inline constexpr std::string_view kAcquireLockScriptSha =
     "77be07fecce537f2626491367fb3316bc034272f";
-inline constexpr std::string_view kAcquireSetScriptSha = "20d6f2be19e8e0c1edeb444ee0fb68e3b9d7abf1";
-inline constexpr std::string_view kReleaseSetScriptSha = "15735c4a24a8bdbba3cf2381abcdf03fa4cec45d";
+inline constexpr std::string_view kAcquireSetScriptSha = "c27b0d8d869d694f4869b21b05ba2713993762e5";
+inline constexpr std::string_view kReleaseSetScriptSha = "95710129550c49afac06df34d6f07e2664c98ccd";
 inline constexpr std::string_view kExtendSetScriptSha = "291c298b18576dfcc32adcdb9e08cc703d075bb8";
 inline constexpr std::string_view kAcquirePermitScriptSha =
     "e690df3dde80e200917820445220a50931f3ecb4";
 inline constexpr std::string_view kReleasePermitScriptSha =
-    "69adf1b93ccf41662280bbb9597ef4d7f28a1160";
+    "54d824f2bb7f381acb748bfd0bf31d9fdc822c13";
 inline constexpr std::string_view kExtendPermitScriptSha =
     "8096a14c74c9f20df6b81648c107a44e3efca7b9";
 inline constexpr std::string_view kFenceTokenScriptSha = "e6b19d863e8e7382bf41fdc97e142f56b40ee34f";
+inline constexpr std::string_view kRevokeLockScriptSha = "0eb5d2bb2170f6e4196291b4884e7075eec92841";
 inline constexpr std::string_view kInspectSemaphoreScriptSha =
     "85c89408bc266f575cff7854d6f80daaab8a2199";
 
@@ -519,6 +555,8 @@ constexpr std::string_view script_sha(Script script) {
       return kInspectSemaphoreScriptSha;
     case Script::kFenceToken:
       return kFenceTokenScriptSha;
+    case Script::kRevokeLock:
+      return kRevokeLockScriptSha;
   }
   return {};
 }
@@ -551,6 +589,8 @@ constexpr std::string_view script_source(Script script) {
       return kInspectSemaphoreScript;
     case Script::kFenceToken:
       return kFenceTokenScript;
+    case Script::kRevokeLock:
+      return kRevokeLockScript;
   }
   return {};
 }

@@ -7,6 +7,7 @@
 
 #include "engine/acquire_operation.h"
 #include "engine/engine_core.h"
+#include "engine/list_operation.h"
 #include "engine/script_operation.h"
 #include "engine/token_draw_operation.h"
 #include "fencelock/names.h"
@@ -133,6 +134,11 @@ template <class Granted, class Handler>
 AcquireTicket start_acquire(const std::shared_ptr<EngineCore>& core, Status valid,
                             AcquireTarget target, Handler done) {
   if (valid.ok()) valid = check_owner(target.owner);
+  if (valid.ok() && !is_valid_holder(target.holder)) {
+    valid = make_error(ErrorCode::kInvalidArgument, "owner must be at most " +
+                                                        std::to_string(kMaxHolderLength) +
+                                                        " bytes without control characters");
+  }
   if (valid.ok()) valid = check_ttl(core->options(), target.ttl);
   if (valid.ok()) valid = check_wait(core->options(), target.wait);
   if (!valid.ok()) {
@@ -185,6 +191,23 @@ AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
+  target.holder = std::move(request.holder);
+  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done));
+}
+
+AcquireTicket RedlockEngine::revoke(AcquireRequest request, AcquireHandler done) {
+  Status valid = check_name(request.name);
+  if (valid.ok() && core_->tokens() == nullptr) {
+    valid = make_error(ErrorCode::kInvalidArgument,
+                       "revoke needs fencing tokens: without them the revoked holder could still "
+                       "write");
+  }
+  AcquireTarget target;
+  target.names.push_back(std::move(request.name));
+  target.ttl = request.ttl;
+  target.owner = std::move(request.owner);
+  target.holder = std::move(request.holder);
+  target.revoke = true;
   return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done));
 }
 
@@ -223,8 +246,24 @@ void RedlockEngine::inspect(std::string name, InspectHandler done) {
     return answer_later(core_, std::move(done), Result<LockStatus>(std::move(valid).error()));
   asio::dispatch(core_->strand(),
                  [core = core_, name = std::move(name), done = std::move(done)]() mutable {
-                   std::make_shared<InspectOperation>(core, name, std::move(done))->start();
+                   std::make_shared<InspectOperation>(
+                       core, std::vector<std::string>{core->key_of(name)},
+                       [done = std::move(done)](Result<std::vector<InspectedKey>> keys) {
+                         if (!keys.ok()) return done(Result<LockStatus>(std::move(keys).error()));
+                         done(Result<LockStatus>(std::move(keys.value().front().status)));
+                       })
+                       ->start();
                  });
+}
+
+void RedlockEngine::list(ListRequest request, ListHandler done) {
+  Status valid = ListOperation::check_list_request(request, core_->node_count());
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<LockPage>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, request = std::move(request),
+                                   done = std::move(done)]() mutable {
+    std::make_shared<ListOperation>(core, std::move(request), std::move(done))->start();
+  });
 }
 
 namespace {
@@ -264,6 +303,7 @@ AcquireTicket RedlockEngine::acquire_set(LockSetRequest request, LockSetHandler 
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
+  target.holder = std::move(request.holder);
   return start_acquire<LockSetLease>(core_, std::move(valid), std::move(target), std::move(done));
 }
 
@@ -314,6 +354,7 @@ AcquireTicket RedlockEngine::acquire_permit(PermitRequest request, PermitHandler
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
+  target.holder = std::move(request.holder);
   return start_acquire<Permit>(core_, std::move(valid), std::move(target), std::move(done));
 }
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <map>
 
+#include "engine/lease_value.h"
 #include "fencelock/storage/lease_timing.h"
 
 namespace fencelock::storage {
@@ -136,23 +137,29 @@ void ExtendOperation::decide() {
   }
 }
 
-InspectOperation::InspectOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
-                                   std::function<void(Result<LockStatus>)> done)
-    : ScriptOperation(core, OperationKind::kInspect, Script::kInspect, {core->key_of(name)}, {}),
-      holdings_(tally_.node_count()),
+InspectOperation::InspectOperation(const std::shared_ptr<EngineCore>& core,
+                                   const std::vector<std::string>& keys,
+                                   std::function<void(Result<std::vector<InspectedKey>>)> done)
+    : ScriptOperation(core, OperationKind::kInspect, Script::kInspect, keys, {}),
+      key_count_(keys.size()),
+      holdings_(tally_.node_count(), std::vector<Holding>(keys.size())),
       done_(std::move(done)) {}
 
 void InspectOperation::on_answer(std::size_t node, const NodeReply& reply) {
-  const bool well_formed = reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 2 &&
-                           reply.elements[1].kind == NodeReply::Kind::kInteger;
+  using Kind = NodeReply::Kind;
+  bool well_formed = reply.kind == Kind::kArray && reply.elements.size() == 2 * key_count_;
+  for (std::size_t k = 0; well_formed && k < key_count_; ++k)
+    well_formed = reply.elements[2 * k + 1].kind == Kind::kInteger;
   if (!well_formed) {
     tally_.record(node, Vote::kFailed);
   } else {
-    const NodeReply& value = reply.elements[0];
-    // A waiter's mark ("<value>#<mark>") does not change who holds the lock.
-    if (value.kind == NodeReply::Kind::kString)
-      holdings_[node].value = value.text.substr(0, value.text.find('#'));
-    holdings_[node].pttl_ms = reply.elements[1].integer;
+    for (std::size_t k = 0; k < key_count_; ++k) {
+      const NodeReply& value = reply.elements[2 * k];
+      Holding& holding = holdings_[node][k];
+      // A waiter's mark ("<value>#<mark>") does not change who holds the lock.
+      if (value.kind == Kind::kString) holding.value = value.text.substr(0, value.text.find('#'));
+      holding.pttl_ms = reply.elements[2 * k + 1].integer;
+    }
     tally_.record(node, Vote::kYes);  // "answered"; holdings decide who holds what
   }
   decide();
@@ -162,18 +169,35 @@ void InspectOperation::decide() {
   if (finished() || tally_.pending_voters() != 0) return;
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_), Result<LockStatus>(core_->shortfall_error(tally_)));
+    core_->complete_later(std::move(done_),
+                          Result<std::vector<InspectedKey>>(core_->shortfall_error(tally_)));
     return;
   }
-  // Group the voting nodes' remaining ttls by the value they hold.
+  std::vector<InspectedKey> keys;
+  keys.reserve(key_count_);
+  for (std::size_t k = 0; k < key_count_; ++k) keys.push_back(decide_key(k));
+  finish(std::nullopt);
+  core_->complete_later(std::move(done_), Result<std::vector<InspectedKey>>(std::move(keys)));
+}
+
+InspectedKey InspectOperation::decide_key(std::size_t key) const {
+  // Group the voting nodes' remaining ttls by the value they hold (nodes in configured order).
   std::map<std::string, std::vector<std::int64_t>> by_value;
+  std::map<std::string, std::size_t> first_node;
   for (std::size_t i = 0; i < holdings_.size(); ++i) {
-    if (!tally_.is_voter(i) || tally_.vote_of(i) != Vote::kYes || !holdings_[i].value) continue;
-    by_value[*holdings_[i].value].push_back(holdings_[i].pttl_ms);
+    const Holding& holding = holdings_[i][key];
+    if (!tally_.is_voter(i) || tally_.vote_of(i) != Vote::kYes || !holding.value) continue;
+    by_value[*holding.value].push_back(holding.pttl_ms);
+    first_node.emplace(*holding.value, i);
   }
-  LockStatus status;
+  InspectedKey inspected;
+  LockStatus& status = inspected.status;
   for (auto& [value, ttls] : by_value) {
     if (ttls.size() < tally_.quorum()) continue;
+    LeaseValueFacts facts = read_lease_value(value);
+    status.token = facts.token;
+    status.holder = std::move(facts.holder);
+    inspected.first_holder = first_node.at(value);
     // Held until fewer than a quorum still have it: the quorum-th largest remaining ttl.
     std::sort(ttls.begin(), ttls.end(), std::greater<>());
     status.held = true;
@@ -182,8 +206,7 @@ void InspectOperation::decide() {
     status.remaining = std::max(std::chrono::milliseconds(0),
                                 std::chrono::milliseconds(ttls[tally_.quorum() - 1]) - elapsed);
   }
-  finish(std::nullopt);
-  core_->complete_later(std::move(done_), Result<LockStatus>(status));
+  return inspected;
 }
 
 InspectSemaphoreOperation::InspectSemaphoreOperation(

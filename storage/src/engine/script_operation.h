@@ -142,11 +142,19 @@ class ExtendOperation final : public ClaimOperation<Extension> {
   std::chrono::milliseconds ttl_;
 };
 
-// {value, pttl} from every node; waits for every voting node (bounded by the node timeout).
+// What inspect learned about one key, and the first node (in the configured order) of those
+// voting nodes that hold its quorum value (a listing names a key when it scans that node).
+struct InspectedKey {
+  LockStatus status;
+  std::size_t first_holder = 0;  // meaningful when status.held
+};
+
+// {value, pttl} of each of `keys` from every node; waits for every voting node (bounded by the
+// node timeout). Answers one InspectedKey per key, in order.
 class InspectOperation final : public ScriptOperation {
  public:
-  InspectOperation(const std::shared_ptr<EngineCore>& core, std::string_view name,
-                   std::function<void(Result<LockStatus>)> done);
+  InspectOperation(const std::shared_ptr<EngineCore>& core, const std::vector<std::string>& keys,
+                   std::function<void(Result<std::vector<InspectedKey>>)> done);
 
  private:
   struct Holding {
@@ -155,8 +163,10 @@ class InspectOperation final : public ScriptOperation {
   };
   void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
-  std::vector<Holding> holdings_;
-  std::function<void(Result<LockStatus>)> done_;
+  InspectedKey decide_key(std::size_t key) const;
+  std::size_t key_count_;
+  std::vector<std::vector<Holding>> holdings_;  // by node, then by key
+  std::function<void(Result<std::vector<InspectedKey>>)> done_;
 };
 
 // A semaphore's count and live slots on every node (kInspectSemaphoreScript); waits for every

@@ -20,7 +20,10 @@ export async function usage(): Promise<bigint> {
   }
   const status = await client.status('invoice-42');
   const remaining: number | null = status.remainingMs;
-  void remaining;
+  const holderToken: bigint | null = status.token;
+  const holder: string | null = status.owner;
+  const revoked: Lease = await client.revoke('invoice-42', { ttlMs: 30000, owner: 'ops-oncall' });
+  void remaining, holderToken, holder, revoked;
   return client.withLock('invoice-42', { ttlMs: 1000, renew: { renewWhenLeft: 0.5 } }, async (lease) => {
     lease.on('lost', (reason: LeaseLostError) => console.log(reason.code));
     lease.signal.throwIfAborted();

@@ -4,9 +4,9 @@ client that does no I/O, shared by the blocking Client and the asyncio AsyncClie
 A Call is one request (method, path, JSON body), whether it is safe to repeat, and the function
 that turns its answer into the result. Attempts is the retry policy of one call: calls safe to
 repeat (extend, release, status, tokens) are retried on transport errors and 503s, on the next
-endpoint, up to max_retries times with a doubling pause; a grant is retried only when its request
-certainly was not delivered (nothing can have been granted). Each client runs the attempts over
-its own transport: a blocking socket or an asyncio stream.
+endpoint, up to max_retries times with a doubling pause; a grant (a revoke too) is retried only
+when its request certainly was not delivered (nothing can have been granted). Each client runs
+the attempts over its own transport: a blocking socket or an asyncio stream.
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ class LockStatus:
     # The name's current token (GET /v1/tokens/{name}): at or above every token handed out for
     # it, below every later one.
     last_token: int
+    # The holder's fencing token; None when not held.
+    token: Optional[int] = None
+    # What the holder sent as `owner` when it acquired; None when not held or none was sent.
+    owner: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -197,12 +201,25 @@ def acquire(name: str, ttl: Seconds, wait: Seconds, owner: Optional[str],
             lease_class: Type[Lease] = Lease) -> Call[Lease]:
     check_name(name)
     body = _grant_body(ttl, wait, owner)
+    return _grant(f"/v1/locks/{name}", body, _lock_grant(name, body, lease_class))
 
+
+def revoke(name: str, ttl: Seconds, owner: Optional[str],
+           lease_class: Type[Lease] = Lease) -> Call[Lease]:
+    """Takes lock `name` whoever holds it (never waits): answered as a lock acquire."""
+    check_name(name)
+    body = _grant_body(ttl, 0, owner)
+    return _grant(f"/v1/locks/{name}/revoke", body, _lock_grant(name, body, lease_class))
+
+
+def _lock_grant(name: str, body: Dict[str, Any],
+                lease_class: Type[Lease]) -> Callable[[Reply, float], Lease]:
+    """Reads the grant of one lock (acquire, revoke)."""
     def finish(reply: Reply, sent_at: float) -> Lease:
         answer = expect_object(reply)
         return lease_class(name, _lease_string(answer), _token(answer, "token"),
                            body["ttl_ms"] / 1000.0, _deadline(answer, sent_at, body["ttl_ms"]))
-    return _grant(f"/v1/locks/{name}", body, finish)
+    return finish
 
 
 def acquire_set(names: Sequence[str], ttl: Seconds, wait: Seconds, owner: Optional[str],
@@ -264,9 +281,15 @@ def status(name: str) -> Call[LockStatus]:
     def finish(reply: Reply, sent_at: float) -> LockStatus:
         answer = expect_object(reply)
         remaining = answer.get("remaining_ms")
+        # The holder's token and owner: null when not held (owner also when none was sent).
+        holder_token = _token(answer, "token") if answer.get("token") is not None else None
+        owner = answer.get("owner")
+        if owner is not None and not isinstance(owner, str):
+            raise InternalError("the service's answer holds an 'owner' that is not a string")
         return LockStatus(held=answer.get("held") is True,
                           remaining=remaining / 1000.0 if isinstance(remaining, int) else None,
-                          last_token=_integer(answer, "last_token"))
+                          last_token=_integer(answer, "last_token"),
+                          token=holder_token, owner=owner)
     return Call("GET", f"/v1/locks/{name}", None, True, finish)
 
 
@@ -281,10 +304,11 @@ def semaphore_status(name: str) -> Call[SemaphoreStatus]:
 
 
 def token(method: str, name: str) -> Call[int]:
-    """POST draws the next token of `name`, GET reads its current one."""
+    """POST draws the next token of `name`, GET reads its current one (0 if none was drawn)."""
     check_name(name)
+    least = 1 if method == "POST" else 0
     return Call(method, f"/v1/tokens/{name}", None, True,
-                lambda reply, sent_at: _token(expect_object(reply), "token"))
+                lambda reply, sent_at: _token(expect_object(reply), "token", least))
 
 
 def _grant(target: str, body: Dict[str, Any],
@@ -475,10 +499,11 @@ def _lease_string(answer: Dict[str, Any]) -> str:
     return lease
 
 
-def _token(answer: Dict[str, Any], name: str) -> int:
-    """A fencing token: a positive 64-bit signed integer (the API's int64)."""
+def _token(answer: Dict[str, Any], name: str, least: int = 1) -> int:
+    """A fencing token: a positive 64-bit signed integer (the API's int64); a name's current
+    token (least=0) is 0 when none was ever drawn."""
     value = _integer(answer, name)
-    if not 1 <= value <= 2**63 - 1:
+    if not least <= value <= 2**63 - 1:
         raise InternalError(f"the service's answer holds an impossible token {name!r}: {value}")
     return value
 

@@ -13,10 +13,10 @@ request_timeout bounds the whole round trip of one attempt after connecting (an 
 wait), not each socket operation as in the blocking client.
 
 Cancellation: a call cancelled while its request is in flight closes that connection. A grant
-(acquire, acquire_set, acquire_permit, and so the lock()/lock_set()/permit() blocks) runs in a
-task of its own that the cancellation does not reach: if the service grants after the caller was
-cancelled (or timed out by asyncio.wait_for), the lease is released as soon as it arrives, so a
-cancelled waiter never leaves a lock held until its ttl. aclose() waits for those releases.
+(acquire, acquire_set, acquire_permit, revoke, and so the lock()/lock_set()/permit() blocks) runs
+in a task of its own that the cancellation does not reach: if the service grants after the caller
+was cancelled (or timed out by asyncio.wait_for), the lease is released as soon as it arrives, so
+a cancelled waiter never leaves a lock held until its ttl. aclose() waits for those releases.
 
 Leases are fencelock.Lease objects whose `lost` is an asyncio.Event (`await lease.lost.wait()`);
 `check()`, `valid()`, `remaining()`, `token`, `tokens` are as in the blocking client.
@@ -90,6 +90,11 @@ class AsyncClient(_calls.ClientBase):
                       owner: Optional[str] = None) -> Lease:
         """Client.acquire. Cancelled: a grant that still arrives is released (module comment)."""
         return await self._grant(_calls.acquire(name, ttl, wait, owner, AsyncLease))
+
+    async def revoke(self, name: str, ttl: Seconds, owner: Optional[str] = None) -> Lease:
+        """Client.revoke: takes `name` whoever holds it; never retried once maybe delivered.
+        Cancelled: a grant that still arrives is released (module comment)."""
+        return await self._grant(_calls.revoke(name, ttl, owner, AsyncLease))
 
     async def acquire_set(self, names: Sequence[str], ttl: Seconds, wait: Seconds = 0,
                           owner: Optional[str] = None) -> Lease:

@@ -7,9 +7,10 @@ Thread safety: one Client per process, shared by all threads; every call is bloc
 idle keep-alive connection of an endpoint (or opens one) and gives it back.
 
 Retries: calls that are safe to repeat (extend, release, status, next_token, current_token) are
-retried on transport errors and 503s, up to max_retries times, on the next endpoint. acquire is
-retried only when its request could not even be sent (nothing can have been granted). What each
-call sends and how its answer is read live in _calls.py, shared with fencelock.aio.
+retried on transport errors and 503s, up to max_retries times, on the next endpoint. acquire and
+revoke are retried only when the request could not even be sent (nothing can have been granted;
+a repeated revoke would revoke its own grant). What each call sends and how its answer is read
+live in _calls.py, shared with fencelock.aio.
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ class Client(_calls.ClientBase):
         UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError."""
         return self._call(_calls.acquire(name, ttl, wait, owner))
 
+    def revoke(self, name: str, ttl: Seconds, owner: Optional[str] = None) -> Lease:
+        """Takes lock `name` for `ttl` seconds whoever holds it (free or held; never waits), with
+        a new token above the revoked lease's: that lease's extend raises NotHeldError, its
+        release returns False, and a fenced store refuses its writes once the new token was
+        used. Answers a Lease like acquire()'s. Needs an API key with the right "admin". Never
+        retried once the request may have been delivered.
+        Raises UnavailableError (may still have ended the old lease on some nodes: call again),
+        InvalidArgumentError, DeniedError, RateLimitedError, TransportError."""
+        return self._call(_calls.revoke(name, ttl, owner))
+
     def acquire_set(self, names: Sequence[str], ttl: Seconds, wait: Seconds = 0,
                     owner: Optional[str] = None) -> Lease:
         """Acquires every name of `names` (1..16 distinct lock names) under one lease, all or
@@ -109,7 +120,8 @@ class Client(_calls.ClientBase):
         return self._call(_calls.release(lease))
 
     def status(self, name: str) -> LockStatus:
-        """Whether `name` is held, for how long, and its current token. Never the lease."""
+        """Whether `name` is held, for how long, the holder's token and owner (None when not held),
+        and the name's current token. Never the lease."""
         return self._call(_calls.status(name))
 
     def next_token(self, name: str) -> int:

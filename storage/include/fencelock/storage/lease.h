@@ -5,9 +5,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fencelock::storage {
+
+// The longest holder description an acquire may carry (AcquireRequest::holder), in bytes.
+inline constexpr std::size_t kMaxHolderLength = 200;
+
+// True iff `holder` can describe a lease's holder: at most kMaxHolderLength bytes, none of them a
+// control character (below 0x20, or 0x7f).
+bool is_valid_holder(std::string_view holder) noexcept;
 
 struct AcquireRequest {
   std::string name;                  // a valid lock name (fencelock/names.h)
@@ -20,6 +28,10 @@ struct AcquireRequest {
   // only a claim with the same owner extends or releases it. At most kMaxLeaseOwnerLength
   // characters of [A-Za-z0-9._-] (checked: kInvalidArgument).
   std::string owner;
+  // What the client said it is (the API's "owner": a host:pid, a job id): stored with the lease on
+  // the nodes and shown by inspect (LockStatus::holder); never checked. is_valid_holder() or
+  // kInvalidArgument.
+  std::string holder{};
 };
 
 // A granted lock. The proof (with the token) is what release and extend prove ownership with:
@@ -64,6 +76,40 @@ struct LockStatus {
   bool held = false;  // one lease value is present on a quorum of voting nodes
   // When held: time until fewer than a quorum of nodes still hold it.
   std::optional<std::chrono::milliseconds> remaining;
+  // When held: the holder's fencing token (for a name held by a lock set, that name's token), and
+  // what the holder said it is (AcquireRequest::holder). No token when the lease was granted
+  // without one (or written by an older fencelockd).
+  std::optional<std::uint64_t> token;
+  std::string holder{};
+};
+
+// ---- Listing held locks (LockEngine::list) ----
+
+// The most names one page of a listing may ask for.
+inline constexpr std::size_t kMaxListLimit = 1000;
+
+// One page of the held locks whose names start with `prefix`: `limit` (1..kMaxListLimit) is the
+// number of names after which the page ends; `cursor` is "" for the first page, else a page's
+// `next`.
+struct ListRequest {
+  std::string prefix;  // "" or up to kMaxNameLength characters of the name alphabet
+  std::size_t limit = 100;
+  std::string cursor;
+};
+
+// A lock held on a quorum (also a name held by a lock set), as LockStatus tells it.
+struct HeldLock {
+  std::string name;
+  std::optional<std::uint64_t> token;
+  std::string holder;
+  std::chrono::milliseconds remaining{0};
+};
+
+// A page: at most `limit` names plus the rest of the last bounded step (a page may run over by a
+// few), and `next`, the cursor of the following page ("" once the listing is complete).
+struct LockPage {
+  std::vector<HeldLock> locks;
+  std::string next;
 };
 
 // ---- Lock sets: several names under one lease (LockEngine::acquire_set) ----
@@ -78,6 +124,7 @@ struct LockSetRequest {
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds wait{0};
   std::string owner;
+  std::string holder{};
 };
 
 // A granted lock set. Names are in canonical (sorted) order and tokens[i] is names[i]'s fencing
@@ -125,6 +172,7 @@ struct PermitRequest {
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds wait{0};
   std::string owner;
+  std::string holder{};
 };
 
 // A granted permit: slot `slot` (0..permits-1) of the semaphore, held like a lock (at most one

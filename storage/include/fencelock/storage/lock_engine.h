@@ -86,10 +86,22 @@ class LockEngine {
   virtual ~LockEngine() = default;
 
   virtual AcquireTicket acquire(AcquireRequest request, AcquireHandler done) = 0;
+  // Takes `request.name` whatever lease holds it (its wait is ignored: never waits), with a token
+  // above every token granted for the name before: the revoked lease's extend and release then
+  // find it gone, and a fenced store refuses its writes once the revoker (or anyone after) wrote.
+  // Until then both may believe they hold it: only fencing makes a revoke safe. A revoke that
+  // fails may still have ended the old lease on some nodes.
+  virtual AcquireTicket revoke(AcquireRequest request, AcquireHandler done) = 0;
   virtual void extend(std::string name, LeaseClaim claim, std::chrono::milliseconds ttl,
                       ExtendHandler done) = 0;
   virtual void release(std::string name, LeaseClaim claim, ReleaseHandler done) = 0;
   virtual void inspect(std::string name, InspectHandler done) = 0;
+  // One page of the locks held on a quorum whose names start with request.prefix (lease.h): each
+  // such name at least once over a whole listing if it stays held throughout, never a name that
+  // was free throughout; semaphores are not listed. Bounded work per page. Errors:
+  // kInvalidArgument (prefix, limit, a cursor no listing gave), kUnavailable.
+  using ListHandler = std::function<void(Result<LockPage>)>;
+  virtual void list(ListRequest request, ListHandler done) = 0;
 
   // Lock sets (lease.h): one lease over several names, all or nothing. `names` in any order (they
   // are sorted; claims carry tokens in that sorted order). Errors as acquire/extend/release.

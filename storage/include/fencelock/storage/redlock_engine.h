@@ -79,6 +79,10 @@ class RedlockEngine final : public LockEngine {
   // keys count as one holder's.
   AcquireTicket acquire(AcquireRequest request, AcquireHandler done) override;
 
+  // LockEngine::revoke. Errors: kUnavailable (as acquire), kInvalidArgument (also: the engine has
+  // no token source); never kLocked.
+  AcquireTicket revoke(AcquireRequest request, AcquireHandler done) override;
+
   // Makes the lease's remaining ttl at least `ttl` on every node that still holds it; never
   // shortens it, not even when the extend fails and reaches a node late. The answer's token is the
   // lease's own, as verified by the nodes. Errors: kLeaseLost (a quorum answered and too few still
@@ -95,6 +99,9 @@ class RedlockEngine final : public LockEngine {
   // Whether some lease holds `name` on a quorum, and for how long. Errors: kUnavailable,
   // kInvalidArgument.
   void inspect(std::string name, InspectHandler done) override;
+
+  // LockEngine::list (engine/list_operation.h says how). Errors as there.
+  void list(ListRequest request, ListHandler done) override;
 
   // Lock sets (lease.h). acquire_set: as acquire, for every name at once; names are checked
   // (1..kMaxLockSetNames valid, distinct: else kInvalidArgument) and sorted. Errors as acquire.

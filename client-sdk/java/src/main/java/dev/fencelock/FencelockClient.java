@@ -5,9 +5,10 @@
  * Result values and java.time.Duration for times.
  *
  * Retries: calls that are safe to repeat (extend, release, status, tokens) are retried on
- * transport errors and 503s, up to maxRetries times, on the next endpoint; an acquire only when
- * its request certainly did not reach fencelockd (connection refused, connect timeout, TLS
- * handshake), so that one acquire can never be granted twice. An acquire is never sent on a
+ * transport errors and 503s, up to maxRetries times, on the next endpoint; an acquire (or a
+ * revoke) only when its request certainly did not reach fencelockd (connection refused, connect
+ * timeout, TLS handshake), so that one acquire can never be granted twice (nor a revoke revoke its
+ * own grant). An acquire is never sent on a
  * keep-alive connection idle longer than idleReuseLimit (below fencelockd's --idle-timeout): a
  * connection the server closed meanwhile would make the acquire look maybe-delivered.
  *
@@ -52,6 +53,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -282,17 +284,46 @@ public final class FencelockClient implements AutoCloseable {
     return acquire(name, ttl, wait, null);
   }
 
-  /** acquire, with `owner` (who asks; written to fencelockd's request log only). */
+  /**
+   * acquire, with `owner` (who asks; written to fencelockd's request log and shown by status as
+   * the holder's owner).
+   */
   public Lease acquire(String name, Duration ttl, Duration wait, String owner)
       throws FencelockException {
     checkName(name);
     Map<String, Object> body = grantBody(ttl, wait, owner);
-    return grant("/v1/locks/" + name, body, (answer, sentAt) -> {
+    return grant("/v1/locks/" + name, body, lockReader(name, body));
+  }
+
+  /**
+   * Takes lock `name` for `ttl` whoever holds it (free or held; it never waits), with a new token
+   * above the revoked lease's: that lease's extend fails with not_held and its release answers
+   * false. Returns a lease like acquire's (not renewed: see {@link #keep}; close it to release
+   * it). Needs an API key with the right "admin". Never retried once its request may have reached
+   * fencelockd: a second revoke would revoke the first one's grant.
+   * Errors: unavailable (the old lease may still have ended on some nodes: call again),
+   * invalid_request, unauthenticated/forbidden, rate_limited/quota_exceeded, transport, tls,
+   * cancelled, internal.
+   */
+  public Lease revoke(String name, Duration ttl) throws FencelockException {
+    return revoke(name, ttl, null);
+  }
+
+  /** revoke, with `owner` (who revokes; shown by status as the holder's owner). */
+  public Lease revoke(String name, Duration ttl, String owner) throws FencelockException {
+    checkName(name);
+    Map<String, Object> body = grantBody(ttl, Duration.ZERO, owner);
+    return grant("/v1/locks/" + name + "/revoke", body, lockReader(name, body));
+  }
+
+  /** Reads the grant of lock `name` (acquire, revoke). */
+  private AnswerReader lockReader(String name, Map<String, Object> body) {
+    return (answer, sentAt) -> {
       long token = positiveLong(answer, "token");
       Map<String, Long> tokens = new LinkedHashMap<>();
       tokens.put(name, token);
       return answer(answer, sentAt, Lease.Kind.LOCK, List.of(name), tokens, token, 0, 0, body);
-    });
+    };
   }
 
   /**
@@ -434,15 +465,27 @@ public final class FencelockClient implements AutoCloseable {
     return (Boolean) released;
   }
 
-  /** Whether `name` is held, for how long, and its current token. Never the lease. */
+  /**
+   * Whether `name` is held, for how long, the holder's token and owner (empty when not held), and
+   * the name's current token. Never the lease.
+   */
   public LockStatus status(String name) throws FencelockException {
     checkName(name);
     Map<String, Object> answer = expectObject(call("GET", "/v1/locks/" + name, null, true, 0, null, null));
     Object held = answer.get("held");
     Long remaining = Json.longField(answer, "remaining_ms");
+    // The holder's token and owner: null (or absent) when not held, the owner also when none was sent.
+    Object holderToken = answer.get("token");
+    OptionalLong token = holderToken == null || holderToken == Json.NULL ? OptionalLong.empty()
+        : OptionalLong.of(positiveLong(answer, "token"));
+    Object owner = answer.get("owner") == Json.NULL ? null : answer.get("owner");
+    if (owner != null && !(owner instanceof String)) {
+      throw internal("the service's answer holds an 'owner' that is not a string");
+    }
     return new LockStatus(Boolean.TRUE.equals(held),
         remaining == null ? Optional.empty() : Optional.of(Duration.ofMillis(remaining)),
-        boundedLong(answer, "last_token", 0, Long.MAX_VALUE));
+        boundedLong(answer, "last_token", 0, Long.MAX_VALUE), token,
+        Optional.ofNullable((String) owner));
   }
 
   /** The live permit count of semaphore `name` (0 when none is live) and the permits held. */

@@ -2,10 +2,13 @@ package dev.fencelock;
 
 import java.time.Duration;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * What GET /v1/locks/{name} says: whether one lease holds the lock on a majority of nodes, for
- * how long (empty when not held), and the name's current token — at or above every token handed
- * out for it. Never the lease.
+ * how long (empty when not held), the name's current token — at or above every token handed out
+ * for it — and the holder's fencing token and owner (what it sent as `owner` when it acquired):
+ * empty when not held, the owner also when none was sent. Never the lease.
  */
-public record LockStatus(boolean held, Optional<Duration> remaining, long lastToken) {}
+public record LockStatus(boolean held, Optional<Duration> remaining, long lastToken, OptionalLong token,
+    Optional<String> owner) {}

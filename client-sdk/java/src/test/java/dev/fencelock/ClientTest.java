@@ -113,6 +113,66 @@ class ClientTest {
     }
 
     @Test
+    @DisplayName("a status reads the holder's token and owner, or nulls; an impossible one is an internal error")
+    void statusHolder() throws Exception {
+      AtomicReference<String> fields = new AtomicReference<>();
+      HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 8);
+      server.createContext("/", exchange -> {
+        byte[] body = ("{\"name\":\"n\",\"held\":true,\"remaining_ms\":900,\"last_token\":9," + fields.get() + "}")
+            .getBytes(StandardCharsets.UTF_8);
+        exchange.sendResponseHeaders(200, body.length);
+        exchange.getResponseBody().write(body);
+        exchange.close();
+      });
+      server.start();
+      try {
+        FencelockClient client = FencelockClient.builder()
+            .endpoints("http://127.0.0.1:" + server.getAddress().getPort()).build();
+        fields.set("\"token\":9223372036854775807,\"owner\":\"billing-7\"");
+        LockStatus status = client.status("n");
+        assertEquals(Long.MAX_VALUE, status.token().getAsLong());
+        assertEquals("billing-7", status.owner().orElseThrow());
+        fields.set("\"token\":null,\"owner\":null");
+        status = client.status("n");
+        assertTrue(status.token().isEmpty() && status.owner().isEmpty());
+        for (String bad : List.of("\"token\":0", "\"token\":-1", "\"token\":\"9\"", "\"token\":9223372036854775808",
+            "\"owner\":7")) {
+          fields.set(bad);
+          assertEquals("internal", code(() -> client.status("n")), bad);
+        }
+      } finally {
+        server.stop(0);
+      }
+    }
+
+    @Test
+    @DisplayName("a revoke that may have reached fencelockd is not sent again")
+    void revokeNotRetried() throws Exception {
+      java.util.concurrent.atomic.AtomicInteger requests = new java.util.concurrent.atomic.AtomicInteger();
+      try (java.net.ServerSocket listener = new java.net.ServerSocket(0, 16, java.net.InetAddress.getLoopbackAddress())) {
+        Thread server = new Thread(() -> {
+          while (!listener.isClosed()) {
+            try (java.net.Socket connection = listener.accept()) {
+              connection.setSoTimeout(2000);
+              if (connection.getInputStream().read(new byte[65536]) > 0) {
+                requests.incrementAndGet();  // read, then closed unanswered: outcome unknown
+              }
+            } catch (java.io.IOException closed) {
+              // the listener closed: the test is over
+            }
+          }
+        });
+        server.setDaemon(true);
+        server.start();
+        FencelockClient client = FencelockClient.builder()
+            .endpoints("http://127.0.0.1:" + listener.getLocalPort(), "http://127.0.0.1:" + listener.getLocalPort())
+            .retryBackoff(Duration.ofMillis(1)).build();
+        assertEquals("transport", code(() -> client.revoke("x", Duration.ofSeconds(1))));
+        assertEquals(1, requests.get(), "a second revoke would revoke the first one's grant");
+      }
+    }
+
+    @Test
     @DisplayName("an answer over 1 MiB, or one whose body stops coming, ends as transport within the request's timeout")
     void hostileAnswers() throws Exception {
       HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 8);
@@ -200,6 +260,8 @@ class ClientTest {
       assertTrue(status.held());
       assertTrue(status.remaining().orElseThrow().compareTo(Duration.ofSeconds(2)) <= 0);
       assertEquals(lease.token(), status.lastToken());
+      assertEquals(lease.token(), status.token().getAsLong());
+      assertEquals("java-tests", status.owner().orElseThrow());
       assertEquals(lease.token(), client.currentToken(name));
       long oldDeadline = lease.deadlineNanos();
       client.extend(lease, Duration.ofSeconds(5));
@@ -210,6 +272,8 @@ class ClientTest {
       assertFalse(client.release(lease), "release is idempotent");
       assertFalse(client.status(name).held());
       assertTrue(client.status(name).remaining().isEmpty());
+      assertTrue(client.status(name).token().isEmpty());
+      assertTrue(client.status(name).owner().isEmpty());
       long drawn = client.nextToken(name);
       assertTrue(drawn > lease.token());
       assertEquals(drawn, client.currentToken(name));
@@ -217,6 +281,46 @@ class ClientTest {
         assertTrue(next.token() > drawn);
       }
       assertFalse(client.status(name).held(), "close released it");
+    }
+
+    @Test
+    @DisplayName("revoke takes a held lock with a newer token: the old lease is not held, status shows the revoker")
+    void revokeHeld() throws Exception {
+      Lease stuck = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(30), Duration.ZERO, "stuck-job"));
+      try (Lease revoker = Support.patiently(() -> client.revoke(name, Duration.ofSeconds(5), "ops-oncall"))) {
+        assertTrue(revoker.token() > stuck.token());
+        assertEquals(Lease.Kind.LOCK, revoker.kind());
+        assertEquals(name, revoker.name());
+        assertEquals(Duration.ofSeconds(5), revoker.ttl());
+        assertTrue(revoker.isValid());
+        assertTrue(revoker.deadlineNanos() - (System.nanoTime() + 5_000_000_000L) <= 0, "conservative deadline");
+        FencelockException e = assertThrows(FencelockException.class, () -> client.extend(stuck, Duration.ofSeconds(30)));
+        assertEquals(FencelockException.NOT_HELD, e.code());
+        assertFalse(client.release(stuck));
+        LockStatus status = client.status(name);
+        assertTrue(status.held());
+        assertEquals(revoker.token(), status.token().getAsLong());
+        assertEquals("ops-oncall", status.owner().orElseThrow());
+        client.extend(revoker, Duration.ofSeconds(10));  // a lease like any other
+        assertEquals(Duration.ofSeconds(10), revoker.ttl());
+      }
+      assertFalse(client.status(name).held(), "close released the revoker's lease");
+    }
+
+    @Test
+    @DisplayName("revoke of a free lock takes it")
+    void revokeFree() throws Exception {
+      long before = client.currentToken(name);
+      try (Lease lease = client.keep(Support.patiently(() -> client.revoke(name, Duration.ofSeconds(5))),
+          RenewOptions.defaults())) {
+        assertTrue(lease.token() > before);
+        LockStatus status = client.status(name);
+        assertTrue(status.held());
+        assertEquals(lease.token(), status.token().getAsLong());
+        assertTrue(status.owner().isEmpty());
+        assertEquals(FencelockException.LOCKED, code(() -> client.acquire(name, Duration.ofSeconds(1), Duration.ZERO)));
+      }
+      assertFalse(client.status(name).held());
     }
 
     @Test
@@ -279,6 +383,11 @@ class ClientTest {
       assertTrue(both.status(name).held());
       both.extend(lease, Duration.ofSeconds(2));
       assertTrue(both.release(lease));
+      FencelockClient again = FencelockClient.builder()
+          .endpoints("http://127.0.0.1:" + Support.closedPort(), Support.ENDPOINT)
+          .retryBackoff(Duration.ofMillis(10)).build();
+      Lease revoker = Support.patiently(() -> again.revoke(name, Duration.ofSeconds(2)));  // not sent: retried
+      assertTrue(again.release(revoker));
     }
 
     @Test

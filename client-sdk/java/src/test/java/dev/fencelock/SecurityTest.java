@@ -56,6 +56,8 @@ class SecurityTest {
       // TLS and the key passed; the lock nodes (closed ports) did not answer.
       assertEquals(FencelockException.UNAVAILABLE, code(() -> trusted.acquire("allowed.x", Duration.ofSeconds(1), Duration.ZERO)));
       assertEquals(FencelockException.FORBIDDEN, code(() -> trusted.status("elsewhere")));
+      // A revoke needs the right admin, which the locker lacks.
+      assertEquals(FencelockException.FORBIDDEN, code(() -> trusted.revoke("allowed.x", Duration.ofSeconds(1))));
       FencelockClient readOnly = FencelockClient.builder().endpoints(https).caFile(cert).apiKey(reader).maxRetries(0).build();
       FencelockException e = assertThrows(FencelockException.class,
           () -> readOnly.acquire("allowed.x", Duration.ofSeconds(1), Duration.ZERO));

@@ -1,0 +1,134 @@
+// LockEngine::revoke on real redis-servers: it takes a lock whatever holds it, with a token above
+// the revoked lease's, so the revoked lease can no longer extend or release and a fenced store
+// would refuse it; waiters keep hearing of releases; it never runs without tokens.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "engine_calls.h"
+#include "engine_under_test.h"
+#include "fencelock/storage/lease.h"
+#include "fencelock/storage/sqlite_token_source.h"
+#include "sync_redis.h"
+#include "temp_dir.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+
+namespace {
+
+Result<Lease> revoke(EngineUnderTest& t, const std::string& name, std::chrono::milliseconds ttl,
+                     const std::string& holder = {}) {
+  return await<Lease>([&](auto done) {
+    t.engine().revoke(AcquireRequest{name, ttl, 0ms, {}, holder}, std::move(done));
+  });
+}
+
+std::shared_ptr<SqliteTokenSource> tokens_in(const TempDir& dir) {
+  SqliteTokenOptions options;
+  options.path = dir.path() / "tokens.db";
+  return SqliteTokenSource::open(options).value();
+}
+
+}  // namespace
+
+TEST_CASE("a revoke takes a held lock with a larger token and the old lease is gone",
+          "[storage][redis]") {
+  RedisCluster cluster(5);
+  TempDir dir;
+  const auto tokens = tokens_in(dir);
+  EngineUnderTest t(engine_options_for(cluster), tokens);
+
+  auto stuck = t.acquire("invoice", 60s);
+  REQUIRE(stuck.ok());
+  auto revoker = revoke(t, "invoice", 10s, "ops-oncall");
+  REQUIRE(revoker.ok());
+  CHECK(revoker->token > stuck->token);
+  CHECK(revoker->validity > 9s);
+
+  auto status = t.inspect("invoice");
+  REQUIRE(status.ok());
+  CHECK(status->token == revoker->token);
+  CHECK(status->holder == "ops-oncall");
+  CHECK(*status->remaining <= 10s);  // the revoker's ttl, not the revoked lease's 60 s
+
+  CHECK(t.extend("invoice", claim(stuck), 60s).error().code == ErrorCode::kLeaseLost);
+  CHECK(t.release("invoice", claim(stuck)).value() == false);
+  CHECK(t.inspect("invoice")->token == revoker->token);  // neither touched the revoker's keys
+
+  SECTION("the revoker's lease is a lease like any other") {
+    CHECK(t.extend("invoice", claim(revoker), 20s).ok());
+    CHECK(t.release("invoice", claim(revoker)).value());
+    auto next = t.acquire("invoice", 1s);
+    REQUIRE(next.ok());
+    CHECK(next->token > revoker->token);
+  }
+  SECTION("a revoke of a free lock is a grant, and a revoke of a revoke takes it again") {
+    auto again = revoke(t, "invoice", 10s);
+    REQUIRE(again.ok());
+    CHECK(again->token > revoker->token);
+    CHECK(t.extend("invoice", claim(revoker), 1s).error().code == ErrorCode::kLeaseLost);
+    auto free_one = revoke(t, "unheld", 10s);
+    REQUIRE(free_one.ok());
+    CHECK(t.inspect("unheld")->held);
+  }
+  SECTION("a revoke of one name of a lock set ends the set's lease") {
+    auto set = acquire_set(t, {"a", "b"}, 60s);
+    REQUIRE(set.ok());
+    auto took_b = revoke(t, "b", 10s);
+    REQUIRE(took_b.ok());
+    CHECK(took_b->token > set->tokens[1]);
+    CHECK(extend_set(t, set->names, set_claim(*set), 60s).error().code == ErrorCode::kLeaseLost);
+    CHECK(release_set(t, set->names, set_claim(*set)).value() == false);
+    CHECK_FALSE(t.inspect("a")->held);  // the set's release freed what it still held
+    CHECK(t.inspect("b")->token == took_b->token);
+  }
+}
+
+TEST_CASE("a revoke keeps the waiters' mark: another engine's waiter hears the revoker's release",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  const auto tokens = tokens_in(dir);
+  auto options = engine_options_for(cluster);
+  options.retry_delay = 3s;  // a waiter that heard nothing would sleep 3 s
+  options.retry_jitter = 0ms;
+  EngineUnderTest a(options, tokens);
+  EngineUnderTest b(options, tokens);
+  a.wait_until([&] {  // both engines listen for release announcements on every node
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      const SyncReply reply = SyncRedis(cluster.node(i).port())
+                                  .command({"PUBSUB", "NUMSUB", std::string(kAnnouncementChannel)});
+      if (reply.elements.size() != 2 || reply.elements[1].integer != 2) return false;
+    }
+    return true;
+  });
+  auto stuck = a.acquire("job", 30s);
+  REQUIRE(stuck.ok());
+  Result<Lease> waited = make_error(ErrorCode::kInternal, "not run");
+  std::thread waiter([&] { waited = b.acquire("job", 30s, /*wait=*/20s); });
+  a.wait_until([&] {
+    const auto value = SyncRedis(cluster.node(0).port()).get("fencelock:lock:job");
+    return value && value->find('#') != std::string::npos;
+  });
+  auto revoker = revoke(a, "job", 30s);
+  REQUIRE(revoker.ok());
+  const auto released_at = std::chrono::steady_clock::now();
+  REQUIRE(a.release("job", claim(revoker)).value());
+  waiter.join();
+  REQUIRE(waited.ok());
+  CHECK(waited->token > revoker->token);
+  // Announced (the mark survived the revoke), not found by the waiter's sleep to the old expiry.
+  CHECK(std::chrono::steady_clock::now() - released_at < 1500ms);
+}
+
+TEST_CASE("an engine without fencing tokens refuses to revoke and writes nothing",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  EngineUnderTest t(engine_options_for(cluster));
+  auto held = t.acquire("x", 10s);
+  REQUIRE(held.ok());
+  auto refused = revoke(t, "x", 10s);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kInvalidArgument);
+  CHECK(t.extend("x", claim(held), 10s).ok());
+}
