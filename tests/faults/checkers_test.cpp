@@ -30,6 +30,14 @@ Operation grant(std::int64_t invoke_ms, std::int64_t complete_ms, std::uint64_t 
   return o;
 }
 
+// A revoke of "n": granted (kOk) with `token` and `validity_ms`, or not (then both unused).
+Operation revoke(std::int64_t invoke_ms, std::int64_t complete_ms, Outcome outcome,
+                 std::uint64_t token = 0, std::int64_t validity_ms = -1) {
+  Operation o = op("revoke", invoke_ms, complete_ms, outcome, token);
+  o.validity_ms = validity_ms;
+  return o;
+}
+
 Operation on_lease(const std::string& f, std::int64_t lease, std::int64_t invoke_ms,
                    std::int64_t complete_ms, Outcome outcome, std::int64_t validity_ms = -1) {
   Operation o = op(f, invoke_ms, complete_ms, outcome);
@@ -54,6 +62,15 @@ TEST_CASE("checkers: tokens must be unique and follow real-time order", "[faults
   SECTION("a token answered twice") {
     const auto result = check_tokens({grant(0, 5, 7, 100), op("draw", 1, 3, Outcome::kOk, 7)});
     CHECK_FALSE(result.ok());
+  }
+  SECTION("revokes share the counter: unique and in real-time order with grants and draws") {
+    CHECK(check_tokens({grant(0, 5, 3, 100), revoke(6, 8, Outcome::kOk, 4, 100),
+                        op("draw", 9, 10, Outcome::kOk, 5)})
+              .ok());
+    CHECK_FALSE(check_tokens({grant(0, 5, 3, 100), revoke(6, 8, Outcome::kOk, 3, 100)}).ok());
+    const auto late = check_tokens({revoke(0, 5, Outcome::kOk, 7, 100), grant(6, 9, 6, 100)});
+    REQUIRE(late.violations.size() == 1);
+    CHECK(late.violations[0].operations == std::vector<std::size_t>{0, 1});
   }
   SECTION("unknown and failed operations are not judged") {
     CHECK(check_tokens({op("draw", 0, 5, Outcome::kOk, 2), op("draw", 6, 9, Outcome::kInfo, 1)})
@@ -89,6 +106,54 @@ TEST_CASE("checkers: two leases of one name must never be valid at once", "[faul
   }
   SECTION("an answer that arrived after its own deadline held nothing") {
     CHECK(check_leases({grant(0, 200, 1, 100), grant(150, 160, 2, 100)}).ok());
+  }
+}
+
+TEST_CASE("checkers: a revoke ends the windows it took over, and only those", "[faults]") {
+  SECTION("the revoked window may overlap its revoker's") {
+    CHECK(check_leases({grant(0, 10, 1, 100), revoke(30, 40, Outcome::kOk, 2, 100)}).ok());
+  }
+  SECTION("without the revoke the same windows are a violation (the control)") {
+    CHECK_FALSE(check_leases({grant(0, 10, 1, 100), grant(30, 40, 2, 100)}).ok());
+  }
+  SECTION("a window opened after the revoke's invoke that overlaps the revoker's is a violation") {
+    // Invoked after the revoke was answered, with a larger token: granted over the revoker.
+    const auto result = check_leases({revoke(30, 40, Outcome::kOk, 2, 100), grant(45, 50, 3, 100)});
+    REQUIRE(result.violations.size() == 1);
+    CHECK(result.violations[0].operations == std::vector<std::size_t>{0, 1});
+    // Answered after the revoke's invoke, a larger token: granted after the revoke took effect.
+    CHECK_FALSE(check_leases({grant(20, 35, 3, 100), revoke(30, 40, Outcome::kOk, 2, 100)}).ok());
+  }
+  SECTION("a grant answered during the revoke with a smaller token was taken over by it") {
+    CHECK(check_leases({grant(20, 35, 1, 100), revoke(30, 40, Outcome::kOk, 2, 100)}).ok());
+  }
+  SECTION("the revoker's own window is checked against later grants") {
+    const auto result = check_leases(
+        {grant(0, 10, 1, 100), revoke(30, 40, Outcome::kOk, 2, 100), grant(60, 70, 3, 100)});
+    REQUIRE(result.violations.size() == 1);
+    CHECK(result.violations[0].operations == std::vector<std::size_t>{1, 2});
+    CHECK(check_leases({grant(0, 10, 1, 100), revoke(30, 40, Outcome::kOk, 2, 100),
+                        on_lease("release", 1, 55, 56, Outcome::kOk), grant(50, 60, 3, 100)})
+              .ok());
+  }
+  SECTION("a revoke that failed or is unknown ends the windows opened before it, too") {
+    CHECK(
+        check_leases({grant(0, 10, 1, 100), revoke(30, 40, Outcome::kInfo), grant(35, 45, 3, 100)})
+            .ok());
+    CHECK(
+        check_leases({grant(0, 10, 1, 100), revoke(30, 40, Outcome::kFail), grant(35, 45, 3, 100)})
+            .ok());
+    // ...but no window opened after its invoke.
+    CHECK_FALSE(
+        check_leases({revoke(30, 40, Outcome::kInfo), grant(31, 45, 1, 100), grant(50, 60, 3, 100)})
+            .ok());
+  }
+  SECTION("a revoke ends only its own name's windows") {
+    Operation other = grant(0, 10, 1, 100);
+    other.name = "m";
+    Operation after = grant(30, 40, 2, 100);
+    after.name = "m";
+    CHECK_FALSE(check_leases({other, revoke(20, 25, Outcome::kInfo), after}).ok());
   }
 }
 

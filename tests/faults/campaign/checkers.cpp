@@ -35,7 +35,8 @@ std::vector<std::string> split(const std::string& text) {
 CheckResult check_tokens(const std::vector<Operation>& history) {
   CheckResult result{"tokens", 0, {}};
   const auto groups = by_name(history, [](const Operation& op) {
-    return op.outcome == Outcome::kOk && op.token != 0 && (op.f == "acquire" || op.f == "draw");
+    return op.outcome == Outcome::kOk && op.token != 0 &&
+           (op.f == "acquire" || op.f == "revoke" || op.f == "draw");
   });
   for (const auto& [name, indices] : groups) {
     result.checked += indices.size();
@@ -78,39 +79,78 @@ CheckResult check_tokens(const std::vector<Operation>& history) {
   return result;
 }
 
-CheckResult check_leases(const std::vector<Operation>& history) {
-  CheckResult result{"leases", 0, {}};
-  struct Window {
-    std::size_t acquire;
-    std::int64_t open;
-    std::int64_t close;
-  };
+namespace {
+
+// A lease's client-side validity window (check_leases).
+struct Window {
+  std::size_t grant;  // the acquire's or revoke's index
+  std::int64_t open;
+  std::int64_t close;
+};
+
+bool is_grant(const Operation& op) {
+  return (op.f == "acquire" || op.f == "revoke") && op.outcome == Outcome::kOk;
+}
+
+// Every grant's window per name, cut by what happened to its lease: successful extends push the
+// deadline out, a release ends it where it was invoked.
+std::map<std::string, std::vector<Window>> lease_windows(const std::vector<Operation>& history) {
   std::map<std::string, std::vector<Window>> windows;
-  std::map<std::int64_t, std::size_t> window_of_lease;  // lease id → index in its name's list
+  std::map<std::int64_t, Window*> window_of_lease;  // lease id (grant index) → its window
   for (std::size_t i = 0; i < history.size(); ++i) {
     const Operation& op = history[i];
-    if (op.f != "acquire" || op.outcome != Outcome::kOk) continue;
-    auto& list = windows[op.name];
-    window_of_lease[static_cast<std::int64_t>(i)] = list.size();
-    list.push_back({i, op.complete_ns, op.invoke_ns + (op.waited_ms + op.validity_ms) * kNsPerMs});
+    if (!is_grant(op)) continue;
+    windows[op.name].push_back(
+        {i, op.complete_ns, op.invoke_ns + (op.waited_ms + op.validity_ms) * kNsPerMs});
   }
-  // Extends push the deadline out; releases cut it (both found through the lease's acquire).
+  for (auto& [name, list] : windows) {
+    for (Window& window : list) window_of_lease[static_cast<std::int64_t>(window.grant)] = &window;
+  }
   for (const Operation& op : history) {
-    if (op.lease < 0 || op.f == "acquire") continue;
+    if (op.lease < 0 || op.f != "extend" || op.outcome != Outcome::kOk) continue;
     const auto it = window_of_lease.find(op.lease);
     if (it == window_of_lease.end()) continue;
-    Window& window = windows[history[static_cast<std::size_t>(op.lease)].name][it->second];
-    if (op.f == "extend" && op.outcome == Outcome::kOk) {
-      window.close = std::max(window.close, op.invoke_ns + op.validity_ms * kNsPerMs);
-    }
+    it->second->close = std::max(it->second->close, op.invoke_ns + op.validity_ms * kNsPerMs);
   }
   for (const Operation& op : history) {
     if (op.lease < 0 || op.f != "release") continue;
     const auto it = window_of_lease.find(op.lease);
-    if (it == window_of_lease.end()) continue;
-    Window& window = windows[history[static_cast<std::size_t>(op.lease)].name][it->second];
-    window.close = std::min(window.close, op.invoke_ns);
+    if (it != window_of_lease.end()) it->second->close = std::min(it->second->close, op.invoke_ns);
   }
+  return windows;
+}
+
+// Revokes end the windows they may have taken over: a revoke invoked at t (granted or not — a
+// failed one may have overwritten the lease on some nodes) ends every window of its name that
+// opened before t at t. A granted revoke also ends, at its completion, the windows of grants that
+// were invoked before it completed and drew a smaller token: granted before the revoke took
+// effect (the revoke raised the fence above their token on a quorum), answered after its invoke.
+void cut_by_revokes(const std::vector<Operation>& history,
+                    std::map<std::string, std::vector<Window>>& windows) {
+  for (std::size_t r = 0; r < history.size(); ++r) {
+    const Operation& revoke = history[r];
+    if (revoke.f != "revoke") continue;
+    const auto list = windows.find(revoke.name);
+    if (list == windows.end()) continue;
+    for (Window& window : list->second) {
+      if (window.grant == r) continue;
+      const Operation& grant = history[window.grant];
+      if (window.open < revoke.invoke_ns) {
+        window.close = std::min(window.close, revoke.invoke_ns);
+      } else if (revoke.outcome == Outcome::kOk && grant.invoke_ns < revoke.complete_ns &&
+                 grant.token < revoke.token) {
+        window.close = std::min(window.close, revoke.complete_ns);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+CheckResult check_leases(const std::vector<Operation>& history) {
+  CheckResult result{"leases", 0, {}};
+  std::map<std::string, std::vector<Window>> windows = lease_windows(history);
+  cut_by_revokes(history, windows);
   for (auto& [name, list] : windows) {
     result.checked += list.size();
     std::sort(list.begin(), list.end(),
@@ -122,7 +162,7 @@ CheckResult check_leases(const std::vector<Operation>& history) {
         const auto overlap_ms = (std::min(latest->close, window.close) - window.open) / kNsPerMs;
         result.violations.push_back(
             {name + ": two leases valid at once for " + std::to_string(overlap_ms) + " ms",
-             {latest->acquire, window.acquire}});
+             {latest->grant, window.grant}});
       }
       if (latest == nullptr || window.close > latest->close) latest = &window;
     }

@@ -2,14 +2,21 @@
 // history; each answers how many operations it judged and every violation with the operations
 // that show it.
 //
-//   tokens    per name, tokens answered by acquires and draws are unique, and a grant or draw that
-//             completed before another was invoked has the smaller token (real-time order).
-//   leases    per name, no two validity windows overlap. A window opens when the acquire's answer
-//             arrived and closes at the client's own deadline — invoke + waited_ms + validity_ms,
-//             pushed out by successful extends (extend invoke + validity_ms) — or when the client
-//             invoked its release, whichever is first. Both ends are conservative (the real lease
-//             began before the answer and ended after the deadline), so an overlap is a real
-//             violation of what the service promised.
+//   tokens    per name, tokens answered by acquires, revokes and draws are unique, and a grant or
+//             draw that completed before another was invoked has the smaller token (real-time
+//             order).
+//   leases    per name, no two validity windows overlap. A window opens when the grant's (acquire's
+//             or revoke's) answer arrived and closes at the client's own deadline — invoke +
+//             waited_ms + validity_ms, pushed out by successful extends (extend invoke +
+//             validity_ms) — or when the client invoked its release, whichever is first. Both ends
+//             are conservative (the real lease began before the answer and ended after the
+//             deadline), so an overlap is a real violation of what the service promised. A revoke
+//             gives up mutual exclusion with the lease it takes over, on purpose: one invoked at t,
+//             granted or not (a failed one may have overwritten the lease on some nodes), ends
+//             every window of its name that opened before t at t; a granted one also ends, at its
+//             completion, the windows of grants invoked before it completed with a smaller token
+//             (granted before it took effect, answered after its invoke). Its own window is then
+//             checked like any other grant's.
 //   store     per key, the resource store never applied a write whose token is older than a token
 //             it had applied or fence-read before (read from the store's own operation log).
 //   set       every element whose write the store acknowledged is in the final set (lock-set).

@@ -50,10 +50,18 @@ milliseconds held_lease_left(const History& history, const std::string& name, bo
     if (op.f == "read" && op.outcome == Outcome::kOk) read.at(lease) = true;
     if (op.f == "write") writing.at(lease) = true;
   }
+  // A grant (acquire or revoke) answered before the last revoke was invoked may be taken over.
+  std::int64_t last_revoke_ns = -1;
+  for (const Operation& op : ops) {
+    if (op.f == "revoke" && op.name == name)
+      last_revoke_ns = std::max(last_revoke_ns, op.invoke_ns);
+  }
   std::int64_t left_ns = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Operation& op = ops[i];
-    if (op.f != "acquire" || op.name != name || op.outcome != Outcome::kOk || released[i]) continue;
+    if (op.f != "acquire" && op.f != "revoke") continue;
+    if (op.name != name || op.outcome != Outcome::kOk || released[i]) continue;
+    if (op.complete_ns < last_revoke_ns) continue;
     if (mid_write && (!read[i] || writing[i])) continue;
     const std::int64_t close = op.invoke_ns + (op.waited_ms + op.validity_ms) * 1'000'000;
     left_ns = std::max(left_ns, close - now);

@@ -32,9 +32,10 @@ struct NemesisContext {
 // "0,2,4".
 std::string list(const std::vector<std::size_t>& nodes);
 
-// How long the client-side window of a lease on `name` that is held now (granted, not released)
-// still runs; 0 when none is. `mid_write`: only a lease whose holder has read the set and not yet
-// written it back (its lock-set step is half done).
+// How long the client-side window of a lease on `name` that is held now (granted by an acquire or
+// a revoke, not released, and not answered before a revoke was invoked: that one may have taken
+// it over) still runs; 0 when none is. `mid_write`: only a lease whose holder has read the set and
+// not yet written it back (its lock-set step is half done).
 std::chrono::milliseconds held_lease_left(const History& history, const std::string& name,
                                           bool mid_write);
 

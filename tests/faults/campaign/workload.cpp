@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -71,6 +72,74 @@ Operation operation(int process, std::string f, std::string name, std::int64_t l
   return op;
 }
 
+// Completes grant `index` (an acquire or a revoke) with its answer.
+void record_grant(History& history, std::size_t index, const HttpAnswer& granted,
+                  unsigned refused_status) {
+  const nlohmann::json body = granted.json();
+  history.end(index, outcome_of(granted, refused_status), [&](Operation& op) {
+    op.detail = detail(granted);
+    if (op.f == "revoke" && granted.status != 200 && body.is_object() && body.contains("error") &&
+        body["error"].is_object()) {
+      op.detail += ": " + body["error"].value("message", "");  // why, for people
+    }
+    if (granted.status != 200) return;
+    op.token = body.value("token", std::uint64_t{0});
+    op.validity_ms = body.value("validity_ms", std::int64_t{0});
+    op.waited_ms = body.value("waited_ms", std::int64_t{0});
+  });
+}
+
+// A lease a workload client holds: what its lock-set step and its release need.
+struct Held {
+  int process = 0;
+  std::int64_t lease = -1;  // the grant's index in the history
+  std::uint64_t token = 0;
+  std::string secret;
+  std::int64_t ttl = 0;
+};
+
+Held held_of(int process, std::size_t lease, const HttpAnswer& granted, std::int64_t ttl) {
+  const nlohmann::json body = granted.json();
+  return {process, static_cast<std::int64_t>(lease), body.value("token", std::uint64_t{0}),
+          body.value("lease", ""), ttl};
+}
+
+// Lock-set (Jepsen's): a fenced read early in the lease, then, after holding a while (up to half
+// the ttl), the write of what was read plus one new element, p<process>-<++element>.
+void lock_set_step(History& history, Clients& clients, const WorkloadSettings& settings,
+                   std::mt19937_64& random, const Held& held, std::uint64_t& element) {
+  const std::string set_path = "/objects/" + settings.set_key;
+  const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(held.token)}};
+  Operation read = operation(held.process, "read", settings.set_key, held.lease, held.token);
+  const std::size_t read_index = history.begin(read);
+  const HttpAnswer seen = clients.store().request("GET", set_path, "", fencing);
+  const bool read_ok = seen.status == 200 || seen.status == 404;
+  const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
+  history.end(read_index, read_ok ? Outcome::kOk : outcome_of(seen, 409), [&](Operation& op) {
+    op.value = before;
+    op.detail = detail(seen);
+  });
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(random() % static_cast<std::uint64_t>(held.ttl / 2 + 1)));
+  if (!read_ok) return;
+  Operation write = operation(held.process, "write", settings.set_key, held.lease, held.token);
+  write.value = before + (before.empty() ? "" : ",") + "p" + std::to_string(held.process) + "-" +
+                std::to_string(++element);
+  const std::size_t write_index = history.begin(write);
+  const HttpAnswer written = clients.store().request("PUT", set_path, write.value, fencing);
+  history.end(write_index, outcome_of(written, 409),
+              [&](Operation& op) { op.detail = detail(written); });
+}
+
+void release_lease(History& history, HttpClient& http, const std::string& lock_name,
+                   const Held& held) {
+  const std::size_t index =
+      history.begin(operation(held.process, "release", lock_name, held.lease));
+  const HttpAnswer released = http.del("/v1/locks/" + lock_name, {{"lease", held.secret}});
+  history.end(index, outcome_of(released, 409),
+              [&](Operation& op) { op.detail = detail(released); });
+}
+
 }  // namespace
 
 Workload::Workload(Cluster& cluster, History& history, WorkloadSettings settings)
@@ -105,6 +174,11 @@ void Workload::start(std::chrono::steady_clock::time_point deadline) {
       draw_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
     });
   }
+  for (std::size_t i = 0; i < settings_.revoke_clients; ++i, ++process) {
+    threads_.emplace_back([this, process] {
+      revoke_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
+    });
+  }
 }
 
 void Workload::stop() {
@@ -126,7 +200,6 @@ void Workload::lock_client(int process, std::uint64_t seed) {
                                                      settings_.max_ttl.count());
   std::uint64_t element = 0;
   const std::string lock_path = "/v1/locks/" + settings_.lock_name;
-  const std::string set_path = "/objects/" + settings_.set_key;
   while (running()) {
     HttpClient* http = clients.instance(random() % cluster_.serving_count());
     if (http == nullptr) {
@@ -138,50 +211,18 @@ void Workload::lock_client(int process, std::uint64_t seed) {
     const std::size_t lease = history_.begin(acquire);
     const HttpAnswer granted =
         http->post(lock_path, {{"ttl_ms", ttl}, {"wait_ms", settings_.wait.count()}});
-    const nlohmann::json body = granted.json();
-    history_.end(lease, outcome_of(granted, 409), [&](Operation& op) {
-      op.detail = detail(granted);
-      if (granted.status != 200) return;
-      op.token = body.value("token", std::uint64_t{0});
-      op.validity_ms = body.value("validity_ms", std::int64_t{0});
-      op.waited_ms = body.value("waited_ms", std::int64_t{0});
-    });
+    record_grant(history_, lease, granted, 409);
     if (granted.status != 200) {
       if (granted.status != 409) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
-    const std::string secret = body.value("lease", "");
-    const std::uint64_t token = body.value("token", std::uint64_t{0});
-    const auto lease_index = static_cast<std::int64_t>(lease);
-
-    // Lock-set (Jepsen's): a fenced read early in the lease, then, after holding a while, the
-    // write of what was read plus one new element. Sometimes an extend.
-    const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(token)}};
-    Operation read = operation(process, "read", settings_.set_key, lease_index, token);
-    const std::size_t read_index = history_.begin(read);
-    const HttpAnswer seen = clients.store().request("GET", set_path, "", fencing);
-    const bool read_ok = seen.status == 200 || seen.status == 404;
-    const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
-    history_.end(read_index, read_ok ? Outcome::kOk : outcome_of(seen, 409), [&](Operation& op) {
-      op.value = before;
-      op.detail = detail(seen);
-    });
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 2 + 1)));
-    if (read_ok) {
-      Operation write = operation(process, "write", settings_.set_key, lease_index, token);
-      write.value = before + (before.empty() ? "" : ",") + "p" + std::to_string(process) + "-" +
-                    std::to_string(++element);
-      const std::size_t write_index = history_.begin(write);
-      const HttpAnswer written = clients.store().request("PUT", set_path, write.value, fencing);
-      history_.end(write_index, outcome_of(written, 409),
-                   [&](Operation& op) { op.detail = detail(written); });
-    }
+    const Held held = held_of(process, lease, granted, ttl);
+    lock_set_step(history_, clients, settings_, random, held, element);
     if (random() % 2 == 0 && running()) {
-      Operation extend = operation(process, "extend", settings_.lock_name, lease_index);
+      Operation extend = operation(process, "extend", settings_.lock_name, held.lease);
       const std::size_t index = history_.begin(extend);
       const HttpAnswer extended =
-          http->post(lock_path + "/extend", {{"lease", secret}, {"ttl_ms", ttl}});
+          http->post(lock_path + "/extend", {{"lease", held.secret}, {"ttl_ms", ttl}});
       history_.end(index, outcome_of(extended, 409), [&](Operation& op) {
         op.detail = detail(extended);
         if (extended.status == 200)
@@ -190,11 +231,40 @@ void Workload::lock_client(int process, std::uint64_t seed) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 4 + 1)));
     }
-    Operation release = operation(process, "release", settings_.lock_name, lease_index);
-    const std::size_t index = history_.begin(release);
-    const HttpAnswer released = http->del(lock_path, {{"lease", secret}});
-    history_.end(index, outcome_of(released, 409),
-                 [&](Operation& op) { op.detail = detail(released); });
+    release_lease(history_, *http, settings_.lock_name, held);
+  }
+}
+
+bool Workload::sleep_while_running(std::chrono::milliseconds d) const {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (running()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return true;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(50)));
+  }
+  return false;
+}
+
+void Workload::revoke_client(int process, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  Clients clients(cluster_, settings_.request_timeout);
+  std::uniform_int_distribution<std::int64_t> ttl_ms(settings_.min_ttl.count(),
+                                                     settings_.max_ttl.count());
+  std::uint64_t element = 0;
+  const std::string revoke_path = "/v1/locks/" + settings_.lock_name + "/revoke";
+  while (sleep_while_running(std::chrono::milliseconds(300 + random() % 900))) {
+    HttpClient* http = clients.instance(random() % cluster_.serving_count());
+    if (http == nullptr) continue;
+    const std::int64_t ttl = ttl_ms(random);
+    const std::size_t lease = history_.begin(operation(process, "revoke", settings_.lock_name));
+    const HttpAnswer granted =
+        http->post(revoke_path, {{"ttl_ms", ttl}, {"owner", "campaign-revoker"}});
+    record_grant(history_, lease, granted, 409);
+    if (granted.status != 200) continue;
+    const Held held = held_of(process, lease, granted, ttl);
+    lock_set_step(history_, clients, settings_, random, held, element);
+    release_lease(history_, *http, settings_.lock_name, held);
   }
 }
 

@@ -4,6 +4,10 @@
 //                     read-modify-write of a shared set in the resource store (Jepsen's lock-set:
 //                     read the set with the token, add a unique element, write it back with the
 //                     token); sometimes extend; release.
+//   revoke            every 300-1200 ms, revoke the mutex lock (POST /v1/locks/{name}/revoke, any
+//                     instance) whoever holds it; when granted, the same lock-set step with the
+//                     revoke's token, then release. The revoked holder's late write must be fenced
+//                     off by the store (the store and set checkers).
 //   counter           draw tokens from a counter (POST /v1/tokens/{name}).
 //   naive counter     (controls only) a counter with nothing keeping its order but itself: INCR
 //                     on the counter master, or an SQLite file and the copies the nemesis makes.
@@ -39,6 +43,7 @@ enum class NaiveCounter {
 struct WorkloadSettings {
   std::size_t lock_clients = 4;
   std::size_t draw_clients = 1;
+  std::size_t revoke_clients = 1;
   // Not kNone: one client draws from that naive counter instead of the draw clients.
   NaiveCounter naive_counter = NaiveCounter::kNone;
   std::string lock_name = "campaign-lock";
@@ -69,6 +74,9 @@ class Workload {
 
  private:
   void lock_client(int process, std::uint64_t seed);
+  void revoke_client(int process, std::uint64_t seed);
+  // Sleeps `d`, in steps, while running(); false once it is not.
+  bool sleep_while_running(std::chrono::milliseconds d) const;
   void draw_client(int process, std::uint64_t seed);
   void naive_draw_client(int process, std::uint64_t seed);
   void naive_sqlite_client(int process, std::uint64_t seed);
