@@ -48,7 +48,9 @@ TEST_CASE("bad acquire bodies are refused naming the field", "[service]") {
       {R"({"ttl_ms": 1000, "owner": 7})", "owner must be a string"},
       {R"({"ttl_ms": 1000, "owner": ")" + std::string(201, 'o') + R"("})",
        "owner must be at most 200"},
-      {R"({"ttl_ms": 1000, "owner": "a\u0007b"})", "owner must not hold control characters"},
+      {R"({"ttl_ms": 1000, "owner": "a\u0007b"})", "without control characters"},
+      {R"({"ttl_ms": 1000, "owner": "a\u0085b"})", "without control characters"},
+      {R"({"ttl_ms": 1000, "owner": "a\u2028b"})", "without control characters"},
   }));
   CHECK_THAT(refusal(parse_acquire_body(text, kLimits)), Catch::Contains(field));
 }

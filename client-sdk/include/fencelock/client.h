@@ -168,8 +168,9 @@ class Client {
   Result<LockStatus> status(std::string_view name);
   // One page of the locks held whose names start with `prefix` (GET /v1/locks): pass the page's
   // `next` as `cursor` until it is unset. A page may hold fewer than `limit` (1..1000) names, even
-  // none, and still have a next; a name held throughout is listed once. Errors: kInvalidArgument,
-  // kDenied (the key needs `read`; names it may not read are left out), kUnavailable, kTransport.
+  // none, and still have a next; a name held throughout is listed (twice if a lock node failed
+  // meanwhile). Errors: kInvalidArgument, kDenied (the key needs `read`; names it may not read are
+  // left out), kUnavailable (then start the listing again), kTransport.
   Result<LockListing> list_locks(std::string_view prefix = {}, std::size_t limit = 100,
                                  std::string_view cursor = {});
   Result<std::uint64_t> next_token(std::string_view name);

@@ -56,7 +56,9 @@ ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message
   if (retry_after_ms) detail["retry_after_ms"] = *retry_after_ms;
   ApiResponse response;
   response.status = http_status(error);
-  response.body = json{{"error", std::move(detail)}}.dump();
+  // A message may quote what the client sent, cut anywhere: never thrown on, replaced.
+  response.body =
+      json{{"error", std::move(detail)}}.dump(-1, ' ', false, json::error_handler_t::replace);
   response.log.error = wire_code(error);
   return response;
 }

@@ -1,9 +1,9 @@
 // The listing of held locks (GET /v1/locks?prefix=P&limit=N&cursor=C): parse the query → the
-// engine's list (storage/src/engine/list_operation.h) → leave out each name the caller's key may
-// not read → {"locks": [...], "next": cursor or null}. A page left with fewer names (or none) still
-// carries `next` until the listing is complete.
+// engine's list (storage/src/engine/list_operation.h), which leaves out (and does not count) each
+// name the caller's key may not read → {"locks": [...], "next": cursor or null}. A page with few
+// names (or none) still carries `next` until the listing is complete.
 #include <nlohmann/json.hpp>
-#include <optional>
+#include <string_view>
 
 #include "api/api_handlers.h"
 #include "api/handler_support.h"
@@ -17,14 +17,16 @@ using namespace handler_support;
 ApiHandlers::Cancel ApiHandlers::list_locks(const Call& call, Reply reply) {
   auto request = parse_list_query(call.query);
   if (!request.ok()) return answer(reply, from_storage_error(request.error()));
-  std::optional<Authorizer::Decision> key;
-  if (call.decision != nullptr) key = *call.decision;
+  if (call.decision != nullptr) {  // the engine neither answers nor counts what it may not read
+    request->visible = [key = *call.decision](std::string_view name) {
+      return Authorizer::check_name(key, name).allowed;
+    };
+  }
   engine_.list(std::move(request).value(),
-               [key = std::move(key), reply = std::move(reply)](Result<storage::LockPage> page) {
+               [reply = std::move(reply)](Result<storage::LockPage> page) {
                  if (!page.ok()) return reply(from_storage_error(page.error()));
                  json locks = json::array();
                  for (const storage::HeldLock& held : page->locks) {
-                   if (key && !Authorizer::check_name(*key, held.name).allowed) continue;
                    json entry{{"name", held.name},
                               {"token", nullptr},
                               {"owner", nullptr},

@@ -236,7 +236,8 @@ Result<AcquireBody> acquire_fields(const Object& object, const BodyLimits& limit
   auto owner = string_field(object, "owner", kMaxOwnerLength, false);
   if (!owner.ok()) return std::move(owner).error();
   if (owner.value() && !storage::is_valid_holder(*owner.value())) {
-    return make_error(ErrorCode::kInvalidArgument, "owner must not hold control characters");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "owner must be at most 200 bytes without control characters");
   }
   return AcquireBody{ttl.value(), std::chrono::milliseconds(wait.value().value_or(0)),
                      owner.value().value_or(std::string())};
@@ -399,8 +400,10 @@ Result<storage::ListRequest> parse_list_query(std::string_view query) {
     const std::string_view pair = query.substr(0, query.find('&'));
     query.remove_prefix(std::min(query.size(), pair.size() + 1));
     if (pair.empty()) continue;
-    const std::string_view key = pair.substr(0, pair.find('='));
-    const auto value = percent_decoded(pair.substr(std::min(pair.size(), key.size() + 1)));
+    const std::string_view raw_key = pair.substr(0, pair.find('='));
+    const auto decoded_key = percent_decoded(raw_key);
+    const std::string_view key = decoded_key ? std::string_view(*decoded_key) : raw_key;
+    const auto value = percent_decoded(pair.substr(std::min(pair.size(), raw_key.size() + 1)));
     static constexpr std::string_view kKeys[] = {"prefix", "limit", "cursor"};
     const auto* known = std::find(std::begin(kKeys), std::end(kKeys), key);
     if (known == std::end(kKeys)) {

@@ -35,8 +35,14 @@ std::string unescaped(std::string_view text) {
 
 bool is_valid_holder(std::string_view holder) noexcept {
   if (holder.size() > kMaxHolderLength) return false;
-  for (const char c : holder) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  for (std::size_t i = 0; i < holder.size(); ++i) {
+    const auto c = static_cast<unsigned char>(holder[i]);
+    const auto next = i + 1 < holder.size() ? static_cast<unsigned char>(holder[i + 1]) : 0;
+    const auto third = i + 2 < holder.size() ? static_cast<unsigned char>(holder[i + 2]) : 0;
+    if (c < 0x20 || c == 0x7f) return false;                      // C0, DEL
+    if (c == 0xc2 && next >= 0x80 && next <= 0x9f) return false;  // C1 (U+0080..U+009F)
+    if (c == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9))
+      return false;  // U+2028, U+2029: line and paragraph separators
   }
   return true;
 }

@@ -1,5 +1,6 @@
 #include "engine/list_operation.h"
 
+#include <bit>
 #include <charconv>
 #include <string_view>
 #include <utility>
@@ -28,14 +29,19 @@ bool parse_number(std::string_view text, std::size_t& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-// "<node>-<SCAN cursor>" → node and cursor; false if it is not one.
-bool parse_cursor(std::string_view cursor, std::size_t& node, std::string& scan_cursor) {
-  const auto dash = cursor.find('-');
+// "<node>-<SCAN cursor>-<hex mask>" → its parts; false if it is not one.
+bool parse_cursor(std::string_view cursor, std::size_t& node, std::string& scan_cursor,
+                  std::uint32_t& passed_over) {
+  const auto first = cursor.find('-');
+  const auto second = cursor.find('-', first == std::string_view::npos ? first : first + 1);
   std::size_t scan = 0;
-  if (dash == std::string_view::npos || !parse_number(cursor.substr(0, dash), node) ||
-      !parse_number(cursor.substr(dash + 1), scan))
+  if (second == std::string_view::npos || !parse_number(cursor.substr(0, first), node) ||
+      !parse_number(cursor.substr(first + 1, second - first - 1), scan))
     return false;
-  scan_cursor = std::string(cursor.substr(dash + 1));
+  const std::string_view mask = cursor.substr(second + 1);
+  const auto [end, ec] = std::from_chars(mask.data(), mask.data() + mask.size(), passed_over, 16);
+  if (mask.empty() || ec != std::errc() || end != mask.data() + mask.size()) return false;
+  scan_cursor = std::string(cursor.substr(first + 1, second - first - 1));
   return true;
 }
 
@@ -56,9 +62,10 @@ Status ListOperation::check_list_request(const ListRequest& request, std::size_t
   }
   std::size_t node = 0;
   std::string scan;
+  std::uint32_t passed_over = 0;
   if (!request.cursor.empty() &&
-      (request.cursor.size() > 40 || !parse_cursor(request.cursor, node, scan) ||
-       node >= node_count)) {
+      (request.cursor.size() > 48 || !parse_cursor(request.cursor, node, scan, passed_over) ||
+       node >= node_count || (passed_over >> node_count) != 0)) {
     return make_error(ErrorCode::kInvalidArgument, "cursor is not one a listing answered");
   }
   return Done{};
@@ -68,7 +75,7 @@ ListOperation::ListOperation(std::shared_ptr<EngineCore> core, ListRequest reque
                              std::function<void(Result<LockPage>)> done)
     : core_(std::move(core)), request_(std::move(request)), done_(std::move(done)) {
   pattern_ = glob_escaped(core_->options().key_prefix) + request_.prefix + "*";
-  if (!request_.cursor.empty()) parse_cursor(request_.cursor, node_, cursor_);
+  if (!request_.cursor.empty()) parse_cursor(request_.cursor, node_, cursor_, passed_over_);
 }
 
 void ListOperation::start() {
@@ -77,8 +84,8 @@ void ListOperation::start() {
     finish(make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
     return;
   }
-  if (!core_->node_votes(node_)) {
-    next_node();
+  if (!core_->node_votes(node_) || (passed_over_ & (1u << node_)) != 0) {
+    pass_over();
     return;
   }
   scan();
@@ -90,7 +97,8 @@ void ListOperation::scan() {
     return;
   }
   ++steps_;
-  const std::size_t count = std::max<std::size_t>(request_.limit, 16);
+  // Keys looked at: what the page still has room for (SCAN may answer a few more).
+  const std::size_t count = std::max<std::size_t>(request_.limit - page_.locks.size(), 16);
   RespCommand command(6);
   command.arg("SCAN").arg(cursor_).arg("MATCH").arg(pattern_).arg("COUNT").arg(
       static_cast<std::int64_t>(count));
@@ -101,8 +109,7 @@ void ListOperation::on_reply(std::size_t, std::uint32_t, NodeReply reply) {
   using Kind = NodeReply::Kind;
   if (reply.kind != Kind::kArray || reply.elements.size() != 2 ||
       reply.elements[0].kind != Kind::kString || reply.elements[1].kind != Kind::kArray) {
-    // The node is down or refused: the names it would list are listed from the next holder.
-    next_node();
+    pass_over();  // down or refusing: what it would list is listed from the next holder
     return;
   }
   cursor_ = reply.elements[0].text;
@@ -123,21 +130,25 @@ void ListOperation::on_reply(std::size_t, std::uint32_t, NodeReply reply) {
   auto self = shared_from_this();
   std::make_shared<InspectOperation>(
       core_, std::move(keys),
-      [self, names = std::move(names)](Result<std::vector<InspectedKey>> inspected) mutable {
+      [self, names = std::move(names)](Result<Inspection> inspected) mutable {
         self->on_inspected(std::move(names), std::move(inspected));
       })
       ->start();
 }
 
-void ListOperation::on_inspected(std::vector<std::string> names,
-                                 Result<std::vector<InspectedKey>> keys) {
-  if (!keys.ok()) {
-    finish(std::move(keys).error());
+void ListOperation::on_inspected(std::vector<std::string> names, Result<Inspection> inspection) {
+  if (!inspection.ok()) {
+    finish(std::move(inspection).error());
     return;
   }
-  for (std::size_t i = 0; i < names.size() && i < keys.value().size(); ++i) {
-    InspectedKey& key = keys.value()[i];
-    if (!key.status.held || key.first_holder != node_) continue;
+  if (node_ >= inspection->answered.size() || !inspection->answered[node_]) {
+    pass_over();  // without its own answers, what it holds cannot be told apart: its next holder
+    return;
+  }
+  for (std::size_t i = 0; i < names.size() && i < inspection->keys.size(); ++i) {
+    InspectedKey& key = inspection->keys[i];
+    if (!key.status.held || listed_from(key) != node_) continue;
+    if (request_.visible && !request_.visible(names[i])) continue;
     page_.locks.push_back(HeldLock{std::move(names[i]), key.status.token,
                                    std::move(key.status.holder),
                                    key.status.remaining.value_or(std::chrono::milliseconds(0))});
@@ -145,25 +156,59 @@ void ListOperation::on_inspected(std::vector<std::string> names,
   next_step();
 }
 
+std::size_t ListOperation::listed_from(const InspectedKey& key) const {
+  for (const std::size_t holder : key.holders) {
+    if ((passed_over_ & (1u << holder)) == 0) return holder;
+  }
+  return core_->node_count();  // every holder passed over: none lists it (it cannot be: see .h)
+}
+
+bool ListOperation::page_full() const {
+  return page_.locks.size() >= request_.limit || steps_ >= kMaxSteps;
+}
+
+std::string ListOperation::cursor() const {
+  char mask[16];
+  const auto [end, ec] = std::to_chars(mask, mask + sizeof mask, passed_over_, 16);
+  return std::to_string(node_) + "-" + cursor_ + "-" + std::string(mask, end);
+}
+
 void ListOperation::next_step() {
   if (cursor_ == "0") {
     next_node();
     return;
   }
-  if (page_.locks.size() >= request_.limit || steps_ >= kMaxSteps) {
-    page_.next = std::to_string(node_) + "-" + cursor_;
+  if (page_full()) {
+    page_.next = cursor();
     finish(std::move(page_));
     return;
   }
   scan();
 }
 
+void ListOperation::pass_over() {
+  passed_over_ |= 1u << node_;
+  // Once more nodes are passed over than can be missing from a quorum, a name held only on them
+  // would never be listed: the listing cannot be complete.
+  if (static_cast<std::size_t>(std::popcount(passed_over_)) >
+      core_->node_count() - core_->quorum()) {
+    finish(make_error(ErrorCode::kUnavailable,
+                      "too many lock nodes failed during this listing to tell what is held; "
+                      "start the listing again"));
+    return;
+  }
+  next_node();
+}
+
 void ListOperation::next_node() {
   cursor_ = "0";
   while (++node_ < core_->node_count()) {
-    if (!core_->node_votes(node_)) continue;
-    if (page_.locks.size() >= request_.limit || steps_ >= kMaxSteps) {
-      page_.next = std::to_string(node_) + "-0";
+    if (!core_->node_votes(node_) || (passed_over_ & (1u << node_)) != 0) {
+      pass_over();
+      return;
+    }
+    if (page_full()) {
+      page_.next = cursor();
       finish(std::move(page_));
       return;
     }

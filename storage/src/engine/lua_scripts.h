@@ -494,12 +494,16 @@ inline constexpr std::string_view kRaiseFencesScript =
 #undef FENCELOCK_LUA_ABOVE
 
 // Inspect: each key's value and remaining ttl, {value or nil, pttl, value or nil, pttl, ...} in
-// the order of KEYS. The engine compares values across nodes to find a quorum holder and never
-// returns a value to anyone.
+// the order of KEYS; a key that holds no string (someone else's) reads as nil. The engine
+// compares values across nodes to find a quorum holder and never returns a value to anyone.
 inline constexpr std::string_view kInspectScript =
     "local out = {}\n"
     "for i = 1, #KEYS do\n"
-    "  out[2 * i - 1] = redis.call('GET', KEYS[i])\n"
+    "  local value = redis.pcall('GET', KEYS[i])\n"
+    "  if type(value) == 'table' then\n"
+    "    value = false\n"
+    "  end\n"
+    "  out[2 * i - 1] = value\n"
     "  out[2 * i] = redis.call('PTTL', KEYS[i])\n"
     "end\n"
     "return out\n";
@@ -510,7 +514,7 @@ inline constexpr std::string_view kReleaseSilentlyScriptSha =
     "aefa35724faf0b722be15286e830a33a84f128bf";
 inline constexpr std::string_view kReleaseScriptSha = "f4240a8e9d9655c93c4dbeb16285bac47a9609ad";
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
-inline constexpr std::string_view kInspectScriptSha = "c7740c23920645cb001dab2b297f9c0181b89d65";
+inline constexpr std::string_view kInspectScriptSha = "4b36506a63e388b56890f11a8cb111a7b397f20d";
 inline constexpr std::string_view kAcquireLockScriptSha =
     "77be07fecce537f2626491367fb3316bc034272f";
 inline constexpr std::string_view kAcquireSetScriptSha = "c27b0d8d869d694f4869b21b05ba2713993762e5";

@@ -139,7 +139,7 @@ void ExtendOperation::decide() {
 
 InspectOperation::InspectOperation(const std::shared_ptr<EngineCore>& core,
                                    const std::vector<std::string>& keys,
-                                   std::function<void(Result<std::vector<InspectedKey>>)> done)
+                                   std::function<void(Result<Inspection>)> done)
     : ScriptOperation(core, OperationKind::kInspect, Script::kInspect, keys, {}),
       key_count_(keys.size()),
       holdings_(tally_.node_count(), std::vector<Holding>(keys.size())),
@@ -169,26 +169,27 @@ void InspectOperation::decide() {
   if (finished() || tally_.pending_voters() != 0) return;
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_),
-                          Result<std::vector<InspectedKey>>(core_->shortfall_error(tally_)));
+    core_->complete_later(std::move(done_), Result<Inspection>(core_->shortfall_error(tally_)));
     return;
   }
-  std::vector<InspectedKey> keys;
-  keys.reserve(key_count_);
-  for (std::size_t k = 0; k < key_count_; ++k) keys.push_back(decide_key(k));
+  Inspection inspection;
+  inspection.keys.reserve(key_count_);
+  for (std::size_t k = 0; k < key_count_; ++k) inspection.keys.push_back(decide_key(k));
+  for (std::size_t i = 0; i < holdings_.size(); ++i)
+    inspection.answered.push_back(tally_.is_voter(i) && tally_.vote_of(i) == Vote::kYes);
   finish(std::nullopt);
-  core_->complete_later(std::move(done_), Result<std::vector<InspectedKey>>(std::move(keys)));
+  core_->complete_later(std::move(done_), Result<Inspection>(std::move(inspection)));
 }
 
 InspectedKey InspectOperation::decide_key(std::size_t key) const {
   // Group the voting nodes' remaining ttls by the value they hold (nodes in configured order).
   std::map<std::string, std::vector<std::int64_t>> by_value;
-  std::map<std::string, std::size_t> first_node;
+  std::map<std::string, std::vector<std::size_t>> nodes_of;
   for (std::size_t i = 0; i < holdings_.size(); ++i) {
     const Holding& holding = holdings_[i][key];
     if (!tally_.is_voter(i) || tally_.vote_of(i) != Vote::kYes || !holding.value) continue;
     by_value[*holding.value].push_back(holding.pttl_ms);
-    first_node.emplace(*holding.value, i);
+    nodes_of[*holding.value].push_back(i);
   }
   InspectedKey inspected;
   LockStatus& status = inspected.status;
@@ -197,7 +198,7 @@ InspectedKey InspectOperation::decide_key(std::size_t key) const {
     LeaseValueFacts facts = read_lease_value(value);
     status.token = facts.token;
     status.holder = std::move(facts.holder);
-    inspected.first_holder = first_node.at(value);
+    inspected.holders = std::move(nodes_of.at(value));
     // Held until fewer than a quorum still have it: the quorum-th largest remaining ttl.
     std::sort(ttls.begin(), ttls.end(), std::greater<>());
     status.held = true;

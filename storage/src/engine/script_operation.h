@@ -142,19 +142,25 @@ class ExtendOperation final : public ClaimOperation<Extension> {
   std::chrono::milliseconds ttl_;
 };
 
-// What inspect learned about one key, and the first node (in the configured order) of those
-// voting nodes that hold its quorum value (a listing names a key when it scans that node).
+// What inspect learned about one key, and the voting nodes (in the configured order) that hold
+// its quorum value (a listing names a key when it scans the first of them it may list from).
 struct InspectedKey {
   LockStatus status;
-  std::size_t first_holder = 0;  // meaningful when status.held
+  std::vector<std::size_t> holders;  // when status.held
+};
+
+// What inspect learned about each key, in order, and which nodes answered.
+struct Inspection {
+  std::vector<InspectedKey> keys;
+  std::vector<bool> answered;  // by node
 };
 
 // {value, pttl} of each of `keys` from every node; waits for every voting node (bounded by the
-// node timeout). Answers one InspectedKey per key, in order.
+// node timeout).
 class InspectOperation final : public ScriptOperation {
  public:
   InspectOperation(const std::shared_ptr<EngineCore>& core, const std::vector<std::string>& keys,
-                   std::function<void(Result<std::vector<InspectedKey>>)> done);
+                   std::function<void(Result<Inspection>)> done);
 
  private:
   struct Holding {
@@ -166,7 +172,7 @@ class InspectOperation final : public ScriptOperation {
   InspectedKey decide_key(std::size_t key) const;
   std::size_t key_count_;
   std::vector<std::vector<Holding>> holdings_;  // by node, then by key
-  std::function<void(Result<std::vector<InspectedKey>>)> done_;
+  std::function<void(Result<Inspection>)> done_;
 };
 
 // A semaphore's count and live slots on every node (kInspectSemaphoreScript); waits for every

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,8 +14,8 @@ namespace fencelock::storage {
 // The longest holder description an acquire may carry (AcquireRequest::holder), in bytes.
 inline constexpr std::size_t kMaxHolderLength = 200;
 
-// True iff `holder` can describe a lease's holder: at most kMaxHolderLength bytes, none of them a
-// control character (below 0x20, or 0x7f).
+// True iff `holder` can describe a lease's holder: at most kMaxHolderLength bytes, no control
+// character (C0, DEL, C1 in UTF-8) and no line or paragraph separator (U+2028, U+2029).
 bool is_valid_holder(std::string_view holder) noexcept;
 
 struct AcquireRequest {
@@ -95,6 +96,9 @@ struct ListRequest {
   std::string prefix;  // "" or up to kMaxNameLength characters of the name alphabet
   std::size_t limit = 100;
   std::string cursor;
+  // The names the caller may see (null: all). Others are neither answered nor counted, so what a
+  // page holds and where it ends never depend on them.
+  std::function<bool(std::string_view name)> visible{};
 };
 
 // A lock held on a quorum (also a name held by a lock set), as LockStatus tells it.
@@ -105,8 +109,9 @@ struct HeldLock {
   std::chrono::milliseconds remaining{0};
 };
 
-// A page: at most `limit` names plus the rest of the last bounded step (a page may run over by a
-// few), and `next`, the cursor of the following page ("" once the listing is complete).
+// A page: about `limit` names (the last bounded step's rest may run over by a few, and a page may
+// hold fewer, even none, and still have a next), and `next`, the cursor of the following page
+// ("" once the listing is complete).
 struct LockPage {
   std::vector<HeldLock> locks;
   std::string next;
