@@ -161,7 +161,7 @@ TEST_CASE("lock sets: a bad names array is refused naming the problem, before an
 TEST_CASE("lock sets and semaphores: their paths answer 405 with the methods they have",
           "[service]") {
   Api api;
-  CHECK(api.call(Method::kGet, "/v1/locks").allow == "POST, DELETE");
+  CHECK(api.call(Method::kOther, "/v1/locks").allow == "GET, POST, DELETE");
   CHECK(api.call(Method::kDelete, "/v1/locks:extend").allow == "POST");
   CHECK(api.call(Method::kOther, "/v1/semaphores/s").allow == "GET, POST, DELETE");
   CHECK(api.call(Method::kGet, "/v1/semaphores/s/extend").allow == "POST");
