@@ -1,6 +1,9 @@
 #include "acquire_waiting.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <optional>
@@ -33,6 +36,25 @@ std::optional<milliseconds> service_max_wait(const Error& error) {
   return milliseconds(value);
 }
 
+// 128 random bits in hex from the OS, or "" if it has none to give.
+std::string random_request_id() {
+  unsigned char bytes[16];
+  std::size_t filled = 0;
+  while (filled < sizeof bytes) {
+    const ssize_t got = ::getrandom(bytes + filled, sizeof bytes - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return {};
+    filled += static_cast<std::size_t>(got);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (const unsigned char b : bytes) {
+    id.push_back(kHex[b >> 4]);
+    id.push_back(kHex[b & 0x0f]);
+  }
+  return id;
+}
+
 // One request of the kind args asks for.
 Result<Lease> acquire_once(Client& client, const CliArgs& args, milliseconds wait) {
   switch (lease_kind_of(args)) {
@@ -43,7 +65,7 @@ Result<Lease> acquire_once(Client& client, const CliArgs& args, milliseconds wai
     case LeaseKind::kLock:
       break;
   }
-  return client.acquire(args.name, args.ttl, wait, args.owner);
+  return client.acquire(args.name, args.ttl, wait, args.owner, args.request_id);
 }
 
 std::string tokens_said(const Lease& lease) {
@@ -65,8 +87,13 @@ void say(const CliArgs& args, const std::string& what) {
   if (args.verbose) std::fprintf(stderr, "fencelock: %s\n", what.c_str());
 }
 
-Result<Lease> acquire_waiting(Client& client, const CliArgs& args) {
+Result<Lease> acquire_waiting(Client& client, const CliArgs& given) {
   const auto started = Clock::now();
+  // One request id for every request of the call: one that timed out may have been granted, and
+  // the next then answers that grant instead of being refused by it.
+  CliArgs args = given;
+  if (args.request_id.empty() && lease_kind_of(args) == LeaseKind::kLock)
+    args.request_id = random_request_id();
   const bool waits = args.wait_forever || args.wait.count() > 0;
   const auto deadline = args.wait_forever ? Clock::time_point::max() : started + args.wait;
   milliseconds longest = kLongestRequestWait;

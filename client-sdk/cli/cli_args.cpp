@@ -117,6 +117,7 @@ constexpr ValuedFlag kValuedFlags[] = {
     {"--cert", set_text<&CliArgs::cert>},
     {"--key", set_text<&CliArgs::key>},
     {"--owner", set_text<&CliArgs::owner>},
+    {"--request-id", set_text<&CliArgs::request_id>},
     {"--name", add_name},
     {"--permits", set_permits},
     {"--wait", set_wait},
@@ -181,6 +182,9 @@ Status check_flags_fit_command(const ParseState& p) {
     return usage_error("--permits is only for run, acquire, extend and release");
   if (p.out.skip_if_locked && command != Command::kRun)
     return usage_error("--skip-if-locked is only for run");
+  if (!p.out.request_id.empty() && ((command != Command::kRun && command != Command::kAcquire) ||
+                                    !p.extra_names.empty() || p.out.permits))
+    return usage_error("--request-id is only for a single lock's run and acquire");
   if (p.out.next_token && command != Command::kToken)
     return usage_error("--next is only for token");
   if (command == Command::kRevoke && (p.out.wait.count() > 0 || p.out.wait_forever))
@@ -307,7 +311,11 @@ Commands:
       like `consul lock -n N`). CMD gets FENCELOCK_NAME, FENCELOCK_TOKEN, FENCELOCK_SLOT (0..N-1)
       and FENCELOCK_PERMITS; fence per slot (N holders write at once). Exit 8 if the semaphore
       is live with another N.
-  acquire [--ttl 30s] [--wait 0s] [--owner TEXT] NAME
+  acquire [--ttl 30s] [--wait 0s] [--owner TEXT] [--request-id ID] NAME
+      --request-id names the acquire (1-64 printable ASCII characters): run again with the same
+      ID while the lease it was granted is held, it prints that same grant instead of failing
+      as locked (for a script that retries after a lost answer). Without it, one is made per
+      call and reused by the call's own retries.
       Print {"name","lease","token","ttl_ms","validity_ms"}. With --name (a lock set): print
       {"names","lease","tokens":{"a":17,...},"ttl_ms","validity_ms"}; with --permits N: print
       {"name","permits","slot","lease","token","ttl_ms","validity_ms"}.

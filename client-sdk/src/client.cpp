@@ -1,6 +1,7 @@
 #include "fencelock/client.h"
 
 #include <openssl/err.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 
 #include <algorithm>
@@ -240,6 +241,20 @@ json acquire_body(std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
   return body;
 }
 
+// A request id for one acquire call: 128 random bits in hex, or "" if the random source fails
+// (the acquire then goes without one, and is not sent again once it may have been delivered).
+std::string new_request_id() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) return {};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (const unsigned char b : bytes) {
+    id.push_back(kHex[b >> 4]);
+    id.push_back(kHex[b & 0x0f]);
+  }
+  return id;
+}
+
 // What every grant answers: the lease string and when the lease ends at the latest — the send
 // time plus waited_ms (absent from services that predate it) plus validity_ms. Conservative: the
 // validity counts from the start of the winning attempt, which is no earlier than our send time
@@ -295,7 +310,10 @@ std::string target_of(const Lease& lease, bool extend) {
 
 class Client::Impl {
  public:
-  enum class Retry { kOnlyIfUndelivered, kSafe };
+  // kOnlyIfUndelivered: sent again only if it never reached the service; kRepeatable: also when
+  // it may have (an acquire with a request id: the service answers the same grant again), but
+  // not on a 503; kSafe: also on a 503.
+  enum class Retry { kOnlyIfUndelivered, kRepeatable, kSafe };
 
   Impl(ClientOptions options, std::vector<Endpoint> endpoints,
        std::shared_ptr<boost::asio::ssl::context> tls)
@@ -332,7 +350,7 @@ class Client::Impl {
         last = error_from_reply(reply.value());
       } else {
         last = std::move(reply).error();
-        if (maybe_delivered && retry != Retry::kSafe) return *last;
+        if (maybe_delivered && retry == Retry::kOnlyIfUndelivered) return *last;
         if (last->code == ErrorCode::kTls) {
           if (!tls) tls = last;
           // Retrying cannot mend a certificate: only another endpoint may do better.
@@ -459,13 +477,17 @@ Result<Lease> lock_grant(Result<json> parsed, std::string_view name, millisecond
 }  // namespace
 
 Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseconds wait,
-                              std::string_view owner) {
+                              std::string_view owner, std::string_view request_id) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   if (auto valid = check_acquire(ttl, wait); !valid.ok()) return std::move(valid).error();
+  json body = acquire_body(ttl, wait, owner);
+  const std::string id = request_id.empty() ? new_request_id() : std::string(request_id);
+  if (!id.empty()) body["request_id"] = id;
   Clock::time_point sent_at;
-  auto parsed = expect_object(impl_->call(
-      "POST", api_paths::expand(api_paths::kLock, name), acquire_body(ttl, wait, owner).dump(),
-      Impl::Retry::kOnlyIfUndelivered, wait, std::nullopt, sent_at));
+  auto parsed = expect_object(
+      impl_->call("POST", api_paths::expand(api_paths::kLock, name), body.dump(),
+                  id.empty() ? Impl::Retry::kOnlyIfUndelivered : Impl::Retry::kRepeatable, wait,
+                  std::nullopt, sent_at));
   return lock_grant(std::move(parsed), name, ttl, sent_at);
 }
 

@@ -59,6 +59,9 @@ class CannedService {
     std::lock_guard<std::mutex> lock(mutex_);
     return seen_;
   }
+  // The next `count` requests are read and recorded, then their connection is closed unanswered:
+  // an answer lost after the service may have acted on it.
+  void lose_answers(int count) { lose_ = count; }
 
  private:
   void serve() {
@@ -107,6 +110,10 @@ class CannedService {
       std::lock_guard<std::mutex> lock(mutex_);
       seen_.push_back({method, target, json::parse(body, nullptr, false)});
     }
+    if (lose_ > 0) {
+      --lose_;
+      return false;
+    }
     const auto found = replies_.find(method + " " + target);
     const Canned reply = found != replies_.end()
                              ? found->second
@@ -121,6 +128,7 @@ class CannedService {
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<int> lose_{0};
   std::mutex mutex_;
   std::vector<Seen> seen_;
   std::thread thread_;
@@ -134,6 +142,40 @@ Client client_for(const CannedService& service) {
 }
 
 }  // namespace
+
+TEST_CASE("sdk wire: an acquire names its request and asks again with it when the answer is lost",
+          "[client]") {
+  CannedService service({{"POST /v1/locks/job",
+                          {200, R"({"name":"job","lease":"9.)" + std::string(48, 'a') +
+                                    R"(","token":9,"ttl_ms":5000,"validity_ms":4990,)"
+                                    R"("waited_ms":0,"repeated":true})"}}});
+  ClientOptions options;
+  options.endpoints = {service.endpoint()};
+  options.max_retries = 1;
+  options.retry_backoff = 1ms;
+  Client client = Client::create(options).value();
+
+  service.lose_answers(1);
+  auto lease = client.acquire("job", 5s);
+  REQUIRE(lease.ok());
+  CHECK(lease->token() == 9);
+  auto seen = service.seen();
+  REQUIRE(seen.size() == 2);
+  const std::string id = seen[0].body["request_id"].get<std::string>();
+  CHECK(id.size() == 32);
+  CHECK(seen[1].body["request_id"] == id);  // the same request, asked again
+
+  REQUIRE(client.acquire("job", 5s).ok());  // another call, another request
+  CHECK(service.seen().at(2).body["request_id"] != id);
+  REQUIRE(client.acquire("job", 5s, 0ms, {}, "my-own-id").ok());
+  CHECK(service.seen().at(3).body["request_id"] == "my-own-id");
+
+  // A lock set's acquire names no request: a lost answer is not asked again.
+  service.lose_answers(1);
+  CHECK(client.acquire_set({"job"}, 5s).error().code == ErrorCode::kTransport);
+  CHECK(service.seen().size() == 5);
+  CHECK_FALSE(service.seen().at(4).body.contains("request_id"));
+}
 
 TEST_CASE("sdk wire: a lock set sends its names sorted and reads a token per name", "[client]") {
   CannedService service({

@@ -395,3 +395,26 @@ TEST_CASE("http auth: a key's max_locks and max_waiters are answered 429 quota_e
              Catch::Contains("max_waiters"));
   CHECK(waiter.get().status == 409);  // the first waiter waited its 3 s and was refused
 }
+
+TEST_CASE("http auth: a request id answers its grant again only to the key that made it",
+          "[service][redis]") {
+  Secured s;
+  const json acquire{{"ttl_ms", 30000}, {"request_id", "7d1e0c4b-retry"}};
+  const HttpAnswer first = s.call("POST", "/v1/locks/billing.shared", acquire, &s.billing);
+  REQUIRE(first.status == 200);
+  CHECK_FALSE(first.json().contains("repeated"));
+  const HttpAnswer again = s.call("POST", "/v1/locks/billing.shared", acquire, &s.billing);
+  REQUIRE(again.status == 200);
+  CHECK(again.json()["repeated"] == true);
+  CHECK(again.json()["lease"] == first.json()["lease"]);
+  CHECK(again.json()["token"] == first.json()["token"]);
+  // Another key with the same request id and name is another request: refused as held.
+  const HttpAnswer other = s.call("POST", "/v1/locks/billing.shared", acquire, &s.payroll);
+  CHECK(other.status == 409);
+  CHECK(other.error_code() == "locked");
+  CHECK_FALSE(other.body.find(first.json()["lease"].get<std::string>()) != std::string::npos);
+  // The lease it answered twice is one lease: released once, it is gone.
+  CHECK(s.call("DELETE", "/v1/locks/billing.shared", {{"lease", first.json()["lease"]}}, &s.billing)
+            .json()["released"] == true);
+  CHECK(s.keys_on_nodes() == 0);
+}

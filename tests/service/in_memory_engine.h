@@ -69,7 +69,21 @@ class InMemoryEngine final : public storage::LockEngine {
     if (request.name == throwing_name) throw std::runtime_error("in-memory engine: boom");
     later([this, request, done = std::move(done)] {
       if (refusal) return done(storage::make_error(storage::ErrorCode::kUnavailable, *refusal));
-      if (locks_.count(request.name) != 0) return done(locked("the lock is held by another lease"));
+      const std::string asked =
+          request.request_id.empty() ? std::string() : request.owner + "\n" + request.request_id;
+      if (const auto held = locks_.find(request.name); held != locks_.end()) {
+        if (asked.empty() || held->second.request != asked)
+          return done(locked("the lock is held by another lease"));
+        storage::Lease lease;  // the same grant, answered again
+        lease.name = request.name;
+        lease.proof = held->second.proof;
+        lease.token = held->second.token;
+        lease.ttl = request.ttl;
+        lease.validity = request.ttl - std::chrono::milliseconds(1);
+        lease.started = Clock::now();
+        lease.repeated = true;
+        return done(std::move(lease));
+      }
       tokens_->next(request.name, [&](storage::Result<std::uint64_t> token) {
         const std::string proof = std::string(16, 'a') + std::to_string(next_proof_++);
         storage::Lease lease;
@@ -79,7 +93,7 @@ class InMemoryEngine final : public storage::LockEngine {
         lease.ttl = request.ttl;
         lease.validity = request.ttl - std::chrono::milliseconds(1);
         lease.started = Clock::now();
-        locks_[request.name] = {lease.token, lease.proof, request.holder};
+        locks_[request.name] = {lease.token, lease.proof, request.holder, asked};
         done(std::move(lease));
       });
     });
@@ -292,6 +306,7 @@ class InMemoryEngine final : public storage::LockEngine {
     std::uint64_t token;
     std::string proof;
     std::string holder{};
+    std::string request{};  // owner and request id of the acquire, "" for none
   };
   struct Semaphore {
     std::uint32_t permits = 0;

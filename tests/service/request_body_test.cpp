@@ -130,19 +130,45 @@ TEST_CASE("a permit's body needs permits, an integer from 1 to 64", "[service]")
   CHECK_FALSE(parse_permit_release_body(R"({"lease": "9)" + longest + R"("})").ok());
 }
 
+TEST_CASE("a lock's acquire takes a request id of 1 to 64 printable ASCII characters",
+          "[service]") {
+  auto id = parse_acquire_body(R"({"ttl_ms":1000,"request_id":"3f6c-1e2a_9b7d.x"})", kLimits);
+  REQUIRE(id.ok());
+  CHECK(id->request_id == "3f6c-1e2a_9b7d.x");
+  CHECK(parse_acquire_body(R"({"ttl_ms":1000,"request_id":null})", kLimits)->request_id.empty());
+  CHECK(parse_acquire_body(R"({"ttl_ms":1000,"request_id":")" + std::string(64, 'r') + R"("})",
+                           kLimits)
+            .ok());
+  for (const std::string& bad :
+       std::vector<std::string>{R"("")", R"("a b")", R"("tab\t")", R"("\u00e9")", R"(7)",
+                                R"(["r"])", "\"" + std::string(65, 'r') + "\""}) {
+    CAPTURE(bad);
+    const auto parsed = parse_acquire_body(R"({"ttl_ms":1000,"request_id":)" + bad + "}", kLimits);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.error().code == fencelock::storage::ErrorCode::kInvalidArgument);
+  }
+  // Only a single lock's acquire takes one.
+  CHECK_FALSE(parse_revoke_body(R"({"ttl_ms":1000,"request_id":"r"})", kLimits).ok());
+  CHECK_FALSE(
+      parse_set_acquire_body(R"({"names":["a"],"ttl_ms":1000,"request_id":"r"})", kLimits).ok());
+  CHECK_FALSE(
+      parse_permit_acquire_body(R"({"permits":2,"ttl_ms":1000,"request_id":"r"})", kLimits).ok());
+}
+
 // #35 item 3: {"ttl_ms":1000,"wiat_ms":100} answered 200 and did not wait.
 TEST_CASE("a field a body does not take is refused by name, with the one it likely meant",
           "[service]") {
   const auto message = [](auto result) { return result.ok() ? "" : result.error().message; };
   // Both readers (the flat one for these small bodies, nlohmann for the rest) refuse alike.
-  CHECK(
-      message(parse_acquire_body(R"({"ttl_ms":1000,"wiat_ms":100})", kLimits)) ==
-      "unknown field 'wiat_ms' (did you mean 'wait_ms'?); this body takes ttl_ms, wait_ms, owner");
-  CHECK(
-      message(parse_acquire_body(R"({"ttl_ms":1000,"wiat_ms":[100]})", kLimits)) ==
-      "unknown field 'wiat_ms' (did you mean 'wait_ms'?); this body takes ttl_ms, wait_ms, owner");
-  CHECK_THAT(message(parse_acquire_body(R"({"ttl_ms":1000,"extra":[1]})", kLimits)),
-             Catch::Equals("unknown field 'extra'; this body takes ttl_ms, wait_ms, owner"));
+  CHECK(message(parse_acquire_body(R"({"ttl_ms":1000,"wiat_ms":100})", kLimits)) ==
+        "unknown field 'wiat_ms' (did you mean 'wait_ms'?); this body takes ttl_ms, wait_ms, "
+        "owner, request_id");
+  CHECK(message(parse_acquire_body(R"({"ttl_ms":1000,"wiat_ms":[100]})", kLimits)) ==
+        "unknown field 'wiat_ms' (did you mean 'wait_ms'?); this body takes ttl_ms, wait_ms, "
+        "owner, request_id");
+  CHECK_THAT(
+      message(parse_acquire_body(R"({"ttl_ms":1000,"extra":[1]})", kLimits)),
+      Catch::Equals("unknown field 'extra'; this body takes ttl_ms, wait_ms, owner, request_id"));
   CHECK_THAT(message(parse_acquire_body(R"({"ttl":1000})", kLimits)),
              Catch::Contains("'ttl' (did you mean 'ttl_ms'?)"));
   CHECK_THAT(message(parse_extend_body(R"({"lease":"1.x","ttl_ms":1000,"wait_ms":5})", kLimits)),

@@ -7,7 +7,9 @@
 //
 // Retries: calls that are safe to repeat (extend, release, status, semaphore_status, next_token,
 // current_token) are retried on transport and TLS errors and 503s, up to max_retries times, on the
-// next endpoint. acquire, acquire_set and acquire_permit are retried only when the request could
+// next endpoint. acquire (which names its request) is also retried on transport and TLS errors
+// after its request may have been delivered — the service answers the same grant again — but
+// not on a 503. acquire_set, acquire_permit and revoke are retried only when the request could
 // not even be sent (nothing can have been granted).
 #pragma once
 
@@ -111,12 +113,15 @@ class Client {
 
   // Acquires `name` for `ttl`, waiting up to `wait` while someone else holds it. `owner` (optional,
   // <= 200 bytes, e.g. host:pid) is kept with the lease: status() answers it, and the service's
-  // request log shows it. Errors: kLocked (held, and the wait ran
+  // request log shows it. Every call names its request (`request_id`; a fresh random one when
+  // empty), so when an answer is lost (a timeout, a reset) the call asks again — up to
+  // max_retries — and the service answers the grant it already made instead of refusing it as
+  // held (docs/api.md, "Asking again"). Errors: kLocked (held, and the wait ran
   // out; error().retry_after says for how much longer when known), kUnavailable,
   // kInvalidArgument, kTransport.
   Result<Lease> acquire(std::string_view name, std::chrono::milliseconds ttl,
                         std::chrono::milliseconds wait = std::chrono::milliseconds(0),
-                        std::string_view owner = {});
+                        std::string_view owner = {}, std::string_view request_id = {});
 
   // Takes `name` whatever lease holds it, with a token above the revoked lease's (POST
   // /v1/locks/{name}/revoke; the key needs the `admin` right). The revoked holder's extend and

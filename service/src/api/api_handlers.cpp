@@ -294,7 +294,8 @@ ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& 
   // The key's caps (auth/key_usage.h): a waiter slot and a lock slot, given back on every outcome.
   auto pending = PendingAcquire::begin(call.usage, owner, waits, 1, waiting_acquires_);
   if (!pending.ok()) return answer(reply, std::move(pending).error());
-  storage::AcquireRequest request{name, parsed->ttl, parsed->wait, owner, owner_detail};
+  storage::AcquireRequest request{name,  parsed->ttl,  parsed->wait,
+                                  owner, owner_detail, parsed->request_id};
   storage::AcquireTicket ticket;
   try {  // the handler runs exactly once, unless the call throws: then nothing runs it
     auto take = revoke ? &storage::LockEngine::revoke : &storage::LockEngine::acquire;
@@ -310,6 +311,7 @@ ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& 
           pending.granted(name, lease->token, lease->started + lease->ttl);
           std::string answer = lease_body(name, encode_lease(lease->token, lease->proof),
                                           lease->token, lease->ttl, lease->validity, lease->waited);
+          if (lease->repeated) answer.insert(answer.size() - 1, R"(,"repeated":true)");
           ApiResponse response = ok_json_text(std::move(answer), lease->token);
           response.log.owner = owner_detail;
           // Granted, but the client is gone: release at once rather than hold the name for the ttl.

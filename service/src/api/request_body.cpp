@@ -269,9 +269,20 @@ Result<AcquireBody> revoke_fields(const Object& object, const BodyLimits& limits
 
 template <class Object>
 Result<AcquireBody> lock_acquire_fields(const Object& object, const BodyLimits& limits) {
-  if (auto known = only_fields(object, {"ttl_ms", "wait_ms", "owner"}); !known.ok())
+  if (auto known = only_fields(object, {"ttl_ms", "wait_ms", "owner", "request_id"}); !known.ok())
     return std::move(known).error();
-  return acquire_fields(object, limits);
+  auto body = acquire_fields(object, limits);
+  if (!body.ok()) return body;
+  auto request_id = string_field(object, "request_id", storage::kMaxRequestIdLength, false);
+  if (!request_id.ok()) return std::move(request_id).error();
+  if (request_id.value()) {
+    if (!storage::is_valid_request_id(*request_id.value())) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "request_id must be 1 to 64 printable ASCII characters without spaces");
+    }
+    body.value().request_id = std::move(*request_id.value());
+  }
+  return body;
 }
 
 template <class Object>

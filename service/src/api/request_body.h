@@ -39,6 +39,9 @@ struct AcquireBody {
   // Optional: who asks (storage::AcquireRequest::holder); at most kMaxOwnerLength bytes, no
   // control characters.
   std::string owner;
+  // Optional, a single lock's acquire only: names the request
+  // (storage::AcquireRequest::request_id).
+  std::string request_id{};
 };
 
 struct ExtendBody {
@@ -72,7 +75,8 @@ struct PermitAcquireBody {
   AcquireBody acquire;
 };
 
-// {"ttl_ms": int, "wait_ms": int (optional, default 0), "owner": string (optional)}
+// {"ttl_ms": int, "wait_ms": int (optional, default 0), "owner": string (optional),
+//  "request_id": string (optional)}
 storage::Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits);
 // {"ttl_ms": int, "owner": string (optional)}: a revoke's (it never waits).
 storage::Result<AcquireBody> parse_revoke_body(std::string_view body, const BodyLimits& limits);

@@ -70,7 +70,8 @@ AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireTarg
     : core_(std::move(core)),
       target_(std::move(target)),
       value_(std::move(value)),
-      value_tail_(lease_value_tail(target_.holder)),
+      value_tail_(
+          lease_value_tail(target_.request.empty() ? "" : "p" + target_.request, target_.holder)),
       done_(std::move(done)),
       retry_timer_(core_->strand()) {
   if (target_.kind == AcquireTarget::Kind::kPermit) {
@@ -102,7 +103,8 @@ void AcquireOperation::start() {
   core_->track(this, weak_from_this());
   // Others already wait for one of these names: queue behind them instead of barging in (no
   // starvation). A permit queues only once every slot has waiters (a free slot is worth a try).
-  if (target_.wait.count() > 0 && !core_->stopped()) {
+  // A request's repeat tries first: only an attempt finds its earlier grant.
+  if (target_.wait.count() > 0 && target_.request.empty() && !core_->stopped()) {
     const bool permit = target_.kind == AcquireTarget::Kind::kPermit;
     bool behind = permit;
     for (const auto& queue : queues()) {
@@ -216,6 +218,7 @@ void AcquireOperation::vote() {
     soonest_votes_.assign(target_.permits, 0);
   }
   confirmations_.assign(core_->node_count(), Confirmation{});
+  if (!target_.request.empty()) repeats_.assign(core_->node_count(), std::string());
   core_->broadcast(attempt_command(/*eval=*/false), shared_from_this(), attempt_);
   core_->confirm_votes(shared_from_this(), attempt_ | kEvictionsRead);
   // A cluster with too few voting nodes is decided before any answer arrives.
@@ -237,10 +240,13 @@ RespCommand AcquireOperation::attempt_command(bool eval) const {
   switch (target_.kind) {
     case AcquireTarget::Kind::kLock: {
       const std::string token = token_arg(0);
-      const std::string args[] = {written_lease_value(value_, token, value_tail_), ttl, mark,
-                                  token};
-      return EngineCore::script_command(target_.revoke ? Script::kRevokeLock : Script::kAcquireLock,
-                                        eval, keys, args);
+      std::vector<std::string> args = {written_lease_value(value_, token, value_tail_), ttl, mark,
+                                       token};
+      if (target_.revoke) return EngineCore::script_command(Script::kRevokeLock, eval, keys, args);
+      if (target_.request.empty())
+        return EngineCore::script_command(Script::kAcquireLock, eval, keys, args);
+      args.push_back(target_.request);
+      return EngineCore::script_command(Script::kAcquireLockRequest, eval, keys, args);
     }
     case AcquireTarget::Kind::kSet: {
       std::vector<std::string> args = {value_, ttl, mark};
@@ -266,6 +272,10 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
     if (phase_ == Phase::kVoting) on_confirmation(node, reply);
     return;
   }
+  if (cookie == (attempt_ | kAdopt)) {
+    if (phase_ == Phase::kRepeating) on_takeover(node, reply);
+    return;
+  }
   if (cookie != attempt_ || phase_ != Phase::kVoting) return;  // a straggler: already decided
   if (core_->resend_on_noscript(
           node, reply, [this] { return attempt_command(/*eval=*/true); }, shared_from_this(),
@@ -285,7 +295,7 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
   } else if (node < answers_.size()) {
     switch (target_.kind) {
       case AcquireTarget::Kind::kLock:
-        vote = vote_for_set(reply, answers_[node]);
+        vote = note_repeat(node, reply) ? Vote::kNo : vote_for_set(reply, answers_[node]);
         break;
       case AcquireTarget::Kind::kSet:
         vote = set_vote(node, reply);
@@ -317,6 +327,10 @@ void AcquireOperation::on_confirmation(std::size_t node, const NodeReply& reply)
 
 void AcquireOperation::count_vote(std::size_t node, Vote vote) {
   tally_->record(node, vote);
+  if (auto head = repeat_on_quorum()) {
+    take_over(std::move(*head));
+    return;
+  }
   switch (tally_->outcome()) {
     case TallyOutcome::kUndecided:
       return;
@@ -485,6 +499,7 @@ void AcquireOperation::grant(std::chrono::milliseconds validity) {
       lease.validity = validity;
       lease.started = attempt_started_;
       lease.waited = waited;
+      lease.repeated = !takeover_head_.empty();
       core_->complete_later(std::get<RedlockEngine::AcquireHandler>(std::move(done_)),
                             Result<Lease>(std::move(lease)));
       break;

@@ -64,6 +64,9 @@ struct AcquireTarget {
   std::string owner;
   std::string holder;   // AcquireRequest::holder, checked
   bool revoke = false;  // kLock: taken whatever holds it (LockEngine::revoke); never waits
+  // kLock: request_digest() of AcquireRequest::request_id, or "" for none. With one, an attempt
+  // that finds this request's earlier grant on a quorum takes it over and answers it again.
+  std::string request;
 };
 
 // The slot key name of a semaphore's slot (lua_scripts.h): "<name>#permit:<slot>"; and its config
@@ -96,11 +99,21 @@ class AcquireOperation : public ReplySink,
 
  private:
   using Clock = std::chrono::steady_clock;
-  enum class Phase { kVoting, kDrawingToken, kWaitingToRetry, kWoken, kReadingExpiry, kDone };
+  enum class Phase {
+    kVoting,
+    kDrawingToken,
+    kWaitingToRetry,
+    kWoken,
+    kReadingExpiry,
+    kRepeating,
+    kDone
+  };
   // The cookie of an expiry read (PTTL) of attempt n: n | kExpiryRead. Attempts never reach it.
   static constexpr std::uint32_t kExpiryRead = std::uint32_t{1} << 31;
   // The cookie of attempt n's evictions reads (EngineCore::confirm_votes): n | kEvictionsRead.
   static constexpr std::uint32_t kEvictionsRead = std::uint32_t{1} << 30;
+  // The cookie of attempt n's takeover of its request's earlier grant (kAdoptLease): n | kAdopt.
+  static constexpr std::uint32_t kAdopt = std::uint32_t{1} << 29;
 
   void attempt();
   void draw_tokens();  // then vote(); phase kDrawingToken while the source answers
@@ -162,6 +175,16 @@ class AcquireOperation : public ReplySink,
   void arm_retry_timer(Clock::duration delay);  // the sleep of kWaitingToRetry
   void become_first(Clock::duration frees_in) override;
   void grant(std::chrono::milliseconds validity);
+  // A request's repeat (acquire_repeat.cpp). note_repeat: whether `reply` is a node's answer that
+  // it holds this request's earlier grant (then kept in repeats_); repeat_on_quorum: the grant a
+  // quorum answered so, if any; take_over: kAdoptLease on every node for it (phase kRepeating);
+  // on_takeover: one node's answer, granting once a quorum took it over (the validity counted
+  // from the takeover's start and the quorum's PTTLs) and refusing (kLocked) once none can.
+  bool note_repeat(std::size_t node, const NodeReply& reply);
+  std::optional<std::string> repeat_on_quorum() const;
+  void take_over(std::string head);
+  void on_takeover(std::size_t node, const NodeReply& reply);
+  void grant_repeat();
   void complete(Error error);
   // Bookkeeping common to every completion (observer, queues); then the handler gets `answer`.
   void finish(std::optional<ErrorCode> error);
@@ -207,6 +230,13 @@ class AcquireOperation : public ReplySink,
     bool yes_waiting = false;
   };
   std::vector<Confirmation> confirmations_;
+  // A request's repeat: per node, the earlier grant it answered ("<lease value>:<token>", or ""
+  // for none); in kRepeating, the takeover's tally, the grant taken over, and each node's PTTL.
+  std::vector<std::string> repeats_;
+  std::optional<QuorumTally> takeover_tally_;
+  std::string takeover_head_;
+  std::vector<std::int64_t> takeover_pttls_;
+  Clock::time_point takeover_started_;
   bool fenced_attempt_ = false;  // the attempt failing now failed on fences
   FenceRetries fence_retries_;   // whether a fenced attempt draws again
   Phase phase_ = Phase::kVoting;

@@ -197,6 +197,7 @@ Waiter::Wake AcquireOperation::wake_now(std::string_view name) {
     case Phase::kWoken:
     case Phase::kVoting:
     case Phase::kDrawingToken:
+    case Phase::kRepeating:
       if (several_queues) {
         // Passed on (it may not need that name, or that slot), but remembered: should its attempt
         // be refused because it reached a majority before this release did, nothing else would
@@ -274,6 +275,7 @@ void AcquireOperation::abandon() {
       return;
     case Phase::kVoting:
     case Phase::kDrawingToken:
+    case Phase::kRepeating:
       abandoned_ = true;
       return;  // decided when the attempt resolves
     case Phase::kWaitingToRetry:

@@ -1,5 +1,8 @@
 #include "engine/lease_value.h"
 
+#include <openssl/evp.h>
+
+#include <array>
 #include <charconv>
 
 #include "fencelock/storage/lease.h"
@@ -31,7 +34,43 @@ std::string unescaped(std::string_view text) {
   return out;
 }
 
+std::optional<std::uint64_t> decimal(std::string_view text) {
+  std::uint64_t parsed = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return parsed;
+}
+
 }  // namespace
+
+std::string request_digest(std::string_view owner, std::string_view name,
+                           std::string_view request_id) {
+  std::string text;
+  text.append(owner).push_back('\n');
+  text.append(name).push_back('\n');
+  text.append(request_id);
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(kRequestDigestLength);
+  for (std::size_t i = 0; i < kRequestDigestLength / 2; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0x0f]);
+  }
+  return hex;
+}
+
+std::optional<RepeatedLease> read_repeated_lease(std::string_view head) {
+  if (head.size() <= kLeaseValueLength || head[kLeaseValueLength] != ':') return std::nullopt;
+  RepeatedLease lease{std::string(head.substr(0, kLeaseValueLength)), std::nullopt};
+  const std::string_view token = head.substr(kLeaseValueLength + 1);
+  if (token.empty()) return lease;
+  lease.token = decimal(token);
+  if (!lease.token) return std::nullopt;
+  return lease;
+}
 
 bool is_valid_holder(std::string_view holder) noexcept {
   if (holder.size() > kMaxHolderLength) return false;
@@ -47,9 +86,18 @@ bool is_valid_holder(std::string_view holder) noexcept {
   return true;
 }
 
-std::string lease_value_tail(std::string_view holder) {
-  std::string tail = "::";
-  tail.reserve(2 + holder.size());
+bool is_valid_request_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > kMaxRequestIdLength) return false;
+  for (const char c : id) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+std::string lease_value_tail(std::string_view request, std::string_view holder) {
+  std::string tail = ":";
+  tail.reserve(2 + request.size() + holder.size());
+  tail.append(request).push_back(':');
   for (const char c : holder) {
     if (c == '%') {
       tail.append("%25");
@@ -82,11 +130,9 @@ LeaseValueFacts read_lease_value(std::string_view value) {
   rest.remove_prefix(token_end + 1);
   const std::size_t request_end = rest.find(':');
   if (request_end == std::string_view::npos) return facts;
-  std::uint64_t parsed = 0;
   if (!token.empty()) {
-    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), parsed);
-    if (ec != std::errc() || end != token.data() + token.size()) return facts;
-    facts.token = parsed;
+    facts.token = decimal(token);
+    if (!facts.token) return facts;
   }
   facts.holder = unescaped(rest.substr(request_end + 1));
   return facts;

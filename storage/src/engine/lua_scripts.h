@@ -46,9 +46,11 @@ enum class Script : std::uint8_t {
   kExtendPermit = 10,
   kInspectSemaphore = 11,
   kFenceToken = 12,
-  kRevokeLock = 13
+  kRevokeLock = 13,
+  kAcquireLockRequest = 14,
+  kAdoptLease = 15
 };
-inline constexpr std::size_t kScriptCount = 14;
+inline constexpr std::size_t kScriptCount = 16;
 
 // The start of every script that checks a holder's claim (see above): leaves the key's value in
 // `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on
@@ -106,14 +108,18 @@ inline constexpr std::string_view kReleaseScript =
 // characters known only to the engine, whatever follows them in the key), without any
 // announcement. It frees nothing anyone waits for, and announcing
 // it would wake other engines' waiters straight into the same split vote, over and over while the
-// lock is held.
+// lock is held. A value whose request field a repeat has taken over ('g', lease_value.h) stays: the
+// repeat answered it as a grant (kAdoptLeaseScript).
 // Every key in KEYS (one for a single lock, all of a lock set's keys, a permit's slot key).
 inline constexpr std::string_view kReleaseSilentlyScript =
     "local deleted = 0\n"
     "for i = 1, #KEYS do\n"
     "  local value = redis.call('GET', KEYS[i])\n"
     "  if value and string.sub(value, 1, #ARGV[1]) == ARGV[1] then\n"
-    "    deleted = deleted + redis.call('DEL', KEYS[i])\n"
+    "    local colon = string.find(value, ':', 50, true)\n"
+    "    if not (colon and string.sub(value, colon + 1, colon + 1) == 'g') then\n"
+    "      deleted = deleted + redis.call('DEL', KEYS[i])\n"
+    "    end\n"
     "  end\n"
     "end\n"
     "return deleted\n";
@@ -409,40 +415,79 @@ inline constexpr std::string_view kInspectSemaphoreScript =
 // holder's lease id (the value's first 16 characters, never a mark), the key's PTTL}: when the
 // holder's lease ends here (expiry_wait.h). Refusal and mark are one atomic step, so no release
 // can slip between the two unannounced; a value already marked so is not written again (no AOF
-// entry, no fsync). The secret part is never changed, and never leaves the node.
+// entry, no fsync). The secret part is never changed, and leaves the node only to a repeat of the
+// request that wrote it (kAcquireLockRequestScript).
+#define FENCELOCK_LUA_ACQUIRE_LOCK_HEAD \
+  "local fence = redis.call('GET', KEYS[2])\n" \
+    "local token = ARGV[4]\n" \
+    "if " FENCELOCK_LUA_ABOVE("token", "fence") " then\n" \
+    "  if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n" \
+    "    if token ~= '' then\n" \
+    "      redis.call('SET', KEYS[2], token)\n" \
+    "    end\n" \
+    "    return 1\n" \
+    "  end\n" \
+    "end\n" \
+    "local value = redis.call('GET', KEYS[1])\n" \
+    "if not value then\n" \
+    "  return {-3, fence}\n" \
+    "end\n"
+#define FENCELOCK_LUA_ACQUIRE_LOCK_REFUSE                                   \
+  "local at = string.find(value, '#', 1, true)\n"                           \
+  "local id = string.sub(value, 1, math.min(16, (at or #value + 1) - 1))\n" \
+  "local refusal = {0, id, redis.call('PTTL', KEYS[1])}\n"                  \
+  "local wanted = ARGV[3]\n"                                                \
+  "if wanted == '' then\n"                                                  \
+  "  return refusal\n"                                                      \
+  "end\n"                                                                   \
+  "if at then\n"                                                            \
+  "  local mark = string.sub(value, at + 1)\n"                              \
+  "  if mark == wanted or mark == '*' then\n"                               \
+  "    return refusal\n"                                                    \
+  "  end\n"                                                                 \
+  "  wanted = '*'\n"                                                        \
+  "  value = string.sub(value, 1, at - 1)\n"                                \
+  "end\n"                                                                   \
+  "redis.call('SET', KEYS[1], value .. '#' .. wanted, 'KEEPTTL')\n"         \
+  "return refusal\n"
 inline constexpr std::string_view kAcquireLockScript =
-    "local fence = redis.call('GET', KEYS[2])\n"
-    "local token = ARGV[4]\n"
-    "if " FENCELOCK_LUA_ABOVE("token", "fence") " then\n"
-    "  if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "    if token ~= '' then\n"
-    "      redis.call('SET', KEYS[2], token)\n"
-    "    end\n"
-    "    return 1\n"
-    "  end\n"
-    "end\n"
-    "local value = redis.call('GET', KEYS[1])\n"
-    "if not value then\n"
-    "  return {-3, fence}\n"
-    "end\n"
-    "local at = string.find(value, '#', 1, true)\n"
-    "local id = string.sub(value, 1, math.min(16, (at or #value + 1) - 1))\n"
-    "local refusal = {0, id, redis.call('PTTL', KEYS[1])}\n"
-    "local wanted = ARGV[3]\n"
-    "if wanted == '' then\n"
-    "  return refusal\n"
-    "end\n"
-    "if at then\n"
-    "  local mark = string.sub(value, at + 1)\n"
-    "  if mark == wanted or mark == '*' then\n"
-    "    return refusal\n"
-    "  end\n"
-    "  wanted = '*'\n"
-    "  value = string.sub(value, 1, at - 1)\n"
-    "end\n"
-    "redis.call('SET', KEYS[1], value .. '#' .. wanted, 'KEEPTTL')\n"
-    "return refusal\n";
+    FENCELOCK_LUA_ACQUIRE_LOCK_HEAD FENCELOCK_LUA_ACQUIRE_LOCK_REFUSE;
 
+// A single lock's acquire that names a request (AcquireRequest::request_id): kAcquireLockScript
+// with ARGV[1]'s request field "p<ARGV[5]>" (lease_value.h), except that a held value whose request
+// field is "p<ARGV[5]>" or "g<ARGV[5]>" — this request's own earlier grant — is answered
+// {2, "<lease value>:<token>", PTTL}, nothing written or marked. The lease value leaves the node
+// only here, to an engine that proved the request (the digest of owner, name and request id).
+inline constexpr std::string_view kAcquireLockRequestScript = FENCELOCK_LUA_ACQUIRE_LOCK_HEAD
+    "local request = ARGV[5]\n"
+    "local colon = string.find(value, ':', 50, true)\n"
+    "if colon and string.sub(value, 49, 49) == ':' then\n"
+    "  local field = string.sub(value, colon + 1, colon + 2 + #request)\n"
+    "  if field == 'p' .. request .. ':' or field == 'g' .. request .. ':' then\n"
+    "    return {2, string.sub(value, 1, colon - 1), redis.call('PTTL', KEYS[1])}\n"
+    "  end\n"
+    "end\n" FENCELOCK_LUA_ACQUIRE_LOCK_REFUSE;
+
+// A repeat takes over its request's earlier grant (AcquireOperation): KEYS[1] the lock key, ARGV[1]
+// "<lease value>:<token>:" as kAcquireLockRequestScript answered it, ARGV[2] the request digest. If
+// the key holds that value with request field "p<ARGV[2]>" or "g<ARGV[2]>", makes the field 'g'
+// (KEEPTTL, mark kept) — so the cleanup of the attempt that wrote it no longer deletes it — and
+// returns the key's PTTL; otherwise -1, nothing written.
+inline constexpr std::string_view kAdoptLeaseScript =
+    "local value = redis.call('GET', KEYS[1])\n"
+    "if not value or string.sub(value, 1, #ARGV[1]) ~= ARGV[1] then\n"
+    "  return -1\n"
+    "end\n"
+    "local at = #ARGV[1] + 1\n"
+    "local field = string.sub(value, at, at + 1 + #ARGV[2])\n"
+    "if field == 'p' .. ARGV[2] .. ':' then\n"
+    "  redis.call('SET', KEYS[1], string.sub(value, 1, at - 1) .. 'g' .. string.sub(value, at + "
+    "1),\n"
+    "             'KEEPTTL')\n"
+    "elseif field ~= 'g' .. ARGV[2] .. ':' then\n"
+    "  return -1\n"
+    "end\n"
+    "return redis.call('PTTL', KEYS[1])\n";
 // A revoke (LockEngine::revoke): the lock's acquire whatever holds the key. KEYS and ARGV as
 // kAcquireLockScript's (ARGV[3] is ignored: a revoke never waits). If the token is above the fence,
 // SETs the key to ARGV[1] PX ARGV[2] — over any holder's value, keeping its waiters' mark, so
@@ -511,7 +556,7 @@ inline constexpr std::string_view kInspectScript =
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha =
-    "aefa35724faf0b722be15286e830a33a84f128bf";
+    "416619fe69dbbfbb4ecdb34552a3b30b41d56b4c";
 inline constexpr std::string_view kReleaseScriptSha = "f4240a8e9d9655c93c4dbeb16285bac47a9609ad";
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
 inline constexpr std::string_view kInspectScriptSha = "4b36506a63e388b56890f11a8cb111a7b397f20d";
@@ -530,6 +575,9 @@ inline constexpr std::string_view kFenceTokenScriptSha = "e6b19d863e8e7382bf41fd
 inline constexpr std::string_view kRevokeLockScriptSha = "0eb5d2bb2170f6e4196291b4884e7075eec92841";
 inline constexpr std::string_view kInspectSemaphoreScriptSha =
     "85c89408bc266f575cff7854d6f80daaab8a2199";
+inline constexpr std::string_view kAcquireLockRequestScriptSha =
+    "e71d41cd07ebc406c06091dcc7b96e74f8ae57e3";
+inline constexpr std::string_view kAdoptLeaseScriptSha = "00a96c8071c174d6678aff3d081b14725bba6163";
 
 constexpr std::string_view script_sha(Script script) {
   switch (script) {
@@ -561,6 +609,10 @@ constexpr std::string_view script_sha(Script script) {
       return kFenceTokenScriptSha;
     case Script::kRevokeLock:
       return kRevokeLockScriptSha;
+    case Script::kAcquireLockRequest:
+      return kAcquireLockRequestScriptSha;
+    case Script::kAdoptLease:
+      return kAdoptLeaseScriptSha;
   }
   return {};
 }
@@ -595,6 +647,10 @@ constexpr std::string_view script_source(Script script) {
       return kFenceTokenScript;
     case Script::kRevokeLock:
       return kRevokeLockScript;
+    case Script::kAcquireLockRequest:
+      return kAcquireLockRequestScript;
+    case Script::kAdoptLease:
+      return kAdoptLeaseScript;
   }
   return {};
 }

@@ -7,6 +7,7 @@
 
 #include "engine/acquire_operation.h"
 #include "engine/engine_core.h"
+#include "engine/lease_value.h"
 #include "engine/list_operation.h"
 #include "engine/script_operation.h"
 #include "engine/token_draw_operation.h"
@@ -190,6 +191,15 @@ AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done
   target.names.push_back(std::move(request.name));
   target.ttl = request.ttl;
   target.wait = request.wait;
+  if (valid.ok() && !request.request_id.empty()) {
+    if (is_valid_request_id(request.request_id)) {
+      target.request = request_digest(request.owner, target.names.front(), request.request_id);
+    } else {
+      valid = make_error(ErrorCode::kInvalidArgument,
+                         "request_id must be 1 to " + std::to_string(kMaxRequestIdLength) +
+                             " printable ASCII characters without spaces");
+    }
+  }
   target.owner = std::move(request.owner);
   target.holder = std::move(request.holder);
   return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done));
@@ -197,6 +207,8 @@ AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done
 
 AcquireTicket RedlockEngine::revoke(AcquireRequest request, AcquireHandler done) {
   Status valid = check_name(request.name);
+  if (valid.ok() && !request.request_id.empty())
+    valid = make_error(ErrorCode::kInvalidArgument, "a revoke takes no request_id");
   if (valid.ok() && core_->tokens() == nullptr) {
     valid = make_error(ErrorCode::kInvalidArgument,
                        "revoke needs fencing tokens: without them the revoked holder could still "

@@ -14,8 +14,16 @@
 #include "engine_under_test.h"
 #include "fencelock/storage/sqlite_token_source.h"
 #include "sync_redis.h"
+#include "temp_dir.h"
 
 namespace fencelock::testing {
+
+// A SQLite token source in `dir` (tokens.db).
+inline std::shared_ptr<storage::SqliteTokenSource> tokens_in(const TempDir& dir) {
+  storage::SqliteTokenOptions options;
+  options.path = dir.path() / "tokens.db";
+  return storage::SqliteTokenSource::open(options).value();
+}
 
 inline storage::Result<storage::LockSetLease> acquire_set(EngineUnderTest& t,
                                                           std::vector<std::string> names,

@@ -19,18 +19,12 @@ namespace {
 
 const std::string kLease(48, 'a');
 
-std::shared_ptr<SqliteTokenSource> tokens_in(const TempDir& dir) {
-  SqliteTokenOptions options;
-  options.path = dir.path() / "tokens.db";
-  return SqliteTokenSource::open(options).value();
-}
-
 }  // namespace
 
 TEST_CASE("a lock value carries its token and holder, and reads back whatever the holder holds",
           "[storage]") {
   const std::string holder = "web-1:4242 #3 at 100% — ok";
-  const std::string value = written_lease_value(kLease, "17", lease_value_tail(holder));
+  const std::string value = written_lease_value(kLease, "17", lease_value_tail("", holder));
   CHECK(value.find('#') == std::string::npos);  // '#' starts a waiter's mark, never before
   const LeaseValueFacts facts = read_lease_value(value);
   REQUIRE(facts.token == 17u);
@@ -39,7 +33,7 @@ TEST_CASE("a lock value carries its token and holder, and reads back whatever th
   CHECK(read_lease_value(value + "#*").token == 17u);
 
   const LeaseValueFacts anonymous =
-      read_lease_value(written_lease_value(kLease, "", lease_value_tail("")));
+      read_lease_value(written_lease_value(kLease, "", lease_value_tail("", "")));
   CHECK_FALSE(anonymous.token.has_value());
   CHECK(anonymous.holder.empty());
   // An older fencelockd's bare value, and tails that are not well formed: no token, no holder.

@@ -46,12 +46,6 @@ std::map<std::string, HeldLock> list_all(EngineUnderTest& t, const std::string& 
   return seen;
 }
 
-std::shared_ptr<SqliteTokenSource> tokens_in(const TempDir& dir) {
-  SqliteTokenOptions options;
-  options.path = dir.path() / "tokens.db";
-  return SqliteTokenSource::open(options).value();
-}
-
 }  // namespace
 
 TEST_CASE("a listing names every held lock with the prefix once, with its token and owner",

@@ -23,12 +23,6 @@ Result<Lease> revoke(EngineUnderTest& t, const std::string& name, std::chrono::m
   });
 }
 
-std::shared_ptr<SqliteTokenSource> tokens_in(const TempDir& dir) {
-  SqliteTokenOptions options;
-  options.path = dir.path() / "tokens.db";
-  return SqliteTokenSource::open(options).value();
-}
-
 }  // namespace
 
 TEST_CASE("a revoke takes a held lock with a larger token and the old lease is gone",

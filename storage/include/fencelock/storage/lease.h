@@ -18,6 +18,13 @@ inline constexpr std::size_t kMaxHolderLength = 200;
 // character (C0, DEL, C1 in UTF-8) and no line or paragraph separator (U+2028, U+2029).
 bool is_valid_holder(std::string_view holder) noexcept;
 
+// The longest request id an acquire may carry (AcquireRequest::request_id), in bytes.
+inline constexpr std::size_t kMaxRequestIdLength = 64;
+
+// True iff `id` can name an acquire request: 1 to kMaxRequestIdLength printable ASCII characters
+// (0x21..0x7e).
+bool is_valid_request_id(std::string_view id) noexcept;
+
 struct AcquireRequest {
   std::string name;                  // a valid lock name (fencelock/names.h)
   std::chrono::milliseconds ttl{0};  // within [min_ttl, max_ttl]
@@ -33,6 +40,12 @@ struct AcquireRequest {
   // the nodes and shown by inspect (LockStatus::holder); never checked. is_valid_holder() or
   // kInvalidArgument.
   std::string holder{};
+  // Optional (a single lock's acquire only): names this acquire, so that asking again after a lost
+  // answer is not refused by its own grant. While the lease that an acquire with the same owner,
+  // name and request id was granted is held on a quorum, another such acquire answers that same
+  // lease (proof, token) with its remaining validity instead of kLocked — on any engine sharing
+  // the nodes. "" for none; otherwise is_valid_request_id() or kInvalidArgument.
+  std::string request_id{};
 };
 
 // A granted lock. The proof (with the token) is what release and extend prove ownership with:
@@ -50,6 +63,10 @@ struct Lease {
   // waited for the lock. A client that adds it and `validity` to its own send time gets a deadline
   // never later than the truth, however long the acquire waited.
   std::chrono::milliseconds waited{0};
+  // True when this answer repeats an earlier grant to the same request
+  // (AcquireRequest::request_id): the same proof and token, validity counted from this answer's own
+  // quorum.
+  bool repeated = false;
 
   std::chrono::steady_clock::time_point valid_until() const { return started + validity; }
 };
