@@ -312,10 +312,10 @@ Commands:
       and FENCELOCK_PERMITS; fence per slot (N holders write at once). Exit 8 if the semaphore
       is live with another N.
   acquire [--ttl 30s] [--wait 0s] [--owner TEXT] [--request-id ID] NAME
-      --request-id names the acquire (1-64 printable ASCII characters): run again with the same
-      ID while the lease it was granted is held, it prints that same grant instead of failing
-      as locked (for a script that retries after a lost answer). Without it, one is made per
-      call and reused by the call's own retries.
+      --request-id names the acquire (1-64 printable ASCII characters, unique per acquire and
+      never shared): run again with the same ID while the lease it was granted is held, it
+      prints that same grant instead of failing as locked (for a script that retries after a
+      lost answer). Without it, one is made per call and reused by the call's own retries.
       Print {"name","lease","token","ttl_ms","validity_ms"}. With --name (a lock set): print
       {"names","lease","tokens":{"a":17,...},"ttl_ms","validity_ms"}; with --permits N: print
       {"name","permits","slot","lease","token","ttl_ms","validity_ms"}.

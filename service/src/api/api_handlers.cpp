@@ -300,9 +300,9 @@ ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& 
   try {  // the handler runs exactly once, unless the call throws: then nothing runs it
     auto take = revoke ? &storage::LockEngine::revoke : &storage::LockEngine::acquire;
     ticket = (engine_.*take)(
-        std::move(request),
-        [this, name, owner, owner_detail, usage = call.usage, pending = pending.value(),
-         reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+        std::move(request), [this, name, owner, owner_detail, usage = call.usage,
+                             pending = pending.value(), named = !parsed->request_id.empty(),
+                             reply = std::move(reply)](Result<storage::Lease> lease) mutable {
           // A refusal (409 locked) carries retry_after_ms from the engine's own answers.
           if (!lease.ok()) {
             pending.refused();
@@ -314,12 +314,14 @@ ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& 
           if (lease->repeated) answer.insert(answer.size() - 1, R"(,"repeated":true)");
           ApiResponse response = ok_json_text(std::move(answer), lease->token);
           response.log.owner = owner_detail;
-          // Granted, but the client is gone: release at once rather than hold the name for the ttl.
-          response.undelivered = [this, name, usage,
-                                  claim = storage::LeaseClaim{lease->token, lease->proof, owner}] {
-            if (usage) usage->drop(usage_key(name, claim.token));
-            engine_.release(name, claim, [](const Result<bool>&) {});
-          };
+          // Granted, but the client is gone: release at once rather than hold the name for the ttl
+          // — unless its request was repeated meanwhile: the repeat's client may hold it now.
+          response.undelivered =
+              [this, name, usage,
+               claim = storage::LeaseClaim{lease->token, lease->proof, owner, named}] {
+                if (usage) usage->drop(usage_key(name, claim.token));
+                engine_.release(name, claim, [](const Result<bool>&) {});
+              };
           reply(std::move(response));
         });
   } catch (...) {

@@ -103,15 +103,16 @@ void AcquireOperation::start() {
   core_->track(this, weak_from_this());
   // Others already wait for one of these names: queue behind them instead of barging in (no
   // starvation). A permit queues only once every slot has waiters (a free slot is worth a try).
-  // A request's repeat tries first: only an attempt finds its earlier grant.
-  if (target_.wait.count() > 0 && target_.request.empty() && !core_->stopped()) {
+  if (target_.wait.count() > 0 && !core_->stopped()) {
     const bool permit = target_.kind == AcquireTarget::Kind::kPermit;
     bool behind = permit;
     for (const auto& queue : queues()) {
       const bool waited_for = core_->has_waiters(queue);
       behind = permit ? behind && waited_for : behind || waited_for;
     }
-    if (behind) {
+    // A request's repeat probes first: an attempt that takes nothing, but finds an earlier grant.
+    probing_ = behind && !target_.request.empty();
+    if (behind && !probing_) {
       sleep_until_retry(make_error(ErrorCode::kLocked, lock_held_message(target_.kind)));
       return;
     }
@@ -240,13 +241,19 @@ RespCommand AcquireOperation::attempt_command(bool eval) const {
   switch (target_.kind) {
     case AcquireTarget::Kind::kLock: {
       const std::string token = token_arg(0);
-      std::vector<std::string> args = {written_lease_value(value_, token, value_tail_), ttl, mark,
-                                       token};
-      if (target_.revoke) return EngineCore::script_command(Script::kRevokeLock, eval, keys, args);
-      if (target_.request.empty())
-        return EngineCore::script_command(Script::kAcquireLock, eval, keys, args);
-      args.push_back(target_.request);
-      return EngineCore::script_command(Script::kAcquireLockRequest, eval, keys, args);
+      const std::string args[] = {written_lease_value(value_, token, value_tail_),
+                                  ttl,
+                                  mark,
+                                  token,
+                                  target_.request,
+                                  probing_ ? "1" : ""};
+      // The request's digest and the probe flag go only to the script that reads them.
+      const bool request = !target_.revoke && !target_.request.empty();
+      const Script script = target_.revoke ? Script::kRevokeLock
+                            : request      ? Script::kAcquireLockRequest
+                                           : Script::kAcquireLock;
+      return EngineCore::script_command(script, eval, keys,
+                                        std::span<const std::string>(args, request ? 6 : 4));
     }
     case AcquireTarget::Kind::kSet: {
       std::vector<std::string> args = {value_, ttl, mark};
@@ -295,7 +302,9 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
   } else if (node < answers_.size()) {
     switch (target_.kind) {
       case AcquireTarget::Kind::kLock:
-        vote = note_repeat(node, reply) ? Vote::kNo : vote_for_set(reply, answers_[node]);
+        vote = note_repeat(node, reply) || probe_found_free(node, reply)
+                   ? Vote::kNo
+                   : vote_for_set(reply, answers_[node]);
         break;
       case AcquireTarget::Kind::kSet:
         vote = set_vote(node, reply);
@@ -539,6 +548,7 @@ void AcquireOperation::grant(std::chrono::milliseconds validity) {
 }
 
 void AcquireOperation::attempt_failed(Error error) {
+  probing_ = false;  // only a waiting repeat's first attempt probes
   // A permit's attempt wrote (at most) its slot key; the config key may stay: it only lives as
   // long as a permit's ttl, and a count check looks at the slots themselves.
   if (target_.kind == AcquireTarget::Kind::kPermit) {

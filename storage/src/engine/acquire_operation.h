@@ -181,6 +181,8 @@ class AcquireOperation : public ReplySink,
   // on_takeover: one node's answer, granting once a quorum took it over (the validity counted
   // from the takeover's start and the quorum's PTTLs) and refusing (kLocked) once none can.
   bool note_repeat(std::size_t node, const NodeReply& reply);
+  // Whether `reply` is a probe's "free here" ({-4}); then answers_ says so.
+  bool probe_found_free(std::size_t node, const NodeReply& reply);
   std::optional<std::string> repeat_on_quorum() const;
   void take_over(std::string head);
   void on_takeover(std::size_t node, const NodeReply& reply);
@@ -233,6 +235,7 @@ class AcquireOperation : public ReplySink,
   // A request's repeat: per node, the earlier grant it answered ("<lease value>:<token>", or ""
   // for none); in kRepeating, the takeover's tally, the grant taken over, and each node's PTTL.
   std::vector<std::string> repeats_;
+  bool probing_ = false;  // the attempt out is a probe (kAcquireLockRequestScript's ARGV[6])
   std::optional<QuorumTally> takeover_tally_;
   std::string takeover_head_;
   std::vector<std::int64_t> takeover_pttls_;

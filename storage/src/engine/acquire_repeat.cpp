@@ -21,6 +21,16 @@ bool AcquireOperation::note_repeat(std::size_t node, const NodeReply& reply) {
   return true;
 }
 
+bool AcquireOperation::probe_found_free(std::size_t node, const NodeReply& reply) {
+  using Kind = NodeReply::Kind;
+  if (!probing_ || node >= answers_.size() || reply.kind != Kind::kArray ||
+      reply.elements.size() != 1 || reply.elements[0].kind != Kind::kInteger ||
+      reply.elements[0].integer != -4)
+    return false;
+  answers_[node].kind = NodeAnswer::Kind::kFree;
+  return true;
+}
+
 std::optional<std::string> AcquireOperation::repeat_on_quorum() const {
   for (const std::string& head : repeats_) {
     if (head.empty()) continue;
@@ -106,6 +116,7 @@ void AcquireOperation::grant_repeat() {
   value_ = earlier->lease;
   tokens_.assign(1, earlier->token.value_or(0));
   attempt_started_ = takeover_started_;
+  target_.ttl = held_for;  // the lease's time left on the quorum, not what the repeat asked for
   grant(validity);
 }
 

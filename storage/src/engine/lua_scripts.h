@@ -48,9 +48,10 @@ enum class Script : std::uint8_t {
   kFenceToken = 12,
   kRevokeLock = 13,
   kAcquireLockRequest = 14,
-  kAdoptLease = 15
+  kAdoptLease = 15,
+  kReleaseUnlessRepeated = 16
 };
-inline constexpr std::size_t kScriptCount = 16;
+inline constexpr std::size_t kScriptCount = 17;
 
 // The start of every script that checks a holder's claim (see above): leaves the key's value in
 // `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on
@@ -103,6 +104,17 @@ inline constexpr std::size_t kScriptCount = 16;
 // strand and in Redis's Lua GC, every extra per-call argument measurably lowers throughput.
 inline constexpr std::string_view kReleaseScript =
     FENCELOCK_LUA_CHECK_CLAIM "redis.call('DEL', KEYS[1])\n" FENCELOCK_LUA_ANNOUNCE_RELEASE;
+
+// kReleaseScript, except that a value whose request field a repeat took over ('g', lease_value.h)
+// is left in place (answers 0): the release of a grant whose answer never reached its client
+// (LeaseClaim::unless_repeated). As with the failed attempt's cleanup, each node runs it and the
+// takeover in some order, and a quorum of takeovers is a quorum this release leaves alone.
+inline constexpr std::string_view kReleaseUnlessRepeatedScript = FENCELOCK_LUA_CHECK_CLAIM
+    "local colon = string.find(value, ':', 50, true)\n"
+    "if colon and string.sub(value, colon + 1, colon + 1) == 'g' then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('DEL', KEYS[1])\n" FENCELOCK_LUA_ANNOUNCE_RELEASE;
 
 // The cleanup of a failed attempt: a compare-and-delete on the lease value itself (ARGV[1], the 48
 // characters known only to the engine, whatever follows them in the key), without any
@@ -458,7 +470,27 @@ inline constexpr std::string_view kAcquireLockScript =
 // field is "p<ARGV[5]>" or "g<ARGV[5]>" — this request's own earlier grant — is answered
 // {2, "<lease value>:<token>", PTTL}, nothing written or marked. The lease value leaves the node
 // only here, to an engine that proved the request (the digest of owner, name and request id).
-inline constexpr std::string_view kAcquireLockRequestScript = FENCELOCK_LUA_ACQUIRE_LOCK_HEAD
+// ARGV[6] "1" makes it a probe, for a waiting acquire that others wait ahead of: it never writes
+// the key (a free key answers {-4}), it only finds an earlier grant or refuses and marks.
+inline constexpr std::string_view kAcquireLockRequestScript =
+    "local fence = redis.call('GET', KEYS[2])\n"
+    "local token = ARGV[4]\n"
+    "local probe = ARGV[6] == '1'\n"
+    "if not probe and " FENCELOCK_LUA_ABOVE("token", "fence") " then\n"
+    "  if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "    if token ~= '' then\n"
+    "      redis.call('SET', KEYS[2], token)\n"
+    "    end\n"
+    "    return 1\n"
+    "  end\n"
+    "end\n"
+    "local value = redis.call('GET', KEYS[1])\n"
+    "if not value then\n"
+    "  if probe then\n"
+    "    return {-4}\n"
+    "  end\n"
+    "  return {-3, fence}\n"
+    "end\n"
     "local request = ARGV[5]\n"
     "local colon = string.find(value, ':', 50, true)\n"
     "if colon and string.sub(value, 49, 49) == ':' then\n"
@@ -576,7 +608,9 @@ inline constexpr std::string_view kRevokeLockScriptSha = "0eb5d2bb2170f6e4196291
 inline constexpr std::string_view kInspectSemaphoreScriptSha =
     "85c89408bc266f575cff7854d6f80daaab8a2199";
 inline constexpr std::string_view kAcquireLockRequestScriptSha =
-    "e71d41cd07ebc406c06091dcc7b96e74f8ae57e3";
+    "8ac4677a83039c23aa2bcbcf343ac7105ace5da6";
+inline constexpr std::string_view kReleaseUnlessRepeatedScriptSha =
+    "467e8254d48ffa8ccbd8980f3873b3495f7d5e03";
 inline constexpr std::string_view kAdoptLeaseScriptSha = "00a96c8071c174d6678aff3d081b14725bba6163";
 
 constexpr std::string_view script_sha(Script script) {
@@ -613,6 +647,8 @@ constexpr std::string_view script_sha(Script script) {
       return kAcquireLockRequestScriptSha;
     case Script::kAdoptLease:
       return kAdoptLeaseScriptSha;
+    case Script::kReleaseUnlessRepeated:
+      return kReleaseUnlessRepeatedScriptSha;
   }
   return {};
 }
@@ -651,6 +687,8 @@ constexpr std::string_view script_source(Script script) {
       return kAcquireLockRequestScript;
     case Script::kAdoptLease:
       return kAdoptLeaseScript;
+    case Script::kReleaseUnlessRepeated:
+      return kReleaseUnlessRepeatedScript;
   }
   return {};
 }

@@ -245,7 +245,8 @@ void RedlockEngine::release(std::string name, LeaseClaim claim, ReleaseHandler d
     return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
   asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
                                    done = std::move(done)]() mutable {
-    ClaimTarget target = single_lock_claim(*core, Script::kRelease, name, claim);
+    const Script script = claim.unless_repeated ? Script::kReleaseUnlessRepeated : Script::kRelease;
+    ClaimTarget target = single_lock_claim(*core, script, name, claim);
     std::string tag = release_tag_for(*core, target.names);
     std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
         ->start();

@@ -3,6 +3,8 @@
 // validity), on any engine; anything else is refused as before; a failed attempt's cleanup never
 // deletes a grant that a repeat answered.
 #include <catch2/catch.hpp>
+#include <future>
+#include <memory>
 
 #include "engine/lease_value.h"
 #include "engine/lua_scripts.h"
@@ -168,4 +170,70 @@ TEST_CASE("request ids are checked, and a revoke takes none", "[storage][redis]"
     t.engine().revoke(AcquireRequest{"n", 1s, 0ms, {}, {}, "r"}, std::move(done));
   });
   CHECK(revoked.error().code == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("the release of an undelivered grant leaves it to a repeat that took it over",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+
+  auto granted = acquire_request(t, "export", "r-1", 10s);
+  REQUIRE(granted.ok());
+  LeaseClaim undelivered{granted->token, granted->proof, {}, /*unless_repeated=*/true};
+  // Not repeated yet: released as any release.
+  CHECK(t.release("export", undelivered).value());
+  CHECK_FALSE(t.inspect("export")->held);
+
+  auto again = acquire_request(t, "export", "r-2", 10s);
+  REQUIRE(again.ok());
+  auto repeat = acquire_request(t, "export", "r-2", 60s);  // the repeat's ttl is not the lease's
+  REQUIRE(repeat.ok());
+  CHECK(repeat->repeated);
+  CHECK(repeat->ttl <= 10s);
+  CHECK(repeat->validity <= repeat->ttl);
+  // The first answer never reached its client: its release leaves the repeat's lease alone.
+  CHECK_FALSE(t.release("export", {again->token, again->proof, {}, true}).value());
+  CHECK(t.inspect("export")->held);
+  CHECK(t.acquire("export", 1s).error().code == ErrorCode::kLocked);
+  CHECK(t.release("export", claim(repeat)).value());  // its holder's own release still works
+}
+
+TEST_CASE("a waiting repeat behind other waiters is answered at once, and a new one queues",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+  const auto acquire_later = [&](AcquireRequest request) {
+    auto answer = std::make_shared<std::promise<Result<Lease>>>();
+    t.engine().acquire(std::move(request),
+                       [answer](Result<Lease> lease) { answer->set_value(std::move(lease)); });
+    return answer->get_future();
+  };
+
+  auto held = acquire_request(t, "queue", "first", 30s);
+  REQUIRE(held.ok());
+  auto waiter = acquire_later(AcquireRequest{"queue", 10s, 20s, {}});
+  REQUIRE(waiter.wait_for(200ms) == std::future_status::timeout);
+
+  // The holder's request again, waiting too: found at once, not queued behind the waiter.
+  const auto before = std::chrono::steady_clock::now();
+  auto repeat = acquire_request(t, "queue", "first", 30s, 20s);
+  REQUIRE(repeat.ok());
+  CHECK(repeat->repeated);
+  CHECK(std::chrono::steady_clock::now() - before < 5s);
+
+  // A new request that waits queues behind the waiter: the release goes to the waiter first.
+  auto newcomer = acquire_later(AcquireRequest{"queue", 10s, 20s, {}, {}, "second"});
+  CHECK(newcomer.wait_for(200ms) == std::future_status::timeout);
+  REQUIRE(t.release("queue", claim(held)).value());
+  REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
+  const Result<Lease> first = waiter.get();
+  REQUIRE(first.ok());
+  CHECK(newcomer.wait_for(50ms) == std::future_status::timeout);
+  REQUIRE(t.release("queue", claim(first)).value());
+  REQUIRE(newcomer.wait_for(10s) == std::future_status::ready);
+  const Result<Lease> second = newcomer.get();
+  REQUIRE(second.ok());
+  CHECK(second->token > first->token);
 }

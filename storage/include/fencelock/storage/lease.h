@@ -78,6 +78,10 @@ struct LeaseClaim {
   std::uint64_t token = 0;
   std::string proof;
   std::string owner;
+  // A release only: leave the lease alone if a repeat of its request took it over
+  // (AcquireRequest::request_id) — what a grant whose answer never reached its client is released
+  // with, since the client's repeat may already hold it.
+  bool unless_repeated = false;
 };
 
 // A successful extend: the lease's key expires no earlier than `ttl` after the extend, and may be
