@@ -60,10 +60,10 @@ struct CliArgs {
   bool wait_forever = false;                // --wait forever
   std::chrono::milliseconds grace{10'000};  // run --grace: SIGTERM → SIGKILL
   std::string owner;                        // --owner
-  std::string request_id;   // --request-id (a single lock's run/acquire); "" = one made per call
-  std::string lease;        // extend/release: argument or FENCELOCK_LEASE
-  bool next_token = false;  // token --next
-  bool verbose = false;     // -v, --verbose: what it does, on stderr
+  std::string request_id;       // --request-id (a single lock's acquire); "" = one made per call
+  std::string lease;            // extend/release: argument or FENCELOCK_LEASE
+  bool next_token = false;      // token --next
+  bool verbose = false;         // -v, --verbose: what it does, on stderr
   bool skip_if_locked = false;  // run --skip-if-locked: held by someone else → exit 0, silent
   std::vector<std::string> command_line;  // run: CMD [ARGS...] after --; empty: hold the lock
 };

@@ -2,9 +2,13 @@ package fencelock
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -18,11 +22,13 @@ import (
 // is received and released rather than left held until its ttl. Each attempt is also bounded by
 // Options.RequestTimeout (an acquire adds its wait).
 //
-// Retries: calls that are safe to repeat (extend, release, status, tokens) are retried on
-// transport errors and 503s, up to Options.MaxRetries times, on the next endpoint. An acquire (or
-// a revoke) is retried only when its request certainly was not sent (connection refused, name not
-// resolved): a sent acquire may have been granted, so it is never sent twice (and a second revoke
-// would revoke the first one's grant).
+// Retries: calls that are safe to repeat (extend, release, status, listing, tokens) are retried on
+// transport errors and 503s, up to Options.MaxRetries times, on the next endpoint. Acquire names
+// its request (AcquireOptions.RequestID), so it is also retried after a transport error once its
+// request may have been sent — the service answers the grant it already made — but not on a 503.
+// AcquireSet, AcquirePermit and Revoke are retried only when their request certainly was not sent
+// (connection refused, name not resolved): a sent one may have been granted, so it is never sent
+// twice (and a second revoke would revoke the first one's grant).
 type Client struct {
 	s         settled
 	http      *http.Client
@@ -70,6 +76,12 @@ type AcquireOptions struct {
 	// Owner: who asks, at most 200 bytes; written to fencelockd's request log and shown by Status
 	// as the holder's owner.
 	Owner string
+	// RequestID names the acquire (Acquire only: AcquireSet and AcquirePermit refuse it): 1 to 64
+	// printable ASCII characters without spaces. Default: a fresh random one per call, with which
+	// the call asks again when an answer is lost. Give your own only to ask again yourself, with
+	// the same id, after a call failed; never reuse one for another acquire (docs/api.md, "Asking
+	// again").
+	RequestID string
 	// Renew: how the lease is kept (see RenewOptions); by default it is renewed until released.
 	Renew RenewOptions
 }
@@ -97,11 +109,12 @@ type SemaphoreStatus struct {
 }
 
 type grantRequest struct {
-	Names   []string `json:"names,omitempty"`
-	Permits int      `json:"permits,omitempty"`
-	TTLMs   int64    `json:"ttl_ms"`
-	WaitMs  int64    `json:"wait_ms,omitempty"`
-	Owner   string   `json:"owner,omitempty"`
+	Names     []string `json:"names,omitempty"`
+	Permits   int      `json:"permits,omitempty"`
+	TTLMs     int64    `json:"ttl_ms"`
+	WaitMs    int64    `json:"wait_ms,omitempty"`
+	Owner     string   `json:"owner,omitempty"`
+	RequestID string   `json:"request_id,omitempty"`
 }
 
 type grantAnswer struct {
@@ -116,10 +129,12 @@ type grantAnswer struct {
 
 // Acquire takes lock name for ttl, waiting up to opts.Wait while another lease holds it, and
 // returns its Lease, renewed in the background unless opts.Renew says otherwise: call Release when
-// done.
+// done. Every call names its request (opts.RequestID; a fresh random one when empty), so when an
+// answer is lost (a timeout, a reset) the call asks again — up to Options.MaxRetries — and the
+// service answers the grant it already made instead of refusing it as held.
 //
 // Errors: ErrLocked (held, and the wait ran out; Error.RetryAfter when known), ErrUnavailable,
-// ErrInvalidArgument (a bad name, ttl or owner: refused before sending), ErrDenied,
+// ErrInvalidArgument (a bad name, ttl, owner or request id: refused before sending), ErrDenied,
 // ErrRateLimited, ErrTransport, ErrInternal; the context's error when ctx ended first.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts AcquireOptions) (*Lease, error) {
 	if err := checkName(name); err != nil {
@@ -128,6 +143,9 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	request, err := grantBody(ttl, opts)
 	if err != nil {
 		return nil, err
+	}
+	if request.RequestID == "" {
+		request.RequestID = newRequestID()
 	}
 	lease, err := c.grant(ctx, KindLock, []string{name}, "/v1/locks/"+name, request, ttl)
 	if err != nil {
@@ -178,6 +196,9 @@ func (c *Client) AcquireSet(ctx context.Context, names []string, ttl time.Durati
 	if err != nil {
 		return nil, err
 	}
+	if err := onlyForALock(opts); err != nil {
+		return nil, err
+	}
 	request, err := grantBody(ttl, opts)
 	if err != nil {
 		return nil, err
@@ -200,6 +221,9 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, permits int, tt
 		return nil, err
 	}
 	if err := checkPermits(permits); err != nil {
+		return nil, err
+	}
+	if err := onlyForALock(opts); err != nil {
 		return nil, err
 	}
 	request, err := grantBody(ttl, opts)
@@ -227,16 +251,39 @@ func grantBody(ttl time.Duration, opts AcquireOptions) (grantRequest, error) {
 		return request, invalid("owner: at most 200 bytes")
 	}
 	request.Owner = opts.Owner
+	if opts.RequestID != "" {
+		if err := checkRequestID(opts.RequestID); err != nil {
+			return request, err
+		}
+		request.RequestID = opts.RequestID
+	}
 	return request, opts.Renew.check()
+}
+
+func onlyForALock(opts AcquireOptions) error {
+	if opts.RequestID != "" {
+		return invalid("request id: only a single lock's acquire takes one")
+	}
+	return nil
+}
+
+// newRequestID is a request id for one acquire call: 128 random bits in hex, or "" if the random
+// source fails (the acquire then goes without one, and is not sent again once it may have been).
+func newRequestID() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(b)
 }
 
 // grant sends an acquire of names (sorted) and reads its answer into a Lease whose keeper is not
 // started. An answer it cannot use is an error, and a lease string it carries is released; once ctx
-// has ended, the error is ctx's.
+// has ended, the error is ctx's. A request that names itself (request_id) is repeatable.
 func (c *Client) grant(ctx context.Context, kind Kind, names []string, path string, request grantRequest, ttl time.Duration) (*Lease, error) {
 	var answer grantAnswer
 	r, sentAt, err := c.call(ctx, callSpec{method: "POST", path: path, body: request,
-		extra: time.Duration(request.WaitMs) * time.Millisecond})
+		extra: time.Duration(request.WaitMs) * time.Millisecond, repeatable: request.RequestID != ""})
 	if err == nil {
 		err = decode(r, &answer) // on a type error it still fills the other fields, the lease too
 	}
@@ -427,6 +474,93 @@ func (c *Client) Status(ctx context.Context, name string) (LockStatus, error) {
 		status.Owner = *answer.Owner
 	}
 	return status, nil
+}
+
+// ListOptions choose one page of a listing; the zero value asks for the first page of every name.
+type ListOptions struct {
+	// Prefix: only names that start with it. Default "": every name.
+	Prefix string
+	// Limit: names per page, 1 to 1000 (a page may hold fewer, even none, or run over by a few).
+	// Default 0 means 100.
+	Limit int
+	// Cursor: the previous page's Next. Default "": the first page.
+	Cursor string
+}
+
+// HeldLock is one lock of a listing: held on a majority of the lock nodes.
+type HeldLock struct {
+	Name string
+	// Token: the holder's fencing token; 0 when the listing cannot tell it.
+	Token int64
+	// Owner: what the holder sent as its owner; "" when none was sent.
+	Owner string
+	// Remaining: until fewer than a majority hold it.
+	Remaining time.Duration
+}
+
+// LockListing is one page of a listing. Next is the cursor of the following page; "" once the
+// listing is complete.
+type LockListing struct {
+	Locks []HeldLock
+	Next  string
+}
+
+// ListLocks answers one page of the locks held whose names start with opts.Prefix (GET
+// /v1/locks): pass its Next as opts.Cursor until it is "". A page may hold fewer than opts.Limit
+// names, even none, and still have a Next; a name held throughout is listed (twice if a lock node
+// failed meanwhile). It needs the right "read"; names the key may not read are left out.
+//
+// Errors: ErrInvalidArgument, ErrDenied, ErrUnavailable (start the listing again),
+// ErrRateLimited, ErrTransport, ErrInternal; the context's error when ctx ended first.
+func (c *Client) ListLocks(ctx context.Context, opts ListOptions) (LockListing, error) {
+	limit := opts.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	if limit < 1 || limit > 1000 {
+		return LockListing{}, invalid("limit must be 1 .. 1000, not %d", limit)
+	}
+	path := "/v1/locks?limit=" + strconv.Itoa(limit)
+	if opts.Prefix != "" {
+		path += "&prefix=" + url.QueryEscape(opts.Prefix)
+	}
+	if opts.Cursor != "" {
+		path += "&cursor=" + url.QueryEscape(opts.Cursor)
+	}
+	var answer struct {
+		Locks []struct {
+			Name        *string `json:"name"`
+			Token       *int64  `json:"token"`
+			Owner       *string `json:"owner"`
+			RemainingMs *int64  `json:"remaining_ms"`
+		} `json:"locks"`
+		Next *string `json:"next"`
+	}
+	if err := c.read(ctx, "GET", path, &answer); err != nil {
+		return LockListing{}, err
+	}
+	if answer.Locks == nil {
+		return LockListing{}, internal("the service's listing lacks its locks array")
+	}
+	listing := LockListing{Locks: make([]HeldLock, 0, len(answer.Locks))}
+	for _, lock := range answer.Locks {
+		if lock.Name == nil || lock.RemainingMs == nil || *lock.RemainingMs < 0 ||
+			(lock.Token != nil && *lock.Token < 1) {
+			return LockListing{}, internal("a listed lock lacks its name or a valid remaining_ms or token")
+		}
+		held := HeldLock{Name: *lock.Name, Remaining: time.Duration(*lock.RemainingMs) * time.Millisecond}
+		if lock.Token != nil {
+			held.Token = *lock.Token
+		}
+		if lock.Owner != nil {
+			held.Owner = *lock.Owner
+		}
+		listing.Locks = append(listing.Locks, held)
+	}
+	if answer.Next != nil {
+		listing.Next = *answer.Next
+	}
+	return listing, nil
 }
 
 // SemaphoreStatus gives semaphore name's live permit count and how many permits are held.

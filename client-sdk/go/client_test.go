@@ -5,12 +5,15 @@ package fencelock_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -317,21 +320,158 @@ func closingServer(t *testing.T) (string, *atomic.Int32) {
 	return "http://" + listener.Addr().String(), &requests
 }
 
-func TestAnAcquireThatMayHaveBeenDeliveredIsNotRetried(t *testing.T) {
-	url, requests := closingServer(t)
+// recordingServer records the path with its query and the JSON body of each request; it closes
+// the connection without answering the first lose requests (delivered, their answer lost) and
+// answers the others with answer.
+func recordingServer(t *testing.T, lose int, answer http.HandlerFunc) (string, func() ([]string, []map[string]any)) {
+	t.Helper()
+	var mu sync.Mutex
+	var targets []string
+	var bodies []map[string]any
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(data, &body)
+		mu.Lock()
+		targets = append(targets, r.URL.RequestURI())
+		bodies = append(bodies, body)
+		lost := len(bodies) <= lose
+		mu.Unlock()
+		if lost {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		answer(w, r)
+	}))
+	t.Cleanup(server.Close)
+	return server.URL, func() ([]string, []map[string]any) {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), targets...), append([]map[string]any(nil), bodies...)
+	}
+}
+
+const repeatedGrant = `{"name":"x","lease":"5.repeated","token":5,"ttl_ms":10000,"validity_ms":9000,"waited_ms":0,"repeated":true}`
+
+func TestAnAcquireWhoseAnswerWasLostAsksAgainWithTheSameRequestID(t *testing.T) {
+	for _, given := range []string{"", "job-7:attempt/1"} {
+		url, recorded := recordingServer(t, 1, answering(200, repeatedGrant))
+		client := fakeClient(t, url, fencelock.Options{RetryBackoff: time.Millisecond})
+		lease, err := client.Acquire(context.Background(), "x", 10*time.Second,
+			fencelock.AcquireOptions{RequestID: given, Renew: fencelock.RenewOptions{Off: true}})
+		if err != nil || lease.Token() != 5 || lease.LeaseString() != "5.repeated" {
+			t.Fatalf("%q: got %v, %v", given, lease, err)
+		}
+		_, bodies := recorded()
+		if len(bodies) != 2 || bodies[0]["request_id"] != bodies[1]["request_id"] {
+			t.Fatalf("%q: sent %v", given, bodies)
+		}
+		id, _ := bodies[0]["request_id"].(string)
+		if given == "" && !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) || given != "" && id != given {
+			t.Errorf("%q: the request id sent is %q", given, id)
+		}
+	}
+}
+
+func TestEachAcquireCallNamesARequestOfItsOwn(t *testing.T) {
+	url, recorded := recordingServer(t, 0, answering(200, repeatedGrant))
+	client := fakeClient(t, url, fencelock.Options{})
+	for i := 0; i < 2; i++ {
+		if _, err := client.Acquire(context.Background(), "x", 10*time.Second, noRenew); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, bodies := recorded(); len(bodies) != 2 || bodies[0]["request_id"] == bodies[1]["request_id"] {
+		t.Errorf("sent %v", bodies)
+	}
+}
+
+func TestOtherGrantsAreNotAskedAgainOnceMaybeDeliveredNorAnAcquireAfterA503(t *testing.T) {
+	grants := map[string]func(c *fencelock.Client) error{
+		"set": func(c *fencelock.Client) error {
+			_, err := c.AcquireSet(context.Background(), []string{"a", "b"}, time.Second, fencelock.AcquireOptions{})
+			return err
+		},
+		"permit": func(c *fencelock.Client) error {
+			_, err := c.AcquirePermit(context.Background(), "s", 3, time.Second, fencelock.AcquireOptions{})
+			return err
+		},
+	}
+	for what, grant := range grants {
+		url, recorded := recordingServer(t, 100, answering(200, repeatedGrant))
+		if err := grant(fakeClient(t, url, fencelock.Options{RetryBackoff: time.Millisecond})); !errors.Is(err, fencelock.ErrTransport) {
+			t.Fatalf("%s: want transport, got %v", what, err)
+		}
+		if _, bodies := recorded(); len(bodies) != 1 || bodies[0]["request_id"] != nil {
+			t.Errorf("%s: sent %v", what, bodies)
+		}
+	}
+	url, recorded := recordingServer(t, 0, answering(503, `{"error":{"code":"unavailable","message":"too few lock nodes"}}`))
 	client := fakeClient(t, url, fencelock.Options{RetryBackoff: time.Millisecond})
-	if _, err := client.Acquire(context.Background(), "x", time.Second, fencelock.AcquireOptions{}); !errors.Is(err, fencelock.ErrTransport) {
-		t.Fatalf("want transport, got %v", err)
+	if _, err := client.Acquire(context.Background(), "x", time.Second, noRenew); !errors.Is(err, fencelock.ErrUnavailable) {
+		t.Fatalf("want unavailable, got %v", err)
 	}
-	if n := requests.Load(); n != 1 {
-		t.Errorf("the acquire was sent %d times", n)
+	if _, bodies := recorded(); len(bodies) != 1 {
+		t.Errorf("an acquire answered 503 was sent %d times", len(bodies))
 	}
-	requests.Store(0)
+	url, requests := closingServer(t)
+	client = fakeClient(t, url, fencelock.Options{RetryBackoff: time.Millisecond})
 	if _, err := client.Status(context.Background(), "x"); !errors.Is(err, fencelock.ErrTransport) {
 		t.Fatalf("want transport, got %v", err)
 	}
 	if n := requests.Load(); n != 3 {
 		t.Errorf("a status was sent %d times, want 1 + 2 retries", n)
+	}
+}
+
+func TestABadRequestIDOrOneGivenToAnotherGrantIsRefusedBeforeSending(t *testing.T) {
+	client := fakeClient(t, fmt.Sprintf("http://127.0.0.1:%d", closedPort(t)), fencelock.Options{})
+	ctx := context.Background()
+	for _, bad := range []string{"has space", strings.Repeat("x", 65), "é", "tab\t"} {
+		if _, err := client.Acquire(ctx, "x", time.Second, fencelock.AcquireOptions{RequestID: bad}); !errors.Is(err, fencelock.ErrInvalidArgument) {
+			t.Errorf("%q: want invalid argument, got %v", bad, err)
+		}
+	}
+	withID := fencelock.AcquireOptions{RequestID: "r"}
+	if _, err := client.AcquireSet(ctx, []string{"a"}, time.Second, withID); !errors.Is(err, fencelock.ErrInvalidArgument) {
+		t.Errorf("a set: want invalid argument, got %v", err)
+	}
+	if _, err := client.AcquirePermit(ctx, "s", 2, time.Second, withID); !errors.Is(err, fencelock.ErrInvalidArgument) {
+		t.Errorf("a permit: want invalid argument, got %v", err)
+	}
+}
+
+func TestAListingPageIsAskedForWithEncodedValuesAndRead(t *testing.T) {
+	url, recorded := recordingServer(t, 0, answering(200, `{"locks":[`+
+		`{"name":"inv-1","token":9223372036854775807,"owner":"billing-7","remaining_ms":2500},`+
+		`{"name":"inv-2","token":null,"owner":null,"remaining_ms":0}],"next":"2-1536-0"}`))
+	client := fakeClient(t, url, fencelock.Options{})
+	page, err := client.ListLocks(context.Background(), fencelock.ListOptions{Prefix: "inv-", Limit: 2, Cursor: "1-0+x"})
+	want := fencelock.LockListing{Locks: []fencelock.HeldLock{
+		{Name: "inv-1", Token: 1<<63 - 1, Owner: "billing-7", Remaining: 2500 * time.Millisecond},
+		{Name: "inv-2"}}, Next: "2-1536-0"}
+	if err != nil || !reflect.DeepEqual(page, want) {
+		t.Fatalf("got %+v, %v", page, err)
+	}
+	if _, err := client.ListLocks(context.Background(), fencelock.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if targets, _ := recorded(); !reflect.DeepEqual(targets, []string{"/v1/locks?limit=2&prefix=inv-&cursor=1-0%2Bx", "/v1/locks?limit=100"}) {
+		t.Errorf("asked for %q", targets)
+	}
+	for _, limit := range []int{-1, 1001} {
+		if _, err := client.ListLocks(context.Background(), fencelock.ListOptions{Limit: limit}); !errors.Is(err, fencelock.ErrInvalidArgument) {
+			t.Errorf("limit %d: want invalid argument, got %v", limit, err)
+		}
+	}
+	for _, body := range []string{`{"next":null}`, `{"locks":[{"name":"a"}],"next":null}`, `{"locks":[{"name":"a","remaining_ms":1,"token":0}],"next":null}`} {
+		url, _ := recordingServer(t, 0, answering(200, body))
+		if _, err := fakeClient(t, url, fencelock.Options{}).ListLocks(context.Background(), fencelock.ListOptions{}); !errors.Is(err, fencelock.ErrInternal) {
+			t.Errorf("%s: want internal, got %v", body, err)
+		}
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,6 +179,75 @@ func TestStatusShowsTheHoldersTokenAndOwner(t *testing.T) {
 	defer release(t, anonymous)
 	if status, err := client.Status(ctx, name); err != nil || status.Token != anonymous.Token() || status.Owner != "" {
 		t.Errorf("status of a holder without an owner: %+v, %v", status, err)
+	}
+}
+
+func TestTheSameRequestIDAnswersTheSameGrantWhileItIsHeld(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-repeat")
+	first := fencelock.AcquireOptions{RequestID: uniqueName("go-request"), Renew: fencelock.RenewOptions{Off: true}}
+	lease := patiently(t, func() (*fencelock.Lease, error) { return client.Acquire(ctx, name, 5*time.Second, first) })
+	again := patiently(t, func() (*fencelock.Lease, error) { return client.Acquire(ctx, name, 5*time.Second, first) })
+	if again.LeaseString() != lease.LeaseString() || again.Token() != lease.Token() {
+		t.Fatalf("the repeat answered token %d, the first %d", again.Token(), lease.Token())
+	}
+	other := fencelock.AcquireOptions{RequestID: uniqueName("go-request"), Renew: fencelock.RenewOptions{Off: true}}
+	if _, err := client.Acquire(ctx, name, 5*time.Second, other); !errors.Is(err, fencelock.ErrLocked) {
+		t.Fatalf("another request id: want locked, got %v", err)
+	}
+	release(t, again)
+	fresh := patiently(t, func() (*fencelock.Lease, error) { return client.Acquire(ctx, name, 5*time.Second, first) })
+	defer release(t, fresh)
+	if fresh.Token() <= lease.Token() {
+		t.Errorf("released: the same id is a new acquire, but its token %d is not above %d", fresh.Token(), lease.Token())
+	}
+}
+
+func TestListLocksPagesThroughTheHeldLocksOfAPrefix(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 30*time.Second)
+	prefix := uniqueName("go-list") + "."
+	held := map[string]fencelock.HeldLock{}
+	for i := 0; i < 5; i++ {
+		owner := ""
+		if i%2 == 0 {
+			owner = fmt.Sprintf("go-owner-%d", i)
+		}
+		name := fmt.Sprintf("%s%d", prefix, i)
+		lease := patiently(t, func() (*fencelock.Lease, error) {
+			return client.Acquire(ctx, name, 30*time.Second, fencelock.AcquireOptions{Owner: owner, Renew: fencelock.RenewOptions{Off: true}})
+		})
+		defer release(t, lease)
+		held[name] = fencelock.HeldLock{Name: name, Token: lease.Token(), Owner: owner}
+	}
+	other := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, strings.TrimSuffix(prefix, ".")+"-other", 30*time.Second, noRenew)
+	})
+	defer release(t, other)
+	listed := map[string]fencelock.HeldLock{}
+	cursor := ""
+	for pages := 0; pages < 100; pages++ {
+		page, err := client.ListLocks(ctx, fencelock.ListOptions{Prefix: prefix, Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lock := range page.Locks {
+			if lock.Remaining <= 0 || lock.Remaining > 30*time.Second {
+				t.Errorf("%s: %v remaining of a 30 s lease", lock.Name, lock.Remaining)
+			}
+			lock.Remaining = 0
+			listed[lock.Name] = lock
+		}
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	if cursor != "" {
+		t.Fatal("the listing did not end within 100 pages")
+	}
+	if !reflect.DeepEqual(listed, held) {
+		t.Errorf("listed %+v, held %+v", listed, held)
 	}
 }
 

@@ -50,6 +50,20 @@ func checkSetNames(names []string) ([]string, error) {
 	return sorted, nil
 }
 
+// checkRequestID refuses a request id the service would refuse: 1 to 64 printable ASCII
+// characters without spaces.
+func checkRequestID(id string) error {
+	if len(id) < 1 || len(id) > 64 {
+		return invalid("request id: 1 to 64 printable ASCII characters without spaces")
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return invalid("request id: 1 to 64 printable ASCII characters without spaces")
+		}
+	}
+	return nil
+}
+
 func checkPermits(permits int) error {
 	if permits < 1 || permits > MaxPermits {
 		return invalid("permits must be 1 .. %d, not %d", MaxPermits, permits)

@@ -34,8 +34,8 @@ type Options struct {
 	// Default 5 s; at most 10 min.
 	RequestTimeout time.Duration
 	// MaxRetries is how many more attempts a retry-safe call gets (extend, release, status,
-	// tokens), each on the next endpoint. Default 0 means 2; a negative value means none;
-	// at most 10.
+	// listing, tokens; an acquire whose answer was lost), each on the next endpoint. Default 0
+	// means 2; a negative value means none; at most 10.
 	MaxRetries int
 	// RetryBackoff is the pause before the first retry, doubled for each further one.
 	// Default 50 ms; at most 10 s.

@@ -45,8 +45,11 @@ type callSpec struct {
 	path   string
 	body   any // marshalled as JSON; nil: no body
 	// safe: the call may be repeated (extend, release, reads, token draws): it is retried on
-	// transport errors and 503s. Otherwise (acquire) only when the request was certainly not sent.
-	safe bool
+	// transport errors and 503s. repeatable: it names its request (a lock's acquire with a
+	// request_id), so it is retried on transport errors, even once sent, but not on 503s.
+	// Otherwise (other grants) only when the request was certainly not sent.
+	safe       bool
+	repeatable bool
 	// extra is added to the request timeout (an acquire's wait).
 	extra time.Duration
 }
@@ -79,7 +82,7 @@ func (c *Client) call(ctx context.Context, spec callSpec) (reply, time.Time, err
 			last = errorFromReply(r)
 		} else {
 			last = err
-			if maybeSent && !spec.safe {
+			if maybeSent && !spec.safe && !spec.repeatable {
 				return reply{}, time.Time{}, err
 			}
 			if isCode(err, CodeTLS) {

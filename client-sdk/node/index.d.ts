@@ -13,7 +13,7 @@ export interface ClientOptions {
   /** Sent as "Authorization: Bearer <apiKey>" (fencelockd with --auth-file). Never logged. */
   apiKey?: string;
   timeouts?: Timeouts;
-  /** Extra attempts of retry-safe calls (extend, release, status, tokens). Default 2; 0..10. */
+  /** Extra attempts of retry-safe calls (extend, release, status, listLocks, tokens) and of an acquire whose answer was lost. Default 2; 0..10. */
   maxRetries?: number;
   /** Pause before a retry, doubled each time. Default 50; 0..10000. */
   retryBackoffMs?: number;
@@ -41,6 +41,16 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
+/** A single lock's acquire (acquire, withLock); acquireSet and acquirePermit refuse requestId. */
+export interface LockAcquireOptions extends AcquireOptions {
+  /**
+   * Names this acquire (1..64 printable ASCII characters, no spaces). Default: a fresh random one
+   * per call, with which the client asks again when an answer is lost. Give your own only to ask
+   * again yourself, with the same id, after a call failed; never reuse one for another acquire.
+   */
+  requestId?: string;
+}
+
 export interface RevokeOptions {
   /** How long the lock holds unless extended or released (ms). */
   ttlMs: number;
@@ -56,6 +66,31 @@ export interface WithLockOptions extends AcquireOptions {
 
 export interface CallOptions {
   signal?: AbortSignal;
+}
+
+export interface ListLocksOptions extends CallOptions {
+  /** Only names that start with it. Default '' (every name). */
+  prefix?: string;
+  /** Names per page, 1..1000 (a page may hold fewer, or run over by a few). Default 100. */
+  limit?: number;
+  /** The previous page's `next`; null or absent for the first page. */
+  cursor?: string | null;
+}
+
+/** One lock of a listing: held on a majority of lock nodes. */
+export interface HeldLock {
+  name: string;
+  /** The holder's fencing token; null when the listing cannot tell it. */
+  token: bigint | null;
+  /** What the holder sent as `owner`; null when none was sent. */
+  owner: string | null;
+  remainingMs: number;
+}
+
+/** One page of a listing; `next` is the following page's cursor, null once complete. */
+export interface LockListing {
+  locks: HeldLock[];
+  next: string | null;
 }
 
 export interface LockStatus {
@@ -150,8 +185,11 @@ export declare class LeaseKeeper {
 
 export declare class Client {
   constructor(options?: ClientOptions);
-  /** Rejects with LockedError, UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError. */
-  acquire(name: string, options: AcquireOptions): Promise<Lease>;
+  /**
+   * Names its request (requestId) and asks again with it when an answer is lost. Rejects with
+   * LockedError, UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError.
+   */
+  acquire(name: string, options: LockAcquireOptions): Promise<Lease>;
   /** Takes the lock whoever holds it, with a newer token (key right "admin"); never retried once maybe sent. Rejects as acquire. */
   revoke(name: string, options: RevokeOptions): Promise<Lease>;
   /** Rejects with NotHeldError (and marks the lease lost), UnavailableError, InvalidArgumentError, TransportError. */
@@ -164,12 +202,16 @@ export declare class Client {
   acquirePermit(name: string, permits: number, options: AcquireOptions): Promise<Lease>;
   semaphoreStatus(name: string, options?: CallOptions): Promise<SemaphoreStatus>;
   status(name: string, options?: CallOptions): Promise<LockStatus>;
+  /** One page of the held locks (key right "read"); follow `next` until it is null. */
+  listLocks(options?: ListLocksOptions): Promise<LockListing>;
+  /** Every held lock of a listing, page after page (listLocks). */
+  iterateLocks(options?: CallOptions & { prefix?: string; pageSize?: number }): AsyncGenerator<HeldLock, void, undefined>;
   /** Draws the name's next token without a lock (a hazard: see docs/api.md). */
   nextToken(name: string, options?: CallOptions): Promise<bigint>;
   currentToken(name: string, options?: CallOptions): Promise<bigint>;
   keep(lease: AnyLease, options?: RenewOptions): LeaseKeeper;
   /** Acquire, keep renewed, run work, release (also when work throws). Rejects with LeaseLostError if the lease was lost meanwhile. */
-  withLock<T>(name: string, options: WithLockOptions, work: (lease: Lease) => Promise<T> | T): Promise<T>;
+  withLock<T>(name: string, options: WithLockOptions & { requestId?: string }, work: (lease: Lease) => Promise<T> | T): Promise<T>;
   withLockSet<T>(names: string[], options: WithLockOptions, work: (lease: LockSetLease) => Promise<T> | T): Promise<T>;
   withPermit<T>(name: string, permits: number, options: WithLockOptions, work: (lease: Lease) => Promise<T> | T): Promise<T>;
 }

@@ -2,12 +2,15 @@
 // fetch, whose connections are kept alive by default.
 //
 // Every request is bounded by AbortSignal.timeout (requestMs; an acquire adds its waitMs).
-// Retries follow the C++ SDK: calls that are safe to repeat (extend, release, status, nextToken,
-// currentToken) are retried on transport errors and 503s, up to maxRetries times, on the next
-// endpoint; acquire (and revoke) is retried only when its request could not be sent at all
-// (connection refused, name not resolved), because a sent acquire may have been granted (and a
-// repeated revoke would revoke its own grant). After a transport error the
-// client starts its next calls at the endpoint that answered last.
+// Retries follow the C++ SDK: calls that are safe to repeat (extend, release, status, listLocks,
+// nextToken, currentToken) are retried on transport errors and 503s, up to maxRetries times, on
+// the next endpoint. acquire names its request (request_id), so it is also retried after a
+// transport error once its request may have been sent — the service answers the grant it already
+// made — but not on a 503. acquireSet, acquirePermit and revoke are retried only when their
+// request could not be sent at all (connection refused, name not resolved), because a sent one
+// may have been granted (and a repeated revoke would revoke its own grant). After a transport
+// error the client starts its next calls at the endpoint that answered last.
+import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
 import {
@@ -23,9 +26,12 @@ import { LeaseKeeper } from './keeper.js';
 import { parseWithTokens } from './token_json.js';
 
 const namePattern = /^[A-Za-z0-9._:-]{1,200}$/;
+const requestIdPattern = /^[\x21-\x7e]{1,64}$/;
 // The service's bounds (docs/api.md): names in one lock set, permits of one semaphore.
 export const maxSetNames = 16;
 export const maxPermits = 64;
+// The largest page of a listing (GET /v1/locks).
+const maxListLimit = 1000;
 // Errors of fetch that happen before a byte of the request left: nothing can have been granted.
 const notSentCodes = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
@@ -49,7 +55,8 @@ export class Client {
    *   Default $FENCELOCK_API_KEY.
    * @param {{requestMs?: number}} [options.timeouts] one request's round trip, excluding an
    *   acquire's wait. Default 5000; 1 .. 600000.
-   * @param {number} [options.maxRetries] extra attempts of retry-safe calls. Default 2; 0..10.
+   * @param {number} [options.maxRetries] extra attempts of retry-safe calls, and of an acquire
+   *   whose answer was lost. Default 2; 0..10.
    * @param {number} [options.retryBackoffMs] pause before a retry, doubled each time. Default 50.
    */
   constructor(options = {}) {
@@ -82,12 +89,22 @@ export class Client {
 
   /**
    * Acquires `name` for `ttlMs`, waiting up to `waitMs` while someone else holds it.
+   * Every call names its request: `requestId` (1..64 printable ASCII characters, no spaces;
+   * default a fresh random one), so when an answer is lost (a timeout, a reset) the call asks
+   * again — up to maxRetries — and the service answers the grant it already made instead of
+   * refusing it as held (docs/api.md, "Asking again"). Pass your own only to ask again yourself,
+   * with the same id, after this call failed; never reuse one for another acquire.
    * Rejects with LockedError (held, and the wait ran out; retryAfterMs when known),
    * UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError.
    */
-  async acquire(name, { ttlMs, waitMs = 0, owner, signal } = {}) {
+  async acquire(name, { ttlMs, waitMs = 0, owner, requestId, signal } = {}) {
     checkName(name);
-    const { answer, deadline } = await this.#grant('acquire', `/v1/locks/${name}`, {}, { ttlMs, waitMs, owner, signal });
+    if (requestId !== undefined && (typeof requestId !== 'string' || !requestIdPattern.test(requestId))) {
+      throw new InvalidArgumentError('invalid_request', 'requestId: 1 to 64 printable ASCII characters without spaces');
+    }
+    const body = { request_id: requestId ?? randomBytes(16).toString('hex') };
+    const { answer, deadline } = await this.#grant('acquire', `/v1/locks/${name}`, body,
+      { ttlMs, waitMs, owner, signal }, true);
     return new Lease(name, answer.lease, grantedToken(answer.token), ttlMs, deadline);
   }
 
@@ -110,7 +127,8 @@ export class Client {
    * for `ttlMs`, waiting up to `waitMs` while any is held. The lease's `tokens` maps each name to
    * its own fencing token (bigint). Rejects as acquire().
    */
-  async acquireSet(names, { ttlMs, waitMs = 0, owner, signal } = {}) {
+  async acquireSet(names, { ttlMs, waitMs = 0, owner, requestId, signal } = {}) {
+    onlyForALock(requestId);
     if (!Array.isArray(names) || names.length < 1 || names.length > maxSetNames) {
       throw new InvalidArgumentError('invalid_request', `names: an array of 1 to ${maxSetNames} lock names`);
     }
@@ -136,7 +154,8 @@ export class Client {
    * token. Rejects as acquire(), and with PermitsMismatchError (`permits`: the live count) when
    * the semaphore has live permits under another count.
    */
-  async acquirePermit(name, permits, { ttlMs, waitMs = 0, owner, signal } = {}) {
+  async acquirePermit(name, permits, { ttlMs, waitMs = 0, owner, requestId, signal } = {}) {
+    onlyForALock(requestId);
     checkName(name);
     checkInteger('permits', permits, 1, maxPermits);
     const { answer, deadline } = await this.#grant('acquirePermit', `/v1/semaphores/${name}`, { permits },
@@ -158,15 +177,56 @@ export class Client {
     return { permits: answer.permits, held: answer.held };
   }
 
+  /**
+   * One page of the locks held whose names start with `prefix` (GET /v1/locks):
+   * {locks: [{name, token (bigint; null when the listing cannot tell), owner (null when none was
+   * sent), remainingMs}], next}. Pass `next` as `cursor` until it is null. A page may hold fewer
+   * than `limit` (1..1000, default 100) names, even none, and still have a next; a name held
+   * throughout is listed (twice if a lock node failed meanwhile). Needs the right "read"; names
+   * the key may not read are left out. Rejects with InvalidArgumentError, DeniedError,
+   * UnavailableError (start the listing again), RateLimitedError, TransportError.
+   */
+  async listLocks({ prefix = '', limit = 100, cursor, signal } = {}) {
+    if (typeof prefix !== 'string') throw new InvalidArgumentError('invalid_request', 'prefix: a string');
+    checkInteger('limit', limit, 1, maxListLimit);
+    if (cursor !== undefined && cursor !== null && (typeof cursor !== 'string' || cursor === '')) {
+      throw new InvalidArgumentError('invalid_request', "cursor: a page's next, or null for the first page");
+    }
+    let query = `limit=${limit}`;
+    if (prefix !== '') query += `&prefix=${encodeURIComponent(prefix)}`;
+    if (cursor) query += `&cursor=${encodeURIComponent(cursor)}`;
+    const { answer } = await this.#call('GET', `/v1/locks?${query}`, undefined, { idempotent: true, signal });
+    const next = answer.next ?? null;
+    if (!Array.isArray(answer.locks) || (next !== null && typeof next !== 'string')) {
+      throw new InternalError('internal', 'listLocks: the answer lacks its locks array or next');
+    }
+    return { locks: answer.locks.map(heldLock), next };
+  }
+
+  /**
+   * Every lock of a listing, page after page (listLocks):
+   * `for await (const lock of client.iterateLocks({ prefix: 'invoice-' }))`. Rejects as listLocks.
+   */
+  async *iterateLocks({ prefix = '', pageSize = 100, signal } = {}) {
+    let cursor = null;
+    do {
+      const page = await this.listLocks({ prefix, limit: pageSize, cursor, signal });
+      yield* page.locks;
+      cursor = page.next;
+    } while (cursor !== null);
+  }
+
   // The POST of every grant: bounds, the request, and the conservative deadline of its answer.
-  // A revoke passes no waitMs: its body takes no wait_ms.
-  async #grant(what, path, body, { ttlMs, waitMs, owner, signal }) {
+  // A revoke passes no waitMs: its body takes no wait_ms. `repeatable`: the body names its
+  // request (a lock's acquire), so it is asked again after a transport error.
+  async #grant(what, path, body, { ttlMs, waitMs, owner, signal }, repeatable = false) {
     checkInteger('ttlMs', ttlMs, 1, Number.MAX_SAFE_INTEGER);
     body.ttl_ms = ttlMs;
     if (waitMs !== undefined) body.wait_ms = checkInteger('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
     if (owner !== undefined) body.owner = String(owner);
     const { answer, sentAt } = await this.#call('POST', path, body, {
       idempotent: false,
+      repeatable,
       attemptMs: this.#requestMs + (waitMs ?? 0),
       signal,
     });
@@ -291,8 +351,9 @@ export class Client {
   }
 
   // One call: tries endpoints in turn by the retry rules. Resolves {answer, sentAt}, sentAt being
-  // performance.now() just before the successful attempt was sent.
-  async #call(method, path, body, { idempotent, attemptMs = this.#requestMs, withinMs, signal }) {
+  // performance.now() just before the successful attempt was sent. `idempotent`: retried on
+  // transport errors and 503s; `repeatable`: on transport errors; neither: only when not sent.
+  async #call(method, path, body, { idempotent, repeatable = false, attemptMs = this.#requestMs, withinMs, signal }) {
     const start = performance.now();
     const attempts = idempotent ? this.#maxRetries + 1 : Math.max(this.#maxRetries + 1, this.#endpoints.length);
     let lastError;
@@ -313,7 +374,8 @@ export class Client {
       lastError = outcome.error;
       const transport = lastError instanceof TransportError;
       if (transport) this.#current = (index + 1) % this.#endpoints.length;
-      const retry = idempotent ? transport || lastError.status === 503 : outcome.notSent === true;
+      const retry = idempotent ? transport || lastError.status === 503
+        : outcome.notSent === true || (repeatable && transport);
       if (!retry) break;
       if (!transport) this.#current = (index + 1) % this.#endpoints.length;
     }
@@ -386,6 +448,26 @@ function checkName(name) {
   if (typeof name !== 'string' || !namePattern.test(name) || name === '.' || name === '..') {
     throw new InvalidArgumentError('invalid_request', 'name: 1 to 200 characters from [A-Za-z0-9._:-], not "." or ".."');
   }
+}
+
+function onlyForALock(requestId) {
+  if (requestId !== undefined) {
+    throw new InvalidArgumentError('invalid_request', "requestId: only a single lock's acquire takes one");
+  }
+}
+
+function heldLock(lock) {
+  if (lock === null || typeof lock !== 'object' || typeof lock.name !== 'string' ||
+      !Number.isSafeInteger(lock.remaining_ms) || lock.remaining_ms < 0) {
+    throw new InternalError('internal', 'listLocks: a listed lock lacks its name or remaining_ms');
+  }
+  const token = lock.token ?? null;
+  if (token !== null) grantedToken(token);
+  const owner = lock.owner ?? null;
+  if (owner !== null && typeof owner !== 'string') {
+    throw new InternalError('internal', 'listLocks: a listed lock holds an owner that is not a string');
+  }
+  return { name: lock.name, token, owner, remainingMs: lock.remaining_ms };
 }
 
 function checkLease(lease) {

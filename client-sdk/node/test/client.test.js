@@ -96,6 +96,53 @@ describe('a lease through every endpoint', () => {
     assert.equal(await client.keep(lease).release(), true, 'a keeper takes a revoker\'s lease');
   });
 
+  it('answers the same grant to the same request id while it is held, and refuses another id', async () => {
+    const name = uniqueName('repeat');
+    const [firstId, otherId] = [uniqueName('request'), uniqueName('request')];
+    const lease = await client.acquire(name, { ttlMs: 5000, requestId: firstId });
+    const again = await client.acquire(name, { ttlMs: 5000, requestId: firstId });
+    assert.equal(again.leaseString(), lease.leaseString());
+    assert.equal(again.token, lease.token);
+    await assert.rejects(client.acquire(name, { ttlMs: 5000, requestId: otherId }), LockedError);
+    assert.equal(await client.release(again), true);
+    const fresh = await client.acquire(name, { ttlMs: 5000, requestId: firstId });
+    assert.ok(fresh.token > lease.token, 'released: the same id is a new acquire');
+    assert.equal(await client.release(fresh), true);
+  });
+
+  it('lists the held locks of a prefix page by page, with their tokens and owners', async () => {
+    const prefix = `${uniqueName('list')}.`;
+    const leases = [];
+    const held = new Map();
+    for (let i = 0; i < 5; ++i) {
+      const owner = i % 2 === 0 ? `node-owner-${i}` : undefined;
+      const lease = await client.acquire(`${prefix}${i}`, { ttlMs: 30000, owner });
+      leases.push(lease);
+      held.set(lease.name, [lease.token, owner ?? null]);
+    }
+    leases.push(await client.acquire(`${prefix.slice(0, -1)}-other`, { ttlMs: 30000 }));
+    try {
+      const listed = new Map();
+      let cursor = null;
+      for (let pages = 0; pages < 100; ++pages) {
+        const page = await client.listLocks({ prefix, limit: 2, cursor });
+        for (const lock of page.locks) {
+          listed.set(lock.name, [lock.token, lock.owner]);
+          assert.ok(lock.remainingMs > 0 && lock.remainingMs <= 30000);
+        }
+        cursor = page.next;
+        if (cursor === null) break;
+      }
+      assert.equal(cursor, null, 'the listing ends');
+      assert.deepEqual(listed, held);
+      const iterated = new Map();
+      for await (const lock of client.iterateLocks({ prefix, pageSize: 3 })) iterated.set(lock.name, [lock.token, lock.owner]);
+      assert.deepEqual(iterated, held);
+    } finally {
+      for (const lease of leases) await client.release(lease);
+    }
+  });
+
   it('reports a name never drawn as token 0', async () => {
     assert.equal(await client.currentToken(uniqueName('fresh')), 0n);
   });
@@ -247,15 +294,27 @@ describe('endpoints', () => {
     assert.equal(failed.code, 'transport');
   });
 
-  it('bounds every call by its timeout, and does not resend an acquire that may have arrived', async () => {
+  it('bounds every call by its timeout, asks an acquire again by its request id, and no other grant', async () => {
     const silent = await startSilentServer();
     try {
-      const hung = new Client({ endpoints: [silent.url, fencelockUrl], timeouts: { requestMs: 300 }, retryBackoffMs: 0 });
+      const hung = new Client({ endpoints: [silent.url], timeouts: { requestMs: 300 }, maxRetries: 1, retryBackoffMs: 0 });
       let started = performance.now();
       const timedOut = await hung.acquire(uniqueName('hung'), { ttlMs: 1000 }).then(() => null, (e) => e);
       assert.ok(timedOut instanceof TransportError, String(timedOut));
       assert.match(timedOut.message, /timed out/);
       assert.ok(performance.now() - started < 2000);
+      // The acquire names its request: after the timeout it is asked again, at the next endpoint.
+      const acquireName = uniqueName('hung');
+      const failover = new Client({ endpoints: [silent.url, fencelockUrl], timeouts: { requestMs: 300 }, retryBackoffMs: 0 });
+      const lease = await failover.acquire(acquireName, { ttlMs: 2000 });
+      assert.equal((await client.status(acquireName)).token, lease.token);
+      assert.equal(await client.release(lease), true);
+      // Not a lock set: it may have been granted, and would be refused by its own grant.
+      const setName = uniqueName('hung');
+      const hungSet = new Client({ endpoints: [silent.url, fencelockUrl], timeouts: { requestMs: 300 }, retryBackoffMs: 0 });
+      const setTimedOut = await hungSet.acquireSet([setName], { ttlMs: 1000 }).then(() => null, (e) => e);
+      assert.ok(setTimedOut instanceof TransportError, String(setTimedOut));
+      assert.equal((await client.status(setName)).held, false, 'the next endpoint was never asked');
       // Nor a revoke: a second one would revoke the first one's grant.
       const revokeName = uniqueName('hung');
       const hungRevoke = new Client({ endpoints: [silent.url, fencelockUrl], timeouts: { requestMs: 300 }, retryBackoffMs: 0 });

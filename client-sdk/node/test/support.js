@@ -3,6 +3,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 function required(name) {
@@ -91,4 +92,54 @@ export async function startFencelockdWithoutNodes(dir, extraArgs = []) {
     throw new Error('the test fencelockd did not answer /healthz within 10 s');
   }
   return { url, stop };
+}
+
+// An HTTP answer as bytes, for startRecordingServer.
+export function httpAnswer(status, body) {
+  return `HTTP/1.1 ${status} Whatever\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+// A grant as fencelockd answers a repeated acquire.
+export const repeatedGrant = httpAnswer(200,
+  '{"name":"x","lease":"5.repeated","token":5,"ttl_ms":10000,"validity_ms":9000,"waited_ms":0,"repeated":true}');
+
+// A loopback HTTP server that reads each request whole (head and Content-Length body), records
+// its target and JSON body, and answers the i-th request with answers[i] (the last one from then
+// on); null closes the connection without answering: the request was delivered, its answer lost.
+// Resolves {url, targets, bodies, close()}.
+export async function startRecordingServer(answers) {
+  const targets = [];
+  const bodies = [];
+  const sockets = new Set();
+  const server = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    let data = Buffer.alloc(0);
+    socket.on('data', (chunk) => {
+      data = Buffer.concat([data, chunk]);
+      const end = data.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = data.subarray(0, end).toString('latin1').split('\r\n');
+      const length = Number(head.find((line) => /^content-length:/i.test(line))?.split(':')[1] ?? 0);
+      if (data.length < end + 4 + length) return;
+      const body = data.subarray(end + 4, end + 4 + length).toString();
+      const answer = answers[Math.min(targets.length, answers.length - 1)];
+      targets.push(head[0].split(' ')[1]);
+      bodies.push(body ? JSON.parse(body) : null);
+      data = Buffer.alloc(0);
+      if (answer === null) socket.destroy();
+      else socket.write(answer);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    targets,
+    bodies,
+    close: () => new Promise((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
 }

@@ -195,6 +195,83 @@ class FakeServer:
         self._listener.close()
 
 
+def http_answer(status: int, body: bytes) -> bytes:
+    reason = {200: "OK", 503: "Service Unavailable"}.get(status, "Whatever")
+    return b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        status, reason.encode(), len(body), body)
+
+
+# A grant as fencelockd answers a repeated acquire.
+REPEATED_GRANT = http_answer(
+    200, b'{"name":"x","lease":"5.repeated","token":5,"ttl_ms":10000,"validity_ms":9000,'
+         b'"waited_ms":0,"repeated":true}')
+
+
+class RecordingServer:
+    """A loopback HTTP server that reads each request whole (head and Content-Length body),
+    records it, and answers the i-th request with answers[i] (the last one from then on) — None
+    closes the connection without answering: the request was delivered, its answer lost. One
+    request per connection. `with RecordingServer([None, REPEATED_GRANT]) as server:`; then
+    server.targets, server.bodies (parsed JSON, None without a body)."""
+
+    def __init__(self, answers: Sequence[Any]) -> None:
+        self._answers = list(answers)
+        self.targets: List[str] = []
+        self.bodies: List[Any] = []
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._listener.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> "RecordingServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._listener.close()
+
+    def _serve(self) -> None:
+        import json
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                continue
+            with connection:
+                connection.settimeout(2)
+                try:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        more = connection.recv(65536)
+                        if not more:
+                            break
+                        data += more
+                    head, _, body = data.partition(b"\r\n\r\n")
+                    lines = head.decode("latin-1").split("\r\n")
+                    length = 0
+                    for line in lines[1:]:
+                        name, _, value = line.partition(":")
+                        if name.strip().lower() == "content-length":
+                            length = int(value)
+                    while len(body) < length:
+                        more = connection.recv(65536)
+                        if not more:
+                            break
+                        body += more
+                    answer = self._answers[min(len(self.targets), len(self._answers) - 1)]
+                    self.targets.append(lines[0].split(" ")[1] if " " in lines[0] else "")
+                    self.bodies.append(json.loads(body) if body else None)
+                    if answer is not None:
+                        connection.sendall(answer)
+                except (OSError, ValueError):
+                    pass
+
+
 def pg_connect(autocommit: bool = False) -> "object":
     import psycopg2
     conn = psycopg2.connect(DATABASE_URL, connect_timeout=5)

@@ -65,14 +65,14 @@ class WithoutService(unittest.IsolatedAsyncioTestCase):
     async def test_tokens_up_to_two_to_the_63_are_read_exactly(self) -> None:
         for token in (2**53 + 1, 2**63 - 1):
             body = json.dumps({"lease": "1.secret", "token": token, "validity_ms": 1000})
-            lease = _calls.acquire("n", 1, 0, None, aio.AsyncLease).finish(
+            lease = _calls.acquire("n", 1, 0, None, lease_class=aio.AsyncLease).finish(
                 Reply(200, {}, body.encode()), time.monotonic())
             self.assertEqual(lease.token, token)
             self.assertIsInstance(lease.lost, asyncio.Event)
         # The API's tokens are int64 (docs/openapi.yaml): 2^63 is no token.
         body = json.dumps({"lease": "1.secret", "token": 2**63, "validity_ms": 1000})
         with self.assertRaises(fencelock.InternalError):
-            _calls.acquire("n", 1, 0, None, aio.AsyncLease).finish(
+            _calls.acquire("n", 1, 0, None, lease_class=aio.AsyncLease).finish(
                 Reply(200, {}, body.encode()), time.monotonic())
 
     async def test_a_status_holds_a_possible_token_and_a_string_owner_or_nulls(self) -> None:
@@ -95,6 +95,41 @@ class WithoutService(unittest.IsolatedAsyncioTestCase):
                 with self.assertRaises((fencelock.TransportError, fencelock.InternalError)):
                     await client.acquire("x", 10)
                 await client.aclose()
+
+    async def test_an_acquire_whose_answer_was_lost_asks_again_with_the_same_request_id(
+            self) -> None:
+        for given in (None, "job-7"):
+            with self.subTest(request_id=given), support.RecordingServer(
+                    [None, support.REPEATED_GRANT]) as server:
+                client = aio.AsyncClient(server.url, retry_backoff=0.01, request_timeout=2)
+                lease = await client.acquire("x", 10, request_id=given)
+                self.assertEqual((lease.token, lease.lease_string), (5, "5.repeated"))
+                self.assertEqual(len(server.bodies), 2)
+                first, second = (body["request_id"] for body in server.bodies)
+                self.assertEqual(first, second)
+                self.assertRegex(first, r"^[0-9a-f]{32}$" if given is None else "^job-7$")
+                await client.aclose()
+
+    async def test_a_lock_set_whose_answer_was_lost_is_not_asked_again(self) -> None:
+        with support.RecordingServer([None]) as server:
+            client = aio.AsyncClient(server.url, retry_backoff=0.01, request_timeout=2)
+            with self.assertRaises(fencelock.TransportError):
+                await client.acquire_set(["a", "b"], 10)
+            self.assertEqual(len(server.bodies), 1)
+            self.assertNotIn("request_id", server.bodies[0])
+            await client.aclose()
+
+    async def test_a_listing_page_is_read_and_its_query_values_are_encoded(self) -> None:
+        page = support.http_answer(
+            200, b'{"locks":[{"name":"inv-1","token":7,"owner":"billing-7","remaining_ms":2500}],'
+                 b'"next":null}')
+        with support.RecordingServer([page]) as server:
+            client = aio.AsyncClient(server.url)
+            listing = await client.list_locks("inv-", 5, "a b")
+            self.assertEqual(server.targets, ["/v1/locks?limit=5&prefix=inv-&cursor=a%20b"])
+            self.assertEqual(listing, fencelock.LockListing(
+                [fencelock.HeldLock("inv-1", 7, "billing-7", 2.5)], None))
+            await client.aclose()
 
     async def test_no_endpoint_reachable_is_a_transport_error(self) -> None:
         client = aio.AsyncClient([f"http://127.0.0.1:{support.closed_port()}"],
@@ -153,6 +188,25 @@ class AgainstTheService(unittest.IsolatedAsyncioTestCase):
         await self.client.extend(second, 10.0)
         self.assertTrue(await self.client.release(second))
         self.assertFalse((await self.client.status(self.name)).held)
+
+    async def test_the_same_request_id_answers_the_same_grant_while_it_is_held(self) -> None:
+        first_id, other_id = unique_name("py-aio-request"), unique_name("py-aio-request")
+        lease = await patiently(self.client.acquire, self.name, 5.0, request_id=first_id)
+        again = await patiently(self.client.acquire, self.name, 5.0, request_id=first_id)
+        self.assertEqual((again.lease_string, again.token), (lease.lease_string, lease.token))
+        with self.assertRaises(fencelock.LockedError):
+            await self.client.acquire(self.name, 5.0, request_id=other_id)
+        self.assertTrue(await self.client.release(again))
+
+    async def test_list_locks_pages_through_the_held_locks_of_a_prefix(self) -> None:
+        leases = [await patiently(self.client.acquire, f"{self.name}.{i}", 30.0,
+                                  owner=f"aio-{i}") for i in range(4)]
+        held = {lease.name: (lease.token, f"aio-{i}") for i, lease in enumerate(leases)}
+        listed = {lock.name: (lock.token, lock.owner)
+                  async for lock in self.client.iter_locks(self.name + ".", 1)}
+        self.assertEqual(listed, held)
+        for lease in leases:
+            await self.client.release(lease)
 
     async def test_a_held_lock_is_locked_and_a_waiter_gets_it_when_released(self) -> None:
         lease = await patiently(self.client.acquire, self.name, 5.0)

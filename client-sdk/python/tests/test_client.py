@@ -113,6 +113,79 @@ class WithoutService(unittest.TestCase):
                     client.acquire("x", 10)
                 client.close()
 
+    def test_an_acquire_whose_answer_was_lost_asks_again_with_the_same_request_id(self) -> None:
+        for given in (None, "job-7:attempt/1"):
+            with self.subTest(request_id=given), support.RecordingServer(
+                    [None, support.REPEATED_GRANT]) as server:
+                client = fencelock.Client(server.url, retry_backoff=0.01, request_timeout=2)
+                lease = client.acquire("x", 10, request_id=given)
+                self.assertEqual((lease.token, lease.lease_string), (5, "5.repeated"))
+                self.assertEqual(len(server.bodies), 2)
+                first, second = (body["request_id"] for body in server.bodies)
+                self.assertEqual(first, second)
+                if given is None:
+                    self.assertRegex(first, r"^[0-9a-f]{32}$")
+                else:
+                    self.assertEqual(first, given)
+                client.close()
+
+    def test_each_acquire_call_names_a_request_of_its_own(self) -> None:
+        with support.RecordingServer([support.REPEATED_GRANT]) as server:
+            client = fencelock.Client(server.url)
+            client.acquire("x", 10)
+            client.acquire("x", 10)
+            ids = [body["request_id"] for body in server.bodies]
+            self.assertEqual(len(set(ids)), 2)
+            client.close()
+
+    def test_a_lock_set_permit_or_revoke_whose_answer_was_lost_is_not_asked_again(self) -> None:
+        grants = {"acquire_set": lambda c: c.acquire_set(["a", "b"], 10),
+                  "acquire_permit": lambda c: c.acquire_permit("s", 3, 10),
+                  "revoke": lambda c: c.revoke("x", 10)}
+        for what, grant in grants.items():
+            with self.subTest(what), support.RecordingServer([None]) as server:
+                client = fencelock.Client(server.url, retry_backoff=0.01, request_timeout=2)
+                with self.assertRaises(fencelock.TransportError):
+                    grant(client)
+                self.assertEqual(len(server.bodies), 1)
+                self.assertNotIn("request_id", server.bodies[0])
+
+    def test_an_acquire_answered_503_is_not_asked_again(self) -> None:
+        unavailable = support.http_answer(
+            503, b'{"error":{"code":"unavailable","message":"too few lock nodes"}}')
+        with support.RecordingServer([unavailable]) as server:
+            client = fencelock.Client(server.url, retry_backoff=0.01)
+            with self.assertRaises(fencelock.UnavailableError):
+                client.acquire("x", 10)
+            self.assertEqual(len(server.bodies), 1)
+            client.close()
+
+    def test_a_bad_request_id_is_refused_before_anything_is_sent(self) -> None:
+        client = fencelock.Client([f"http://127.0.0.1:{support.closed_port()}"])
+        for bad in ["", "has space", "x" * 65, "é", "tab\t"]:
+            with self.assertRaises(fencelock.InvalidArgumentError, msg=bad):
+                client.acquire("ok", 1, request_id=bad)
+
+    def test_a_listing_page_is_read_and_its_query_values_are_encoded(self) -> None:
+        page = support.http_answer(
+            200, b'{"locks":[{"name":"inv-1","token":9223372036854775807,"owner":"billing-7",'
+                 b'"remaining_ms":2500},{"name":"inv-2","token":null,"owner":null,'
+                 b'"remaining_ms":0}],"next":"2-1536-0"}')
+        with support.RecordingServer([page]) as server:
+            client = fencelock.Client(server.url)
+            listing = client.list_locks("inv-", 2, "1-0+x")
+            self.assertEqual(server.targets, ["/v1/locks?limit=2&prefix=inv-&cursor=1-0%2Bx"])
+            self.assertEqual(listing.next, "2-1536-0")
+            self.assertEqual(listing.locks, [
+                fencelock.HeldLock("inv-1", 2**63 - 1, "billing-7", 2.5),
+                fencelock.HeldLock("inv-2", None, None, 0.0)])
+            client.list_locks()
+            self.assertEqual(server.targets[-1], "/v1/locks?limit=100")
+            client.close()
+        for bad in (0, 1001, True, "10"):
+            with self.assertRaises(fencelock.InvalidArgumentError, msg=repr(bad)):
+                client.list_locks("", bad)  # type: ignore[arg-type]
+
     def test_each_wire_code_has_its_class_and_stable_code(self) -> None:
         table = [
             (409, "locked", fencelock.LockedError, "locked"),
@@ -308,24 +381,66 @@ class AgainstTheService(unittest.TestCase):
         with self.assertRaises(fencelock.TransportError):
             client.acquire(self.name, 1.0)
 
-    def test_an_acquire_that_may_have_been_delivered_is_not_retried(self) -> None:
+    def test_an_acquire_that_may_have_been_delivered_is_asked_again_a_revoke_is_not(self) -> None:
         fake = support.FakeServer()
         try:
-            client = fencelock.Client([fake.url, support.FENCELOCK_ENDPOINT], retry_backoff=0.01,
-                                      request_timeout=2)
-            with self.assertRaises(fencelock.TransportError):
-                client.acquire(self.name, 2.0)
-            self.assertEqual(fake.requests, 1)
+            client = support.PatientClient([fake.url, support.FENCELOCK_ENDPOINT],
+                                           retry_backoff=0.01, request_timeout=2)
             with self.assertRaises(fencelock.TransportError):
                 client.revoke(self.name, 2.0)  # a repeat would revoke its own grant
+            self.assertEqual(fake.requests, 1)
+            with self.assertRaises(fencelock.TransportError):
+                client.acquire_set([self.name], 2.0)
             self.assertEqual(fake.requests, 2)
             self.assertFalse(self.client.status(self.name).held,
                              "the second endpoint was never asked")
+            # The acquire names its request: asked again, at the next endpoint, it is granted.
+            lease = client.acquire(self.name, 2.0)
+            self.assertEqual(fake.requests, 3)
+            self.assertEqual(self.client.status(self.name).token, lease.token)
+            self.assertTrue(client.release(lease))
             # A status is safe to repeat: it fails over.
             self.assertFalse(fencelock.Client([fake.url, support.FENCELOCK_ENDPOINT],
                                               retry_backoff=0.01).status(self.name).held)
         finally:
             fake.stop()
+
+    def test_the_same_request_id_answers_the_same_grant_while_it_is_held(self) -> None:
+        first_id, other_id = unique_name("py-request"), unique_name("py-request")
+        lease = self.client.acquire(self.name, 5.0, owner="py-repeat", request_id=first_id)
+        again = self.client.acquire(self.name, 5.0, owner="py-repeat", request_id=first_id)
+        self.assertEqual((again.lease_string, again.token), (lease.lease_string, lease.token))
+        with self.assertRaises(fencelock.LockedError):
+            self.client.acquire(self.name, 5.0, request_id=other_id)
+        self.assertTrue(self.client.release(again))
+        fresh = self.client.acquire(self.name, 5.0, request_id=first_id)
+        self.assertGreater(fresh.token, lease.token, "released: the same id is a new acquire")
+        self.assertTrue(self.client.release(fresh))
+
+    def test_list_locks_pages_through_the_held_locks_of_a_prefix(self) -> None:
+        held = {}
+        leases = []
+        for i in range(5):
+            owner = f"py-owner-{i}" if i % 2 == 0 else None
+            leases.append(self.client.acquire(f"{self.name}.{i}", 30.0, owner=owner))
+            held[leases[-1].name] = (leases[-1].token, owner)
+        leases.append(self.client.acquire(self.name + "-other", 30.0))  # another prefix
+        listed = {}
+        cursor = None
+        for _ in range(100):
+            page = self.client.list_locks(self.name + ".", 2, cursor)
+            for lock in page.locks:
+                listed[lock.name] = (lock.token, lock.owner)
+                self.assertTrue(0 < lock.remaining <= 30.0)
+            cursor = page.next
+            if cursor is None:
+                break
+        self.assertIsNone(cursor, "the listing ends")
+        self.assertEqual(listed, held)
+        self.assertEqual({lock.name: (lock.token, lock.owner)
+                          for lock in self.client.iter_locks(self.name + ".", 3)}, held)
+        for lease in leases:
+            self.client.release(lease)
 
     def test_a_service_without_its_lock_nodes_is_unavailable(self) -> None:
         port = support.SPARE_PORT_BASE + 1

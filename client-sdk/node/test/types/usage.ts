@@ -1,7 +1,7 @@
 // Type check of index.d.ts and postgres.d.ts (tsc --noEmit; never run).
 import {
   Client, Lease, LockedError, LeaseLostError, FencelockError, PermitsMismatchError, maxPermits, maxSetNames,
-  type SemaphoreStatus,
+  type HeldLock, type LockListing, type SemaphoreStatus,
 } from 'fencelock';
 import { guardedUpdate, fenceRead, FencedTable, TokenRule, type Queryable } from 'fencelock/postgres';
 
@@ -23,7 +23,16 @@ export async function usage(): Promise<bigint> {
   const holderToken: bigint | null = status.token;
   const holder: string | null = status.owner;
   const revoked: Lease = await client.revoke('invoice-42', { ttlMs: 30000, owner: 'ops-oncall' });
-  void remaining, holderToken, holder, revoked;
+  const again: Lease = await client.acquire('invoice-43', { ttlMs: 30000, requestId: 'job-7' });
+  const page: LockListing = await client.listLocks({ prefix: 'invoice-', limit: 10, cursor: null });
+  const next: string | null = page.next;
+  for await (const held of client.iterateLocks({ prefix: 'invoice-', pageSize: 50 })) {
+    const listed: HeldLock = held;
+    const listedToken: bigint | null = listed.token;
+    const listedOwner: string | null = listed.owner;
+    void listedToken, listedOwner;
+  }
+  void remaining, holderToken, holder, revoked, again, next;
   return client.withLock('invoice-42', { ttlMs: 1000, renew: { renewWhenLeft: 0.5 } }, async (lease) => {
     lease.on('lost', (reason: LeaseLostError) => console.log(reason.code));
     lease.signal.throwIfAborted();

@@ -16,7 +16,8 @@ fencelock.postgres (psycopg2), fencelock.psycopg (psycopg 3, sync and async), fe
 
 import logging
 
-from .client import MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, Client, LockStatus, SemaphoreStatus, check_name
+from .client import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, Client, HeldLock, LockListing,
+                     LockStatus, SemaphoreStatus, check_name)
 from .errors import (DeniedError, FencelockError, InternalError, InvalidArgumentError,
                      LeaseLostError, LockedError, NotHeldError, PermitsMismatchError,
                      RateLimitedError, TlsError, TransportError, UnavailableError)
@@ -29,7 +30,8 @@ __version__ = "0.1.0"
 logging.getLogger("fencelock").addHandler(logging.NullHandler())
 
 __all__ = [
-    "Client", "Lease", "LeaseKeeper", "LockStatus", "SemaphoreStatus", "check_name", "NAME_RULE",
+    "Client", "Lease", "LeaseKeeper", "LockStatus", "SemaphoreStatus", "HeldLock", "LockListing",
+    "check_name", "NAME_RULE",
     "MAX_SET_NAMES", "MAX_PERMITS", "PermitsMismatchError",
     "FencelockError", "LockedError", "NotHeldError", "UnavailableError", "InvalidArgumentError",
     "DeniedError", "RateLimitedError", "TransportError", "TlsError", "InternalError",

@@ -3,10 +3,13 @@ client that does no I/O, shared by the blocking Client and the asyncio AsyncClie
 
 A Call is one request (method, path, JSON body), whether it is safe to repeat, and the function
 that turns its answer into the result. Attempts is the retry policy of one call: calls safe to
-repeat (extend, release, status, tokens) are retried on transport errors and 503s, on the next
-endpoint, up to max_retries times with a doubling pause; a grant (a revoke too) is retried only
-when its request certainly was not delivered (nothing can have been granted). Each client runs
-the attempts over its own transport: a blocking socket or an asyncio stream.
+repeat (extend, release, status, listing, tokens) are retried on transport errors and 503s, on
+the next endpoint, up to max_retries times with a doubling pause. A lock's acquire names its
+request (request_id), so it is also retried after a transport failure that may have been
+delivered — the service answers the grant it already made — but not on a 503. Other grants (a
+lock set's, a permit's, a revoke) are retried only when their request certainly was not delivered
+(nothing can have been granted). Each client runs the attempts over its own transport: a blocking
+socket or an asyncio stream.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import ssl
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, Tuple, Type, TypeVar, Union
+from urllib.parse import quote
 
 from ._http import Reply, RoundTripError
 from .errors import (FencelockError, InternalError, InvalidArgumentError, PermitsMismatchError,
@@ -30,9 +35,12 @@ T = TypeVar("T")
 
 _NAME = re.compile(r"[A-Za-z0-9._:-]{1,200}")
 NAME_RULE = 'name must be 1 to 200 characters from [A-Za-z0-9._:-], other than "." and ".."'
-# The service's bounds (docs/api.md): names in one lock set, permits of one semaphore.
+_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,64}")
+# The service's bounds (docs/api.md): names in one lock set, permits of one semaphore, locks of
+# one listing page.
 MAX_SET_NAMES = 16
 MAX_PERMITS = 64
+MAX_LIST_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,27 @@ class LockStatus:
     token: Optional[int] = None
     # What the holder sent as `owner` when it acquired; None when not held or none was sent.
     owner: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class HeldLock:
+    """One lock of a listing (GET /v1/locks): held on a majority of lock nodes."""
+
+    name: str
+    # The holder's fencing token; None when the listing could not tell it.
+    token: Optional[int]
+    # What the holder sent as `owner` when it acquired; None when none was sent.
+    owner: Optional[str]
+    # Seconds until fewer than a majority of lock nodes hold it.
+    remaining: float
+
+
+@dataclass(frozen=True)
+class LockListing:
+    """One page of a listing. `next` is the cursor of the following page; None once complete."""
+
+    locks: List[HeldLock]
+    next: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -160,7 +189,8 @@ class ClientBase:
         connect_timeout: connecting (TLS handshake included); default 1 s; 0.001 .. 60.
         request_timeout: each socket read or write of one request in Client, one attempt's whole
             round trip in AsyncClient (an acquire adds its wait); default 5 s; 0.001 .. 600.
-        max_retries: extra attempts of retry-safe calls; default 2; 0..10.
+        max_retries: extra attempts of retry-safe calls, and of an acquire whose answer was lost;
+            default 2; 0..10.
         retry_backoff: pause before a retry, doubled each time; default 0.05 s; 0 .. 10.
         max_idle_connections: idle keep-alive connections kept per endpoint; default 8; 0..1024.
         ssl_context: for https:// endpoints (default: ssl.create_default_context() with the CA
@@ -191,6 +221,9 @@ class Call(Generic[T]):
     finish: Callable[[Reply, float], T]  # (the answer, the send time of its attempt) -> result
     extra: float = 0.0  # seconds the service may take beyond the request timeout (a wait)
     within: Optional[float] = None  # bounds the whole call, retries included
+    # Asked again after a transport failure that may have been delivered, but not after a 503:
+    # an acquire naming its request_id, whose repeat answers the grant already made.
+    repeatable: bool = False
 
     @property
     def data(self) -> Optional[bytes]:
@@ -198,10 +231,25 @@ class Call(Generic[T]):
 
 
 def acquire(name: str, ttl: Seconds, wait: Seconds, owner: Optional[str],
-            lease_class: Type[Lease] = Lease) -> Call[Lease]:
+            request_id: Optional[str] = None, lease_class: Type[Lease] = Lease) -> Call[Lease]:
+    """A lock's acquire, named by `request_id` (a fresh random one when None): repeatable."""
     check_name(name)
     body = _grant_body(ttl, wait, owner)
-    return _grant(f"/v1/locks/{name}", body, _lock_grant(name, body, lease_class))
+    body["request_id"] = new_request_id() if request_id is None else _check_request_id(request_id)
+    return Call("POST", f"/v1/locks/{name}", body, False, _lock_grant(name, body, lease_class),
+                extra=body.get("wait_ms", 0) / 1000.0, repeatable=True)
+
+
+def new_request_id() -> str:
+    """A request id for one acquire call: 128 bits from the OS's CSPRNG, in hex."""
+    return secrets.token_hex(16)
+
+
+def _check_request_id(request_id: str) -> str:
+    if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
+        raise InvalidArgumentError(
+            "request_id must be 1 to 64 printable ASCII characters without spaces")
+    return request_id
 
 
 def revoke(name: str, ttl: Seconds, owner: Optional[str],
@@ -291,6 +339,44 @@ def status(name: str) -> Call[LockStatus]:
                           last_token=_integer(answer, "last_token"),
                           token=holder_token, owner=owner)
     return Call("GET", f"/v1/locks/{name}", None, True, finish)
+
+
+def list_locks(prefix: str, limit: int, cursor: Optional[str]) -> Call[LockListing]:
+    """One page of the locks held whose names start with `prefix`; `cursor` is the previous
+    page's `next` (None: the first page)."""
+    if not isinstance(prefix, str):
+        raise InvalidArgumentError("prefix must be a string")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise InvalidArgumentError(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
+    if cursor is not None and (not isinstance(cursor, str) or not cursor):
+        raise InvalidArgumentError("cursor must be a page's non-empty `next`, or None")
+    target = f"/v1/locks?limit={limit}"
+    if prefix:
+        target += "&prefix=" + quote(prefix, safe="")
+    if cursor is not None:
+        target += "&cursor=" + quote(cursor, safe="")
+
+    def finish(reply: Reply, sent_at: float) -> LockListing:
+        answer = expect_object(reply)
+        locks = answer.get("locks")
+        after = answer.get("next")
+        if not isinstance(locks, list) or not (after is None or isinstance(after, str)):
+            raise InternalError("the service's listing lacks its 'locks' array or 'next'")
+        return LockListing([_held_lock(lock) for lock in locks], after)
+    return Call("GET", target, None, True, finish)
+
+
+def _held_lock(lock: Any) -> HeldLock:
+    if not isinstance(lock, dict) or not isinstance(lock.get("name"), str):
+        raise InternalError("a listed lock lacks its name")
+    owner = lock.get("owner")
+    if owner is not None and not isinstance(owner, str):
+        raise InternalError("a listed lock holds an 'owner' that is not a string")
+    token = _token(lock, "token") if lock.get("token") is not None else None
+    remaining = _integer(lock, "remaining_ms")
+    if remaining < 0:
+        raise InternalError(f"a listed lock holds an impossible 'remaining_ms': {remaining}")
+    return HeldLock(lock["name"], token, owner, remaining / 1000.0)
 
 
 def semaphore_status(name: str) -> Call[SemaphoreStatus]:
@@ -407,7 +493,7 @@ class Attempts:
     def failed(self, failure: RoundTripError) -> None:
         """Records a failed round trip; raises its error when the call must not be repeated."""
         self._last = failure.error
-        if failure.maybe_delivered and not self._call.safe:
+        if failure.maybe_delivered and not (self._call.safe or self._call.repeatable):
             raise failure.error from None
         if isinstance(failure.error, TlsError):
             self._tls = self._tls or failure.error

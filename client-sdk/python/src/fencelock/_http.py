@@ -4,7 +4,8 @@ One Endpoint per base URL. round_trip() takes an idle connection (dropping any t
 closed meanwhile: a readable idle socket means EOF or garbage), or opens one within the connect
 timeout, sends one request, reads the whole answer (at most MAX_BODY bytes) and gives the
 connection back unless the server said Connection: close. It reports whether the request may have reached the server
-(`maybe_delivered`): the client retries an acquire only when it certainly did not.
+(`maybe_delivered`): the client retries a lock set's or a permit's acquire, or a revoke, only
+when it certainly did not.
 """
 
 from __future__ import annotations

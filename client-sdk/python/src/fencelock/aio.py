@@ -32,7 +32,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Sequ
 
 from . import _calls
 from ._aio_http import AsyncEndpoint
-from ._calls import LockStatus, Seconds, SemaphoreStatus
+from ._calls import HeldLock, LockListing, LockStatus, Seconds, SemaphoreStatus
 from ._http import RoundTripError
 from .errors import FencelockError, LeaseLostError
 from .keeper import KeeperRules
@@ -87,9 +87,12 @@ class AsyncClient(_calls.ClientBase):
     # --- the API: as Client's, awaited ---------------------------------------------------
 
     async def acquire(self, name: str, ttl: Seconds, wait: Seconds = 0,
-                      owner: Optional[str] = None) -> Lease:
-        """Client.acquire. Cancelled: a grant that still arrives is released (module comment)."""
-        return await self._grant(_calls.acquire(name, ttl, wait, owner, AsyncLease))
+                      owner: Optional[str] = None, request_id: Optional[str] = None) -> Lease:
+        """Client.acquire: names its request (request_id, default a fresh random one) and asks
+        again with it when an answer is lost. Cancelled: a grant that still arrives is released
+        (module comment)."""
+        return await self._grant(
+            _calls.acquire(name, ttl, wait, owner, request_id, AsyncLease))
 
     async def revoke(self, name: str, ttl: Seconds, owner: Optional[str] = None) -> Lease:
         """Client.revoke: takes `name` whoever holds it; never retried once maybe delivered.
@@ -121,6 +124,22 @@ class AsyncClient(_calls.ClientBase):
 
     async def semaphore_status(self, name: str) -> SemaphoreStatus:
         return await self._call(_calls.semaphore_status(name))
+
+    async def list_locks(self, prefix: str = "", limit: int = 100,
+                         cursor: Optional[str] = None) -> LockListing:
+        """Client.list_locks: one page; pass its `next` as `cursor` until it is None."""
+        return await self._call(_calls.list_locks(prefix, limit, cursor))
+
+    async def iter_locks(self, prefix: str = "", page_size: int = 100) -> AsyncIterator[HeldLock]:
+        """Client.iter_locks: `async for lock in client.iter_locks("invoice-"):`."""
+        cursor: Optional[str] = None
+        while True:
+            page = await self.list_locks(prefix, page_size, cursor)
+            for lock in page.locks:
+                yield lock
+            if page.next is None:
+                return
+            cursor = page.next
 
     async def next_token(self, name: str) -> int:
         """Client.next_token (mind its hazard)."""

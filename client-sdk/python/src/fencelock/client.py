@@ -6,11 +6,13 @@ Result values. Times are in seconds (int or float).
 Thread safety: one Client per process, shared by all threads; every call is blocking, takes an
 idle keep-alive connection of an endpoint (or opens one) and gives it back.
 
-Retries: calls that are safe to repeat (extend, release, status, next_token, current_token) are
-retried on transport errors and 503s, up to max_retries times, on the next endpoint. acquire and
-revoke are retried only when the request could not even be sent (nothing can have been granted;
-a repeated revoke would revoke its own grant). What each call sends and how its answer is read
-live in _calls.py, shared with fencelock.aio.
+Retries: calls that are safe to repeat (extend, release, status, list_locks, next_token,
+current_token) are retried on transport errors and 503s, up to max_retries times, on the next
+endpoint. acquire names its request (request_id), so it is also retried after a transport failure
+that may have been delivered — the service answers the grant it already made — but not on a 503.
+acquire_set, acquire_permit and revoke are retried only when the request could not even be sent
+(nothing can have been granted; a repeated revoke would revoke its own grant). What each call
+sends and how its answer is read live in _calls.py, shared with fencelock.aio.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Sequence
 
 from . import _calls
-from ._calls import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, LockStatus, Seconds,
-                     SemaphoreStatus, check_name)
+from ._calls import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, HeldLock, LockListing, LockStatus,
+                     Seconds, SemaphoreStatus, check_name)
 from ._http import Endpoint, RoundTripError
 from .errors import FencelockError, LeaseLostError
 from .lease import Lease
@@ -29,8 +31,8 @@ from .lease import Lease
 if TYPE_CHECKING:  # keeper.py imports this module
     from .keeper import LeaseKeeper
 
-__all__ = ["Client", "LockStatus", "SemaphoreStatus", "check_name", "NAME_RULE", "MAX_SET_NAMES",
-           "MAX_PERMITS", "Seconds"]
+__all__ = ["Client", "LockStatus", "SemaphoreStatus", "HeldLock", "LockListing", "check_name",
+           "NAME_RULE", "MAX_SET_NAMES", "MAX_PERMITS", "Seconds"]
 
 T = _calls.T
 
@@ -64,12 +66,17 @@ class Client(_calls.ClientBase):
     # --- the API -------------------------------------------------------------------------
 
     def acquire(self, name: str, ttl: Seconds, wait: Seconds = 0,
-                owner: Optional[str] = None) -> Lease:
+                owner: Optional[str] = None, request_id: Optional[str] = None) -> Lease:
         """Acquires `name` for `ttl` seconds, waiting up to `wait` seconds while someone else
         holds it. `owner` (<= 200 chars) appears in the service's request log.
+        Every call names its request: `request_id` (1..64 printable ASCII characters, no spaces;
+        default a fresh random one), so when an answer is lost (a timeout, a reset) the call asks
+        again — up to max_retries — and the service answers the grant it already made instead of
+        refusing it as held (docs/api.md, "Asking again"). Pass your own only to ask again
+        yourself, with the same id, after this call failed; never reuse one for another acquire.
         Raises LockedError (held and the wait ran out; .retry_after when known),
         UnavailableError, InvalidArgumentError, DeniedError, RateLimitedError, TransportError."""
-        return self._call(_calls.acquire(name, ttl, wait, owner))
+        return self._call(_calls.acquire(name, ttl, wait, owner, request_id))
 
     def revoke(self, name: str, ttl: Seconds, owner: Optional[str] = None) -> Lease:
         """Takes lock `name` for `ttl` seconds whoever holds it (free or held; never waits), with
@@ -123,6 +130,26 @@ class Client(_calls.ClientBase):
         """Whether `name` is held, for how long, the holder's token and owner (None when not held),
         and the name's current token. Never the lease."""
         return self._call(_calls.status(name))
+
+    def list_locks(self, prefix: str = "", limit: int = 100,
+                   cursor: Optional[str] = None) -> LockListing:
+        """One page of the locks held whose names start with `prefix` (GET /v1/locks): pass the
+        page's `next` as `cursor` until it is None. A page may hold fewer than `limit` (1..1000)
+        names, even none, and still have a next; a name held throughout is listed (twice if a
+        lock node failed meanwhile). Needs the right "read"; names the key may not read are left
+        out. Raises InvalidArgumentError, DeniedError, UnavailableError (start the listing
+        again), RateLimitedError, TransportError."""
+        return self._call(_calls.list_locks(prefix, limit, cursor))
+
+    def iter_locks(self, prefix: str = "", page_size: int = 100) -> Iterator[HeldLock]:
+        """Every lock of a listing, page after page (list_locks); raises as list_locks."""
+        cursor: Optional[str] = None
+        while True:
+            page = self.list_locks(prefix, page_size, cursor)
+            yield from page.locks
+            if page.next is None:
+                return
+            cursor = page.next
 
     def next_token(self, name: str) -> int:
         """Draws the next token of `name` without a lock. Hazard (docs/api.md): a drawn token is

@@ -4,13 +4,15 @@
  * (docs/sdk.md) and the Python and Node clients, with a checked FencelockException instead of
  * Result values and java.time.Duration for times.
  *
- * Retries: calls that are safe to repeat (extend, release, status, tokens) are retried on
- * transport errors and 503s, up to maxRetries times, on the next endpoint; an acquire (or a
- * revoke) only when its request certainly did not reach fencelockd (connection refused, connect
- * timeout, TLS handshake), so that one acquire can never be granted twice (nor a revoke revoke its
- * own grant). An acquire is never sent on a
+ * Retries: calls that are safe to repeat (extend, release, status, listLocks, tokens) are retried
+ * on transport errors and 503s, up to maxRetries times, on the next endpoint. acquire names its
+ * request (request_id), so it is also retried after a transport error once its request may have
+ * reached fencelockd — the service answers the grant it already made — but not on a 503.
+ * acquireSet, acquirePermit and revoke are retried only when their request certainly did not
+ * reach fencelockd (connection refused, connect timeout, TLS handshake), so that one of them can
+ * never be granted twice (nor a revoke revoke its own grant). A grant is never sent on a
  * keep-alive connection idle longer than idleReuseLimit (below fencelockd's --idle-timeout): a
- * connection the server closed meanwhile would make the acquire look maybe-delivered.
+ * connection the server closed meanwhile would make it look maybe-delivered.
  *
  * Interruption: a call whose thread is interrupted ends with code "cancelled" and the interrupt
  * status set again. An acquire's request is not cancelled — an answer fencelockd had already sent
@@ -29,6 +31,7 @@ import java.io.InputStream;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.URLEncoder;
 import java.net.UnknownHostException;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
@@ -43,12 +46,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.security.SecureRandom;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -96,6 +101,10 @@ public final class FencelockClient implements AutoCloseable {
 
   private static final Pattern kName = Pattern.compile("[A-Za-z0-9._:-]{1,200}");
   private static final Pattern kApiKey = Pattern.compile("[\\x21-\\x7e]{1,256}");
+  private static final Pattern kRequestId = Pattern.compile("[\\x21-\\x7e]{1,64}");
+  private static final SecureRandom kRandom = new SecureRandom();
+  // The largest page of a listing (GET /v1/locks).
+  private static final int kMaxListLimit = 1000;
   private static final String kUserAgent = "fencelock-java/0.1.0";
   private static final long kMaxMillis = 1L << 31;
   // The largest answer body read (fencelockd's are a few hundred bytes).
@@ -171,7 +180,7 @@ public final class FencelockClient implements AutoCloseable {
       return this;
     }
 
-    /** Extra attempts of calls safe to repeat; default 2; 0 .. 10. */
+    /** Extra attempts of calls safe to repeat, and of an acquire whose answer was lost; default 2; 0 .. 10. */
     public Builder maxRetries(int retries) {
       this.maxRetries = retries;
       return this;
@@ -290,9 +299,33 @@ public final class FencelockClient implements AutoCloseable {
    */
   public Lease acquire(String name, Duration ttl, Duration wait, String owner)
       throws FencelockException {
+    return acquire(name, ttl, wait, owner, null);
+  }
+
+  /**
+   * acquire, naming its request: `requestId` (1 .. 64 printable ASCII characters without spaces;
+   * null: a fresh random one, as every other acquire gets). Every acquire names its request, so
+   * when an answer is lost (a timeout, a reset) the call asks again — up to maxRetries — and the
+   * service answers the grant it already made instead of refusing it as held (docs/api.md,
+   * "Asking again"). Give your own only to ask again yourself, with the same id, after a call
+   * failed; never reuse one for another acquire. `owner` may be null.
+   */
+  public Lease acquire(String name, Duration ttl, Duration wait, String owner, String requestId)
+      throws FencelockException {
     checkName(name);
+    if (requestId != null && !kRequestId.matcher(requestId).matches()) {
+      throw invalid("a request id is 1 to 64 printable ASCII characters without spaces");
+    }
     Map<String, Object> body = grantBody(ttl, wait, owner);
-    return grant("/v1/locks/" + name, body, lockReader(name, body));
+    body.put("request_id", requestId != null ? requestId : newRequestId());
+    return grant("/v1/locks/" + name, body, Retry.REPEATABLE, lockReader(name, body));
+  }
+
+  /** A request id for one acquire call: 128 bits from SecureRandom, in hex. */
+  private static String newRequestId() {
+    byte[] bytes = new byte[16];
+    kRandom.nextBytes(bytes);
+    return HexFormat.of().formatHex(bytes);
   }
 
   /**
@@ -313,7 +346,7 @@ public final class FencelockClient implements AutoCloseable {
   public Lease revoke(String name, Duration ttl, String owner) throws FencelockException {
     checkName(name);
     Map<String, Object> body = grantBody(ttl, Duration.ZERO, owner);
-    return grant("/v1/locks/" + name + "/revoke", body, lockReader(name, body));
+    return grant("/v1/locks/" + name + "/revoke", body, Retry.ONLY_IF_UNDELIVERED, lockReader(name, body));
   }
 
   /** Reads the grant of lock `name` (acquire, revoke). */
@@ -341,7 +374,7 @@ public final class FencelockClient implements AutoCloseable {
     List<String> sorted = checkSetNames(names);
     Map<String, Object> body = grantBody(ttl, wait, owner);
     body.put("names", sorted);
-    return grant("/v1/locks", body, (answer, sentAt) -> {
+    return grant("/v1/locks", body, Retry.ONLY_IF_UNDELIVERED, (answer, sentAt) -> {
       Object granted = answer.get("tokens");
       if (!(granted instanceof Map) || !new TreeSet<>(((Map<?, ?>) granted).keySet()).equals(new TreeSet<>(sorted))) {
         throw internal("the service's answer lacks a token per name");
@@ -375,7 +408,7 @@ public final class FencelockClient implements AutoCloseable {
     }
     Map<String, Object> body = grantBody(ttl, wait, owner);
     body.put("permits", (long) permits);
-    return grant("/v1/semaphores/" + name, body, (answer, sentAt) -> {
+    return grant("/v1/semaphores/" + name, body, Retry.ONLY_IF_UNDELIVERED, (answer, sentAt) -> {
       long token = positiveLong(answer, "token");
       Map<String, Long> tokens = new LinkedHashMap<>();
       tokens.put(name, token);
@@ -445,7 +478,7 @@ public final class FencelockClient implements AutoCloseable {
     Map<String, Object> body = leaseBody(lease);
     body.put("ttl_ms", ttlMs);
     String path = lease.kind() == Lease.Kind.SET ? "/v1/locks:extend" : leasePath(lease) + "/extend";
-    Reply reply = call("POST", path, body, true, 0, withinNanos, null);
+    Reply reply = call("POST", path, body, Retry.SAFE, 0, withinNanos, null);
     Map<String, Object> answer = expectObject(reply);
     long validity = boundedLong(answer, "validity_ms", 0, Long.MAX_VALUE / 1_000_000);
     return reply.sentAtNanos + validity * 1_000_000;
@@ -457,7 +490,7 @@ public final class FencelockClient implements AutoCloseable {
    * invalid_request, unauthenticated, forbidden, transport, tls, cancelled.
    */
   public boolean release(Lease lease) throws FencelockException {
-    Reply reply = call("DELETE", leasePath(lease), leaseBody(lease), true, 0, null, null);
+    Reply reply = call("DELETE", leasePath(lease), leaseBody(lease), Retry.SAFE, 0, null, null);
     Object released = expectObject(reply).get("released");
     if (!(released instanceof Boolean)) {
       throw internal("the service's answer lacks 'released'");
@@ -471,7 +504,7 @@ public final class FencelockClient implements AutoCloseable {
    */
   public LockStatus status(String name) throws FencelockException {
     checkName(name);
-    Map<String, Object> answer = expectObject(call("GET", "/v1/locks/" + name, null, true, 0, null, null));
+    Map<String, Object> answer = expectObject(call("GET", "/v1/locks/" + name, null, Retry.SAFE, 0, null, null));
     Object held = answer.get("held");
     Long remaining = Json.longField(answer, "remaining_ms");
     // The holder's token and owner: null (or absent) when not held, the owner also when none was sent.
@@ -488,10 +521,55 @@ public final class FencelockClient implements AutoCloseable {
         Optional.ofNullable((String) owner));
   }
 
+  /**
+   * One page of the locks held whose names start with `prefix` (GET /v1/locks; null or "": every
+   * name): pass the page's next() as `cursor` (null: the first page) until it is empty. A page
+   * may hold fewer than `limit` (1 .. 1000) names, even none, and still have a next; a name held
+   * throughout is listed (twice if a lock node failed meanwhile). Needs the right "read"; names
+   * the key may not read are left out. Errors: invalid_request, unauthenticated/forbidden,
+   * unavailable (start the listing again), rate_limited, transport, tls, cancelled, internal.
+   */
+  public LockListing listLocks(String prefix, int limit, String cursor) throws FencelockException {
+    if (limit < 1 || limit > kMaxListLimit) {
+      throw invalid("limit must be 1 .. " + kMaxListLimit);
+    }
+    StringBuilder path = new StringBuilder("/v1/locks?limit=").append(limit);
+    if (prefix != null && !prefix.isEmpty()) {
+      path.append("&prefix=").append(URLEncoder.encode(prefix, StandardCharsets.UTF_8));
+    }
+    if (cursor != null && !cursor.isEmpty()) {
+      path.append("&cursor=").append(URLEncoder.encode(cursor, StandardCharsets.UTF_8));
+    }
+    Map<String, Object> answer = expectObject(call("GET", path.toString(), null, Retry.SAFE, 0, null, null));
+    Object locks = answer.get("locks");
+    Object next = answer.get("next");
+    if (!(locks instanceof List) || !(next == null || next == Json.NULL || next instanceof String)) {
+      throw internal("the service's listing lacks its 'locks' array or 'next'");
+    }
+    List<HeldLock> held = new ArrayList<>();
+    for (Object lock : (List<?>) locks) {
+      if (!(lock instanceof Map) || !(((Map<?, ?>) lock).get("name") instanceof String)) {
+        throw internal("a listed lock lacks its name");
+      }
+      @SuppressWarnings("unchecked")
+      Map<String, Object> fields = (Map<String, Object>) lock;
+      Object token = fields.get("token");
+      Object owner = fields.get("owner") == Json.NULL ? null : fields.get("owner");
+      if (owner != null && !(owner instanceof String)) {
+        throw internal("a listed lock holds an 'owner' that is not a string");
+      }
+      held.add(new HeldLock((String) fields.get("name"),
+          token == null || token == Json.NULL ? OptionalLong.empty() : OptionalLong.of(positiveLong(fields, "token")),
+          Optional.ofNullable((String) owner),
+          Duration.ofMillis(boundedLong(fields, "remaining_ms", 0, Long.MAX_VALUE / 1_000_000))));
+    }
+    return new LockListing(List.copyOf(held), next instanceof String ? Optional.of((String) next) : Optional.empty());
+  }
+
   /** The live permit count of semaphore `name` (0 when none is live) and the permits held. */
   public SemaphoreStatus semaphoreStatus(String name) throws FencelockException {
     checkName(name);
-    Map<String, Object> answer = expectObject(call("GET", "/v1/semaphores/" + name, null, true, 0, null, null));
+    Map<String, Object> answer = expectObject(call("GET", "/v1/semaphores/" + name, null, Retry.SAFE, 0, null, null));
     return new SemaphoreStatus((int) boundedLong(answer, "permits", 0, MAX_PERMITS),
         (int) boundedLong(answer, "held", 0, MAX_PERMITS));
   }
@@ -499,7 +577,7 @@ public final class FencelockClient implements AutoCloseable {
   /** The latest token drawn for `name` (0 if none ever was). */
   public long currentToken(String name) throws FencelockException {
     checkName(name);
-    return boundedLong(expectObject(call("GET", "/v1/tokens/" + name, null, true, 0, null, null)),
+    return boundedLong(expectObject(call("GET", "/v1/tokens/" + name, null, Retry.SAFE, 0, null, null)),
         "token", 0, Long.MAX_VALUE);
   }
 
@@ -509,7 +587,7 @@ public final class FencelockClient implements AutoCloseable {
    */
   public long nextToken(String name) throws FencelockException {
     checkName(name);
-    return positiveLong(expectObject(call("POST", "/v1/tokens/" + name, null, true, 0, null, null)), "token");
+    return positiveLong(expectObject(call("POST", "/v1/tokens/" + name, null, Retry.SAFE, 0, null, null)), "token");
   }
 
   /** Stops the keeper threads (leases still kept stop being renewed). Idempotent. */
@@ -556,7 +634,7 @@ public final class FencelockClient implements AutoCloseable {
     return body;
   }
 
-  private Lease grant(String path, Map<String, Object> body, AnswerReader reader)
+  private Lease grant(String path, Map<String, Object> body, Retry retry, AnswerReader reader)
       throws FencelockException {
     long waitMs = body.containsKey("wait_ms") ? (Long) body.get("wait_ms") : 0;
     // A grant whose answer arrived although the call was interrupted: release it at once.
@@ -580,7 +658,7 @@ public final class FencelockClient implements AutoCloseable {
         thread.start();
       }
     };
-    Reply reply = call("POST", path, body, false, waitMs, null, late);
+    Reply reply = call("POST", path, body, retry, waitMs, null, late);
     return reader.read(expectObject(reply), reply.sentAtNanos);
   }
 
@@ -636,6 +714,13 @@ public final class FencelockClient implements AutoCloseable {
 
   // --- one call, with retries ------------------------------------------------------------------
 
+  /**
+   * When a call is sent again. ONLY_IF_UNDELIVERED: only if it never reached fencelockd (a grant).
+   * REPEATABLE: also when it may have, but not on a 503 (an acquire that names its request: the
+   * service answers the same grant again). SAFE: also on a 503.
+   */
+  private enum Retry { ONLY_IF_UNDELIVERED, REPEATABLE, SAFE }
+
   private interface LateGrant {
     void release(Reply reply);
   }
@@ -671,7 +756,7 @@ public final class FencelockClient implements AutoCloseable {
    * a retried 503. Throws the last attempt's error (a TLS failure before a later connection
    * failure).
    */
-  private Reply call(String method, String path, Map<String, Object> body, boolean safe,
+  private Reply call(String method, String path, Map<String, Object> body, Retry retry,
       long extraMillis, Long withinNanos, LateGrant late) throws FencelockException {
     if (Thread.currentThread().isInterrupted()) {
       throw new FencelockException(FencelockException.CANCELLED, "the calling thread is interrupted");
@@ -700,7 +785,7 @@ public final class FencelockClient implements AutoCloseable {
         synchronized (mutex) {
           preferred = index;
         }
-        if (!(reply.status == 503 && safe)) {
+        if (!(reply.status == 503 && retry == Retry.SAFE)) {
           return reply;
         }
         last = errorFrom(reply);
@@ -710,7 +795,7 @@ public final class FencelockClient implements AutoCloseable {
           Thread.currentThread().interrupt();
           throw last;
         }
-        if (failure.maybeDelivered && !safe) {
+        if (failure.maybeDelivered && retry == Retry.ONLY_IF_UNDELIVERED) {
           throw last;
         }
         if (last.code().equals(FencelockException.TLS)) {
@@ -822,11 +907,13 @@ public final class FencelockClient implements AutoCloseable {
             base + ": interrupted" + (late != null ? "; a grant that still arrives is released"
                 : "; the request was cancelled")), true);
       } catch (TimeoutException e) {
-        if (late != null) {
-          pending.thenAccept(response -> late.release(
-              new Reply(response.statusCode(), response.body(), response.headers(), sentAt)));
+        // An answer that arrived just now is used, not dropped: a grant would be left held (or,
+        // released, be the very grant a repeat of its request is about to be answered).
+        if (!pending.cancel(true) && !pending.isCompletedExceptionally()) {
+          HttpResponse<String> response = pending.join();
+          touched();
+          return new Reply(response.statusCode(), response.body(), response.headers(), sentAt);
         }
-        pending.cancel(true);
         throw transport("timed out reading the answer", e, true);
       } catch (ExecutionException e) {
         throw classify(e.getCause());

@@ -25,8 +25,18 @@ class ClientTest {
     return assertThrows(FencelockException.class, call::run).code();
   }
 
+  private static String requestIdOf(String body) throws Exception {
+    @SuppressWarnings("unchecked")
+    Map<String, Object> fields = (Map<String, Object>) Json.parse(body);
+    return (String) fields.get("request_id");
+  }
+
   interface Executable {
     void run() throws Exception;
+  }
+
+  interface GrantCall {
+    Lease run(FencelockClient client) throws Exception;
   }
 
   @Nested
@@ -203,9 +213,10 @@ class ClientTest {
       server.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
       server.start();
       try {
+        // One attempt: an acquire whose answer was lost would be asked again.
         FencelockClient client = FencelockClient.builder()
             .endpoints("http://127.0.0.1:" + server.getAddress().getPort())
-            .requestTimeout(Duration.ofMillis(500)).build();
+            .requestTimeout(Duration.ofMillis(500)).maxRetries(0).build();
         for (String name : List.of("huge", "stalled")) {
           long started = System.nanoTime();
           assertEquals("transport", code(() -> client.acquire(name, Duration.ofSeconds(1), Duration.ZERO)), name);
@@ -214,6 +225,90 @@ class ClientTest {
         }
       } finally {
         server.stop(0);
+      }
+    }
+
+    @Test
+    @DisplayName("an acquire whose answer was lost is asked again with the same request id")
+    void lostAnswerAskedAgain() throws Exception {
+      for (String given : java.util.Arrays.asList(null, "job-7:attempt/1")) {
+        try (Support.RecordingServer server = new Support.RecordingServer(null, Support.REPEATED_GRANT)) {
+          FencelockClient client = FencelockClient.builder().endpoints(server.url)
+              .retryBackoff(Duration.ofMillis(1)).requestTimeout(Duration.ofSeconds(2)).build();
+          Lease lease = client.acquire("x", Duration.ofSeconds(10), Duration.ZERO, null, given);
+          assertEquals(5, lease.token());
+          assertEquals("5.repeated", lease.leaseString());
+          assertEquals(2, server.bodies.size());
+          String first = requestIdOf(server.bodies.get(0));
+          assertEquals(first, requestIdOf(server.bodies.get(1)));
+          assertTrue(given == null ? first.matches("[0-9a-f]{32}") : first.equals(given), first);
+        }
+      }
+    }
+
+    @Test
+    @DisplayName("each acquire call names a request of its own")
+    void requestIdPerCall() throws Exception {
+      try (Support.RecordingServer server = new Support.RecordingServer(Support.REPEATED_GRANT)) {
+        FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
+        client.acquire("x", Duration.ofSeconds(10), Duration.ZERO);
+        client.acquire("x", Duration.ofSeconds(10), Duration.ZERO);
+        assertNotEquals(requestIdOf(server.bodies.get(0)), requestIdOf(server.bodies.get(1)));
+      }
+    }
+
+    @Test
+    @DisplayName("a lock set, a permit or a revoke whose answer was lost is not asked again, nor an acquire answered 503")
+    void otherGrantsNotAskedAgain() throws Exception {
+      Map<String, GrantCall> grants = Map.of(
+          "set", c -> c.acquireSet(List.of("a", "b"), Duration.ofSeconds(1), Duration.ZERO),
+          "permit", c -> c.acquirePermit("s", 3, Duration.ofSeconds(1), Duration.ZERO),
+          "revoke", c -> c.revoke("x", Duration.ofSeconds(1)));
+      for (Map.Entry<String, GrantCall> grant : grants.entrySet()) {
+        try (Support.RecordingServer server = new Support.RecordingServer((String) null)) {
+          FencelockClient client = FencelockClient.builder().endpoints(server.url)
+              .retryBackoff(Duration.ofMillis(1)).requestTimeout(Duration.ofSeconds(2)).build();
+          assertEquals("transport", code(() -> grant.getValue().run(client)), grant.getKey());
+          assertEquals(1, server.bodies.size(), grant.getKey());
+          assertFalse(server.bodies.get(0).contains("request_id"), grant.getKey());
+        }
+      }
+      try (Support.RecordingServer server = new Support.RecordingServer(Support.httpAnswer(503,
+          "{\"error\":{\"code\":\"unavailable\",\"message\":\"too few lock nodes\"}}"))) {
+        FencelockClient client = FencelockClient.builder().endpoints(server.url).retryBackoff(Duration.ofMillis(1)).build();
+        assertEquals("unavailable", code(() -> client.acquire("x", Duration.ofSeconds(1), Duration.ZERO)));
+        assertEquals(1, server.bodies.size());
+      }
+    }
+
+    @Test
+    @DisplayName("a bad request id is refused before anything is sent")
+    void badRequestId() throws Exception {
+      FencelockClient client = FencelockClient.builder().endpoints("http://127.0.0.1:" + Support.closedPort()).build();
+      for (String bad : new String[] {"", "has space", "x".repeat(65), "é", "tab\t"}) {
+        assertEquals("invalid_request",
+            code(() -> client.acquire("ok", Duration.ofSeconds(1), Duration.ZERO, null, bad)), bad);
+      }
+    }
+
+    @Test
+    @DisplayName("a listing page is asked for with its query values encoded, and read with exact tokens and empty owners")
+    void listingPage() throws Exception {
+      try (Support.RecordingServer server = new Support.RecordingServer(Support.httpAnswer(200,
+          "{\"locks\":[{\"name\":\"inv-1\",\"token\":9223372036854775807,\"owner\":\"billing-7\",\"remaining_ms\":2500},"
+          + "{\"name\":\"inv-2\",\"token\":null,\"owner\":null,\"remaining_ms\":0}],\"next\":\"2-1536-0\"}"),
+          Support.httpAnswer(200, "{\"locks\":[],\"next\":null}"))) {
+        FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
+        LockListing page = client.listLocks("inv-", 2, "1-0+x");
+        assertEquals(new LockListing(List.of(
+            new HeldLock("inv-1", java.util.OptionalLong.of(Long.MAX_VALUE), java.util.Optional.of("billing-7"),
+                Duration.ofMillis(2500)),
+            new HeldLock("inv-2", java.util.OptionalLong.empty(), java.util.Optional.empty(), Duration.ZERO)),
+            java.util.Optional.of("2-1536-0")), page);
+        assertEquals(new LockListing(List.of(), java.util.Optional.empty()), client.listLocks(null, 100, null));
+        assertEquals(List.of("/v1/locks?limit=2&prefix=inv-&cursor=1-0%2Bx", "/v1/locks?limit=100"), server.targets);
+        assertEquals("invalid_request", code(() -> client.listLocks("", 0, null)));
+        assertEquals("invalid_request", code(() -> client.listLocks("", 1001, null)));
       }
     }
 
@@ -371,6 +466,59 @@ class ClientTest {
       e = assertThrows(FencelockException.class, () -> client.acquire(name, Duration.ofSeconds(3601), Duration.ZERO));
       assertEquals(FencelockException.INVALID_REQUEST, e.code());
       assertEquals(400, e.httpStatus());
+    }
+
+    @Test
+    @DisplayName("the same request id answers the same grant while it is held; another id is refused as locked")
+    void sameRequestId() throws Exception {
+      String first = Support.uniqueName("java-request");
+      Lease lease = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(5), Duration.ZERO, null, first));
+      Lease again = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(5), Duration.ZERO, null, first));
+      assertEquals(lease.leaseString(), again.leaseString());
+      assertEquals(lease.token(), again.token());
+      assertEquals(FencelockException.LOCKED, code(() -> client.acquire(name, Duration.ofSeconds(5), Duration.ZERO, null,
+          Support.uniqueName("java-request"))));
+      assertTrue(again.release());
+      try (Lease fresh = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(5), Duration.ZERO, null, first))) {
+        assertTrue(fresh.token() > lease.token(), "released: the same id is a new acquire");
+      }
+    }
+
+    @Test
+    @DisplayName("listLocks pages through the held locks of a prefix, with their tokens and owners")
+    void listLocks() throws Exception {
+      String prefix = name + ".";
+      Map<String, List<Object>> held = new java.util.HashMap<>();
+      List<Lease> leases = new java.util.ArrayList<>();
+      try {
+        for (int i = 0; i < 5; ++i) {
+          String owner = i % 2 == 0 ? "java-owner-" + i : null;
+          String each = prefix + i;
+          Lease lease = Support.patiently(() -> client.acquire(each, Duration.ofSeconds(30), Duration.ZERO, owner));
+          leases.add(lease);
+          held.put(each, List.of(lease.token(), java.util.Optional.ofNullable(owner)));
+        }
+        leases.add(Support.patiently(() -> client.acquire(name + "-other", Duration.ofSeconds(30), Duration.ZERO)));
+        Map<String, List<Object>> listed = new java.util.HashMap<>();
+        String cursor = null;
+        for (int pages = 0; pages < 100; ++pages) {
+          LockListing page = client.listLocks(prefix, 2, cursor);
+          for (HeldLock lock : page.locks()) {
+            listed.put(lock.name(), List.of(lock.token().getAsLong(), lock.owner()));
+            assertTrue(!lock.remaining().isNegative() && lock.remaining().compareTo(Duration.ofSeconds(30)) <= 0);
+          }
+          cursor = page.next().orElse(null);
+          if (cursor == null) {
+            break;
+          }
+        }
+        assertEquals(null, cursor, "the listing ends");
+        assertEquals(held, listed);
+      } finally {
+        for (Lease lease : leases) {
+          lease.close();
+        }
+      }
     }
 
     @Test

@@ -10,14 +10,19 @@
  */
 package dev.fencelock;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -162,6 +167,87 @@ final class Support {
       try (var files = Files.walk(dir)) {
         files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
       }
+    }
+  }
+
+  /** An HTTP answer that closes its connection, for RecordingServer. */
+  static String httpAnswer(int status, String body) {
+    return "HTTP/1.1 " + status + " Whatever\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        + "Content-Length: " + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body;
+  }
+
+  /** A grant as fencelockd answers a repeated acquire. */
+  static final String REPEATED_GRANT = httpAnswer(200, "{\"name\":\"x\",\"lease\":\"5.repeated\",\"token\":5,"
+      + "\"ttl_ms\":10000,\"validity_ms\":9000,\"waited_ms\":0,\"repeated\":true}");
+
+  /**
+   * A loopback HTTP server that reads each request whole (head and Content-Length body), records
+   * its target and body, and answers the i-th request with answers[i] (the last one from then on);
+   * null closes the connection without answering: the request was delivered, its answer lost. One
+   * request per connection.
+   */
+  static final class RecordingServer implements AutoCloseable {
+    final List<String> targets = Collections.synchronizedList(new ArrayList<>());
+    final List<String> bodies = Collections.synchronizedList(new ArrayList<>());
+    final String url;
+    private final ServerSocket listener;
+    private final List<String> answers;
+
+    RecordingServer(String... answers) throws IOException {
+      this.answers = java.util.Arrays.asList(answers);
+      listener = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
+      url = "http://127.0.0.1:" + listener.getLocalPort();
+      Thread thread = new Thread(this::serve, "recording-server");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    private void serve() {
+      while (!listener.isClosed()) {
+        try (Socket connection = listener.accept()) {
+          connection.setSoTimeout(2000);
+          InputStream in = connection.getInputStream();
+          ByteArrayOutputStream data = new ByteArrayOutputStream();
+          String text = "";
+          int end;
+          while ((end = text.indexOf("\r\n\r\n")) < 0) {
+            int b = in.read();
+            if (b < 0) {
+              break;
+            }
+            data.write(b);
+            text = data.toString(StandardCharsets.ISO_8859_1);
+          }
+          if (end < 0) {
+            continue;
+          }
+          String[] head = text.substring(0, end).split("\r\n");
+          int length = 0;
+          for (String line : head) {
+            if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+              length = Integer.parseInt(line.substring(15).strip());
+            }
+          }
+          String body = new String(in.readNBytes(length), StandardCharsets.UTF_8);
+          String answer;
+          synchronized (targets) {
+            answer = answers.get(Math.min(targets.size(), answers.size() - 1));
+            targets.add(head[0].split(" ")[1]);
+            bodies.add(body);
+          }
+          if (answer != null) {
+            connection.getOutputStream().write(answer.getBytes(StandardCharsets.UTF_8));
+            connection.getOutputStream().flush();
+          }
+        } catch (IOException closed) {
+          // the listener closed (the test is over), or the client gave up
+        }
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      listener.close();
     }
   }
 }
