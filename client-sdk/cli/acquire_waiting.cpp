@@ -1,9 +1,6 @@
 #include "acquire_waiting.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <optional>
@@ -34,25 +31,6 @@ std::optional<milliseconds> service_max_wait(const Error& error) {
   const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
   if (ec != std::errc() || end != rest.data() + rest.size() || value <= 0) return std::nullopt;
   return milliseconds(value);
-}
-
-// 128 random bits in hex from the OS, or "" if it has none to give.
-std::string random_request_id() {
-  unsigned char bytes[16];
-  std::size_t filled = 0;
-  while (filled < sizeof bytes) {
-    const ssize_t got = ::getrandom(bytes + filled, sizeof bytes - filled, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return {};
-    filled += static_cast<std::size_t>(got);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (const unsigned char b : bytes) {
-    id.push_back(kHex[b >> 4]);
-    id.push_back(kHex[b & 0x0f]);
-  }
-  return id;
 }
 
 // One request of the kind args asks for.
@@ -93,7 +71,7 @@ Result<Lease> acquire_waiting(Client& client, const CliArgs& given) {
   // the next then answers that grant instead of being refused by it.
   CliArgs args = given;
   if (args.request_id.empty() && lease_kind_of(args) == LeaseKind::kLock)
-    args.request_id = random_request_id();
+    args.request_id = new_request_id();
   const bool waits = args.wait_forever || args.wait.count() > 0;
   const auto deadline = args.wait_forever ? Clock::time_point::max() : started + args.wait;
   milliseconds longest = kLongestRequestWait;

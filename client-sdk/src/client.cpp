@@ -241,20 +241,6 @@ json acquire_body(std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
   return body;
 }
 
-// A request id for one acquire call: 128 random bits in hex, or "" if the random source fails
-// (the acquire then goes without one, and is not sent again once it may have been delivered).
-std::string new_request_id() {
-  unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) return {};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (const unsigned char b : bytes) {
-    id.push_back(kHex[b >> 4]);
-    id.push_back(kHex[b & 0x0f]);
-  }
-  return id;
-}
-
 // What every grant answers: the lease string and when the lease ends at the latest — the send
 // time plus waited_ms (absent from services that predate it) plus validity_ms. Conservative: the
 // validity counts from the start of the winning attempt, which is no earlier than our send time
@@ -476,11 +462,24 @@ Result<Lease> lock_grant(Result<json> parsed, std::string_view name, millisecond
 
 }  // namespace
 
+std::string new_request_id() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) return {};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (const unsigned char b : bytes) {
+    id.push_back(kHex[b >> 4]);
+    id.push_back(kHex[b & 0x0f]);
+  }
+  return id;
+}
+
 Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseconds wait,
                               std::string_view owner, std::string_view request_id) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   if (auto valid = check_acquire(ttl, wait); !valid.ok()) return std::move(valid).error();
   json body = acquire_body(ttl, wait, owner);
+  // Without an id (the random source failed) it goes once, not again once it may have arrived.
   const std::string id = request_id.empty() ? new_request_id() : std::string(request_id);
   if (!id.empty()) body["request_id"] = id;
   Clock::time_point sent_at;

@@ -100,6 +100,10 @@ struct LockListing {
   std::optional<std::string> next;
 };
 
+// A fresh request id for Client::acquire (its default): 128 random bits from OpenSSL's generator
+// in hex, or "" if it fails. One per acquire, reused only to ask for the same acquire again.
+std::string new_request_id();
+
 class Client {
  public:
   // Reads the TLS files when an endpoint is https://. Errors: kInvalidArgument (a malformed
