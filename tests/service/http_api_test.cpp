@@ -250,7 +250,7 @@ TEST_CASE("http: every malformed request is refused with a stable code and chang
   if (body.find("wiat_ms") != std::string::npos)  // a typo is named, never ignored
     CHECK(answer.json()["error"]["message"] ==
           "unknown field 'wiat_ms' (did you mean 'wait_ms'?); this body takes ttl_ms, wait_ms, "
-          "owner");
+          "owner, request_id");
   if (status == 405) CHECK_FALSE(answer.header("allow").empty());
   for (std::size_t i = 0; i < s.cluster.size(); ++i)
     CHECK(SyncRedis(s.cluster.node(i).port()).count_keys() == 0);

@@ -104,7 +104,7 @@ TEST_CASE("a repeat is answered by another engine sharing the nodes, and a waiti
   CHECK(b.release("batch", claim(repeat)).value());
 }
 
-TEST_CASE("a repeat needs its earlier grant on a quorum; on a minority the acquire is a new one",
+TEST_CASE("a repeat needs its earlier grant on a quorum - on a minority the acquire is a new one",
           "[storage][redis]") {
   RedisCluster cluster(3);
   TempDir dir;
