@@ -42,7 +42,8 @@ expect() {
 }
 expect 'fencelock acq' 'acquire'
 # An empty word lists each command once (bash listed `run` four times, once per usage line).
-expect 'fencelock ' 'acquire extend list release revoke run semaphore status token'
+expect 'fencelock ' 'acquire extend list release revoke run semaphore status token watch'
+expect 'fencelock watch --token ' ''
 expect 'fencelock --sk' '--skip-if-locked'
 expect 'fencelock --verb' '--verbose'
 expect 'fencelock status ' ''

@@ -90,6 +90,7 @@ Status set_duration(ParseState& p, const std::string& flag, const std::string& v
 }
 
 Status set_wait(ParseState& p, const std::string& flag, const std::string& value) {
+  p.out.wait_given = true;
   p.out.wait_forever = value == "forever";
   return p.out.wait_forever ? Status{Done{}} : set_duration<&CliArgs::wait>(p, flag, value);
 }
@@ -98,6 +99,15 @@ Status set_permits(ParseState& p, const std::string&, const std::string& value) 
   p.out.permits = permit_count(value);
   if (p.out.permits) return Done{};
   return usage_error("--permits: expected a whole number from 1 to 64, got '" + value + "'");
+}
+
+Status set_watched_token(ParseState& p, const std::string&, const std::string& value) {
+  std::uint64_t token = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), token);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size())
+    return usage_error("--token: expected a fencing token (a whole number), got '" + value + "'");
+  p.out.watched_token = token;
+  return Done{};
 }
 
 Status add_name(ParseState& p, const std::string&, const std::string& value) {
@@ -120,6 +130,7 @@ constexpr ValuedFlag kValuedFlags[] = {
     {"--request-id", set_text<&CliArgs::request_id>},
     {"--name", add_name},
     {"--permits", set_permits},
+    {"--token", set_watched_token},
     {"--wait", set_wait},
     {"--timeout", set_duration<&CliArgs::timeout>},
     {"--ttl", set_duration<&CliArgs::ttl>},
@@ -156,7 +167,8 @@ Status parse_command(ParseState& p, const std::string& arg) {
       {"token", Command::kToken},
       {"semaphore", Command::kSemaphore},
       {"revoke", Command::kRevoke},
-      {"list", Command::kList}};
+      {"list", Command::kList},
+      {"watch", Command::kWatch}};
   for (const auto& [word, command] : kCommands) {
     if (word != arg) continue;
     p.seen_command = true;
@@ -187,6 +199,8 @@ Status check_flags_fit_command(const ParseState& p) {
     return usage_error("--request-id is only for a single lock's run and acquire");
   if (p.out.next_token && command != Command::kToken)
     return usage_error("--next is only for token");
+  if (p.out.watched_token && command != Command::kWatch)
+    return usage_error("--token is only for watch");
   if (command == Command::kRevoke && (p.out.wait.count() > 0 || p.out.wait_forever))
     return usage_error("revoke never waits: --wait is not for revoke");
   return Done{};
@@ -334,6 +348,11 @@ Commands:
       Take NAME whoever holds it, with a token above the holder's (the key needs the `admin`
       right). Prints the lease as acquire does; the old holder's extend and release fail, and a
       resource that checks tokens refuses its writes once the new token was used.
+  watch [--token T] [--wait 30s] NAME
+      Wait until NAME is no longer held with token T (without --token: the token of whoever
+      holds it now; a free NAME answers at once) — released, expired, revoked or taken again —
+      without polling, then print {"name","changed","held","remaining_ms","token","owner"} and
+      exit 0; exit 3 if --wait (any length, or "forever") ran out with it unchanged.
   semaphore NAME
       Print {"name","permits","held"}: the live semaphore's permit count (0 when no permit is
       live) and how many are held.
@@ -348,7 +367,8 @@ Options:
                       reached (or its name does not resolve)
   --wait DURATION     acquire, run: how long to wait while someone else holds NAME (default 0s:
                       try once); any length (the CLI asks again when one request's wait, at
-                      most the service's --max-wait, runs out), or "forever"
+                      most the service's --max-wait, runs out), or "forever". watch: how long
+                      to wait for a change (default 30s)
   -v, --verbose       say what fencelock does, on stderr (never the lease or the API key)
   --timeout DURATION  one request's round trip (default 5s)
   --api-key SECRET    the API key for a fencelockd with --auth-file; prefer $FENCELOCK_API_KEY,

@@ -38,6 +38,7 @@ enum class Command {
   kSemaphore,
   kRevoke,
   kList,
+  kWatch,
 };
 
 struct CliArgs {
@@ -58,12 +59,14 @@ struct CliArgs {
   std::chrono::milliseconds ttl{30'000};    // --ttl
   std::chrono::milliseconds wait{0};        // --wait (run: default 0 too); any length
   bool wait_forever = false;                // --wait forever
+  bool wait_given = false;                  // --wait appeared (watch: else 30 s)
   std::chrono::milliseconds grace{10'000};  // run --grace: SIGTERM → SIGKILL
   std::string owner;                        // --owner
-  std::string request_id;       // --request-id (a single lock's acquire); "" = one made per call
-  std::string lease;            // extend/release: argument or FENCELOCK_LEASE
-  bool next_token = false;      // token --next
-  bool verbose = false;         // -v, --verbose: what it does, on stderr
+  std::string request_id;   // --request-id (a single lock's acquire); "" = one made per call
+  std::string lease;        // extend/release: argument or FENCELOCK_LEASE
+  bool next_token = false;  // token --next
+  std::optional<std::uint64_t> watched_token;  // watch --token T
+  bool verbose = false;                        // -v, --verbose: what it does, on stderr
   bool skip_if_locked = false;  // run --skip-if-locked: held by someone else → exit 0, silent
   std::vector<std::string> command_line;  // run: CMD [ARGS...] after --; empty: hold the lock
 };

@@ -47,9 +47,191 @@ Result<Lease> lease_of(const CliArgs& a) {
   return lease;
 }
 
-}  // namespace
+// One function per command: each prints its answer and returns the exit code.
+using CommandFunction = int (*)(Client& client, const CliArgs& a);
 
-namespace {
+int acquire_command(Client& client, const CliArgs& a) {
+  auto lease = acquire_waiting(client, a);
+  if (!lease.ok()) return fail(lease.error(), ("acquire " + a.name).c_str());
+  return print(acquired_json(lease.value()));
+}
+
+int list_command(Client& client, const CliArgs& a) {
+  json locks = json::array();
+  std::string cursor;
+  for (int page = 0; page < 10'000; ++page) {  // bounded: 10 million names at most
+    auto listed = client.list_locks(a.name, 1000, cursor);
+    if (!listed.ok()) return fail(listed.error(), "list");
+    for (const HeldLock& held : listed->locks) {
+      json lock{{"name", held.name},
+                {"token", nullptr},
+                {"owner", nullptr},
+                {"remaining_ms", held.remaining.count()}};
+      if (held.token) lock["token"] = *held.token;
+      if (held.owner) lock["owner"] = *held.owner;
+      locks.push_back(std::move(lock));
+    }
+    if (!listed->next) break;
+    cursor = *listed->next;
+  }
+  return print(json{{"locks", std::move(locks)}});
+}
+
+int revoke_command(Client& client, const CliArgs& a) {
+  say(a, "revoking '" + a.name + "'");
+  auto lease = client.revoke(a.name, a.ttl, a.owner);
+  if (!lease.ok()) return fail(lease.error(), ("revoke " + a.name).c_str());
+  return print(acquired_json(lease.value()));
+}
+
+int extend_command(Client& client, const CliArgs& a) {
+  auto lease = lease_of(a);
+  if (!lease.ok()) return fail(lease.error(), ("extend " + a.name).c_str());
+  say(a, "extending '" + a.name + "'");
+  auto extended = client.extend(lease.value(), a.ttl);
+  if (!extended.ok()) return fail(extended.error(), ("extend " + a.name).c_str());
+  json body = lease_identity_json(lease.value());
+  body["ttl_ms"] = a.ttl.count();
+  body["validity_ms"] = lease->remaining().count();
+  return print(body);
+}
+
+int release_command(Client& client, const CliArgs& a) {
+  auto lease = lease_of(a);
+  if (!lease.ok()) return fail(lease.error(), ("release " + a.name).c_str());
+  say(a, "releasing '" + a.name + "'");
+  auto released = client.release(lease.value());
+  if (!released.ok()) return fail(released.error(), ("release " + a.name).c_str());
+  json body = lease_identity_json(lease.value());
+  body["released"] = released.value();
+  print(body);
+  if (released.value()) return kExitOk;
+  std::fprintf(stderr,
+               "fencelock: release %s: the lease no longer held the lock (expired, released or "
+               "taken over)\n",
+               a.name.c_str());
+  return kExitNotHeld;
+}
+
+int semaphore_command(Client& client, const CliArgs& a) {
+  auto status = client.semaphore_status(a.name);
+  if (!status.ok()) return fail(status.error(), ("semaphore " + a.name).c_str());
+  return print(json{{"name", a.name}, {"permits", status->permits}, {"held", status->held}});
+}
+
+// The fields a status and a watch print alike.
+json status_json(const std::string& name, const LockStatus& status) {
+  json body{{"name", name},
+            {"held", status.held},
+            {"remaining_ms", nullptr},
+            {"token", nullptr},
+            {"owner", nullptr}};
+  if (status.remaining) body["remaining_ms"] = status.remaining->count();
+  if (status.token) body["token"] = *status.token;
+  if (status.owner) body["owner"] = *status.owner;
+  return body;
+}
+
+int status_command(Client& client, const CliArgs& a) {
+  auto status = client.status(a.name);
+  if (!status.ok()) return fail(status.error(), ("status " + a.name).c_str());
+  json body = status_json(a.name, status.value());
+  body["last_token"] = status->last_token;
+  return print(body);
+}
+
+// Watches in requests of at most 30 s (under the service's default --max-wait of 60 s) until the
+// lock changed or --wait ran out.
+int watch_command(Client& client, const CliArgs& a) {
+  using std::chrono::milliseconds;
+  std::uint64_t token = 0;
+  if (a.watched_token) {
+    token = *a.watched_token;
+  } else {
+    auto now = client.status(a.name);
+    if (!now.ok()) return fail(now.error(), ("watch " + a.name).c_str());
+    if (!now->held || !now->token) {
+      json body = status_json(a.name, now.value());
+      body["changed"] = true;
+      return print(body);
+    }
+    token = *now->token;
+  }
+  say(a, "watching '" + a.name + "' held with token " + std::to_string(token));
+  const milliseconds budget = a.wait_given ? a.wait : milliseconds(30'000);
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    const milliseconds chunk = a.wait_forever
+                                   ? milliseconds(30'000)
+                                   : std::clamp(left, milliseconds(0), milliseconds(30'000));
+    auto watched = client.watch(a.name, token, chunk);
+    if (!watched.ok()) return fail(watched.error(), ("watch " + a.name).c_str());
+    if (watched->changed || (!a.wait_forever && chunk >= left)) {
+      json body = status_json(a.name, watched.value());
+      body["changed"] = watched->changed;
+      print(body);
+      return watched->changed ? kExitOk : kExitLocked;
+    }
+  }
+}
+
+int token_command(Client& client, const CliArgs& a) {
+  auto token = a.next_token ? client.next_token(a.name) : client.current_token(a.name);
+  if (!token.ok()) return fail(token.error(), ("token " + a.name).c_str());
+  return print(json{{"name", a.name}, {"token", token.value()}});
+}
+
+CommandFunction command_function(Command command) {
+  switch (command) {
+    case Command::kRun:
+      return run_command;
+    case Command::kAcquire:
+      return acquire_command;
+    case Command::kList:
+      return list_command;
+    case Command::kRevoke:
+      return revoke_command;
+    case Command::kExtend:
+      return extend_command;
+    case Command::kRelease:
+      return release_command;
+    case Command::kSemaphore:
+      return semaphore_command;
+    case Command::kStatus:
+      return status_command;
+    case Command::kWatch:
+      return watch_command;
+    case Command::kToken:
+      return token_command;
+    case Command::kHelp:
+    case Command::kVersion:
+      break;
+  }
+  return nullptr;
+}
+
+// The client the command line asks for, or the exit code of why there is none.
+Result<Client> client_for(const CliArgs& a) {
+  ClientOptions options;
+  options.endpoints = endpoints_of(a);
+  // Enough attempts of a retry-safe call to reach every endpoint once.
+  options.max_retries =
+      std::clamp(static_cast<int>(options.endpoints.size()), options.max_retries, 10);
+  options.api_key = a.api_key;
+  options.ca_file = a.cacert;
+  options.cert_file = a.cert;
+  options.key_file = a.key;
+  options.request_timeout = a.timeout;
+  auto created = Client::create(options);
+  if (!created.ok()) return created;
+  std::string endpoint_list;
+  for (const auto& endpoint : options.endpoints)
+    endpoint_list += (endpoint_list.empty() ? "" : ", ") + endpoint;
+  say(a, "endpoints " + endpoint_list + " (tried in this order)");
+  return created;
+}
 
 int run(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
@@ -72,112 +254,9 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "fencelock: %s\n", tls_files.error().message.c_str());
     return kExitUsage;
   }
-  ClientOptions options;
-  options.endpoints = endpoints_of(a);
-  // Enough attempts of a retry-safe call to reach every endpoint once.
-  options.max_retries =
-      std::clamp(static_cast<int>(options.endpoints.size()), options.max_retries, 10);
-  options.api_key = a.api_key;
-  options.ca_file = a.cacert;
-  options.cert_file = a.cert;
-  options.key_file = a.key;
-  options.request_timeout = a.timeout;
-  auto created = Client::create(options);
-  if (!created.ok()) return fail(created.error(), "bad --endpoint, API key or TLS file");
-  Client& client = created.value();
-  std::string endpoint_list;
-  for (const auto& endpoint : options.endpoints)
-    endpoint_list += (endpoint_list.empty() ? "" : ", ") + endpoint;
-  say(a, "endpoints " + endpoint_list + " (tried in this order)");
-
-  switch (a.command) {
-    case Command::kRun:
-      return run_command(client, a);
-    case Command::kAcquire: {
-      auto lease = acquire_waiting(client, a);
-      if (!lease.ok()) return fail(lease.error(), ("acquire " + a.name).c_str());
-      return print(acquired_json(lease.value()));
-    }
-    case Command::kList: {
-      json locks = json::array();
-      std::string cursor;
-      for (int page = 0; page < 10'000; ++page) {  // bounded: 10 million names at most
-        auto listed = client.list_locks(a.name, 1000, cursor);
-        if (!listed.ok()) return fail(listed.error(), "list");
-        for (const HeldLock& held : listed->locks) {
-          json lock{{"name", held.name},
-                    {"token", nullptr},
-                    {"owner", nullptr},
-                    {"remaining_ms", held.remaining.count()}};
-          if (held.token) lock["token"] = *held.token;
-          if (held.owner) lock["owner"] = *held.owner;
-          locks.push_back(std::move(lock));
-        }
-        if (!listed->next) break;
-        cursor = *listed->next;
-      }
-      return print(json{{"locks", std::move(locks)}});
-    }
-    case Command::kRevoke: {
-      say(a, "revoking '" + a.name + "'");
-      auto lease = client.revoke(a.name, a.ttl, a.owner);
-      if (!lease.ok()) return fail(lease.error(), ("revoke " + a.name).c_str());
-      return print(acquired_json(lease.value()));
-    }
-    case Command::kExtend: {
-      auto lease = lease_of(a);
-      if (!lease.ok()) return fail(lease.error(), ("extend " + a.name).c_str());
-      say(a, "extending '" + a.name + "'");
-      auto extended = client.extend(lease.value(), a.ttl);
-      if (!extended.ok()) return fail(extended.error(), ("extend " + a.name).c_str());
-      json body = lease_identity_json(lease.value());
-      body["ttl_ms"] = a.ttl.count();
-      body["validity_ms"] = lease->remaining().count();
-      return print(body);
-    }
-    case Command::kRelease: {
-      auto lease = lease_of(a);
-      if (!lease.ok()) return fail(lease.error(), ("release " + a.name).c_str());
-      say(a, "releasing '" + a.name + "'");
-      auto released = client.release(lease.value());
-      if (!released.ok()) return fail(released.error(), ("release " + a.name).c_str());
-      json body = lease_identity_json(lease.value());
-      body["released"] = released.value();
-      print(body);
-      if (!released.value()) {
-        std::fprintf(stderr,
-                     "fencelock: release %s: the lease no longer held the lock (expired, "
-                     "released or taken over)\n",
-                     a.name.c_str());
-        return kExitNotHeld;
-      }
-      return kExitOk;
-    }
-    case Command::kSemaphore: {
-      auto status = client.semaphore_status(a.name);
-      if (!status.ok()) return fail(status.error(), ("semaphore " + a.name).c_str());
-      return print(json{{"name", a.name}, {"permits", status->permits}, {"held", status->held}});
-    }
-    case Command::kStatus: {
-      auto status = client.status(a.name);
-      if (!status.ok()) return fail(status.error(), ("status " + a.name).c_str());
-      json body{{"name", a.name},   {"held", status->held}, {"remaining_ms", nullptr},
-                {"token", nullptr}, {"owner", nullptr},     {"last_token", status->last_token}};
-      if (status->remaining) body["remaining_ms"] = status->remaining->count();
-      if (status->token) body["token"] = *status->token;
-      if (status->owner) body["owner"] = *status->owner;
-      return print(body);
-    }
-    case Command::kToken: {
-      auto token = a.next_token ? client.next_token(a.name) : client.current_token(a.name);
-      if (!token.ok()) return fail(token.error(), ("token " + a.name).c_str());
-      return print(json{{"name", a.name}, {"token", token.value()}});
-    }
-    case Command::kHelp:
-    case Command::kVersion:
-      break;
-  }
-  return kExitOk;
+  auto client = client_for(a);
+  if (!client.ok()) return fail(client.error(), "bad --endpoint, API key or TLS file");
+  return command_function(a.command)(client.value(), a);
 }
 
 }  // namespace

@@ -1,18 +1,16 @@
 #include "fencelock/client.h"
 
-#include <openssl/err.h>
 #include <openssl/rand.h>
-#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <boost/asio/ssl/context.hpp>
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "client_tls.h"
 #include "fencelock/api_paths.h"
 #include "fencelock/host_port.h"
 #include "fencelock/names.h"
@@ -58,60 +56,6 @@ Result<Endpoint> parse_endpoint(std::string_view url) {
   endpoint.address = std::move(address).value();
   if (endpoint.tls) endpoint.tls_name = endpoint.address.tls_name();
   return endpoint;
-}
-
-Error tls_file_error(const char* option, const std::string& path, const std::string& why) {
-  ERR_clear_error();
-  return make(ErrorCode::kInvalidArgument, std::string(option) + " '" + path + "': " + why);
-}
-
-// The client side of TLS for every https:// endpoint: TLS 1.2+, the server's certificate checked
-// against `ca_file` (or the system's trust store), our certificate when given. Blocking file I/O.
-Result<std::shared_ptr<boost::asio::ssl::context>> make_tls_context(const ClientOptions& options) {
-  namespace ssl = boost::asio::ssl;
-  if (options.cert_file.empty() != options.key_file.empty())
-    return make(ErrorCode::kInvalidArgument, "cert_file and key_file: both or neither");
-  for (const auto& [option, path] :
-       {std::pair{"ca_file", &options.ca_file}, std::pair{"cert_file", &options.cert_file},
-        std::pair{"key_file", &options.key_file}}) {
-    if (!path->empty() && !std::ifstream(*path))
-      return tls_file_error(option, *path, "cannot read");
-  }
-  std::shared_ptr<ssl::context> context;
-  try {
-    context = std::make_shared<ssl::context>(ssl::context::tls_client);
-  } catch (const std::exception& e) {  // SSL_CTX_new failed: out of memory
-    return make(ErrorCode::kInternal, std::string("cannot create a TLS context: ") + e.what());
-  }
-  SSL_CTX* handle = context->native_handle();
-  SSL_CTX_set_min_proto_version(handle, TLS1_2_VERSION);
-  SSL_CTX_set_default_passwd_cb(handle, [](char*, int, int, void*) { return 0; });
-  context->set_verify_mode(ssl::verify_peer);
-  boost::system::error_code ec;
-  if (options.ca_file.empty()) {
-    context->set_default_verify_paths(ec);
-  } else {
-    context->load_verify_file(options.ca_file, ec);
-  }
-  if (ec) {
-    return tls_file_error("ca_file", options.ca_file,
-                          "holds no CA certificate (PEM): " + ec.message());
-  }
-  if (!options.cert_file.empty()) {
-    context->use_certificate_chain_file(options.cert_file, ec);
-    if (ec) {
-      return tls_file_error("cert_file", options.cert_file,
-                            "cannot load the certificate (PEM): " + ec.message());
-    }
-    context->use_private_key_file(options.key_file, ssl::context::pem, ec);
-    if (ec || SSL_CTX_check_private_key(handle) != 1) {
-      return tls_file_error("key_file", options.key_file,
-                            "cannot load the private key (PEM, unencrypted) or it does not match "
-                            "cert_file");
-    }
-  }
-  ERR_clear_error();
-  return context;
 }
 
 // How the SDK files each wire error: what a caller does about it.
@@ -608,28 +552,53 @@ Result<SemaphoreStatus> Client::semaphore_status(std::string_view name) {
   return SemaphoreStatus{permits.value(), held.value()};
 }
 
+namespace {
+
+// A lock's status (GET /v1/locks/{name}) or a watch's answer (`watch`: then `changed`, and no
+// `last_token`).
+Result<LockStatus> status_of(Result<json> parsed, bool watch) {
+  if (!parsed.ok()) return std::move(parsed).error();
+  const json& body = parsed.value();
+  LockStatus status;
+  status.held = body.value("held", false);
+  if (body["remaining_ms"].is_number_integer())
+    status.remaining = milliseconds(body["remaining_ms"].get<std::int64_t>());
+  if (body["token"].is_number_unsigned() && body["token"].get<std::uint64_t>() > 0)
+    status.token = body["token"].get<std::uint64_t>();
+  if (body["owner"].is_string()) status.owner = body["owner"].get<std::string>();
+  if (watch) {
+    status.changed = body.value("changed", true);
+    return status;
+  }
+  auto last = field<std::uint64_t>(body, "last_token");
+  if (!last.ok()) return std::move(last).error();
+  status.last_token = last.value();
+  return status;
+}
+
+}  // namespace
+
 Result<LockStatus> Client::status(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto parsed =
+  return status_of(
       expect_object(impl_->call("GET", api_paths::expand(api_paths::kLock, name), {},
-                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
-  if (!parsed.ok()) return std::move(parsed).error();
-  auto last = field<std::uint64_t>(parsed.value(), "last_token");
-  if (!last.ok()) return std::move(last).error();
-  LockStatus status;
-  status.held = parsed->value("held", false);
-  if (parsed.value()["remaining_ms"].is_number_integer()) {
-    status.remaining = milliseconds(parsed.value()["remaining_ms"].get<std::int64_t>());
-  }
-  const nlohmann::json& token = parsed.value()["token"];
-  if (token.is_number_unsigned() && token.get<std::uint64_t>() > 0) {
-    status.token = token.get<std::uint64_t>();
-  }
-  if (parsed.value()["owner"].is_string())
-    status.owner = parsed.value()["owner"].get<std::string>();
-  status.last_token = last.value();
-  return status;
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at)),
+      false);
+}
+
+Result<LockStatus> Client::watch(std::string_view name, std::uint64_t after_token,
+                                 milliseconds wait) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  if (wait < milliseconds(0) || wait > milliseconds(3'600'000))
+    return make(ErrorCode::kInvalidArgument, "wait must be from 0 to 3600000 ms");
+  const std::string target = api_paths::expand(api_paths::kLock, name) +
+                             "?after_token=" + std::to_string(after_token) +
+                             "&wait_ms=" + std::to_string(wait.count());
+  Clock::time_point sent_at;
+  return status_of(expect_object(impl_->call("GET", target, {}, Impl::Retry::kSafe, wait,
+                                             std::nullopt, sent_at)),
+                   true);
 }
 
 Result<LockListing> Client::list_locks(std::string_view prefix, std::size_t limit,

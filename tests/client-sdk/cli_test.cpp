@@ -421,3 +421,32 @@ TEST_CASE("cli: a lock set with a duplicate or too many names is refused before 
   CHECK(cli(s, {"run", "--permits", "65", "p", "--", "true"}).exit_code == 2);
   CHECK(s.client().get("/v1/tokens/a").json()["token"] == 0);  // nothing was acquired
 }
+
+TEST_CASE("cli: watch waits for the holder's lease to end, or exits 3 when --wait runs out",
+          "[client][redis][watch]") {
+  ServiceUnderTest s;
+  const json held = first_json_line(cli(s, {"acquire", "--ttl", "1h", "deploy"}).output);
+  REQUIRE(held["token"] == 1);
+
+  const CliRun unchanged = cli(s, {"watch", "--wait", "300ms", "deploy"});
+  CHECK(unchanged.exit_code == 3);
+  const json same = first_json_line(unchanged.output);
+  CHECK(same["changed"] == false);
+  CHECK(same["token"] == 1);
+
+  CliRun released;
+  std::thread watcher([&] { released = cli(s, {"watch", "--wait", "20s", "deploy"}); });
+  std::this_thread::sleep_for(500ms);
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(cli(s, {"release", "deploy", held["lease"].get<std::string>()}).exit_code == 0);
+  watcher.join();
+  CHECK(std::chrono::steady_clock::now() - started < 10s);
+  CHECK(released.exit_code == 0);
+  const json after = first_json_line(released.output);
+  CHECK(after["changed"] == true);
+  CHECK(after["held"] == false);
+
+  CHECK(cli(s, {"watch", "--token", "7", "deploy"}).exit_code == 0);  // free: at once
+  CHECK(cli(s, {"watch", "--token", "x", "deploy"}).exit_code == 2);
+  CHECK(cli(s, {"status", "--token", "1", "deploy"}).exit_code == 2);
+}

@@ -79,8 +79,19 @@ TEST_CASE("sdk: every call works against the service", "[client][redis]") {
   CHECK(client.next_token("counter").value() == 2);
   CHECK(client.current_token("counter").value() == 2);
 
+  auto unchanged = client.watch("ledger", lease->token(), 100ms);
+  REQUIRE(unchanged.ok());
+  CHECK_FALSE(unchanged->changed);
+  CHECK(unchanged->token == lease->token());
+  CHECK(client.watch("ledger", lease->token() + 1, 20s)->changed);  // at once
+  CHECK(client.watch("bad name", 1).error().code == ErrorCode::kInvalidArgument);
+
   CHECK(client.release(lease.value()).value() == true);
   CHECK(client.release(lease.value()).value() == false);  // idempotent
+  auto gone = client.watch("ledger", lease->token(), 20s);
+  REQUIRE(gone.ok());
+  CHECK(gone->changed);
+  CHECK_FALSE(gone->held);
   CHECK_FALSE(client.status("ledger")->held);
   CHECK_FALSE(client.status("ledger")->token);
   CHECK_FALSE(client.status("ledger")->owner);

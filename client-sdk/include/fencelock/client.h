@@ -76,8 +76,11 @@ struct LockStatus {
   std::optional<std::string> owner;
   // The name's current token (GET /v1/tokens/{name}): at or above every token handed out for it,
   // below every later one — its last token with the SQLite and Redis sources, etcd's revision with
-  // the etcd source (docs/api.md).
+  // the etcd source (docs/api.md). 0 in a watch's answer.
   std::uint64_t last_token = 0;
+  // A watch's answer only: the lock is no longer held with the token watched (false: the wait
+  // ran out with it unchanged).
+  bool changed = false;
 };
 
 // GET /v1/semaphores/{name}.
@@ -175,6 +178,13 @@ class Client {
   Result<SemaphoreStatus> semaphore_status(std::string_view name);
 
   Result<LockStatus> status(std::string_view name);
+  // Waits until `name` is no longer held with `after_token` — released, expired, revoked or taken
+  // again — and answers its status with `changed` set, or after `wait` (0..1 h, and at most the
+  // server's --max-wait) with the status unchanged and `changed` false. A free lock answers at
+  // once. To follow a lock, watch again with the token answered. The request may take `wait`
+  // plus the request timeout. Errors as status().
+  Result<LockStatus> watch(std::string_view name, std::uint64_t after_token,
+                           std::chrono::milliseconds wait = std::chrono::seconds(30));
   // One page of the locks held whose names start with `prefix` (GET /v1/locks): pass the page's
   // `next` as `cursor` until it is unset. A page may hold fewer than `limit` (1..1000) names, even
   // none, and still have a next; a name held throughout is listed (twice if a lock node failed

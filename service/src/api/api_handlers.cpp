@@ -374,49 +374,6 @@ ApiHandlers::Cancel ApiHandlers::release(const Call& call, Reply reply) {
   return {};
 }
 
-ApiHandlers::Cancel ApiHandlers::lock_status(const Call& call, Reply reply) {
-  const std::string name(call.name);
-  // Inspect the nodes and read the token counter at once; answer when both are in.
-  struct Join {
-    std::mutex mutex;
-    std::optional<Result<storage::LockStatus>> status;
-    std::optional<Result<std::uint64_t>> token;
-    Reply reply;
-    std::string name;
-    void finish_if_done() {
-      if (!status || !token) return;
-      if (!status->ok()) return reply(from_storage_error(status->error()));
-      if (!token->ok()) return reply(from_storage_error(token->error()));
-      const storage::LockStatus& held = status->value();
-      json body{{"name", name},     {"held", held.held}, {"remaining_ms", nullptr},
-                {"token", nullptr}, {"owner", nullptr},  {"last_token", token->value()}};
-      if (held.remaining) body["remaining_ms"] = held.remaining->count();
-      if (held.token) body["token"] = *held.token;
-      if (!held.holder.empty()) body["owner"] = held.holder;
-      reply(ok(body));
-    }
-  };
-  auto join = std::make_shared<Join>();
-  join->reply = std::move(reply);
-  join->name = name;
-  engine_.inspect(name, [join](Result<storage::LockStatus> status) {
-    std::lock_guard<std::mutex> lock(join->mutex);
-    join->status.emplace(std::move(status));
-    join->finish_if_done();
-  });
-  tokens_->current(name, [join, check = engine_.current_check()](Result<std::uint64_t> token) {
-    if (token.ok()) {
-      if (auto refusal = check(token.value())) {
-        token = storage::make_error(storage::ErrorCode::kUnavailable, *refusal);
-      }
-    }
-    std::lock_guard<std::mutex> lock(join->mutex);
-    join->token.emplace(std::move(token));
-    join->finish_if_done();
-  });
-  return {};
-}
-
 ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
   const std::string name(call.name);
   // The same counters as the grants: an embedded source may not draw while another instance runs.

@@ -24,6 +24,7 @@
 
 #include "api/api_error.h"
 #include "api/request_body.h"
+#include "api/request_query.h"
 #include "auth/authorizer.h"
 #include "fencelock/storage/lock_engine.h"
 #include "fencelock/storage/token_source.h"
@@ -71,8 +72,8 @@ class ApiHandlers {
  public:
   using Reply = std::function<void(ApiResponse)>;
   // Stops a request that is still being worked on, because its client went away. Empty for
-  // requests that answer promptly anyway; only a waiting acquire (of a lock, a lock set or a
-  // permit) returns one.
+  // requests that answer promptly anyway; only a watch and a waiting acquire (of a lock, a lock
+  // set or a permit) return one.
   using Cancel = std::function<void()>;
 
   // What dispatch() did with a request: the route it took (kNotFound for 404/405/HEAD; a bad
@@ -126,6 +127,11 @@ class ApiHandlers {
     return waiting_acquires_.load(std::memory_order_relaxed);
   }
 
+  // Watches of a lock (GET /v1/locks/{name}?after_token=T) not answered yet. Thread-safe.
+  std::size_t waiting_watches() const noexcept {
+    return waiting_watches_.load(std::memory_order_relaxed);
+  }
+
   // What /readyz decides: it answers 200 when both hold. Thread-safe.
   struct ReadyState {
     bool nodes_ok = false;   // a quorum of lock nodes votes
@@ -177,7 +183,8 @@ class ApiHandlers {
   // acquire and revoke once their bodies are read: the engine's verb, the key's caps, the answer.
   Cancel take_lock(const Call& call, const AcquireBody& body, bool revoke, Reply reply);
   Cancel release(const Call& call, Reply reply);
-  Cancel lock_status(const Call& call, Reply reply);
+  Cancel lock_status(const Call& call, Reply reply);  // watch_handler.cpp, with the watch
+  Cancel watch_lock(const Call& call, const WatchQuery& query, Reply reply);
   Cancel next_token(const Call& call, Reply reply);
   Cancel current_token(const Call& call, Reply reply);
   Cancel healthz(const Call& call, Reply reply);
@@ -200,6 +207,7 @@ class ApiHandlers {
   const Authorizer* authorizer_;
   BodyLimits limits_;
   std::atomic<std::size_t> waiting_acquires_{0};
+  std::atomic<std::size_t> waiting_watches_{0};
 };
 
 }  // namespace fencelock::service

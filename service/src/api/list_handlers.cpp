@@ -7,6 +7,7 @@
 
 #include "api/api_handlers.h"
 #include "api/handler_support.h"
+#include "api/request_query.h"
 
 namespace fencelock::service {
 

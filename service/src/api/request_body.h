@@ -80,9 +80,6 @@ struct PermitAcquireBody {
 storage::Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits);
 // {"ttl_ms": int, "owner": string (optional)}: a revoke's (it never waits).
 storage::Result<AcquireBody> parse_revoke_body(std::string_view body, const BodyLimits& limits);
-// A listing's query, "prefix=P&limit=N&cursor=C", each optional (limit defaults to 100), each at
-// most once, values percent-decoded; another parameter is refused, named.
-storage::Result<storage::ListRequest> parse_list_query(std::string_view query);
 // {"lease": string, "ttl_ms": int}
 storage::Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits);
 // {"lease": string}

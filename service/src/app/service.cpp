@@ -335,7 +335,10 @@ ServiceFigures figures_now(const HttpServer* server, const ApiHandlers* handlers
                              server->hang_ups(), server->body_bytes_reserved(), std::nullopt};
     if (server->tls()) figures.http->tls_handshake_failures = server->tls_handshake_failures();
   }
-  if (handlers != nullptr) figures.acquires_waiting = handlers->waiting_acquires();
+  if (handlers != nullptr) {
+    figures.acquires_waiting = handlers->waiting_acquires();
+    figures.watches_waiting = handlers->waiting_watches();
+  }
   figures.lock_nodes_voting = engine.voting_nodes();
   figures.token_source_up = tokens.ready() && !engine.grant_refusal();
   figures.token_draw_errors = tokens.draw_errors();

@@ -536,6 +536,10 @@ std::vector<ExtraMetric> service_gauges(const ServiceFigures& figures) {
     gauges.push_back({"fencelock_acquires_waiting", static_cast<double>(*figures.acquires_waiting),
                       "Acquires with a wait_ms that have not been answered yet."});
   }
+  if (figures.watches_waiting) {
+    gauges.push_back({"fencelock_watches_waiting", static_cast<double>(*figures.watches_waiting),
+                      "Watches of a lock (after_token) that have not been answered yet."});
+  }
   gauges.push_back({"fencelock_lock_nodes_voting", static_cast<double>(figures.lock_nodes_voting),
                     "Lock nodes whose votes count now (up and not quarantined)."});
   gauges.push_back({"fencelock_token_source_up", figures.token_source_up ? 1.0 : 0.0,

@@ -74,6 +74,7 @@ struct ServiceFigures {
   };
   std::optional<Http> http;                     // once the server exists
   std::optional<std::size_t> acquires_waiting;  // once the handlers exist
+  std::optional<std::size_t> watches_waiting;   // once the handlers exist
   std::size_t lock_nodes_voting = 0;
   bool token_source_up = false;
   std::uint64_t token_draw_errors = 0, log_records_dropped = 0;

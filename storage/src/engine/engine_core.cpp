@@ -119,6 +119,7 @@ void EngineCore::stop() {
   registry_->stop();
   for (auto& subscriber : subscribers_) subscriber->stop();
   for (auto& timer : quarantine_timers_) timer->cancel();
+  watches_.stop();
   // Acquires waiting between retries finish now (their last attempt was already released).
   auto waiting = std::move(waiting_);
   waiting_.clear();
@@ -284,6 +285,7 @@ void EngineCore::on_announcement(std::string_view message) {
   const std::string_view key = message.substr(kReleaseTagLength + 1);
   if (!key.starts_with(options_.key_prefix)) return;
   const std::string name(key.substr(options_.key_prefix.size()));
+  watches_.changed(name);
   const auto it = waiters_.find(name);
   if (it == waiters_.end()) return;
   if (it->second.last_release != tag) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/instance_registry.h"
+#include "engine/lock_watches.h"
 #include "engine/lua_scripts.h"
 #include "engine/node_trust.h"
 #include "fencelock/storage/engine_observer.h"
@@ -201,6 +202,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // attempt failed on another of its names while `name` stayed free), as wake_first_waiter does.
   void wake_waiter_after(const std::string& name, const Waiter* after);
 
+  // Watches of single locks (lock_watches.h). On the strand, except LockWatches::watch().
+  LockWatches& watches() noexcept { return watches_; }
+
   // Readable from any thread.
   std::size_t voting_nodes() const noexcept {
     return voting_nodes_.load(std::memory_order_relaxed);
@@ -347,6 +351,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   bool nodes_closed_ = false;
   std::size_t in_flight_ = 0;
   boost::asio::steady_timer grace_timer_;  // bounds stop()'s wait for operations in flight
+  LockWatches watches_{*this};
 };
 
 }  // namespace fencelock::storage

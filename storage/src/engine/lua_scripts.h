@@ -22,6 +22,8 @@
 // EVALSHA; a NOSCRIPT answer (someone ran SCRIPT FLUSH) is retried once with EVAL.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -357,8 +359,6 @@ inline constexpr std::string_view kAcquirePermitScript = FENCELOCK_LUA_MARK
     "end\n"
     "return {0, id, soonest, free, soonest_slot}\n";
 
-#undef FENCELOCK_LUA_MARK
-
 // A permit's release: KEYS[1] its slot key, KEYS[2] the config key; ARGV as kReleaseScript. The
 // compare-and-delete and announcement of kReleaseScript; and once no slot of the semaphore is live
 // here any more, the config key is deleted too, so the semaphore can be re-created with another
@@ -523,7 +523,8 @@ inline constexpr std::string_view kAdoptLeaseScript =
 // A revoke (LockEngine::revoke): the lock's acquire whatever holds the key. KEYS and ARGV as
 // kAcquireLockScript's (ARGV[3] is ignored: a revoke never waits). If the token is above the fence,
 // SETs the key to ARGV[1] PX ARGV[2] — over any holder's value, keeping its waiters' mark, so
-// their engines still hear of the revoker's release — raises the fence and returns 1; otherwise
+// their engines still hear of the revoker's release — raises the fence and returns 1; a marked
+// value's revoke is announced as a release (tag: zeros and the new lease id); otherwise
 // {-3, fence}, nothing written. Never without a token: only the fence keeps the revoked holder's
 // writes out (docs/architecture.md, "Revoke").
 inline constexpr std::string_view kRevokeLockScript =
@@ -533,11 +534,12 @@ inline constexpr std::string_view kRevokeLockScript =
     "  local value = ARGV[1]\n"
     "  local old = redis.call('GET', KEYS[1])\n"
     "  local at = old and string.find(old, '#', 49, true)\n"
-    "  if at then\n"
-    "    value = value .. string.sub(old, at)\n"
-    "  end\n"
-    "  redis.call('SET', KEYS[1], value, 'PX', ARGV[2])\n"
+    "  redis.call('SET', KEYS[1], value .. (at and string.sub(old, at) or ''), 'PX', ARGV[2])\n"
     "  redis.call('SET', KEYS[2], token)\n"
+    "  if at then\n"
+    "    redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL "',\n"
+    "               '0000000000000000' .. string.sub(value, 1, 16) .. ' ' .. KEYS[1])\n"
+    "  end\n"
     "  return 1\n"
     "end\n"
     "return {-3, fence}\n";
@@ -572,18 +574,24 @@ inline constexpr std::string_view kRaiseFencesScript =
 
 // Inspect: each key's value and remaining ttl, {value or nil, pttl, value or nil, pttl, ...} in
 // the order of KEYS; a key that holds no string (someone else's) reads as nil. The engine
-// compares values across nodes to find a quorum holder and never returns a value to anyone.
-inline constexpr std::string_view kInspectScript =
+// compares values across nodes to find a quorum holder and never returns a value to anyone. With
+// ARGV[1] (an engine id: a watch, lock_watches.h), also marks each held value for that engine as
+// a waiting acquire does, so that its release is announced.
+inline constexpr std::string_view kInspectScript = FENCELOCK_LUA_MARK
     "local out = {}\n"
     "for i = 1, #KEYS do\n"
     "  local value = redis.pcall('GET', KEYS[i])\n"
     "  if type(value) == 'table' then\n"
     "    value = false\n"
+    "  elseif value and ARGV[1] then\n"
+    "    mark(KEYS[i], value, ARGV[1])\n"
     "  end\n"
     "  out[2 * i - 1] = value\n"
     "  out[2 * i] = redis.call('PTTL', KEYS[i])\n"
     "end\n"
     "return out\n";
+
+#undef FENCELOCK_LUA_MARK
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
@@ -591,7 +599,7 @@ inline constexpr std::string_view kReleaseSilentlyScriptSha =
     "416619fe69dbbfbb4ecdb34552a3b30b41d56b4c";
 inline constexpr std::string_view kReleaseScriptSha = "f4240a8e9d9655c93c4dbeb16285bac47a9609ad";
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
-inline constexpr std::string_view kInspectScriptSha = "4b36506a63e388b56890f11a8cb111a7b397f20d";
+inline constexpr std::string_view kInspectScriptSha = "8936d2319bda198007cc9154c320b880f04485bf";
 inline constexpr std::string_view kAcquireLockScriptSha =
     "77be07fecce537f2626491367fb3316bc034272f";
 inline constexpr std::string_view kAcquireSetScriptSha = "c27b0d8d869d694f4869b21b05ba2713993762e5";
@@ -604,7 +612,7 @@ inline constexpr std::string_view kReleasePermitScriptSha =
 inline constexpr std::string_view kExtendPermitScriptSha =
     "8096a14c74c9f20df6b81648c107a44e3efca7b9";
 inline constexpr std::string_view kFenceTokenScriptSha = "e6b19d863e8e7382bf41fdc97e142f56b40ee34f";
-inline constexpr std::string_view kRevokeLockScriptSha = "0eb5d2bb2170f6e4196291b4884e7075eec92841";
+inline constexpr std::string_view kRevokeLockScriptSha = "033a03998fc3a40a69de4310d0687b33e5501008";
 inline constexpr std::string_view kInspectSemaphoreScriptSha =
     "85c89408bc266f575cff7854d6f80daaab8a2199";
 inline constexpr std::string_view kAcquireLockRequestScriptSha =
@@ -613,84 +621,36 @@ inline constexpr std::string_view kReleaseUnlessRepeatedScriptSha =
     "467e8254d48ffa8ccbd8980f3873b3495f7d5e03";
 inline constexpr std::string_view kAdoptLeaseScriptSha = "00a96c8071c174d6678aff3d081b14725bba6163";
 
-constexpr std::string_view script_sha(Script script) {
-  switch (script) {
-    case Script::kRelease:
-      return kReleaseScriptSha;
-    case Script::kReleaseSilently:
-      return kReleaseSilentlyScriptSha;
-    case Script::kExtend:
-      return kExtendScriptSha;
-    case Script::kInspect:
-      return kInspectScriptSha;
-    case Script::kAcquireLock:
-      return kAcquireLockScriptSha;
-    case Script::kAcquireSet:
-      return kAcquireSetScriptSha;
-    case Script::kReleaseSet:
-      return kReleaseSetScriptSha;
-    case Script::kExtendSet:
-      return kExtendSetScriptSha;
-    case Script::kAcquirePermit:
-      return kAcquirePermitScriptSha;
-    case Script::kReleasePermit:
-      return kReleasePermitScriptSha;
-    case Script::kExtendPermit:
-      return kExtendPermitScriptSha;
-    case Script::kInspectSemaphore:
-      return kInspectSemaphoreScriptSha;
-    case Script::kFenceToken:
-      return kFenceTokenScriptSha;
-    case Script::kRevokeLock:
-      return kRevokeLockScriptSha;
-    case Script::kAcquireLockRequest:
-      return kAcquireLockRequestScriptSha;
-    case Script::kAdoptLease:
-      return kAdoptLeaseScriptSha;
-    case Script::kReleaseUnlessRepeated:
-      return kReleaseUnlessRepeatedScriptSha;
-  }
-  return {};
-}
+// Every script and its digest, one row per Script in the enum's order.
+struct ScriptText {
+  std::string_view source;
+  std::string_view sha;
+};
+inline constexpr std::array<ScriptText, kScriptCount> kScriptTexts{{
+    {kReleaseScript, kReleaseScriptSha},
+    {kReleaseSilentlyScript, kReleaseSilentlyScriptSha},
+    {kExtendScript, kExtendScriptSha},
+    {kInspectScript, kInspectScriptSha},
+    {kAcquireLockScript, kAcquireLockScriptSha},
+    {kAcquireSetScript, kAcquireSetScriptSha},
+    {kReleaseSetScript, kReleaseSetScriptSha},
+    {kExtendSetScript, kExtendSetScriptSha},
+    {kAcquirePermitScript, kAcquirePermitScriptSha},
+    {kReleasePermitScript, kReleasePermitScriptSha},
+    {kExtendPermitScript, kExtendPermitScriptSha},
+    {kInspectSemaphoreScript, kInspectSemaphoreScriptSha},
+    {kFenceTokenScript, kFenceTokenScriptSha},
+    {kRevokeLockScript, kRevokeLockScriptSha},
+    {kAcquireLockRequestScript, kAcquireLockRequestScriptSha},
+    {kAdoptLeaseScript, kAdoptLeaseScriptSha},
+    {kReleaseUnlessRepeatedScript, kReleaseUnlessRepeatedScriptSha},
+}};
 
+constexpr std::string_view script_sha(Script script) {
+  return kScriptTexts[static_cast<std::size_t>(script)].sha;
+}
 constexpr std::string_view script_source(Script script) {
-  switch (script) {
-    case Script::kRelease:
-      return kReleaseScript;
-    case Script::kReleaseSilently:
-      return kReleaseSilentlyScript;
-    case Script::kExtend:
-      return kExtendScript;
-    case Script::kInspect:
-      return kInspectScript;
-    case Script::kAcquireLock:
-      return kAcquireLockScript;
-    case Script::kAcquireSet:
-      return kAcquireSetScript;
-    case Script::kReleaseSet:
-      return kReleaseSetScript;
-    case Script::kExtendSet:
-      return kExtendSetScript;
-    case Script::kAcquirePermit:
-      return kAcquirePermitScript;
-    case Script::kReleasePermit:
-      return kReleasePermitScript;
-    case Script::kExtendPermit:
-      return kExtendPermitScript;
-    case Script::kInspectSemaphore:
-      return kInspectSemaphoreScript;
-    case Script::kFenceToken:
-      return kFenceTokenScript;
-    case Script::kRevokeLock:
-      return kRevokeLockScript;
-    case Script::kAcquireLockRequest:
-      return kAcquireLockRequestScript;
-    case Script::kAdoptLease:
-      return kAdoptLeaseScript;
-    case Script::kReleaseUnlessRepeated:
-      return kReleaseUnlessRepeatedScript;
-  }
-  return {};
+  return kScriptTexts[static_cast<std::size_t>(script)].source;
 }
 
 }  // namespace fencelock::storage

@@ -270,6 +270,17 @@ void RedlockEngine::inspect(std::string name, InspectHandler done) {
                  });
 }
 
+AcquireTicket RedlockEngine::watch(std::string name, std::uint64_t after_token,
+                                   std::chrono::milliseconds wait, InspectHandler done) {
+  Status valid = check_name(name);
+  if (valid.ok()) valid = check_wait(core_->options(), wait);
+  if (!valid.ok()) {
+    answer_later(core_, std::move(done), Result<LockStatus>(std::move(valid).error()));
+    return {};
+  }
+  return core_->watches().watch(std::move(name), after_token, wait, std::move(done));
+}
+
 void RedlockEngine::list(ListRequest request, ListHandler done) {
   Status valid = ListOperation::check_list_request(request, core_->node_count());
   if (!valid.ok())

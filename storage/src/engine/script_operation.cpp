@@ -79,7 +79,7 @@ ClaimTarget single_lock_claim(const EngineCore& core, Script script, std::string
 
 std::string release_tag_for(EngineCore& core, const std::vector<std::string>& names) {
   for (const auto& name : names) {
-    if (core.has_waiters(name)) return core.new_release_tag();
+    if (core.has_waiters(name) || core.watches().watched(name)) return core.new_release_tag();
   }
   return {};
 }
@@ -104,6 +104,11 @@ void ReleaseOperation::decide() {
     complete(false);
   } else if (cannot_tell(tally_)) {
     complete(core_->shortfall_error(tally_));
+  }
+  // Whatever it decided, it may have deleted the lease on some nodes: this engine's watchers of
+  // the names look again (an engine does not hear its own announcements).
+  if (finished()) {
+    for (const auto& name : names_) core_->watches().changed(name);
   }
 }
 
@@ -139,8 +144,10 @@ void ExtendOperation::decide() {
 
 InspectOperation::InspectOperation(const std::shared_ptr<EngineCore>& core,
                                    const std::vector<std::string>& keys,
-                                   std::function<void(Result<Inspection>)> done)
-    : ScriptOperation(core, OperationKind::kInspect, Script::kInspect, keys, {}),
+                                   std::function<void(Result<Inspection>)> done,
+                                   const std::string& mark)
+    : ScriptOperation(core, OperationKind::kInspect, Script::kInspect, keys,
+                      mark.empty() ? std::vector<std::string>{} : std::vector<std::string>{mark}),
       key_count_(keys.size()),
       holdings_(tally_.node_count(), std::vector<Holding>(keys.size())),
       done_(std::move(done)) {}

@@ -156,11 +156,11 @@ struct Inspection {
 };
 
 // {value, pttl} of each of `keys` from every node; waits for every voting node (bounded by the
-// node timeout).
+// node timeout). `mark`: an engine id whose mark each held value gets (kInspectScript), or "".
 class InspectOperation final : public ScriptOperation {
  public:
   InspectOperation(const std::shared_ptr<EngineCore>& core, const std::vector<std::string>& keys,
-                   std::function<void(Result<Inspection>)> done);
+                   std::function<void(Result<Inspection>)> done, const std::string& mark = {});
 
  private:
   struct Holding {

@@ -96,6 +96,15 @@ class LockEngine {
                       ExtendHandler done) = 0;
   virtual void release(std::string name, LeaseClaim claim, ReleaseHandler done) = 0;
   virtual void inspect(std::string name, InspectHandler done) = 0;
+  // Answers `name`'s status (as inspect) once it is no longer "held with token `after_token`" —
+  // released, expired, revoked or taken again — or after `wait` with the status unchanged (its
+  // remaining time as of then). Woken by release announcements and the lease's expiry, not by
+  // polling: however many watch a name, while nothing changes they cost one inspection of the
+  // nodes per lease period. A lock granted without a token never matches (answered at once). The
+  // ticket cancels it (kCancelled). Errors as inspect, and kInvalidArgument for a wait outside
+  // 0..max_wait; kUnavailable when too many watches wait already or the engine stops.
+  virtual AcquireTicket watch(std::string name, std::uint64_t after_token,
+                              std::chrono::milliseconds wait, InspectHandler done) = 0;
   // One page of the locks held on a quorum whose names start with request.prefix (lease.h): each
   // such name at least once over a whole listing if it stays held throughout, never a name that
   // was free throughout; semaphores are not listed. Bounded work per page. Errors:

@@ -99,6 +99,10 @@ class RedlockEngine final : public LockEngine {
   // Whether some lease holds `name` on a quorum, and for how long. Errors: kUnavailable,
   // kInvalidArgument.
   void inspect(std::string name, InspectHandler done) override;
+  // LockEngine::watch (engine/lock_watches.h says how). Reported to the observer as kInspect, one
+  // per inspection of a watched name.
+  AcquireTicket watch(std::string name, std::uint64_t after_token, std::chrono::milliseconds wait,
+                      InspectHandler done) override;
 
   // LockEngine::list (engine/list_operation.h says how). Errors as there.
   void list(ListRequest request, ListHandler done) override;

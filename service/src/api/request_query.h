@@ -1,0 +1,30 @@
+// The queries of the GET routes that take one: each parameter optional unless said, at most once,
+// its value percent-decoded; any other parameter is refused, named. Errors are kInvalidArgument
+// with a message for the client.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "fencelock/storage/lease.h"
+#include "fencelock/storage/result.h"
+
+namespace fencelock::service {
+
+// A listing's query (GET /v1/locks): "prefix=P&limit=N&cursor=C"; limit defaults to 100.
+storage::Result<storage::ListRequest> parse_list_query(std::string_view query);
+
+// A lock status's query (GET /v1/locks/{name}): "" (a plain status), or a watch,
+// "after_token=T&wait_ms=N": T a token (0..2^64-1), N 0..`max_wait` ms, by default the smaller of
+// kDefaultWatchWait and `max_wait`. wait_ms without after_token is refused.
+struct WatchQuery {
+  std::uint64_t after_token = 0;
+  std::chrono::milliseconds wait{0};
+};
+inline constexpr std::chrono::milliseconds kDefaultWatchWait{30'000};
+storage::Result<std::optional<WatchQuery>> parse_status_query(std::string_view query,
+                                                              std::chrono::milliseconds max_wait);
+
+}  // namespace fencelock::service

@@ -1,0 +1,203 @@
+// LockEngine::watch on real redis-servers: a watch of a lock held with token T answers as soon as
+// the lock is released (through this engine or another), expires, is revoked or taken again, or
+// after its wait with the status unchanged; a lock already in another state answers at once; many
+// watchers of one name share one inspection; a cancelled watch answers kCancelled.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "engine_calls.h"
+#include "engine_under_test.h"
+#include "fencelock/storage/engine_observer.h"
+#include "temp_dir.h"
+
+using namespace fencelock::storage;
+using namespace fencelock::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct PendingWatch {
+  std::future<Result<LockStatus>> answer;
+  AcquireTicket ticket;
+  Clock::time_point started = Clock::now();
+  // Waits up to `limit` for the answer.
+  std::optional<Result<LockStatus>> within(std::chrono::milliseconds limit) {
+    if (answer.wait_for(limit) != std::future_status::ready) return std::nullopt;
+    return answer.get();
+  }
+};
+
+PendingWatch start_watch(EngineUnderTest& t, const std::string& name, std::uint64_t after,
+                         std::chrono::milliseconds wait) {
+  auto promise = std::make_shared<std::promise<Result<LockStatus>>>();
+  PendingWatch pending;
+  pending.answer = promise->get_future();
+  pending.ticket = t.engine().watch(name, after, wait, [promise](Result<LockStatus> status) {
+    promise->set_value(std::move(status));
+  });
+  return pending;
+}
+
+// Counts the inspections an engine makes.
+class InspectionCounter final : public EngineObserver {
+ public:
+  void on_operation(const OperationReport& report) override {
+    if (report.kind == OperationKind::kInspect) ++inspections;
+  }
+  std::atomic<int> inspections{0};
+};
+
+LeaseClaim claim_of(const Lease& lease) {
+  return {lease.token, lease.proof, {}};
+}
+
+}  // namespace
+
+TEST_CASE("a watch answers when the lock is released, through its own engine or another",
+          "[storage][redis][watch]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  const auto tokens = tokens_in(dir);
+  EngineUnderTest a(engine_options_for(cluster), tokens);
+  EngineUnderTest b(engine_options_for(cluster), tokens);
+
+  for (EngineUnderTest* releaser : {&a, &b}) {
+    auto held = a.acquire("invoice", 30s);
+    REQUIRE(held.ok());
+    auto watch = start_watch(b, "invoice", held->token, 20s);
+    CHECK_FALSE(watch.within(300ms));  // held with that token: it waits
+    const auto released_at = Clock::now();
+    REQUIRE(releaser->release("invoice", claim_of(*held)).value());
+    auto answer = watch.within(5s);
+    REQUIRE(answer);
+    REQUIRE(answer->ok());
+    CHECK_FALSE((*answer)->held);
+    CHECK(Clock::now() - released_at < 3s);  // woken, not the 20 s wait
+  }
+}
+
+TEST_CASE("a watch answers when the lease expires, and after its wait with the status unchanged",
+          "[storage][redis][watch]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+
+  auto held = await<Lease>([&](auto done) {
+    t.engine().acquire(AcquireRequest{"report", 30s, 0ms, {}, "cron-7"}, std::move(done));
+  });
+  REQUIRE(held.ok());
+  auto unchanged = start_watch(t, "report", held->token, 400ms);
+  auto answer = unchanged.within(5s);
+  REQUIRE(answer);
+  REQUIRE(answer->ok());
+  CHECK((*answer)->held);
+  CHECK((*answer)->token == held->token);
+  CHECK((*answer)->holder == "cron-7");
+  CHECK(*(*answer)->remaining < 30s);
+  CHECK(Clock::now() - unchanged.started >= 400ms);
+
+  auto brief = t.acquire("brief", 700ms);
+  REQUIRE(brief.ok());
+  auto expiry = start_watch(t, "brief", brief->token, 20s);
+  answer = expiry.within(5s);
+  REQUIRE(answer);
+  REQUIRE(answer->ok());
+  CHECK_FALSE((*answer)->held);
+
+  // An extend moves the expiry: the watch keeps waiting past the first ttl.
+  auto extended = t.acquire("extended", 700ms);
+  REQUIRE(extended.ok());
+  auto keeps = start_watch(t, "extended", extended->token, 1500ms);
+  REQUIRE(t.extend("extended", claim_of(*extended), 10s).ok());
+  answer = keeps.within(5s);
+  REQUIRE(answer);
+  REQUIRE(answer->ok());
+  CHECK((*answer)->held);
+  CHECK(Clock::now() - keeps.started >= 1500ms);
+}
+
+TEST_CASE("a watch of a lock in another state answers at once", "[storage][redis][watch]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+
+  auto free_lock = start_watch(t, "free", 5, 20s).within(5s);
+  REQUIRE(free_lock);
+  CHECK_FALSE((*free_lock)->held);
+
+  auto held = t.acquire("taken", 30s);
+  REQUIRE(held.ok());
+  auto older = start_watch(t, "taken", held->token - 1, 20s).within(5s);
+  REQUIRE(older);
+  CHECK((*older)->held);
+  CHECK((*older)->token == held->token);
+
+  // A second watcher of a name already watched answers from the group's status.
+  auto waiting = start_watch(t, "taken", held->token, 20s);
+  auto late = start_watch(t, "taken", held->token + 7, 20s).within(5s);
+  REQUIRE(late);
+  CHECK((*late)->token == held->token);
+  CHECK_FALSE(waiting.within(100ms));
+  waiting.ticket.cancel();
+  auto cancelled = waiting.within(5s);
+  REQUIRE(cancelled);
+  CHECK(cancelled->error().code == ErrorCode::kCancelled);
+
+  CHECK(await<LockStatus>([&](auto done) { t.engine().watch("bad name", 1, 1s, std::move(done)); })
+            .error()
+            .code == ErrorCode::kInvalidArgument);
+  CHECK(await<LockStatus>([&](auto done) {
+          t.engine().watch("fine", 1, t.engine().options().max_wait + 1ms, std::move(done));
+        })
+            .error()
+            .code == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("a revoke through another engine wakes the watchers of the revoked lease",
+          "[storage][redis][watch]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  const auto tokens = tokens_in(dir);
+  EngineUnderTest a(engine_options_for(cluster), tokens);
+  EngineUnderTest b(engine_options_for(cluster), tokens);
+
+  auto stuck = a.acquire("invoice", 30s);
+  REQUIRE(stuck.ok());
+  auto watch = start_watch(a, "invoice", stuck->token, 20s);
+  CHECK_FALSE(watch.within(300ms));
+  auto revoker = await<Lease>([&](auto done) {
+    b.engine().revoke(AcquireRequest{"invoice", 10s, 0ms, {}, "ops"}, std::move(done));
+  });
+  REQUIRE(revoker.ok());
+  auto answer = watch.within(3s);
+  REQUIRE(answer);
+  REQUIRE(answer->ok());
+  CHECK((*answer)->held);
+  CHECK((*answer)->token == revoker->token);
+}
+
+TEST_CASE("a thousand watchers of one name share its inspections", "[storage][redis][watch]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  InspectionCounter counter;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir), &counter);
+
+  auto held = t.acquire("popular", 30s);
+  REQUIRE(held.ok());
+  std::vector<PendingWatch> watches;
+  for (int i = 0; i < 1000; ++i) watches.push_back(start_watch(t, "popular", held->token, 20s));
+  CHECK_FALSE(watches.back().within(500ms));
+  CHECK(counter.inspections <= 2);  // the first watcher's, perhaps one more while it was out
+  const int before = counter.inspections;
+  REQUIRE(t.release("popular", claim_of(*held)).value());
+  for (auto& watch : watches) {
+    auto answer = watch.within(5s);
+    REQUIRE(answer);
+    REQUIRE(answer->ok());
+    CHECK_FALSE((*answer)->held);
+  }
+  CHECK(counter.inspections - before <= 3);  // one per copy of the release, at most
+}
