@@ -41,6 +41,13 @@ std::optional<std::uint64_t> decimal(std::string_view text) {
   return parsed;
 }
 
+// Fetched once, as lease_secret.cpp's SHA-1: an implicit fetch per digest (EVP_sha256() in
+// EVP_Digest) takes OpenSSL 3's provider locks and name lookups on every call.
+const EVP_MD* sha256_md() {
+  static const EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
 }  // namespace
 
 std::string request_digest(std::string_view owner, std::string_view name,
@@ -51,7 +58,7 @@ std::string request_digest(std::string_view owner, std::string_view name,
   text.append(request_id);
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
-  EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha256(), nullptr);
+  EVP_Digest(text.data(), text.size(), digest.data(), &length, sha256_md(), nullptr);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(kRequestDigestLength);

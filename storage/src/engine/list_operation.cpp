@@ -178,6 +178,10 @@ void ListOperation::next_step() {
     next_node();
     return;
   }
+  scan_or_end_page();
+}
+
+void ListOperation::scan_or_end_page() {
   if (page_full()) {
     page_.next = cursor();
     finish(std::move(page_));
@@ -207,12 +211,7 @@ void ListOperation::next_node() {
       pass_over();
       return;
     }
-    if (page_full()) {
-      page_.next = cursor();
-      finish(std::move(page_));
-      return;
-    }
-    scan();
+    scan_or_end_page();
     return;
   }
   finish(std::move(page_));  // every node scanned: the listing is complete

@@ -43,6 +43,7 @@ class ListOperation : public ReplySink, public std::enable_shared_from_this<List
   void next_step();  // after a step: the next SCAN, the next node, or the page is done
   void pass_over();  // the scanned node failed: on to the next one, without it from now on
   void next_node();
+  void scan_or_end_page();  // the next SCAN of this node, unless the page is full: then it ends
   bool page_full() const;
   std::string cursor() const;
   void finish(Result<LockPage> page);

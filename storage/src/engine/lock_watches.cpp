@@ -14,6 +14,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+constexpr std::chrono::milliseconds kLookAgainAfter{10};
+
 // Whether `status` is no longer "held with token `after`".
 bool differs(const LockStatus& status, std::uint64_t after) {
   return !status.held || !status.token || *status.token != after;
@@ -162,9 +164,12 @@ void LockWatches::on_inspected(const std::string& name, Result<Inspection> inspe
   }
   if (group.watchers.empty()) return drop_if_idle(name);
   if (group.again) return inspect(name, group);
-  // Every watcher left waits on this lease: look again when it ends (unless extended).
-  group.expiry.expires_after(group.status->remaining.value_or(std::chrono::milliseconds(0)) +
-                             std::chrono::milliseconds(1));
+  // Every watcher left waits on this lease: look again when it ends (unless extended) — not
+  // sooner than kLookAgainAfter, so a lease whose nodes disagree on its last milliseconds (or a
+  // key someone wrote without a ttl) cannot make the group inspect in a tight loop.
+  group.expiry.expires_after(
+      std::max(kLookAgainAfter, group.status->remaining.value_or(std::chrono::milliseconds(0)) +
+                                    std::chrono::milliseconds(1)));
   group.expiry.async_wait([core = core_.shared_from_this(), name](const auto& ec) {
     if (!ec) core->watches().changed(name);
   });

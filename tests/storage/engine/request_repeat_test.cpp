@@ -53,7 +53,7 @@ TEST_CASE("an acquire repeated with its request id answers the same grant while 
   CHECK(again->repeated);
   CHECK(again->proof == first->proof);
   CHECK(again->token == first->token);
-  CHECK(again->validity <= first->validity);
+  CHECK(again->validity <= first->validity + 1ms);  // both rounded to whole milliseconds
   CHECK(again->validity > 8s);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
     SyncRedis node(cluster.node(i).port());
