@@ -2,8 +2,8 @@
 # The fault campaign (tests/faults/campaign): real lock nodes, a token store (a counter master,
 # SQLite files or etcd), fencelockd instances and the resource store, under kills, pauses,
 # partitions, link faults, clock jumps, counter data loss and operators' mistakes; every history
-# is checked (tokens, lease windows, the store, lock-set, liveness) and every negative control
-# must fire. See docs/safety.md.
+# is checked (tokens, lease windows, requests asked again, the store, lock-set, liveness) and
+# every negative control must fire. See docs/safety.md.
 #
 #   ./scripts/faults.sh [--quick]       every scenario once, short fault phases (~6 min; in CI)
 #   ./scripts/faults.sh --long          a seeded mix for 30 minutes

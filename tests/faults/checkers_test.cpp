@@ -38,6 +38,19 @@ Operation revoke(std::int64_t invoke_ms, std::int64_t complete_ms, Outcome outco
   return o;
 }
 
+// An acquire of "n" that named its request `request`: granted (kOk) `lease` with `token` and
+// `validity_ms`, marked `repeated` or not; or not granted (then those are unused).
+Operation asked(std::int64_t invoke_ms, std::int64_t complete_ms, Outcome outcome,
+                const std::string& request, std::uint64_t token = 0, std::int64_t validity_ms = -1,
+                const std::string& lease = "", bool repeated = false) {
+  Operation o = op("acquire", invoke_ms, complete_ms, outcome, token);
+  o.request_id = request;
+  o.validity_ms = validity_ms;
+  o.lease_string = lease;
+  o.repeated = repeated;
+  return o;
+}
+
 Operation on_lease(const std::string& f, std::int64_t lease, std::int64_t invoke_ms,
                    std::int64_t complete_ms, Outcome outcome, std::int64_t validity_ms = -1) {
   Operation o = op(f, invoke_ms, complete_ms, outcome);
@@ -154,6 +167,96 @@ TEST_CASE("checkers: a revoke ends the windows it took over, and only those", "[
     Operation after = grant(30, 40, 2, 100);
     after.name = "m";
     CHECK_FALSE(check_leases({other, revoke(20, 25, Outcome::kInfo), after}).ok());
+  }
+}
+
+TEST_CASE("checkers: a repeated answer is the grant it repeats, not a second one", "[faults]") {
+  const Operation first = asked(0, 10, Outcome::kOk, "r", 5, 100, "5.a");
+  SECTION("tokens: the same token again, marked repeated, with the same request and lease") {
+    CHECK(check_tokens({first, asked(20, 25, Outcome::kOk, "r", 5, 90, "5.a", true)}).ok());
+    // A twin sent at once may be the one answered first, and the grant's own answer may be lost.
+    CHECK(check_tokens({asked(0, 9, Outcome::kOk, "r", 5, 100, "5.a", true),
+                        asked(1, 10, Outcome::kOk, "r", 5, 100, "5.a")})
+              .ok());
+    CHECK(check_tokens({asked(0, 3000, Outcome::kInfo, "r"),
+                        asked(3000, 3010, Outcome::kOk, "r", 5, 100, "5.a", true)})
+              .ok());
+  }
+  SECTION("tokens: the same token unmarked, or under another lease or request, is answered twice") {
+    // Answered twice, and out of real-time order, too.
+    const auto unmarked = check_tokens({first, asked(20, 25, Outcome::kOk, "r", 5, 90, "5.a")});
+    REQUIRE(unmarked.violations.size() == 2);
+    CHECK(unmarked.violations[0].message.find("answered twice") != std::string::npos);
+    CHECK(unmarked.violations[0].operations == std::vector<std::size_t>{0, 1});
+    CHECK_FALSE(check_tokens({first, asked(20, 25, Outcome::kOk, "r", 5, 90, "5.b", true)}).ok());
+    CHECK_FALSE(check_tokens({first, asked(20, 25, Outcome::kOk, "q", 5, 90, "5.a", true)}).ok());
+    CHECK_FALSE(check_tokens({grant(0, 10, 5, 100), grant(20, 25, 5, 90)}).ok());
+  }
+  SECTION("tokens: a repeat is judged in real-time order from its request's first attempt") {
+    // The grant it repeats completed before it was sent: the same grant, not an older token.
+    CHECK(check_tokens({first, grant(12, 200, 6, 100),
+                        asked(30, 35, Outcome::kOk, "r", 5, 100, "5.a", true)})
+              .ok());
+    // A larger token had completed before the request was first sent.
+    const auto late = check_tokens({grant(0, 5, 7, 100), asked(10, 3000, Outcome::kInfo, "r"),
+                                    asked(3000, 3010, Outcome::kOk, "r", 5, 100, "5.a", true)});
+    REQUIRE(late.violations.size() == 1);
+    CHECK(late.violations[0].operations == std::vector<std::size_t>{0, 2});
+  }
+  SECTION("leases: a grant and its repeat are one holder, whose windows may overlap") {
+    CHECK(check_leases({first, asked(20, 25, Outcome::kOk, "r", 5, 100, "5.a", true)}).ok());
+  }
+  SECTION("leases: another lease inside either answer's window is a violation") {
+    const auto result = check_leases(
+        {first, asked(50, 55, Outcome::kOk, "r", 5, 100, "5.a", true), grant(120, 130, 6, 100)});
+    REQUIRE(result.violations.size() == 1);
+    CHECK(result.violations[0].operations == std::vector<std::size_t>{1, 2});
+    // The same lease under another request is another holder.
+    CHECK_FALSE(check_leases({first, asked(20, 25, Outcome::kOk, "q", 5, 100, "5.a", true)}).ok());
+  }
+  SECTION("leases: a release of the lease ends the windows of all its answers") {
+    const Operation repeat = asked(20, 25, Outcome::kOk, "r", 5, 100, "5.a", true);
+    CHECK(check_leases(
+              {first, repeat, on_lease("release", 0, 40, 41, Outcome::kOk), grant(45, 50, 6, 100)})
+              .ok());
+    CHECK_FALSE(check_leases({first, repeat, grant(45, 50, 6, 100)}).ok());
+  }
+}
+
+TEST_CASE("checkers: one request must never be granted two leases at once", "[faults]") {
+  const Operation first = asked(0, 10, Outcome::kOk, "r", 5, 100, "5.a");
+  SECTION("another lease answered while the first was valid") {
+    const auto result = check_requests({first, asked(20, 30, Outcome::kOk, "r", 6, 100, "6.b")});
+    REQUIRE(result.violations.size() == 1);
+    CHECK(result.violations[0].operations == std::vector<std::size_t>{0, 1});
+    CHECK_FALSE(
+        check_requests({first, asked(20, 30, Outcome::kOk, "r", 6, 100, "6.b", true)}).ok());
+  }
+  SECTION("the same lease again is the same grant") {
+    CHECK(check_requests({first, asked(20, 30, Outcome::kOk, "r", 5, 100, "5.a", true)}).ok());
+  }
+  SECTION("once the first expired, was released or revoked, the request may be granted anew") {
+    CHECK(check_requests({first, asked(110, 120, Outcome::kOk, "r", 6, 100, "6.b")}).ok());
+    CHECK(check_requests({first, on_lease("release", 0, 15, 16, Outcome::kOk),
+                          asked(20, 30, Outcome::kOk, "r", 6, 100, "6.b")})
+              .ok());
+    CHECK(check_requests({first, revoke(15, 18, Outcome::kOk, 6, 100),
+                          asked(20, 30, Outcome::kOk, "r", 7, 100, "7.b")})
+              .ok());
+  }
+  SECTION("other requests are not judged together") {
+    CHECK(check_requests({first, asked(20, 30, Outcome::kOk, "q", 6, 100, "6.b")}).ok());
+  }
+  SECTION("an answer marked repeated needs another attempt sent before it was answered") {
+    const auto alone = check_requests({asked(0, 10, Outcome::kOk, "r", 5, 100, "5.a", true)});
+    REQUIRE(alone.violations.size() == 1);
+    CHECK(alone.violations[0].operations == std::vector<std::size_t>{0});
+    CHECK(check_requests({asked(0, 10, Outcome::kOk, "r", 5, 100, "5.a", true),
+                          asked(2, 3000, Outcome::kInfo, "r")})
+              .ok());
+    CHECK_FALSE(check_requests({asked(0, 10, Outcome::kOk, "r", 5, 100, "5.a", true),
+                                asked(20, 3000, Outcome::kInfo, "r")})
+                    .ok());
   }
 }
 

@@ -30,6 +30,24 @@ std::vector<std::string> split(const std::string& text) {
   return parts;
 }
 
+// A repeat carries its request's id, so its token and lease must be those of an answer to the same
+// request; the campaign's other clients name no request.
+bool is_repeat_of(const Operation& repeat, const Operation& grant) {
+  return repeat.repeated && !repeat.request_id.empty() && repeat.request_id == grant.request_id &&
+         !repeat.lease_string.empty() && repeat.lease_string == grant.lease_string;
+}
+
+// Per request id: when its first attempt was invoked (any outcome).
+std::map<std::string, std::int64_t> first_attempts(const std::vector<Operation>& history) {
+  std::map<std::string, std::int64_t> first;
+  for (const Operation& op : history) {
+    if (op.f != "acquire" || op.request_id.empty()) continue;
+    const auto [it, fresh] = first.emplace(op.request_id, op.invoke_ns);
+    if (!fresh) it->second = std::min(it->second, op.invoke_ns);
+  }
+  return first;
+}
+
 }  // namespace
 
 CheckResult check_tokens(const std::vector<Operation>& history) {
@@ -38,23 +56,35 @@ CheckResult check_tokens(const std::vector<Operation>& history) {
     return op.outcome == Outcome::kOk && op.token != 0 &&
            (op.f == "acquire" || op.f == "revoke" || op.f == "draw");
   });
+  const std::map<std::string, std::int64_t> first_asked = first_attempts(history);
   for (const auto& [name, indices] : groups) {
     result.checked += indices.size();
-    std::map<std::uint64_t, std::size_t> owner;
-    for (const std::size_t i : indices) {
-      const auto [it, fresh] = owner.emplace(history[i].token, i);
-      if (!fresh) {
+    std::map<std::uint64_t, std::vector<std::size_t>> answered;  // token → its answers
+    for (const std::size_t i : indices) answered[history[i].token].push_back(i);
+    for (const auto& [token, answers] : answered) {
+      // The grant itself is the answer not marked repeated (or the first, if all are).
+      const auto unmarked = std::find_if(answers.begin(), answers.end(),
+                                         [&](std::size_t i) { return !history[i].repeated; });
+      const std::size_t grant = unmarked != answers.end() ? *unmarked : answers.front();
+      for (const std::size_t i : answers) {
+        if (i == grant || is_repeat_of(history[i], history[grant])) continue;
         result.violations.push_back(
-            {name + ": token " + std::to_string(history[i].token) + " answered twice",
-             {it->second, i}});
+            {name + ": token " + std::to_string(token) + " answered twice" +
+                 (history[i].repeated ? " (marked repeated, but not the same lease and request)"
+                                      : ""),
+             {std::min(grant, i), std::max(grant, i)}});
       }
     }
     // Real-time order: sweep invocations in time order, folding in every completion before each.
+    // A repeat answers a token drawn by its request's first attempt: it is judged from there.
+    const auto invoked = [&](std::size_t i) {
+      const Operation& op = history[i];
+      return op.repeated && !op.request_id.empty() ? first_asked.at(op.request_id) : op.invoke_ns;
+    };
     std::vector<std::size_t> by_invoke = indices;
     std::vector<std::size_t> by_complete = indices;
-    std::sort(by_invoke.begin(), by_invoke.end(), [&](std::size_t a, std::size_t b) {
-      return history[a].invoke_ns < history[b].invoke_ns;
-    });
+    std::sort(by_invoke.begin(), by_invoke.end(),
+              [&](std::size_t a, std::size_t b) { return invoked(a) < invoked(b); });
     std::sort(by_complete.begin(), by_complete.end(), [&](std::size_t a, std::size_t b) {
       return history[a].complete_ns < history[b].complete_ns;
     });
@@ -62,8 +92,7 @@ CheckResult check_tokens(const std::vector<Operation>& history) {
     std::size_t highest = by_complete.front();  // the completed operation with the largest token
     bool any = false;
     for (const std::size_t i : by_invoke) {
-      while (done < by_complete.size() &&
-             history[by_complete[done]].complete_ns < history[i].invoke_ns) {
+      while (done < by_complete.size() && history[by_complete[done]].complete_ns < invoked(i)) {
         const std::size_t c = by_complete[done++];
         if (!any || history[c].token > history[highest].token) highest = c;
         any = true;
@@ -81,30 +110,43 @@ CheckResult check_tokens(const std::vector<Operation>& history) {
 
 namespace {
 
-// A lease's client-side validity window (check_leases).
+// An answered grant's client-side validity window (check_leases).
 struct Window {
   std::size_t grant;  // the acquire's or revoke's index
   std::int64_t open;
   std::int64_t close;
+  // Which holder: the request id and lease of an acquire that named its request (its repeats
+  // answer the same grant again), else the grant's own index.
+  std::string holder;
 };
+
+std::string holder_of(const Operation& op, std::size_t index) {
+  if (op.request_id.empty() || op.lease_string.empty()) return "#" + std::to_string(index);
+  return op.request_id + " " + op.lease_string;
+}
 
 bool is_grant(const Operation& op) {
   return (op.f == "acquire" || op.f == "revoke") && op.outcome == Outcome::kOk;
 }
 
-// Every grant's window per name, cut by what happened to its lease: successful extends push the
-// deadline out, a release ends it where it was invoked.
+// Every answer's window per name, cut by what happened to its lease: successful extends push the
+// deadline out, a release ends every window of its holder where it was invoked.
 std::map<std::string, std::vector<Window>> lease_windows(const std::vector<Operation>& history) {
   std::map<std::string, std::vector<Window>> windows;
   std::map<std::int64_t, Window*> window_of_lease;  // lease id (grant index) → its window
+  std::map<std::string, std::vector<Window*>> windows_of_holder;
   for (std::size_t i = 0; i < history.size(); ++i) {
     const Operation& op = history[i];
     if (!is_grant(op)) continue;
-    windows[op.name].push_back(
-        {i, op.complete_ns, op.invoke_ns + (op.waited_ms + op.validity_ms) * kNsPerMs});
+    windows[op.name].push_back({i, op.complete_ns,
+                                op.invoke_ns + (op.waited_ms + op.validity_ms) * kNsPerMs,
+                                holder_of(op, i)});
   }
   for (auto& [name, list] : windows) {
-    for (Window& window : list) window_of_lease[static_cast<std::int64_t>(window.grant)] = &window;
+    for (Window& window : list) {
+      window_of_lease[static_cast<std::int64_t>(window.grant)] = &window;
+      windows_of_holder[name + "\n" + window.holder].push_back(&window);
+    }
   }
   for (const Operation& op : history) {
     if (op.lease < 0 || op.f != "extend" || op.outcome != Outcome::kOk) continue;
@@ -115,7 +157,9 @@ std::map<std::string, std::vector<Window>> lease_windows(const std::vector<Opera
   for (const Operation& op : history) {
     if (op.lease < 0 || op.f != "release") continue;
     const auto it = window_of_lease.find(op.lease);
-    if (it != window_of_lease.end()) it->second->close = std::min(it->second->close, op.invoke_ns);
+    if (it == window_of_lease.end()) continue;
+    for (Window* window : windows_of_holder[op.name + "\n" + it->second->holder])
+      window->close = std::min(window->close, op.invoke_ns);
   }
   return windows;
 }
@@ -155,16 +199,72 @@ CheckResult check_leases(const std::vector<Operation>& history) {
     result.checked += list.size();
     std::sort(list.begin(), list.end(),
               [](const Window& a, const Window& b) { return a.open < b.open; });
-    const Window* latest = nullptr;  // of the windows opened so far, the one closing last
+    // Of the windows opened so far: the one closing last, and the one closing last among those
+    // of another holder than it. Windows of one holder (a grant and its repeats) may overlap.
+    const Window* latest = nullptr;
+    const Window* latest_other = nullptr;
     for (const Window& window : list) {
       if (window.close <= window.open) continue;  // answered after its own deadline: never held
-      if (latest != nullptr && latest->close > window.open) {
-        const auto overlap_ms = (std::min(latest->close, window.close) - window.open) / kNsPerMs;
+      const Window* before =
+          latest != nullptr && latest->holder == window.holder ? latest_other : latest;
+      if (before != nullptr && before->close > window.open) {
+        const auto overlap_ms = (std::min(before->close, window.close) - window.open) / kNsPerMs;
         result.violations.push_back(
             {name + ": two leases valid at once for " + std::to_string(overlap_ms) + " ms",
-             {latest->grant, window.grant}});
+             {before->grant, window.grant}});
       }
-      if (latest == nullptr || window.close > latest->close) latest = &window;
+      if (latest == nullptr || window.close > latest->close) {
+        if (latest != nullptr && latest->holder != window.holder) latest_other = latest;
+        latest = &window;
+      } else if (latest->holder != window.holder &&
+                 (latest_other == nullptr || window.close > latest_other->close)) {
+        latest_other = &window;
+      }
+    }
+  }
+  return result;
+}
+
+CheckResult check_requests(const std::vector<Operation>& history) {
+  CheckResult result{"requests", 0, {}};
+  std::map<std::string, std::vector<Window>> windows = lease_windows(history);
+  cut_by_revokes(history, windows);
+  std::map<std::size_t, const Window*> window_of;  // grant index → its window
+  for (const auto& [name, list] : windows) {
+    for (const Window& window : list) window_of[window.grant] = &window;
+  }
+  std::map<std::string, std::vector<std::size_t>> attempts;  // request id → its acquires
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    if (history[i].f == "acquire" && !history[i].request_id.empty())
+      attempts[history[i].request_id].push_back(i);
+  }
+  for (const auto& [request, list] : attempts) {
+    for (const std::size_t b : list) {
+      const Operation& answer = history[b];
+      if (answer.outcome != Outcome::kOk) continue;
+      ++result.checked;
+      const bool asked_before = std::any_of(list.begin(), list.end(), [&](std::size_t a) {
+        return a != b && history[a].invoke_ns < answer.complete_ns;
+      });
+      if (answer.repeated && !asked_before) {
+        result.violations.push_back(
+            {answer.name + ": request " + request + " answered as a repeat, but was asked once",
+             {b}});
+      }
+      for (const std::size_t a : list) {
+        if (a == b || history[a].outcome != Outcome::kOk ||
+            history[a].lease_string == answer.lease_string) {
+          continue;
+        }
+        const Window& earlier = *window_of.at(a);
+        if (earlier.open < answer.complete_ns && answer.complete_ns < earlier.close) {
+          result.violations.push_back(
+              {answer.name + ": request " + request + " granted twice: another lease answered " +
+                   std::to_string((earlier.close - answer.complete_ns) / kNsPerMs) +
+                   " ms before the first one's validity ended",
+               {a, b}});
+        }
+      }
     }
   }
   return result;
@@ -279,6 +379,9 @@ std::string describe(const std::vector<Operation>& history, const Violation& vio
     if (op.validity_ms >= 0) out << " validity_ms=" << op.validity_ms;
     if (op.waited_ms != 0) out << " waited_ms=" << op.waited_ms;
     if (op.lease >= 0 && op.f != "acquire") out << " lease=#" << op.lease;
+    if (!op.request_id.empty()) out << " request=" << op.request_id;
+    if (!op.lease_string.empty()) out << " grant=" << grant_label(op.lease_string);
+    if (op.repeated) out << " repeated";
     if (!op.detail.empty()) out << " (" << op.detail << ")";
     out << "\n";
   }

@@ -4,7 +4,9 @@
 //
 //   tokens    per name, tokens answered by acquires, revokes and draws are unique, and a grant or
 //             draw that completed before another was invoked has the smaller token (real-time
-//             order).
+//             order). A token may be answered again only by an acquire marked repeated with the
+//             same request id and lease as the grant's answer; a repeat is judged in real-time
+//             order from its request's first attempt's invoke (that attempt drew the token).
 //   leases    per name, no two validity windows overlap. A window opens when the grant's (acquire's
 //             or revoke's) answer arrived and closes at the client's own deadline — invoke +
 //             waited_ms + validity_ms, pushed out by successful extends (extend invoke +
@@ -17,6 +19,13 @@
 //             completion, the windows of grants invoked before it completed with a smaller token
 //             (granted before it took effect, answered after its invoke). Its own window is then
 //             checked like any other grant's.
+//             An acquire that named its request (request_id) may be answered again, "repeated":
+//             the answers of one request with the same lease are one holder, whose windows may
+//             overlap each other but no other holder's; a release ends them all.
+//   requests  per request id, no answer came while an earlier answer of the same request with
+//             another lease was within its window (as in leases, after releases and revokes):
+//             one request, two grants. An answer marked repeated needs another attempt of its
+//             request invoked before it completed.
 //   store     per key, the resource store never applied a write whose token is older than a token
 //             it had applied or fence-read before (read from the store's own operation log).
 //   set       every element whose write the store acknowledged is in the final set (lock-set).
@@ -55,6 +64,7 @@ struct StoreEntry {
 
 CheckResult check_tokens(const std::vector<Operation>& history);
 CheckResult check_leases(const std::vector<Operation>& history);
+CheckResult check_requests(const std::vector<Operation>& history);
 CheckResult check_store(const std::vector<StoreEntry>& log);
 // `final_value` is the set as last read: elements separated by ','.
 CheckResult check_set(const std::vector<Operation>& history, const std::string& final_value);

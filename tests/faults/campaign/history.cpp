@@ -17,6 +17,11 @@ std::int64_t steady_ns() {
 
 }  // namespace
 
+std::string grant_label(const std::string& lease_string) {
+  const std::size_t dot = lease_string.find('.');
+  return dot == std::string::npos ? lease_string : lease_string.substr(0, dot + 13);
+}
+
 const char* to_string(Outcome outcome) {
   switch (outcome) {
     case Outcome::kOk:
@@ -84,12 +89,15 @@ void History::write_jsonl(const std::filesystem::path& file) const {
     if (!op.name.empty()) line["name"] = op.name;
     if (op.lease >= 0) line["lease"] = op.lease;
     if (e.invoke) {
+      if (!op.request_id.empty()) line["request_id"] = op.request_id;
       if (op.f == "write") line["value"] = op.value;
       if (op.f == "write" || op.f == "read") line["token"] = op.token;
     } else {
       if (op.token != 0) line["token"] = op.token;
       if (op.validity_ms >= 0) line["validity_ms"] = op.validity_ms;
       if (op.waited_ms != 0) line["waited_ms"] = op.waited_ms;
+      if (!op.lease_string.empty()) line["grant"] = grant_label(op.lease_string);
+      if (op.repeated) line["repeated"] = true;
       if (op.f == "read") line["value"] = op.value;
       if (!op.detail.empty()) line["detail"] = op.detail;
     }

@@ -32,6 +32,9 @@ struct Operation {
   std::int64_t waited_ms = 0;     // acquire (ok)
   std::string value;              // read: what was read; write: what was written
   std::string detail;             // status and error code, for people
+  std::string request_id;         // acquire: the request_id it sent, "" for none
+  std::string lease_string;       // acquire, revoke (ok): the lease answered, `<token>.<proof>`
+  bool repeated = false;          // acquire (ok): the answer said "repeated": an earlier grant
 };
 
 class History {
@@ -68,5 +71,9 @@ class History {
 };
 
 const char* to_string(Outcome outcome);
+
+// A lease string cut to its token and the first 12 characters of its proof: enough to tell grants
+// apart in a history people read, without writing the whole secret out.
+std::string grant_label(const std::string& lease_string);
 
 }  // namespace fencelock::faults

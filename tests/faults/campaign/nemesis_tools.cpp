@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include "http_client.h"
@@ -50,6 +51,11 @@ milliseconds held_lease_left(const History& history, const std::string& name, bo
     if (op.f == "read" && op.outcome == Outcome::kOk) read.at(lease) = true;
     if (op.f == "write") writing.at(lease) = true;
   }
+  // A repeated answer is the lease of the grant it repeats: released with it.
+  std::set<std::string> released_leases;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (released[i] && !ops[i].lease_string.empty()) released_leases.insert(ops[i].lease_string);
+  }
   // A grant (acquire or revoke) answered before the last revoke was invoked may be taken over.
   std::int64_t last_revoke_ns = -1;
   for (const Operation& op : ops) {
@@ -60,7 +66,10 @@ milliseconds held_lease_left(const History& history, const std::string& name, bo
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Operation& op = ops[i];
     if (op.f != "acquire" && op.f != "revoke") continue;
-    if (op.name != name || op.outcome != Outcome::kOk || released[i]) continue;
+    if (op.name != name || op.outcome != Outcome::kOk || released[i] ||
+        released_leases.count(op.lease_string) != 0) {
+      continue;
+    }
     if (op.complete_ns < last_revoke_ns) continue;
     if (mid_write && (!read[i] || writing[i])) continue;
     const std::int64_t close = op.invoke_ns + (op.waited_ms + op.validity_ms) * 1'000'000;

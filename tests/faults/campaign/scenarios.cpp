@@ -406,6 +406,8 @@ std::vector<Scenario> all_scenarios() {
       kLongMaxTtl + 3000ms);
   mixed.instance_max_ttl = {kLongMaxTtl, 3000ms};
   mixed.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
+  // Two rounds: the long lease waits its turn behind every workload client, and may lose a round.
+  mixed.quick_fault_phase_at_least = 8000ms;
   s.push_back(mixed);
   Scenario persistence = with_liveness(
       make("operator-persistence-off",
@@ -512,6 +514,7 @@ std::vector<Scenario> all_scenarios() {
               [](NemesisContext& c) { mixed_max_ttl(c, 5000ms); }, {"leases"});
   mixed_off.quarantine = false;
   mixed_off.instance_max_ttl = {kLongMaxTtl, 3000ms};
+  mixed_off.quick_fault_phase_at_least = mixed.quick_fault_phase_at_least;
   s.push_back(mixed_off);
   Scenario persistence_off_control =
       control("control-operator-persistence-off", "operator-persistence-off, quarantine off",

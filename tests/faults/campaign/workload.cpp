@@ -86,6 +86,8 @@ void record_grant(History& history, std::size_t index, const HttpAnswer& granted
     op.token = body.value("token", std::uint64_t{0});
     op.validity_ms = body.value("validity_ms", std::int64_t{0});
     op.waited_ms = body.value("waited_ms", std::int64_t{0});
+    op.lease_string = body.value("lease", "");
+    op.repeated = body.value("repeated", false);
   });
 }
 
@@ -179,6 +181,11 @@ void Workload::start(std::chrono::steady_clock::time_point deadline) {
       revoke_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
     });
   }
+  for (std::size_t i = 0; i < settings_.repeat_clients; ++i, process += 2) {
+    threads_.emplace_back([this, process] {
+      repeat_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
+    });
+  }
 }
 
 void Workload::stop() {
@@ -265,6 +272,80 @@ void Workload::revoke_client(int process, std::uint64_t seed) {
     const Held held = held_of(process, lease, granted, ttl);
     lock_set_step(history_, clients, settings_, random, held, element);
     release_lease(history_, *http, settings_.lock_name, held);
+  }
+}
+
+void Workload::repeat_client(int process, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  Clients clients(cluster_, settings_.request_timeout);
+  std::uniform_int_distribution<std::int64_t> ttl_ms(settings_.min_ttl.count(),
+                                                     settings_.max_ttl.count());
+  std::uint64_t element = 0;
+  std::uint64_t asked = 0;
+  const std::string lock_path = "/v1/locks/" + settings_.lock_name;
+  struct Answered {
+    std::size_t index = 0;
+    HttpAnswer answer;
+  };
+  while (running()) {
+    const std::size_t first = random() % cluster_.serving_count();
+    HttpClient* http = clients.instance(first);
+    if (http == nullptr) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    const std::int64_t ttl = ttl_ms(random);
+    const std::string request_id = "campaign-p" + std::to_string(process) + "-" +
+                                   std::to_string(++asked) + "-" + std::to_string(random());
+    const nlohmann::json body{
+        {"ttl_ms", ttl}, {"wait_ms", settings_.wait.count()}, {"request_id", request_id}};
+    const auto ask = [&](int by, HttpClient& on) {
+      Operation acquire = operation(by, "acquire", settings_.lock_name);
+      acquire.request_id = request_id;
+      Answered answered{history_.begin(acquire), on.post(lock_path, body)};
+      record_grant(history_, answered.index, answered.answer, 409);
+      return answered;
+    };
+    // 0-3: asked once; 4-7: again after the answer; 8-9: twice at once, on two connections.
+    const std::uint64_t shape = random() % 10;
+    const std::uint16_t twin_port = cluster_.instance_port(random() % cluster_.serving_count());
+    const std::size_t again = random() % cluster_.serving_count();
+    const std::int64_t delay_ms = random() % 2 == 0 ? 0 : static_cast<std::int64_t>(random() % 200);
+    std::vector<Answered> answers;
+    if (shape >= 8 && twin_port != 0) {
+      Answered twin;
+      std::thread twin_thread([&] {
+        HttpClient other(twin_port, settings_.request_timeout);
+        twin = ask(process + 1, other);
+      });
+      answers.push_back(ask(process, *http));
+      twin_thread.join();
+      answers.push_back(std::move(twin));
+    } else {
+      answers.push_back(ask(process, *http));
+      if (shape >= 4 && sleep_while_running(std::chrono::milliseconds(delay_ms))) {
+        if (HttpClient* other = clients.instance(again)) answers.push_back(ask(process, *other));
+      }
+    }
+    // Every lease answered, each once (a repeat answers the same one again).
+    std::vector<Held> held;
+    bool refused = true;
+    for (const Answered& answered : answers) {
+      refused = refused && answered.answer.status == 409;
+      if (answered.answer.status != 200) continue;
+      const Held grant = held_of(process, answered.index, answered.answer, ttl);
+      const auto same = [&](const Held& h) { return h.secret == grant.secret; };
+      if (std::none_of(held.begin(), held.end(), same)) held.push_back(grant);
+    }
+    if (held.empty()) {
+      if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    lock_set_step(history_, clients, settings_, random, held.back(), element);
+    for (const Held& lease : held) {
+      if (HttpClient* any = clients.instance(random() % cluster_.serving_count()))
+        release_lease(history_, *any, settings_.lock_name, lease);
+    }
   }
 }
 

@@ -8,6 +8,12 @@
 //                     instance) whoever holds it; when granted, the same lock-set step with the
 //                     revoke's token, then release. The revoked holder's late write must be fenced
 //                     off by the store (the store and set checkers).
+//   repeat            acquire the mutex lock with a fresh request_id and, six times in ten, ask
+//                     again with the same one as a client whose answer was lost would: after the
+//                     answer (at once or after a short random delay, through any instance), or at
+//                     the same moment on a second connection (as process + 1). Every answer is
+//                     recorded as an acquire of its own; then the lock-set step with the grant
+//                     answered last, and a release of every lease answered.
 //   counter           draw tokens from a counter (POST /v1/tokens/{name}).
 //   naive counter     (controls only) a counter with nothing keeping its order but itself: INCR
 //                     on the counter master, or an SQLite file and the copies the nemesis makes.
@@ -44,6 +50,8 @@ struct WorkloadSettings {
   std::size_t lock_clients = 4;
   std::size_t draw_clients = 1;
   std::size_t revoke_clients = 1;
+  // Each takes two process numbers: its own and its concurrent repeats'.
+  std::size_t repeat_clients = 1;
   // Not kNone: one client draws from that naive counter instead of the draw clients.
   NaiveCounter naive_counter = NaiveCounter::kNone;
   std::string lock_name = "campaign-lock";
@@ -75,6 +83,7 @@ class Workload {
  private:
   void lock_client(int process, std::uint64_t seed);
   void revoke_client(int process, std::uint64_t seed);
+  void repeat_client(int process, std::uint64_t seed);
   // Sleeps `d`, in steps, while running(); false once it is not.
   bool sleep_while_running(std::chrono::milliseconds d) const;
   void draw_client(int process, std::uint64_t seed);
