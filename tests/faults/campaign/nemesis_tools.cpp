@@ -91,16 +91,92 @@ std::chrono::steady_clock::time_point wait_for_held_lease(NemesisContext& c,
   return std::chrono::steady_clock::now() + left;
 }
 
-void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point until, bool write_set,
-                   std::optional<std::size_t> instance) {
+std::optional<std::chrono::steady_clock::time_point> hold_lease(
+    NemesisContext& c, const std::string& name, milliseconds ttl,
+    std::optional<std::size_t> instance) {
+  const std::uint16_t port =
+      c.cluster.instance_port(instance.value_or(c.random() % c.cluster.serving_count()));
+  if (port == 0) return std::nullopt;
+  testing::HttpClient http(port, ttl + 2000ms);
+  Operation acquire;
+  acquire.f = "acquire";
+  acquire.name = name;
+  acquire.process = kLongLeaseProcess;
+  const auto sent = std::chrono::steady_clock::now();
+  const std::size_t index = c.history.begin(acquire);
+  const testing::HttpAnswer granted =
+      http.post("/v1/locks/" + name, {{"ttl_ms", ttl.count()}, {"wait_ms", 1000}});
+  const nlohmann::json body = granted.status == 200 ? granted.json() : nlohmann::json::object();
+  const bool ok = body.is_object() && granted.status == 200;
+  const auto waited = milliseconds(ok ? body.value("waited_ms", std::int64_t{0}) : 0);
+  const auto validity = milliseconds(ok ? body.value("validity_ms", std::int64_t{0}) : 0);
+  c.history.end(index,
+                ok                      ? Outcome::kOk
+                : granted.status == 409 ? Outcome::kFail
+                                        : Outcome::kInfo,
+                [&](Operation& op) {
+                  op.detail = "nemesis lease " + std::to_string(granted.status) + " " +
+                              granted.error_code();
+                  if (!ok) return;
+                  op.token = body.value("token", std::uint64_t{0});
+                  op.validity_ms = validity.count();
+                  op.waited_ms = waited.count();
+                });
+  if (!ok) return std::nullopt;
+  return sent + waited + validity;
+}
+
+namespace {
+
+// Begins `op` in the history as the probe's, under grant `lease` with `token`; returns its index.
+std::size_t record_probe(History& history, Operation op, std::int64_t lease, std::uint64_t token) {
+  op.process = kProbeProcess;
+  op.lease = lease;
+  op.token = token;
+  return history.begin(std::move(op));
+}
+
+// The probe's lock-set step under grant `lease`: a fenced read of the set and a fenced write of
+// it with one element of its own added.
+void probe_write_set(NemesisContext& c, std::int64_t lease, std::uint64_t token) {
   static int probe_elements = 0;
   const WorkloadSettings workload;
-  const std::string path = "/v1/locks/" + workload.lock_name;
+  testing::HttpClient store(c.cluster.store_port(), 1000ms);
+  const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(token)}};
+  const std::string set_path = "/objects/" + workload.set_key;
+  Operation read;
+  read.f = "read";
+  read.name = workload.set_key;
+  const std::size_t read_index = record_probe(c.history, read, lease, token);
+  const testing::HttpAnswer seen = store.request("GET", set_path, "", fencing);
+  const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
+  const bool read_ok = seen.status == 200 || seen.status == 404;
+  c.history.end(read_index, read_ok ? Outcome::kOk : Outcome::kInfo, [&](Operation& op) {
+    op.value = before;
+    op.detail = "probe " + std::to_string(seen.status);
+  });
+  if (!read_ok) return;
+  Operation write;
+  write.f = "write";
+  write.name = workload.set_key;
+  write.value = before + (before.empty() ? "" : ",") + "probe-" + std::to_string(++probe_elements);
+  const std::size_t write_index = record_probe(c.history, write, lease, token);
+  const testing::HttpAnswer written = store.request("PUT", set_path, write.value, fencing);
+  c.history.end(write_index,
+                written.status == 200   ? Outcome::kOk
+                : written.status == 409 ? Outcome::kFail
+                                        : Outcome::kInfo,
+                [&](Operation& op) { op.detail = "probe " + std::to_string(written.status); });
+}
+
+}  // namespace
+
+void probe_acquire(NemesisContext& c, const std::string& name,
+                   std::chrono::steady_clock::time_point until, bool write_set,
+                   std::optional<std::size_t> instance) {
+  const std::string path = "/v1/locks/" + name;
   const auto record = [&](Operation op, std::int64_t lease, std::uint64_t token) {
-    op.process = kProbeProcess;
-    op.lease = lease;
-    op.token = token;
-    return c.history.begin(std::move(op));
+    return record_probe(c.history, std::move(op), lease, token);
   };
   while (std::chrono::steady_clock::now() < until) {
     const std::uint16_t port =
@@ -112,7 +188,7 @@ void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point unti
     testing::HttpClient http(port, 1000ms);
     Operation acquire;
     acquire.f = "acquire";
-    acquire.name = workload.lock_name;
+    acquire.name = name;
     const std::size_t lease = record(acquire, -1, 0);
     const testing::HttpAnswer granted = http.post(path, {{"ttl_ms", 800}, {"wait_ms", 0}});
     const nlohmann::json body = granted.json();
@@ -131,41 +207,11 @@ void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point unti
       continue;
     }
     const auto lease_index = static_cast<std::int64_t>(lease);
-    if (write_set) {
-      testing::HttpClient store(c.cluster.store_port(), 1000ms);
-      const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(token)}};
-      const std::string set_path = "/objects/" + workload.set_key;
-      Operation read;
-      read.f = "read";
-      read.name = workload.set_key;
-      const std::size_t read_index = record(read, lease_index, token);
-      const testing::HttpAnswer seen = store.request("GET", set_path, "", fencing);
-      const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
-      const bool read_ok = seen.status == 200 || seen.status == 404;
-      c.history.end(read_index, read_ok ? Outcome::kOk : Outcome::kInfo, [&](Operation& op) {
-        op.value = before;
-        op.detail = "probe " + std::to_string(seen.status);
-      });
-      if (read_ok) {
-        Operation write;
-        write.f = "write";
-        write.name = workload.set_key;
-        write.value =
-            before + (before.empty() ? "" : ",") + "probe-" + std::to_string(++probe_elements);
-        const std::size_t write_index = record(write, lease_index, token);
-        const testing::HttpAnswer written = store.request("PUT", set_path, write.value, fencing);
-        c.history.end(
-            write_index,
-            written.status == 200   ? Outcome::kOk
-            : written.status == 409 ? Outcome::kFail
-                                    : Outcome::kInfo,
-            [&](Operation& op) { op.detail = "probe " + std::to_string(written.status); });
-      }
-    }
+    if (write_set) probe_write_set(c, lease_index, token);
     std::this_thread::sleep_for(100ms);
     Operation release;
     release.f = "release";
-    release.name = workload.lock_name;
+    release.name = name;
     const std::size_t index = record(release, lease_index, 0);
     const testing::HttpAnswer released = http.del(path, {{"lease", body.value("lease", "")}});
     c.history.end(index, released.status == 200 ? Outcome::kOk : Outcome::kInfo,

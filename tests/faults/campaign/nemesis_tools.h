@@ -1,6 +1,6 @@
 // What every nemesis of the campaign shares: its context (the cluster, the history, a seeded random
 // source, the end of the fault phase), and the probe — a client of the nemesis's own that asks for
-// the campaign lock right after a fault made a second grant possible.
+// a held lock right after a fault made a second grant possible.
 #pragma once
 
 #include <chrono>
@@ -47,14 +47,28 @@ std::chrono::steady_clock::time_point wait_for_held_lease(
 
 // The probe's process number in the history.
 constexpr int kProbeProcess = 100;
+// The nemesis's own lease's process number in the history (hold_lease).
+constexpr int kLongLeaseProcess = 101;
 
-// The probe asks a serving instance (`instance`, or one at random) for the campaign lock without
+// A lock no workload client asks for, releases or revokes: a lease the nemesis holds there stays
+// held until its window ends, so a probe granted on it in that window is always an overlap.
+constexpr const char* kNemesisLockName = "campaign-nemesis-lock";
+
+// The nemesis takes a lease on `name` for `ttl` (waiting up to 1 s) from `instance`, or a serving
+// one at random, as process kLongLeaseProcess, and never releases it. Returns when its client-side
+// window ends; nullopt when it was not granted.
+std::optional<std::chrono::steady_clock::time_point> hold_lease(
+    NemesisContext& c, const std::string& name, std::chrono::milliseconds ttl,
+    std::optional<std::size_t> instance = std::nullopt);
+
+// The probe asks a serving instance (`instance`, or one at random) for lock `name` without
 // waiting, again and again until granted or `until`: right after a majority lost a held lease's
 // keys, a grant is an overlap unless the service keeps it from happening. A grant is held briefly
 // and released; with `write_set` it first does the lock-set step itself (a fenced read and write
 // of the set, one element added) — an acknowledged element that the old holder's pending write
 // will overwrite, unless the store fences it.
-void probe_acquire(NemesisContext& c, std::chrono::steady_clock::time_point until, bool write_set,
+void probe_acquire(NemesisContext& c, const std::string& name,
+                   std::chrono::steady_clock::time_point until, bool write_set,
                    std::optional<std::size_t> instance = std::nullopt);
 
 }  // namespace fencelock::faults

@@ -59,7 +59,7 @@ void nodes_evict(NemesisContext& c) {
                                 ": maxmemory 1 volatile-ttl (every lease evicted), then "
                                 "maxmemory 0");
     for (const auto n : nodes) evict_lease_keys(c.cluster.node(n));
-    probe_acquire(c, lease_end, /*write_set=*/false);
+    probe_acquire(c, name, lease_end, /*write_set=*/false);
   }
 }
 
@@ -99,53 +99,32 @@ void restore_from_backup(NemesisContext& c) {
       }
     }
     c.history.note("restore-from-backup", "nodes " + list(nodes) + ", a lease held");
-    probe_acquire(c, lease_end, /*write_set=*/false);
+    probe_acquire(c, name, lease_end, /*write_set=*/false);
   }
 }
 
-// Instances with different --max-ttl: instance 0 (the longer one) grants a long lease, a majority
-// restarts empty, and the probe asks instance 1 (the shorter one): its quarantine must last as long
-// as the longest ttl any instance declared, not its own.
+// Instances with different --max-ttl: instance 0 (the longer one) grants the nemesis a long lease
+// on its own lock, a majority restarts empty, and the probe asks instance 1 (the shorter one): its
+// quarantine must last as long as the longest ttl any instance declared, not its own.
 void mixed_max_ttl(NemesisContext& c, std::chrono::milliseconds long_ttl) {
-  const WorkloadSettings workload;
-  const std::string path = "/v1/locks/" + workload.lock_name;
   while (c.pause_for(1000ms)) {
-    const std::uint16_t port = c.cluster.instance_port(0);
-    if (port == 0) continue;
-    testing::HttpClient http(port, 4000ms);
-    Operation acquire;
-    acquire.f = "acquire";
-    acquire.name = workload.lock_name;
-    acquire.process = kLongLeaseProcess;
-    const std::size_t index = c.history.begin(acquire);
-    const testing::HttpAnswer granted =
-        http.post(path, {{"ttl_ms", long_ttl.count()}, {"wait_ms", 3000}});
-    const nlohmann::json body = granted.json();
-    c.history.end(index,
-                  granted.status == 200   ? Outcome::kOk
-                  : granted.status == 409 ? Outcome::kFail
-                                          : Outcome::kInfo,
-                  [&](Operation& op) {
-                    op.detail = "long lease " + std::to_string(granted.status);
-                    if (granted.status != 200) return;
-                    op.token = body.value("token", std::uint64_t{0});
-                    op.validity_ms = body.value("validity_ms", std::int64_t{0});
-                    op.waited_ms = body.value("waited_ms", std::int64_t{0});
-                  });
-    if (granted.status != 200) continue;
-    const auto lease_end =
-        std::chrono::steady_clock::now() + milliseconds(body.value("validity_ms", 0));
+    const auto lease_end = hold_lease(c, kNemesisLockName, long_ttl, /*instance=*/0);
+    if (!lease_end) continue;
     const auto nodes = c.pick_nodes(3);
     c.history.note("restart-empty", "nodes " + list(nodes) + ", instance 0's long lease held");
     for (const auto n : nodes) c.cluster.node(n).restart(false);
-    probe_acquire(c, lease_end, /*write_set=*/false, /*instance=*/1);
+    probe_acquire(c, kNemesisLockName, *lease_end, /*write_set=*/false, /*instance=*/1);
   }
 }
 
-// The restart must count as lossy: the AOF stopped at the switch, so the held lease and every
-// registry write since are gone, though the node comes back durable with its marker.
+// The nemesis's lease: the campaign's --max-ttl, room for the restart and the reconnects under
+// load.
+constexpr milliseconds kPersistenceOffLease{3000};
+
+// The restart must count as lossy: the AOF stopped at the switch, so the lease the nemesis took
+// after it and every registry write since are gone, though the node comes back durable with its
+// marker.
 void persistence_off(NemesisContext& c) {
-  const std::string name = WorkloadSettings{}.lock_name;
   while (c.pause_for(1000ms)) {
     const auto nodes = c.pick_nodes(3);
     for (const auto n : nodes) {
@@ -155,12 +134,14 @@ void persistence_off(NemesisContext& c) {
     c.history.note("persistence-off", "nodes " + list(nodes) + ": CONFIG SET appendonly no");
     // Longer than a settings check (every second): what the service promises to notice.
     if (!c.pause_for(1500ms)) break;
-    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms, 1000ms);
+    const auto lease_end = hold_lease(c, kNemesisLockName, kPersistenceOffLease);
+    if (!lease_end) continue;
     for (const auto n : nodes) c.cluster.node(n).kill();
     for (const auto n : nodes) c.cluster.node(n).start();
-    c.history.note("restart-from-files",
-                   "nodes " + list(nodes) + " (their AOF ends at the switch), a lease held");
-    probe_acquire(c, lease_end, /*write_set=*/false);
+    c.history.note("restart-from-files", "nodes " + list(nodes) +
+                                             " (their AOF ends at the switch), the nemesis's lease "
+                                             "held");
+    probe_acquire(c, kNemesisLockName, *lease_end, /*write_set=*/false);
   }
 }
 
@@ -175,7 +156,7 @@ void flags_join_leave(NemesisContext& c) {
     const auto nodes = c.pick_nodes(3);
     c.history.note("restart-empty", "nodes " + list(nodes) + ", a lease held");
     for (const auto n : nodes) c.cluster.node(n).restart(false);
-    probe_acquire(c, lease_end, /*write_set=*/false);
+    probe_acquire(c, name, lease_end, /*write_set=*/false);
     c.history.note("leave", "instances 2 and 3 (a clean stop)");
     c.cluster.stop_instance(2);
     c.cluster.stop_instance(3);
@@ -247,7 +228,8 @@ void restored_token_file(NemesisContext& c) {
     put_back_sqlite(backup, c.cluster.token_file(0));
     c.cluster.start_instance(0);
     c.history.note("restore-token-file", "instance 0 started on the backup");
-    probe_acquire(c, std::chrono::steady_clock::now() + 1500ms, /*write_set=*/false);
+    probe_acquire(c, WorkloadSettings{}.lock_name, std::chrono::steady_clock::now() + 1500ms,
+                  /*write_set=*/false);
   }
 }
 

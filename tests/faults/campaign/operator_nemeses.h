@@ -11,9 +11,6 @@
 
 namespace fencelock::faults {
 
-// The long lease's process number in the history (mixed_max_ttl).
-constexpr int kLongLeaseProcess = 101;
-
 // Redis token source: the counter master's disk is lost and every instance starts again as a new
 // pod, without its epoch file.
 void counter_wiped_new_pods(NemesisContext& c);
@@ -24,10 +21,11 @@ void nodes_evict(NemesisContext& c);
 // held; a probe asks at once.
 void restore_from_backup(NemesisContext& c);
 // A majority of durable nodes switched to `appendonly no` at runtime, and later killed and started
-// from their files (which stopped at the switch) while a lease is held; a probe asks at once.
+// from their files (which stopped at the switch) while the nemesis holds a lease on
+// kNemesisLockName; a probe asks for that lock at once.
 void persistence_off(NemesisContext& c);
-// Instances with --max-ttl `long_ttl`+ and shorter: instance 0 grants `long_ttl`, a majority
-// restarts empty, and the probe asks instance 1.
+// Instances with --max-ttl `long_ttl`+ and shorter: instance 0 grants the nemesis `long_ttl` on
+// kNemesisLockName, a majority restarts empty, and the probe asks instance 1 for that lock.
 void mixed_max_ttl(NemesisContext& c, std::chrono::milliseconds long_ttl);
 // While a lease is held, instances 2 (--quarantine off, serving the workload and the probe) and 3
 // (another deployment: --key-prefix) join, a majority restarts empty, a probe asks the serving

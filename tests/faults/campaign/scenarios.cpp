@@ -54,7 +54,7 @@ void restart_majority_empty(NemesisContext& c, std::chrono::milliseconds every) 
                                           .count()) +
                        " ms more");
     for (const auto n : nodes) c.cluster.node(n).restart(false);
-    probe_acquire(c, lease_end, /*write_set=*/false);
+    probe_acquire(c, name, lease_end, /*write_set=*/false);
   }
 }
 
@@ -141,7 +141,7 @@ void clock_jumps(NemesisContext& c, std::size_t count, std::chrono::milliseconds
     const auto nodes = c.pick_nodes(count);
     c.history.note("clock-jump", "+" + std::to_string(offset) + " ms on nodes " + list(nodes));
     for (const auto n : nodes) c.cluster.set_node_clock(n, offset);
-    probe_acquire(c, lease_end, /*write_set=*/true);
+    probe_acquire(c, name, lease_end, /*write_set=*/true);
   }
 }
 
@@ -406,17 +406,17 @@ std::vector<Scenario> all_scenarios() {
       kLongMaxTtl + 3000ms);
   mixed.instance_max_ttl = {kLongMaxTtl, 3000ms};
   mixed.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
-  // Two rounds: the long lease waits its turn behind every workload client, and may lose a round.
-  mixed.quick_fault_phase_at_least = 8000ms;
+  // A round: a second's pause, then the 5 s lease (on the nemesis's own lock) and its probe.
+  mixed.quick_fault_phase_at_least = 7000ms;
   s.push_back(mixed);
   Scenario persistence = with_liveness(
       make("operator-persistence-off",
            "5 durable nodes; 3 switched to appendonly no at runtime, then killed and started "
-           "from their files while a lease is held",
+           "from their files while the nemesis holds a lease",
            persistence_off),
       kAfterQuarantine);
   persistence.durable_nodes = 5;
-  persistence.hazards = {{kProbeProcess, false}};
+  persistence.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
   s.push_back(persistence);
   Scenario flags = with_liveness(
       make("operator-flags-join-leave",
@@ -515,12 +515,14 @@ std::vector<Scenario> all_scenarios() {
   mixed_off.quarantine = false;
   mixed_off.instance_max_ttl = {kLongMaxTtl, 3000ms};
   mixed_off.quick_fault_phase_at_least = mixed.quick_fault_phase_at_least;
+  mixed_off.hazards = mixed.hazards;
   s.push_back(mixed_off);
   Scenario persistence_off_control =
       control("control-operator-persistence-off", "operator-persistence-off, quarantine off",
               persistence_off, {"leases"});
   persistence_off_control.quarantine = false;
   persistence_off_control.durable_nodes = 5;
+  persistence_off_control.hazards = persistence.hazards;
   s.push_back(persistence_off_control);
   Scenario flags_off = control("control-operator-flags-join-leave",
                                "operator-flags-join-leave, quarantine off on the serving instances",
