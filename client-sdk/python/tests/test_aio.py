@@ -131,6 +131,23 @@ class WithoutService(unittest.IsolatedAsyncioTestCase):
                 [fencelock.HeldLock("inv-1", 7, "billing-7", 2.5)], None))
             await client.aclose()
 
+    async def test_a_watch_sends_its_token_and_wait_and_bad_input_is_refused(self) -> None:
+        answer = support.http_answer(
+            200, b'{"name":"inv-1","changed":true,"held":false,"remaining_ms":null,'
+                 b'"token":null,"owner":null}')
+        with support.RecordingServer([answer]) as server:
+            client = aio.AsyncClient(server.url)
+            for name, token, wait in [("a/b", 1, 1), ("ok", -1, 1), ("ok", True, 1),
+                                      ("ok", 1, -0.5), ("ok", 1, 3601)]:
+                with self.assertRaises(fencelock.InvalidArgumentError, msg=(name, token, wait)):
+                    await client.watch(name, token, wait)  # type: ignore[arg-type]
+            self.assertEqual(server.targets, [])
+            watched = await client.watch("inv-1", 17, 0.25)
+            self.assertEqual(server.targets, ["/v1/locks/inv-1?after_token=17&wait_ms=250"])
+            self.assertEqual(watched, fencelock.LockStatus(
+                held=False, remaining=None, last_token=0, changed=True))
+            await client.aclose()
+
     async def test_no_endpoint_reachable_is_a_transport_error(self) -> None:
         client = aio.AsyncClient([f"http://127.0.0.1:{support.closed_port()}"],
                                  retry_backoff=0.001)
@@ -207,6 +224,36 @@ class AgainstTheService(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(listed, held)
         for lease in leases:
             await self.client.release(lease)
+
+    async def test_a_watch_is_woken_by_a_release_from_another_client(self) -> None:
+        lease = await patiently(self.client.acquire, self.name, 30.0)
+        other = aio.AsyncClient(support.FENCELOCK_ENDPOINT)
+        started = time.monotonic()
+        watcher = asyncio.ensure_future(self.client.watch(self.name, lease.token, wait=20))
+        await asyncio.sleep(0.3)
+        self.assertFalse(watcher.done(), "the watch waits while the lock is held")
+        self.assertTrue(await other.release(lease))
+        watched = await asyncio.wait_for(watcher, 5)
+        self.assertLess(time.monotonic() - started, 5.0)
+        self.assertEqual((watched.changed, watched.held, watched.token), (True, False, None))
+        await other.aclose()
+
+    async def test_a_watch_whose_wait_runs_out_answers_unchanged_and_another_token_at_once(
+            self) -> None:
+        lease = await patiently(self.client.acquire, self.name, 30.0, owner="aio-watch")
+        # request_timeout bounds the whole round trip here: the watch's wait extends it.
+        client = aio.AsyncClient(support.FENCELOCK_ENDPOINT, request_timeout=0.5)
+        started = time.monotonic()
+        unchanged = await client.watch(self.name, lease.token, wait=1.5)
+        self.assertGreaterEqual(time.monotonic() - started, 1.4)
+        self.assertEqual((unchanged.changed, unchanged.held, unchanged.token, unchanged.owner),
+                         (False, True, lease.token, "aio-watch"))
+        started = time.monotonic()
+        other = await client.watch(self.name, lease.token + 1, wait=20)
+        self.assertLess(time.monotonic() - started, 5.0)
+        self.assertEqual((other.changed, other.held, other.token), (True, True, lease.token))
+        await client.aclose()
+        self.assertTrue(await self.client.release(lease))
 
     async def test_a_held_lock_is_locked_and_a_waiter_gets_it_when_released(self) -> None:
         lease = await patiently(self.client.acquire, self.name, 5.0)

@@ -186,6 +186,33 @@ class WithoutService(unittest.TestCase):
             with self.assertRaises(fencelock.InvalidArgumentError, msg=repr(bad)):
                 client.list_locks("", bad)  # type: ignore[arg-type]
 
+    def test_a_watch_sends_its_token_and_wait_and_reads_changed(self) -> None:
+        answer = support.http_answer(
+            200, b'{"name":"inv-1","changed":false,"held":true,"remaining_ms":2500,'
+                 b'"token":9223372036854775807,"owner":"billing-7"}')
+        with support.RecordingServer([answer]) as server:
+            client = fencelock.Client(server.url)
+            watched = client.watch("inv-1", 2**63 - 1, 1.5)
+            self.assertEqual(server.targets,
+                             ["/v1/locks/inv-1?after_token=9223372036854775807&wait_ms=1500"])
+            self.assertEqual(watched, fencelock.LockStatus(
+                held=True, remaining=2.5, last_token=0, token=2**63 - 1, owner="billing-7",
+                changed=False))
+            client.watch("inv-1", 0)
+            self.assertEqual(server.targets[-1], "/v1/locks/inv-1?after_token=0&wait_ms=30000")
+            client.close()
+
+    def test_a_bad_watch_is_refused_before_anything_is_sent(self) -> None:
+        with support.RecordingServer([support.http_answer(200, b"{}")]) as server:
+            client = fencelock.Client(server.url)
+            for name, token, wait in [("a b", 1, 1), ("", 1, 1), ("ok", -1, 1), ("ok", 2**63, 1),
+                                      ("ok", True, 1), ("ok", "7", 1), ("ok", 1.0, 1),
+                                      ("ok", 1, -1), ("ok", 1, 3601), ("ok", 1, "5")]:
+                with self.assertRaises(fencelock.InvalidArgumentError, msg=(name, token, wait)):
+                    client.watch(name, token, wait)  # type: ignore[arg-type]
+            self.assertEqual(server.targets, [])
+            client.close()
+
     def test_each_wire_code_has_its_class_and_stable_code(self) -> None:
         table = [
             (409, "locked", fencelock.LockedError, "locked"),
@@ -441,6 +468,44 @@ class AgainstTheService(unittest.TestCase):
                           for lock in self.client.iter_locks(self.name + ".", 3)}, held)
         for lease in leases:
             self.client.release(lease)
+
+    def test_a_watch_is_woken_by_a_release_from_another_client(self) -> None:
+        lease = self.client.acquire(self.name, 30.0)
+        other = fencelock.Client(support.FENCELOCK_ENDPOINT)
+        timer = threading.Timer(0.5, lambda: other.release(lease))
+        timer.start()
+        try:
+            started = time.monotonic()
+            watched = self.client.watch(self.name, lease.token, wait=20)
+            self.assertLess(time.monotonic() - started, 5.0)
+            self.assertEqual((watched.changed, watched.held, watched.token, watched.remaining),
+                             (True, False, None, None))
+        finally:
+            timer.join(5)
+            other.close()
+
+    def test_a_watch_whose_wait_runs_out_answers_the_lock_unchanged(self) -> None:
+        lease = self.client.acquire(self.name, 30.0, owner="py-watch")
+        # The wait outlasts the request timeout: the call's time bound is extended by it.
+        client = fencelock.Client(support.FENCELOCK_ENDPOINT, request_timeout=0.5)
+        started = time.monotonic()
+        watched = client.watch(self.name, lease.token, wait=1.5)
+        self.assertGreaterEqual(time.monotonic() - started, 1.4)
+        self.assertEqual((watched.changed, watched.held, watched.token, watched.owner),
+                         (False, True, lease.token, "py-watch"))
+        self.assertEqual(watched.last_token, 0, "a watch's answer has no last_token")
+        client.close()
+        self.assertTrue(self.client.release(lease))
+
+    def test_a_watch_of_another_token_or_a_free_lock_answers_at_once(self) -> None:
+        started = time.monotonic()
+        free = self.client.watch(self.name, 1, wait=20)
+        self.assertEqual((free.changed, free.held, free.token), (True, False, None))
+        lease = self.client.acquire(self.name, 30.0)
+        other = self.client.watch(self.name, lease.token - 1, wait=20)
+        self.assertEqual((other.changed, other.held, other.token), (True, True, lease.token))
+        self.assertLess(time.monotonic() - started, 5.0)
+        self.assertTrue(self.client.release(lease))
 
     def test_a_service_without_its_lock_nodes_is_unavailable(self) -> None:
         port = support.SPARE_PORT_BASE + 1

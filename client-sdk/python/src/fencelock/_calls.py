@@ -3,13 +3,13 @@ client that does no I/O, shared by the blocking Client and the asyncio AsyncClie
 
 A Call is one request (method, path, JSON body), whether it is safe to repeat, and the function
 that turns its answer into the result. Attempts is the retry policy of one call: calls safe to
-repeat (extend, release, status, listing, tokens) are retried on transport errors and 503s, on
-the next endpoint, up to max_retries times with a doubling pause. A lock's acquire names its
-request (request_id), so it is also retried after a transport failure that may have been
-delivered — the service answers the grant it already made — but not on a 503. Other grants (a
-lock set's, a permit's, a revoke) are retried only when their request certainly was not delivered
-(nothing can have been granted). Each client runs the attempts over its own transport: a blocking
-socket or an asyncio stream.
+repeat (extend, release, status, watch, listing, tokens) are retried on transport errors and 503s,
+on the next endpoint, up to max_retries times with a doubling pause. A lock's acquire names its
+request (request_id), so it is also retried after a transport failure that may have been delivered
+— the service answers the grant it already made — but not on a 503. Other grants (a lock set's, a
+permit's, a revoke) are retried only when their request certainly was not delivered (nothing can
+have been granted). Each client runs the attempts over its own transport: a blocking socket or an
+asyncio stream.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,64}")
 MAX_SET_NAMES = 16
 MAX_PERMITS = 64
 MAX_LIST_LIMIT = 1000
+# The longest wait a watch may ask for, in seconds (the C++ SDK's bound; the server's --max-wait
+# may be shorter).
+MAX_WATCH_WAIT = 3600
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,9 @@ class LockStatus:
     token: Optional[int] = None
     # What the holder sent as `owner` when it acquired; None when not held or none was sent.
     owner: Optional[str] = None
+    # A watch's answer only: the lock is no longer held with the token watched (False: the wait
+    # ran out with it unchanged). A watch's answer has no last_token: 0 there.
+    changed: bool = False
 
 
 @dataclass(frozen=True)
@@ -325,20 +331,41 @@ def release(lease: Lease) -> Call[bool]:
 
 def status(name: str) -> Call[LockStatus]:
     check_name(name)
+    return Call("GET", f"/v1/locks/{name}", None, True,
+                lambda reply, sent_at: _lock_status(expect_object(reply), watch=False))
 
-    def finish(reply: Reply, sent_at: float) -> LockStatus:
-        answer = expect_object(reply)
-        remaining = answer.get("remaining_ms")
-        # The holder's token and owner: null when not held (owner also when none was sent).
-        holder_token = _token(answer, "token") if answer.get("token") is not None else None
-        owner = answer.get("owner")
-        if owner is not None and not isinstance(owner, str):
-            raise InternalError("the service's answer holds an 'owner' that is not a string")
-        return LockStatus(held=answer.get("held") is True,
-                          remaining=remaining / 1000.0 if isinstance(remaining, int) else None,
-                          last_token=_integer(answer, "last_token"),
-                          token=holder_token, owner=owner)
-    return Call("GET", f"/v1/locks/{name}", None, True, finish)
+
+def watch(name: str, after_token: int, wait: Seconds) -> Call[LockStatus]:
+    """A lock's status once it is no longer held with `after_token`, or after `wait` seconds
+    unchanged (GET /v1/locks/{name}?after_token=T&wait_ms=N): the service may take the wait
+    beyond the request timeout, and repeating it changes nothing."""
+    check_name(name)
+    if isinstance(after_token, bool) or not isinstance(after_token, int) or not (
+            0 <= after_token <= 2**63 - 1):
+        raise InvalidArgumentError("after_token must be a fencing token (an integer from 0)")
+    wait_ms = _milliseconds(wait, "wait", 0)
+    if wait_ms > MAX_WATCH_WAIT * 1000:
+        raise InvalidArgumentError(f"wait must be from 0 to {MAX_WATCH_WAIT} s")
+    return Call("GET", f"/v1/locks/{name}?after_token={after_token}&wait_ms={wait_ms}", None, True,
+                lambda reply, sent_at: _lock_status(expect_object(reply), watch=True),
+                extra=wait_ms / 1000.0)
+
+
+def _lock_status(answer: Dict[str, Any], watch: bool) -> LockStatus:
+    """A status's answer, or a watch's (then `changed`, and no `last_token`)."""
+    remaining = answer.get("remaining_ms")
+    # The holder's token and owner: null when not held (owner also when none was sent).
+    holder_token = _token(answer, "token") if answer.get("token") is not None else None
+    owner = answer.get("owner")
+    if owner is not None and not isinstance(owner, str):
+        raise InternalError("the service's answer holds an 'owner' that is not a string")
+    changed = answer.get("changed")
+    if watch and not isinstance(changed, bool):
+        raise InternalError("the service's answer lacks 'changed'")
+    return LockStatus(held=answer.get("held") is True,
+                      remaining=remaining / 1000.0 if isinstance(remaining, int) else None,
+                      last_token=0 if watch else _integer(answer, "last_token"),
+                      token=holder_token, owner=owner, changed=watch and changed is True)
 
 
 def list_locks(prefix: str, limit: int, cursor: Optional[str]) -> Call[LockListing]:

@@ -122,6 +122,11 @@ class AsyncClient(_calls.ClientBase):
     async def status(self, name: str) -> LockStatus:
         return await self._call(_calls.status(name))
 
+    async def watch(self, name: str, after_token: int, wait: Seconds = 30) -> LockStatus:
+        """Client.watch: the status once `name` is no longer held with `after_token`
+        (`changed` True), or after `wait` seconds unchanged (`changed` False)."""
+        return await self._call(_calls.watch(name, after_token, wait))
+
     async def semaphore_status(self, name: str) -> SemaphoreStatus:
         return await self._call(_calls.semaphore_status(name))
 

@@ -6,7 +6,7 @@ Result values. Times are in seconds (int or float).
 Thread safety: one Client per process, shared by all threads; every call is blocking, takes an
 idle keep-alive connection of an endpoint (or opens one) and gives it back.
 
-Retries: calls that are safe to repeat (extend, release, status, list_locks, next_token,
+Retries: calls that are safe to repeat (extend, release, status, watch, list_locks, next_token,
 current_token) are retried on transport errors and 503s, up to max_retries times, on the next
 endpoint. acquire names its request (request_id), so it is also retried after a transport failure
 that may have been delivered — the service answers the grant it already made — but not on a 503.
@@ -130,6 +130,18 @@ class Client(_calls.ClientBase):
         """Whether `name` is held, for how long, the holder's token and owner (None when not held),
         and the name's current token. Never the lease."""
         return self._call(_calls.status(name))
+
+    def watch(self, name: str, after_token: int, wait: Seconds = 30) -> LockStatus:
+        """Waits until `name` is no longer held with `after_token` — released, expired, revoked
+        or taken again — and answers its status with `changed` True, or after `wait` seconds
+        (0..3600, and at most the server's --max-wait) with the status unchanged and `changed`
+        False. A lock not held with `after_token` (a free one too) answers at once. To follow a
+        lock, watch again with the token answered. The answer's `last_token` is 0. The call may
+        take `wait` beyond the request timeout; it is retried like status(). Needs the right
+        "read" and counts against the key's max_waiters.
+        Raises InvalidArgumentError, DeniedError, UnavailableError, RateLimitedError,
+        TransportError."""
+        return self._call(_calls.watch(name, after_token, wait))
 
     def list_locks(self, prefix: str = "", limit: int = 100,
                    cursor: Optional[str] = None) -> LockListing:
