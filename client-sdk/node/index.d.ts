@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 
 export interface Timeouts {
-  /** One request's round trip, excluding an acquire's wait. Default 5000; 1 .. 600000. */
+  /** One request's round trip, excluding an acquire's or a watch's wait. Default 5000; 1 .. 600000. */
   requestMs?: number;
 }
 
@@ -13,7 +13,7 @@ export interface ClientOptions {
   /** Sent as "Authorization: Bearer <apiKey>" (fencelockd with --auth-file). Never logged. */
   apiKey?: string;
   timeouts?: Timeouts;
-  /** Extra attempts of retry-safe calls (extend, release, status, listLocks, tokens) and of an acquire whose answer was lost. Default 2; 0..10. */
+  /** Extra attempts of retry-safe calls (extend, release, status, watch, listLocks, tokens) and of an acquire whose answer was lost. Default 2; 0..10. */
   maxRetries?: number;
   /** Pause before a retry, doubled each time. Default 50; 0..10000. */
   retryBackoffMs?: number;
@@ -103,6 +103,24 @@ export interface LockStatus {
   owner: string | null;
   /** The name's current token. */
   lastToken: bigint;
+}
+
+/** A watch's answer: the lock's state as status() reports it, without lastToken. */
+export interface WatchedLock {
+  /** No longer held with the token watched (released, expired, revoked or taken again); false: the wait ran out with it unchanged. */
+  changed: boolean;
+  held: boolean;
+  /** Until fewer than a majority hold it; null when not held. */
+  remainingMs: number | null;
+  /** The holder's fencing token; null when not held. */
+  token: bigint | null;
+  /** What the holder sent as `owner` when it acquired; null when not held or none was sent. */
+  owner: string | null;
+}
+
+export interface WatchOptions extends CallOptions {
+  /** How long to wait for a change (ms), 0..3600000 and at most the server's --max-wait; the request may take this beyond timeouts.requestMs. Default 30000. */
+  waitMs?: number;
 }
 
 export interface LeaseEvents {
@@ -202,6 +220,8 @@ export declare class Client {
   acquirePermit(name: string, permits: number, options: AcquireOptions): Promise<Lease>;
   semaphoreStatus(name: string, options?: CallOptions): Promise<SemaphoreStatus>;
   status(name: string, options?: CallOptions): Promise<LockStatus>;
+  /** Resolves once the lock is no longer held with `afterToken` (changed: true; at once if it is not held with it), or after waitMs unchanged (changed: false). Key right "read". */
+  watch(name: string, afterToken: bigint | number, options?: WatchOptions): Promise<WatchedLock>;
   /** One page of the held locks (key right "read"); follow `next` until it is null. */
   listLocks(options?: ListLocksOptions): Promise<LockListing>;
   /** Every held lock of a listing, page after page (listLocks). */

@@ -1,15 +1,15 @@
 // The fencelock client: talks to fencelockd's HTTP API v1 (docs/api.md) with Node's built-in
 // fetch, whose connections are kept alive by default.
 //
-// Every request is bounded by AbortSignal.timeout (requestMs; an acquire adds its waitMs).
-// Retries follow the C++ SDK: calls that are safe to repeat (extend, release, status, listLocks,
-// nextToken, currentToken) are retried on transport errors and 503s, up to maxRetries times, on
-// the next endpoint. acquire names its request (request_id), so it is also retried after a
-// transport error once its request may have been sent — the service answers the grant it already
-// made — but not on a 503. acquireSet, acquirePermit and revoke are retried only when their
-// request could not be sent at all (connection refused, name not resolved), because a sent one
-// may have been granted (and a repeated revoke would revoke its own grant). After a transport
-// error the client starts its next calls at the endpoint that answered last.
+// Every request is bounded by AbortSignal.timeout (requestMs; an acquire or a watch adds its
+// waitMs). Retries follow the C++ SDK: calls that are safe to repeat (extend, release, status,
+// watch, listLocks, nextToken, currentToken) are retried on transport errors and 503s, up to
+// maxRetries times, on the next endpoint. acquire names its request (request_id), so it is also
+// retried after a transport error once its request may have been sent — the service answers the
+// grant it already made — but not on a 503. acquireSet, acquirePermit and revoke are retried only
+// when their request could not be sent at all (connection refused, name not resolved), because a
+// sent one may have been granted (and a repeated revoke would revoke its own grant). After a
+// transport error the client starts its next calls at the endpoint that answered last.
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
@@ -23,7 +23,7 @@ import {
 } from './errors.js';
 import { Lease, declareLost, renewLease, retireLease } from './lease.js';
 import { LeaseKeeper } from './keeper.js';
-import { parseWithTokens } from './token_json.js';
+import { maxToken, parseWithTokens } from './token_json.js';
 
 const namePattern = /^[A-Za-z0-9._:-]{1,200}$/;
 const requestIdPattern = /^[\x21-\x7e]{1,64}$/;
@@ -32,6 +32,9 @@ export const maxSetNames = 16;
 export const maxPermits = 64;
 // The largest page of a listing (GET /v1/locks).
 const maxListLimit = 1000;
+// The longest wait a watch may ask for (the C++ SDK's bound; the server's --max-wait may be
+// shorter).
+const maxWatchWaitMs = 3600000;
 // Errors of fetch that happen before a byte of the request left: nothing can have been granted.
 const notSentCodes = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
@@ -54,7 +57,7 @@ export class Client {
    * @param {string} [options.apiKey] sent as "Authorization: Bearer <apiKey>"; never logged.
    *   Default $FENCELOCK_API_KEY.
    * @param {{requestMs?: number}} [options.timeouts] one request's round trip, excluding an
-   *   acquire's wait. Default 5000; 1 .. 600000.
+   *   acquire's or a watch's wait. Default 5000; 1 .. 600000.
    * @param {number} [options.maxRetries] extra attempts of retry-safe calls, and of an acquire
    *   whose answer was lost. Default 2; 0..10.
    * @param {number} [options.retryBackoffMs] pause before a retry, doubled each time. Default 50.
@@ -283,14 +286,31 @@ export class Client {
   async status(name, { signal } = {}) {
     checkName(name);
     const { answer } = await this.#call('GET', `/v1/locks/${name}`, undefined, { idempotent: true, signal });
-    const token = answer.token ?? null;
-    if (token !== null) grantedToken(token);
-    const owner = answer.owner ?? null;
-    if (owner !== null && typeof owner !== 'string') {
-      throw new InternalError('internal', 'status: the answer holds an owner that is not a string');
+    return { ...lockState('status', answer), lastToken: answer.last_token ?? 0n };
+  }
+
+  /**
+   * Waits until `name` is no longer held with `afterToken` (a bigint, or a safe integer) —
+   * released, expired, revoked or taken again — and resolves its state with changed: true, or
+   * after `waitMs` (0..3600000, default 30000, and at most the server's --max-wait) with the
+   * state unchanged and changed: false: {changed, held, remainingMs, token, owner} as status()'s,
+   * without lastToken. A lock not held with `afterToken` (a free one too) answers at once; to
+   * follow a lock, watch again with the token answered. The request may take `waitMs` beyond
+   * timeouts.requestMs; it is retried like status(). Needs the right "read" and counts against
+   * the key's max_waiters. Rejects with InvalidArgumentError, DeniedError, UnavailableError,
+   * RateLimitedError, TransportError.
+   */
+  async watch(name, afterToken, { waitMs = 30000, signal } = {}) {
+    checkName(name);
+    if (typeof afterToken === 'number' && Number.isSafeInteger(afterToken)) afterToken = BigInt(afterToken);
+    if (typeof afterToken !== 'bigint' || afterToken < 0n || afterToken > maxToken) {
+      throw new InvalidArgumentError('invalid_request', 'afterToken: a fencing token (a bigint from 0n)');
     }
-    return { held: answer.held === true, remainingMs: answer.remaining_ms ?? null, token, owner,
-      lastToken: answer.last_token ?? 0n };
+    checkInteger('waitMs', waitMs, 0, maxWatchWaitMs);
+    const { answer } = await this.#call('GET', `/v1/locks/${name}?after_token=${afterToken}&wait_ms=${waitMs}`,
+      undefined, { idempotent: true, attemptMs: this.#requestMs + waitMs, signal });
+    if (typeof answer.changed !== 'boolean') throw new InternalError('internal', 'watch: the answer lacks changed');
+    return { changed: answer.changed, ...lockState('watch', answer) };
   }
 
   /** Draws the name's next token without a lock (see the hazard in docs/api.md). A bigint. */
@@ -454,6 +474,18 @@ function onlyForALock(requestId) {
   if (requestId !== undefined) {
     throw new InvalidArgumentError('invalid_request', "requestId: only a single lock's acquire takes one");
   }
+}
+
+// A lock's state as status and watch answer it: the holder's token and owner, null when not held
+// (owner also when none was sent).
+function lockState(what, answer) {
+  const token = answer.token ?? null;
+  if (token !== null) grantedToken(token);
+  const owner = answer.owner ?? null;
+  if (owner !== null && typeof owner !== 'string') {
+    throw new InternalError('internal', `${what}: the answer holds an owner that is not a string`);
+  }
+  return { held: answer.held === true, remainingMs: answer.remaining_ms ?? null, token, owner };
 }
 
 function heldLock(lock) {

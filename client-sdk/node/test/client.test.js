@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { describe, it } from 'node:test';
 import { inspect } from 'node:util';
 
@@ -141,6 +142,43 @@ describe('a lease through every endpoint', () => {
     } finally {
       for (const lease of leases) await client.release(lease);
     }
+  });
+
+  it('wakes a watch of a held lock when another client releases it', async () => {
+    const name = uniqueName('watch');
+    const lease = await client.acquire(name, { ttlMs: 30000 });
+    const other = new Client({ endpoints: [fencelockUrl] });
+    const started = performance.now();
+    const released = sleep(500).then(() => other.release(lease));
+    const watched = await client.watch(name, lease.token, { waitMs: 20000 });
+    assert.ok(performance.now() - started < 5000, 'woken by the release, not by the wait');
+    assert.deepEqual(watched, { changed: true, held: false, remainingMs: null, token: null, owner: null });
+    assert.equal(await released, true);
+  });
+
+  it('answers a watch whose wait runs out with the lock unchanged, beyond the request timeout', async () => {
+    const name = uniqueName('watch-unchanged');
+    const lease = await client.acquire(name, { ttlMs: 30000, owner: 'node-watch' });
+    const quick = new Client({ endpoints: [fencelockUrl], timeouts: { requestMs: 500 } });
+    const started = performance.now();
+    const watched = await quick.watch(name, lease.token, { waitMs: 1500 });
+    assert.ok(performance.now() - started >= 1400, 'the watch waited');
+    assert.deepEqual([watched.changed, watched.held, watched.token, watched.owner], [false, true, lease.token, 'node-watch']);
+    assert.ok(watched.remainingMs > 0 && watched.remainingMs <= 30000);
+    assert.equal('lastToken' in watched, false);
+    assert.equal(await client.release(lease), true);
+  });
+
+  it('answers a watch of another token, or of a free lock, at once', async () => {
+    const name = uniqueName('watch-other');
+    const started = performance.now();
+    const free = await client.watch(name, 1n, { waitMs: 20000 });
+    assert.deepEqual([free.changed, free.held, free.token], [true, false, null]);
+    const lease = await client.acquire(name, { ttlMs: 30000 });
+    const other = await client.watch(name, lease.token + 1n, { waitMs: 20000 });
+    assert.deepEqual([other.changed, other.held, other.token], [true, true, lease.token]);
+    assert.ok(performance.now() - started < 5000);
+    assert.equal(await client.release(lease), true);
   });
 
   it('reports a name never drawn as token 0', async () => {

@@ -111,3 +111,27 @@ describe('a listing page', () => {
     }
   });
 });
+
+describe('a watch', () => {
+  it('is asked for with its token and wait, read without lastToken, and refused before sending when bad', async () => {
+    const server = await startRecordingServer([httpAnswer(200,
+      '{"name":"inv-1","changed":false,"held":true,"remaining_ms":2500,"token":18446744073709551615,"owner":"billing-7"}')]);
+    try {
+      const client = new Client({ endpoints: [server.url] });
+      const bad = [['a/b', 1n, {}], ['ok', -1n, {}], ['ok', 1n << 64n, {}], ['ok', 1.5, {}], ['ok', '7', {}],
+        ['ok', 1n, { waitMs: -1 }], ['ok', 1n, { waitMs: 3600001 }], ['ok', 1n, { waitMs: 0.5 }]];
+      for (const [name, token, options] of bad) {
+        await assert.rejects(client.watch(name, token, options), InvalidArgumentError, `${name} ${token} ${options.waitMs}`);
+      }
+      assert.deepEqual(server.targets, []);
+      const watched = await client.watch('inv-1', 18446744073709551615n, { waitMs: 1500 });
+      assert.deepEqual(server.targets, ['/v1/locks/inv-1?after_token=18446744073709551615&wait_ms=1500']);
+      assert.deepEqual(watched,
+        { changed: false, held: true, remainingMs: 2500, token: 18446744073709551615n, owner: 'billing-7' });
+      await client.watch('inv-1', 7);
+      assert.equal(server.targets[1], '/v1/locks/inv-1?after_token=7&wait_ms=30000');
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,7 +1,7 @@
 // Type check of index.d.ts and postgres.d.ts (tsc --noEmit; never run).
 import {
   Client, Lease, LockedError, LeaseLostError, FencelockError, PermitsMismatchError, maxPermits, maxSetNames,
-  type HeldLock, type LockListing, type SemaphoreStatus,
+  type HeldLock, type LockListing, type SemaphoreStatus, type WatchedLock,
 } from 'fencelock';
 import { guardedUpdate, fenceRead, FencedTable, TokenRule, type Queryable } from 'fencelock/postgres';
 
@@ -22,6 +22,9 @@ export async function usage(): Promise<bigint> {
   const remaining: number | null = status.remainingMs;
   const holderToken: bigint | null = status.token;
   const holder: string | null = status.owner;
+  const watched: WatchedLock = await client.watch('invoice-42', holderToken ?? 0n, { waitMs: 30000 });
+  const changed: boolean = watched.changed;
+  void changed;
   const revoked: Lease = await client.revoke('invoice-42', { ttlMs: 30000, owner: 'ops-oncall' });
   const again: Lease = await client.acquire('invoice-43', { ttlMs: 30000, requestId: 'job-7' });
   const page: LockListing = await client.listLocks({ prefix: 'invoice-', limit: 10, cursor: null });
