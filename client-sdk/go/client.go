@@ -20,15 +20,15 @@ import (
 // call with the context's error: at once, except that an acquire already sent first reads on for
 // up to Options.ConnectTimeout after closing its sending half, so that a grant already on its way
 // is received and released rather than left held until its ttl. Each attempt is also bounded by
-// Options.RequestTimeout (an acquire adds its wait).
+// Options.RequestTimeout (an acquire or a watch adds its wait).
 //
-// Retries: calls that are safe to repeat (extend, release, status, listing, tokens) are retried on
-// transport errors and 503s, up to Options.MaxRetries times, on the next endpoint. Acquire names
-// its request (AcquireOptions.RequestID), so it is also retried after a transport error once its
-// request may have been sent — the service answers the grant it already made — but not on a 503.
-// AcquireSet, AcquirePermit and Revoke are retried only when their request certainly was not sent
-// (connection refused, name not resolved): a sent one may have been granted, so it is never sent
-// twice (and a second revoke would revoke the first one's grant).
+// Retries: calls that are safe to repeat (extend, release, status, watch, listing, tokens) are
+// retried on transport errors and 503s, up to Options.MaxRetries times, on the next endpoint.
+// Acquire names its request (AcquireOptions.RequestID), so it is also retried after a transport
+// error once its request may have been sent — the service answers the grant it already made — but
+// not on a 503. AcquireSet, AcquirePermit and Revoke are retried only when their request certainly
+// was not sent (connection refused, name not resolved): a sent one may have been granted, so it is
+// never sent twice (and a second revoke would revoke the first one's grant).
 type Client struct {
 	s         settled
 	http      *http.Client
@@ -86,7 +86,7 @@ type AcquireOptions struct {
 	Renew RenewOptions
 }
 
-// LockStatus is what GET /v1/locks/{name} says. Never the lease.
+// LockStatus is what GET /v1/locks/{name} says (Status), or a watch of it (Watch). Never the lease.
 type LockStatus struct {
 	// Held: one lease holds the lock on a majority of the lock nodes.
 	Held bool
@@ -96,8 +96,12 @@ type LockStatus struct {
 	Token int64
 	// Owner: what the holder sent as its owner when it acquired; "" when not held or none was sent.
 	Owner string
-	// LastToken: the name's current token — at or above every token handed out for it.
+	// LastToken: the name's current token — at or above every token handed out for it. 0 in a
+	// watch's answer.
 	LastToken int64
+	// Changed (a watch's answer only): the lock is no longer held with the token watched; false:
+	// the wait ran out with it unchanged.
+	Changed bool
 }
 
 // SemaphoreStatus is what GET /v1/semaphores/{name} says. Never a lease.
@@ -447,31 +451,91 @@ func (c *Client) Status(ctx context.Context, name string) (LockStatus, error) {
 	if err := checkName(name); err != nil {
 		return LockStatus{}, err
 	}
-	var answer struct {
-		Held        bool    `json:"held"`
-		RemainingMs *int64  `json:"remaining_ms"`
-		Token       *int64  `json:"token"`
-		Owner       *string `json:"owner"`
-		LastToken   *int64  `json:"last_token"`
-	}
+	var answer statusAnswer
 	if err := c.read(ctx, "GET", "/v1/locks/"+name, &answer); err != nil {
 		return LockStatus{}, err
 	}
-	if answer.LastToken == nil || *answer.LastToken < 0 || (answer.RemainingMs != nil && *answer.RemainingMs < 0) {
-		return LockStatus{}, internal("the service's answer lacks a valid last_token or remaining_ms")
+	if answer.LastToken == nil || *answer.LastToken < 0 {
+		return LockStatus{}, internal("the service's answer lacks a valid last_token")
 	}
-	if answer.Token != nil && *answer.Token < 1 {
+	status, err := answer.status()
+	status.LastToken = *answer.LastToken
+	return status, err
+}
+
+// maxWatchWait bounds a watch's wait (the C++ SDK's bound); fencelockd's --max-wait may be shorter.
+const maxWatchWait = time.Hour
+
+// Watch waits until lock name is no longer held with afterToken — released, expired, revoked or
+// taken again — and answers its status with Changed set, or after wait (0 to 1 h, and at most
+// fencelockd's --max-wait) with the status unchanged and Changed false. A lock not held with
+// afterToken (a free one too) answers at once; to follow a lock, watch again with the Token
+// answered. The answer's LastToken is 0. Each attempt may take wait beyond
+// Options.RequestTimeout; it is retried like Status. It needs the right "read" and counts against
+// the key's max_waiters.
+//
+// Errors: ErrInvalidArgument, ErrDenied, ErrUnavailable, ErrRateLimited, ErrTransport,
+// ErrInternal; the context's error when ctx ended first.
+func (c *Client) Watch(ctx context.Context, name string, afterToken int64, wait time.Duration) (LockStatus, error) {
+	if err := checkName(name); err != nil {
+		return LockStatus{}, err
+	}
+	if afterToken < 0 {
+		return LockStatus{}, invalid("afterToken must be a fencing token (0 or more), not %d", afterToken)
+	}
+	if wait > maxWatchWait {
+		return LockStatus{}, invalid("wait out of range: %v (at most %v)", wait, maxWatchWait)
+	}
+	waitMs, err := milliseconds("wait", wait, 0)
+	if err != nil {
+		return LockStatus{}, err
+	}
+	path := "/v1/locks/" + name + "?after_token=" + strconv.FormatInt(afterToken, 10) +
+		"&wait_ms=" + strconv.FormatInt(waitMs, 10)
+	r, _, err := c.call(ctx, callSpec{method: "GET", path: path, safe: true,
+		extra: time.Duration(waitMs) * time.Millisecond})
+	if err != nil {
+		return LockStatus{}, err
+	}
+	var answer statusAnswer
+	if err := decode(r, &answer); err != nil {
+		return LockStatus{}, err
+	}
+	if answer.Changed == nil {
+		return LockStatus{}, internal("the service's answer lacks 'changed'")
+	}
+	status, err := answer.status()
+	status.Changed = *answer.Changed
+	return status, err
+}
+
+// statusAnswer is a lock's status as GET /v1/locks/{name} answers it, or a watch's (then Changed,
+// and no LastToken).
+type statusAnswer struct {
+	Held        bool    `json:"held"`
+	RemainingMs *int64  `json:"remaining_ms"`
+	Token       *int64  `json:"token"`
+	Owner       *string `json:"owner"`
+	LastToken   *int64  `json:"last_token"`
+	Changed     *bool   `json:"changed"`
+}
+
+func (a statusAnswer) status() (LockStatus, error) {
+	if a.RemainingMs != nil && *a.RemainingMs < 0 {
+		return LockStatus{}, internal("the service's answer holds an impossible remaining_ms")
+	}
+	if a.Token != nil && *a.Token < 1 {
 		return LockStatus{}, internal("the service's answer holds an impossible token")
 	}
-	status := LockStatus{Held: answer.Held, LastToken: *answer.LastToken}
-	if answer.RemainingMs != nil {
-		status.Remaining = time.Duration(*answer.RemainingMs) * time.Millisecond
+	status := LockStatus{Held: a.Held}
+	if a.RemainingMs != nil {
+		status.Remaining = time.Duration(*a.RemainingMs) * time.Millisecond
 	}
-	if answer.Token != nil {
-		status.Token = *answer.Token
+	if a.Token != nil {
+		status.Token = *a.Token
 	}
-	if answer.Owner != nil {
-		status.Owner = *answer.Owner
+	if a.Owner != nil {
+		status.Owner = *a.Owner
 	}
 	return status, nil
 }

@@ -475,6 +475,44 @@ func TestAListingPageIsAskedForWithEncodedValuesAndRead(t *testing.T) {
 	}
 }
 
+func TestAWatchIsAskedForWithItsTokenAndWaitAndRead(t *testing.T) {
+	url, recorded := recordingServer(t, 0, answering(200,
+		`{"name":"inv-1","changed":false,"held":true,"remaining_ms":2500,"token":9223372036854775807,"owner":"billing-7"}`))
+	client := fakeClient(t, url, fencelock.Options{})
+	ctx := context.Background()
+	watched, err := client.Watch(ctx, "inv-1", 1<<63-1, 1500*time.Millisecond)
+	want := fencelock.LockStatus{Held: true, Remaining: 2500 * time.Millisecond, Token: 1<<63 - 1, Owner: "billing-7"}
+	if err != nil || watched != want {
+		t.Fatalf("got %+v, %v", watched, err)
+	}
+	if _, err := client.Watch(ctx, "inv-1", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	targets, _ := recorded()
+	if !reflect.DeepEqual(targets, []string{"/v1/locks/inv-1?after_token=9223372036854775807&wait_ms=1500", "/v1/locks/inv-1?after_token=0&wait_ms=0"}) {
+		t.Errorf("asked for %q", targets)
+	}
+	bad := []struct {
+		name  string
+		token int64
+		wait  time.Duration
+	}{{"a/b", 1, time.Second}, {"", 1, time.Second}, {"ok", -1, time.Second}, {"ok", 1, -time.Second}, {"ok", 1, time.Hour + time.Second}}
+	for _, call := range bad {
+		if _, err := client.Watch(ctx, call.name, call.token, call.wait); !errors.Is(err, fencelock.ErrInvalidArgument) {
+			t.Errorf("%+v: want invalid argument, got %v", call, err)
+		}
+	}
+	if targets, _ := recorded(); len(targets) != 2 {
+		t.Errorf("a bad watch was sent: %q", targets)
+	}
+	for _, body := range []string{`{"held":true,"token":9}`, `{"changed":true,"token":0}`, `{"changed":"yes"}`} {
+		url, _ := recordingServer(t, 0, answering(200, body))
+		if _, err := fakeClient(t, url, fencelock.Options{}).Watch(ctx, "x", 9, 0); !errors.Is(err, fencelock.ErrInternal) {
+			t.Errorf("%s: want internal, got %v", body, err)
+		}
+	}
+}
+
 func TestARevokeIsSentOnceWithoutAWaitAndNotRetriedOnceMaybeDelivered(t *testing.T) {
 	var path, body string
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

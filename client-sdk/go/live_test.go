@@ -182,6 +182,71 @@ func TestStatusShowsTheHoldersTokenAndOwner(t *testing.T) {
 	}
 }
 
+func TestAWatchIsWokenByAReleaseFromAnotherClient(t *testing.T) {
+	holder := liveClient(t, fencelock.Options{})
+	watcher := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 30*time.Second)
+	name := uniqueName("go-watch")
+	lease := patiently(t, func() (*fencelock.Lease, error) { return holder.Acquire(ctx, name, 30*time.Second, noRenew) })
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_, err := lease.Release(ctx)
+		released <- err
+	}()
+	started := time.Now()
+	watched, err := watcher.Watch(ctx, name, lease.Token(), 20*time.Second)
+	if err != nil || !watched.Changed || watched.Held || watched.Token != 0 || watched.Remaining != 0 {
+		t.Fatalf("watch: %+v, %v", watched, err)
+	}
+	if waited := time.Since(started); waited > 5*time.Second {
+		t.Errorf("waited %v for a lock released after 0.5 s", waited)
+	}
+	if err := <-released; err != nil {
+		t.Errorf("release: %v", err)
+	}
+}
+
+func TestAWatchWhoseWaitRunsOutAnswersTheLockUnchanged(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	// The wait outlasts the request timeout: each attempt's bound is extended by it.
+	quick := liveClient(t, fencelock.Options{RequestTimeout: 500 * time.Millisecond})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-watch-unchanged")
+	lease := patiently(t, func() (*fencelock.Lease, error) {
+		return client.Acquire(ctx, name, 30*time.Second, fencelock.AcquireOptions{Owner: "go-watch", Renew: fencelock.RenewOptions{Off: true}})
+	})
+	defer release(t, lease)
+	started := time.Now()
+	watched, err := quick.Watch(ctx, name, lease.Token(), 1500*time.Millisecond)
+	if err != nil || watched.Changed || !watched.Held || watched.Token != lease.Token() || watched.Owner != "go-watch" ||
+		watched.LastToken != 0 || watched.Remaining <= 0 {
+		t.Fatalf("watch: %+v, %v", watched, err)
+	}
+	if waited := time.Since(started); waited < 1400*time.Millisecond {
+		t.Errorf("answered after %v of a 1.5 s wait", waited)
+	}
+}
+
+func TestAWatchOfAnotherTokenOrAFreeLockAnswersAtOnce(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-watch-other")
+	started := time.Now()
+	if free, err := client.Watch(ctx, name, 1, 20*time.Second); err != nil || !free.Changed || free.Held || free.Token != 0 {
+		t.Fatalf("watch of a free lock: %+v, %v", free, err)
+	}
+	lease := patiently(t, func() (*fencelock.Lease, error) { return client.Acquire(ctx, name, 30*time.Second, noRenew) })
+	defer release(t, lease)
+	other, err := client.Watch(ctx, name, lease.Token()+1, 20*time.Second)
+	if err != nil || !other.Changed || !other.Held || other.Token != lease.Token() {
+		t.Fatalf("watch of another token: %+v, %v", other, err)
+	}
+	if waited := time.Since(started); waited > 5*time.Second {
+		t.Errorf("answered after %v", waited)
+	}
+}
+
 func TestTheSameRequestIDAnswersTheSameGrantWhileItIsHeld(t *testing.T) {
 	client := liveClient(t, fencelock.Options{})
 	ctx := ctxFor(t, 20*time.Second)

@@ -30,12 +30,12 @@ type Options struct {
 	TLSConfig *tls.Config
 	// ConnectTimeout bounds connecting, TLS handshake included. Default 1 s; at most 60 s.
 	ConnectTimeout time.Duration
-	// RequestTimeout bounds each attempt of a request; an acquire adds its wait.
+	// RequestTimeout bounds each attempt of a request; an acquire or a watch adds its wait.
 	// Default 5 s; at most 10 min.
 	RequestTimeout time.Duration
 	// MaxRetries is how many more attempts a retry-safe call gets (extend, release, status,
-	// listing, tokens; an acquire whose answer was lost), each on the next endpoint. Default 0
-	// means 2; a negative value means none; at most 10.
+	// watch, listing, tokens; an acquire whose answer was lost), each on the next endpoint.
+	// Default 0 means 2; a negative value means none; at most 10.
 	MaxRetries int
 	// RetryBackoff is the pause before the first retry, doubled for each further one.
 	// Default 50 ms; at most 10 s.

@@ -50,7 +50,7 @@ type callSpec struct {
 	// Otherwise (other grants) only when the request was certainly not sent.
 	safe       bool
 	repeatable bool
-	// extra is added to the request timeout (an acquire's wait).
+	// extra is added to the request timeout (an acquire's or a watch's wait).
 	extra time.Duration
 }
 
