@@ -4,10 +4,10 @@
  * (docs/sdk.md) and the Python and Node clients, with a checked FencelockException instead of
  * Result values and java.time.Duration for times.
  *
- * Retries: calls that are safe to repeat (extend, release, status, listLocks, tokens) are retried
- * on transport errors and 503s, up to maxRetries times, on the next endpoint. acquire names its
- * request (request_id), so it is also retried after a transport error once its request may have
- * reached fencelockd — the service answers the grant it already made — but not on a 503.
+ * Retries: calls that are safe to repeat (extend, release, status, watch, listLocks, tokens) are
+ * retried on transport errors and 503s, up to maxRetries times, on the next endpoint. acquire
+ * names its request (request_id), so it is also retried after a transport error once its request
+ * may have reached fencelockd — the service answers the grant it already made — but not on a 503.
  * acquireSet, acquirePermit and revoke are retried only when their request certainly did not
  * reach fencelockd (connection refused, connect timeout, TLS handshake), so that one of them can
  * never be granted twice (nor a revoke revoke its own grant). A grant is never sent on a
@@ -105,6 +105,10 @@ public final class FencelockClient implements AutoCloseable {
   private static final SecureRandom kRandom = new SecureRandom();
   // The largest page of a listing (GET /v1/locks).
   private static final int kMaxListLimit = 1000;
+  // A watch's longest wait (the C++ SDK's bound; fencelockd's --max-wait may be shorter) and its
+  // default.
+  private static final long kMaxWatchWaitMillis = 3_600_000;
+  private static final Duration kDefaultWatchWait = Duration.ofSeconds(30);
   private static final String kUserAgent = "fencelock-java/0.1.0";
   private static final long kMaxMillis = 1L << 31;
   // The largest answer body read (fencelockd's are a few hundred bytes).
@@ -174,7 +178,7 @@ public final class FencelockClient implements AutoCloseable {
       return this;
     }
 
-    /** One request until its answer's head; an acquire adds its wait; default 5 s; 1 ms .. 600 s. */
+    /** One request until its answer's head; an acquire or a watch adds its wait; default 5 s; 1 ms .. 600 s. */
     public Builder requestTimeout(Duration timeout) {
       this.requestTimeout = timeout;
       return this;
@@ -505,6 +509,45 @@ public final class FencelockClient implements AutoCloseable {
   public LockStatus status(String name) throws FencelockException {
     checkName(name);
     Map<String, Object> answer = expectObject(call("GET", "/v1/locks/" + name, null, Retry.SAFE, 0, null, null));
+    return lockStatus(answer, boundedLong(answer, "last_token", 0, Long.MAX_VALUE), false);
+  }
+
+  /**
+   * Waits until `name` is no longer held with `afterToken` — released, expired, revoked or taken
+   * again — and answers its status with changed() true, or after `wait` (0 .. 1 h, and at most
+   * fencelockd's --max-wait) with the status unchanged and changed() false. A lock not held with
+   * `afterToken` (a free one too) answers at once; to follow a lock, watch again with the token
+   * answered. The answer's lastToken() is 0. Each attempt may take `wait` beyond requestTimeout;
+   * it is retried like status(). Needs the right "read" and counts against the key's max_waiters.
+   * Errors: invalid_request, unauthenticated/forbidden, unavailable, rate_limited, transport,
+   * tls, cancelled, internal.
+   */
+  public LockStatus watch(String name, long afterToken, Duration wait) throws FencelockException {
+    checkName(name);
+    if (afterToken < 0) {
+      throw invalid("afterToken must be a fencing token (0 or more)");
+    }
+    long waitMs = millis(wait, "wait", 0);
+    if (waitMs > kMaxWatchWaitMillis) {
+      throw invalid("wait must be at most " + Duration.ofMillis(kMaxWatchWaitMillis));
+    }
+    String path = "/v1/locks/" + name + "?after_token=" + afterToken + "&wait_ms=" + waitMs;
+    Map<String, Object> answer = expectObject(call("GET", path, null, Retry.SAFE, waitMs, null, null));
+    Object changed = answer.get("changed");
+    if (!(changed instanceof Boolean)) {
+      throw internal("the service's answer lacks 'changed'");
+    }
+    return lockStatus(answer, 0, (Boolean) changed);
+  }
+
+  /** watch(name, afterToken, wait) with the default wait of 30 s. */
+  public LockStatus watch(String name, long afterToken) throws FencelockException {
+    return watch(name, afterToken, kDefaultWatchWait);
+  }
+
+  /** A status's answer, or a watch's (`lastToken` 0, and `changed`). */
+  private static LockStatus lockStatus(Map<String, Object> answer, long lastToken, boolean changed)
+      throws FencelockException {
     Object held = answer.get("held");
     Long remaining = Json.longField(answer, "remaining_ms");
     // The holder's token and owner: null (or absent) when not held, the owner also when none was sent.
@@ -517,8 +560,7 @@ public final class FencelockClient implements AutoCloseable {
     }
     return new LockStatus(Boolean.TRUE.equals(held),
         remaining == null ? Optional.empty() : Optional.of(Duration.ofMillis(remaining)),
-        boundedLong(answer, "last_token", 0, Long.MAX_VALUE), token,
-        Optional.ofNullable((String) owner));
+        lastToken, token, Optional.ofNullable((String) owner), changed);
   }
 
   /**

@@ -313,6 +313,33 @@ class ClientTest {
     }
 
     @Test
+    @DisplayName("a watch is asked for with its token and wait, read with changed and no lastToken, and refused before sending when bad")
+    void watchAsked() throws Exception {
+      try (Support.RecordingServer server = new Support.RecordingServer(Support.httpAnswer(200,
+          "{\"name\":\"inv-1\",\"changed\":false,\"held\":true,\"remaining_ms\":2500,"
+          + "\"token\":9223372036854775807,\"owner\":\"billing-7\"}"))) {
+        FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
+        assertEquals("invalid_request", code(() -> client.watch("a/b", 1, Duration.ofSeconds(1))));
+        assertEquals("invalid_request", code(() -> client.watch(null, 1)));
+        assertEquals("invalid_request", code(() -> client.watch("ok", -1, Duration.ofSeconds(1))));
+        assertEquals("invalid_request", code(() -> client.watch("ok", 1, Duration.ofSeconds(-1))));
+        assertEquals("invalid_request", code(() -> client.watch("ok", 1, Duration.ofSeconds(3601))));
+        assertEquals("invalid_request", code(() -> client.watch("ok", 1, null)));
+        assertEquals(List.of(), server.targets);
+        LockStatus watched = client.watch("inv-1", Long.MAX_VALUE, Duration.ofMillis(1500));
+        assertEquals(new LockStatus(true, java.util.Optional.of(Duration.ofMillis(2500)), 0,
+            java.util.OptionalLong.of(Long.MAX_VALUE), java.util.Optional.of("billing-7"), false), watched);
+        client.watch("inv-1", 7);
+        assertEquals(List.of("/v1/locks/inv-1?after_token=9223372036854775807&wait_ms=1500",
+            "/v1/locks/inv-1?after_token=7&wait_ms=30000"), server.targets);
+      }
+      try (Support.RecordingServer server = new Support.RecordingServer(Support.httpAnswer(200, "{\"held\":true}"))) {
+        FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
+        assertEquals("internal", code(() -> client.watch("x", 1, Duration.ZERO)), "an answer without changed");
+      }
+    }
+
+    @Test
     @DisplayName("the lease string stays out of toString")
     void secret() throws Exception {
       Lease lease = new Lease(FencelockClient.builder().build(), Lease.Kind.LOCK, List.of("n"),
@@ -453,6 +480,66 @@ class ClientTest {
       } finally {
         releaser.join(5000);
       }
+    }
+
+    @Test
+    @DisplayName("a watch of a held lock is woken when another client releases it")
+    void watchWoken() throws Exception {
+      Lease held = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(30), Duration.ZERO));
+      try (FencelockClient other = Support.client()) {
+        Thread releaser = new Thread(() -> {
+          try {
+            Thread.sleep(500);
+            other.release(held);
+          } catch (InterruptedException ignored) {
+            Thread.currentThread().interrupt();
+          } catch (FencelockException e) {
+            throw new AssertionError(e);
+          }
+        });
+        releaser.start();
+        long started = System.nanoTime();
+        try {
+          LockStatus watched = client.watch(name, held.token(), Duration.ofSeconds(20));
+          assertTrue(System.nanoTime() - started < 5_000_000_000L, "woken by the release, not by the wait");
+          assertTrue(watched.changed());
+          assertFalse(watched.held());
+          assertTrue(watched.token().isEmpty() && watched.remaining().isEmpty() && watched.owner().isEmpty());
+        } finally {
+          releaser.join(5000);
+        }
+      }
+    }
+
+    @Test
+    @DisplayName("a watch whose wait runs out answers the lock unchanged, however short the request timeout")
+    void watchUnchanged() throws Exception {
+      try (Lease held = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(30), Duration.ZERO, "java-watch"));
+          FencelockClient quick = FencelockClient.builder().endpoints(Support.ENDPOINT)
+              .requestTimeout(Duration.ofMillis(500)).build()) {
+        long started = System.nanoTime();
+        LockStatus watched = quick.watch(name, held.token(), Duration.ofMillis(1500));
+        assertTrue(System.nanoTime() - started >= 1_400_000_000L, "the watch waited");
+        assertFalse(watched.changed());
+        assertTrue(watched.held());
+        assertEquals(held.token(), watched.token().getAsLong());
+        assertEquals("java-watch", watched.owner().orElseThrow());
+        assertEquals(0, watched.lastToken());
+      }
+    }
+
+    @Test
+    @DisplayName("a watch of another token, or of a free lock, answers at once")
+    void watchAtOnce() throws Exception {
+      long started = System.nanoTime();
+      LockStatus free = client.watch(name, 1, Duration.ofSeconds(20));
+      assertTrue(free.changed() && !free.held() && free.token().isEmpty());
+      try (Lease held = Support.patiently(() -> client.acquire(name, Duration.ofSeconds(30), Duration.ZERO))) {
+        LockStatus other = client.watch(name, held.token() + 1, Duration.ofSeconds(20));
+        assertTrue(other.changed() && other.held());
+        assertEquals(held.token(), other.token().getAsLong());
+      }
+      assertTrue(System.nanoTime() - started < 5_000_000_000L);
     }
 
     @Test
