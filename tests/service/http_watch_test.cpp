@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <future>
 #include <thread>
 
@@ -110,4 +111,23 @@ TEST_CASE("http: a bad watch query is refused and a gone client's watch ends",
   CHECK(watches_waiting_reach(s, 1));
   ::close(fd);
   CHECK(watches_waiting_reach(s, 0));  // cancelled, not left waiting 50 s
+}
+
+TEST_CASE("http: SIGTERM answers watches at once instead of holding the shutdown",
+          "[service][redis][watch]") {
+  ServiceUnderTest s({"--shutdown-grace", "60s"});
+  const json lease = s.client().post("/v1/locks/busy", {{"ttl_ms", 60000}}).json();
+  HttpAnswer watched;
+  std::thread watcher([&] {
+    watched = HttpClient(s.port(), 30s)
+                  .get("/v1/locks/busy?after_token=" +
+                       std::to_string(lease["token"].get<std::uint64_t>()) + "&wait_ms=30000");
+  });
+  REQUIRE(watches_waiting_reach(s, 1));
+  const auto started = Clock::now();
+  CHECK(s.daemon->stop(SIGTERM, 10s) == std::optional<int>(0));
+  watcher.join();
+  CHECK(Clock::now() - started < 3s);
+  CHECK(watched.status == 503);
+  CHECK(watched.error_code() == "unavailable");
 }
