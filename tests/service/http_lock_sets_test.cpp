@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "http_client.h"
+#include "loopback.h"
 #include "service_under_test.h"
 
 using namespace fencelock::testing;
@@ -126,13 +127,8 @@ TEST_CASE("http: a waiting lock set whose client went away is cancelled, never g
   const json holder = http.post("/v1/locks/g2", {{"ttl_ms", 60000}}).json();
   REQUIRE(holder.contains("lease"));
 
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = connect_loopback(s.port());
   REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(s.port());
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
   const std::string body = R"({"names": ["g1", "g2"], "ttl_ms": 30000, "wait_ms": 10000})";
   const std::string request =
       "POST /v1/locks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

@@ -1,7 +1,5 @@
 // Watching a lock over HTTP (GET /v1/locks/{name}?after_token=T&wait_ms=N) as users meet it: the
 // real fencelockd, real redis-servers, real HTTP over loopback.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 #include <thread>
 
 #include "http_client.h"
+#include "loopback.h"
 #include "prometheus_text.h"
 #include "service_under_test.h"
 
@@ -97,13 +96,8 @@ TEST_CASE("http: a bad watch query is refused and a gone client's watch ends",
   }
 
   const json lease = http.post("/v1/locks/gone", {{"ttl_ms", 60000}}).json();
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = connect_loopback(s.port());
   REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(s.port());
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
   const std::string request =
       "GET /v1/locks/gone?after_token=" + std::to_string(lease["token"].get<std::uint64_t>()) +
       "&wait_ms=50000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
