@@ -567,7 +567,11 @@ Result<LockStatus> status_of(Result<json> parsed, bool watch) {
     status.token = body["token"].get<std::uint64_t>();
   if (body["owner"].is_string()) status.owner = body["owner"].get<std::string>();
   if (watch) {
-    status.changed = body.value("changed", true);
+    if (!body["changed"].is_boolean())
+      return make(ErrorCode::kInternal,
+                  "the service answered no 'changed': it is older than watch (GET "
+                  "/v1/locks/{name}?after_token=T)");
+    status.changed = body["changed"].get<bool>();
     return status;
   }
   auto last = field<std::uint64_t>(body, "last_token");
@@ -596,9 +600,11 @@ Result<LockStatus> Client::watch(std::string_view name, std::uint64_t after_toke
                              "?after_token=" + std::to_string(after_token) +
                              "&wait_ms=" + std::to_string(wait.count());
   Clock::time_point sent_at;
-  return status_of(expect_object(impl_->call("GET", target, {}, Impl::Retry::kSafe, wait,
-                                             std::nullopt, sent_at)),
-                   true);
+  // Retries share one deadline: a watch never takes longer than its wait and one round trip.
+  const milliseconds within = wait + impl_->options().request_timeout;
+  return status_of(
+      expect_object(impl_->call("GET", target, {}, Impl::Retry::kSafe, wait, within, sent_at)),
+      true);
 }
 
 Result<LockListing> Client::list_locks(std::string_view prefix, std::size_t limit,

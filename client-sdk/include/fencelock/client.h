@@ -179,10 +179,11 @@ class Client {
 
   Result<LockStatus> status(std::string_view name);
   // Waits until `name` is no longer held with `after_token` — released, expired, revoked or taken
-  // again — and answers its status with `changed` set, or after `wait` (0..1 h, and at most the
-  // server's --max-wait) with the status unchanged and `changed` false. A free lock answers at
-  // once. To follow a lock, watch again with the token answered. The request may take `wait`
-  // plus the request timeout. Errors as status().
+  // again — and answers its status with `changed` set, or after `wait` (0..1 h; the server cuts
+  // it to its --max-wait) with the status unchanged and `changed` false. A free lock answers at
+  // once. To follow a lock, watch again with the token answered. The call, retries included,
+  // takes at most `wait` plus the request timeout. Errors as status(), and kInternal from a
+  // fencelockd older than watch.
   Result<LockStatus> watch(std::string_view name, std::uint64_t after_token,
                            std::chrono::milliseconds wait = std::chrono::seconds(30));
   // One page of the locks held whose names start with `prefix` (GET /v1/locks): pass the page's

@@ -115,17 +115,16 @@ Result<std::optional<WatchQuery>> parse_status_query(std::string_view query,
   auto parsed = for_each_parameter(
       query, kKeys, "a lock's status takes after_token and wait_ms (a watch)",
       [&](std::size_t key, const std::string& value) -> Status {
-        const auto number = whole_number(value, 0, key == 0 ? UINT64_MAX : longest);
+        const auto number = whole_number(value, 0, UINT64_MAX);
         if (!number) {
-          return make_error(
-              ErrorCode::kInvalidArgument,
-              key == 0 ? "after_token must be a whole number (a fencing token)"
-                       : "wait_ms must be a whole number from 0 to " + std::to_string(longest));
+          return make_error(ErrorCode::kInvalidArgument,
+                            key == 0 ? "after_token must be a whole number (a fencing token)"
+                                     : "wait_ms must be a whole number of milliseconds");
         }
         if (key == 0) {
           after = *number;
-        } else {
-          wait = std::chrono::milliseconds(static_cast<std::int64_t>(*number));
+        } else {  // a longer wait is cut to the longest, as long polls are
+          wait = std::chrono::milliseconds(static_cast<std::int64_t>(std::min(*number, longest)));
         }
         return storage::Done{};
       });

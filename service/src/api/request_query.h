@@ -17,8 +17,8 @@ namespace fencelock::service {
 storage::Result<storage::ListRequest> parse_list_query(std::string_view query);
 
 // A lock status's query (GET /v1/locks/{name}): "" (a plain status), or a watch,
-// "after_token=T&wait_ms=N": T a token (0..2^64-1), N 0..`max_wait` ms, by default the smaller of
-// kDefaultWatchWait and `max_wait`. wait_ms without after_token is refused.
+// "after_token=T&wait_ms=N": T a token (0..2^64-1), N in ms (0..2^64-1, cut to `max_wait`), by
+// default the smaller of kDefaultWatchWait and `max_wait`. wait_ms without after_token is refused.
 struct WatchQuery {
   std::uint64_t after_token = 0;
   std::chrono::milliseconds wait{0};

@@ -49,7 +49,8 @@ EngineCore::EngineCore(asio::any_io_executor strand, EngineOptions options,
       refusals_(options_.nodes.size()),
       evictions_seen_(options_.nodes.size()),
       rng_(std::random_device{}()),
-      engine_id_(hex64(rng_() | 1)),  // never all zeros: that tag means "no engine"
+      // Never all zeros (that tag means "no engine") nor all f's (kCleanupTagEngine).
+      engine_id_(hex64((rng_() | 1) & ~(std::uint64_t{1} << 63))),
       grace_timer_(strand_) {
   registry_ = std::make_shared<InstanceRegistry>(*this, options_.exclusive_tokens,
                                                  options_.shared_tokens, options_.token_order);
@@ -265,6 +266,11 @@ void EngineCore::release_everywhere(std::span<const std::string> keys, std::stri
   // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
   const std::string args[] = {std::string(value)};
   broadcast(script_command(Script::kReleaseSilently, true, keys, args), nullptr, 0);
+  // This engine's watches look again after it (their inspection follows it on each connection).
+  for (const std::string& key : keys) {
+    if (key.starts_with(options_.key_prefix) && key.size() > options_.key_prefix.size())
+      watches_.changed(key.substr(options_.key_prefix.size()));
+  }
 }
 
 std::string EngineCore::new_release_tag() {
@@ -286,6 +292,7 @@ void EngineCore::on_announcement(std::string_view message) {
   if (!key.starts_with(options_.key_prefix)) return;
   const std::string name(key.substr(options_.key_prefix.size()));
   watches_.changed(name);
+  if (tag.starts_with(kCleanupTagEngine)) return;  // a failed attempt's cleanup: for watches only
   const auto it = waiters_.find(name);
   if (it == waiters_.end()) return;
   if (it->second.last_release != tag) {

@@ -168,7 +168,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
               const QuorumTally* tally, std::chrono::steady_clock::duration token_draw);
 
   // Compare-and-delete of the lease `value` under each of `keys` on every node (one script per
-  // node), answers ignored, never announced: the cleanup of a failed attempt.
+  // node), answers ignored, announced to watches only: the cleanup of a failed attempt.
   void release_everywhere(std::span<const std::string> keys, std::string_view value);
 
   // Cross-instance hand-off. A waiting acquire marks the holder's value on every node that

@@ -147,6 +147,13 @@ void ListOperation::on_inspected(std::vector<std::string> names, Result<Inspecti
   }
   for (std::size_t i = 0; i < names.size() && i < inspection->keys.size(); ++i) {
     InspectedKey& key = inspection->keys[i];
+    if (!key.status.held && key.maybe_held) {
+      // Held on a bare quorum with a holder silent here is not "not held": say so, never skip it.
+      finish(make_error(ErrorCode::kUnavailable,
+                        "a lock node did not answer in time to tell whether '" + names[i] +
+                            "' is held; start the listing again"));
+      return;
+    }
     if (!key.status.held || listed_from(key) != node_) continue;
     if (request_.visible && !request_.visible(names[i])) continue;
     page_.locks.push_back(HeldLock{std::move(names[i]), key.status.token,

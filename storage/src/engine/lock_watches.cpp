@@ -92,9 +92,12 @@ void LockWatches::add(const std::shared_ptr<Watcher>& watcher, std::chrono::mill
     if (!ec && engine) engine->watches().time_out(self);
   });
   if (group.inspecting) return;
-  if (!group.status) return inspect(watcher->name, group);
-  // Still current: a change since would have been announced (or the expiry timer fired).
-  if (differs(*group.status, watcher->after)) {
+  // A group's status is held with a token (else its watchers were all answered). Kept current by
+  // announcements and the expiry timer, up to one in flight: a token below it has changed for
+  // sure; one above it (the client saw a newer grant) says the status is stale.
+  if (!group.status || !group.status->token || watcher->after > *group.status->token)
+    return inspect(watcher->name, group);
+  if (watcher->after < *group.status->token) {
     answer(group, *watcher, *group.status);
     drop_if_idle(watcher->name);
   }

@@ -119,12 +119,15 @@ inline constexpr std::string_view kReleaseUnlessRepeatedScript = FENCELOCK_LUA_C
     "redis.call('DEL', KEYS[1])\n" FENCELOCK_LUA_ANNOUNCE_RELEASE;
 
 // The cleanup of a failed attempt: a compare-and-delete on the lease value itself (ARGV[1], the 48
-// characters known only to the engine, whatever follows them in the key), without any
-// announcement. It frees nothing anyone waits for, and announcing
-// it would wake other engines' waiters straight into the same split vote, over and over while the
-// lock is held. A value whose request field a repeat has taken over ('g', lease_value.h) stays: the
-// repeat answered it as a grant (kAdoptLeaseScript).
+// characters known only to the engine, whatever follows them in the key), without a release's
+// announcement. It frees nothing anyone waits for, and announcing it would wake other engines'
+// waiters straight into the same split vote, over and over while the lock is held. A marked value
+// (a watch may have seen it held on a quorum) is announced to watches only, with the tag
+// kCleanupTagEngine + its lease id, which no waiter acts on. A value whose request field a repeat
+// has taken over ('g', lease_value.h) stays: the repeat answered it as a grant (kAdoptLeaseScript).
 // Every key in KEYS (one for a single lock, all of a lock set's keys, a permit's slot key).
+#define FENCELOCK_CLEANUP_TAG_ENGINE "ffffffffffffffff"
+inline constexpr std::string_view kCleanupTagEngine = FENCELOCK_CLEANUP_TAG_ENGINE;
 inline constexpr std::string_view kReleaseSilentlyScript =
     "local deleted = 0\n"
     "for i = 1, #KEYS do\n"
@@ -133,6 +136,11 @@ inline constexpr std::string_view kReleaseSilentlyScript =
     "    local colon = string.find(value, ':', 50, true)\n"
     "    if not (colon and string.sub(value, colon + 1, colon + 1) == 'g') then\n"
     "      deleted = deleted + redis.call('DEL', KEYS[i])\n"
+    "      if string.find(value, '#', 49, true) then\n"
+    "        redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL
+    "', '" FENCELOCK_CLEANUP_TAG_ENGINE
+    "' .. string.sub(value, 1, 16) .. ' ' .. KEYS[i])\n"
+    "      end\n"
     "    end\n"
     "  end\n"
     "end\n"
@@ -596,7 +604,7 @@ inline constexpr std::string_view kInspectScript = FENCELOCK_LUA_MARK
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
 inline constexpr std::string_view kReleaseSilentlyScriptSha =
-    "416619fe69dbbfbb4ecdb34552a3b30b41d56b4c";
+    "9eaa1b64e1dcb704373a516bf9874eef7a4d89a1";
 inline constexpr std::string_view kReleaseScriptSha = "f4240a8e9d9655c93c4dbeb16285bac47a9609ad";
 inline constexpr std::string_view kExtendScriptSha = "cb0aa2db3c15a28ee47acf457cf1cd989a9b26f8";
 inline constexpr std::string_view kInspectScriptSha = "8936d2319bda198007cc9154c320b880f04485bf";

@@ -56,7 +56,7 @@ void ScriptOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeReply
                          node, reply, [this] { return command(true); }, shared_from_this(), 1)) {
     return;
   }
-  if (finished_) return;
+  if (finished_) return on_late_answer();
   on_answer(node, reply);
 }
 
@@ -110,6 +110,10 @@ void ReleaseOperation::decide() {
   if (finished()) {
     for (const auto& name : names_) core_->watches().changed(name);
   }
+}
+
+void ReleaseOperation::on_late_answer() {
+  for (const auto& name : names_) core_->watches().changed(name);
 }
 
 ExtendOperation::ExtendOperation(const std::shared_ptr<EngineCore>& core, ClaimTarget target,
@@ -200,8 +204,15 @@ InspectedKey InspectOperation::decide_key(std::size_t key) const {
   }
   InspectedKey inspected;
   LockStatus& status = inspected.status;
+  std::size_t answered = 0;
+  for (std::size_t i = 0; i < holdings_.size(); ++i)
+    answered += tally_.is_voter(i) && tally_.vote_of(i) == Vote::kYes ? 1U : 0U;
   for (auto& [value, ttls] : by_value) {
-    if (ttls.size() < tally_.quorum()) continue;
+    if (ttls.size() < tally_.quorum()) {
+      if (ttls.size() + (holdings_.size() - answered) >= tally_.quorum())
+        inspected.maybe_held = true;
+      continue;
+    }
     LeaseValueFacts facts = read_lease_value(value);
     status.token = facts.token;
     status.holder = std::move(facts.holder);

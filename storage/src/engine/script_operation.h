@@ -29,6 +29,8 @@ class ScriptOperation : public ReplySink, public std::enable_shared_from_this<Sc
   // Looks at tally_ and, if the outcome is known, completes. Also called once right after the
   // broadcast (a cluster with too few voting nodes is decided before any answer).
   virtual void decide() = 0;
+  // A node answered after the outcome was decided (its command still ran there).
+  virtual void on_late_answer() {}
 
   bool finished() const noexcept { return finished_; }
   // Marks the operation complete and tells the observer. Call exactly once, before the handler.
@@ -124,6 +126,8 @@ class ReleaseOperation final : public ClaimOperation<bool> {
 
  private:
   void decide() override;
+  // A straggler's delete is not announced to this engine (its own tag): its watches look again.
+  void on_late_answer() override;
   std::vector<std::string> names_;  // to wake each name's first waiter once the lock is free
   std::string release_tag_;         // engine id + release number, as announced
 };
@@ -147,6 +151,10 @@ class ExtendOperation final : public ClaimOperation<Extension> {
 struct InspectedKey {
   LockStatus status;
   std::vector<std::size_t> holders;  // when status.held
+  // Not held among the nodes that answered, but one value is on enough of them that the nodes
+  // which did not (down, quarantined, silent) could make it a quorum: whether it is held is not
+  // known.
+  bool maybe_held = false;
 };
 
 // What inspect learned about each key, in order, and which nodes answered.

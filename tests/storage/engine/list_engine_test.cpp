@@ -136,3 +136,20 @@ TEST_CASE("a listing names every held lock with the prefix once, with its token 
     }
   }
 }
+
+TEST_CASE("a listing that cannot tell whether a name is held fails instead of leaving it out",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+  REQUIRE(t.acquire("bare", 30s).ok());
+  // Held on exactly a quorum (nodes 0 and 1), and node 1 silent: node 0's key is not "not held".
+  SyncRedis(cluster.node(2).port()).command({"DEL", "fencelock:lock:bare"});
+  cluster.node(1).pause();
+  auto page = await<LockPage>([&](auto done) {
+    t.engine().list(ListRequest{"bare", 10, ""}, std::move(done));
+  });
+  cluster.node(1).resume();
+  REQUIRE_FALSE(page.ok());
+  CHECK(page.error().code == ErrorCode::kUnavailable);
+}

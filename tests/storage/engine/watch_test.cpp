@@ -8,9 +8,11 @@
 #include <memory>
 #include <vector>
 
+#include "engine/lua_scripts.h"
 #include "engine_calls.h"
 #include "engine_under_test.h"
 #include "fencelock/storage/engine_observer.h"
+#include "sync_redis.h"
 #include "temp_dir.h"
 
 using namespace fencelock::storage;
@@ -200,4 +202,54 @@ TEST_CASE("ten thousand watchers of one name share its inspections", "[storage][
     CHECK_FALSE((*answer)->held);
   }
   CHECK(counter.inspections - before <= 3);  // one per copy of the release, at most
+}
+
+TEST_CASE("a watcher whose token is above the group's makes the group look again",
+          "[storage][redis][watch]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+
+  auto held = t.acquire("moved", 30s);
+  REQUIRE(held.ok());
+  auto first = start_watch(t, "moved", held->token, 20s);
+  CHECK_FALSE(first.within(300ms));
+  // Another grant behind the group's back (nothing announced): the same lease with the next token.
+  const std::string key = "fencelock:lock:moved";
+  const std::string from = ":" + std::to_string(held->token) + ":";
+  const std::string to = ":" + std::to_string(held->token + 1) + ":";
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    SyncRedis node(cluster.node(i).port());
+    std::string value = node.get(key).value();
+    value = value.substr(0, value.find('#'));
+    REQUIRE(value.find(from) != std::string::npos);
+    value.replace(value.find(from), from.size(), to);
+    node.command({"SET", key, value, "KEEPTTL"});
+  }
+  // A client that saw the newer grant is not told "changed" from the group's stale status: the
+  // group looks again, answers the first watcher, and the newer one waits.
+  auto newer = start_watch(t, "moved", held->token + 1, 20s);
+  auto answer = first.within(5s);
+  REQUIRE(answer);
+  REQUIRE(answer->ok());
+  CHECK((*answer)->token == held->token + 1);
+  CHECK_FALSE(newer.within(300ms));
+}
+
+TEST_CASE("a failed attempt's cleanup of a marked value is announced for watches only",
+          "[storage][redis][watch]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  SyncRedis listener(cluster.node(0).port(), 2s);
+  REQUIRE(listener.command({"SUBSCRIBE", std::string(kAnnouncementChannel)}).kind ==
+          SyncReply::Kind::kArray);
+  const std::string lease(48, 'a');
+  node.command({"SET", "fencelock:lock:split", lease + ":7::#0123456789abcdef", "PX", "60000"});
+  node.command({"EVAL", std::string(kReleaseSilentlyScript), "1", "fencelock:lock:split", lease});
+  CHECK_FALSE(node.get("fencelock:lock:split"));
+  const SyncReply message = listener.receive();
+  REQUIRE(message.kind == SyncReply::Kind::kArray);
+  REQUIRE(message.elements.size() == 3);
+  CHECK(message.elements[2].text ==
+        std::string(kCleanupTagEngine) + std::string(16, 'a') + " fencelock:lock:split");
 }
