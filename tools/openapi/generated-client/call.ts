@@ -23,8 +23,17 @@ const acquired = await client.POST("/v1/locks/{name}", { ...lock, body: { ttl_ms
 if (!acquired.data) fail("acquire", acquired.error);
 const token: number = acquired.data.token;
 
+// A plain status and a watch share the path: their answers are told apart by their fields.
 const status = await client.GET("/v1/locks/{name}", lock);
-if (!status.data?.held || status.data.last_token !== token) fail("status", status.data);
+if (!status.data?.held || !("last_token" in status.data) || status.data.last_token !== token) {
+  fail("status", status.data);
+}
+const watched = await client.GET("/v1/locks/{name}", {
+  params: { path: { name }, query: { after_token: token, wait_ms: 0 } },
+});
+if (!watched.data || !("changed" in watched.data) || watched.data.changed || !watched.data.held) {
+  fail("watch", watched.data);
+}
 
 const extended = await client.POST("/v1/locks/{name}/extend", {
   ...lock,
