@@ -236,7 +236,8 @@ if [ -f "$PWD/build/clients-failed.txt" ]; then cat "$PWD/build/clients-failed.t
 stage "fault campaign (--quick)"
 if ! scripts/faults.sh --quick >"$PWD/build/faults-quick.log" 2>&1; then
   echo "test.sh: the fault campaign failed:" >&2
-  grep -vE '^PASS' "$PWD/build/faults-quick.log" | tail -n 60 >&2
+  grep -E '^FAIL' "$PWD/build/faults-quick.log" >&2
+  grep -vE '^(PASS|FAIL)' "$PWD/build/faults-quick.log" | tail -n 40 >&2
   status=1
 fi
 # The benchmark harness as a smoke test: everything starts, runs and stops; no timing is asserted.

@@ -149,9 +149,7 @@ void ListOperation::on_inspected(std::vector<std::string> names, Result<Inspecti
     InspectedKey& key = inspection->keys[i];
     if (!key.status.held && key.maybe_held) {
       // Held on a bare quorum with a holder silent here is not "not held": say so, never skip it.
-      finish(make_error(ErrorCode::kUnavailable,
-                        "a lock node did not answer in time to tell whether '" + names[i] +
-                            "' is held; start the listing again"));
+      finish(known_status(std::move(key), names[i]).error());
       return;
     }
     if (!key.status.held || listed_from(key) != node_) continue;

@@ -154,12 +154,15 @@ void LockWatches::on_inspected(const std::string& name, Result<Inspection> inspe
   if (it == groups_.end()) return;  // stopped meanwhile
   Group& group = *it->second;
   group.inspecting = false;
-  if (!inspection.ok()) {
+  Result<LockStatus> status = inspection.ok()
+                                  ? known_status(std::move(inspection->keys.front()), name)
+                                  : Result<LockStatus>(std::move(inspection).error());
+  if (!status.ok()) {
     group.status.reset();
-    while (!group.watchers.empty()) answer(group, *group.watchers.front(), inspection.error());
+    while (!group.watchers.empty()) answer(group, *group.watchers.front(), status.error());
     return drop_if_idle(name);
   }
-  group.status = std::move(inspection->keys.front().status);
+  group.status = std::move(*status);
   group.read_at = Clock::now();
   for (auto at = group.watchers.begin(); at != group.watchers.end();) {
     Watcher& watcher = **at++;  // answer() erases it

@@ -261,10 +261,10 @@ void RedlockEngine::inspect(std::string name, InspectHandler done) {
                  [core = core_, name = std::move(name), done = std::move(done)]() mutable {
                    std::make_shared<InspectOperation>(
                        core, std::vector<std::string>{core->key_of(name)},
-                       [done = std::move(done)](Result<Inspection> inspection) {
+                       [done = std::move(done), name](Result<Inspection> inspection) {
                          if (!inspection.ok())
                            return done(Result<LockStatus>(std::move(inspection).error()));
-                         done(Result<LockStatus>(std::move(inspection->keys.front().status)));
+                         done(known_status(std::move(inspection->keys.front()), name));
                        })
                        ->start();
                  });

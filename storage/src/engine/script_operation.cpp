@@ -228,6 +228,15 @@ InspectedKey InspectOperation::decide_key(std::size_t key) const {
   return inspected;
 }
 
+Result<LockStatus> known_status(InspectedKey key, const std::string& name) {
+  if (!key.status.held && key.maybe_held) {
+    return make_error(
+        ErrorCode::kUnavailable,
+        "a lock node did not answer in time to tell whether '" + name + "' is held; ask again");
+  }
+  return std::move(key.status);
+}
+
 InspectSemaphoreOperation::InspectSemaphoreOperation(
     const std::shared_ptr<EngineCore>& core, std::string config_key,
     std::function<void(Result<SemaphoreStatus>)> done)

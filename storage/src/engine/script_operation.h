@@ -157,6 +157,10 @@ struct InspectedKey {
   bool maybe_held = false;
 };
 
+// `key`'s status, or kUnavailable when it is maybe_held: "free" would be a guess the nodes that
+// did not answer could prove wrong. `name` is for the message.
+Result<LockStatus> known_status(InspectedKey key, const std::string& name);
+
 // What inspect learned about each key, in order, and which nodes answered.
 struct Inspection {
   std::vector<InspectedKey> keys;

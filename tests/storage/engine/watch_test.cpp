@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <future>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "engine/lua_scripts.h"
@@ -156,6 +157,35 @@ TEST_CASE("a watch of a lock in another state answers at once", "[storage][redis
         })
             .error()
             .code == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("a status or watch that cannot tell whether a lock is held fails instead of saying free",
+          "[storage][redis][watch]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+  auto held = t.acquire("bare", 30s);
+  REQUIRE(held.ok());
+  // Held on exactly a quorum (nodes 0 and 1), and node 1 silent: node 0's key is not "not held".
+  SyncRedis(cluster.node(2).port()).command({"DEL", "fencelock:lock:bare"});
+  cluster.node(1).pause();
+  auto status = await<LockStatus>([&](auto done) { t.engine().inspect("bare", std::move(done)); });
+  auto watched = start_watch(t, "bare", held->token, 20s).within(10s);
+  cluster.node(1).resume();
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().code == ErrorCode::kUnavailable);
+  REQUIRE(watched);
+  REQUIRE_FALSE(watched->ok());
+  CHECK(watched->error().code == ErrorCode::kUnavailable);
+  // Once the silent node answers again (reconnected after its timeouts), the status says who
+  // holds it.
+  Result<LockStatus> again = status;
+  for (int i = 0; i < 100 && !again.ok(); ++i) {
+    std::this_thread::sleep_for(100ms);
+    again = await<LockStatus>([&](auto done) { t.engine().inspect("bare", std::move(done)); });
+  }
+  REQUIRE(again.ok());
+  CHECK(again->token == held->token);
 }
 
 TEST_CASE("a revoke through another engine wakes the watchers of the revoked lease",
