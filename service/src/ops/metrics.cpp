@@ -391,6 +391,67 @@ void Metrics::on_operation(const storage::OperationReport& report) {
   }
 }
 
+namespace {
+
+// What each lock node's status says at scrape time (NodeStatus): up, quarantined, its counters.
+void render_node_statuses(Exposition& text, const std::vector<storage::NodeStatus>& nodes) {
+  text.family("fencelock_node_up", "gauge", "1 if the lock node is connected, else 0.");
+  for (const auto& node : nodes) {
+    text.sample("fencelock_node_up", {{"node", node.address}}, std::uint64_t{node.up ? 1U : 0U});
+  }
+  text.family("fencelock_node_quarantined", "gauge",
+              "1 if the lock node is up but not voting after a restart, else 0.");
+  for (const auto& node : nodes) {
+    text.sample("fencelock_node_quarantined", {{"node", node.address}},
+                std::uint64_t{node.quarantined ? 1U : 0U});
+  }
+
+  struct NodeCounter {
+    std::string_view name;
+    std::string_view help;
+    std::uint64_t storage::NodeStatus::*field;
+  };
+  static constexpr std::array<NodeCounter, 6> kNodeCounters{{
+      {"fencelock_node_commands_total", "Commands sent to the lock node.",
+       &storage::NodeStatus::commands},
+      {"fencelock_node_errors_total", "Error replies from the lock node.",
+       &storage::NodeStatus::errors},
+      {"fencelock_node_timeouts_total", "Commands to the lock node that timed out.",
+       &storage::NodeStatus::timeouts},
+      {"fencelock_node_disconnects_total", "Connections to the lock node lost.",
+       &storage::NodeStatus::disconnects},
+      {"fencelock_node_resolve_failures_total",
+       "Resolutions of the lock node's DNS name that failed.",
+       &storage::NodeStatus::resolve_failures},
+      {"fencelock_node_address_changes_total",
+       "Connections to the lock node that reached another IP address than the last one.",
+       &storage::NodeStatus::address_changes},
+  }};
+  for (const NodeCounter& counter : kNodeCounters) {
+    text.family(counter.name, "counter", counter.help);
+    for (const auto& node : nodes) {
+      text.sample(counter.name, {{"node", node.address}}, node.*counter.field);
+    }
+  }
+}
+
+// The caller's extra gauges and counters, then the build's identity.
+void render_extra_and_build(Exposition& text, const std::vector<ExtraMetric>& extra_gauges) {
+  for (const ExtraMetric& extra : extra_gauges) {
+    if (!is_valid_metric_name(extra.name)) continue;
+    text.family(extra.name, extra.name.ends_with("_total") ? "counter" : "gauge",
+                extra.help.empty() ? "Reported by fencelockd at scrape time." : extra.help);
+    text.sample(extra.name, {}, extra.value);
+  }
+
+  text.family("fencelock_build_info", "gauge",
+              "Always 1; its labels say which fencelockd build is running.");
+  text.sample("fencelock_build_info", {{"version", kVersion}, {"compiler", kCompiler}},
+              std::uint64_t{1});
+}
+
+}  // namespace
+
 std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
                             const std::vector<ExtraMetric>& extra_gauges) const {
   std::string out;
@@ -440,44 +501,7 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
     }
   }
 
-  text.family("fencelock_node_up", "gauge", "1 if the lock node is connected, else 0.");
-  for (const auto& node : nodes) {
-    text.sample("fencelock_node_up", {{"node", node.address}}, std::uint64_t{node.up ? 1U : 0U});
-  }
-  text.family("fencelock_node_quarantined", "gauge",
-              "1 if the lock node is up but not voting after a restart, else 0.");
-  for (const auto& node : nodes) {
-    text.sample("fencelock_node_quarantined", {{"node", node.address}},
-                std::uint64_t{node.quarantined ? 1U : 0U});
-  }
-
-  struct NodeCounter {
-    std::string_view name;
-    std::string_view help;
-    std::uint64_t storage::NodeStatus::*field;
-  };
-  static constexpr std::array<NodeCounter, 6> kNodeCounters{{
-      {"fencelock_node_commands_total", "Commands sent to the lock node.",
-       &storage::NodeStatus::commands},
-      {"fencelock_node_errors_total", "Error replies from the lock node.",
-       &storage::NodeStatus::errors},
-      {"fencelock_node_timeouts_total", "Commands to the lock node that timed out.",
-       &storage::NodeStatus::timeouts},
-      {"fencelock_node_disconnects_total", "Connections to the lock node lost.",
-       &storage::NodeStatus::disconnects},
-      {"fencelock_node_resolve_failures_total",
-       "Resolutions of the lock node's DNS name that failed.",
-       &storage::NodeStatus::resolve_failures},
-      {"fencelock_node_address_changes_total",
-       "Connections to the lock node that reached another IP address than the last one.",
-       &storage::NodeStatus::address_changes},
-  }};
-  for (const NodeCounter& counter : kNodeCounters) {
-    text.family(counter.name, "counter", counter.help);
-    for (const auto& node : nodes) {
-      text.sample(counter.name, {{"node", node.address}}, node.*counter.field);
-    }
-  }
+  render_node_statuses(text, nodes);
 
   const std::size_t observed_nodes = std::min(nodes.size(), kNodeSlots);
   text.family("fencelock_node_transitions_total", "counter",
@@ -495,17 +519,7 @@ std::string Metrics::render(const std::vector<storage::NodeStatus>& nodes,
                 load(node_quarantines_[i]));
   }
 
-  for (const ExtraMetric& extra : extra_gauges) {
-    if (!is_valid_metric_name(extra.name)) continue;
-    text.family(extra.name, extra.name.ends_with("_total") ? "counter" : "gauge",
-                extra.help.empty() ? "Reported by fencelockd at scrape time." : extra.help);
-    text.sample(extra.name, {}, extra.value);
-  }
-
-  text.family("fencelock_build_info", "gauge",
-              "Always 1; its labels say which fencelockd build is running.");
-  text.sample("fencelock_build_info", {{"version", kVersion}, {"compiler", kCompiler}},
-              std::uint64_t{1});
+  render_extra_and_build(text, extra_gauges);
   render_process_metrics(text);
   return out;
 }
