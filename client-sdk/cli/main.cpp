@@ -140,8 +140,11 @@ int status_command(Client& client, const CliArgs& a) {
   return print(body);
 }
 
-// Watches in requests of at most 30 s (under the service's default --max-wait of 60 s) until the
-// lock changed or --wait ran out.
+// Watches in requests of at most kWatchRequest (the service cuts a longer wait to its --max-wait,
+// and may cut this one too) until the lock changed or --wait ran out, by the clock, not by the
+// waits asked for.
+constexpr std::chrono::milliseconds kWatchRequest{30'000};
+
 int watch_command(Client& client, const CliArgs& a) {
   using std::chrono::milliseconds;
   std::uint64_t token = 0;
@@ -158,17 +161,16 @@ int watch_command(Client& client, const CliArgs& a) {
     token = *now->token;
   }
   say(a, "watching '" + a.name + "' held with token " + std::to_string(token));
-  const milliseconds budget = a.wait_given ? a.wait : milliseconds(30'000);
+  const milliseconds budget = a.wait_given ? a.wait : kWatchRequest;
   const auto deadline = std::chrono::steady_clock::now() + budget;
   for (;;) {
     const auto left =
         std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-    const milliseconds chunk = a.wait_forever
-                                   ? milliseconds(30'000)
-                                   : std::clamp(left, milliseconds(0), milliseconds(30'000));
+    const milliseconds chunk =
+        a.wait_forever ? kWatchRequest : std::clamp(left, milliseconds(0), kWatchRequest);
     auto watched = client.watch(a.name, token, chunk);
     if (!watched.ok()) return fail(watched.error(), ("watch " + a.name).c_str());
-    if (watched->changed || (!a.wait_forever && chunk >= left)) {
+    if (watched->changed || (!a.wait_forever && std::chrono::steady_clock::now() >= deadline)) {
       json body = status_json(a.name, watched.value());
       body["changed"] = watched->changed;
       print(body);

@@ -450,3 +450,15 @@ TEST_CASE("cli: watch waits for the holder's lease to end, or exits 3 when --wai
   CHECK(cli(s, {"watch", "--token", "x", "deploy"}).exit_code == 2);
   CHECK(cli(s, {"status", "--token", "1", "deploy"}).exit_code == 2);
 }
+
+TEST_CASE(
+    "cli: watch keeps asking until --wait has passed when the service's --max-wait is shorter",
+    "[client][redis][watch]") {
+  ServiceUnderTest s({"--max-wait", "1s"});
+  REQUIRE(cli(s, {"acquire", "--ttl", "1h", "nightly"}).exit_code == 0);
+  const auto started = std::chrono::steady_clock::now();
+  const CliRun unchanged = cli(s, {"watch", "--wait", "2500ms", "nightly"});
+  CHECK(unchanged.exit_code == 3);
+  CHECK(std::chrono::steady_clock::now() - started >= 2500ms);
+  CHECK(first_json_line(unchanged.output)["changed"] == false);
+}
