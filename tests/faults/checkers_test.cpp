@@ -59,6 +59,31 @@ Operation on_lease(const std::string& f, std::int64_t lease, std::int64_t invoke
   return o;
 }
 
+// A listing of prefix "n" that read all its pages and answered `listed` (name, token).
+Operation listing(std::int64_t invoke_ms, std::int64_t complete_ms,
+                  std::vector<Listed> listed = {}) {
+  Operation o = op("list", invoke_ms, complete_ms, Outcome::kOk);
+  o.pages = 3;
+  o.listed = std::move(listed);
+  return o;
+}
+
+// A grant of "n" that asked for `ttl_ms`.
+Operation grant_ttl(std::int64_t invoke_ms, std::int64_t complete_ms, std::uint64_t token,
+                    std::int64_t ttl_ms, Outcome outcome = Outcome::kOk) {
+  Operation o = op("acquire", invoke_ms, complete_ms, outcome, outcome == Outcome::kOk ? token : 0);
+  o.ttl_ms = ttl_ms;
+  o.validity_ms = outcome == Outcome::kOk ? ttl_ms - 10 : -1;
+  return o;
+}
+
+Operation note(const std::string& what, std::int64_t at_ms) {
+  Operation o = op(what, at_ms, at_ms, Outcome::kOk);
+  o.process = -1;
+  o.name = "";
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("checkers: tokens must be unique and follow real-time order", "[faults]") {
@@ -257,6 +282,85 @@ TEST_CASE("checkers: one request must never be granted two leases at once", "[fa
     CHECK_FALSE(check_requests({asked(0, 10, Outcome::kOk, "r", 5, 100, "5.a", true),
                                 asked(20, 3000, Outcome::kInfo, "r")})
                     .ok());
+  }
+}
+
+TEST_CASE("checkers: a listing never lists a name no lease of could have been live", "[faults]") {
+  // Held from 0 with a 1 s ttl: live at most until 10 + 1000 ms + the 5 s late-write margin.
+  const Operation held = grant_ttl(0, 10, 1, 1000);
+  CHECK(check_listing({held, listing(5000, 5010, {{"n", 1}})}).ok());
+  CHECK_FALSE(check_listing({held, listing(7000, 7010, {{"n", 1}})}).ok());
+  CHECK_FALSE(check_listing({listing(0, 10, {{"never-acquired", 1}})}).ok());
+  CHECK(check_listing({held, listing(7000, 7010)}).ok());
+  SECTION("an extend, even refused, may have lengthened it on the nodes it reached") {
+    Operation extend = on_lease("extend", 0, 3000, 3010, Outcome::kFail);
+    extend.ttl_ms = 1000;
+    CHECK(check_listing({held, extend, listing(7000, 7010, {{"n", 1}})}).ok());
+  }
+  SECTION("a grant whose answer was lost, or whose ttl is unknown, may still be live") {
+    CHECK(
+        check_listing({grant_ttl(0, 10, 0, 1000, Outcome::kInfo), listing(5000, 5010, {{"n", 7}})})
+            .ok());
+    CHECK_FALSE(
+        check_listing({grant_ttl(0, 10, 0, 1000, Outcome::kInfo), listing(9000, 9010, {{"n", 7}})})
+            .ok());
+    CHECK(
+        check_listing({grant_ttl(0, 10, 0, -1, Outcome::kInfo), listing(90000, 90010, {{"n", 7}})})
+            .ok());
+    Operation pending = grant_ttl(0, 10, 0, 1000, Outcome::kInfo);
+    pending.outcome = Outcome::kPending;
+    CHECK(check_listing({pending, listing(90000, 90010, {{"n", 7}})}).ok());
+  }
+  SECTION("a listing that did not finish is not judged") {
+    Operation cut = listing(7000, 7010, {{"n", 1}});
+    cut.outcome = Outcome::kInfo;
+    const auto result = check_listing({held, cut});
+    CHECK(result.ok());
+    CHECK(result.checked == 0);
+  }
+}
+
+TEST_CASE("checkers: a listed token is the token of a lease that could have been live",
+          "[faults]") {
+  const Operation first = grant_ttl(0, 10, 1, 1000);
+  const Operation second = grant_ttl(20000, 20010, 2, 1000);
+  CHECK(check_listing({first, second, listing(100, 110, {{"n", 1}})}).ok());
+  CHECK_FALSE(check_listing({first, second, listing(100, 110, {{"n", 2}})}).ok());
+  CHECK_FALSE(check_listing({first, second, listing(20100, 20110, {{"n", 1}})}).ok());
+  // A refused acquire may have left a value of its own, whose token nobody was told.
+  CHECK(check_listing(
+            {first, grant_ttl(50, 60, 0, 1000, Outcome::kFail), listing(100, 110, {{"n", 9}})})
+            .ok());
+}
+
+TEST_CASE("checkers: a name certainly held throughout a listing is listed", "[faults]") {
+  const Operation held = grant_ttl(0, 10, 1, 1000);  // window [10, 990] ms
+  CHECK(check_listing({held, listing(100, 200, {{"n", 1}})}).ok());
+  const auto missed = check_listing({held, listing(100, 200)});
+  REQUIRE(missed.violations.size() == 1);
+  CHECK(missed.violations[0].message.find("not listed") != std::string::npos);
+  SECTION("unless it was not held throughout it") {
+    CHECK(check_listing({held, listing(5, 200)}).ok());     // began before the answer
+    CHECK(check_listing({held, listing(900, 1100)}).ok());  // ended after the deadline
+    CHECK(check_listing({held, on_lease("release", 0, 150, 160, Outcome::kOk), listing(100, 200)})
+              .ok());
+    CHECK(check_listing({held, on_lease("extend", 0, 150, 160, Outcome::kInfo), listing(100, 200)})
+              .ok());
+    CHECK(check_listing({held, revoke(150, 160, Outcome::kInfo), listing(100, 200)}).ok());
+  }
+  SECTION("unless the listing's prefix does not cover it") {
+    Operation other = listing(100, 200);
+    other.name = "m";
+    CHECK(check_listing({held, other}).ok());
+  }
+  SECTION("judged only outside the fault phase") {
+    CHECK(check_listing({held, note("faults-begin", 50), listing(100, 200)}).ok());
+    CHECK_FALSE(check_listing({note("faults-begin", 0), note("healed", 5),
+                               grant_ttl(6, 10, 1, 1000), listing(100, 200)})
+                    .ok());
+    CHECK(check_listing({note("faults-begin", 0), grant_ttl(6, 10, 1, 1000), note("healed", 50),
+                         listing(100, 200)})
+              .ok());
   }
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace fencelock::faults {
 
@@ -264,6 +265,151 @@ CheckResult check_requests(const std::vector<Operation>& history) {
                    " ms before the first one's validity ended",
                {a, b}});
         }
+      }
+    }
+  }
+  return result;
+}
+
+namespace {
+
+// How long after its request completed a lease's value may still be written on a node: longer
+// than any pause of a node or an instance in the campaign (at most 2.5 s) plus an acquire's wait
+// (2 s), so a write that lands late is still inside its lease's window.
+constexpr std::int64_t kLateWriteNs = 5'000 * kNsPerMs;
+constexpr std::int64_t kNever = INT64_MAX;
+
+// A lease that may have been on the nodes: from its grant's invoke to `until` (kNever when no
+// bound is known); `token` 0 when its answer did not say.
+struct MaybeLive {
+  std::size_t grant;
+  std::int64_t from;
+  std::int64_t until;
+  std::uint64_t token;
+};
+
+// When the last write request `op` may have made lives until: completion + ttl + kLateWriteNs.
+std::int64_t written_until(const Operation& op) {
+  if (op.outcome == Outcome::kPending || op.ttl_ms < 0) return kNever;
+  return op.complete_ns + op.ttl_ms * kNsPerMs + kLateWriteNs;
+}
+
+// Every acquire and revoke of each name, whatever its outcome (a refused or lost one may have left
+// its value on the nodes), with every extend of it, refused or not (it may have lengthened it on
+// the nodes it reached).
+std::map<std::string, std::vector<MaybeLive>> maybe_live(const std::vector<Operation>& history) {
+  std::map<std::string, std::vector<MaybeLive>> leases;
+  std::map<std::int64_t, std::int64_t> extended;  // lease → the latest end its extends allow
+  for (const Operation& op : history) {
+    if (op.f != "extend" || op.lease < 0) continue;
+    std::int64_t& until = extended[op.lease];
+    until = std::max(until, written_until(op));
+  }
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    const Operation& op = history[i];
+    if (op.f != "acquire" && op.f != "revoke") continue;
+    std::int64_t until = written_until(op);
+    const auto it = extended.find(static_cast<std::int64_t>(i));
+    if (it != extended.end()) until = std::max(until, it->second);
+    leases[op.name].push_back(
+        {i, op.invoke_ns, until, op.outcome == Outcome::kOk ? op.token : std::uint64_t{0}});
+  }
+  return leases;
+}
+
+// The windows in which each name was certainly held: the leases checker's windows, cut also where
+// an extend that did not succeed was invoked.
+std::map<std::string, std::vector<Window>> held_windows(const std::vector<Operation>& history) {
+  std::map<std::string, std::vector<Window>> windows = lease_windows(history);
+  cut_by_revokes(history, windows);
+  std::map<std::int64_t, std::int64_t> doubtful;  // lease → its first extend that did not succeed
+  for (const Operation& op : history) {
+    if (op.f != "extend" || op.lease < 0 || op.outcome == Outcome::kOk) continue;
+    const auto [it, fresh] = doubtful.emplace(op.lease, op.invoke_ns);
+    if (!fresh) it->second = std::min(it->second, op.invoke_ns);
+  }
+  for (auto& [name, list] : windows) {
+    for (Window& window : list) {
+      const auto it = doubtful.find(static_cast<std::int64_t>(window.grant));
+      if (it != doubtful.end()) window.close = std::min(window.close, it->second);
+    }
+  }
+  return windows;
+}
+
+// The fault phase, from the "faults-begin" note to the "healed" one (to the end if never healed).
+std::pair<std::int64_t, std::int64_t> fault_phase(const std::vector<Operation>& history) {
+  std::int64_t begin = kNever;
+  std::int64_t end = kNever;
+  for (const Operation& op : history) {
+    if (op.process >= 0) continue;
+    if (op.f == "faults-begin") begin = std::min(begin, op.invoke_ns);
+    if (op.f == "healed" && op.invoke_ns >= begin) end = op.invoke_ns;
+  }
+  return {begin, end};
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// What `list` (ok) answered for a name it covers that no lease of could have been live, or with a
+// token no lease of it that could have been live had.
+void check_listed(const std::vector<Operation>& history, std::size_t list,
+                  const std::map<std::string, std::vector<MaybeLive>>& leases,
+                  CheckResult& result) {
+  const Operation& op = history[list];
+  for (const Listed& lock : op.listed) {
+    const auto found = leases.find(lock.name);
+    std::vector<MaybeLive> live;
+    if (found != leases.end()) {
+      for (const MaybeLive& lease : found->second) {
+        if (lease.from < op.complete_ns && lease.until > op.invoke_ns) live.push_back(lease);
+      }
+    }
+    if (live.empty()) {
+      result.violations.push_back(
+          {lock.name + ": listed, but no lease of it could have been live during the listing",
+           {list}});
+      continue;
+    }
+    const bool token_fits = std::any_of(live.begin(), live.end(), [&](const MaybeLive& lease) {
+      return lease.token == 0 || lease.token == lock.token;
+    });
+    if (!token_fits) {
+      result.violations.push_back({lock.name + ": listed with token " + std::to_string(lock.token) +
+                                       ", which no lease of it that could have been live had",
+                                   {list, live.front().grant}});
+    }
+  }
+}
+
+}  // namespace
+
+CheckResult check_listing(const std::vector<Operation>& history) {
+  CheckResult result{"listing", 0, {}};
+  const std::map<std::string, std::vector<MaybeLive>> leases = maybe_live(history);
+  const std::map<std::string, std::vector<Window>> held = held_windows(history);
+  const auto [faults_from, faults_to] = fault_phase(history);
+  const auto outside_faults = [&, from = faults_from, to = faults_to](
+                                  std::int64_t a, std::int64_t b) { return b < from || a > to; };
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    const Operation& list = history[i];
+    if (list.f != "list" || list.outcome != Outcome::kOk) continue;
+    ++result.checked;
+    check_listed(history, i, leases, result);
+    for (const auto& [name, windows] : held) {
+      if (!starts_with(name, list.name)) continue;
+      const bool listed = std::any_of(list.listed.begin(), list.listed.end(),
+                                      [&](const Listed& lock) { return lock.name == name; });
+      for (const Window& window : windows) {
+        if (listed || window.open > list.invoke_ns || window.close < list.complete_ns ||
+            !outside_faults(history[window.grant].invoke_ns, list.complete_ns)) {
+          continue;
+        }
+        result.violations.push_back(
+            {name + ": held throughout the listing, but not listed", {window.grant, i}});
+        break;
       }
     }
   }

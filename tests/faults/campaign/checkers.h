@@ -26,6 +26,16 @@
 //             another lease was within its window (as in leases, after releases and revokes):
 //             one request, two grants. An answer marked repeated needs another attempt of its
 //             request invoked before it completed.
+//   listing   per listing that read all its pages (invoked → completed): (1) every name it
+//             listed may have been held during it: an acquire or revoke of the name, whatever its
+//             outcome, was invoked before the listing completed and may have lived past its
+//             invoke (its request's or an extend's completion + its ttl + a late-write margin;
+//             forever when the ttl or completion is unknown); (2) a listed token is the token of
+//             such a lease, unless one of them has no known token; (3) a name it covers that was
+//             certainly held throughout it (a leases window, also cut by an extend that did not
+//             succeed, open before its invoke and closing after its completion) is listed —
+//             judged only when the grant and the listing are both before or both after the fault
+//             phase (lost node data or cut links may leave a valid lease on a minority).
 //   store     per key, the resource store never applied a write whose token is older than a token
 //             it had applied or fence-read before (read from the store's own operation log).
 //   set       every element whose write the store acknowledged is in the final set (lock-set).
@@ -65,6 +75,7 @@ struct StoreEntry {
 CheckResult check_tokens(const std::vector<Operation>& history);
 CheckResult check_leases(const std::vector<Operation>& history);
 CheckResult check_requests(const std::vector<Operation>& history);
+CheckResult check_listing(const std::vector<Operation>& history);
 CheckResult check_store(const std::vector<StoreEntry>& log);
 // `final_value` is the set as last read: elements separated by ','.
 CheckResult check_set(const std::vector<Operation>& history, const std::string& final_value);

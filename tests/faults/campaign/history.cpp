@@ -90,6 +90,7 @@ void History::write_jsonl(const std::filesystem::path& file) const {
     if (op.lease >= 0) line["lease"] = op.lease;
     if (e.invoke) {
       if (!op.request_id.empty()) line["request_id"] = op.request_id;
+      if (op.ttl_ms >= 0) line["ttl_ms"] = op.ttl_ms;
       if (op.f == "write") line["value"] = op.value;
       if (op.f == "write" || op.f == "read") line["token"] = op.token;
     } else {
@@ -99,6 +100,13 @@ void History::write_jsonl(const std::filesystem::path& file) const {
       if (!op.lease_string.empty()) line["grant"] = grant_label(op.lease_string);
       if (op.repeated) line["repeated"] = true;
       if (op.f == "read") line["value"] = op.value;
+      if (op.f == "list") {
+        line["pages"] = op.pages;
+        nlohmann::json listed = nlohmann::json::array();
+        for (const Listed& lock : op.listed)
+          listed.push_back({{"name", lock.name}, {"token", lock.token}});
+        line["listed"] = listed;
+      }
       if (!op.detail.empty()) line["detail"] = op.detail;
     }
     out << line.dump() << '\n';

@@ -19,10 +19,16 @@ namespace fencelock::faults {
 
 enum class Outcome { kPending, kOk, kFail, kInfo };
 
+// One lock a listing answered.
+struct Listed {
+  std::string name;
+  std::uint64_t token = 0;
+};
+
 struct Operation {
   int process = 0;   // the client that ran it; one operation at a time per process
-  std::string f;     // "acquire", "extend", "release", "draw", "read", "write"
-  std::string name;  // lock name, token counter name or store key
+  std::string f;     // "acquire", "extend", "release", "draw", "read", "write", "list"
+  std::string name;  // lock name, token counter name or store key; list: the prefix
   std::int64_t invoke_ns = 0;
   std::int64_t complete_ns = 0;
   Outcome outcome = Outcome::kPending;
@@ -35,6 +41,9 @@ struct Operation {
   std::string request_id;         // acquire: the request_id it sent, "" for none
   std::string lease_string;       // acquire, revoke (ok): the lease answered, `<token>.<proof>`
   bool repeated = false;          // acquire (ok): the answer said "repeated": an earlier grant
+  std::int64_t ttl_ms = -1;       // acquire, revoke, extend: the ttl asked for, -1 if not recorded
+  int pages = 0;                  // list: the pages it read (ok: all of them, up to next = null)
+  std::vector<Listed> listed;     // list (ok): every lock its pages answered, in order
 };
 
 class History {

@@ -142,6 +142,53 @@ void release_lease(History& history, HttpClient& http, const std::string& lock_n
               [&](Operation& op) { op.detail = detail(released); });
 }
 
+// Bounds one listing: far more pages than the campaign's few names could need.
+constexpr int kMaxPages = 1000;
+
+// Ends listing `index` as failed after `pages` pages, with what they listed.
+void end_listing(History& history, std::size_t index, Outcome outcome, int pages,
+                 std::vector<Listed> listed, std::string why) {
+  history.end(index, outcome, [&](Operation& op) {
+    op.pages = pages;
+    op.listed = std::move(listed);
+    op.detail = std::move(why);
+  });
+}
+
+// One listing of `prefix`, `limit` names a page, following `next` until it is null. A page that
+// is not a listing (a 503, no answer) ends it unfinished (kInfo; a 400 is kFail): list again.
+void list_all(History& history, HttpClient& http, int process, const std::string& prefix,
+              std::size_t limit) {
+  const std::size_t index = history.begin(operation(process, "list", prefix));
+  std::vector<Listed> listed;
+  std::string cursor;
+  for (int pages = 0; pages < kMaxPages;) {
+    const HttpAnswer page =
+        http.get("/v1/locks?prefix=" + prefix + "&limit=" + std::to_string(limit) +
+                 (cursor.empty() ? "" : "&cursor=" + cursor));
+    const nlohmann::json body = page.json();
+    if (page.status != 200 || !body.is_object() || !body.contains("locks") ||
+        !body["locks"].is_array()) {
+      end_listing(history, index, page.status == 400 ? Outcome::kFail : Outcome::kInfo, pages,
+                  std::move(listed), detail(page) + " on page " + std::to_string(pages + 1));
+      return;
+    }
+    ++pages;
+    for (const nlohmann::json& lock : body["locks"]) {
+      if (!lock.is_object() || !lock.contains("name") || !lock["name"].is_string()) continue;
+      const bool has_token = lock.contains("token") && lock["token"].is_number_unsigned();
+      listed.push_back({lock["name"].get<std::string>(),
+                        has_token ? lock["token"].get<std::uint64_t>() : std::uint64_t{0}});
+    }
+    if (!body.contains("next") || !body["next"].is_string()) {
+      end_listing(history, index, Outcome::kOk, pages, std::move(listed), "200");
+      return;
+    }
+    cursor = body["next"].get<std::string>();
+  }
+  end_listing(history, index, Outcome::kInfo, kMaxPages, std::move(listed), "too many pages");
+}
+
 }  // namespace
 
 Workload::Workload(Cluster& cluster, History& history, WorkloadSettings settings)
@@ -186,6 +233,11 @@ void Workload::start(std::chrono::steady_clock::time_point deadline) {
       repeat_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
     });
   }
+  for (std::size_t i = 0; i < settings_.listing_clients; ++i, ++process) {
+    threads_.emplace_back([this, process] {
+      listing_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
+    });
+  }
 }
 
 void Workload::stop() {
@@ -215,6 +267,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
     }
     const std::int64_t ttl = ttl_ms(random);
     Operation acquire = operation(process, "acquire", settings_.lock_name);
+    acquire.ttl_ms = ttl;
     const std::size_t lease = history_.begin(acquire);
     const HttpAnswer granted =
         http->post(lock_path, {{"ttl_ms", ttl}, {"wait_ms", settings_.wait.count()}});
@@ -227,6 +280,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
     lock_set_step(history_, clients, settings_, random, held, element);
     if (random() % 2 == 0 && running()) {
       Operation extend = operation(process, "extend", settings_.lock_name, held.lease);
+      extend.ttl_ms = ttl;
       const std::size_t index = history_.begin(extend);
       const HttpAnswer extended =
           http->post(lock_path + "/extend", {{"lease", held.secret}, {"ttl_ms", ttl}});
@@ -264,7 +318,9 @@ void Workload::revoke_client(int process, std::uint64_t seed) {
     HttpClient* http = clients.instance(random() % cluster_.serving_count());
     if (http == nullptr) continue;
     const std::int64_t ttl = ttl_ms(random);
-    const std::size_t lease = history_.begin(operation(process, "revoke", settings_.lock_name));
+    Operation revoke = operation(process, "revoke", settings_.lock_name);
+    revoke.ttl_ms = ttl;
+    const std::size_t lease = history_.begin(revoke);
     const HttpAnswer granted =
         http->post(revoke_path, {{"ttl_ms", ttl}, {"owner", "campaign-revoker"}});
     record_grant(history_, lease, granted, 409);
@@ -302,6 +358,7 @@ void Workload::repeat_client(int process, std::uint64_t seed) {
     const auto ask = [&](int by, HttpClient& on) {
       Operation acquire = operation(by, "acquire", settings_.lock_name);
       acquire.request_id = request_id;
+      acquire.ttl_ms = ttl;
       Answered answered{history_.begin(acquire), on.post(lock_path, body)};
       record_grant(history_, answered.index, answered.answer, 409);
       return answered;
@@ -345,6 +402,37 @@ void Workload::repeat_client(int process, std::uint64_t seed) {
     for (const Held& lease : held) {
       if (HttpClient* any = clients.instance(random() % cluster_.serving_count()))
         release_lease(history_, *any, settings_.lock_name, lease);
+    }
+  }
+}
+
+void Workload::listing_client(int process, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  Clients clients(cluster_, settings_.request_timeout);
+  constexpr std::int64_t kTtlMs = 2000;
+  while (running()) {
+    HttpClient* http = clients.instance(random() % cluster_.serving_count());
+    if (http == nullptr) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    const std::string name =
+        settings_.list_prefix + "listed-" +
+        std::to_string(random() % std::max<std::size_t>(1, settings_.listed_names));
+    Operation acquire = operation(process, "acquire", name);
+    acquire.ttl_ms = kTtlMs;
+    const std::size_t lease = history_.begin(acquire);
+    const HttpAnswer granted =
+        http->post("/v1/locks/" + name, {{"ttl_ms", kTtlMs}, {"wait_ms", 0}});
+    record_grant(history_, lease, granted, 409);
+    for (int n = 0; n < 2 && running(); ++n) {
+      list_all(history_, *http, process, settings_.list_prefix, settings_.list_limit);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 + random() % 80));
+    }
+    if (granted.status == 200) {
+      release_lease(history_, *http, name, held_of(process, lease, granted, kTtlMs));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
 }

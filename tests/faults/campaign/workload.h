@@ -14,6 +14,11 @@
 //                     the same moment on a second connection (as process + 1). Every answer is
 //                     recorded as an acquire of its own; then the lock-set step with the grant
 //                     answered last, and a release of every lease answered.
+//   listing           holds one of its own names (`listed_names` of them, under `list_prefix`, so
+//                     most are free at any time; ttl 2 s, no wait), and while holding it lists the
+//                     prefix twice, `list_limit` names a page, following `next` to the end; a
+//                     listing a 503 or a lost answer cuts short is recorded as such and started
+//                     again. Then it releases its name.
 //   counter           draw tokens from a counter (POST /v1/tokens/{name}).
 //   naive counter     (controls only) a counter with nothing keeping its order but itself: INCR
 //                     on the counter master, or an SQLite file and the copies the nemesis makes.
@@ -52,6 +57,12 @@ struct WorkloadSettings {
   std::size_t revoke_clients = 1;
   // Each takes two process numbers: its own and its concurrent repeats'.
   std::size_t repeat_clients = 1;
+  std::size_t listing_clients = 1;
+  // The listing's prefix covers every lock name of the campaign; its client holds list_prefix +
+  // "listed-" + 0..listed_names-1.
+  std::string list_prefix = "campaign-";
+  std::size_t listed_names = 12;
+  std::size_t list_limit = 1;
   // Not kNone: one client draws from that naive counter instead of the draw clients.
   NaiveCounter naive_counter = NaiveCounter::kNone;
   std::string lock_name = "campaign-lock";
@@ -84,6 +95,7 @@ class Workload {
   void lock_client(int process, std::uint64_t seed);
   void revoke_client(int process, std::uint64_t seed);
   void repeat_client(int process, std::uint64_t seed);
+  void listing_client(int process, std::uint64_t seed);
   // Sleeps `d`, in steps, while running(); false once it is not.
   bool sleep_while_running(std::chrono::milliseconds d) const;
   void draw_client(int process, std::uint64_t seed);
