@@ -48,18 +48,22 @@ void evict_lease_keys(testing::RedisServer& server) {
 
 }  // namespace
 
-// Each round waits for a held lease, evicts its key on a majority as above, and probes: the
+// The nemesis's own leases: the campaign's --max-ttl, room for restarts and the reconnects under
+// load.
+constexpr milliseconds kNemesisLease{3000};
+
+// Each round takes the nemesis's own lease, evicts its key on a majority as above, and probes: the
 // eviction must keep those nodes from voting until the lease could have ended.
 void nodes_evict(NemesisContext& c) {
-  const std::string name = WorkloadSettings{}.lock_name;
   while (c.pause_for(1000ms)) {
-    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms);
+    const auto lease_end = hold_lease(c, kNemesisLockName, kNemesisLease);
+    if (!lease_end) continue;
     const auto nodes = c.pick_nodes(3);
     c.history.note("evict", "nodes " + list(nodes) +
                                 ": maxmemory 1 volatile-ttl (every lease evicted), then "
                                 "maxmemory 0");
     for (const auto n : nodes) evict_lease_keys(c.cluster.node(n));
-    probe_acquire(c, name, lease_end, /*write_set=*/false);
+    probe_acquire(c, kNemesisLockName, *lease_end, /*write_set=*/false);
   }
 }
 
@@ -68,7 +72,6 @@ void nodes_evict(NemesisContext& c) {
 // held: the restored nodes lost its key and everything else written since the backup.
 void restore_from_backup(NemesisContext& c) {
   namespace fs = std::filesystem;
-  const std::string name = WorkloadSettings{}.lock_name;
   while (c.pause_for(1000ms)) {
     const auto nodes = c.pick_nodes(3);
     for (const auto n : nodes) {
@@ -81,8 +84,10 @@ void restore_from_backup(NemesisContext& c) {
     }
     c.history.note("backup", "nodes " + list(nodes) + " (stopped, copied, started with data)");
     if (!c.pause_for(1500ms)) break;
-    // Restoring takes a few hundred ms: a lease with at least a second left, the nodes together.
-    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms, 1000ms);
+    // The nemesis's own lease (restoring takes a few hundred ms of its 3 s): the workload's
+    // revokes cannot cut it short, so a probe granted within it is always an overlap.
+    const auto lease_end = hold_lease(c, kNemesisLockName, kNemesisLease);
+    if (!lease_end) continue;
     for (const auto n : nodes) {
       testing::RedisServer& node = c.cluster.node(n);
       node.kill();
@@ -98,8 +103,8 @@ void restore_from_backup(NemesisContext& c) {
         c.cluster.node(n).start();  // its port was taken meanwhile: another one
       }
     }
-    c.history.note("restore-from-backup", "nodes " + list(nodes) + ", a lease held");
-    probe_acquire(c, name, lease_end, /*write_set=*/false);
+    c.history.note("restore-from-backup", "nodes " + list(nodes) + ", the nemesis's lease held");
+    probe_acquire(c, kNemesisLockName, *lease_end, /*write_set=*/false);
   }
 }
 
@@ -117,10 +122,6 @@ void mixed_max_ttl(NemesisContext& c, std::chrono::milliseconds long_ttl) {
   }
 }
 
-// The nemesis's lease: the campaign's --max-ttl, room for the restart and the reconnects under
-// load.
-constexpr milliseconds kPersistenceOffLease{3000};
-
 // The restart must count as lossy: the AOF stopped at the switch, so the lease the nemesis took
 // after it and every registry write since are gone, though the node comes back durable with its
 // marker.
@@ -134,7 +135,7 @@ void persistence_off(NemesisContext& c) {
     c.history.note("persistence-off", "nodes " + list(nodes) + ": CONFIG SET appendonly no");
     // Longer than a settings check (every second): what the service promises to notice.
     if (!c.pause_for(1500ms)) break;
-    const auto lease_end = hold_lease(c, kNemesisLockName, kPersistenceOffLease);
+    const auto lease_end = hold_lease(c, kNemesisLockName, kNemesisLease);
     if (!lease_end) continue;
     for (const auto n : nodes) c.cluster.node(n).kill();
     for (const auto n : nodes) c.cluster.node(n).start();
@@ -146,17 +147,17 @@ void persistence_off(NemesisContext& c) {
 }
 
 void flags_join_leave(NemesisContext& c) {
-  const std::string name = WorkloadSettings{}.lock_name;
   while (c.pause_for(500ms)) {
     // A lease of the serving instances first: what a newcomer without quarantine would grant over.
-    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, 2000ms, 1000ms);
+    const auto lease_end = hold_lease(c, kNemesisLockName, kNemesisLease);
+    if (!lease_end) continue;
     c.history.note("join", "instance 2 (--quarantine off), instance 3 (--key-prefix other:)");
     c.cluster.start_instance(2);
     c.cluster.start_instance(3);
     const auto nodes = c.pick_nodes(3);
     c.history.note("restart-empty", "nodes " + list(nodes) + ", a lease held");
     for (const auto n : nodes) c.cluster.node(n).restart(false);
-    probe_acquire(c, name, lease_end, /*write_set=*/false);
+    probe_acquire(c, kNemesisLockName, *lease_end, /*write_set=*/false);
     c.history.note("leave", "instances 2 and 3 (a clean stop)");
     c.cluster.stop_instance(2);
     c.cluster.stop_instance(3);

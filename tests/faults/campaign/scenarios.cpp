@@ -386,7 +386,7 @@ std::vector<Scenario> all_scenarios() {
            "lease is held, then back",
            nodes_evict),
       kAfterQuarantine));
-  s.back().hazards = {{kProbeProcess, false}};
+  s.back().hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
   Scenario restored = with_liveness(
       make("operator-restore-from-backup",
            "5 durable nodes; 3 backed up, then restored from that backup while a later lease is "
@@ -394,7 +394,7 @@ std::vector<Scenario> all_scenarios() {
            restore_from_backup),
       kAfterQuarantine);
   restored.durable_nodes = 5;
-  restored.hazards = {{kProbeProcess, false}};
+  restored.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
   s.push_back(restored);
   // The longer instance's window: its max ttl plus drift, from the last restart.
   constexpr auto kLongMaxTtl = 6000ms;
@@ -426,7 +426,7 @@ std::vector<Scenario> all_scenarios() {
       kAfterQuarantine);
   flags.instances = 4;
   flags.instance_specs = {{}, {}, spare_without_quarantine(), outsider("other:")};
-  flags.hazards = {{kProbeProcess, false}};
+  flags.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
   s.push_back(flags);
   // SQLite: one serving instance, and the spare that runs on copies of its file.
   Scenario copied = with_liveness(
@@ -502,12 +502,14 @@ std::vector<Scenario> all_scenarios() {
   Scenario evict_off = control("control-operator-nodes-evict",
                                "operator-nodes-evict, quarantine off", nodes_evict, {"leases"});
   evict_off.quarantine = false;
+  evict_off.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
   s.push_back(evict_off);
   Scenario restored_off =
       control("control-operator-restore-from-backup",
               "operator-restore-from-backup, quarantine off", restore_from_backup, {"leases"});
   restored_off.quarantine = false;
   restored_off.durable_nodes = 5;
+  restored_off.hazards = restored.hazards;
   s.push_back(restored_off);
   Scenario mixed_off =
       control("control-operator-mixed-max-ttl", "operator-mixed-max-ttl, quarantine off",
@@ -530,6 +532,7 @@ std::vector<Scenario> all_scenarios() {
   flags_off.quarantine = false;
   flags_off.instances = 4;
   flags_off.instance_specs = flags.instance_specs;
+  flags_off.hazards = flags.hazards;
   s.push_back(flags_off);
   // The token checker sees what a copied or restored file hands out when nothing but the file
   // keeps order: a naive counter file, copied (and drawn from) alongside the token file.
