@@ -53,6 +53,9 @@ constexpr int kLongLeaseProcess = 101;
 // A lock no workload client asks for, releases or revokes: a lease the nemesis holds there stays
 // held until its window ends, so a probe granted on it in that window is always an overlap.
 constexpr const char* kNemesisLockName = "campaign-nemesis-lock";
+// The nemesis's leases there: the campaign's --max-ttl, room for restarts and the reconnects under
+// load.
+constexpr std::chrono::milliseconds kNemesisLease{3000};
 
 // The nemesis takes a lease on `name` for `ttl` (waiting up to 1 s) from `instance`, or a serving
 // one at random, as process kLongLeaseProcess, and never releases it. Returns when its client-side

@@ -48,10 +48,6 @@ void evict_lease_keys(testing::RedisServer& server) {
 
 }  // namespace
 
-// The nemesis's own leases: the campaign's --max-ttl, room for restarts and the reconnects under
-// load.
-constexpr milliseconds kNemesisLease{3000};
-
 // Each round takes the nemesis's own lease, evicts its key on a majority as above, and probes: the
 // eviction must keep those nodes from voting until the lease could have ended.
 void nodes_evict(NemesisContext& c) {

@@ -38,23 +38,23 @@ void kill_minority(NemesisContext& c) {
   }
 }
 
-// A majority restarts empty at once while a lease is held (each round waits, up to `every`, for a
-// lease with at least 600 ms of its window left), and a probe asks for the lock at once: quarantine
-// must keep the restarted nodes from voting. Without it the probe is granted over the held lease —
-// every round, not only when a waiter happens to retry in the window (the negative control).
+// A majority restarts empty at once while the nemesis holds its own lease (which no workload
+// revoke or release can end early), and a probe asks for that lock at once: quarantine must keep
+// the restarted nodes from voting. Without it the probe is granted over the held lease — every
+// round, not only when a waiter happens to retry in the window (the negative control).
 void restart_majority_empty(NemesisContext& c, std::chrono::milliseconds every) {
-  const std::string name = WorkloadSettings{}.lock_name;
   while (c.pause_for(every)) {
-    const auto lease_end = wait_for_held_lease(c, name, /*mid_write=*/false, every);
+    const auto lease_end = hold_lease(c, kNemesisLockName, kNemesisLease);
+    if (!lease_end) continue;
     const auto nodes = c.pick_nodes(3);
     c.history.note("restart-empty",
-                   "nodes " + list(nodes) + ", a lease held for " +
+                   "nodes " + list(nodes) + ", the nemesis's lease held for " +
                        std::to_string(std::chrono::duration_cast<milliseconds>(
-                                          lease_end - std::chrono::steady_clock::now())
+                                          *lease_end - std::chrono::steady_clock::now())
                                           .count()) +
                        " ms more");
     for (const auto n : nodes) c.cluster.node(n).restart(false);
-    probe_acquire(c, name, lease_end, /*write_set=*/false);
+    probe_acquire(c, kNemesisLockName, *lease_end, /*write_set=*/false);
   }
 }
 
@@ -324,10 +324,12 @@ std::vector<Scenario> all_scenarios() {
   s.push_back(with_liveness(
       make("kill-minority", "SIGKILL 2 of 5 nodes, restart empty, repeatedly", kill_minority),
       kAfterQuarantine));
-  s.push_back(
+  Scenario restart =
       with_liveness(make("restart-majority-empty", "3 of 5 nodes restart empty at once while held",
                          [](NemesisContext& c) { restart_majority_empty(c, 3000ms); }),
-                    kAfterQuarantine));
+                    kAfterQuarantine);
+  restart.hazards = {{kLongLeaseProcess, true}, {kProbeProcess, false}};
+  s.push_back(restart);
   Scenario stray = with_liveness(
       make("stray-token-store",
            "a third fencelockd on its own SQLite file restarts, cut off from 2 nodes, each time 3 "
@@ -483,6 +485,7 @@ std::vector<Scenario> all_scenarios() {
       control("control-quarantine-off", "quarantine off; 3 of 5 nodes restart empty while held",
               [](NemesisContext& c) { restart_majority_empty(c, 1000ms); }, {"leases"});
   quarantine_off.quarantine = false;
+  quarantine_off.hazards = restart.hazards;
   s.push_back(quarantine_off);
   s.push_back(control("control-clock-majority", "3 of 5 nodes' clocks jump forward past every ttl",
                       [](NemesisContext& c) { clock_jumps(c, 3, 1000ms); }, {"leases"}));
