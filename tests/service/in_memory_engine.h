@@ -287,6 +287,60 @@ class InMemoryEngine final : public storage::LockEngine {
       done(status);
     });
   }
+  // A read/write lock: its grants by proof (reads, or one write). Nobody waits here.
+  storage::AcquireTicket acquire_rw(storage::RwLockRequest request, AcquireHandler done) override {
+    ++calls_;
+    later([this, request, done = std::move(done)] {
+      if (refusal) return done(storage::make_error(storage::ErrorCode::kUnavailable, *refusal));
+      auto& grants = rw_[request.name];
+      const bool written = std::any_of(grants.begin(), grants.end(), [](const auto& grant) {
+        return grant.second.mode == storage::RwMode::kWrite;
+      });
+      if (written || (request.mode == storage::RwMode::kWrite && !grants.empty()))
+        return done(locked("the read/write lock is held"));
+      storage::Lease lease;
+      lease.name = request.name;
+      lease.proof = next_proof();
+      lease.token = draw(request.name);
+      lease.ttl = request.ttl;
+      lease.validity = request.ttl - std::chrono::milliseconds(1);
+      lease.started = Clock::now();
+      grants[lease.proof] = {lease.token, request.mode, request.holder};
+      done(std::move(lease));
+    });
+    return {};
+  }
+  void extend_rw(std::string name, storage::RwMode mode, storage::LeaseClaim claim,
+                 std::chrono::milliseconds ttl, ExtendHandler done) override {
+    ++calls_;
+    later([this, name, mode, claim, ttl, done = std::move(done)] {
+      if (const auto error = check_rw(name, mode, claim)) return done(*error);
+      done(storage::Extension{claim.token, ttl, ttl - std::chrono::milliseconds(1), Clock::now()});
+    });
+  }
+  void release_rw(std::string name, storage::RwMode mode, storage::LeaseClaim claim,
+                  ReleaseHandler done) override {
+    ++calls_;
+    later([this, name, mode, claim, done = std::move(done)] {
+      if (const auto error = check_rw(name, mode, claim)) {
+        if (error->code == storage::ErrorCode::kLeaseLost) return done(false);
+        return done(*error);
+      }
+      rw_[name].erase(claim.proof);
+      done(true);
+    });
+  }
+  void inspect_rw(std::string name, RwStatusHandler done) override {
+    ++calls_;
+    later([this, name, done = std::move(done)] {
+      storage::RwLockStatus status;
+      for (const auto& [proof, grant] : rw_[name]) {
+        status.grants.push_back(
+            {grant.mode, grant.token, grant.holder, std::chrono::milliseconds(5000)});
+      }
+      done(status);
+    });
+  }
   void draw_token(std::string name, TokenHandler done) override {
     ++calls_;
     tokens_->next(name, std::move(done));
@@ -320,6 +374,25 @@ class InMemoryEngine final : public storage::LockEngine {
     std::uint32_t permits = 0;
     std::map<std::uint32_t, Held> slots;
   };
+  struct RwGrant {
+    std::uint64_t token;
+    storage::RwMode mode;
+    std::string holder;
+  };
+  std::optional<storage::Error> check_rw(const std::string& name, storage::RwMode mode,
+                                         const storage::LeaseClaim& claim) {
+    const auto& grants = rw_[name];
+    const auto it = grants.find(claim.proof);
+    if (it == grants.end()) {
+      return storage::make_error(storage::ErrorCode::kLeaseLost,
+                                 "the lease no longer holds the read/write lock");
+    }
+    if (it->second.token != claim.token || it->second.mode != mode) {
+      return storage::make_error(storage::ErrorCode::kInvalidArgument,
+                                 "the lease's token or mode is not its own");
+    }
+    return std::nullopt;
+  }
   void later(std::function<void()> work) { pending_.push_back(std::move(work)); }
   std::string next_proof() {
     const std::string proof = std::string(16, 'a') + std::to_string(next_proof_++);
@@ -373,6 +446,7 @@ class InMemoryEngine final : public storage::LockEngine {
   storage::EngineOptions options_;
   std::map<std::string, Held> locks_;
   std::map<std::string, Semaphore> semaphores_;
+  std::map<std::string, std::map<std::string, RwGrant>> rw_;
   std::deque<std::function<void()>> pending_;
   std::size_t calls_ = 0;
   int watches_ = 0;

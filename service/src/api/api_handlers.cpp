@@ -126,6 +126,14 @@ const ApiHandlers::RouteTable& ApiHandlers::routes() {
        false, false, &A::release_permit},
       {Route::kSemaphoreStatus, Method::kGet, paths::kSemaphore, "semaphore_status", kRightRead,
        false, false, &A::semaphore_status},
+      {Route::kExtendRw, Method::kPost, paths::kRwLockExtend, "extend_rwlock", kRightLock, false,
+       false, &A::extend_rw},
+      {Route::kAcquireRw, Method::kPost, paths::kRwLock, "acquire_rwlock", kRightLock, false, false,
+       &A::acquire_rw},
+      {Route::kReleaseRw, Method::kDelete, paths::kRwLock, "release_rwlock", kRightLock, false,
+       false, &A::release_rw},
+      {Route::kRwLockStatus, Method::kGet, paths::kRwLock, "rwlock_status", kRightRead, false,
+       false, &A::rwlock_status},
   }};
   return table;
 }

@@ -199,6 +199,11 @@ class ApiHandlers {
   Cancel extend_permit(const Call& call, Reply reply);
   Cancel release_permit(const Call& call, Reply reply);
   Cancel semaphore_status(const Call& call, Reply reply);
+  // Read/write locks (rw_handlers.cpp).
+  Cancel acquire_rw(const Call& call, Reply reply);
+  Cancel extend_rw(const Call& call, Reply reply);
+  Cancel release_rw(const Call& call, Reply reply);
+  Cancel rwlock_status(const Call& call, Reply reply);
 
   storage::LockEngine& engine_;
   std::shared_ptr<storage::TokenSource> tokens_;

@@ -104,4 +104,17 @@ std::optional<PermitClaim> decode_permit_lease(std::string_view lease) {
   return PermitClaim{std::move(*claim), *permits, *slot};
 }
 
+std::string encode_rw_lease(std::uint64_t token, std::string_view proof, storage::RwMode mode) {
+  return encode_lease(token, proof) + (mode == storage::RwMode::kWrite ? ".w" : ".r");
+}
+
+std::optional<RwClaim> decode_rw_lease(std::string_view lease) {
+  if (lease.size() < 2 || lease[lease.size() - 2] != '.') return std::nullopt;
+  const char mode = lease.back();
+  if (mode != 'r' && mode != 'w') return std::nullopt;
+  auto claim = decode_lease(lease.substr(0, lease.size() - 2));
+  if (!claim) return std::nullopt;
+  return RwClaim{std::move(*claim), mode == 'w' ? storage::RwMode::kWrite : storage::RwMode::kRead};
+}
+
 }  // namespace fencelock::service

@@ -10,7 +10,8 @@
 // its names; the proof binds the whole list. A permit's lease: "<token>.<proof>.<permits>.<slot>",
 // the semaphore's permit count and the slot it holds (the nodes check the proof, which binds the
 // token; permits and slot only say which slot key to look at, so a lease whose slot was changed
-// names a slot the proof does not hold).
+// names a slot the proof does not hold). A read/write lock grant's lease: "<token>.<proof>.r" or
+// ".w" (the proof binds the mode too).
 #pragma once
 
 #include <cstdint>
@@ -49,5 +50,16 @@ std::string encode_permit_lease(std::uint64_t token, std::string_view proof, std
 // nullopt unless `lease` is a lease (decode_lease), '.', permits in 1..kMaxPermits, '.', a slot
 // below permits — both decimal without leading zeros.
 std::optional<PermitClaim> decode_permit_lease(std::string_view lease);
+
+// A read/write lock grant's lease taken apart: the claim (owner left empty) and the mode.
+struct RwClaim {
+  storage::LeaseClaim claim;
+  storage::RwMode mode = storage::RwMode::kRead;
+};
+
+std::string encode_rw_lease(std::uint64_t token, std::string_view proof, storage::RwMode mode);
+
+// nullopt unless `lease` is a lease (decode_lease), then ".r" or ".w".
+std::optional<RwClaim> decode_rw_lease(std::string_view lease);
 
 }  // namespace fencelock::service

@@ -371,6 +371,35 @@ Result<ReleaseBody> parse_permit_release_body(std::string_view body) {
   return lease_release_fields(object.value(), kMaxPermitLeaseLength);
 }
 
+Result<RwAcquireBody> parse_rw_acquire_body(std::string_view body, const BodyLimits& limits) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  if (auto known = only_fields(object.value(), {"mode", "ttl_ms", "wait_ms", "owner"}); !known.ok())
+    return std::move(known).error();
+  auto mode = string_field(object.value(), "mode", 5, true);
+  if (!mode.ok()) return std::move(mode).error();
+  if (*mode.value() != "read" && *mode.value() != "write") {
+    return storage::make_error(storage::ErrorCode::kInvalidArgument,
+                               "mode must be \"read\" or \"write\"");
+  }
+  auto acquire = acquire_fields(object.value(), limits);
+  if (!acquire.ok()) return std::move(acquire).error();
+  return RwAcquireBody{*mode.value() == "write" ? storage::RwMode::kWrite : storage::RwMode::kRead,
+                       std::move(acquire).value()};
+}
+
+Result<ExtendBody> parse_rw_extend_body(std::string_view body, const BodyLimits& limits) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return lease_extend_fields(object.value(), limits, kMaxRwLeaseLength);
+}
+
+Result<ReleaseBody> parse_rw_release_body(std::string_view body) {
+  auto object = parse_object(body);
+  if (!object.ok()) return std::move(object).error();
+  return lease_release_fields(object.value(), kMaxRwLeaseLength);
+}
+
 // The single-lock bodies are read by FlatJsonObject when it can, by nlohmann otherwise: the same
 // fields, the same rules, the same messages either way.
 Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits) {

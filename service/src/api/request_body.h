@@ -26,6 +26,8 @@ inline constexpr std::size_t kMaxSetLeaseLength =
     storage::kMaxLockSetNames * 21 - 1 + 1 + storage::kLeaseProofLength;
 // A permit's lease: the token, '.', the proof, '.', the permits (≤ 2 digits), '.', the slot.
 inline constexpr std::size_t kMaxPermitLeaseLength = kMaxLeaseLength + 1 + 2 + 1 + 2;
+// A read/write lock grant's lease: the token, '.', the proof, '.', 'r' or 'w'.
+inline constexpr std::size_t kMaxRwLeaseLength = kMaxLeaseLength + 2;
 
 struct BodyLimits {
   std::chrono::milliseconds min_ttl{10};
@@ -75,6 +77,12 @@ struct PermitAcquireBody {
   AcquireBody acquire;
 };
 
+// A read/write lock's acquire: AcquireBody and the mode.
+struct RwAcquireBody {
+  storage::RwMode mode = storage::RwMode::kRead;
+  AcquireBody acquire;
+};
+
 // {"ttl_ms": int, "wait_ms": int (optional, default 0), "owner": string (optional),
 //  "request_id": string (optional)}
 storage::Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits);
@@ -104,5 +112,11 @@ storage::Result<PermitAcquireBody> parse_permit_acquire_body(std::string_view bo
 storage::Result<ExtendBody> parse_permit_extend_body(std::string_view body,
                                                      const BodyLimits& limits);
 storage::Result<ReleaseBody> parse_permit_release_body(std::string_view body);
+// {"mode": "read" | "write", "ttl_ms": int, "wait_ms": int (optional), "owner": ...}
+storage::Result<RwAcquireBody> parse_rw_acquire_body(std::string_view body,
+                                                     const BodyLimits& limits);
+// A read/write lock's extend and release bodies are ExtendBody / ReleaseBody with its lease.
+storage::Result<ExtendBody> parse_rw_extend_body(std::string_view body, const BodyLimits& limits);
+storage::Result<ReleaseBody> parse_rw_release_body(std::string_view body);
 
 }  // namespace fencelock::service

@@ -28,6 +28,10 @@ enum class Route : std::uint8_t {
   kSemaphoreStatus,
   kRevoke,
   kListLocks,
+  kAcquireRw,
+  kExtendRw,
+  kReleaseRw,
+  kRwLockStatus,
   kNotFound,  // anything else (404 and 405 are counted here); always last
 };
 inline constexpr std::size_t kRouteCount = static_cast<std::size_t>(Route::kNotFound) + 1;

@@ -43,9 +43,12 @@ Vote vote_for_set(const NodeReply& reply, NodeAnswer& answer) {
 
 }  // namespace
 
-std::string lock_held_message(AcquireTarget::Kind kind) {
-  switch (kind) {
+std::string lock_held_message(const AcquireTarget& target) {
+  switch (target.kind) {
     case AcquireTarget::Kind::kLock:
+      if (target.rw == RwMode::kRead)
+        return "the read/write lock is held by a writer, or one waits";
+      if (target.rw == RwMode::kWrite) return "the read/write lock is held";
       break;
     case AcquireTarget::Kind::kSet:
       return "a name of the set is held by another lease";
@@ -65,6 +68,18 @@ std::string permit_config_name(std::string_view semaphore) {
   return std::string(semaphore) + "#permits";
 }
 
+std::string rw_state_name(std::string_view name) {
+  return std::string(name) + "#rw";
+}
+
+std::string rw_lease_name(std::string_view name, std::string_view lease_id) {
+  return rw_state_name(name).append(":").append(lease_id);
+}
+
+std::string rw_writer_name(std::string_view name) {
+  return rw_state_name(name) + "-writer";
+}
+
 AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireTarget target,
                                    std::string value, Handler done)
     : core_(std::move(core)),
@@ -78,6 +93,7 @@ AcquireOperation::AcquireOperation(std::shared_ptr<EngineCore> core, AcquireTarg
     for (std::uint32_t i = 0; i < target_.permits; ++i)
       slot_names_.push_back(permit_slot_name(name(), i));
   }
+  if (target_.rw) rw_queue_.push_back(rw_state_name(name()));
   set_keys();
 }
 
@@ -85,6 +101,12 @@ void AcquireOperation::set_keys() {
   keys_.clear();
   fence_keys_.clear();
   for (const auto& n : target_.names) fence_keys_.push_back(core_->key_of(fence_name(n)));
+  if (target_.rw) {
+    keys_.push_back(core_->key_of(rw_lease_name(name(), value_.substr(0, kLeaseIdLength))));
+    keys_.push_back(core_->key_of(rw_state_name(name())));
+    keys_.push_back(core_->key_of(rw_writer_name(name())));
+    return;
+  }
   if (target_.kind != AcquireTarget::Kind::kPermit) {
     for (const auto& n : target_.names) keys_.push_back(core_->key_of(n));
     return;
@@ -113,7 +135,7 @@ void AcquireOperation::start() {
     // A request's repeat probes first: an attempt that takes nothing, but finds an earlier grant.
     probing_ = behind && !target_.request.empty();
     if (behind && !probing_) {
-      sleep_until_retry(make_error(ErrorCode::kLocked, lock_held_message(target_.kind)));
+      sleep_until_retry(make_error(ErrorCode::kLocked, lock_held_message(target_)));
       return;
     }
   }
@@ -228,6 +250,16 @@ void AcquireOperation::vote() {
   }
 }
 
+std::string AcquireOperation::writer_waiting_arg() const {
+  if (target_.rw != RwMode::kWrite || !marking_) return "0";
+  // Renewed by each attempt; a writer that went away keeps readers out for at most this long.
+  constexpr std::chrono::milliseconds kLongestWriterWait{3000};
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(call_started_ + target_.wait - Clock::now());
+  const auto hold = std::min(left, std::max(target_.ttl, kLongestWriterWait));
+  return std::to_string(std::max<std::int64_t>(hold.count(), 1));
+}
+
 std::string AcquireOperation::token_arg(std::size_t index) const {
   if (core_->tokens() == nullptr) return {};  // no token, no fence
   return std::to_string(tokens_[index]);
@@ -241,6 +273,15 @@ RespCommand AcquireOperation::attempt_command(bool eval) const {
   switch (target_.kind) {
     case AcquireTarget::Kind::kLock: {
       const std::string token = token_arg(0);
+      if (target_.rw) {
+        const std::string args[] = {written_lease_value(value_, token, value_tail_),
+                                    ttl,
+                                    mark,
+                                    token,
+                                    *target_.rw == RwMode::kWrite ? "w" : "r",
+                                    writer_waiting_arg()};
+        return EngineCore::script_command(Script::kAcquireRw, eval, keys, args);
+      }
       const std::string args[] = {written_lease_value(value_, token, value_tail_),
                                   ttl,
                                   mark,
@@ -359,7 +400,7 @@ void AcquireOperation::count_vote(std::size_t node, Vote vote) {
                               "the semaphore is live with " + *mismatch_ +
                                   " permits; it takes another count only once none is held"));
   } else {
-    attempt_failed(make_error(ErrorCode::kLocked, lock_held_message(target_.kind)));
+    attempt_failed(make_error(ErrorCode::kLocked, lock_held_message(target_)));
   }
 }
 
@@ -502,7 +543,10 @@ void AcquireOperation::grant(std::chrono::milliseconds validity) {
     case AcquireTarget::Kind::kLock: {
       Lease lease;
       lease.name = std::move(target_.names.front());
-      lease.proof = lease_proof(value_, tokens_.front(), target_.owner);
+      lease.proof = target_.rw
+                        ? lease_proof_of_text(
+                              value_, rw_claim_text(tokens_.front(), *target_.rw, target_.owner))
+                        : lease_proof(value_, tokens_.front(), target_.owner);
       lease.token = tokens_.front();
       lease.ttl = target_.ttl;
       lease.validity = validity;
@@ -553,6 +597,8 @@ void AcquireOperation::attempt_failed(Error error) {
   // long as a permit's ttl, and a count check looks at the slots themselves.
   if (target_.kind == AcquireTarget::Kind::kPermit) {
     core_->release_everywhere(std::span<const std::string>(&keys_[1 + slot_], 1), value_);
+  } else if (target_.rw) {  // its own lease key; the state key's entry goes with it
+    core_->release_everywhere(std::span<const std::string>(keys_.data(), 1), value_);
   } else {
     core_->release_everywhere(keys_, value_);
   }

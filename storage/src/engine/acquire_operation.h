@@ -67,6 +67,9 @@ struct AcquireTarget {
   // kLock: request_digest() of AcquireRequest::request_id, or "" for none. With one, an attempt
   // that finds this request's earlier grant on a quorum takes it over and answers it again.
   std::string request;
+  // kLock: a grant of the read/write lock of the name in this mode (lua_rw_scripts.h), not of the
+  // lock itself.
+  std::optional<RwMode> rw{};
 };
 
 // The slot key name of a semaphore's slot (lua_scripts.h): "<name>#permit:<slot>"; and its config
@@ -74,8 +77,15 @@ struct AcquireTarget {
 std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot);
 std::string permit_config_name(std::string_view semaphore);
 
+// A read/write lock's key names (lua_rw_scripts.h): its state key "<name>#rw" (also the name of
+// the queue its waiters join), a grant's lease key "<name>#rw:<lease id>", and its writer-waiting
+// key "<name>#rw-writer". Names, not keys, as above.
+std::string rw_state_name(std::string_view name);
+std::string rw_lease_name(std::string_view name, std::string_view lease_id);
+std::string rw_writer_name(std::string_view name);
+
 // What a kLocked answer says when the target is held: "the lock is held by another lease", ...
-std::string lock_held_message(AcquireTarget::Kind kind);
+std::string lock_held_message(const AcquireTarget& target);
 
 class AcquireOperation : public ReplySink,
                          public Cancellable,
@@ -193,16 +203,22 @@ class AcquireOperation : public ReplySink,
   // Sets keys_ for an attempt on slot_ (permits) — once for the other kinds.
   void set_keys();
   const std::string& name() const { return target_.names.front(); }
-  // The waiter queues it joins: the names, or the semaphore's slots.
+  // The waiter queues it joins: the names, the semaphore's slots, or the read/write lock's.
   const std::vector<std::string>& queues() const {
-    return target_.kind == AcquireTarget::Kind::kPermit ? slot_names_ : target_.names;
+    if (target_.kind == AcquireTarget::Kind::kPermit) return slot_names_;
+    return target_.rw ? rw_queue_ : target_.names;
   }
+  // A read grant shares the lock: the waiter behind it may be let in too.
+  bool shared_grant() const { return target_.rw == RwMode::kRead; }
+  // A writer that would wait keeps new readers out this long from this attempt (ms), or "0".
+  std::string writer_waiting_arg() const;
 
   std::shared_ptr<EngineCore> core_;
   AcquireTarget target_;
   std::vector<std::string> keys_;  // of the attempt (a permit: config key, then every slot key)
   std::vector<std::string> fence_keys_;  // one per name
   std::vector<std::string> slot_names_;  // kPermit: the names of the semaphore's slots
+  std::vector<std::string> rw_queue_;    // rw: the read/write lock's queue (rw_state_name)
   std::string value_;  // the lease value written on the nodes (lease_secret.h); never leaves here
   std::string value_tail_;  // what follows the token in each key written (lease_value.h)
   Handler done_;

@@ -38,7 +38,7 @@ void AcquireOperation::note_refusal() {
 }
 
 bool AcquireOperation::read_refusers_expiry() {
-  if (target_.kind != AcquireTarget::Kind::kLock || core_->stopped()) return false;
+  if (target_.kind != AcquireTarget::Kind::kLock || target_.rw || core_->stopped()) return false;
   std::size_t refused = 0;
   for (std::size_t node = 0; node < answers_.size(); ++node) {
     if (tally_->is_voter(node) && tally_->vote_of(node) == Vote::kNo) ++refused;
@@ -112,7 +112,7 @@ void AcquireOperation::on_expiry_read(std::size_t node, const NodeReply& reply) 
   }
   if (--expiry_reads_pending_ != 0) return;
   note_refusal();
-  complete(last_refusal_.value_or(make_error(ErrorCode::kLocked, lock_held_message(target_.kind))));
+  complete(last_refusal_.value_or(make_error(ErrorCode::kLocked, lock_held_message(target_))));
 }
 
 void AcquireOperation::sleep_until_retry(Error error) {
@@ -165,11 +165,11 @@ void AcquireOperation::arm_retry_timer(Clock::duration delay) {
       // at most one sleep old, and a release would have woken it).
       const bool stale =
           !self->first_in_a_queue() || !self->grantable_at_ || *self->grantable_at_ <= Clock::now();
-      if (self->target_.kind == AcquireTarget::Kind::kLock && stale &&
+      if (self->target_.kind == AcquireTarget::Kind::kLock && !self->target_.rw && stale &&
           self->read_expiry_everywhere())
         return;
       self->complete(self->last_refusal_.value_or(
-          make_error(ErrorCode::kLocked, lock_held_message(self->target_.kind))));
+          make_error(ErrorCode::kLocked, lock_held_message(self->target_))));
       return;
     }
     self->attempt();
@@ -304,13 +304,13 @@ void AcquireOperation::leave_queues(bool granted) {
   if (queued_) {
     // The next waiter becomes the first, the one that watches the nodes. Granted here: it sleeps
     // to this grant's expiry (a release wakes it sooner), with no attempt that would only be
-    // refused. Otherwise the lock's state is not known: it is woken, asks the nodes and sleeps to
-    // what they answer.
+    // refused. Otherwise — or granted a read, which the next may share — the lock's state is not
+    // known: it is woken, asks the nodes and sleeps to what they answer.
     const auto grant_expires_in =
         attempt_started_ + target_.ttl + std::chrono::milliseconds(1) - Clock::now();
     for (const auto& queue : queues()) {
       if (core_->is_first_waiter(queue, this)) {
-        if (granted) {
+        if (granted && !shared_grant()) {
           core_->promote_waiter_after(queue, this, grant_expires_in);
         } else {
           core_->wake_waiter_after(queue, this);

@@ -105,6 +105,13 @@ std::string permit_claim_text(std::uint64_t token, std::uint32_t permits, std::u
   return text;
 }
 
+std::string rw_claim_text(std::uint64_t token, RwMode mode, std::string_view owner) {
+  std::string text = std::to_string(token);
+  text.append(mode == RwMode::kWrite ? "/w" : "/r");
+  if (!owner.empty()) text.append("@").append(owner);
+  return text;
+}
+
 std::string lease_proof_of_text(std::string_view value, std::string text) {
   // The same text the scripts hash: "<token text>:<value>" (sha1hex is lower-case hex).
   text.push_back(':');

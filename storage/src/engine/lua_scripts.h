@@ -27,11 +27,13 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/lua_fragments.h"
+#include "engine/lua_rw_scripts.h"
+
 namespace fencelock::storage {
 
 // Where releases are announced. One channel for every key prefix (the Lua scripts cannot know the
 // prefix); listeners match the key in the message against their own prefix.
-#define FENCELOCK_ANNOUNCEMENT_CHANNEL "fencelock:released"  // spelled once, for C++ and Lua
 inline constexpr std::string_view kAnnouncementChannel = FENCELOCK_ANNOUNCEMENT_CHANNEL;
 
 enum class Script : std::uint8_t {
@@ -51,48 +53,13 @@ enum class Script : std::uint8_t {
   kRevokeLock = 13,
   kAcquireLockRequest = 14,
   kAdoptLease = 15,
-  kReleaseUnlessRepeated = 16
+  kReleaseUnlessRepeated = 16,
+  kAcquireRw = 17,
+  kReleaseRw = 18,
+  kExtendRw = 19,
+  kInspectRw = 20
 };
-inline constexpr std::size_t kScriptCount = 17;
-
-// The start of every script that checks a holder's claim (see above): leaves the key's value in
-// `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on
-// the node, so only the token the lease was granted with passes. The lease id is compared only when
-// the digest does not match (to tell an altered claim from another holder): the common path
-// creates as few Lua strings as it can.
-#define FENCELOCK_LUA_CHECK_CLAIM                                        \
-  "local value = redis.call('GET', KEYS[1])\n"                           \
-  "if not value then\n"                                                  \
-  "  return 0\n"                                                         \
-  "end\n"                                                                \
-  "local held = value\n"                                                 \
-  "if #value ~= 48 then\n"                                               \
-  "  held = string.sub(value, 1, 48)\n"                                  \
-  "end\n"                                                                \
-  "local claim = ARGV[1]\n"                                              \
-  "local digest = redis.sha1hex(string.sub(claim, 49) .. ':' .. held)\n" \
-  "if string.sub(digest, 1, 32) ~= string.sub(claim, 17, 48) then\n"     \
-  "  if string.sub(held, 1, 16) == string.sub(claim, 1, 16) then\n"      \
-  "    return -1\n"                                                      \
-  "  end\n"                                                              \
-  "  return 0\n"                                                         \
-  "end\n"
-
-// The end of a release that deleted KEYS[1], whose value was `value` (FENCELOCK_LUA_CHECK_CLAIM):
-// a marked value (someone waits: lua_scripts.h's mark) is announced on the release channel with the
-// release's tag (ARGV[2], or zeros and the lease id) — unless the mark is the releasing engine's
-// own (its waiters were woken directly). Returns 1.
-#define FENCELOCK_LUA_ANNOUNCE_RELEASE                                        \
-  "local at = string.find(value, '#', 49, true)\n"                            \
-  "if not at then\n"                                                          \
-  "  return 1\n"                                                              \
-  "end\n"                                                                     \
-  "local tag = ARGV[2] or ('0000000000000000' .. string.sub(claim, 1, 16))\n" \
-  "if string.sub(value, at + 1) ~= string.sub(tag, 1, 16) then\n"             \
-  "  redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL                  \
-  "', tag .. ' ' .. KEYS[1])\n"                                               \
-  "end\n"                                                                     \
-  "return 1\n"
+inline constexpr std::size_t kScriptCount = 21;
 
 // Compare-and-delete: deletes the key only if it still holds the claimed lease (marked or not), so
 // a release can never delete a newer holder's key after ours expired. Returns 1 if deleted, 0 or -1
@@ -160,34 +127,9 @@ inline constexpr std::string_view kExtendScript = FENCELOCK_LUA_CHECK_CLAIM
     "end\n"
     "return 1\n";
 
-// A Lua expression: whether the decimal token in variable `t` is above the fence in variable `f`
-// (nil → no fence); an empty token is above everything (no fence kept). Inline, not a function:
-// a closure made on every call measurably slowed the single lock's acquire.
-#define FENCELOCK_LUA_ABOVE(t, f) \
-  "(" t " == '' or not " f " or #" t " > #" f " or (#" t " == #" f " and " t " > " f "))"
-
 // ---- Lock sets (KEYS = the set's keys, in the canonical order of its names) ----
 // A lock set writes one lease value on every key of the set. Its claim is as a single lease's, with
 // the token text "<t1>,<t2>,...[@owner]" (lease_secret.h).
-
-// Marks `value` of `key` for the waiters of engine `wanted` as kAcquireLockScript does.
-#define FENCELOCK_LUA_MARK                                                \
-  "local function mark(key, value, wanted)\n"                             \
-  "  local at = string.find(value, '#', 1, true)\n"                       \
-  "  if at then\n"                                                        \
-  "    local m = string.sub(value, at + 1)\n"                             \
-  "    if m == wanted or m == '*' then\n"                                 \
-  "      return\n"                                                        \
-  "    end\n"                                                             \
-  "    wanted = '*'\n"                                                    \
-  "    value = string.sub(value, 1, at - 1)\n"                            \
-  "  end\n"                                                               \
-  "  redis.call('SET', key, value .. '#' .. wanted, 'KEEPTTL')\n"         \
-  "end\n"                                                                 \
-  "local function holder(value)\n"                                        \
-  "  local at = string.find(value, '#', 1, true)\n"                       \
-  "  return string.sub(value, 1, math.min(16, (at or #value + 1) - 1))\n" \
-  "end\n"
 
 // All or nothing on this node. KEYS: the set's n keys, then their n fence keys; ARGV[1]: the lease
 // value, ARGV[2]: ttl (ms), ARGV[3]: this engine's id, or "" for an attempt that will not wait
@@ -406,8 +348,6 @@ inline constexpr std::string_view kExtendPermitScript = FENCELOCK_LUA_CHECK_CLAI
     "end\n"
     "return 1\n";
 
-#undef FENCELOCK_LUA_CHECK_CLAIM
-
 // A semaphore's state here: KEYS[1] the config key. Returns {N or "", {"<slot>:<holder id>" of
 // every live slot}}; never a value's secret.
 inline constexpr std::string_view kInspectSemaphoreScript =
@@ -578,8 +518,6 @@ inline constexpr std::string_view kRaiseFencesScript =
     "end\n"
     "return raised\n";
 
-#undef FENCELOCK_LUA_ABOVE
-
 // Inspect: each key's value and remaining ttl, {value or nil, pttl, value or nil, pttl, ...} in
 // the order of KEYS; a key that holds no string (someone else's) reads as nil. The engine
 // compares values across nodes to find a quorum holder and never returns a value to anyone. With
@@ -598,8 +536,6 @@ inline constexpr std::string_view kInspectScript = FENCELOCK_LUA_MARK
     "  out[2 * i] = redis.call('PTTL', KEYS[i])\n"
     "end\n"
     "return out\n";
-
-#undef FENCELOCK_LUA_MARK
 
 // SHA-1 of each script, as EVALSHA wants it. The connection handshake checks each against the
 // SCRIPT LOAD reply, so a script edited without updating its digest fails loudly at connect.
@@ -652,6 +588,10 @@ inline constexpr std::array<ScriptText, kScriptCount> kScriptTexts{{
     {kAcquireLockRequestScript, kAcquireLockRequestScriptSha},
     {kAdoptLeaseScript, kAdoptLeaseScriptSha},
     {kReleaseUnlessRepeatedScript, kReleaseUnlessRepeatedScriptSha},
+    {kAcquireRwScript, kAcquireRwScriptSha},
+    {kReleaseRwScript, kReleaseRwScriptSha},
+    {kExtendRwScript, kExtendRwScriptSha},
+    {kInspectRwScript, kInspectRwScriptSha},
 }};
 
 constexpr std::string_view script_sha(Script script) {

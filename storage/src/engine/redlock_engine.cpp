@@ -7,6 +7,7 @@
 
 #include "engine/acquire_operation.h"
 #include "engine/engine_core.h"
+#include "engine/inspect_rw_operation.h"
 #include "engine/lease_value.h"
 #include "engine/list_operation.h"
 #include "engine/script_operation.h"
@@ -413,6 +414,77 @@ void RedlockEngine::release_permit(std::string name, std::uint32_t permits, std:
     std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
         ->start();
   });
+}
+
+namespace {
+
+// The claim target of a read/write lock's grant: its own lease key (named by the claim's lease id)
+// and the state key, whose name is the queue a release wakes.
+ClaimTarget rw_claim(const EngineCore& core, Script script, const std::string& name, RwMode mode,
+                     const LeaseClaim& claim) {
+  ClaimTarget target;
+  target.script = script;
+  target.names.push_back(rw_state_name(name));
+  const std::string_view lease_id = std::string_view(claim.proof).substr(0, kLeaseIdLength);
+  target.keys.push_back(core.key_of(rw_lease_name(name, lease_id)));
+  target.keys.push_back(core.key_of(target.names.front()));
+  target.claim = claim.proof + rw_claim_text(claim.token, mode, claim.owner);
+  target.owned = !claim.owner.empty();
+  return target;
+}
+
+}  // namespace
+
+AcquireTicket RedlockEngine::acquire_rw(RwLockRequest request, AcquireHandler done) {
+  Status valid = check_name(request.name);
+  AcquireTarget target;
+  target.names.push_back(std::move(request.name));
+  target.rw = request.mode;
+  target.ttl = request.ttl;
+  target.wait = request.wait;
+  target.owner = std::move(request.owner);
+  target.holder = std::move(request.holder);
+  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done));
+}
+
+void RedlockEngine::extend_rw(std::string name, RwMode mode, LeaseClaim claim, milliseconds ttl,
+                              ExtendHandler done) {
+  Status valid = check_name(name);
+  if (valid.ok()) valid = check_claim(claim);
+  if (valid.ok()) valid = check_ttl(core_->options(), ttl);
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<Extension>(std::move(valid).error()));
+  asio::dispatch(
+      core_->strand(), [core = core_, name = std::move(name), mode, claim = std::move(claim), ttl,
+                        done = std::move(done)]() mutable {
+        start_extend(core, rw_claim(*core, Script::kExtendRw, name, mode, claim), claim.token, ttl,
+                     std::move(done), mode == RwMode::kWrite ? "w" : "r");
+      });
+}
+
+void RedlockEngine::release_rw(std::string name, RwMode mode, LeaseClaim claim,
+                               ReleaseHandler done) {
+  Status valid = check_name(name);
+  if (valid.ok()) valid = check_claim(claim);
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<bool>(std::move(valid).error()));
+  asio::dispatch(core_->strand(), [core = core_, name = std::move(name), mode,
+                                   claim = std::move(claim), done = std::move(done)]() mutable {
+    ClaimTarget target = rw_claim(*core, Script::kReleaseRw, name, mode, claim);
+    std::string tag = release_tag_for(*core, target.names);
+    std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
+        ->start();
+  });
+}
+
+void RedlockEngine::inspect_rw(std::string name, RwStatusHandler done) {
+  Status valid = check_name(name);
+  if (!valid.ok())
+    return answer_later(core_, std::move(done), Result<RwLockStatus>(std::move(valid).error()));
+  asio::dispatch(core_->strand(),
+                 [core = core_, name = std::move(name), done = std::move(done)]() mutable {
+                   std::make_shared<InspectRwOperation>(core, name, std::move(done))->start();
+                 });
 }
 
 void RedlockEngine::draw_token(std::string name, TokenHandler done) {

@@ -228,12 +228,14 @@ InspectedKey InspectOperation::decide_key(std::size_t key) const {
   return inspected;
 }
 
+Error maybe_held_error(const std::string& name) {
+  return make_error(
+      ErrorCode::kUnavailable,
+      "a lock node did not answer in time to tell whether '" + name + "' is held; ask again");
+}
+
 Result<LockStatus> known_status(InspectedKey key, const std::string& name) {
-  if (!key.status.held && key.maybe_held) {
-    return make_error(
-        ErrorCode::kUnavailable,
-        "a lock node did not answer in time to tell whether '" + name + "' is held; ask again");
-  }
+  if (!key.status.held && key.maybe_held) return maybe_held_error(name);
   return std::move(key.status);
 }
 

@@ -160,6 +160,8 @@ struct InspectedKey {
 // `key`'s status, or kUnavailable when it is maybe_held: "free" would be a guess the nodes that
 // did not answer could prove wrong. `name` is for the message.
 Result<LockStatus> known_status(InspectedKey key, const std::string& name);
+// That kUnavailable: whether `name` is held cannot be told from the nodes that answered.
+Error maybe_held_error(const std::string& name);
 
 // What inspect learned about each key, in order, and which nodes answered.
 struct Inspection {

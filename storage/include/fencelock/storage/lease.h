@@ -224,4 +224,36 @@ struct SemaphoreStatus {
   std::uint32_t held = 0;     // permits held on a quorum of voting nodes
 };
 
+// ---- Read/write locks (LockEngine::acquire_rw) ----
+
+// Any number of read grants of a name at a time, or one write grant. A writer that waits keeps
+// new readers out (it is not starved by a stream of them). Every grant has a token from the
+// counter of `name` (shared with the lock of that name), so a write grant's token is above that
+// of every grant before it. A read/write lock and the lock of the same name do not exclude each
+// other.
+enum class RwMode : std::uint8_t { kRead, kWrite };
+
+// ttl, wait, owner and holder as in AcquireRequest.
+struct RwLockRequest {
+  std::string name;
+  RwMode mode = RwMode::kRead;
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds wait{0};
+  std::string owner;
+  std::string holder{};
+};
+
+// What inspect_rw learned: each grant held on a quorum of voting nodes (read grants, or one
+// write grant), and whether a writer waits. Never contains a holder's secret.
+struct RwLockStatus {
+  struct Grant {
+    RwMode mode = RwMode::kRead;
+    std::uint64_t token = 0;
+    std::string holder;  // AcquireRequest::holder
+    std::chrono::milliseconds remaining{0};
+  };
+  std::vector<Grant> grants;  // by token
+  bool writer_waiting = false;
+};
+
 }  // namespace fencelock::storage

@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include "fencelock/storage/lease.h"
 #include "fencelock/storage/result.h"
 
 namespace fencelock::storage {
@@ -71,7 +72,10 @@ std::string set_claim_text(std::span<const std::uint64_t> tokens,
 // semaphore size and slot: a claim with another permit count cannot change the semaphore's count.
 std::string permit_claim_text(std::uint64_t token, std::uint32_t permits, std::uint32_t slot,
                               std::string_view owner);
-// The proof for `value` over a claim text made by one of the three functions above.
+// A read/write lock grant's: "<token>/r" or "<token>/w", then "@<owner>" if any — so a read
+// grant's proof never passes for a write grant's, nor for the lock of the same name.
+std::string rw_claim_text(std::uint64_t token, RwMode mode, std::string_view owner);
+// The proof for `value` over a claim text made by one of the functions above.
 std::string lease_proof_of_text(std::string_view value, std::string text);
 
 // True iff `text` has the shape lease_proof() produces. Cheap; used to refuse malformed leases

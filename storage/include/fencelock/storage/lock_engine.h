@@ -134,6 +134,15 @@ class LockEngine {
                               LeaseClaim claim, ReleaseHandler done) = 0;
   virtual void inspect_semaphore(std::string name, SemaphoreStatusHandler done) = 0;
 
+  // Read/write locks (lease.h): acquire_rw answers a Lease (its proof bound to the mode);
+  // extend_rw / release_rw take the mode it was granted with. inspect_rw: the grants held on a
+  // quorum. Errors as acquire/extend/release/inspect.
+  using RwStatusHandler = std::function<void(Result<RwLockStatus>)>;
+  virtual AcquireTicket acquire_rw(RwLockRequest request, AcquireHandler done) = 0;
+  virtual void extend_rw(std::string name, RwMode mode, LeaseClaim claim,
+                         std::chrono::milliseconds ttl, ExtendHandler done) = 0;
+  virtual void release_rw(std::string name, RwMode mode, LeaseClaim claim, ReleaseHandler done) = 0;
+  virtual void inspect_rw(std::string name, RwStatusHandler done) = 0;
   // A token for `name` without a lock (POST /v1/tokens): drawn from the token source and ordered
   // with every grant's token of the name (as grants are with each other) before it is answered.
   // Errors: kInvalidArgument (the name), kUnavailable (grants refused, the token source, too few

@@ -133,6 +133,16 @@ class RedlockEngine final : public LockEngine {
                       ReleaseHandler done) override;
   void inspect_semaphore(std::string name, SemaphoreStatusHandler done) override;
   // The token is raised into the name's fence on a quorum of voting nodes (token_draw_operation.h).
+  // Read/write locks (lease.h, lua_rw_scripts.h). acquire_rw: as acquire; a read is granted on a
+  // node while no write grant is live there and no other writer waits, a write while nothing is
+  // live; a refused writer that waits keeps new readers out for as long as it waits (at most
+  // max(ttl, 3 s) at a time, renewed by each attempt). extend_rw / release_rw: as extend /
+  // release on the grant's own key. No request_id, no revoke, no watch, not listed.
+  AcquireTicket acquire_rw(RwLockRequest request, AcquireHandler done) override;
+  void extend_rw(std::string name, RwMode mode, LeaseClaim claim, std::chrono::milliseconds ttl,
+                 ExtendHandler done) override;
+  void release_rw(std::string name, RwMode mode, LeaseClaim claim, ReleaseHandler done) override;
+  void inspect_rw(std::string name, RwStatusHandler done) override;
   void draw_token(std::string name, TokenHandler done) override;
 
   std::size_t node_count() const noexcept override;

@@ -1,0 +1,36 @@
+// A read/write lock's status (LockEngine::inspect_rw): kInspectRwScript on every voting node
+// (bounded by the node timeout), then the grants that a quorum holds.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/script_operation.h"
+#include "fencelock/storage/lease.h"
+
+namespace fencelock::storage {
+
+class InspectRwOperation final : public ScriptOperation {
+ public:
+  // `name`: the read/write lock's name (its keys are derived from it).
+  InspectRwOperation(const std::shared_ptr<EngineCore>& core, const std::string& name,
+                     std::function<void(Result<RwLockStatus>)> done);
+
+ private:
+  struct Seen {
+    RwMode mode = RwMode::kRead;
+    std::string value;  // without a mark
+    std::int64_t pttl = 0;
+  };
+  void on_answer(std::size_t node, const NodeReply& reply) override;
+  void decide() override;
+  std::string name_;
+  std::vector<std::vector<Seen>> seen_;  // by node
+  std::vector<bool> writer_waiting_;     // by node
+  std::function<void(Result<RwLockStatus>)> done_;
+};
+
+}  // namespace fencelock::storage
