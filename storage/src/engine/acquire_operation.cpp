@@ -158,6 +158,7 @@ void AcquireOperation::attempt() {
   // Validity counts from here: before the token draw and before any request reaches a node.
   attempt_started_ = Clock::now();
   marking_ = attempt_started_ < call_started_ + target_.wait;  // it would wait if refused
+  took_writer_key_ = took_writer_key_ || (target_.rw == RwMode::kWrite && marking_);
   // Queued from its first marking attempt on: a release announced while it is out must reach it.
   if (marking_) join_queue();
   draw_tokens();

@@ -219,6 +219,8 @@ class AcquireOperation : public ReplySink,
   std::vector<std::string> fence_keys_;  // one per name
   std::vector<std::string> slot_names_;  // kPermit: the names of the semaphore's slots
   std::vector<std::string> rw_queue_;    // rw: the read/write lock's queue (rw_state_name)
+  // rw write: an attempt may have taken the writer-waiting key, which finish() gives back.
+  bool took_writer_key_ = false;
   std::string value_;  // the lease value written on the nodes (lease_secret.h); never leaves here
   std::string value_tail_;  // what follows the token in each key written (lease_value.h)
   Handler done_;

@@ -296,6 +296,12 @@ void AcquireOperation::finish(std::optional<ErrorCode> error) {
   phase_ = Phase::kDone;
   core_->untrack(this);
   leave_queues(/*granted=*/!error);
+  // Granted or not, it waits no more: readers may follow it (after its release, if granted). On
+  // each node this follows its last attempt, which may have taken the key.
+  if (std::exchange(took_writer_key_, false)) {
+    core_->release_everywhere(std::span<const std::string>(&keys_[2], 1),
+                              std::string_view(value_).substr(0, kLeaseIdLength));
+  }
   core_->report(OperationKind::kAcquire, error, Clock::now() - call_started_, attempt_,
                 tally_ ? &*tally_ : nullptr, token_draw_);
 }

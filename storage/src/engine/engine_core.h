@@ -168,7 +168,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
               const QuorumTally* tally, std::chrono::steady_clock::duration token_draw);
 
   // Compare-and-delete of the lease `value` under each of `keys` on every node (one script per
-  // node), answers ignored, announced to watches only: the cleanup of a failed attempt.
+  // node), answers ignored, announced to watches only: the cleanup of a failed attempt. A key
+  // whose value starts with `value` counts (a lease id alone matches a writer-waiting key).
   void release_everywhere(std::span<const std::string> keys, std::string_view value);
 
   // Cross-instance hand-off. A waiting acquire marks the holder's value on every node that

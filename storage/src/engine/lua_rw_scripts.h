@@ -8,18 +8,26 @@
 // the lock X's own (its fence key "<prefix>X#fence"): one order for every grant of the name.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "engine/lua_fragments.h"
 
 namespace fencelock::storage {
 
+// The most grants a read/write lock has at a time (on one node): the scripts read every live
+// grant, so this bounds what one name costs a node. A read beyond it is refused like one a writer
+// blocks (it waits for a grant to end).
+#define FENCELOCK_RW_MAX_GRANTS "128"  // spelled once, for C++ and Lua
+inline constexpr std::size_t kMaxRwGrants = 128;
+
 // An attempt. KEYS[1]: the attempt's lease key, KEYS[2]: the state key, KEYS[3]: the
 // writer-waiting key, KEYS[4]: the fence key; ARGV[1]: the value to write (as
 // kAcquireLockScript's), ARGV[2]: ttl (ms), ARGV[3]: this engine's id for an attempt that will wait
 // if refused, or "" (no mark), ARGV[4]: the token, ARGV[5]: 'r' or 'w', ARGV[6]: for a writer that
 // will wait, how long (ms) its wait keeps new readers out, or "0". A read is granted here when no
-// write grant is live and no other writer waits; a write when no grant at all is live. Granted and
+// write grant is live, no other writer waits and fewer than kMaxRwGrants grants are live; a write
+// when no grant at all is live. Granted and
 // the token above the fence: SETs KEYS[1] PX ttl, enters it in the state key (whose ttl is raised
 // to at least ttl), clears the writer-waiting key if it was this lease's, raises the fence,
 // returns 1. Granted but the token not above the fence: {-3, fence}, nothing written. Refused: a
@@ -46,7 +54,8 @@ inline constexpr std::string_view kAcquireRwScript = FENCELOCK_LUA_MARK
     "local waiting = redis.call('GET', KEYS[3])\n"
     "local write = ARGV[5] == 'w'\n"
     "local blocked = writer or (write and #live > 0) or\n"
-    "                (not write and waiting and waiting ~= id)\n"
+    "                (not write and ((waiting and waiting ~= id) or\n"
+    "                                #live >= " FENCELOCK_RW_MAX_GRANTS "))\n"
     "if not blocked then\n"
     "  local fence = redis.call('GET', KEYS[4])\n"
     "  local token = ARGV[4]\n"
@@ -84,13 +93,17 @@ inline constexpr std::string_view kAcquireRwScript = FENCELOCK_LUA_MARK
     "end\n"
     "return {0, last, pttl}\n";
 
-// A release. KEYS[1]: the lease key, KEYS[2]: the state key; ARGV as kReleaseScript's. The
-// compare-and-delete of kReleaseScript, the grant's entry dropped from the state key, and a marked
-// value announced as "<tag> <state key>": the waiters of X's read/write lock, not of one grant.
+// A release. KEYS[1]: the lease key, KEYS[2]: the state key, KEYS[3]: the writer-waiting key;
+// ARGV as kReleaseScript's. The compare-and-delete of kReleaseScript, the grant's entry dropped
+// from the state key, the writer-waiting key deleted if this lease holds it (its own cleanup may
+// not have reached this node), and a marked value announced as "<tag> <state key>": the waiters
+// of X's read/write lock, not of one grant.
 inline constexpr std::string_view kReleaseRwScript = FENCELOCK_LUA_CHECK_CLAIM
     "redis.call('DEL', KEYS[1])\n"
-    "redis.call('HDEL', KEYS[2], string.sub(claim, 1, 16))\n" FENCELOCK_LUA_ANNOUNCE_RELEASE_OF(
-        "KEYS[2]");
+    "redis.call('HDEL', KEYS[2], string.sub(claim, 1, 16))\n"
+    "if redis.call('GET', KEYS[3]) == string.sub(claim, 1, 16) then\n"
+    "  redis.call('DEL', KEYS[3])\n"
+    "end\n" FENCELOCK_LUA_ANNOUNCE_RELEASE_OF("KEYS[2]");
 
 // An extend. KEYS[1]: the lease key, KEYS[2]: the state key; ARGV[1]: the claim, ARGV[2]: the ttl
 // (ms), ARGV[3]: the grant's mode, 'r' or 'w' (bound to the claim: rw_claim_text). As kExtendScript
@@ -126,8 +139,8 @@ inline constexpr std::string_view kInspectRwScript =
     "return {live, redis.call('GET', KEYS[2]) or ''}\n";
 
 // SHA-1 of each, as lua_scripts.h's.
-inline constexpr std::string_view kAcquireRwScriptSha = "834989c1b973e52d7b409c9bec2be7e281850620";
-inline constexpr std::string_view kReleaseRwScriptSha = "eba3292347f16f3092750a7636caa7828fb25fa5";
+inline constexpr std::string_view kAcquireRwScriptSha = "ee5ec62a01b60c5bf6f5cebcc7b6fefb4cc41ca0";
+inline constexpr std::string_view kReleaseRwScriptSha = "72a293681e5a2d1ce0b4be22bd35315c3ceaa983";
 inline constexpr std::string_view kExtendRwScriptSha = "70751519e57bb084a520534574301e2ec06f085c";
 inline constexpr std::string_view kInspectRwScriptSha = "3727f7433cf75b8e6d6507ebbb0dd7b2da7e5409";
 

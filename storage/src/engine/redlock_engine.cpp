@@ -471,6 +471,7 @@ void RedlockEngine::release_rw(std::string name, RwMode mode, LeaseClaim claim,
   asio::dispatch(core_->strand(), [core = core_, name = std::move(name), mode,
                                    claim = std::move(claim), done = std::move(done)]() mutable {
     ClaimTarget target = rw_claim(*core, Script::kReleaseRw, name, mode, claim);
+    target.keys.push_back(core->key_of(rw_writer_name(name)));
     std::string tag = release_tag_for(*core, target.names);
     std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
         ->start();

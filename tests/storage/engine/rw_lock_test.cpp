@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/lua_rw_scripts.h"
 #include "engine_calls.h"
 #include "engine_under_test.h"
 #include "sync_redis.h"
@@ -220,4 +221,72 @@ TEST_CASE("readers of two engines at once all get in, each with its own token",
   REQUIRE(status.ok());
   CHECK(status->grants.size() == 20);
   CHECK(acquire_rw(b, "many", RwMode::kWrite, 30s).error().code == ErrorCode::kLocked);
+}
+
+TEST_CASE("a writer that stops waiting, or is granted, leaves no writer-waiting key behind",
+          "[storage][redis][rwlock]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+  const std::string writer_key = "fencelock:lock:gone#rw-writer";
+  const auto writer_key_left = [&] {
+    std::size_t nodes = 0;
+    for (std::size_t i = 0; i < cluster.size(); ++i)
+      nodes += SyncRedis(cluster.node(i).port()).get(writer_key).has_value() ? 1U : 0U;
+    return nodes;
+  };
+
+  // Its client went away: readers need not wait out the writer's wait.
+  auto reader = acquire_rw(t, "gone", RwMode::kRead, 30s);
+  REQUIRE(reader.ok());
+  auto promise = std::make_shared<std::promise<Result<Lease>>>();
+  auto answer = promise->get_future();
+  AcquireTicket ticket = t.engine().acquire_rw(
+      RwLockRequest{"gone", RwMode::kWrite, 30s, 30s, {}},
+      [promise](Result<Lease> lease) { promise->set_value(std::move(lease)); });
+  std::this_thread::sleep_for(300ms);
+  CHECK(writer_key_left() == cluster.size());  // it waits, and keeps new readers out
+  ticket.cancel();
+  REQUIRE(answer.wait_for(5s) == std::future_status::ready);
+  CHECK(answer.get().error().code == ErrorCode::kCancelled);
+  t.wait_until([&] { return writer_key_left() == 0; }, 2s);
+  auto follower = acquire_rw(t, "gone", RwMode::kRead, 30s);
+  REQUIRE(follower.ok());
+
+  // Granted over a leftover read grant on one node (which refused it and took the key there):
+  // once granted, the key goes from that node too, so readers come in after its release even
+  // with another node down.
+  SyncRedis node2(cluster.node(2).port());
+  node2.command({"HSET", "fencelock:lock:left#rw", "0123456789abcdef", "r"});
+  node2.command({"SET", "fencelock:lock:left#rw:0123456789abcdef", "x", "PX", "20000"});
+  auto writer = acquire_rw(t, "left", RwMode::kWrite, 30s, 10s);
+  REQUIRE(writer.ok());
+  t.wait_until([&] { return !node2.get("fencelock:lock:left#rw-writer").has_value(); }, 2s);
+  CHECK(said_yes(release_rw(t, *writer, RwMode::kWrite)));
+  cluster.node(0).pause();
+  auto after = acquire_rw(t, "left", RwMode::kRead, 30s);
+  cluster.node(0).resume();
+  CHECK(after.ok());
+}
+
+TEST_CASE("a read/write lock holds at most kMaxRwGrants grants at a time",
+          "[storage][redis][rwlock]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+  std::vector<std::future<Result<Lease>>> answers;
+  for (std::size_t i = 0; i < kMaxRwGrants; ++i)
+    answers.push_back(start_rw(t, "crowd", RwMode::kRead, 60s, 10s));
+  std::vector<Lease> readers;
+  for (auto& answer : answers) {
+    REQUIRE(ready(answer, 20s));
+    auto lease = answer.get();
+    REQUIRE(lease.ok());
+    readers.push_back(*lease);
+  }
+  auto one_more = acquire_rw(t, "crowd", RwMode::kRead, 60s);
+  REQUIRE_FALSE(one_more.ok());
+  CHECK(one_more.error().code == ErrorCode::kLocked);
+  CHECK(said_yes(release_rw(t, readers.front(), RwMode::kRead)));
+  CHECK(acquire_rw(t, "crowd", RwMode::kRead, 60s).ok());
 }
