@@ -40,6 +40,10 @@ Result<Lease> acquire_once(Client& client, const CliArgs& args, milliseconds wai
       return client.acquire_set(args.names, args.ttl, wait, args.owner);
     case LeaseKind::kPermit:
       return client.acquire_permit(args.name, *args.permits, args.ttl, wait, args.owner);
+    case LeaseKind::kRead:
+      return client.acquire_read(args.name, args.ttl, wait, args.owner);
+    case LeaseKind::kWrite:
+      return client.acquire_write(args.name, args.ttl, wait, args.owner);
     case LeaseKind::kLock:
       break;
   }

@@ -17,7 +17,7 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
                                            const Lease& lease) {
   static constexpr std::string_view kOurs[] = {
       "FENCELOCK_NAME=", "FENCELOCK_NAMES=",   "FENCELOCK_TOKEN=", "FENCELOCK_TOKENS=",
-      "FENCELOCK_SLOT=", "FENCELOCK_PERMITS=", "FENCELOCK_LEASE="};
+      "FENCELOCK_SLOT=", "FENCELOCK_PERMITS=", "FENCELOCK_MODE=",  "FENCELOCK_LEASE="};
   std::vector<std::string> out;
   for (const auto& entry : inherited) {
     bool ours = false;
@@ -37,6 +37,9 @@ std::vector<std::string> child_environment(const std::vector<std::string>& inher
     out.push_back("FENCELOCK_SLOT=" + std::to_string(lease.slot()));
     out.push_back("FENCELOCK_PERMITS=" + std::to_string(lease.permits()));
   }
+  if (lease.kind() == LeaseKind::kRead || lease.kind() == LeaseKind::kWrite)
+    out.push_back(std::string("FENCELOCK_MODE=") +
+                  (lease.kind() == LeaseKind::kWrite ? "write" : "read"));
   return out;
 }
 

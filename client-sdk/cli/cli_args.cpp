@@ -42,6 +42,8 @@ Status check_names(const CliArgs& args) {
     return usage_error("'" + *twice + "' is named twice");
   if (args.permits && args.names.size() > 1)
     return usage_error("--permits takes one semaphore NAME, not a lock set");
+  if (args.rw && args.names.size() > 1)
+    return usage_error("--read and --write take one read/write lock NAME, not a lock set");
   return Done{};
 }
 
@@ -63,6 +65,10 @@ constexpr Switch kSwitches[] = {
     {"-v", [](CliArgs& a) { a.verbose = true; }},
     {"--verbose", [](CliArgs& a) { a.verbose = true; }},
     {"--skip-if-locked", [](CliArgs& a) { a.skip_if_locked = true; }},
+    {"--read",
+     [](CliArgs& a) { a.rw = a.rw == LeaseKind::kWrite ? LeaseKind::kSet : LeaseKind::kRead; }},
+    {"--write",
+     [](CliArgs& a) { a.rw = a.rw == LeaseKind::kRead ? LeaseKind::kSet : LeaseKind::kWrite; }},
 };
 
 const Switch* find_switch(std::string_view arg) {
@@ -192,10 +198,16 @@ Status check_flags_fit_command(const ParseState& p) {
     return usage_error("--name is only for run, acquire, extend and release");
   if (!holds && p.out.permits)
     return usage_error("--permits is only for run, acquire, extend and release");
+  // --read and --write together were recorded as kSet: neither mode.
+  if (p.out.rw == LeaseKind::kSet) return usage_error("--read and --write: choose one");
+  if (p.out.rw && (!holds || p.out.permits))
+    return usage_error(
+        "--read and --write are only for run, acquire, extend and release of one "
+        "read/write lock");
   if (p.out.skip_if_locked && command != Command::kRun)
     return usage_error("--skip-if-locked is only for run");
   if (!p.out.request_id.empty() && ((command != Command::kRun && command != Command::kAcquire) ||
-                                    !p.extra_names.empty() || p.out.permits))
+                                    !p.extra_names.empty() || p.out.permits || p.out.rw))
     return usage_error("--request-id is only for a single lock's run and acquire");
   if (p.out.next_token && command != Command::kToken)
     return usage_error("--next is only for token");
@@ -245,6 +257,7 @@ Status place_names_and_lease(ParseState& p, const std::optional<std::string>& le
 
 LeaseKind lease_kind_of(const CliArgs& args) noexcept {
   if (args.permits) return LeaseKind::kPermit;
+  if (args.rw) return *args.rw;
   return args.names.size() > 1 ? LeaseKind::kSet : LeaseKind::kLock;
 }
 
@@ -325,6 +338,11 @@ Commands:
       like `consul lock -n N`). CMD gets FENCELOCK_NAME, FENCELOCK_TOKEN, FENCELOCK_SLOT (0..N-1)
       and FENCELOCK_PERMITS; fence per slot (N holders write at once). Exit 8 if the semaphore
       is live with another N.
+  run [options] --read NAME [-- CMD [ARGS...]]
+  run [options] --write NAME [-- CMD [ARGS...]]
+      A read grant (shared with other readers) or a write grant (alone) of the read/write lock
+      NAME. A writer that waits keeps new readers out; its token is above every earlier grant's.
+      CMD gets FENCELOCK_NAME, FENCELOCK_TOKEN and FENCELOCK_MODE (read or write).
   acquire [--ttl 30s] [--wait 0s] [--owner TEXT] [--request-id ID] NAME
       --request-id names the acquire (1-64 printable ASCII characters, unique per acquire and
       never shared): run again with the same ID while the lease it was granted is held, it
@@ -332,13 +350,14 @@ Commands:
       lost answer). Without it, one is made per call and reused by the call's own retries.
       Print {"name","lease","token","ttl_ms","validity_ms"}. With --name (a lock set): print
       {"names","lease","tokens":{"a":17,...},"ttl_ms","validity_ms"}; with --permits N: print
-      {"name","permits","slot","lease","token","ttl_ms","validity_ms"}.
+      {"name","permits","slot","lease","token","ttl_ms","validity_ms"}; with --read or --write:
+      {"name","mode","lease","token","ttl_ms","validity_ms"}.
   extend [--ttl 30s] NAME [LEASE]
   release NAME [LEASE]
       LEASE defaults to $FENCELOCK_LEASE (keeps it out of the process list). Prints
       {"name","released"}; exits 4 when the lease no longer held the lock. A lock set: every
       name with --name (`extend --name a --name b [LEASE]`), prints {"names",...}; a permit:
-      --permits N NAME [LEASE].
+      --permits N NAME [LEASE]; a read/write lock's grant: --read or --write NAME [LEASE].
   status NAME
       Print {"name","held","remaining_ms","token","owner","last_token"}.
   list [PREFIX]
@@ -381,6 +400,8 @@ Options:
   --name NAME         run, acquire, extend, release: one more name; two names or more make a lock
                       set (at most 16, each once; refused with exit 2 before any request)
   --permits N         run, acquire, extend, release: NAME is a counting semaphore of N permits
+  --read, --write     run, acquire, extend, release: NAME is a read/write lock, taken to read
+                      (shared) or to write (alone)
   Durations: whole numbers with h, m, s or ms, largest first: 500ms, 30s, 2m, 1h30m.
 
 Exit codes:

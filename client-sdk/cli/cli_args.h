@@ -56,6 +56,7 @@ struct CliArgs {
   // names[0]; for a lock set, every name joined by ',' (a label for messages); list: the PREFIX.
   std::string name;
   std::optional<std::uint32_t> permits;     // --permits N (1..64): NAME is a counting semaphore
+  std::optional<LeaseKind> rw;              // --read / --write: NAME is a read/write lock
   std::chrono::milliseconds ttl{30'000};    // --ttl
   std::chrono::milliseconds wait{0};        // --wait (run: default 0 too); any length
   bool wait_forever = false;                // --wait forever

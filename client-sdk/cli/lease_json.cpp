@@ -10,6 +10,10 @@ json lease_identity_json(const Lease& lease) {
       return json{{"names", lease.names()}};
     case LeaseKind::kPermit:
       return json{{"name", lease.name()}, {"permits", lease.permits()}, {"slot", lease.slot()}};
+    case LeaseKind::kRead:
+    case LeaseKind::kWrite:
+      return json{{"name", lease.name()},
+                  {"mode", lease.kind() == LeaseKind::kWrite ? "write" : "read"}};
     case LeaseKind::kLock:
       break;
   }

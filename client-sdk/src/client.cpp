@@ -1,7 +1,5 @@
 #include "fencelock/client.h"
 
-#include <openssl/rand.h>
-
 #include <algorithm>
 #include <boost/asio/ssl/context.hpp>
 #include <charconv>
@@ -230,6 +228,10 @@ std::string target_of(const Lease& lease, bool extend) {
     case LeaseKind::kPermit:
       return api_paths::expand(extend ? api_paths::kSemaphoreExtend : api_paths::kSemaphore,
                                lease.name());
+    case LeaseKind::kRead:
+    case LeaseKind::kWrite:
+      return api_paths::expand(extend ? api_paths::kRwLockExtend : api_paths::kRwLock,
+                               lease.name());
     case LeaseKind::kLock:
       break;
   }
@@ -406,18 +408,6 @@ Result<Lease> lock_grant(Result<json> parsed, std::string_view name, millisecond
 
 }  // namespace
 
-std::string new_request_id() {
-  unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) return {};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (const unsigned char b : bytes) {
-    id.push_back(kHex[b >> 4]);
-    id.push_back(kHex[b & 0x0f]);
-  }
-  return id;
-}
-
 Result<Lease> Client::acquire(std::string_view name, milliseconds ttl, milliseconds wait,
                               std::string_view owner, std::string_view request_id) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
@@ -489,6 +479,68 @@ Result<Lease> Client::acquire_permit(std::string_view name, std::uint32_t permit
                        token.value(), ttl, grant->deadline);
 }
 
+namespace {
+
+// A read/write lock's acquire (POST /v1/rwlocks/{name}) in `mode` (kRead or kWrite).
+Result<Lease> acquire_rw(Client::Impl& impl, std::string_view name, LeaseKind mode,
+                         milliseconds ttl, milliseconds wait, std::string_view owner) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  if (auto valid = check_acquire(ttl, wait); !valid.ok()) return std::move(valid).error();
+  json body = acquire_body(ttl, wait, owner);
+  body["mode"] = mode == LeaseKind::kWrite ? "write" : "read";
+  Clock::time_point sent_at;
+  auto parsed = expect_object(impl.call("POST", api_paths::expand(api_paths::kRwLock, name),
+                                        body.dump(), Client::Impl::Retry::kOnlyIfUndelivered, wait,
+                                        std::nullopt, sent_at));
+  if (!parsed.ok()) return std::move(parsed).error();
+  auto token = field<std::uint64_t>(parsed.value(), "token");
+  if (!token.ok()) return std::move(token).error();
+  auto grant = grant_of(parsed.value(), sent_at);
+  if (!grant.ok()) return std::move(grant).error();
+  return Lease::rw_grant(mode, std::string(name), std::move(grant->lease_string), token.value(),
+                         ttl, grant->deadline);
+}
+
+}  // namespace
+
+Result<Lease> Client::acquire_read(std::string_view name, milliseconds ttl, milliseconds wait,
+                                   std::string_view owner) {
+  return acquire_rw(*impl_, name, LeaseKind::kRead, ttl, wait, owner);
+}
+
+Result<Lease> Client::acquire_write(std::string_view name, milliseconds ttl, milliseconds wait,
+                                    std::string_view owner) {
+  return acquire_rw(*impl_, name, LeaseKind::kWrite, ttl, wait, owner);
+}
+
+Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto parsed =
+      expect_object(impl_->call("GET", api_paths::expand(api_paths::kRwLock, name), {},
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  if (!parsed.ok()) return std::move(parsed).error();
+  const json& body = parsed.value();
+  if (!body.contains("holders") || !body["holders"].is_array() || !body.contains("mode") ||
+      !body.contains("writer_waiting") || !body["writer_waiting"].is_boolean())
+    return make(ErrorCode::kInternal, "the service's answer is not a read/write lock's status");
+  RwLockStatus status;
+  if (body["mode"] == "read") status.mode = LeaseKind::kRead;
+  if (body["mode"] == "write") status.mode = LeaseKind::kWrite;
+  status.writer_waiting = body["writer_waiting"].get<bool>();
+  for (const json& holder : body["holders"]) {
+    auto token = field<std::uint64_t>(holder, "token");
+    if (!token.ok()) return std::move(token).error();
+    auto remaining = field<std::int64_t>(holder, "remaining_ms");
+    if (!remaining.ok()) return std::move(remaining).error();
+    RwLockStatus::Holder entry{token.value(), std::nullopt, milliseconds(remaining.value())};
+    if (holder.contains("owner") && holder["owner"].is_string())
+      entry.owner = holder["owner"].get<std::string>();
+    status.holders.push_back(std::move(entry));
+  }
+  return status;
+}
+
 Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds> within) {
   if (ttl.count() <= 0) return make(ErrorCode::kInvalidArgument, "ttl must be positive");
   json body{{"lease", lease.lease_string()}, {"ttl_ms", ttl.count()}};
@@ -501,29 +553,6 @@ Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds
   if (!validity.ok()) return std::move(validity).error();
   lease.renew(ttl, sent_at + milliseconds(validity.value()));
   return Done{};
-}
-
-ClientOptions ClientOptions::from_environment() {
-  ClientOptions options;
-  const auto read = [](const char* name) {
-    const char* value = std::getenv(name);
-    return std::string(value == nullptr ? "" : value);
-  };
-  if (const std::string endpoints = read("FENCELOCK_ENDPOINT"); !endpoints.empty()) {
-    options.endpoints.clear();
-    std::size_t start = 0;
-    for (;;) {
-      const std::size_t comma = endpoints.find(',', start);
-      options.endpoints.push_back(endpoints.substr(start, comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  options.api_key = read("FENCELOCK_API_KEY");
-  options.ca_file = read("FENCELOCK_CACERT");
-  options.cert_file = read("FENCELOCK_CERT");
-  options.key_file = read("FENCELOCK_KEY");
-  return options;
 }
 
 Result<bool> Client::release(const Lease& lease, std::optional<milliseconds> within) {

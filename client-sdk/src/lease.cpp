@@ -91,6 +91,12 @@ Lease Lease::permit(const std::string& name, std::uint32_t permits, std::uint32_
                ttl, deadline);
 }
 
+Lease Lease::rw_grant(LeaseKind kind, const std::string& name, std::string lease_string,
+                      std::uint64_t token, std::chrono::milliseconds ttl,
+                      Clock::time_point deadline) {
+  return Lease(kind, name, {name}, {token}, 0, 0, std::move(lease_string), ttl, deadline);
+}
+
 Lease Lease::copy() const {
   return Lease(kind_, name_, names_, tokens_, permits_, slot_, lease_string_, ttl_, deadline_);
 }
@@ -123,7 +129,8 @@ Result<Lease> lease_from_string(LeaseKind kind, std::vector<std::string> names,
     return invalid("'" + *twice + "' is named twice");
 
   const auto parts = split(lease_string, '.');
-  const std::size_t expected_parts = kind == LeaseKind::kPermit ? 4 : 2;
+  const bool rw = kind == LeaseKind::kRead || kind == LeaseKind::kWrite;
+  const std::size_t expected_parts = kind == LeaseKind::kPermit ? 4 : rw ? 3 : 2;
   if (parts.size() != expected_parts || !is_hex(parts[1]))
     return invalid("a malformed lease string");
   std::vector<std::uint64_t> tokens;
@@ -150,6 +157,12 @@ Result<Lease> lease_from_string(LeaseKind kind, std::vector<std::string> names,
       return Lease::permit(names.front(), *permits, *slot, std::move(lease_string), tokens.front(),
                            ttl, now);
     }
+    case LeaseKind::kRead:
+    case LeaseKind::kWrite:
+      if (parts[2] != (kind == LeaseKind::kWrite ? "w" : "r"))
+        return invalid("a malformed read/write lock lease string (its mode)");
+      return Lease::rw_grant(kind, names.front(), std::move(lease_string), tokens.front(), ttl,
+                             now);
   }
   return invalid("unknown lease kind");
 }

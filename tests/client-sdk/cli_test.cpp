@@ -380,6 +380,38 @@ TEST_CASE("cli: run --permits N gives the command its slot, and a full semaphore
   CHECK(mismatch.exit_code == 8);
 }
 
+TEST_CASE("cli: run --read shares a read/write lock, run --write waits for the readers",
+          "[client][redis][rwlock]") {
+  ServiceUnderTest s;
+  const json reader =
+      s.client().post("/v1/rwlocks/doc", {{"mode", "read"}, {"ttl_ms", 30000}}).json();
+  const CliRun shared = cli(s, {"run", "--read", "doc", "--", "sh", "-c",
+                                "echo \"mode=$FENCELOCK_MODE token=$FENCELOCK_TOKEN\""});
+  CHECK(shared.exit_code == 0);
+  CHECK_THAT(shared.output, Catch::Matches("mode=read token=[0-9]+\\s*"));
+  const CliRun busy = cli(s, {"run", "--write", "--wait", "200ms", "doc", "--", "true"});
+  CHECK(busy.exit_code == 3);
+  const CliRun both = cli(s, {"run", "--read", "--write", "doc", "--", "true"});
+  CHECK(both.exit_code == 2);
+  const CliRun with_set = cli(s, {"acquire", "--read", "doc", "--name", "other"});
+  CHECK(with_set.exit_code == 2);
+
+  const CliRun acquired = cli(s, {"acquire", "--read", "doc"});
+  REQUIRE(acquired.exit_code == 0);
+  const json grant = first_json_line(acquired.output);
+  CHECK(grant["mode"] == "read");
+  const std::string lease = grant["lease"];
+  CHECK(cli(s, {"extend", "--read", "--ttl", "1m", "doc", lease}).exit_code == 0);
+  CHECK(cli(s, {"release", "--write", "doc", lease}).exit_code != 0);  // not a write grant
+  CHECK(cli(s, {"release", "--read", "doc", lease}).exit_code == 0);
+  REQUIRE(s.client().del("/v1/rwlocks/doc", {{"lease", reader["lease"]}}).json()["released"] ==
+          true);
+  const CliRun writer =
+      cli(s, {"run", "--write", "doc", "--", "sh", "-c", "echo \"mode=$FENCELOCK_MODE\""});
+  CHECK(writer.exit_code == 0);
+  CHECK_THAT(writer.output, Catch::Contains("mode=write"));
+}
+
 TEST_CASE("cli: acquire, extend and release a lock set and a permit for scripts",
           "[client][redis]") {
   ServiceUnderTest s;

@@ -198,3 +198,47 @@ TEST_CASE("sdk: bad lock sets and permit counts are refused before anything is s
   CHECK(client.semaphore_status("..").error().code == ErrorCode::kInvalidArgument);
   CHECK(error_code_name(ErrorCode::kPermitsMismatch) == "permits_mismatch");
 }
+
+TEST_CASE("sdk: a read/write lock shares reads, fences a write above them, and rebuilds leases",
+          "[client][redis][rwlock]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  auto first = client.acquire_read("doc", 10s, 0ms, "reader-1");
+  REQUIRE(first.ok());
+  CHECK(first->kind() == LeaseKind::kRead);
+  CHECK(first->lease_string().ends_with(".r"));
+  CHECK(first->remaining() > 8s);
+  auto second = client.acquire_read("doc", 10s);
+  REQUIRE(second.ok());
+  CHECK(second->token() > first->token());
+  auto refused = client.acquire_write("doc", 10s);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kLocked);
+
+  auto status = client.rwlock_status("doc");
+  REQUIRE(status.ok());
+  CHECK(status->mode == LeaseKind::kRead);
+  REQUIRE(status->holders.size() == 2);
+  CHECK(status->holders[0].owner == "reader-1");
+  CHECK_FALSE(status->writer_waiting);
+
+  REQUIRE(client.extend(*first, 20s).ok());
+  CHECK(first->remaining() > 18s);
+  // Another process holds the lease string only: rebuilt, it releases the grant.
+  auto rebuilt = lease_from_string(LeaseKind::kRead, {"doc"}, second->lease_string(), 10s);
+  REQUIRE(rebuilt.ok());
+  CHECK(client.release(*rebuilt).value());
+  CHECK(lease_from_string(LeaseKind::kWrite, {"doc"}, second->lease_string(), 10s).error().code ==
+        ErrorCode::kInvalidArgument);
+  CHECK(client.release(*first).value());
+
+  auto writer = client.acquire_write("doc", 10s, 2s);
+  REQUIRE(writer.ok());
+  CHECK(writer->kind() == LeaseKind::kWrite);
+  CHECK(writer->token() > second->token());
+  CHECK(client.rwlock_status("doc")->mode == LeaseKind::kWrite);
+  CHECK(client.acquire_read("doc", 1s).error().code == ErrorCode::kLocked);
+  CHECK(client.release(*writer).value());
+  CHECK_FALSE(client.rwlock_status("doc")->mode.has_value());
+  CHECK(client.acquire_read("bad name", 1s).error().code == ErrorCode::kInvalidArgument);
+}

@@ -89,6 +89,18 @@ struct SemaphoreStatus {
   std::uint32_t held = 0;     // permits held now
 };
 
+// GET /v1/rwlocks/{name}: the grants held on a majority, by token.
+struct RwLockStatus {
+  struct Holder {
+    std::uint64_t token = 0;
+    std::optional<std::string> owner;
+    std::chrono::milliseconds remaining{0};
+  };
+  std::optional<LeaseKind> mode;  // kRead or kWrite while held; unset when free
+  std::vector<Holder> holders;
+  bool writer_waiting = false;  // new reads are refused meanwhile
+};
+
 // One lock of a listing (GET /v1/locks): held on a majority, as status() tells it.
 struct HeldLock {
   std::string name;
@@ -160,10 +172,25 @@ class Client {
                                std::chrono::milliseconds wait = std::chrono::milliseconds(0),
                                std::string_view owner = {});
 
+  // A read grant (shared with other reads) or a write grant (alone) of the read/write lock
+  // `name` (POST /v1/rwlocks/{name}). A writer that waits keeps new readers out while it waits;
+  // a write grant's token is above every earlier grant's of the name (its counter is the lock
+  // `name`'s, which a read/write lock does not exclude). ttl, wait, owner as acquire; retried only
+  // when the request could not be sent. Errors: kLocked (held against this mode, and the wait ran
+  // out; retry_after when known), kUnavailable, kInvalidArgument, kTransport.
+  Result<Lease> acquire_read(std::string_view name, std::chrono::milliseconds ttl,
+                             std::chrono::milliseconds wait = std::chrono::milliseconds(0),
+                             std::string_view owner = {});
+  Result<Lease> acquire_write(std::string_view name, std::chrono::milliseconds ttl,
+                              std::chrono::milliseconds wait = std::chrono::milliseconds(0),
+                              std::string_view owner = {});
+  // The read/write lock's grants. Errors as status().
+  Result<RwLockStatus> rwlock_status(std::string_view name);
+
   // Resets the lease's ttl and moves its deadline — a lock's, a lock set's (all its names at
-  // once) or a permit's. `within` bounds the whole call, retries included (default: the request
-  // timeout per attempt). Errors: kNotHeld (expired, released or taken over: stop using it),
-  // kUnavailable, kInvalidArgument, kTransport.
+  // once), a permit's or a read/write lock grant's. `within` bounds the whole call, retries
+  // included (default: the request timeout per attempt). Errors: kNotHeld (expired, released or
+  // taken over: stop using it), kUnavailable, kInvalidArgument, kTransport.
   Status extend(Lease& lease, std::chrono::milliseconds ttl,
                 std::optional<std::chrono::milliseconds> within = std::nullopt);
 

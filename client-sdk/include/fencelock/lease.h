@@ -14,6 +14,8 @@
 //   - a permit (kPermit): token(), drawn from the semaphore's counter (shared with the lock of
 //     the same name), higher with every grant of the semaphore. Up to permits() holders write at
 //     once, so a resource guarded by a semaphore keeps its current token per (name, slot()).
+//   - a read/write lock's grant (kRead, kWrite): token(), from the name's counter; a write grant's
+//     token is above every earlier grant's, so a store that fences on it refuses stale readers.
 //
 // Move-only. Releasing on destruction is LockGuard's job, not Lease's. Not thread-safe; the
 // deadline of a lease kept alive by a LeaseKeeper is read through the keeper instead.
@@ -33,6 +35,8 @@ enum class LeaseKind {
   kLock,    // one name (Client::acquire)
   kSet,     // several names at once (Client::acquire_set)
   kPermit,  // one permit of a counting semaphore (Client::acquire_permit)
+  kRead,    // a read grant of a read/write lock (Client::acquire_read)
+  kWrite,   // a write grant of a read/write lock (Client::acquire_write)
 };
 
 class Lease {
@@ -51,6 +55,11 @@ class Lease {
   static Lease permit(const std::string& name, std::uint32_t permits, std::uint32_t slot,
                       std::string lease_string, std::uint64_t token, std::chrono::milliseconds ttl,
                       Clock::time_point deadline);
+
+  // A read/write lock's grant: `kind` is kRead or kWrite.
+  static Lease rw_grant(LeaseKind kind, const std::string& name, std::string lease_string,
+                        std::uint64_t token, std::chrono::milliseconds ttl,
+                        Clock::time_point deadline);
 
   Lease(Lease&&) noexcept = default;
   Lease& operator=(Lease&&) noexcept = default;
@@ -113,7 +122,8 @@ class Lease {
 //   - kLock:   `names` = {NAME}, "<token>.<proof>";
 //   - kSet:    `names` in any order (sorted here; 1..16, distinct, valid names),
 //              "<t1>,<t2>,....<proof>" with one token per name, in sorted-name order;
-//   - kPermit: `names` = {NAME}, "<token>.<proof>.<permits>.<slot>", slot < permits <= 64.
+//   - kPermit: `names` = {NAME}, "<token>.<proof>.<permits>.<slot>", slot < permits <= 64;
+//   - kRead, kWrite: `names` = {NAME}, "<token>.<proof>.r" or "<token>.<proof>.w" (as the kind).
 // Errors: kInvalidArgument (a bad name, a duplicate, a token count that does not match the names,
 // a malformed string). Pure; thread-safe.
 Result<Lease> lease_from_string(LeaseKind kind, std::vector<std::string> names,
