@@ -66,7 +66,7 @@ bool ready(std::future<Result<Lease>>& answer, std::chrono::milliseconds within)
 
 }  // namespace
 
-TEST_CASE("readers share a read/write lock; a writer waits for all of them, with a larger token",
+TEST_CASE("readers share a read/write lock, and a writer waits for all, with a larger token",
           "[storage][redis][rwlock]") {
   RedisCluster cluster(3);
   TempDir dir;
@@ -174,7 +174,7 @@ TEST_CASE("a read/write lock's extend and release hold only for the mode it was 
   CHECK_FALSE(status->writer_waiting);
 }
 
-TEST_CASE("an expired read grant lets a waiting writer in; a lock of the same name is apart",
+TEST_CASE("an expired read lets a waiting writer in, and a lock of the same name is apart",
           "[storage][redis][rwlock]") {
   RedisCluster cluster(3);
   TempDir dir;
