@@ -210,6 +210,46 @@ TEST_CASE("http auth: a listing shows only the names the key may read", "[servic
   CHECK(s.call("GET", "/v1/locks", nullptr, nullptr).status == 401);
 }
 
+TEST_CASE("http auth: semaphore and read/write lock listings show only the names the key may read",
+          "[service][redis][list]") {
+  Secured s;
+  for (const char* name : {"billing.pool", "billing.shared"}) {
+    REQUIRE(s.call("POST", std::string("/v1/semaphores/") + name,
+                   json{{"permits", 2}, {"ttl_ms", 30000}}, &s.billing)
+                .status == 200);
+    REQUIRE(s.call("POST", std::string("/v1/rwlocks/") + name,
+                   json{{"mode", "read"}, {"ttl_ms", 30000}}, &s.billing)
+                .status == 200);
+  }
+  REQUIRE(s.call("POST", "/v1/semaphores/payroll.pool", json{{"permits", 2}, {"ttl_ms", 30000}},
+                 &s.payroll)
+              .status == 200);
+  REQUIRE(s.call("POST", "/v1/rwlocks/payroll.doc", json{{"mode", "write"}, {"ttl_ms", 30000}},
+                 &s.payroll)
+              .status == 200);
+  auto names = [&](const std::string& path, const char* field, const Key& key) {
+    std::set<std::string> seen;
+    const HttpAnswer page = s.call("GET", path + "?limit=1000", nullptr, &key);
+    REQUIRE(page.status == 200);
+    const json body = page.json();
+    CHECK(body["next"].is_null());
+    for (const json& entry : body[field]) seen.insert(entry["name"].get<std::string>());
+    return seen;
+  };
+  CHECK(names("/v1/semaphores", "semaphores", s.billing) ==
+        std::set<std::string>{"billing.pool", "billing.shared"});
+  CHECK(names("/v1/semaphores", "semaphores", s.ops) ==
+        std::set<std::string>{"billing.pool", "billing.shared", "payroll.pool"});
+  CHECK(names("/v1/rwlocks", "rwlocks", s.billing) ==
+        std::set<std::string>{"billing.pool", "billing.shared"});
+  CHECK(names("/v1/rwlocks", "rwlocks", s.ops) ==
+        std::set<std::string>{"billing.pool", "billing.shared", "payroll.doc"});
+  for (const char* path : {"/v1/semaphores", "/v1/rwlocks"}) {
+    CHECK(s.call("GET", path, nullptr, &s.payroll).status == 403);  // no read right
+    CHECK(s.call("GET", path, nullptr, nullptr).status == 401);
+  }
+}
+
 TEST_CASE("http auth: a key over its rate gets 429 with Retry-After — other keys are not slowed",
           "[service][redis]") {
   Secured s;

@@ -341,6 +341,45 @@ class InMemoryEngine final : public storage::LockEngine {
       done(status);
     });
   }
+  // Listings in name order; the cursor is the last name answered.
+  void list_semaphores(storage::ListRequest request, SemaphoreListHandler done) override {
+    ++calls_;
+    later([this, request, done = std::move(done)] {
+      storage::SemaphorePage page;
+      for (auto it = semaphores_.upper_bound(request.cursor); it != semaphores_.end(); ++it) {
+        if (it->first.rfind(request.prefix, 0) != 0 || it->second.slots.empty()) continue;
+        if (request.visible && !request.visible(it->first)) continue;
+        if (page.semaphores.size() == request.limit) {
+          page.next = page.semaphores.back().name;
+          break;
+        }
+        page.semaphores.push_back(
+            {it->first, {it->second.permits, static_cast<std::uint32_t>(it->second.slots.size())}});
+      }
+      done(std::move(page));
+    });
+  }
+  void list_rwlocks(storage::ListRequest request, RwLockListHandler done) override {
+    ++calls_;
+    later([this, request, done = std::move(done)] {
+      storage::RwLockPage page;
+      for (auto it = rw_.upper_bound(request.cursor); it != rw_.end(); ++it) {
+        if (it->first.rfind(request.prefix, 0) != 0 || it->second.empty()) continue;
+        if (request.visible && !request.visible(it->first)) continue;
+        if (page.rwlocks.size() == request.limit) {
+          page.next = page.rwlocks.back().name;
+          break;
+        }
+        storage::RwLockStatus status;
+        for (const auto& [proof, grant] : it->second) {
+          status.grants.push_back(
+              {grant.mode, grant.token, grant.holder, std::chrono::milliseconds(5000)});
+        }
+        page.rwlocks.push_back({it->first, std::move(status)});
+      }
+      done(std::move(page));
+    });
+  }
   void draw_token(std::string name, TokenHandler done) override {
     ++calls_;
     tokens_->next(name, std::move(done));

@@ -134,6 +134,10 @@ const ApiHandlers::RouteTable& ApiHandlers::routes() {
        false, &A::release_rw},
       {Route::kRwLockStatus, Method::kGet, paths::kRwLock, "rwlock_status", kRightRead, false,
        false, &A::rwlock_status},
+      {Route::kListSemaphores, Method::kGet, paths::kSemaphoreList, "list_semaphores", kRightRead,
+       false, false, &A::list_semaphores},
+      {Route::kListRwLocks, Method::kGet, paths::kRwLockList, "list_rwlocks", kRightRead, false,
+       false, &A::list_rwlocks},
   }};
   return table;
 }

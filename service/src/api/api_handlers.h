@@ -179,7 +179,10 @@ class ApiHandlers {
   Cancel acquire(const Call& call, Reply reply);
   Cancel extend(const Call& call, Reply reply);
   Cancel revoke(const Call& call, Reply reply);
+  // The listings (list_handlers.cpp): held locks, semaphores, read/write locks.
   Cancel list_locks(const Call& call, Reply reply);
+  Cancel list_semaphores(const Call& call, Reply reply);
+  Cancel list_rwlocks(const Call& call, Reply reply);
   // acquire and revoke once their bodies are read: the engine's verb, the key's caps, the answer.
   Cancel take_lock(const Call& call, const AcquireBody& body, bool revoke, Reply reply);
   Cancel release(const Call& call, Reply reply);

@@ -86,4 +86,32 @@ void PendingAcquire::refused() const {
   if (usage_) usage_->cancel_reservation(locks_);
 }
 
+const char* mode_text(storage::RwMode mode) {
+  return mode == storage::RwMode::kWrite ? "write" : "read";
+}
+
+nlohmann::json semaphore_status_json(const std::string& name,
+                                     const storage::SemaphoreStatus& status) {
+  return nlohmann::json{{"name", name}, {"permits", status.permits}, {"held", status.held}};
+}
+
+nlohmann::json rw_status_json(const std::string& name, const storage::RwLockStatus& status) {
+  using nlohmann::json;
+  json holders = json::array();
+  for (const auto& grant : status.grants) {
+    holders.push_back(json{{"token", grant.token},
+                           {"owner", grant.holder.empty() ? json(nullptr) : json(grant.holder)},
+                           {"remaining_ms", grant.remaining.count()}});
+  }
+  // A write grant, if any (a quorum holds one only while no read is held), else reads or none.
+  json mode = nullptr;
+  for (const auto& grant : status.grants) {
+    if (mode.is_null() || grant.mode == storage::RwMode::kWrite) mode = mode_text(grant.mode);
+  }
+  return json{{"name", name},
+              {"mode", mode},
+              {"holders", std::move(holders)},
+              {"writer_waiting", status.writer_waiting}};
+}
+
 }  // namespace fencelock::service::handler_support

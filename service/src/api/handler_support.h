@@ -17,6 +17,7 @@
 #include "api/api_handlers.h"
 #include "auth/key_usage.h"
 #include "fencelock/basic_result.h"
+#include "fencelock/storage/lease.h"
 #include "fencelock/storage/result.h"
 
 namespace fencelock::service::handler_support {
@@ -32,6 +33,15 @@ ApiResponse from_storage_error(const storage::Error& error);
 // may be another key's (its proof is bound to the key id, lease_secret.h), which is a 403, not a
 // malformed request. Any other error as from_storage_error().
 ApiResponse claim_error(const storage::Error& error, std::string_view owner);
+
+// "read" or "write".
+const char* mode_text(storage::RwMode mode);
+
+// A semaphore's and a read/write lock's status as GET /v1/semaphores/{name} and GET
+// /v1/rwlocks/{name} answer them (also the entries of their listings).
+nlohmann::json semaphore_status_json(const std::string& name,
+                                     const storage::SemaphoreStatus& status);
+nlohmann::json rw_status_json(const std::string& name, const storage::RwLockStatus& status);
 
 // 429 quota_exceeded with Retry-After: 1 s.
 ApiResponse quota_error(const std::string& message);

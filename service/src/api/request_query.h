@@ -13,7 +13,8 @@
 
 namespace fencelock::service {
 
-// A listing's query (GET /v1/locks): "prefix=P&limit=N&cursor=C"; limit defaults to 100.
+// A listing's query (GET /v1/locks, /v1/semaphores, /v1/rwlocks): "prefix=P&limit=N&cursor=C";
+// limit defaults to 100.
 storage::Result<storage::ListRequest> parse_list_query(std::string_view query);
 
 // A lock status's query (GET /v1/locks/{name}): "" (a plain status), or a watch,

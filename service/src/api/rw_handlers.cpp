@@ -20,10 +20,6 @@ using nlohmann::json;
 using storage::Result;
 using namespace handler_support;
 
-const char* mode_text(storage::RwMode mode) {
-  return mode == storage::RwMode::kWrite ? "write" : "read";
-}
-
 json grant_body(const std::string& name, storage::RwMode mode, std::uint64_t token,
                 const std::string& proof, std::chrono::milliseconds ttl,
                 std::chrono::milliseconds validity) {
@@ -126,21 +122,7 @@ ApiHandlers::Cancel ApiHandlers::rwlock_status(const Call& call, Reply reply) {
   const std::string name(call.name);
   engine_.inspect_rw(name, [name, reply = std::move(reply)](Result<storage::RwLockStatus> status) {
     if (!status.ok()) return reply(from_storage_error(status.error()));
-    json holders = json::array();
-    for (const auto& grant : status->grants) {
-      holders.push_back(json{{"token", grant.token},
-                             {"owner", grant.holder.empty() ? json(nullptr) : json(grant.holder)},
-                             {"remaining_ms", grant.remaining.count()}});
-    }
-    // A write grant, if any (a quorum holds one only while no read is held), else reads or none.
-    json mode = nullptr;
-    for (const auto& grant : status->grants) {
-      if (mode.is_null() || grant.mode == storage::RwMode::kWrite) mode = mode_text(grant.mode);
-    }
-    reply(ok(json{{"name", name},
-                  {"mode", mode},
-                  {"holders", std::move(holders)},
-                  {"writer_waiting", status->writer_waiting}}));
+    reply(ok(rw_status_json(name, *status)));
   });
   return {};
 }

@@ -147,7 +147,7 @@ ApiHandlers::Cancel ApiHandlers::semaphore_status(const Call& call, Reply reply)
   engine_.inspect_semaphore(
       name, [name, reply = std::move(reply)](Result<storage::SemaphoreStatus> status) {
         if (!status.ok()) return reply(from_storage_error(status.error()));
-        reply(ok(json{{"name", name}, {"permits", status->permits}, {"held", status->held}}));
+        reply(ok(semaphore_status_json(name, *status)));
       });
   return {};
 }

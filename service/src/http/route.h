@@ -32,6 +32,8 @@ enum class Route : std::uint8_t {
   kExtendRw,
   kReleaseRw,
   kRwLockStatus,
+  kListSemaphores,
+  kListRwLocks,
   kNotFound,  // anything else (404 and 405 are counted here); always last
 };
 inline constexpr std::size_t kRouteCount = static_cast<std::size_t>(Route::kNotFound) + 1;

@@ -11,7 +11,7 @@ namespace fencelock::storage {
 
 InspectRwOperation::InspectRwOperation(const std::shared_ptr<EngineCore>& core,
                                        const std::string& name,
-                                       std::function<void(Result<RwLockStatus>)> done)
+                                       std::function<void(Result<RwInspection>)> done)
     : ScriptOperation(core, OperationKind::kInspect, Script::kInspectRw,
                       {core->key_of(rw_state_name(name)), core->key_of(rw_writer_name(name))}, {}),
       name_(name),
@@ -38,7 +38,7 @@ void InspectRwOperation::on_answer(std::size_t node, const NodeReply& reply) {
   for (std::size_t i = 0; i < live.size(); i += 3) {
     const std::string& value = live[i + 1].text;
     seen_[node].push_back(Seen{live[i].text == "w" ? RwMode::kWrite : RwMode::kRead,
-                               value.substr(0, value.find('#')), live[i + 2].integer});
+                               value.substr(0, value.find('#')), live[i + 2].integer, node});
   }
   writer_waiting_[node] = !reply.elements[1].text.empty();
   tally_.record(node, Vote::kYes);  // "answered"
@@ -49,15 +49,17 @@ void InspectRwOperation::decide() {
   if (finished() || tally_.pending_voters() != 0) return;
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
-    core_->complete_later(std::move(done_), Result<RwLockStatus>(core_->shortfall_error(tally_)));
+    core_->complete_later(std::move(done_), Result<RwInspection>(core_->shortfall_error(tally_)));
     return;
   }
   std::size_t answered = 0;
   std::map<std::string, std::vector<const Seen*>> by_value;
-  RwLockStatus status;
+  RwInspection inspection;
+  RwLockStatus& status = inspection.status;
   for (std::size_t i = 0; i < seen_.size(); ++i) {
     if (!tally_.is_voter(i) || tally_.vote_of(i) != Vote::kYes) continue;
     ++answered;
+    inspection.answered |= 1u << i;
     for (const Seen& seen : seen_[i]) by_value[seen.value].push_back(&seen);
     status.writer_waiting = status.writer_waiting || writer_waiting_[i];
   }
@@ -67,12 +69,15 @@ void InspectRwOperation::decide() {
     if (seen.size() < tally_.quorum()) {
       if (seen.size() + (seen_.size() - answered) < tally_.quorum()) continue;
       finish(ErrorCode::kUnavailable);
-      core_->complete_later(std::move(done_), Result<RwLockStatus>(maybe_held_error(name_)));
+      core_->complete_later(std::move(done_), Result<RwInspection>(maybe_held_error(name_)));
       return;
     }
     // Held until fewer than a quorum still have it: the quorum-th largest remaining ttl.
     std::sort(seen.begin(), seen.end(),
               [](const Seen* a, const Seen* b) { return a->pttl > b->pttl; });
+    std::uint32_t nodes = 0;
+    for (const Seen* one : seen) nodes |= 1u << one->node;
+    inspection.held_on.push_back(nodes);
     LeaseValueFacts facts = read_lease_value(value);
     status.grants.push_back(RwLockStatus::Grant{
         seen.front()->mode, facts.token.value_or(0), std::move(facts.holder),
@@ -82,7 +87,7 @@ void InspectRwOperation::decide() {
   std::sort(status.grants.begin(), status.grants.end(),
             [](const auto& a, const auto& b) { return a.token < b.token; });
   finish(std::nullopt);
-  core_->complete_later(std::move(done_), Result<RwLockStatus>(std::move(status)));
+  core_->complete_later(std::move(done_), Result<RwInspection>(std::move(inspection)));
 }
 
 }  // namespace fencelock::storage

@@ -1,5 +1,6 @@
 #include "engine/list_operation.h"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <string_view>
@@ -72,9 +73,14 @@ Status ListOperation::check_list_request(const ListRequest& request, std::size_t
 }
 
 ListOperation::ListOperation(std::shared_ptr<EngineCore> core, ListRequest request,
-                             std::function<void(Result<LockPage>)> done)
-    : core_(std::move(core)), request_(std::move(request)), done_(std::move(done)) {
-  pattern_ = glob_escaped(core_->options().key_prefix) + request_.prefix + "*";
+                             std::shared_ptr<ListKind> kind,
+                             std::function<void(Result<std::string>)> done)
+    : core_(std::move(core)),
+      request_(std::move(request)),
+      kind_(std::move(kind)),
+      done_(std::move(done)) {
+  pattern_ = glob_escaped(core_->options().key_prefix) + request_.prefix + "*" +
+             glob_escaped(kind_->key_suffix());
   if (!request_.cursor.empty()) parse_cursor(request_.cursor, node_, cursor_, passed_over_);
 }
 
@@ -98,7 +104,7 @@ void ListOperation::scan() {
   }
   ++steps_;
   // Keys looked at: what the page still has room for (SCAN may answer a few more).
-  const std::size_t count = std::max<std::size_t>(request_.limit - page_.locks.size(), 16);
+  const std::size_t count = std::max<std::size_t>(request_.limit - kind_->kept(), 16);
   RespCommand command(6);
   command.arg("SCAN").arg(cursor_).arg("MATCH").arg(pattern_).arg("COUNT").arg(
       static_cast<std::int64_t>(count));
@@ -114,62 +120,55 @@ void ListOperation::on_reply(std::size_t, std::uint32_t, NodeReply reply) {
   }
   cursor_ = reply.elements[0].text;
   const std::string& prefix = core_->options().key_prefix;
+  const std::string_view suffix = kind_->key_suffix();
   std::vector<std::string> names;
-  std::vector<std::string> keys;
   for (const NodeReply& key : reply.elements[1].elements) {
-    if (key.kind != Kind::kString || key.text.compare(0, prefix.size(), prefix) != 0) continue;
-    std::string name = key.text.substr(prefix.size());
-    if (!is_valid_lock_name(name)) continue;  // a fence, a permit's slot, a registry key
-    keys.push_back(key.text);
+    const std::string_view text = key.text;
+    if (key.kind != Kind::kString || text.size() < prefix.size() + suffix.size() ||
+        !text.starts_with(prefix) || !text.ends_with(suffix))
+      continue;
+    std::string name(text.substr(prefix.size(), text.size() - prefix.size() - suffix.size()));
+    // Not a name: a fence, a permit's slot, another kind's key, a registry key.
+    if (!is_valid_lock_name(name)) continue;
+    if (request_.visible && !request_.visible(name)) continue;
     names.push_back(std::move(name));
   }
-  if (keys.empty()) {
+  if (names.empty()) {
     next_step();
     return;
   }
-  auto self = shared_from_this();
-  std::make_shared<InspectOperation>(
-      core_, std::move(keys),
-      [self, names = std::move(names)](Result<Inspection> inspected) mutable {
-        self->on_inspected(std::move(names), std::move(inspected));
-      })
-      ->start();
+  kind_->inspect(core_, std::move(names),
+                 [self = shared_from_this()](Result<StepInspection> inspected) {
+                   self->on_inspected(std::move(inspected));
+                 });
 }
 
-void ListOperation::on_inspected(std::vector<std::string> names, Result<Inspection> inspection) {
+void ListOperation::on_inspected(Result<StepInspection> inspection) {
   if (!inspection.ok()) {
     finish(std::move(inspection).error());
     return;
   }
-  if (node_ >= inspection->answered.size() || !inspection->answered[node_]) {
+  if ((inspection->answered & (1u << node_)) == 0) {
     pass_over();  // without its own answers, what it holds cannot be told apart: its next holder
     return;
   }
-  for (std::size_t i = 0; i < names.size() && i < inspection->keys.size(); ++i) {
-    InspectedKey& key = inspection->keys[i];
-    if (!key.status.held && key.maybe_held) {
-      // Held on a bare quorum with a holder silent here is not "not held": say so, never skip it.
-      finish(known_status(std::move(key), names[i]).error());
-      return;
-    }
-    if (!key.status.held || listed_from(key) != node_) continue;
-    if (request_.visible && !request_.visible(names[i])) continue;
-    page_.locks.push_back(HeldLock{std::move(names[i]), key.status.token,
-                                   std::move(key.status.holder),
-                                   key.status.remaining.value_or(std::chrono::milliseconds(0))});
+  for (std::size_t i = 0; i < inspection->held_on.size(); ++i) {
+    const auto& grants = inspection->held_on[i];
+    if (std::any_of(grants.begin(), grants.end(),
+                    [&](std::uint32_t nodes) { return listed_from(nodes) == node_; }))
+      kind_->keep(i);
   }
   next_step();
 }
 
-std::size_t ListOperation::listed_from(const InspectedKey& key) const {
-  for (const std::size_t holder : key.holders) {
-    if ((passed_over_ & (1u << holder)) == 0) return holder;
-  }
+std::size_t ListOperation::listed_from(std::uint32_t nodes) const {
+  const std::uint32_t listable = nodes & ~passed_over_;
+  if (listable != 0) return static_cast<std::size_t>(std::countr_zero(listable));
   return core_->node_count();  // every holder passed over: none lists it (it cannot be: see .h)
 }
 
 bool ListOperation::page_full() const {
-  return page_.locks.size() >= request_.limit || steps_ >= kMaxSteps;
+  return kind_->kept() >= request_.limit || steps_ >= kMaxSteps;
 }
 
 std::string ListOperation::cursor() const {
@@ -188,8 +187,7 @@ void ListOperation::next_step() {
 
 void ListOperation::scan_or_end_page() {
   if (page_full()) {
-    page_.next = cursor();
-    finish(std::move(page_));
+    finish(cursor());
     return;
   }
   scan();
@@ -219,13 +217,13 @@ void ListOperation::next_node() {
     scan_or_end_page();
     return;
   }
-  finish(std::move(page_));  // every node scanned: the listing is complete
+  finish(std::string());  // every node scanned: the listing is complete
 }
 
-void ListOperation::finish(Result<LockPage> page) {
+void ListOperation::finish(Result<std::string> next) {
   if (!done_) return;
   core_->operation_finished();
-  core_->complete_later(std::exchange(done_, nullptr), std::move(page));
+  core_->complete_later(std::exchange(done_, nullptr), std::move(next));
 }
 
 }  // namespace fencelock::storage

@@ -9,6 +9,7 @@
 #include "engine/engine_core.h"
 #include "engine/inspect_rw_operation.h"
 #include "engine/lease_value.h"
+#include "engine/list_kinds.h"
 #include "engine/list_operation.h"
 #include "engine/script_operation.h"
 #include "engine/token_draw_operation.h"
@@ -282,14 +283,39 @@ AcquireTicket RedlockEngine::watch(std::string name, std::uint64_t after_token,
   return core_->watches().watch(std::move(name), after_token, wait, std::move(done));
 }
 
-void RedlockEngine::list(ListRequest request, ListHandler done) {
-  Status valid = ListOperation::check_list_request(request, core_->node_count());
+namespace {
+
+// One page of a listing of `Kind` (list_kinds.h).
+template <class Kind>
+void start_listing(const std::shared_ptr<EngineCore>& core, ListRequest request,
+                   std::function<void(Result<typename Kind::Page>)> done) {
+  using Page = typename Kind::Page;
+  Status valid = ListOperation::check_list_request(request, core->node_count());
   if (!valid.ok())
-    return answer_later(core_, std::move(done), Result<LockPage>(std::move(valid).error()));
-  asio::dispatch(core_->strand(), [core = core_, request = std::move(request),
-                                   done = std::move(done)]() mutable {
-    std::make_shared<ListOperation>(core, std::move(request), std::move(done))->start();
-  });
+    return answer_later(core, std::move(done), Result<Page>(std::move(valid).error()));
+  asio::dispatch(
+      core->strand(), [core, request = std::move(request), done = std::move(done)]() mutable {
+        auto kind = std::make_shared<Kind>();
+        auto listed = [kind, done = std::move(done)](Result<std::string> next) {
+          if (!next.ok()) return done(Result<Page>(std::move(next).error()));
+          done(kind->take_page(std::move(next).value()));
+        };
+        std::make_shared<ListOperation>(core, std::move(request), kind, std::move(listed))->start();
+      });
+}
+
+}  // namespace
+
+void RedlockEngine::list(ListRequest request, ListHandler done) {
+  start_listing<LockListKind>(core_, std::move(request), std::move(done));
+}
+
+void RedlockEngine::list_semaphores(ListRequest request, SemaphoreListHandler done) {
+  start_listing<SemaphoreListKind>(core_, std::move(request), std::move(done));
+}
+
+void RedlockEngine::list_rwlocks(ListRequest request, RwLockListHandler done) {
+  start_listing<RwLockListKind>(core_, std::move(request), std::move(done));
 }
 
 namespace {
@@ -484,7 +510,11 @@ void RedlockEngine::inspect_rw(std::string name, RwStatusHandler done) {
     return answer_later(core_, std::move(done), Result<RwLockStatus>(std::move(valid).error()));
   asio::dispatch(core_->strand(),
                  [core = core_, name = std::move(name), done = std::move(done)]() mutable {
-                   std::make_shared<InspectRwOperation>(core, name, std::move(done))->start();
+                   auto status = [done = std::move(done)](Result<RwInspection> inspection) {
+                     if (!inspection.ok()) return done(std::move(inspection).error());
+                     done(std::move(inspection->status));
+                   };
+                   std::make_shared<InspectRwOperation>(core, name, std::move(status))->start();
                  });
 }
 
@@ -506,8 +536,12 @@ void RedlockEngine::inspect_semaphore(std::string name, SemaphoreStatusHandler d
   }
   asio::dispatch(core_->strand(),
                  [core = core_, name = std::move(name), done = std::move(done)]() mutable {
+                   auto status = [done = std::move(done)](Result<SemaphoreInspection> inspection) {
+                     if (!inspection.ok()) return done(std::move(inspection).error());
+                     done(inspection->status);
+                   };
                    std::make_shared<InspectSemaphoreOperation>(
-                       core, core->key_of(permit_config_name(name)), std::move(done))
+                       core, core->key_of(permit_config_name(name)), std::move(status))
                        ->start();
                  });
 }

@@ -1,6 +1,7 @@
 #include "engine/script_operation.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <map>
 
@@ -241,7 +242,7 @@ Result<LockStatus> known_status(InspectedKey key, const std::string& name) {
 
 InspectSemaphoreOperation::InspectSemaphoreOperation(
     const std::shared_ptr<EngineCore>& core, std::string config_key,
-    std::function<void(Result<SemaphoreStatus>)> done)
+    std::function<void(Result<SemaphoreInspection>)> done)
     : ScriptOperation(core, OperationKind::kInspect, Script::kInspectSemaphore,
                       {std::move(config_key)}, {}),
       seen_(tally_.node_count()),
@@ -267,19 +268,28 @@ void InspectSemaphoreOperation::decide() {
   if (tally_.answered_voters() < tally_.quorum()) {
     finish(ErrorCode::kUnavailable);
     core_->complete_later(std::move(done_),
-                          Result<SemaphoreStatus>(core_->shortfall_error(tally_)));
+                          Result<SemaphoreInspection>(core_->shortfall_error(tally_)));
     return;
   }
-  std::map<std::string, std::size_t> counts;  // count text → nodes
-  std::map<std::string, std::size_t> slots;   // "<slot>:<holder>" → nodes
+  std::map<std::string, std::size_t> counts;   // count text → nodes
+  std::map<std::string, std::uint32_t> slots;  // "<slot>:<holder>" → its nodes (bit mask)
+  SemaphoreInspection inspection;
   for (std::size_t i = 0; i < seen_.size(); ++i) {
     if (!tally_.is_voter(i) || tally_.vote_of(i) != Vote::kYes) continue;
+    inspection.answered |= 1u << i;
     if (!seen_[i].permits.empty()) ++counts[seen_[i].permits];
-    for (const auto& slot : seen_[i].slots) ++slots[slot];
+    for (const auto& slot : seen_[i].slots) slots[slot] |= 1u << i;
   }
-  SemaphoreStatus status;
+  const auto silent = seen_.size() - static_cast<std::size_t>(std::popcount(inspection.answered));
+  SemaphoreStatus& status = inspection.status;
   for (const auto& [slot, nodes] : slots) {
-    if (nodes >= tally_.quorum()) ++status.held;
+    const auto holders = static_cast<std::size_t>(std::popcount(nodes));
+    if (holders >= tally_.quorum()) {
+      ++status.held;
+      inspection.held_on.push_back(nodes);
+    } else if (holders + silent >= tally_.quorum()) {
+      inspection.maybe_held = true;
+    }
   }
   // The count of the live semaphore: the one most nodes hold (0 when no permit is live).
   std::size_t best = 0;
@@ -292,8 +302,9 @@ void InspectSemaphoreOperation::decide() {
     }
   }
   if (status.held == 0) status.permits = 0;
+  if (status.held != 0) inspection.maybe_held = false;
   finish(std::nullopt);
-  core_->complete_later(std::move(done_), Result<SemaphoreStatus>(status));
+  core_->complete_later(std::move(done_), Result<SemaphoreInspection>(std::move(inspection)));
 }
 
 }  // namespace fencelock::storage

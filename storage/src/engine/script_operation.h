@@ -189,12 +189,22 @@ class InspectOperation final : public ScriptOperation {
   std::function<void(Result<Inspection>)> done_;
 };
 
+// What a semaphore's inspection learned: its status, and for listings which nodes hold each slot
+// held on a quorum (bit i: node i), which nodes answered, and whether no slot is held among the
+// nodes that answered but one could be with those that did not (as InspectedKey::maybe_held).
+struct SemaphoreInspection {
+  SemaphoreStatus status;
+  std::vector<std::uint32_t> held_on;
+  std::uint32_t answered = 0;
+  bool maybe_held = false;
+};
+
 // A semaphore's count and live slots on every node (kInspectSemaphoreScript); waits for every
 // voting node, as InspectOperation. A slot counts as held when one holder holds it on a quorum.
 class InspectSemaphoreOperation final : public ScriptOperation {
  public:
   InspectSemaphoreOperation(const std::shared_ptr<EngineCore>& core, std::string config_key,
-                            std::function<void(Result<SemaphoreStatus>)> done);
+                            std::function<void(Result<SemaphoreInspection>)> done);
 
  private:
   struct Seen {
@@ -204,7 +214,7 @@ class InspectSemaphoreOperation final : public ScriptOperation {
   void on_answer(std::size_t node, const NodeReply& reply) override;
   void decide() override;
   std::vector<Seen> seen_;
-  std::function<void(Result<SemaphoreStatus>)> done_;
+  std::function<void(Result<SemaphoreInspection>)> done_;
 };
 
 }  // namespace fencelock::storage

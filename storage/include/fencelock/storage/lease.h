@@ -256,4 +256,30 @@ struct RwLockStatus {
   bool writer_waiting = false;
 };
 
+// ---- Listings of semaphores and read/write locks (LockEngine::list_semaphores, list_rwlocks) ----
+
+// A semaphore with a permit held on a quorum, as inspect_semaphore tells it.
+struct ListedSemaphore {
+  std::string name;
+  SemaphoreStatus status;
+};
+
+// A page of a semaphore listing, as LockPage for locks.
+struct SemaphorePage {
+  std::vector<ListedSemaphore> semaphores;
+  std::string next;
+};
+
+// A read/write lock with a grant held on a quorum, as inspect_rw tells it.
+struct ListedRwLock {
+  std::string name;
+  RwLockStatus status;
+};
+
+// A page of a read/write lock listing, as LockPage for locks.
+struct RwLockPage {
+  std::vector<ListedRwLock> rwlocks;
+  std::string next;
+};
+
 }  // namespace fencelock::storage

@@ -107,8 +107,8 @@ class LockEngine {
                               std::chrono::milliseconds wait, InspectHandler done) = 0;
   // One page of the locks held on a quorum whose names start with request.prefix (lease.h): each
   // such name at least once over a whole listing if it stays held throughout, never a name that
-  // was free throughout; semaphores are not listed. Bounded work per page. Errors:
-  // kInvalidArgument (prefix, limit, a cursor no listing gave), kUnavailable.
+  // was free throughout; semaphores and read/write locks are listed apart (below). Bounded work per
+  // page. Errors: kInvalidArgument (prefix, limit, a cursor no listing gave), kUnavailable.
   using ListHandler = std::function<void(Result<LockPage>)>;
   virtual void list(ListRequest request, ListHandler done) = 0;
 
@@ -143,6 +143,14 @@ class LockEngine {
                          std::chrono::milliseconds ttl, ExtendHandler done) = 0;
   virtual void release_rw(std::string name, RwMode mode, LeaseClaim claim, ReleaseHandler done) = 0;
   virtual void inspect_rw(std::string name, RwStatusHandler done) = 0;
+  // Listings of the semaphores and read/write locks with a grant held on a quorum (lease.h): the
+  // same request, pages, cursors, guarantees and errors as list (a name on which one permit or
+  // grant stays held throughout a listing is listed at least once), each name answered as
+  // inspect_semaphore / inspect_rw answer it; a name with nothing held is left out.
+  using SemaphoreListHandler = std::function<void(Result<SemaphorePage>)>;
+  using RwLockListHandler = std::function<void(Result<RwLockPage>)>;
+  virtual void list_semaphores(ListRequest request, SemaphoreListHandler done) = 0;
+  virtual void list_rwlocks(ListRequest request, RwLockListHandler done) = 0;
   // A token for `name` without a lock (POST /v1/tokens): drawn from the token source and ordered
   // with every grant's token of the name (as grants are with each other) before it is answered.
   // Errors: kInvalidArgument (the name), kUnavailable (grants refused, the token source, too few

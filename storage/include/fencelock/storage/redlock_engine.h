@@ -137,12 +137,15 @@ class RedlockEngine final : public LockEngine {
   // node while no write grant is live there and no other writer waits, a write while nothing is
   // live; a refused writer that waits keeps new readers out for as long as it waits (at most
   // max(ttl, 3 s) at a time, renewed by each attempt). extend_rw / release_rw: as extend /
-  // release on the grant's own key. No request_id, no revoke, no watch, not listed.
+  // release on the grant's own key. No request_id, no revoke, no watch; listed by list_rwlocks.
   AcquireTicket acquire_rw(RwLockRequest request, AcquireHandler done) override;
   void extend_rw(std::string name, RwMode mode, LeaseClaim claim, std::chrono::milliseconds ttl,
                  ExtendHandler done) override;
   void release_rw(std::string name, RwMode mode, LeaseClaim claim, ReleaseHandler done) override;
   void inspect_rw(std::string name, RwStatusHandler done) override;
+  // LockEngine::list_semaphores / list_rwlocks (engine/list_kinds.h says how). Errors as list.
+  void list_semaphores(ListRequest request, SemaphoreListHandler done) override;
+  void list_rwlocks(ListRequest request, RwLockListHandler done) override;
   void draw_token(std::string name, TokenHandler done) override;
 
   std::size_t node_count() const noexcept override;
