@@ -1,6 +1,7 @@
 // GET /v1/semaphores and GET /v1/rwlocks against the real fencelockd and five real redis-servers:
-// every name with something held under the prefix, once, each entry as its status route answers
-// it, in pages of any limit; bad queries are 400; with a lock node down every name is still listed.
+// every name with something held under the prefix, at least once, each entry as its status route
+// answers it, in pages of any limit; bad queries are 400; with a lock node down every name is still
+// listed.
 #include <catch2/catch.hpp>
 #include <functional>
 #include <map>
@@ -14,8 +15,8 @@ using nlohmann::json;
 
 namespace {
 
-// Every entry of a listing (`field` of each page), by name, following `next`; CHECKs each name is
-// listed once.
+// Every entry of a listing (`field` of each page), by name as first listed, following `next` (a
+// name may come twice: at least once is the promise).
 std::map<std::string, json> list_all(HttpClient& http, const std::string& path,
                                      const std::string& field, const std::string& query) {
   std::map<std::string, json> seen;
@@ -25,9 +26,7 @@ std::map<std::string, json> list_all(HttpClient& http, const std::string& path,
     REQUIRE(answer.status == 200);
     const json body = answer.json();
     for (const json& entry : body[field]) {
-      const std::string name = entry["name"];
-      INFO(name);
-      CHECK(seen.emplace(name, entry).second);
+      seen.emplace(entry["name"].get<std::string>(), entry);
     }
     if (body["next"].is_null()) return seen;
     target = path + "?" + query + "&cursor=" + body["next"].get<std::string>();

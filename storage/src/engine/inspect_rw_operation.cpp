@@ -67,10 +67,8 @@ void InspectRwOperation::decide() {
       std::chrono::ceil<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
   for (auto& [value, seen] : by_value) {
     if (seen.size() < tally_.quorum()) {
-      if (seen.size() + (seen_.size() - answered) < tally_.quorum()) continue;
-      finish(ErrorCode::kUnavailable);
-      core_->complete_later(std::move(done_), Result<RwInspection>(maybe_held_error(name_)));
-      return;
+      if (seen.size() + (seen_.size() - answered) >= tally_.quorum()) inspection.maybe_held = true;
+      continue;
     }
     // Held until fewer than a quorum still have it: the quorum-th largest remaining ttl.
     std::sort(seen.begin(), seen.end(),

@@ -20,6 +20,9 @@ struct RwInspection {
   RwLockStatus status;
   std::vector<std::uint32_t> held_on;
   std::uint32_t answered = 0;
+  // A grant the nodes which answered hold on fewer than a quorum could be held with those that
+  // did not: `status` may leave it out (its status route answers kUnavailable instead).
+  bool maybe_held = false;
 };
 
 class InspectRwOperation final : public ScriptOperation {

@@ -67,14 +67,17 @@ void inspect_each(std::vector<std::string> names, typename EachName<Inspection>:
       ->run();
 }
 
-// A step's inspection from per-name ones (each with `answered` and `held_on`).
+// A step's inspection from per-name ones (each with `answered`, `held_on` and `maybe_held`).
 template <class Inspection>
-StepInspection step_of(const std::vector<Inspection>& inspections) {
+StepInspection step_of(const std::vector<Inspection>& inspections,
+                       const std::vector<std::string>& names) {
   StepInspection step;
   step.answered = ~std::uint32_t{0};
-  for (const Inspection& inspection : inspections) {
-    step.answered &= inspection.answered;
-    step.held_on.push_back(inspection.held_on);
+  for (std::size_t i = 0; i < inspections.size(); ++i) {
+    step.answered &= inspections[i].answered;
+    step.held_on.push_back(inspections[i].held_on);
+    if (inspections[i].maybe_held && !step.maybe_held && i < names.size())
+      step.maybe_held = maybe_held_error(names[i]);
   }
   return step;
 }
@@ -98,8 +101,8 @@ void LockListKind::inspect(const std::shared_ptr<EngineCore>& core, std::vector<
     for (std::size_t i = 0; i < step_.size() && i < names_.size(); ++i) {
       const InspectedKey& key = step_[i];
       // Held on a bare quorum with a holder silent is not "not held": say so, never skip it.
-      if (!key.status.held && key.maybe_held)
-        return done(Result<StepInspection>(maybe_held_error(names_[i])));
+      if (!key.status.held && key.maybe_held && !step.maybe_held)
+        step.maybe_held = maybe_held_error(names_[i]);
       std::uint32_t nodes = 0;
       for (const std::size_t holder : key.holders) nodes |= 1u << holder;
       step.held_on.push_back(key.status.held ? std::vector<std::uint32_t>{nodes}
@@ -134,10 +137,7 @@ void SemaphoreListKind::inspect(const std::shared_ptr<EngineCore>& core,
   auto inspected = [this, done = std::move(done)](Result<std::vector<SemaphoreInspection>> all) {
     if (!all.ok()) return done(Result<StepInspection>(std::move(all).error()));
     step_ = std::move(all).value();
-    for (std::size_t i = 0; i < step_.size(); ++i) {
-      if (step_[i].maybe_held) return done(Result<StepInspection>(maybe_held_error(names_[i])));
-    }
-    done(step_of(step_));
+    done(step_of(step_, names_));
   };
   inspect_each<SemaphoreInspection>(std::move(names), std::move(start), std::move(inspected));
 }
@@ -158,12 +158,11 @@ void RwLockListKind::inspect(const std::shared_ptr<EngineCore>& core,
   auto start = [core](const std::string& name, EachName<RwInspection>::Answer answer) {
     std::make_shared<InspectRwOperation>(core, name, std::move(answer))->start();
   };
-  // `this` lives as long as the listing, which `done` holds. A name that the nodes which did not
-  // answer could hold is already an error of its inspection.
+  // `this` lives as long as the listing, which `done` holds.
   auto inspected = [this, done = std::move(done)](Result<std::vector<RwInspection>> all) {
     if (!all.ok()) return done(Result<StepInspection>(std::move(all).error()));
     step_ = std::move(all).value();
-    done(step_of(step_));
+    done(step_of(step_, names_));
   };
   inspect_each<RwInspection>(std::move(names), std::move(start), std::move(inspected));
 }

@@ -152,6 +152,10 @@ void ListOperation::on_inspected(Result<StepInspection> inspection) {
     pass_over();  // without its own answers, what it holds cannot be told apart: its next holder
     return;
   }
+  if (inspection->maybe_held) {  // never left out silently
+    finish(std::move(*inspection->maybe_held));
+    return;
+  }
   for (std::size_t i = 0; i < inspection->held_on.size(); ++i) {
     const auto& grants = inspection->held_on[i];
     if (std::any_of(grants.begin(), grants.end(),

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,9 @@ struct StepInspection {
   std::uint32_t answered = 0;  // the nodes that answered for every name (bit i: node i)
   // By name, in order: the nodes holding each of its grants held on a quorum (none: not held).
   std::vector<std::vector<std::uint32_t>> held_on;
+  // Set when a name (the first such) has a grant that the nodes which answered hold on fewer
+  // than a quorum but could with those that did not: the page cannot tell it is not held.
+  std::optional<Error> maybe_held;
 };
 
 // What a listing lists (engine/list_kinds.h): which keys it scans for, how one step's names are

@@ -510,8 +510,9 @@ void RedlockEngine::inspect_rw(std::string name, RwStatusHandler done) {
     return answer_later(core_, std::move(done), Result<RwLockStatus>(std::move(valid).error()));
   asio::dispatch(core_->strand(),
                  [core = core_, name = std::move(name), done = std::move(done)]() mutable {
-                   auto status = [done = std::move(done)](Result<RwInspection> inspection) {
+                   auto status = [done = std::move(done), name](Result<RwInspection> inspection) {
                      if (!inspection.ok()) return done(std::move(inspection).error());
+                     if (inspection->maybe_held) return done(maybe_held_error(name));
                      done(std::move(inspection->status));
                    };
                    std::make_shared<InspectRwOperation>(core, name, std::move(status))->start();

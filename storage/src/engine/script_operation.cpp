@@ -302,7 +302,6 @@ void InspectSemaphoreOperation::decide() {
     }
   }
   if (status.held == 0) status.permits = 0;
-  if (status.held != 0) inspection.maybe_held = false;
   finish(std::nullopt);
   core_->complete_later(std::move(done_), Result<SemaphoreInspection>(std::move(inspection)));
 }

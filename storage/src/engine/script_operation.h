@@ -190,8 +190,9 @@ class InspectOperation final : public ScriptOperation {
 };
 
 // What a semaphore's inspection learned: its status, and for listings which nodes hold each slot
-// held on a quorum (bit i: node i), which nodes answered, and whether no slot is held among the
-// nodes that answered but one could be with those that did not (as InspectedKey::maybe_held).
+// held on a quorum (bit i: node i), which nodes answered, and whether some slot not held on a
+// quorum of the nodes that answered could be with those that did not (as
+// InspectedKey::maybe_held; whatever the other slots hold).
 struct SemaphoreInspection {
   SemaphoreStatus status;
   std::vector<std::uint32_t> held_on;

@@ -1,7 +1,8 @@
 // LockEngine::list_semaphores and list_rwlocks on real redis-servers: every semaphore with a permit
-// held and every read/write lock with a grant held, with the prefix, once, each as its status says;
-// nothing with nothing held, no lock or other kind's name; pages of any limit; still complete with
-// a node down; a name the silent nodes could hold fails the page instead of being left out.
+// held and every read/write lock with a grant held, with the prefix, at least once, each as its
+// status says; nothing with nothing held, no lock or other kind's name; pages of any limit; still
+// complete with a node down; a name the silent nodes could hold fails the page instead of being
+// left out.
 #include <catch2/catch.hpp>
 #include <future>
 #include <map>
@@ -29,8 +30,9 @@ Result<RwLockPage> rwlock_page(EngineUnderTest& t, ListRequest request) {
       [&](auto done) { t.engine().list_rwlocks(std::move(request), std::move(done)); });
 }
 
-// Every page of a listing (`page_of` one page, `entries` a page's entries), by name; FAILs on a
-// name listed twice. `pages` counts the pages.
+// Every page of a listing (`page_of` one page, `entries` a page's entries), by name, as first
+// listed: a name may come twice (a node late for one inspection, grants on different nodes; at
+// least once is the promise). `pages` counts the pages.
 template <class Entry, class PageOf, class Entries>
 std::map<std::string, Entry> list_all(PageOf page_of, Entries entries, ListRequest request,
                                       std::size_t* pages = nullptr) {
@@ -39,8 +41,6 @@ std::map<std::string, Entry> list_all(PageOf page_of, Entries entries, ListReque
     auto listed = page_of(request);
     REQUIRE(listed.ok());
     for (Entry& entry : entries(*listed)) {
-      INFO(entry.name);
-      CHECK(seen.count(entry.name) == 0);
       seen.emplace(entry.name, std::move(entry));
     }
     if (pages != nullptr) *pages = page;
@@ -111,7 +111,7 @@ TEST_CASE("a semaphore listing names every semaphore with a permit held, as its 
   CHECK(all_semaphores(t, ListRequest{"", 1000, ""}).size() == held.size() + 1);
   CHECK(all_semaphores(t, ListRequest{"none:", 10, ""}).empty());
 
-  SECTION("with the first node down every semaphore is still listed once") {
+  SECTION("with the first node down every semaphore is still listed") {
     cluster.node(0).kill();
     t.wait_for_voting_nodes(4);
     check_all(all_semaphores(t, ListRequest{"pool:", 2, ""}));
@@ -166,7 +166,7 @@ TEST_CASE("a read/write lock listing names every read/write lock held, readers a
   // A writer waits on doc:a (new readers are kept out meanwhile).
   auto writer = std::make_shared<std::promise<Result<Lease>>>();
   auto written = writer->get_future();
-  t.engine().acquire_rw(RwLockRequest{"doc:a", RwMode::kWrite, 30s, 5s, {}},
+  t.engine().acquire_rw(RwLockRequest{"doc:a", RwMode::kWrite, 30s, 60s, {}},
                         [writer](Result<Lease> lease) { writer->set_value(std::move(lease)); });
   for (int i = 0; i < 100 && acquire_rw(t, "doc:a", RwMode::kRead).ok(); ++i) {
   }  // until a new reader is refused: the writer waits
@@ -196,7 +196,7 @@ TEST_CASE("a read/write lock listing names every read/write lock held, readers a
   check_all(all_rwlocks(t, ListRequest{"doc:", 100, ""}));
   CHECK(all_rwlocks(t, ListRequest{"", 1000, ""}).size() == 9);
 
-  SECTION("with the first node down every read/write lock is still listed once") {
+  SECTION("with the first node down every read/write lock is still listed") {
     cluster.node(0).kill();
     t.wait_for_voting_nodes(4);
     check_all(all_rwlocks(t, ListRequest{"doc:", 3, ""}));
@@ -206,7 +206,13 @@ TEST_CASE("a read/write lock listing names every read/write lock held, readers a
     request.visible = [](std::string_view name) { return name.starts_with("doc:n"); };
     CHECK(all_rwlocks(t, request).size() == 6);
   }
-  // Let the writer through (its wait is bounded anyway) before the engine goes.
+  // Let the writer through before the engine goes: the readers release.
+  for (const auto* reader : {&r1, &r2}) {
+    CHECK(said_yes(await<bool>([&](auto done) {
+      t.engine().release_rw("doc:a", RwMode::kRead, {(*reader)->token, (*reader)->proof, {}},
+                            std::move(done));
+    })));
+  }
   written.wait_for(15s);
 }
 
@@ -222,6 +228,33 @@ TEST_CASE("a semaphore listing that cannot tell whether a permit is held fails i
       .command({"DEL", "fencelock:lock:bare#permit:" + std::to_string(permit->slot)});
   cluster.node(1).pause();
   auto page = semaphore_page(t, ListRequest{"bare", 10, ""});
+  cluster.node(1).resume();
+  REQUIRE_FALSE(page.ok());
+  CHECK(page.error().code == ErrorCode::kUnavailable);
+}
+
+TEST_CASE("a semaphore listing fails when one permit could be held, even if another is held",
+          "[storage][redis][list]") {
+  // Permit B on nodes {0,1,2}, permit A on {2,3,4}; node 1 silent. Node 0's step sees B on {0,2}
+  // plus a silent node (maybe held) and A held, listed from node 2. Were the maybe-held B dropped
+  // because A is held, A released before node 2's turn would leave the semaphore unlisted though B
+  // was held throughout: the page fails instead.
+  RedisCluster cluster(5);
+  TempDir dir;
+  EngineUnderTest t(engine_options_for(cluster), tokens_in(dir));
+  auto b = acquire_permit(t, "multi", 2, 30s);
+  auto a = acquire_permit(t, "multi", 2, 30s);
+  REQUIRE((b.ok() && a.ok()));
+  const auto drop = [&](const Result<Permit>& permit, std::initializer_list<std::size_t> nodes) {
+    for (const std::size_t node : nodes) {
+      SyncRedis(cluster.node(node).port())
+          .command({"DEL", "fencelock:lock:multi#permit:" + std::to_string(permit->slot)});
+    }
+  };
+  drop(b, {3, 4});
+  drop(a, {0, 1});
+  cluster.node(1).pause();
+  auto page = semaphore_page(t, ListRequest{"multi", 10, ""});
   cluster.node(1).resume();
   REQUIRE_FALSE(page.ok());
   CHECK(page.error().code == ErrorCode::kUnavailable);
