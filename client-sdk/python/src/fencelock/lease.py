@@ -1,5 +1,5 @@
-"""A granted lease as the client holds it: a lock, a lock set or a semaphore permit, its fencing
-token(s) and a conservative deadline.
+"""A granted lease as the client holds it: a lock, a lock set, a semaphore permit or a read/write
+lock's read or write grant, its fencing token(s) and a conservative deadline.
 
 The deadline is on time.monotonic(): the client's own send time of the granting (or last
 extending) request plus the waited_ms (acquire only) and validity_ms the service answered — never
@@ -7,7 +7,9 @@ later than the truth, however long a waiting acquire waited (docs/api.md, "Acqui
 
 Send ``token`` with every write to the protected resource — for a lock set, ``tokens[name]`` with
 a write to the resource of that name; for a permit, ``token`` fenced per slot (the resource keeps
-one current token per (semaphore, slot): N holders write at once). The lease string proves
+one current token per (semaphore, slot): N holders write at once); for a read or write grant,
+``token``, from the name's counter (a write grant's is above every earlier grant's, so a store
+that fences on it refuses a stale reader's write once the writer wrote). The lease string proves
 ownership for extend and release: it is a secret, kept out of repr(), str() and pickling.
 
 Thread safety: a Lease may be read from any thread while a LeaseKeeper renews it (an AsyncLease
@@ -24,19 +26,22 @@ from .errors import LeaseLostError
 
 
 class Lease:
-    """One grant. Created by Client.acquire (a lock), Client.acquire_set (several names at once)
-    or Client.acquire_permit (a semaphore permit); moved forward by Client.extend.
+    """One grant. Created by Client.acquire (a lock), Client.acquire_set (several names at once),
+    Client.acquire_permit (a semaphore permit) or Client.acquire_read / acquire_write (a
+    read/write lock's grant); moved forward by Client.extend.
 
-    ``kind`` is "lock", "set" or "permit". A set's ``names`` are sorted and ``tokens`` maps each
-    to its token; its ``name`` is the names joined by "," (for messages) and its ``token`` None.
-    A permit's ``permits`` is the semaphore's permit count and ``slot`` the slot it holds."""
+    ``kind`` is "lock", "set", "permit", "read" or "write". A set's ``names`` are sorted and
+    ``tokens`` maps each to its token; its ``name`` is the names joined by "," (for messages) and
+    its ``token`` None. A permit's ``permits`` is the semaphore's permit count and ``slot`` the
+    slot it holds. A read/write lock's grant has ``mode`` "read" or "write" (None otherwise)."""
 
-    __slots__ = ("name", "token", "names", "tokens", "permits", "slot", "_lease_string", "_ttl",
-                 "_deadline", "_mutex", "lost", "_lost_reason")
+    __slots__ = ("name", "token", "names", "tokens", "permits", "slot", "mode", "_lease_string",
+                 "_ttl", "_deadline", "_mutex", "lost", "_lost_reason")
 
     def __init__(self, name: str, lease_string: str, token: Optional[int], ttl: float,
                  deadline: float, *, tokens: Optional[Dict[str, int]] = None,
-                 permits: Optional[int] = None, slot: Optional[int] = None) -> None:
+                 permits: Optional[int] = None, slot: Optional[int] = None,
+                 mode: Optional[str] = None) -> None:
         # A set: the names in the order of `tokens` (sorted by the service).
         self.names: Sequence[str] = tuple(tokens) if tokens is not None else (name,)
         self.name = ",".join(self.names) if tokens is not None else name
@@ -46,6 +51,7 @@ class Lease:
             {name: token} if token is not None else {})
         self.permits = permits
         self.slot = slot
+        self.mode = mode
         self._lease_string = lease_string
         self._ttl = ttl
         self._deadline = deadline
@@ -59,7 +65,9 @@ class Lease:
 
     @property
     def kind(self) -> str:
-        """"lock", "set" or "permit"."""
+        """"lock", "set", "permit", "read" or "write"."""
+        if self.mode is not None:
+            return self.mode
         if self.permits is not None:
             return "permit"
         return "set" if self.token is None else "lock"
@@ -120,7 +128,7 @@ class Lease:
         if self.kind == "set":
             return Lease("", self._lease_string, None, ttl, deadline, tokens=self.tokens)
         return Lease(self.name, self._lease_string, self.token, ttl, deadline,
-                     permits=self.permits, slot=self.slot)
+                     permits=self.permits, slot=self.slot, mode=self.mode)
 
     def _mark_lost(self, why: LeaseLostError) -> bool:
         """Marks the lease lost; True only for the call that did it."""
@@ -138,10 +146,13 @@ class Lease:
         if self.kind == "permit":
             return (f"Lease(name={self.name!r}, permits={self.permits}, slot={self.slot}, "
                     f"token={self.token}, {state})")
+        if self.mode is not None:
+            return f"Lease(name={self.name!r}, mode={self.mode!r}, token={self.token}, {state})"
         return f"Lease(name={self.name!r}, token={self.token}, {state})"
 
     __str__ = __repr__
 
     def __reduce__(self) -> Any:
         raise TypeError("a Lease holds a secret and is not pickled")
+
 
