@@ -1,5 +1,5 @@
 """Read/write locks (many readers or one writer) in the blocking and the asyncio client: what is
-sent, what is read, and the grants against a live fencelockd."""
+sent, what is read, lease strings rebuilt, and the grants against a live fencelockd."""
 
 from __future__ import annotations
 
@@ -86,6 +86,35 @@ class WithoutService(unittest.TestCase):
             with self.subTest(body), self.assertRaises(fencelock.InternalError):
                 read(body)
 
+    def test_lease_strings_of_every_kind_become_leases_and_bad_ones_are_refused(self) -> None:
+        read = fencelock.Lease.from_string("read", "doc", f"17.{PROOF}.r", 10)
+        self.assertEqual((read.kind, read.name, read.token, read.ttl), ("read", "doc", 17, 10))
+        self.assertEqual(read.remaining(), 0.0, "its deadline is unknown until an extend")
+        self.assertNotIn(PROOF, repr(read))
+        self.assertIn("mode='read'", repr(read))
+        write = fencelock.Lease.from_string("write", ["doc"], f"18.{PROOF}.w", 10)
+        self.assertEqual((write.kind, write.token), ("write", 18))
+        lock = fencelock.Lease.from_string("lock", "doc", f"9.{PROOF}", 10)
+        self.assertEqual((lock.kind, lock.token), ("lock", 9))
+        permit = fencelock.Lease.from_string("permit", "pool", f"9.{PROOF}.3.2", 10)
+        self.assertEqual((permit.kind, permit.permits, permit.slot), ("permit", 3, 2))
+        lock_set = fencelock.Lease.from_string("set", ["b", "a"], f"3,4.{PROOF}", 10)
+        self.assertEqual((lock_set.kind, lock_set.tokens), ("set", {"a": 3, "b": 4}))
+        for kind, names, text in [
+                ("write", "doc", f"17.{PROOF}.r"), ("read", "doc", f"17.{PROOF}.w"),
+                ("read", "doc", f"17.{PROOF}"), ("lock", "doc", f"17.{PROOF}.r"),
+                ("read", "doc", f"017.{PROOF}.r"), ("read", "doc", f"0.{PROOF}.r"),
+                ("read", "doc", f"{2**63}.{PROOF}.r"), ("read", "doc", "17.not-hex.r"),
+                ("read", ["a", "b"], f"17.{PROOF}.r"), ("read", "a/b", f"17.{PROOF}.r"),
+                ("set", ["a", "a"], f"3,4.{PROOF}"), ("set", ["a", "b"], f"3.{PROOF}"),
+                ("permit", "pool", f"9.{PROOF}.3.3"), ("permit", "pool", f"9.{PROOF}.65.0"),
+                ("reader", "doc", f"17.{PROOF}.r")]:
+            with self.subTest(kind=kind, names=names, text=text), \
+                    self.assertRaises(fencelock.InvalidArgumentError):
+                fencelock.Lease.from_string(kind, names, text, 10)
+        with self.assertRaises(fencelock.InvalidArgumentError):
+            fencelock.Lease.from_string("read", "doc", f"17.{PROOF}.r", 0)
+
 
 @needs_stack
 class ReadWriteLocks(unittest.TestCase):
@@ -153,6 +182,15 @@ class ReadWriteLocks(unittest.TestCase):
         self.assertFalse(self.client.rwlock_status(self.name).writer_waiting)
         self.assertTrue(self.client.release(granted[0]))
 
+    def test_a_lease_string_kept_elsewhere_is_rebuilt_extended_and_released(self) -> None:
+        writer = self.client.acquire_write(self.name, 5.0)
+        elsewhere = fencelock.Lease.from_string("write", self.name, writer.lease_string, 5.0)
+        self.assertEqual((elsewhere.kind, elsewhere.token), ("write", writer.token))
+        self.client.extend(elsewhere)
+        self.assertGreater(elsewhere.remaining(), 3.0)
+        self.assertTrue(self.client.release(elsewhere))
+        self.assertFalse(self.client.release(writer), "released through the rebuilt lease")
+
     def test_the_blocks_keep_their_grant_alive_and_release_it(self) -> None:
         with self.client.read_lock(self.name, ttl=0.3, owner="block") as lease:
             time.sleep(0.7)  # renewed in the background, past two ttls
@@ -186,7 +224,9 @@ class ReadWriteLocksOnAsyncio(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((status.mode, len(status.holders)), ("read", 2))
         self.assertIn("reader-1", [h.owner for h in status.holders])
         await self.client.extend(first, 10.0)
-        self.assertTrue(await self.client.release(second))
+        rebuilt = aio.AsyncLease.from_string("read", self.name, second.lease_string, 5.0)
+        self.assertIsInstance(rebuilt, aio.AsyncLease)
+        self.assertTrue(await self.client.release(rebuilt))
         self.assertTrue(await self.client.release(first))
 
         async with self.client.write_lock(self.name, ttl=0.3) as writer:

@@ -18,17 +18,24 @@ from its event loop only).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Type, TypeVar, Union
 
-from .errors import LeaseLostError
+from .errors import InvalidArgumentError, LeaseLostError
+
+L = TypeVar("L", bound="Lease")
+
+KINDS = ("lock", "set", "permit", "read", "write")
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 
 
 class Lease:
     """One grant. Created by Client.acquire (a lock), Client.acquire_set (several names at once),
-    Client.acquire_permit (a semaphore permit) or Client.acquire_read / acquire_write (a
-    read/write lock's grant); moved forward by Client.extend.
+    Client.acquire_permit (a semaphore permit), Client.acquire_read / acquire_write (a read/write
+    lock's grant) or Lease.from_string; moved forward by Client.extend.
 
     ``kind`` is "lock", "set", "permit", "read" or "write". A set's ``names`` are sorted and
     ``tokens`` maps each to its token; its ``name`` is the names joined by "," (for messages) and
@@ -62,6 +69,62 @@ class Lease:
         # asyncio.Event here instead.
         self.lost = threading.Event()
         self._lost_reason: Optional[LeaseLostError] = None
+
+    @classmethod
+    def from_string(cls: Type[L], kind: str, names: Union[str, Sequence[str]], lease_string: str,
+                    ttl: float) -> L:
+        """Rebuilds a lease from its lease string, as printed by `fencelock acquire` or kept by
+        another process, so that it can be extended or released (the C++ SDK's
+        lease_from_string). Its deadline is unknown: now, until an extend moves it — extend it
+        before keep() or a block relies on it. The string's shape is checked, not its proof (the
+        service does):
+          - "lock": `names` = NAME, "<token>.<proof>";
+          - "set": `names` in any order (1..16 distinct names), "<t1>,<t2>,....<proof>" with one
+            token per name in sorted-name order;
+          - "permit": `names` = NAME, "<token>.<proof>.<permits>.<slot>", slot < permits <= 64;
+          - "read", "write": `names` = NAME, "<token>.<proof>.r" or "<token>.<proof>.w".
+        `names` may be one name (a str) or a list. fencelock.aio.AsyncLease.from_string, called
+        in the event loop, gives an AsyncLease. Raises InvalidArgumentError."""
+        from ._calls import MAX_PERMITS, MAX_SET_NAMES, check_name  # _calls imports this module
+        if kind not in KINDS:
+            raise InvalidArgumentError(f"kind must be one of {', '.join(KINDS)}")
+        listed = [names] if isinstance(names, str) else list(names)
+        if kind != "set" and len(listed) != 1:
+            raise InvalidArgumentError(f"a {kind} lease has exactly one name")
+        if not 1 <= len(listed) <= MAX_SET_NAMES:
+            raise InvalidArgumentError(f"a lock set has 1 to {MAX_SET_NAMES} names")
+        for name in listed:
+            check_name(name)
+        listed.sort()
+        if len(set(listed)) != len(listed):
+            raise InvalidArgumentError("a lock set's names must be distinct")
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
+            raise InvalidArgumentError("ttl must be a positive number of seconds")
+        parts = lease_string.split(".") if isinstance(lease_string, str) else []
+        expected = {"permit": 4, "read": 3, "write": 3}.get(kind, 2)
+        if len(parts) != expected or not _HEX.fullmatch(parts[1]):
+            raise InvalidArgumentError("a malformed lease string")
+        tokens = [_positive(text, "a malformed lease string (its tokens)")
+                  for text in parts[0].split(",")]
+        if len(tokens) != len(listed):
+            raise InvalidArgumentError(f"the lease string holds {len(tokens)} token(s) for "
+                                       f"{len(listed)} name(s)")
+        now = time.monotonic()
+        if kind == "set":
+            return cls("", lease_string, None, ttl, now, tokens=dict(zip(listed, tokens)))
+        if kind == "permit":
+            permits = _positive(parts[2], "a malformed permit lease string (its permits)")
+            if (not _DECIMAL.fullmatch(parts[3]) or permits > MAX_PERMITS
+                    or int(parts[3]) >= permits):
+                raise InvalidArgumentError("a malformed permit lease string (its slot)")
+            return cls(listed[0], lease_string, tokens[0], ttl, now, permits=permits,
+                       slot=int(parts[3]))
+        if kind in ("read", "write"):
+            if parts[2] != kind[0]:
+                raise InvalidArgumentError(
+                    "a malformed read/write lock lease string (its mode)")
+            return cls(listed[0], lease_string, tokens[0], ttl, now, mode=kind)
+        return cls(listed[0], lease_string, tokens[0], ttl, now)
 
     @property
     def kind(self) -> str:
@@ -156,3 +219,10 @@ class Lease:
         raise TypeError("a Lease holds a secret and is not pickled")
 
 
+
+def _positive(text: str, message: str) -> int:
+    """A fencing token or a permit count: a positive decimal without leading zeros, at most the
+    API's int64."""
+    if not _DECIMAL.fullmatch(text) or text == "0" or int(text) > 2**63 - 1:
+        raise InvalidArgumentError(message)
+    return int(text)
