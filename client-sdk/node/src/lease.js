@@ -1,9 +1,11 @@
-// A granted lease as the client holds it — a lock, a lock set (several names at once) or a
-// semaphore permit: its fencing token(s), a conservative local deadline, and the lost-lease
-// signal. `kind` is 'lock', 'set' or 'permit'. A set has `names` (sorted) and `tokens` (name →
-// bigint token: fence the write to the resource of name n with tokens[n]); its `name` is the names
-// joined by ',' and its `token` undefined. A permit has `permits` and `slot` (0..permits-1); its
-// token increases with every grant of the semaphore: fence per (semaphore, slot).
+// A granted lease as the client holds it — a lock, a lock set (several names at once), a
+// semaphore permit or a read/write lock's grant: its fencing token(s), a conservative local
+// deadline, and the lost-lease signal. `kind` is 'lock', 'set', 'permit', 'read' or 'write'. A set
+// has `names` (sorted) and `tokens` (name → bigint token: fence the write to the resource of name
+// n with tokens[n]); its `name` is the names joined by ',' and its `token` undefined. A permit has
+// `permits` and `slot` (0..permits-1); its token increases with every grant of the semaphore:
+// fence per (semaphore, slot). A read or write grant is shaped as a lock's lease; a write grant's
+// token is above every earlier grant's of its name.
 //
 // The deadline is the client's own send time of the granting (or last extending) request plus the
 // waited_ms (acquire only) and validity_ms the service answered, on performance.now() — never later
@@ -25,8 +27,8 @@ import { LeaseLostError } from './errors.js';
 const internals = new WeakMap();
 
 export class Lease extends EventEmitter {
-  /** @internal Created by Client.acquire, acquireSet, acquirePermit. */
-  constructor(name, leaseString, token, ttlMs, deadline, { tokens, permits, slot } = {}) {
+  /** @internal Created by Client.acquire, acquireSet, acquirePermit, acquireRead, acquireWrite. */
+  constructor(name, leaseString, token, ttlMs, deadline, { tokens, permits, slot, mode } = {}) {
     super();
     const state = {
       secret: leaseString,
@@ -38,7 +40,7 @@ export class Lease extends EventEmitter {
       expiryTimer: undefined,
     };
     internals.set(this, state);
-    const kind = tokens !== undefined ? 'set' : permits !== undefined ? 'permit' : 'lock';
+    const kind = tokens !== undefined ? 'set' : permits !== undefined ? 'permit' : mode ?? 'lock';
     const names = kind === 'set' ? Object.freeze(Object.keys(tokens)) : Object.freeze([name]);
     Object.defineProperty(this, 'kind', { value: kind, enumerable: true });
     Object.defineProperty(this, 'name', { value: kind === 'set' ? names.join(',') : name, enumerable: true });
