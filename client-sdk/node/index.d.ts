@@ -157,7 +157,7 @@ export declare class Lease extends EventEmitter {
   readonly lostReason: LeaseLostError | undefined;
   valid(): boolean;
   remainingMs(): number;
-  /** Throws a LeaseLostError if the lease is lost, released or past its deadline. */
+  /** Throws a LeaseLostError if the lease is lost, released, past its deadline, or rebuilt (leaseFromString) and not extended yet. */
   check(): void;
   /** The secret proof of ownership. Do not log it. */
   leaseString(): string;
@@ -205,6 +205,18 @@ export interface RwLockStatus {
   /** A writer waits: new reads are refused meanwhile. */
   writerWaiting: boolean;
 }
+
+/**
+ * Rebuilds a lease from its lease string (kept by another process, printed by `fencelock
+ * acquire`) to extend or release it; `ttlMs` is what extend() asks for by default. Shapes:
+ * 'lock', 'read', 'write', 'permit' on [name] ("<token>.<proof>", "….r", "….w",
+ * "….<permits>.<slot>"); 'set' on its names in any order ("<t1>,<t2>,….<proof>", tokens in
+ * sorted-name order). Its deadline is unknown until an extend succeeds: valid() is false and
+ * check() throws (it is not lost) till then, so extend it before relying on it or keep()ing it.
+ * Sends nothing. Throws InvalidArgumentError when the string is not of the kind's shape.
+ */
+export declare function leaseFromString(kind: 'lock' | 'permit' | 'read' | 'write', names: readonly [string], leaseString: string, ttlMs: number): Lease;
+export declare function leaseFromString(kind: 'set', names: readonly string[], leaseString: string, ttlMs: number): LockSetLease;
 
 export declare const maxSetNames: 16;
 export declare const maxPermits: 64;

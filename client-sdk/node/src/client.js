@@ -14,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
+import { checkInteger, checkName, maxSetNames, maxPermits } from './checks.js';
 import {
   InternalError,
   InvalidArgumentError,
@@ -26,11 +27,7 @@ import { Lease, declareLost, renewLease, retireLease } from './lease.js';
 import { LeaseKeeper } from './keeper.js';
 import { maxToken, parseWithTokens } from './token_json.js';
 
-const namePattern = /^[A-Za-z0-9._:-]{1,200}$/;
 const requestIdPattern = /^[\x21-\x7e]{1,64}$/;
-// The service's bounds (docs/api.md): names in one lock set, permits of one semaphore.
-export const maxSetNames = 16;
-export const maxPermits = 64;
 // The largest page of a listing (GET /v1/locks).
 const maxListLimit = 1000;
 // The longest wait a watch may ask for (the C++ SDK's bound; the server's --max-wait may be
@@ -514,19 +511,6 @@ export class Client {
       error: errorFromAnswer(response.status, typeof problem.code === 'string' ? problem.code : undefined, message,
         { requestId, retryAfterMs, permits: Number.isSafeInteger(problem.permits) ? problem.permits : undefined }),
     };
-  }
-}
-
-function checkInteger(what, value, min, max) {
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError('invalid_request', `${what}: an integer from ${min} to ${max}, got ${value}`);
-  }
-  return value;
-}
-
-function checkName(name) {
-  if (typeof name !== 'string' || !namePattern.test(name) || name === '.' || name === '..') {
-    throw new InvalidArgumentError('invalid_request', 'name: 1 to 200 characters from [A-Za-z0-9._:-], not "." or ".."');
   }
 }
 

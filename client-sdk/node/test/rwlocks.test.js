@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { inspect } from 'node:util';
 
-import { Client, InvalidArgumentError, LockedError, NotHeldError } from 'fencelock';
+import { Client, InvalidArgumentError, LeaseLostError, LockedError, NotHeldError, leaseFromString } from 'fencelock';
 
 import { eventually, fencelockUrl, sleep, uniqueName } from './support.js';
 
@@ -84,6 +84,27 @@ describe('read/write locks', () => {
       await assert.rejects(client.extend(lease, 1000), NotHeldError);
       assert.ok(lease.lost);
     }
+  });
+
+  it('rebuilds a read or write grant from its lease string, bound to its mode, to extend and release it', async () => {
+    const name = uniqueName('rw-string');
+    const reader = await client.acquireRead(name, { ttlMs: 5000 });
+    assert.throws(() => leaseFromString('write', [name], reader.leaseString(), 8000), InvalidArgumentError);
+    const rebuilt = leaseFromString('read', [name], reader.leaseString(), 8000);
+    assert.deepEqual([rebuilt.kind, rebuilt.token, rebuilt.leaseString()], ['read', reader.token, reader.leaseString()]);
+    assert.throws(() => rebuilt.check(), LeaseLostError, 'not known to hold until extended');
+    await client.extend(rebuilt);
+    assert.ok(rebuilt.valid() && rebuilt.remainingMs() > 6000);
+    rebuilt.check();
+    assert.ok((await client.rwlockStatus(name)).holders[0].remainingMs > 6000, 'the same grant, extended');
+    assert.equal(await client.release(rebuilt), true);
+    assert.equal(await client.release(reader), false, 'the same grant, released');
+
+    const writer = await client.acquireWrite(name, { ttlMs: 5000 });
+    const rebuiltWriter = leaseFromString('write', [name], writer.leaseString(), 5000);
+    assert.equal(rebuiltWriter.token, writer.token);
+    assert.equal(await client.release(rebuiltWriter), true);
+    assert.equal((await client.rwlockStatus(name)).mode, null);
   });
 
   it('withRead and withWrite keep the grant renewed while work runs, and release it', async () => {

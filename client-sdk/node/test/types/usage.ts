@@ -1,6 +1,6 @@
 // Type check of index.d.ts and postgres.d.ts (tsc --noEmit; never run).
 import {
-  Client, Lease, LockedError, LeaseLostError, FencelockError, PermitsMismatchError, maxPermits, maxSetNames,
+  Client, Lease, LockedError, leaseFromString, LeaseLostError, FencelockError, PermitsMismatchError, maxPermits, maxSetNames,
   type HeldLock, type LockListing, type RwLockStatus, type SemaphoreStatus, type WatchedLock,
 } from 'fencelock';
 import { guardedUpdate, fenceRead, FencedTable, TokenRule, type Queryable } from 'fencelock/postgres';
@@ -87,6 +87,11 @@ async function readWrite(client: Client): Promise<bigint> {
   const firstOwner: string | null | undefined = status.holders[0]?.owner;
   const waiting: boolean = status.writerWaiting;
   client.keep(await client.acquireWrite('doc', { ttlMs: 1000 })).stop();
+  const rebuilt: Lease = leaseFromString('read', ['doc'], reader.leaseString(), 1000);
+  await client.extend(rebuilt);
+  const set = leaseFromString('set', ['a', 'b'], '1,2.00ff', 1000);
+  const setKind: 'set' = set.kind;
+  void setKind;
   await client.withRead('doc', { ttlMs: 1000, renew: { renewWhenLeft: 0.5 } }, async (lease) => lease.token);
   console.log(kind, released, mode, firstToken, firstOwner, waiting);
   return client.withWrite('doc', { ttlMs: 1000, waitMs: 500 }, async (lease) => lease.token);
