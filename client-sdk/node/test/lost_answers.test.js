@@ -42,10 +42,12 @@ describe('asking again after a lost answer', () => {
     }
   });
 
-  it('does not ask a lock set, a permit or a revoke again once it may have arrived', async () => {
+  it('does not ask a lock set, a permit, a read/write grant or a revoke again once it may have arrived', async () => {
     const grants = {
       acquireSet: (c) => c.acquireSet(['a', 'b'], { ttlMs: 10000 }),
       acquirePermit: (c) => c.acquirePermit('s', 3, { ttlMs: 10000 }),
+      acquireRead: (c) => c.acquireRead('d', { ttlMs: 10000 }),
+      acquireWrite: (c) => c.acquireWrite('d', { ttlMs: 10000 }),
       revoke: (c) => c.revoke('x', { ttlMs: 10000 }),
     };
     for (const [what, grant] of Object.entries(grants)) {
@@ -82,6 +84,7 @@ describe('asking again after a lost answer', () => {
     }
     await assert.rejects(client.acquireSet(['a'], { ttlMs: 1000, requestId: 'r' }), InvalidArgumentError);
     await assert.rejects(client.acquirePermit('s', 2, { ttlMs: 1000, requestId: 'r' }), InvalidArgumentError);
+    await assert.rejects(client.acquireWrite('d', { ttlMs: 1000, requestId: 'r' }), InvalidArgumentError);
   });
 });
 
