@@ -27,8 +27,9 @@ import (
 // Acquire names its request (AcquireOptions.RequestID), so it is also retried after a transport
 // error once its request may have been sent — the service answers the grant it already made — but
 // not on a 503. AcquireSet, AcquirePermit, AcquireRead, AcquireWrite and Revoke are retried only
-// when their request certainly was not sent (connection refused, name not resolved): a sent one may have been granted, so it is
-// never sent twice (and a second revoke would revoke the first one's grant).
+// when their request certainly was not sent (connection refused, name not resolved): a sent one
+// may have been granted, so it is never sent twice (and a second revoke would revoke the first
+// one's grant).
 type Client struct {
 	s         settled
 	http      *http.Client
