@@ -55,6 +55,13 @@ class Clients {
   std::unique_ptr<HttpClient> store_;
 };
 
+// The answer's body as a JSON object; an empty one when it is not one (no answer, a cut body):
+// value() on what did not parse would throw.
+nlohmann::json object_of(const HttpAnswer& answer) {
+  nlohmann::json body = answer.json();
+  return body.is_object() ? body : nlohmann::json::object();
+}
+
 Outcome outcome_of(const HttpAnswer& answer, unsigned refused_status) {
   if (answer.status == 200) return Outcome::kOk;
   if (answer.status == refused_status || answer.status == 400) return Outcome::kFail;
@@ -76,7 +83,7 @@ Operation operation(int process, std::string f, std::string name, std::int64_t l
 // Completes grant `index` (an acquire or a revoke) with its answer.
 void record_grant(History& history, std::size_t index, const HttpAnswer& granted,
                   unsigned refused_status) {
-  const nlohmann::json body = granted.json();
+  const nlohmann::json body = object_of(granted);
   history.end(index, outcome_of(granted, refused_status), [&](Operation& op) {
     op.detail = detail(granted);
     if (op.f == "revoke" && granted.status != 200 && body.is_object() && body.contains("error") &&
@@ -102,7 +109,7 @@ struct Held {
 };
 
 Held held_of(int process, std::size_t lease, const HttpAnswer& granted, std::int64_t ttl) {
-  const nlohmann::json body = granted.json();
+  const nlohmann::json body = object_of(granted);
   return {process, static_cast<std::int64_t>(lease), body.value("token", std::uint64_t{0}),
           body.value("lease", ""), ttl};
 }
@@ -116,7 +123,7 @@ std::optional<std::string> fenced_read(History& history, Clients& clients,
       history.begin(operation(held.process, "read", set_key, held.lease, held.token));
   const HttpAnswer seen = clients.store().request("GET", "/objects/" + set_key, "", fencing);
   const bool read_ok = seen.status == 200 || seen.status == 404;
-  const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
+  const std::string before = seen.status == 200 ? object_of(seen).value("value", "") : "";
   history.end(index, read_ok ? Outcome::kOk : outcome_of(seen, 409), [&](Operation& op) {
     op.value = before;
     op.detail = detail(seen);
@@ -310,7 +317,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
       history_.end(index, outcome_of(extended, 409), [&](Operation& op) {
         op.detail = detail(extended);
         if (extended.status == 200)
-          op.validity_ms = extended.json().value("validity_ms", std::int64_t{0});
+          op.validity_ms = object_of(extended).value("validity_ms", std::int64_t{0});
       });
       std::this_thread::sleep_for(
           std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 4 + 1)));
@@ -502,7 +509,7 @@ void Workload::rw_client(int process, std::uint64_t seed) {
       history_.end(index, outcome_of(extended, 409), [&](Operation& op) {
         op.detail = detail(extended);
         if (extended.status == 200)
-          op.validity_ms = extended.json().value("validity_ms", std::int64_t{0});
+          op.validity_ms = object_of(extended).value("validity_ms", std::int64_t{0});
       });
     }
     release_lease(history_, *http, name, held, "rwlocks");
@@ -524,7 +531,7 @@ void Workload::draw_client(int process, std::uint64_t seed) {
     const HttpAnswer drawn = http->request("POST", path);
     history_.end(index, outcome_of(drawn, 0), [&](Operation& op) {
       op.detail = detail(drawn);
-      if (drawn.status == 200) op.token = drawn.json().value("token", std::uint64_t{0});
+      if (drawn.status == 200) op.token = object_of(drawn).value("token", std::uint64_t{0});
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 20));
   }
@@ -607,7 +614,7 @@ std::map<std::string, std::string> Workload::final_sets() const {
   std::map<std::string, std::string> sets;
   for (const std::string& key : {settings_.set_key, settings_.rw_set_key}) {
     const HttpAnswer answer = store.get("/objects/" + key);
-    sets[key] = answer.status == 200 ? answer.json().value("value", "") : "";
+    sets[key] = answer.status == 200 ? object_of(answer).value("value", "") : "";
   }
   return sets;
 }
