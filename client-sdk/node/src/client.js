@@ -206,6 +206,9 @@ export class Client {
     const what = mode === 'read' ? 'acquireRead' : 'acquireWrite';
     const { answer, deadline } = await this.#grant(what, `/v1/rwlocks/${name}`, { mode },
       { ttlMs, waitMs, owner, signal });
+    if (answer.mode !== mode) {  // a reader that thinks it writes alone would fence wrongly
+      throw new InternalError('internal', `${what}: the answer grants mode ${JSON.stringify(answer.mode)}`);
+    }
     return new Lease(name, answer.lease, grantedToken(answer.token), ttlMs, deadline, { mode });
   }
 

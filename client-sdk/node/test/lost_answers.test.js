@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { Client, InvalidArgumentError, TransportError, UnavailableError } from 'fencelock';
+import { Client, InternalError, InvalidArgumentError, TransportError, UnavailableError } from 'fencelock';
 
 import { httpAnswer, repeatedGrant, sparePortBase, startRecordingServer } from './support.js';
 
@@ -72,6 +72,17 @@ describe('asking again after a lost answer', () => {
       const failed = await client.acquire('x', { ttlMs: 10000 }).then(() => null, (e) => e);
       assert.ok(failed instanceof UnavailableError, String(failed));
       assert.equal(server.bodies.length, 1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a read/write grant in another mode than it asked for', async () => {
+    const server = await startRecordingServer([httpAnswer(200,
+      '{"name":"d","mode":"write","lease":"5.ab.w","token":5,"ttl_ms":1000,"validity_ms":900,"waited_ms":0}')]);
+    try {
+      const client = new Client({ endpoints: [server.url] });
+      await assert.rejects(client.acquireRead('d', { ttlMs: 1000 }), InternalError);
     } finally {
       await server.close();
     }

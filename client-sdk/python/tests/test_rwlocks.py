@@ -112,8 +112,24 @@ class WithoutService(unittest.TestCase):
             with self.subTest(kind=kind, names=names, text=text), \
                     self.assertRaises(fencelock.InvalidArgumentError):
                 fencelock.Lease.from_string(kind, names, text, 10)
-        with self.assertRaises(fencelock.InvalidArgumentError):
-            fencelock.Lease.from_string("read", "doc", f"17.{PROOF}.r", 0)
+        for ttl in [0, float("nan"), float("inf"), 10**12]:
+            with self.subTest(ttl=ttl), self.assertRaises(fencelock.InvalidArgumentError):
+                fencelock.Lease.from_string("read", "doc", f"17.{PROOF}.r", ttl)
+
+    def test_a_grant_in_another_mode_than_asked_is_an_internal_error(self) -> None:
+        with support.RecordingServer([rw_grant("write", 5)]) as server:
+            client = fencelock.Client(server.url)
+            with self.assertRaises(fencelock.InternalError):
+                client.acquire_read("doc", 10)
+            client.close()
+
+    def test_a_time_that_is_not_a_finite_number_is_refused_before_anything_is_sent(
+            self) -> None:
+        client = fencelock.Client([f"http://127.0.0.1:{support.closed_port()}"])
+        for ttl, wait in [(float("nan"), 0), (float("inf"), 0), (1, float("nan"))]:
+            with self.subTest(ttl=ttl, wait=wait), \
+                    self.assertRaises(fencelock.InvalidArgumentError):
+                client.acquire_write("doc", ttl, wait)
 
 
 @needs_stack

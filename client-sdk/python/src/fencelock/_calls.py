@@ -15,6 +15,7 @@ a blocking socket or an asyncio stream.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
@@ -340,6 +341,9 @@ def acquire_rw(name: str, mode: str, ttl: Seconds, wait: Seconds, owner: Optiona
 
     def finish(reply: Reply, sent_at: float) -> Lease:
         answer = expect_object(reply)
+        if answer.get("mode") != mode:  # a reader that thinks it writes alone fences wrongly
+            raise InternalError(f"asked for a {mode} grant, the service answered mode "
+                                f"{answer.get('mode')!r}")
         return lease_class(name, _lease_string(answer), _token(answer, "token"),
                            body["ttl_ms"] / 1000.0, _deadline(answer, sent_at, body["ttl_ms"]),
                            mode=mode)
@@ -527,8 +531,8 @@ def _check_permits(permits: int) -> int:
 
 
 def _milliseconds(value: Seconds, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidArgumentError(f"{what} must be a number of seconds")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidArgumentError(f"{what} must be a finite number of seconds")
     ms = int(round(value * 1000))
     if ms < minimum or ms > 2**31:
         raise InvalidArgumentError(f"{what} out of range: {value!r} s")

@@ -85,7 +85,8 @@ class Lease:
           - "read", "write": `names` = NAME, "<token>.<proof>.r" or "<token>.<proof>.w".
         `names` may be one name (a str) or a list. fencelock.aio.AsyncLease.from_string, called
         in the event loop, gives an AsyncLease. Raises InvalidArgumentError."""
-        from ._calls import MAX_PERMITS, MAX_SET_NAMES, check_name  # _calls imports this module
+        # _calls imports this module
+        from ._calls import MAX_PERMITS, MAX_SET_NAMES, _milliseconds, check_name
         if kind not in KINDS:
             raise InvalidArgumentError(f"kind must be one of {', '.join(KINDS)}")
         listed = [names] if isinstance(names, str) else list(names)
@@ -98,8 +99,7 @@ class Lease:
         listed.sort()
         if len(set(listed)) != len(listed):
             raise InvalidArgumentError("a lock set's names must be distinct")
-        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
-            raise InvalidArgumentError("ttl must be a positive number of seconds")
+        _milliseconds(ttl, "ttl", 1)  # a finite number of seconds, at least a millisecond
         parts = lease_string.split(".") if isinstance(lease_string, str) else []
         expected = {"permit": 4, "read": 3, "write": 3}.get(kind, 2)
         if len(parts) != expected or not _HEX.fullmatch(parts[1]):
