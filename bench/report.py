@@ -500,6 +500,17 @@ def rwlock_section():
                   f"{' / '.join(str(sum(r['errors'] for r in side)) for side in sides)} |")
 
 
+def slowdown(alone, beside_):
+    """How much slower the grants beside the lister ran than alone, in words."""
+    slowed = 100 * (1 - mean(beside_) / mean(alone))
+    return f"{abs(slowed):.1f} % {'slower' if slowed >= 0 else 'faster'}"
+
+
+def whole_listing(r):
+    return (f"{num(r['pass_p50_ms'])} ms ({num(r['pass_min_ms'])} – {num(r['pass_max_ms'])})" if r.get("passes")
+            else "none finished")
+
+
 def listing_section():
     hold, lists, grants = listing_runs()
     if not hold:
@@ -520,7 +531,7 @@ def listing_section():
     for side, label in (("alone", "alone"), ("beside", "beside the grants")):
         for r in lists[side]:
             md.append(f"| {label} | {num(r['ops_per_sec'])} | {num(r['names_per_sec'])} | {r['passes']} | "
-                      f"{num(r['pass_p50_ms'])} ms ({num(r['pass_min_ms'])} – {num(r['pass_max_ms'])}) | "
+                      f"{whole_listing(r)} | "
                       f"{num(r['p50_ms'], 1)} / {num(r['p99_ms'], 1)} ms | {r['short_passes']} | {r['errors']} |")
     alone, beside_ = grants["alone"], grants["beside"]
     if alone and beside_:
@@ -533,7 +544,7 @@ def listing_section():
             md.append(f"| {label} | {', '.join(num(r['ops_per_sec']) for r in side)} | {num(mean(side))} | "
                       f"{num(mean(side, 'p50_ms'), 2)} / {num(mean(side, 'p99_ms'), 2)} ms | {cpu_us(side)} µs | "
                       f"{cpu_us(side, 'nodes_cpu_ms_per_op')} µs | {sum(r['errors'] for r in side)} |")
-        md.append(f"\nSlowdown: **{100 * (1 - mean(beside_) / mean(alone)):.1f} %**.\n")
+        md.append(f"\nBeside the lister the grants ran **{slowdown(alone, beside_)}**.\n")
 
 
 def targets_36():
@@ -554,9 +565,9 @@ def targets_36():
         missed = sum(r.get("short_passes", 0) for r in listed)
         target(f"grants slowed ≤ 10 % while listing {hold['wanted']:,} names ({alone[0]['callers']} callers, "
                "A/B in this run)",
-               f"{num(mean(beside_))} vs {num(mean(alone))} pairs/s: **{100 * slowed:.1f} % slower**; a whole "
-               f"listing {num(sum(whole) / len(whole)) if whole else '—'} ms beside them "
-               f"({num(sum(whole_alone) / len(whole_alone)) if whole_alone else '—'} ms alone), "
+               f"{num(mean(beside_))} vs {num(mean(alone))} pairs/s: **{slowdown(alone, beside_)}**; a whole "
+               f"listing {num(sum(whole) / len(whole)) + ' ms' if whole else 'not finished'} beside them "
+               f"({num(sum(whole_alone) / len(whole_alone)) + ' ms' if whole_alone else 'not finished'} alone), "
                f"{num(mean(lists['beside']))} pages/s, {num(mean(lists['beside'], 'names_per_sec'))} names/s; "
                f"{missed} listings missed a name", slowed <= 0.10 and missed == 0)
 
