@@ -133,8 +133,9 @@ rwlock_rows() {
 # these rows (bounded: 60 s to take them, quick 10 s); a lister alone (one connection paging
 # GET /v1/locks?prefix=held-&limit=1000 in a loop, http_bench --workload list); then the
 # uncontended lock workload at 64 callers (quick: 16) alone, beside a lister, beside, alone (ABBA,
-# 10 s each; quick: alone, beside, 1 s), with fencelockd's CPU per pair. Rows carry "set":
-# "listing" (report.py, section 8d; kept out of the other tables) and the grant rows "side".
+# 10 s each; quick: alone, beside, 1 s), with fencelockd's and the lock nodes' CPU per pair. Rows
+# carry "set": "listing" (report.py, section 8d; kept out of the other tables), the grant and
+# lister rows "side".
 listing() { sed "s/^{/{\"set\": \"listing\", /"; }
 listing_rows() {
   local held=10000 take_seconds=60 ttl_ms=300000 run_seconds=10 sides="alone beside beside alone" side lister
@@ -230,7 +231,6 @@ for system in zookeeper zookeeper-3; do
   zookeeper_warm+=($!)
 done
 wait "${zookeeper_warm[@]}"
-
 
 # --- #20: more Redlock peers, and wrk as a witness load generator (called from the loops below) ---
 # The maintained Redlock libraries beside node-redlock, through the same driver (bench/peers/redlock,
