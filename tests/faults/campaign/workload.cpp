@@ -156,6 +156,21 @@ void lock_set_step(History& history, Clients& clients, const std::string& set_ke
               [&](Operation& op) { op.detail = detail(written); });
 }
 
+// Extends `held` (a lease on `lock_name`, at `lock_path`) by its own ttl.
+void extend_lease(History& history, HttpClient& http, const std::string& lock_path,
+                  const std::string& lock_name, const Held& held) {
+  Operation extend = operation(held.process, "extend", lock_name, held.lease);
+  extend.ttl_ms = held.ttl;
+  const std::size_t index = history.begin(extend);
+  const HttpAnswer extended =
+      http.post(lock_path + "/extend", {{"lease", held.secret}, {"ttl_ms", held.ttl}});
+  history.end(index, outcome_of(extended, 409), [&](Operation& op) {
+    op.detail = detail(extended);
+    if (extended.status == 200)
+      op.validity_ms = object_of(extended).value("validity_ms", std::int64_t{0});
+  });
+}
+
 // Releases `held`, a lease on `lock_name` in `collection` ("locks" or "rwlocks").
 void release_lease(History& history, HttpClient& http, const std::string& lock_name,
                    const Held& held, const std::string& collection = "locks") {
@@ -309,16 +324,7 @@ void Workload::lock_client(int process, std::uint64_t seed) {
     const Held held = held_of(process, lease, granted, ttl);
     lock_set_step(history_, clients, settings_.set_key, random, held, element);
     if (random() % 2 == 0 && running()) {
-      Operation extend = operation(process, "extend", settings_.lock_name, held.lease);
-      extend.ttl_ms = ttl;
-      const std::size_t index = history_.begin(extend);
-      const HttpAnswer extended =
-          http->post(lock_path + "/extend", {{"lease", held.secret}, {"ttl_ms", ttl}});
-      history_.end(index, outcome_of(extended, 409), [&](Operation& op) {
-        op.detail = detail(extended);
-        if (extended.status == 200)
-          op.validity_ms = object_of(extended).value("validity_ms", std::int64_t{0});
-      });
+      extend_lease(history_, *http, lock_path, settings_.lock_name, held);
       std::this_thread::sleep_for(
           std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 4 + 1)));
     }
@@ -500,18 +506,7 @@ void Workload::rw_client(int process, std::uint64_t seed) {
       fenced_read(history_, clients, settings_.rw_set_key, held);
       hold_a_while(random, held);
     }
-    if (random() % 2 == 0 && running()) {
-      Operation extend = operation(process, "extend", name, held.lease);
-      extend.ttl_ms = ttl;
-      const std::size_t index = history_.begin(extend);
-      const HttpAnswer extended =
-          http->post(path + "/extend", {{"lease", held.secret}, {"ttl_ms", ttl}});
-      history_.end(index, outcome_of(extended, 409), [&](Operation& op) {
-        op.detail = detail(extended);
-        if (extended.status == 200)
-          op.validity_ms = object_of(extended).value("validity_ms", std::int64_t{0});
-      });
-    }
+    if (random() % 2 == 0 && running()) extend_lease(history_, *http, path, name, held);
     release_lease(history_, *http, name, held, "rwlocks");
   }
 }
