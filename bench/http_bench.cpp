@@ -3,12 +3,13 @@
 //
 //   http_bench --endpoint http[s]://127.0.0.1:8080[,http[s]://127.0.0.1:8081...]
 //              --workload uncontended|contended|extend|tokens|idle|connections|set|semaphore|
-//                         refused
+//                         refused|rwlock|hold|list
 //              --callers C --seconds S [--names 10000] [--ttl-ms 10000] [--wait-ms 5000] [--hold-ms
 //              1]
 //              [--system fencelock] [--api-key SECRET] [--ca-file CA.pem]
 //              [--max-connections 20000] [--set-size 4] [--set-pool 0]
 //              [--semaphores 8] [--permits 8] [--close-with-reset] [--ramp-ms 0]
+//              [--mode write] [--prefix held-] [--limit 100]
 //
 //   Several endpoints (fencelockd instances sharing lock nodes): caller i talks to endpoint
 //   i mod n, so a contended hand-off often crosses instances. --system labels the JSON line.
@@ -54,6 +55,18 @@
 //                retry_after_ms (ops = refusals; "no_retry_after" counts those without it;
 //                "granted" counts grants, released at once, before the holders got their names).
 //                The names carry a per-run tag, so back-to-back runs do not meet.
+//   rwlock       read/write locks (#36): POST /v1/rwlocks/{name} with --mode read|write, then
+//                DELETE /v1/rwlocks/{name} (ops = pairs). Caller i takes a random name out of its
+//                own share of --names (rw-<k>, k ≡ i mod C), so no two callers meet: the cost of a
+//                grant of that mode alone, beside the uncontended lock row.
+//   hold         takes names <prefix>0 … <prefix>N−1 (N = --names) with --ttl-ms and keeps them:
+//                caller i acquires k = i, i + C, … one after another; stops when all are held or at
+//                --seconds, whichever comes first (ops = names held; ops_per_sec over the time it
+//                took). For the list workload, run by another process.
+//   list         pages through GET /v1/locks?prefix=<prefix>&limit=<--limit>&cursor=… in a loop:
+//                a listing follows "next" until it is null, then starts again (ops = pages;
+//                names_listed; pass_* = the time one whole listing took; short_passes = listings
+//                that saw fewer distinct names than --names, which should all be held).
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/resource.h>
@@ -72,6 +85,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "latency_histogram.h"
@@ -112,6 +126,9 @@ struct Settings {
   bool close_with_reset = false;           // --close-with-reset: SO_LINGER 0 on every connection
   long ramp_ms = 0;                        // --ramp-ms: callers start spread over this (0: at once)
   std::string run_tag;                     // refused: makes this run's names its own
+  std::string mode = "write";              // rwlock: "read" or "write"
+  std::string prefix = "held-";            // hold, list: the names held and listed
+  int limit = 100;                         // list: names per page asked for (1..1000)
 };
 
 struct Totals {
@@ -131,6 +148,9 @@ struct Totals {
   std::uint64_t served_after_end = 0;           // grants while draining
   std::uint64_t waiting = 0;                    // acquires sent, not answered yet
   std::uint64_t unavailable = 0;                // acquires answered 503 (also in errors)
+  // list: names on all pages, whole listings done, those that missed held names, their durations.
+  std::uint64_t names_listed = 0, passes = 0, short_passes = 0;
+  fencelock::bench::LatencyHistogram pass;
 };
 
 using PlainStream = beast::tcp_stream;
@@ -233,6 +253,15 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
       hold_refused_name();
       return;
     }
+    if (s_.workload == "hold") {
+      held_next_ = index_;
+      hold_next();
+      return;
+    }
+    if (s_.workload == "list") {
+      list_next();
+      return;
+    }
     next();
   }
 
@@ -273,6 +302,11 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
       send(http::verb::post, "/v1/semaphores/" + name_,
            json{{"permits", s_.permits}, {"ttl_ms", s_.ttl_ms}, {"wait_ms", s_.wait_ms}}.dump(),
            &Caller::on_acquired);
+    } else if (s_.workload == "rwlock") {
+      const auto share = static_cast<unsigned>(std::max(s_.names / s_.callers, 1));
+      name_ = "rw-" + std::to_string(index_ + s_.callers * static_cast<int>(rng_() % share));
+      send(http::verb::post, "/v1/rwlocks/" + name_,
+           json{{"mode", s_.mode}, {"ttl_ms", s_.ttl_ms}}.dump(), &Caller::on_acquired);
     }
   }
 
@@ -304,6 +338,11 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
     if (s_.workload == "semaphore")
       return body.value("permits", 0) == s_.permits && body.value("slot", -1) >= 0 &&
              body.value("slot", -1) < s_.permits;
+    if (s_.workload == "rwlock") {  // the lease is bound to its mode: "<token>.<proof>.r" or ".w"
+      const std::string lease = body["lease"];
+      return body.value("mode", "") == s_.mode && lease.size() > 2 &&
+             lease.compare(lease.size() - 2, 2, s_.mode == "read" ? ".r" : ".w") == 0;
+    }
     return true;
   }
 
@@ -378,6 +417,9 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
     else if (s_.workload == "semaphore")
       send(http::verb::delete_, "/v1/semaphores/" + name_, json{{"lease", lease_}}.dump(),
            &Caller::on_released);
+    else if (s_.workload == "rwlock")
+      send(http::verb::delete_, "/v1/rwlocks/" + name_, json{{"lease", lease_}}.dump(),
+           &Caller::on_released);
     else
       send(http::verb::delete_, "/v1/locks/" + name_, json{{"lease", lease_}}.dump(),
            &Caller::on_released);
@@ -386,7 +428,8 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
   void on_released(unsigned status, const json& body) {
     const auto now = Clock::now();
     // A lease of 10 s released within milliseconds must still have been held everywhere.
-    const bool checks_released = s_.workload == "set" || s_.workload == "semaphore";
+    const bool checks_released =
+        s_.workload == "set" || s_.workload == "semaphore" || s_.workload == "rwlock";
     if (status != 200 || (checks_released && !(body.is_object() && body.value("released", false))))
       ++totals_.errors;
     if (s_.workload == "contended") {
@@ -443,6 +486,61 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
   }
   // ---- end of the refused workload ----
 
+  // ---- the hold and list workloads (#36: listing held names beside grants) ----
+  void hold_next() {
+    if (held_next_ >= s_.names || Clock::now() >= end_) return;
+    started_ = Clock::now();
+    send(http::verb::post, "/v1/locks/" + s_.prefix + std::to_string(held_next_),
+         json{{"ttl_ms", s_.ttl_ms}}.dump(), &Caller::on_held);
+    held_next_ += s_.callers;
+  }
+
+  void on_held(unsigned status, const json&) {
+    totals_.latency.record(Clock::now() - started_);
+    if (status == 200)
+      ++totals_.ops;
+    else
+      ++(status == 409 ? totals_.refused : totals_.errors);
+    hold_next();
+  }
+
+  void list_next() {
+    if (Clock::now() >= end_) return;  // a listing still under way is not counted
+    started_ = Clock::now();
+    if (cursor_.empty()) {
+      pass_started_ = started_;
+      pass_names_.clear();
+    }
+    send(http::verb::get,
+         "/v1/locks?prefix=" + s_.prefix + "&limit=" + std::to_string(s_.limit) +
+             (cursor_.empty() ? "" : "&cursor=" + cursor_),
+         "", &Caller::on_page);
+  }
+
+  void on_page(unsigned status, const json& body) {
+    const auto now = Clock::now();
+    totals_.latency.record(now - started_);
+    if (status != 200 || !body.is_object() || !body.contains("locks") ||
+        !body["locks"].is_array()) {
+      ++totals_.errors;
+      cursor_.clear();  // start the listing again, as docs/api.md says to after a 503
+      return list_next();
+    }
+    ++totals_.ops;
+    totals_.names_listed += body["locks"].size();
+    for (const json& lock : body["locks"]) pass_names_.insert(lock.value("name", ""));
+    if (body.contains("next") && body["next"].is_string()) {
+      cursor_ = body["next"];
+      return list_next();
+    }
+    ++totals_.passes;
+    totals_.pass.record(now - pass_started_);
+    if (pass_names_.size() < static_cast<std::size_t>(s_.names)) ++totals_.short_passes;
+    cursor_.clear();
+    list_next();
+  }
+  // ---- end of the hold and list workloads ----
+
   void on_extend_held(unsigned status, const json& body) {
     if (status != 200) {
       ++totals_.errors;
@@ -497,6 +595,10 @@ class Caller : public std::enable_shared_from_this<Caller<Stream>> {
   json set_names_;
   Then then_ = nullptr;
   bool sent_first_ = false;  // this caller's first request of next() went out
+  int held_next_ = 0;        // hold: the next name this caller takes
+  std::string cursor_;       // list: the next page's cursor ("": a new listing)
+  Clock::time_point pass_started_;
+  std::unordered_set<std::string> pass_names_;  // list: distinct names of this listing so far
 };
 
 // Each connection is a descriptor: allow as many as the hard limit does.
@@ -589,6 +691,12 @@ int main(int argc, char** argv) {
       s.permits = std::stoi(value);
     else if (flag == "--ramp-ms")
       s.ramp_ms = std::stol(value);
+    else if (flag == "--mode")
+      s.mode = value;
+    else if (flag == "--prefix")
+      s.prefix = value;
+    else if (flag == "--limit")
+      s.limit = std::stoi(value);
     else {
       std::fprintf(stderr, "http_bench: unknown flag %s (see the comment at the top)\n",
                    flag.c_str());
@@ -598,10 +706,12 @@ int main(int argc, char** argv) {
   if (s.endpoints.empty()) s.endpoints.push_back(Endpoint{});
   s.run_tag = std::to_string(std::random_device{}() % 1'000'000'000);
   if (s.set_size < 1 || s.set_pool < 0 || (s.set_pool > 0 && s.set_pool < s.set_size) ||
-      s.semaphores < 1 || s.permits < 1) {
+      s.semaphores < 1 || s.permits < 1 || s.callers < 1 ||
+      (s.mode != "read" && s.mode != "write") || s.limit < 1 || s.limit > 1000) {
     std::fprintf(stderr,
                  "http_bench: --set-size ≥ 1, --set-pool 0 or ≥ --set-size, "
-                 "--semaphores ≥ 1 and --permits ≥ 1\n");
+                 "--semaphores ≥ 1, --permits ≥ 1, --callers ≥ 1, --mode read or write and "
+                 "--limit 1..1000\n");
     return 2;
   }
   raise_open_file_limit(s.callers);
@@ -652,7 +762,10 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::min(Clock::now(), end + std::chrono::seconds(1)) - started)
           .count();
   // Contended ops are counted within --seconds only (the drain's grants are served_after_end).
-  const double window = s.workload == "contended" ? s.seconds : std::max(elapsed, s.seconds);
+  // hold ends when every name is held: its rate is over the time that took.
+  const double window = s.workload == "contended" ? s.seconds
+                        : s.workload == "hold"    ? elapsed
+                                                  : std::max(elapsed, s.seconds);
 
   json out{{"system", s.system},
            {"instances", s.endpoints.size()},
@@ -680,7 +793,27 @@ int main(int argc, char** argv) {
     out["granted"] = totals.granted;
     out["no_retry_after"] = totals.no_retry_after;
   }
-  if (s.workload == "uncontended" || s.workload == "set" || s.workload == "semaphore") {
+  if (s.workload == "rwlock") out["mode"] = s.mode;
+  if (s.workload == "hold") {
+    out["wanted"] = s.names;
+    out["elapsed_s"] = elapsed;
+    out["ttl_ms"] = s.ttl_ms;
+  }
+  if (s.workload == "list") {
+    out["held_names"] = s.names;
+    out["limit"] = s.limit;
+    out["names_listed"] = totals.names_listed;
+    out["names_per_sec"] = static_cast<double>(totals.names_listed) / window;
+    out["passes"] = totals.passes;
+    out["short_passes"] = totals.short_passes;
+    out["pass_min_ms"] = ms(totals.pass.quantile(0.0));
+    out["pass_p50_ms"] = ms(totals.pass.quantile(0.5));
+    out["pass_max_ms"] = ms(totals.pass.quantile(1.0));
+    out["client_cpu_ms_per_op"] =
+        (cpu_ms() - cpu_started) / static_cast<double>(std::max<std::uint64_t>(totals.ops, 1));
+  }
+  if (s.workload == "uncontended" || s.workload == "set" || s.workload == "semaphore" ||
+      s.workload == "rwlock") {
     out["pair_p50_ms"] = ms(totals.pair.quantile(0.5));
     out["pair_p99_ms"] = ms(totals.pair.quantile(0.99));
   }

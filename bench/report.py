@@ -430,6 +430,151 @@ def refusal_section():
 
 
 refusal_section()
+
+
+# --- #36: read/write locks beside the lock, and listing held names beside grants (bench/run.sh's
+# rwlock_rows and listing_rows).
+def rwlock_runs(mode):
+    """MODE's uncontended rows by callers: {callers: [rows]}. MODE "lock": the lock row of section 1
+    and, where bench/run.sh ran it again after the read/write locks ("set": "rwlock"), that one."""
+    out = {}
+    for r in rows:
+        if r.get("system") != "fencelock":
+            continue
+        if mode == "lock" and r.get("workload") == "uncontended" and r.get("set") in (None, "rwlock") \
+                or r.get("workload") == "rwlock" and r.get("mode") == mode:
+            out.setdefault(r["callers"], []).append(r)
+    if mode == "lock":  # only where read/write locks ran
+        modes = set(rwlock_runs("read")) | set(rwlock_runs("write"))
+        out = {c: rs for c, rs in out.items() if c in modes}
+    return out
+
+
+def rwlock_judged():
+    """(callers, lock rows, read rows, write rows) at 64 callers (a quick run: its largest level), or None."""
+    lock, read, write = rwlock_runs("lock"), rwlock_runs("read"), rwlock_runs("write")
+    levels_ = sorted(set(lock) & set(read) & set(write))
+    if not levels_:
+        return None
+    c = 64 if 64 in levels_ else levels_[-1]
+    return c, lock[c], read[c], write[c]
+
+
+def listing_runs():
+    """bench/run.sh's listing_rows: the hold row, the lister rows and the grant rows by side."""
+    listing = [r for r in rows if r.get("set") == "listing"]
+    hold = next((r for r in listing if r.get("workload") == "hold"), None)
+    lists = {side: [r for r in listing if r.get("workload") == "list" and r.get("side") == side]
+             for side in ("alone", "beside")}
+    grants = {side: [r for r in listing if r.get("workload") == "uncontended" and r.get("side") == side]
+              for side in ("alone", "beside")}
+    return hold, lists, grants
+
+
+def rwlock_section():
+    lock, read, write = rwlock_runs("lock"), rwlock_runs("read"), rwlock_runs("write")
+    if not read and not write:
+        return
+    md.append("\n## 8c. Read/write locks beside the lock\n")
+    md.append("The first fencelockd of section 1: at each caller count, right after the lock row of section 1, "
+              "`http_bench --workload rwlock` acquires a read/write lock (`POST /v1/rwlocks/{name}`, `mode` read, "
+              "then in a second run write) and releases it (`DELETE /v1/rwlocks/{name}`), each caller on a random "
+              "name of its own share of 10,000, so no two callers meet: what a grant of that mode costs. Each "
+              "grant is checked for its mode and its lease's `.r` / `.w`, each release for `\"released\": true`. "
+              "At the level the target is judged at the runs go lock, read, write, write, read, lock (the second "
+              "lock row is this section's only): pairs/s are the means of each side, so a load that drifts "
+              "during them weighs on both. Latencies of the acquire alone, as in section 1; CPU per pair from "
+              "`/proc`: fencelockd's, and the five lock nodes' together (the lock row of section 1 has none).\n")
+    md.append("| callers | lock pairs/s | read pairs/s | read ÷ lock | write pairs/s | write ÷ lock | "
+              "acquire p50 / p99: lock, read, write | fencelockd CPU per pair: lock, read, write | "
+              "lock nodes' CPU per pair: lock, read, write | errors: lock, read, write |")
+    md.append("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+    for c in sorted(set(read) | set(write)):
+        sides = [lock.get(c, []), read.get(c, []), write.get(c, [])]
+        ops = [mean(side) for side in sides]
+        lat = ", ".join(f"{num(mean(side, 'p50_ms'), 2)} / {num(mean(side, 'p99_ms'), 2)}" if side else "—"
+                        for side in sides)
+        md.append(f"| {c} | {num(ops[0])} | {num(ops[1])} | **{percent(ops[1], ops[0])}** | {num(ops[2])} | "
+                  f"**{percent(ops[2], ops[0])}** | {lat} ms | {' / '.join(cpu_us(side) for side in sides)} µs | "
+                  f"{' / '.join(cpu_us(side, 'nodes_cpu_ms_per_op') for side in sides)} µs | "
+                  f"{' / '.join(str(sum(r['errors'] for r in side)) for side in sides)} |")
+
+
+def slowdown(alone, beside_):
+    """How much slower the grants beside the lister ran than alone, in words."""
+    slowed = 100 * (1 - mean(beside_) / mean(alone))
+    return f"{abs(slowed):.1f} % {'slower' if slowed >= 0 else 'faster'}"
+
+
+def whole_listing(r):
+    return (f"{num(r['pass_p50_ms'])} ms ({num(r['pass_min_ms'])} – {num(r['pass_max_ms'])})" if r.get("passes")
+            else "none finished")
+
+
+def listing_section():
+    hold, lists, grants = listing_runs()
+    if not hold:
+        return
+    md.append("\n## 8d. Listing held names beside grants\n")
+    md.append(f"The first fencelockd of section 1 holds {hold['wanted']:,} names `held-0` … (taken by "
+              f"`http_bench --workload hold`, {hold['callers']} callers, ttl {hold.get('ttl_ms', 0) // 1000} s: "
+              f"{hold['ops']:,} held in {hold.get('elapsed_s', 0):.1f} s, {hold['refused']} refused, "
+              f"{hold['errors']} errors). A lister (`http_bench --workload list`, one connection) pages through "
+              "`GET /v1/locks?prefix=held-&limit=1000` in a loop, following `next` to the end and starting again; "
+              "a listing is \"whole\" from its first page to the page whose `next` is null, and is checked to "
+              "have seen every held name. The grants are the uncontended lock workload of section 1, run alone, "
+              "beside a lister, beside, alone (a quick run: alone, beside); the lister beside them runs as long "
+              "as they do and shares the two cores with them.\n")
+    md.append("| lister | pages/s | names/s | whole listings | one whole listing p50 (min – max) | page p50 / p99 | "
+              "missed names | errors |")
+    md.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for side, label in (("alone", "alone"), ("beside", "beside the grants")):
+        for r in lists[side]:
+            md.append(f"| {label} | {num(r['ops_per_sec'])} | {num(r['names_per_sec'])} | {r['passes']} | "
+                      f"{whole_listing(r)} | "
+                      f"{num(r['p50_ms'], 1)} / {num(r['p99_ms'], 1)} ms | {r['short_passes']} | {r['errors']} |")
+    alone, beside_ = grants["alone"], grants["beside"]
+    if alone and beside_:
+        md.append(f"\nGrants ({alone[0]['callers']} callers), alone and beside the lister; the slowdown is of the "
+                  "means of each side:\n")
+        md.append("| grants | pairs/s (each run) | pairs/s, mean | acquire p50 / p99 | fencelockd CPU per pair | "
+                  "lock nodes' CPU per pair | errors |")
+        md.append("|---|---:|---:|---:|---:|---:|---:|")
+        for label, side in (("alone", alone), ("beside the lister", beside_)):
+            md.append(f"| {label} | {', '.join(num(r['ops_per_sec']) for r in side)} | {num(mean(side))} | "
+                      f"{num(mean(side, 'p50_ms'), 2)} / {num(mean(side, 'p99_ms'), 2)} ms | {cpu_us(side)} µs | "
+                      f"{cpu_us(side, 'nodes_cpu_ms_per_op')} µs | {sum(r['errors'] for r in side)} |")
+        md.append(f"\nBeside the lister the grants ran **{slowdown(alone, beside_)}**.\n")
+
+
+def targets_36():
+    judged = rwlock_judged()
+    if judged:
+        c, lock, rd, wr = judged
+        for mode, side in (("read", rd), ("write", wr)):
+            target(f"rwlock uncontended ≥ 80 % of lock pairs/s ({c} callers, {mode} mode, same run)",
+                   f"{num(mean(side))} vs {num(mean(lock))}: **{percent(mean(side), mean(lock))}** "
+                   f"(means of {len(side)} and {len(lock)} runs)", mean(side) >= 0.8 * mean(lock))
+    hold, lists, grants = listing_runs()
+    alone, beside_ = grants["alone"], grants["beside"]
+    if hold and alone and beside_:
+        slowed = 1 - mean(beside_) / mean(alone)
+        listed = lists["beside"] + lists["alone"]
+        whole = [r["pass_p50_ms"] for r in lists["beside"] if r.get("passes")]
+        whole_alone = [r["pass_p50_ms"] for r in lists["alone"] if r.get("passes")]
+        missed = sum(r.get("short_passes", 0) for r in listed)
+        target(f"grants slowed ≤ 10 % while listing {hold['wanted']:,} names ({alone[0]['callers']} callers, "
+               "A/B in this run)",
+               f"{num(mean(beside_))} vs {num(mean(alone))} pairs/s: **{slowdown(alone, beside_)}**; a whole "
+               f"listing {num(sum(whole) / len(whole)) + ' ms' if whole else 'not finished'} beside them "
+               f"({num(sum(whole_alone) / len(whole_alone)) + ' ms' if whole_alone else 'not finished'} alone), "
+               f"{num(mean(lists['beside']))} pages/s, {num(mean(lists['beside'], 'names_per_sec'))} names/s; "
+               f"{missed} listings missed a name", slowed <= 0.10 and missed == 0)
+
+
+rwlock_section()
+listing_section()
+# --- end #36 ---
 report_scale.section(rows, md)
 
 
@@ -438,7 +583,7 @@ def cpu_per_pair_target():
     stime from /proc over the run, ÷ pairs) at 64 callers (a quick run: its largest level), over
     every plain-fencelockd run bench/run.sh measured it on (the plain sides of beside()'s A/Bs)."""
     measured = [r for r in rows if r.get("system") == "fencelock" and r.get("workload") == "uncontended"
-                and "server_cpu_ms_per_op" in r and r.get("ops")]
+                and "server_cpu_ms_per_op" in r and r.get("ops") and r.get("set") not in ("listing", "rwlock")]
     if not measured:
         return
     callers = 64 if any(r["callers"] == 64 for r in measured) else max(r["callers"] for r in measured)
@@ -549,6 +694,7 @@ for r in expiry_rows:
 if rss:
     target("fencelockd RSS ≤ 64 MiB with 1,000 open keep-alive connections",
            f"{rss['rss_kib'] / 1024:.1f} MiB with {int(float(rss['connections']))} connections", rss["rss_kib"] <= 64 * 1024)
+targets_36()
 report_scale.targets(rows, target, md)
 cpu_per_pair_target()
 md.append("")

@@ -8,6 +8,9 @@
 #                            docs/benchmarks.svg and the targets table in docs/benchmarks.md
 #   ./bench/run.sh --quick   smoke test (~2 min): short runs, report in build/bench/ only
 #   FENCELOCK_BENCH_PORT_BASE=N   its ports are N+1 .. N+89 (default 27300)
+#   FENCELOCK_BENCH_PARTS="rwlock listing"   only these rows of #36 (either or both), each beside
+#                            the lock row it is judged against, full or --quick: no peers, report in
+#                            build/bench/benchmarks-parts.md only (docs untouched)
 #
 # Starts and stops everything itself: 5 redis-servers (no persistence, as peers are usually
 # benchmarked), fencelockd (release build, SQLite tokens), one etcd member, one ZooKeeper server
@@ -15,8 +18,9 @@
 # scale-out runs, a token master (appendfsync always) and two more fencelockd on the same lock
 # nodes with the Redis token source (also used for the expiry take-over runs); then one each with
 # API keys, with TLS and keys, and with the etcd token source. Lock sets and semaphores (#19) run
-# on the first fencelockd, beside node-redlock's multi-resource lock. Loopback only; every load
-# run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
+# on the first fencelockd, beside node-redlock's multi-resource lock; so do read/write locks,
+# beside its lock rows, and a listing of 10,000 held names beside grants (#36). Loopback only;
+# every load run is bounded in time. Results: build/bench/results.jsonl (one JSON object per run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -72,6 +76,144 @@ done
   --tokens "sqlite:$work/tokens.db" --max-connections-per-client 100000 >"$work/fencelockd.log" 2>&1 &
 echo $! >"$work/fencelockd.pid"
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$fencelockd_port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+if [ "$quick" = 1 ]; then seconds=1; levels="1 16"; contended_levels="16"; else seconds=5; levels="1 16 64 256"; contended_levels="16,64"; fi
+
+record() { tee -a "$results" | sed 's/^/  /'; }
+say() { echo "bench: $*" >&2; }
+# CPU per operation (utime + stime from /proc, in clock ticks) next to the throughput: it depends
+# far less than the throughput on what else runs on the shared cores.
+cpu_ticks() {  # cpu_ticks PID[,PID...]: their CPU so far, summed
+  local pid ticks=0
+  for pid in ${1//,/ }; do ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+  echo "$ticks"
+}
+with_cpu() {  # with_cpu KEY PID[,PID...] TICKS_BEFORE: adds KEY (ms of their CPU per op) to the JSON line
+  local line ticks
+  line=$(cat)
+  ticks=$(($(cpu_ticks "$2") - $3))
+  echo "$line" | python3 -c "import json, os, sys; r = json.loads(sys.stdin.read()); \
+r['$1'] = $ticks * 1000 / os.sysconf('SC_CLK_TCK') / max(r['ops'], 1); print(json.dumps(r))"
+}
+with_server_cpu() { with_cpu server_cpu_ms_per_op "$@"; }
+
+# --- #36: read/write locks beside the lock, and listing held names beside grants ---
+# The level #36's targets are judged at: 64 callers (16 in a quick run), as #15's and #16's.
+judged_36=$(echo "$levels" | awk '{print ($NF > 64 ? 64 : $NF)}')
+# with_node_cpu RUN...: runs RUN and adds fencelockd's CPU per op and the five lock nodes' (all
+# together, nodes_cpu_ms_per_op) to its JSON line.
+node_pids=$(for p in $redis_ports; do cat "$work/redis-$p.pid"; done | paste -sd,)
+with_node_cpu() {
+  local pid t0 n0
+  pid=$(cat "$work/fencelockd.pid")
+  t0=$(cpu_ticks "$pid")
+  n0=$(cpu_ticks "$node_pids")
+  "$@" | with_server_cpu "$pid" "$t0" | with_cpu nodes_cpu_ms_per_op "$node_pids" "$n0"
+}
+# rwlock_rows C: uncontended read/write locks at C callers, read mode then write mode, each caller
+# on its own names (http_bench --workload rwlock), on the first fencelockd right after its lock row
+# at C callers. At the level the targets are judged at (64 callers, quick: 16) the runs go on
+# write, read and the lock again (tagged "set": "rwlock"): lock, read, write, write, read, lock,
+# so that a load drifting during them weighs on both sides of the ratio. report.py: section 8c.
+rwlock_rows() {
+  local mode modes="read write"
+  [ "$1" = "$judged_36" ] && modes="read write write read lock"
+  for mode in $modes; do
+    if [ "$mode" = lock ]; then
+      say "fencelock (HTTP) uncontended, $1 callers, again after the read/write locks"
+      with_node_cpu "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended \
+        --callers "$1" --seconds "$seconds" | sed 's/^{/{"set": "rwlock", /' | record
+      continue
+    fi
+    say "fencelock read/write lock ($mode) uncontended, $1 callers"
+    with_node_cpu "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload rwlock \
+      --mode "$mode" --callers "$1" --seconds "$seconds" | record
+  done
+}
+# listing_rows: 10,000 names (quick: 1,000) taken on the first fencelockd with a ttl that outlasts
+# these rows (bounded: 60 s to take them, quick 10 s); a lister alone (one connection paging
+# GET /v1/locks?prefix=held-&limit=1000 in a loop, http_bench --workload list); then the
+# uncontended lock workload at 64 callers (quick: 16) alone, beside a lister, beside, alone (ABBA,
+# 10 s each; quick: alone, beside, 1 s), with fencelockd's and the lock nodes' CPU per pair. Rows
+# carry "set": "listing" (report.py, section 8d; kept out of the other tables), the grant and
+# lister rows "side".
+listing() { sed "s/^{/{\"set\": \"listing\", /"; }
+listing_rows() {
+  local held=10000 take_seconds=60 ttl_ms=300000 run_seconds=10 sides="alone beside beside alone" side lister
+  [ "$quick" = 1 ] && held=1000 take_seconds=10 ttl_ms=60000 run_seconds=1 sides="alone beside"
+  local list=("$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload list --callers 1
+    --names "$held" --prefix held- --limit 1000 --seconds "$run_seconds")
+  say "fencelock: taking $held names (ttl $((ttl_ms / 1000)) s) to list, $judged_36 callers"
+  "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload hold --names "$held" \
+    --prefix held- --ttl-ms "$ttl_ms" --callers "$judged_36" --seconds "$take_seconds" | listing | record
+  say "fencelock: listing $held held names alone"
+  "${list[@]}" | sed 's/^{/{"side": "alone", /' | listing | record
+  for side in $sides; do
+    say "fencelock uncontended, $judged_36 callers, $([ "$side" = alone ] && echo alone || echo "beside a lister of $held names")"
+    lister=""
+    if [ "$side" = beside ]; then
+      "${list[@]}" >"$work/lister.json" &
+      lister=$!
+    fi
+    with_node_cpu "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended \
+      --callers "$judged_36" --seconds "$run_seconds" | sed "s/^{/{\"side\": \"$side\", /" | listing | record
+    if [ -n "$lister" ]; then
+      wait "$lister"
+      sed 's/^{/{"side": "beside", /' "$work/lister.json" | listing | record
+    fi
+  done
+}
+# The smoke test of #36's rows (no timing): every read/write lock run completed pairs, every name
+# to list was taken, and no whole listing missed one. Errors are counted in the report, not failed
+# on: on a busy machine a lock node's time-out fails a few requests.
+check_36() {
+  python3 - "$results" "$parts_36" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+parts = sys.argv[2].split()
+bad = []
+if "rwlock" in parts:
+    for mode in ("read", "write"):
+        runs = [r for r in rows if r.get("workload") == "rwlock" and r.get("mode") == mode]
+        if not runs or any(not r.get("ops") for r in runs):
+            bad.append(f"read/write lock ({mode}): {runs}")
+if "listing" in parts:
+    listing = [r for r in rows if r.get("set") == "listing"]
+    hold = [r for r in listing if r.get("workload") == "hold"]
+    lists = [r for r in listing if r.get("workload") == "list"]
+    grants = [r for r in listing if r.get("workload") == "uncontended"]
+    if not hold or hold[0]["ops"] < hold[0]["wanted"]:
+        bad.append(f"names to list not all taken: {hold}")
+    # A lister beside the grants may finish no whole listing in a 1 s run; the one alone must.
+    if not lists or any(not r.get("ops") or r.get("short_passes") for r in lists) or \
+            not any(r.get("passes") for r in lists if r.get("side") == "alone"):
+        bad.append(f"listing incomplete: {lists}")
+    if not grants or any(not r.get("ops") for r in grants):
+        bad.append(f"grants beside the listing: {grants}")
+for line in bad:
+    print(f"bench: #36 row failed: {line}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+# --- end #36 ---
+
+# FENCELOCK_BENCH_PARTS: #36's rows alone (the lock row beside them is what they are judged by).
+parts=${FENCELOCK_BENCH_PARTS:-}
+parts_36=${parts:-rwlock listing}  # what check_36 checks
+if [ -n "$parts" ]; then
+  for c in $levels; do
+    say "fencelock (HTTP) uncontended, $c callers"
+    "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended --callers "$c" --seconds "$seconds" | record
+    if [[ " $parts " == *" rwlock "* ]]; then rwlock_rows "$c"; fi
+  done
+  if [[ " $parts " == *" listing "* ]]; then listing_rows; fi
+  printf 'machine: %s cores, %s GiB, %s\nload average (1 min) at start: %s, at end: %s\nmode: %s (parts: %s), %ss per run\n' \
+    "$(nproc)" "$(free -g | awk '/Mem:/ {print $2}')" "$(. /etc/os-release; echo "$PRETTY_NAME")" "$load_at_start" \
+    "$(cut -d' ' -f1 /proc/loadavg)" "$([ "$quick" = 1 ] && echo quick || echo full)" "$parts" "$seconds" >"$out/environment.txt"
+  python3 bench/report.py "$results" "$out/environment.txt" "$out/benchmarks-parts.md" ""
+  say "parts done: $out/benchmarks-parts.md (docs untouched)"
+  check_36
+  exit
+fi
 bench/peers/etcd/start-etcd.sh "$work/etcd" "$etcd_port" "$etcd_peer" >/dev/null
 # Both ZooKeepers start together (a JVM each: about 2 s) and stay up, idle between their runs.
 bench/peers/zookeeper/start-zookeeper.sh "$work/zookeeper" "$zookeeper_port" 1 >"$work/zookeeper.hosts" &
@@ -80,7 +222,6 @@ bench/peers/zookeeper/start-zookeeper.sh "$work/zookeeper-3" "$zookeeper3_port" 
 wait "$zookeeper_start"
 wait $!
 
-if [ "$quick" = 1 ]; then seconds=1; levels="1 16"; contended_levels="16"; else seconds=5; levels="1 16 64 256"; contended_levels="16,64"; fi
 # #38: a JVM compiles its hot paths during its first thousands of requests (Redis, etcd and
 # fencelockd are native code): one unrecorded run on each ZooKeeper, both at once, before any row.
 zookeeper_warm=()
@@ -90,9 +231,6 @@ for system in zookeeper zookeeper-3; do
   zookeeper_warm+=($!)
 done
 wait "${zookeeper_warm[@]}"
-
-record() { tee -a "$results" | sed 's/^/  /'; }
-say() { echo "bench: $*" >&2; }
 
 # --- #20: more Redlock peers, and wrk as a witness load generator (called from the loops below) ---
 # The maintained Redlock libraries beside node-redlock, through the same driver (bench/peers/redlock,
@@ -138,6 +276,7 @@ zookeeper_peers() {  # zookeeper_peers WORKLOAD CALLERS [HOLD_MS]
 for c in $levels; do
   say "fencelock (HTTP) uncontended, $c callers"
   "$bin/bench/http_bench" --endpoint "http://127.0.0.1:$fencelockd_port" --workload uncontended --callers "$c" --seconds "$seconds" | record
+  rwlock_rows "$c"
   wrk_witness uncontended "$c"
   say "fencelock engine (in-process) uncontended, $c callers"
   "$bin/bench/engine_bench" --redis "$nodes" --callers "$c" --seconds "$seconds" --json | record
@@ -263,18 +402,6 @@ say "fencelock with API keys uncontended, $pair_uncontended callers"
   --callers "$pair_uncontended" --seconds "$seconds" --api-key "$bench_secret" | record
 kill -TERM "$(cat "$work/fencelockd-keys.pid")" 2>/dev/null || true
 
-# CPU per operation (utime + stime from /proc, in clock ticks) next to the throughput: it depends
-# far less than the throughput on what else runs on the shared cores.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-with_cpu() {  # with_cpu KEY PID TICKS_BEFORE: adds KEY (ms of PID's CPU per op) to the JSON line
-  local line ticks
-  line=$(cat)
-  ticks=$(($(cpu_ticks "$2") - $3))
-  echo "$line" | python3 -c "import json, os, sys; r = json.loads(sys.stdin.read()); \
-r['$1'] = $ticks * 1000 / os.sysconf('SC_CLK_TCK') / max(r['ops'], 1); print(json.dumps(r))"
-}
-with_server_cpu() { with_cpu server_cpu_ms_per_op "$@"; }
-
 # A/B beside the plain-HTTP fencelockd of the side-by-side rows, so that both sides of a ratio see
 # the same machine load (others' work shares the cores): beside SET C SYSTEM ENDPOINT PID [ARGS...]
 # runs the uncontended workload at C callers as plain, SYSTEM, SYSTEM, plain (ABBA: a load that
@@ -391,6 +518,10 @@ open=$(curl -fs "http://127.0.0.1:$fencelockd_port/metrics" | awk '/^fencelock_h
 wait "$idle" || true
 echo "{\"system\":\"fencelock\",\"workload\":\"rss\",\"connections\":${open:-0},\"rss_kib\":$rss_kib}" | record
 
+# #36: listing 10,000 held names beside grants, last on the first fencelockd (its held names expire
+# after these rows; bench/scale.sh below has lock nodes of its own).
+listing_rows
+
 # The cost as the work grows (#20): names, waiters, idle connections, lock nodes. bench/scale.sh
 # starts lock nodes and fencelockd of its own (ports N+40 .. N+50); full: ~4 min, quick: ~40 s.
 bench/scale.sh $([ "$quick" = 1 ] && echo --quick) "$results"
@@ -434,6 +565,7 @@ for system, loader, workload in bad:
 sys.exit(1 if bad else 0)
 PY
   # The smoke test of #38's rows (no timing): both ZooKeepers completed pairs and hand-offs.
+  check_36
   python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]

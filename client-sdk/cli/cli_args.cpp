@@ -53,22 +53,22 @@ struct ParseState {
   std::vector<std::string> positional;
   std::vector<std::string> extra_names;  // --name
   bool seen_command = false;
+  bool read = false;   // --read
+  bool write = false;  // --write
 };
 
 // A flag without a value.
 struct Switch {
   std::string_view flag;
-  void (*set)(CliArgs&);
+  void (*set)(ParseState&);
 };
 constexpr Switch kSwitches[] = {
-    {"--next", [](CliArgs& a) { a.next_token = true; }},
-    {"-v", [](CliArgs& a) { a.verbose = true; }},
-    {"--verbose", [](CliArgs& a) { a.verbose = true; }},
-    {"--skip-if-locked", [](CliArgs& a) { a.skip_if_locked = true; }},
-    {"--read",
-     [](CliArgs& a) { a.rw = a.rw == LeaseKind::kWrite ? LeaseKind::kSet : LeaseKind::kRead; }},
-    {"--write",
-     [](CliArgs& a) { a.rw = a.rw == LeaseKind::kRead ? LeaseKind::kSet : LeaseKind::kWrite; }},
+    {"--next", [](ParseState& p) { p.out.next_token = true; }},
+    {"-v", [](ParseState& p) { p.out.verbose = true; }},
+    {"--verbose", [](ParseState& p) { p.out.verbose = true; }},
+    {"--skip-if-locked", [](ParseState& p) { p.out.skip_if_locked = true; }},
+    {"--read", [](ParseState& p) { p.read = true; }},
+    {"--write", [](ParseState& p) { p.write = true; }},
 };
 
 const Switch* find_switch(std::string_view arg) {
@@ -198,8 +198,7 @@ Status check_flags_fit_command(const ParseState& p) {
     return usage_error("--name is only for run, acquire, extend and release");
   if (!holds && p.out.permits)
     return usage_error("--permits is only for run, acquire, extend and release");
-  // --read and --write together were recorded as kSet: neither mode.
-  if (p.out.rw == LeaseKind::kSet) return usage_error("--read and --write: choose one");
+  if (p.read && p.write) return usage_error("--read and --write: choose one");
   if (p.out.rw && (!holds || p.out.permits))
     return usage_error(
         "--read and --write are only for run, acquire, extend and release of one "
@@ -493,7 +492,7 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
     }
     Status status = Done{};
     if (const Switch* sw = find_switch(arg)) {
-      sw->set(p.out);
+      sw->set(p);
     } else if (arg.starts_with("--")) {
       status = parse_valued_flag(p, args, i);
     } else if (!p.seen_command) {
@@ -503,6 +502,7 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
     }
     if (!status.ok()) return std::move(status).error();
   }
+  if (p.read || p.write) p.out.rw = p.write ? LeaseKind::kWrite : LeaseKind::kRead;
   if (auto fits = check_flags_fit_command(p); !fits.ok()) return std::move(fits).error();
   if (p.out.command == Command::kList) {  // an optional PREFIX instead of NAME
     if (p.positional.size() > 1)

@@ -26,9 +26,10 @@ import (
 // retried on transport errors and 503s, up to Options.MaxRetries times, on the next endpoint.
 // Acquire names its request (AcquireOptions.RequestID), so it is also retried after a transport
 // error once its request may have been sent — the service answers the grant it already made — but
-// not on a 503. AcquireSet, AcquirePermit and Revoke are retried only when their request certainly
-// was not sent (connection refused, name not resolved): a sent one may have been granted, so it is
-// never sent twice (and a second revoke would revoke the first one's grant).
+// not on a 503. AcquireSet, AcquirePermit, AcquireRead, AcquireWrite and Revoke are retried only
+// when their request certainly was not sent (connection refused, name not resolved): a sent one
+// may have been granted, so it is never sent twice (and a second revoke would revoke the first
+// one's grant).
 type Client struct {
 	s         settled
 	http      *http.Client
@@ -76,7 +77,7 @@ type AcquireOptions struct {
 	// Owner: who asks, at most 200 bytes; written to fencelockd's request log and shown by Status
 	// as the holder's owner.
 	Owner string
-	// RequestID names the acquire (Acquire only: AcquireSet and AcquirePermit refuse it): 1 to 64
+	// RequestID names the acquire (Acquire only: the other grants refuse it): 1 to 64
 	// printable ASCII characters without spaces. Default: a fresh random one per call, with which
 	// the call asks again when an answer is lost. Give your own only to ask again yourself, with
 	// the same id, after a call failed; never reuse one for another acquire (docs/api.md, "Asking
@@ -113,6 +114,7 @@ type SemaphoreStatus struct {
 }
 
 type grantRequest struct {
+	Mode      string   `json:"mode,omitempty"`
 	Names     []string `json:"names,omitempty"`
 	Permits   int      `json:"permits,omitempty"`
 	TTLMs     int64    `json:"ttl_ms"`
@@ -122,6 +124,7 @@ type grantRequest struct {
 }
 
 type grantAnswer struct {
+	Mode       *string          `json:"mode"`
 	Lease      *string          `json:"lease"`
 	Token      *int64           `json:"token"`
 	Tokens     map[string]int64 `json:"tokens"`
@@ -335,6 +338,11 @@ func checkGrant(kind Kind, names []string, tokens []int64, answer grantAnswer) e
 		*answer.Slot < 0 || *answer.Slot >= *answer.Permits) {
 		return internal("the service's answer lacks the permits or slot")
 	}
+	// A reader that believed it wrote alone, or a writer that believed it shared, would be wrong
+	// about what its token fences.
+	if (kind == KindRead || kind == KindWrite) && (answer.Mode == nil || *answer.Mode != kind.String()) {
+		return internal("the service's answer does not grant the mode asked for")
+	}
 	return nil
 }
 
@@ -392,6 +400,8 @@ func leasePath(l *Lease) string {
 		return "/v1/locks"
 	case KindPermit:
 		return "/v1/semaphores/" + l.names[0]
+	case KindRead, KindWrite:
+		return "/v1/rwlocks/" + l.names[0]
 	default:
 		return "/v1/locks/" + l.names[0]
 	}

@@ -75,6 +75,12 @@ func TestBadCallsAreRefusedBeforeAnythingIsSent(t *testing.T) {
 		_, err = client.AcquirePermit(ctx, "pool", permits, time.Second, fencelock.AcquireOptions{})
 		bad = append(bad, err)
 	}
+	_, err = client.AcquireRead(ctx, "a/b", time.Second, fencelock.AcquireOptions{})
+	bad = append(bad, err)
+	_, err = client.AcquireWrite(ctx, "ok", 0, fencelock.AcquireOptions{})
+	bad = append(bad, err)
+	_, err = client.RWLockStatus(ctx, "..")
+	bad = append(bad, err)
 	for i, err := range bad {
 		var e *fencelock.Error
 		if !errors.As(err, &e) || e.Code != fencelock.CodeInvalidRequest || !errors.Is(err, fencelock.ErrInvalidArgument) {
@@ -399,6 +405,14 @@ func TestOtherGrantsAreNotAskedAgainOnceMaybeDeliveredNorAnAcquireAfterA503(t *t
 			_, err := c.AcquirePermit(context.Background(), "s", 3, time.Second, fencelock.AcquireOptions{})
 			return err
 		},
+		"read": func(c *fencelock.Client) error {
+			_, err := c.AcquireRead(context.Background(), "r", time.Second, fencelock.AcquireOptions{})
+			return err
+		},
+		"write": func(c *fencelock.Client) error {
+			_, err := c.AcquireWrite(context.Background(), "r", time.Second, fencelock.AcquireOptions{})
+			return err
+		},
 	}
 	for what, grant := range grants {
 		url, recorded := recordingServer(t, 100, answering(200, repeatedGrant))
@@ -441,6 +455,12 @@ func TestABadRequestIDOrOneGivenToAnotherGrantIsRefusedBeforeSending(t *testing.
 	}
 	if _, err := client.AcquirePermit(ctx, "s", 2, time.Second, withID); !errors.Is(err, fencelock.ErrInvalidArgument) {
 		t.Errorf("a permit: want invalid argument, got %v", err)
+	}
+	if _, err := client.AcquireRead(ctx, "r", time.Second, withID); !errors.Is(err, fencelock.ErrInvalidArgument) {
+		t.Errorf("a read: want invalid argument, got %v", err)
+	}
+	if _, err := client.AcquireWrite(ctx, "r", time.Second, withID); !errors.Is(err, fencelock.ErrInvalidArgument) {
+		t.Errorf("a write: want invalid argument, got %v", err)
 	}
 }
 
@@ -540,6 +560,109 @@ func TestARevokeIsSentOnceWithoutAWaitAndNotRetriedOnceMaybeDelivered(t *testing
 	}
 	if n := requests.Load(); n != 1 {
 		t.Errorf("the revoke was sent %d times", n)
+	}
+}
+
+// rwServer answers a read/write lock's grant (in grantMode), extend, release and status as
+// fencelockd would, and records each request's method, path and JSON body.
+func rwServer(t *testing.T, grantMode, status string) (*fencelock.Client, func() ([]string, []map[string]any)) {
+	t.Helper()
+	var mu sync.Mutex
+	var requests []string
+	var bodies []map[string]any
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(data, &body)
+		mu.Lock()
+		requests = append(requests, r.Method+" "+r.URL.RequestURI())
+		bodies = append(bodies, body)
+		mu.Unlock()
+		switch {
+		case r.Method == "GET":
+			answering(200, status)(w, r)
+		case r.Method == "DELETE":
+			answering(200, `{"released":true}`)(w, r)
+		default:
+			lease := "7.0a1b.r"
+			if grantMode == "write" {
+				lease = "7.0a1b.w"
+			}
+			answering(200, `{"name":"x","mode":"`+grantMode+`","lease":"`+lease+`","token":7,"ttl_ms":10000,"validity_ms":9000,"waited_ms":0}`)(w, r)
+		}
+	}))
+	t.Cleanup(server.Close)
+	return fakeClient(t, server.URL, fencelock.Options{}), func() ([]string, []map[string]any) {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), requests...), append([]map[string]any(nil), bodies...)
+	}
+}
+
+func TestAReadWriteGrantAsksForItsModeAndItsLeaseStringGoesBackToItsOwnPath(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"read", "write"} {
+		client, recorded := rwServer(t, mode, "{}")
+		acquire := map[string]func(context.Context, string, time.Duration, fencelock.AcquireOptions) (*fencelock.Lease, error){
+			"read": client.AcquireRead, "write": client.AcquireWrite}[mode]
+		lease, err := acquire(ctx, "x", 10*time.Second, fencelock.AcquireOptions{Wait: time.Second, Owner: "o", Renew: fencelock.RenewOptions{Off: true}})
+		if err != nil || lease.Token() != 7 || lease.Kind().String() != mode {
+			t.Fatalf("%s: %v, %v", mode, lease, err)
+		}
+		if err := lease.Extend(ctx, 20*time.Second); err != nil {
+			t.Fatalf("%s: extend: %v", mode, err)
+		}
+		if released, err := lease.Release(ctx); err != nil || !released {
+			t.Fatalf("%s: release: %v, %v", mode, released, err)
+		}
+		requests, bodies := recorded()
+		want := []string{"POST /v1/rwlocks/x", "POST /v1/rwlocks/x/extend", "DELETE /v1/rwlocks/x"}
+		if !reflect.DeepEqual(requests, want) {
+			t.Fatalf("%s: sent %v", mode, requests)
+		}
+		asked := map[string]any{"mode": mode, "ttl_ms": 10000.0, "wait_ms": 1000.0, "owner": "o"}
+		if !reflect.DeepEqual(bodies[0], asked) {
+			t.Errorf("%s: asked %v", mode, bodies[0])
+		}
+		if bodies[1]["lease"] != lease.LeaseString() || bodies[1]["ttl_ms"] != 20000.0 || bodies[2]["lease"] != lease.LeaseString() {
+			t.Errorf("%s: the lease string went back as %v and %v", mode, bodies[1], bodies[2])
+		}
+	}
+}
+
+func TestAReadWriteGrantOfAnotherModeIsReleasedAndRefused(t *testing.T) {
+	client, recorded := rwServer(t, "write", "{}")
+	if _, err := client.AcquireRead(context.Background(), "x", time.Second, noRenew); !errors.Is(err, fencelock.ErrInternal) {
+		t.Fatalf("a write granted for a read: want internal, got %v", err)
+	}
+	if requests, bodies := recorded(); len(requests) != 2 || requests[1] != "DELETE /v1/rwlocks/x" || bodies[1]["lease"] != "7.0a1b.w" {
+		t.Errorf("sent %v %v", requests, bodies)
+	}
+}
+
+func TestAReadWriteLockStatusReadsItsModeHoldersAndWaitingWriter(t *testing.T) {
+	status := func(answer string) (fencelock.RWLockStatus, error) {
+		client, _ := rwServer(t, "read", answer)
+		return client.RWLockStatus(context.Background(), "x")
+	}
+	held := `{"name":"x","mode":"read","holders":[{"token":9223372036854775807,"owner":"a","remaining_ms":900},` +
+		`{"token":8,"owner":null,"remaining_ms":0}],"writer_waiting":true}`
+	want := fencelock.RWLockStatus{Mode: "read", WriterWaiting: true, Holders: []fencelock.RWLockHolder{
+		{Token: 1<<63 - 1, Owner: "a", Remaining: 900 * time.Millisecond}, {Token: 8}}}
+	if s, err := status(held); err != nil || !reflect.DeepEqual(s, want) {
+		t.Errorf("got %+v, %v", s, err)
+	}
+	free := fencelock.RWLockStatus{Holders: []fencelock.RWLockHolder{}}
+	if s, err := status(`{"name":"x","mode":null,"holders":[],"writer_waiting":false}`); err != nil || !reflect.DeepEqual(s, free) {
+		t.Errorf("free: got %+v, %v", s, err)
+	}
+	for _, bad := range []string{`{"mode":null,"writer_waiting":false}`, `{"mode":null,"holders":[]}`,
+		`{"mode":"exclusive","holders":[],"writer_waiting":false}`,
+		`{"mode":"read","holders":[{"token":0,"remaining_ms":1}],"writer_waiting":false}`,
+		`{"mode":"read","holders":[{"token":3}],"writer_waiting":false}`} {
+		if _, err := status(bad); !errors.Is(err, fencelock.ErrInternal) {
+			t.Errorf("%s: want internal, got %v", bad, err)
+		}
 	}
 }
 

@@ -1,8 +1,8 @@
 package fencelock_test
 
-// The keeper against the live stack: renewal past many ttls, and Done closed before the deadline
-// when the lease is taken away (its lock keys deleted), when fencelockd stops answering (paused),
-// and when a renewal bound is reached.
+// The keeper against the live stack: renewal past many ttls (of locks and of read/write locks'
+// grants), and Done closed before the deadline when the lease is taken away (its lock keys
+// deleted), when fencelockd stops answering (paused), and when a renewal bound is reached.
 
 import (
 	"context"
@@ -35,6 +35,28 @@ func TestTheKeeperRenewsPastSeveralTTLs(t *testing.T) {
 	release(t, lease)
 	if status, _ := client.Status(ctx, name); status.Held {
 		t.Error("held after release")
+	}
+}
+
+func TestTheKeeperRenewsReadAndWriteGrants(t *testing.T) {
+	client := liveClient(t, fencelock.Options{RequestTimeout: 500 * time.Millisecond})
+	ctx := ctxFor(t, 20*time.Second)
+	reader := patiently(t, func() (*fencelock.Lease, error) {
+		return client.AcquireRead(ctx, uniqueName("go-keep-read"), 500*time.Millisecond, fencelock.AcquireOptions{})
+	})
+	writer := patiently(t, func() (*fencelock.Lease, error) {
+		return client.AcquireWrite(ctx, uniqueName("go-keep-write"), 500*time.Millisecond, fencelock.AcquireOptions{})
+	})
+	time.Sleep(1200 * time.Millisecond) // more than two ttls
+	for _, lease := range []*fencelock.Lease{reader, writer} {
+		if err := lease.Err(); err != nil || lease.Renewals() < 2 {
+			t.Errorf("%v: renewals %d, %v", lease, lease.Renewals(), err)
+		}
+		status, err := client.RWLockStatus(ctx, lease.Name())
+		if err != nil || len(status.Holders) != 1 || status.Holders[0].Token != lease.Token() {
+			t.Errorf("%v: status %+v, %v", lease, status, err)
+		}
+		release(t, lease)
 	}
 }
 

@@ -18,6 +18,10 @@ const (
 	KindSet
 	// KindPermit: one permit of a counting semaphore (Client.AcquirePermit).
 	KindPermit
+	// KindRead: a read grant of a read/write lock, shared with other reads (Client.AcquireRead).
+	KindRead
+	// KindWrite: a write grant of a read/write lock, held alone (Client.AcquireWrite).
+	KindWrite
 )
 
 func (k Kind) String() string {
@@ -26,13 +30,17 @@ func (k Kind) String() string {
 		return "set"
 	case KindPermit:
 		return "permit"
+	case KindRead:
+		return "read"
+	case KindWrite:
+		return "write"
 	default:
 		return "lock"
 	}
 }
 
-// Lease is one grant: a lock, a lock set or a semaphore permit, its fencing token(s) and a
-// conservative deadline. Send the token with every write to the protected resource.
+// Lease is one grant: a lock, a lock set, a semaphore permit or a read/write lock's read or write
+// grant, its fencing token(s) and a conservative deadline. Send the token with every write to the protected resource.
 //
 // The deadline is the client's own send time of the granting (or last extending) request plus
 // the waited_ms and validity_ms the service answered: never later than the truth, however long a
@@ -48,7 +56,7 @@ func (k Kind) String() string {
 type Lease struct {
 	client  *Client
 	kind    Kind
-	names   []string // sorted; one name for a lock or permit
+	names   []string // sorted; one name for all but a set
 	tokens  []int64  // tokens[i] fences names[i]
 	permits int
 	slot    int
@@ -72,17 +80,18 @@ func newLease(client *Client, kind Kind, names []string, tokens []int64, secret 
 		keeperEnd: make(chan struct{})}
 }
 
-// Kind is KindLock, KindSet or KindPermit.
+// Kind is KindLock, KindSet, KindPermit, KindRead or KindWrite.
 func (l *Lease) Kind() Kind { return l.kind }
 
-// Name is the lock's or semaphore's name; for a set, its names joined by "," (for messages).
+// Name is the lock's, semaphore's or read/write lock's name; for a set, its names joined by "," (for messages).
 func (l *Lease) Name() string { return strings.Join(l.names, ",") }
 
-// Names are the names the lease holds, sorted (one for a lock or a permit).
+// Names are the names the lease holds, sorted (one for all but a set).
 func (l *Lease) Names() []string { return append([]string(nil), l.names...) }
 
-// Token is the fencing token of a lock or a permit: positive, below 2^63, greater for every later
-// grant of the same name. 0 for a set: use TokenOf.
+// Token is the fencing token of a lock, a permit or a read/write lock's grant: positive, below
+// 2^63, greater for every later grant of the same name (a write grant's is above every earlier
+// grant's, reads included). 0 for a set: use TokenOf.
 func (l *Lease) Token() int64 {
 	if l.kind == KindSet {
 		return 0
@@ -110,11 +119,11 @@ func (l *Lease) Tokens() map[string]int64 {
 	return tokens
 }
 
-// Permits is a permit's semaphore permit count; 0 for a lock or a set.
+// Permits is a permit's semaphore permit count; 0 for any other kind.
 func (l *Lease) Permits() int { return l.permits }
 
 // Slot is the slot a permit holds, 0 .. Permits-1: a resource guarded by a semaphore fences per
-// (name, slot). 0 for a lock or a set.
+// (name, slot). 0 for any other kind.
 func (l *Lease) Slot() int { return l.slot }
 
 // LeaseString is the secret that proves ownership to extend and release. Do not log it.
@@ -184,7 +193,7 @@ func (l *Lease) String() string {
 	case KindPermit:
 		return fmt.Sprintf("Lease(permit %s %d/%d, token %d, %s)", l.names[0], l.slot, l.permits, l.tokens[0], state)
 	default:
-		return fmt.Sprintf("Lease(lock %s, token %d, %s)", l.names[0], l.tokens[0], state)
+		return fmt.Sprintf("Lease(%v %s, token %d, %s)", l.kind, l.names[0], l.tokens[0], state)
 	}
 }
 
@@ -213,7 +222,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 // Release stops renewing and releases the lease: true iff it still held the lock (a set: every
-// name; a permit: its slot). Idempotent; after it, Done is closed and Err is ErrReleased unless the
+// name; a permit: its slot; a read/write lock's grant: that grant). Idempotent; after it, Done is closed and Err is ErrReleased unless the
 // lease had been lost before. A failed release (ErrUnavailable, ErrTransport) leaves the lock to
 // its ttl; retrying is safe.
 func (l *Lease) Release(ctx context.Context) (bool, error) {

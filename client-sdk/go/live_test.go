@@ -1,7 +1,7 @@
 package fencelock_test
 
 // The client against the live stack's fencelockd: acquire, extend, status, release and tokens;
-// busy locks, waiting, lock sets, semaphores; and a fencelockd of the tests' own with TLS and API
+// busy locks, waiting, lock sets, semaphores, read/write locks; and a fencelockd of the tests' own with TLS and API
 // keys.
 
 import (
@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -453,6 +455,127 @@ func TestAtMostNPermitsThenAMismatchedCountIsRefused(t *testing.T) {
 	if status, err := client.SemaphoreStatus(ctx, name); err != nil || status.Held != 0 {
 		t.Errorf("status after release %+v, %v", status, err)
 	}
+}
+
+// leaseStringMode is the mode a read/write lock's lease string is bound to ("r" or "w"), or "" unless
+// it is `<token>.<proof>.r` or `.w` with the lease's own token.
+func leaseStringMode(lease *fencelock.Lease) string {
+	parts := regexp.MustCompile(`^([0-9]+)\.[0-9a-f]+\.([rw])$`).FindStringSubmatch(lease.LeaseString())
+	if parts == nil || parts[1] != strconv.FormatInt(lease.Token(), 10) {
+		return ""
+	}
+	return parts[2]
+}
+
+func TestReadersShareARWLockAndAWriterComesAfterThemWithAHigherToken(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-rw")
+	readers := make([]*fencelock.Lease, 2)
+	for i := range readers {
+		owner := fmt.Sprintf("go-reader-%d", i)
+		readers[i] = patiently(t, func() (*fencelock.Lease, error) {
+			return client.AcquireRead(ctx, name, 5*time.Second, fencelock.AcquireOptions{Owner: owner, Renew: fencelock.RenewOptions{Off: true}})
+		})
+		if lease := readers[i]; lease.Kind() != fencelock.KindRead || lease.Name() != name || lease.Token() < 1 ||
+			!lease.Valid() || leaseStringMode(lease) != "r" {
+			t.Fatalf("reader %d: %v", i, lease)
+		}
+	}
+	if readers[0].Token() == readers[1].Token() {
+		t.Fatalf("two readers with token %d", readers[0].Token())
+	}
+	status, err := client.RWLockStatus(ctx, name)
+	owners := map[int64]string{}
+	for _, holder := range status.Holders {
+		if holder.Remaining <= 0 || holder.Remaining > 5*time.Second {
+			t.Errorf("holder %+v", holder)
+		}
+		owners[holder.Token] = holder.Owner
+	}
+	want := map[int64]string{readers[0].Token(): "go-reader-0", readers[1].Token(): "go-reader-1"}
+	if err != nil || status.Mode != "read" || status.WriterWaiting || !reflect.DeepEqual(owners, want) {
+		t.Fatalf("status %+v, %v", status, err)
+	}
+	if _, err := client.AcquireWrite(ctx, name, time.Second, noRenew); !errors.Is(err, fencelock.ErrLocked) {
+		t.Fatalf("a write while reads hold: want locked, got %v", err)
+	}
+	old := readers[0].Deadline()
+	if err := readers[0].Extend(ctx, 8*time.Second); err != nil || !readers[0].Deadline().After(old) {
+		t.Fatalf("extend a read: %v", err)
+	}
+	for _, reader := range readers {
+		if released, err := reader.Release(ctx); err != nil || !released {
+			t.Fatalf("release a read: %v, %v", released, err)
+		}
+	}
+	writer := patiently(t, func() (*fencelock.Lease, error) {
+		return client.AcquireWrite(ctx, name, 5*time.Second, fencelock.AcquireOptions{Owner: "go-writer", Renew: fencelock.RenewOptions{Off: true}})
+	})
+	if writer.Kind() != fencelock.KindWrite || leaseStringMode(writer) != "w" ||
+		writer.Token() <= readers[0].Token() || writer.Token() <= readers[1].Token() {
+		t.Fatalf("writer %v after readers %d and %d", writer, readers[0].Token(), readers[1].Token())
+	}
+	status, err = client.RWLockStatus(ctx, name)
+	if err != nil || status.Mode != "write" || len(status.Holders) != 1 || status.Holders[0].Token != writer.Token() ||
+		status.Holders[0].Owner != "go-writer" {
+		t.Fatalf("status %+v, %v", status, err)
+	}
+	if _, err := client.AcquireRead(ctx, name, time.Second, noRenew); !errors.Is(err, fencelock.ErrLocked) {
+		t.Errorf("a read while a write holds: want locked, got %v", err)
+	}
+	if err := writer.Extend(ctx, 0); err != nil {
+		t.Errorf("extend a write: %v", err)
+	}
+	if released, err := writer.Release(ctx); err != nil || !released {
+		t.Fatalf("release a write: %v, %v", released, err)
+	}
+	if status, err := client.RWLockStatus(ctx, name); err != nil || status.Mode != "" || len(status.Holders) != 0 {
+		t.Errorf("status when free: %+v, %v", status, err)
+	}
+}
+
+func TestAWaitingWriterKeepsNewReadersOutUntilItIsServed(t *testing.T) {
+	client := liveClient(t, fencelock.Options{})
+	ctx := ctxFor(t, 20*time.Second)
+	name := uniqueName("go-rw-wait")
+	reader := patiently(t, func() (*fencelock.Lease, error) { return client.AcquireRead(ctx, name, 10*time.Second, noRenew) })
+	granted := make(chan *fencelock.Lease, 1)
+	failed := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			lease, err := client.AcquireWrite(ctx, name, 5*time.Second, fencelock.AcquireOptions{Wait: 5 * time.Second, Renew: fencelock.RenewOptions{Off: true}})
+			if err == nil {
+				granted <- lease
+				return
+			}
+			if !errors.Is(err, fencelock.ErrUnavailable) || i == 10 {
+				failed <- err
+				return
+			}
+		}
+	}()
+	if !waitUntil(3*time.Second, func() bool {
+		status, err := client.RWLockStatus(ctx, name)
+		return err == nil && status.WriterWaiting && status.Mode == "read"
+	}) {
+		t.Fatal("the status never showed the writer waiting")
+	}
+	if _, err := client.AcquireRead(ctx, name, time.Second, noRenew); !errors.Is(err, fencelock.ErrLocked) {
+		t.Fatalf("a new read while a writer waits: want locked, got %v", err)
+	}
+	release(t, reader)
+	var writer *fencelock.Lease
+	select {
+	case writer = <-granted:
+	case err := <-failed:
+		t.Fatalf("the waiting writer: %v", err)
+	}
+	if writer.Token() <= reader.Token() {
+		t.Errorf("the writer's token %d is not above the reader's %d", writer.Token(), reader.Token())
+	}
+	release(t, writer)
+	release(t, patiently(t, func() (*fencelock.Lease, error) { return client.AcquireRead(ctx, name, time.Second, noRenew) }))
 }
 
 func TestWithLockHoldsTheLockAndReleasesIt(t *testing.T) {

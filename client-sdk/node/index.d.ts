@@ -41,7 +41,7 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
-/** A single lock's acquire (acquire, withLock); acquireSet and acquirePermit refuse requestId. */
+/** A single lock's acquire (acquire, withLock); the other grants refuse requestId. */
 export interface LockAcquireOptions extends AcquireOptions {
   /**
    * Names this acquire (1..64 printable ASCII characters, no spaces). Default: a fresh random one
@@ -128,17 +128,19 @@ export interface LeaseEvents {
 }
 
 /**
- * A granted lock, or a permit of a semaphore (kind 'permit': `permits`, `slot`). A lock set is a
- * LockSetLease. The lease string (the secret) never shows in toString, inspect or JSON.
+ * A granted lock, a permit of a semaphore (kind 'permit': `permits`, `slot`), or a read/write
+ * lock's grant (kind 'read' or 'write'). A lock set is a LockSetLease. The lease string (the
+ * secret) never shows in toString, inspect or JSON.
  */
 export declare class Lease extends EventEmitter {
   private constructor();
-  readonly kind: 'lock' | 'permit';
+  readonly kind: 'lock' | 'permit' | 'read' | 'write';
   readonly name: string;
   /** [name]. */
   readonly names: readonly string[];
   /** The fencing token (64-bit, exact): send it with every write to the protected resource. A
-   * permit's increases with every grant of the semaphore: fence per (semaphore, slot). */
+   * permit's increases with every grant of the semaphore: fence per (semaphore, slot). A write
+   * grant's is above every earlier grant's of its name, read or write. */
   readonly token: bigint;
   /** {[name]: token}. */
   readonly tokens: Readonly<Record<string, bigint>>;
@@ -155,7 +157,7 @@ export declare class Lease extends EventEmitter {
   readonly lostReason: LeaseLostError | undefined;
   valid(): boolean;
   remainingMs(): number;
-  /** Throws a LeaseLostError if the lease is lost, released or past its deadline. */
+  /** Throws a LeaseLostError if the lease is lost, released, past its deadline, or rebuilt (leaseFromString) and not extended yet. */
   check(): void;
   /** The secret proof of ownership. Do not log it. */
   leaseString(): string;
@@ -185,6 +187,36 @@ export interface SemaphoreStatus {
   /** Permits held on a majority of lock nodes. */
   held: number;
 }
+
+/** One grant of a read/write lock, as rwlockStatus() reports it. */
+export interface RwLockHolder {
+  token: bigint;
+  /** What the holder sent as `owner`; null when none was sent. */
+  owner: string | null;
+  /** Until fewer than a majority of lock nodes hold this grant. */
+  remainingMs: number;
+}
+
+export interface RwLockStatus {
+  /** How it is held now; null when free. */
+  mode: 'read' | 'write' | null;
+  /** The grants held on a majority of lock nodes, by token. */
+  holders: RwLockHolder[];
+  /** A writer waits: new reads are refused meanwhile. */
+  writerWaiting: boolean;
+}
+
+/**
+ * Rebuilds a lease from its lease string (kept by another process, printed by `fencelock
+ * acquire`) to extend or release it; `ttlMs` is what extend() asks for by default. Shapes:
+ * 'lock', 'read', 'write', 'permit' on [name] ("<token>.<proof>", "….r", "….w",
+ * "….<permits>.<slot>"); 'set' on its names in any order ("<t1>,<t2>,….<proof>", tokens in
+ * sorted-name order). Its deadline is unknown until an extend succeeds: valid() is false and
+ * check() throws (it is not lost) till then, so extend it before relying on it or keep()ing it.
+ * Sends nothing. Throws InvalidArgumentError when the string is not of the kind's shape.
+ */
+export declare function leaseFromString(kind: 'lock' | 'permit' | 'read' | 'write', names: readonly [string], leaseString: string, ttlMs: number): Lease;
+export declare function leaseFromString(kind: 'set', names: readonly string[], leaseString: string, ttlMs: number): LockSetLease;
 
 export declare const maxSetNames: 16;
 export declare const maxPermits: 64;
@@ -219,6 +251,12 @@ export declare class Client {
   /** One of `permits` (1..64) permits of semaphore `name`. Rejects as acquire, and with PermitsMismatchError. */
   acquirePermit(name: string, permits: number, options: AcquireOptions): Promise<Lease>;
   semaphoreStatus(name: string, options?: CallOptions): Promise<SemaphoreStatus>;
+  /** A read grant of read/write lock `name` (kind 'read'), shared with other reads; waits while a write grant holds it or a writer waits. Retried only when not sent. Rejects as acquire. */
+  acquireRead(name: string, options: AcquireOptions): Promise<Lease>;
+  /** A write grant (kind 'write'), alone, with a token above every earlier grant's; while it waits, new readers are kept out. Rejects as acquire. */
+  acquireWrite(name: string, options: AcquireOptions): Promise<Lease>;
+  /** The read/write lock's mode, holders and whether a writer waits (key right "read"). */
+  rwlockStatus(name: string, options?: CallOptions): Promise<RwLockStatus>;
   status(name: string, options?: CallOptions): Promise<LockStatus>;
   /** Resolves once the lock is no longer held with `afterToken` (changed: true; at once if it is not held with it), or after waitMs unchanged (changed: false). Key right "read". */
   watch(name: string, afterToken: bigint | number, options?: WatchOptions): Promise<WatchedLock>;
@@ -234,6 +272,8 @@ export declare class Client {
   withLock<T>(name: string, options: WithLockOptions & { requestId?: string }, work: (lease: Lease) => Promise<T> | T): Promise<T>;
   withLockSet<T>(names: string[], options: WithLockOptions, work: (lease: LockSetLease) => Promise<T> | T): Promise<T>;
   withPermit<T>(name: string, permits: number, options: WithLockOptions, work: (lease: Lease) => Promise<T> | T): Promise<T>;
+  withRead<T>(name: string, options: WithLockOptions, work: (lease: Lease) => Promise<T> | T): Promise<T>;
+  withWrite<T>(name: string, options: WithLockOptions, work: (lease: Lease) => Promise<T> | T): Promise<T>;
 }
 
 export interface ErrorDetails {

@@ -1,6 +1,8 @@
 // fencelock: a client for fencelockd's HTTP API v1 (docs/api.md). See README.md.
-export { Client, maxPermits, maxSetNames } from './src/client.js';
+export { Client } from './src/client.js';
+export { maxPermits, maxSetNames } from './src/checks.js';
 export { Lease } from './src/lease.js';
+export { leaseFromString } from './src/lease_from_string.js';
 export { LeaseKeeper } from './src/keeper.js';
 export {
   FencelockError,

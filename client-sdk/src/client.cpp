@@ -493,6 +493,9 @@ Result<Lease> acquire_rw(Client::Impl& impl, std::string_view name, LeaseKind mo
                                         body.dump(), Client::Impl::Retry::kOnlyIfUndelivered, wait,
                                         std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
+  // A grant in another mode would fence wrongly: a reader that thinks it writes alone.
+  if (parsed.value().value("mode", std::string()) != body["mode"])
+    return make(ErrorCode::kInternal, "the service granted another mode than the one asked for");
   auto token = field<std::uint64_t>(parsed.value(), "token");
   if (!token.ok()) return std::move(token).error();
   auto grant = grant_of(parsed.value(), sent_at);

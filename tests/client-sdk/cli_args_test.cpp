@@ -235,6 +235,25 @@ TEST_CASE("cli: --permits makes NAME a counting semaphore", "[client]") {
   CHECK(parse({"semaphore", "pool"})->command == Command::kSemaphore);
 }
 
+TEST_CASE("cli: --read and --write make NAME a read/write lock, one mode at a time", "[client]") {
+  CHECK(lease_kind_of(parse({"run", "--read", "doc", "--", "true"}).value()) ==
+        fencelock::LeaseKind::kRead);
+  CHECK(lease_kind_of(parse({"acquire", "--write", "doc"}).value()) ==
+        fencelock::LeaseKind::kWrite);
+  CHECK(lease_kind_of(parse({"release", "--read", "--read", "doc", "9.ab.r"}).value()) ==
+        fencelock::LeaseKind::kRead);
+  for (const auto& both :
+       {std::vector<std::string>{"run", "--read", "--write", "doc"},
+        std::vector<std::string>{"acquire", "--write", "--read", "doc"},
+        std::vector<std::string>{"acquire", "--write", "--read", "--write", "doc"}}) {
+    const auto refused = parse(both);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("choose one") != std::string::npos);
+  }
+  CHECK_FALSE(parse({"status", "--read", "doc"}).ok());
+  CHECK_FALSE(parse({"acquire", "--read", "--permits", "2", "doc"}).ok());
+}
+
 TEST_CASE("cli: lock sets and permits out of bounds are refused before any request", "[client]") {
   std::vector<std::string> seventeen = {"run"};
   for (int i = 0; i < 17; ++i) {

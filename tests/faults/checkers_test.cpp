@@ -116,6 +116,54 @@ TEST_CASE("checkers: tokens must be unique and follow real-time order", "[faults
   }
 }
 
+// A read/write lock's grant of "n" in `mode` ("read" or "write").
+Operation rw_grant(const std::string& mode, std::int64_t invoke_ms, std::int64_t complete_ms,
+                   std::uint64_t token, std::int64_t validity_ms) {
+  Operation o = grant(invoke_ms, complete_ms, token, validity_ms);
+  o.mode = mode;
+  return o;
+}
+
+TEST_CASE("checkers: read grants may share a name, a write grant shares it with nothing",
+          "[faults]") {
+  SECTION("readers overlap") {
+    CHECK(check_leases({rw_grant("read", 0, 10, 1, 100), rw_grant("read", 5, 20, 2, 100),
+                        rw_grant("read", 30, 40, 3, 100)})
+              .ok());
+  }
+  SECTION("a writer inside a reader's validity") {
+    const auto result =
+        check_leases({rw_grant("read", 0, 10, 1, 100), rw_grant("write", 20, 30, 2, 100)});
+    REQUIRE(result.violations.size() == 1);
+    CHECK(result.violations[0].message.find("a read and a write lease") != std::string::npos);
+  }
+  SECTION("a reader inside a writer's validity, even after other readers") {
+    const auto result =
+        check_leases({rw_grant("write", 0, 10, 1, 100), rw_grant("read", 200, 210, 3, 100),
+                      rw_grant("read", 50, 60, 2, 100)});
+    REQUIRE(result.violations.size() == 1);
+    CHECK(result.violations[0].operations == std::vector<std::size_t>{0, 2});
+  }
+  SECTION("two writers") {
+    CHECK_FALSE(
+        check_leases({rw_grant("write", 0, 10, 1, 100), rw_grant("write", 20, 30, 2, 100)}).ok());
+  }
+  SECTION("a writer after the readers released") {
+    CHECK(check_leases({rw_grant("read", 0, 10, 1, 100), rw_grant("read", 5, 12, 2, 100),
+                        on_lease("release", 0, 40, 41, Outcome::kOk),
+                        on_lease("release", 1, 42, 43, Outcome::kOk),
+                        rw_grant("write", 30, 45, 3, 100)})
+              .ok());
+  }
+  SECTION("read/write grants are not listed as locks") {
+    Operation held = rw_grant("read", 0, 10, 1, 1000);
+    held.name = "n-rw";
+    held.ttl_ms = 1000;
+    CHECK(check_listing({held, listing(20, 30, {})}).ok());
+    CHECK_FALSE(check_listing({held, listing(20, 30, {{"n-rw", 1}})}).ok());
+  }
+}
+
 TEST_CASE("checkers: two leases of one name must never be valid at once", "[faults]") {
   SECTION("back to back is fine") {
     CHECK(check_leases({grant(0, 10, 1, 100), grant(5, 120, 2, 100)}).ok());
@@ -390,10 +438,17 @@ TEST_CASE("checkers: every acknowledged set element must survive", "[faults]") {
   written.value = "a,b";
   Operation unknown = op("write", 2, 3, Outcome::kInfo, 4);
   unknown.value = "a,b,c";
-  CHECK(check_set({written, unknown}, "a,b").ok());
-  const auto lost = check_set({written}, "a");
+  CHECK(check_set({written, unknown}, {{"n", "a,b"}}).ok());
+  const auto lost = check_set({written}, {{"n", "a"}});
   REQUIRE(lost.violations.size() == 1);
   CHECK(lost.violations[0].message.find("b") != std::string::npos);
+  // Each key against its own final set; a key not given is not judged.
+  Operation other = op("write", 4, 5, Outcome::kOk, 1);
+  other.name = "m";
+  other.value = "x";
+  CHECK(check_set({written, other}, {{"n", "a,b"}, {"m", "x"}}).ok());
+  CHECK_FALSE(check_set({written, other}, {{"n", "a,b"}, {"m", "b"}}).ok());
+  CHECK(check_set({written, other}, {{"n", "a,b"}}).ok());
 }
 
 TEST_CASE("checkers: grants must resume within the bound after the faults heal", "[faults]") {

@@ -458,3 +458,33 @@ TEST_CASE("http auth: a request id answers its grant again only to the key that 
             .json()["released"] == true);
   CHECK(s.keys_on_nodes() == 0);
 }
+
+TEST_CASE("http auth: read/write locks need the lock right on the name, and a grant is its key's",
+          "[service][redis][rwlock]") {
+  Secured s;
+  const json read{{"mode", "read"}, {"ttl_ms", 30000}};
+  // No key, a key without the lock right, a name outside the key's patterns: nothing is taken.
+  CHECK(s.call("POST", "/v1/rwlocks/billing.doc", read, nullptr).status == 401);
+  CHECK(s.call("POST", "/v1/rwlocks/billing.doc", read, &s.ops).status == 403);
+  CHECK(s.call("POST", "/v1/rwlocks/payroll.doc", read, &s.billing).status == 403);
+  CHECK(s.keys_on_nodes() == 0);
+
+  const HttpAnswer granted = s.call("POST", "/v1/rwlocks/billing.shared", read, &s.billing);
+  REQUIRE(granted.status == 200);
+  const std::string lease = granted.json()["lease"];
+  // Another key with the lock right on the name can neither extend nor release the grant.
+  CHECK(s.call("POST", "/v1/rwlocks/billing.shared/extend",
+               json{{"lease", lease}, {"ttl_ms", 1000}}, &s.payroll)
+            .error_code() == "forbidden");
+  CHECK(s.call("DELETE", "/v1/rwlocks/billing.shared", json{{"lease", lease}}, &s.payroll).status ==
+        403);
+  // Status needs the read right: ops sees the holder, payroll (lock only) does not.
+  const HttpAnswer status = s.call("GET", "/v1/rwlocks/billing.shared", nullptr, &s.ops);
+  REQUIRE(status.status == 200);
+  CHECK(status.json()["holders"].size() == 1);
+  CHECK(status.body.find(lease) == std::string::npos);  // never a lease
+  CHECK(s.call("GET", "/v1/rwlocks/billing.shared", nullptr, &s.payroll).status == 403);
+  CHECK(s.call("DELETE", "/v1/rwlocks/billing.shared", json{{"lease", lease}}, &s.billing)
+            .json()["released"] == true);
+  CHECK(s.keys_on_nodes() == 0);
+}

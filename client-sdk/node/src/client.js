@@ -3,16 +3,18 @@
 //
 // Every request is bounded by AbortSignal.timeout (requestMs; an acquire or a watch adds its
 // waitMs). Retries follow the C++ SDK: calls that are safe to repeat (extend, release, status,
-// watch, listLocks, nextToken, currentToken) are retried on transport errors and 503s, up to
-// maxRetries times, on the next endpoint. acquire names its request (request_id), so it is also
-// retried after a transport error once its request may have been sent — the service answers the
-// grant it already made — but not on a 503. acquireSet, acquirePermit and revoke are retried only
-// when their request could not be sent at all (connection refused, name not resolved), because a
-// sent one may have been granted (and a repeated revoke would revoke its own grant). After a
-// transport error the client starts its next calls at the endpoint that answered last.
+// semaphoreStatus, rwlockStatus, watch, listLocks, nextToken, currentToken) are retried on
+// transport errors and 503s, up to maxRetries times, on the next endpoint. acquire names its
+// request (request_id), so it is also retried after a transport error once its request may have
+// been sent — the service answers the grant it already made — but not on a 503. acquireSet,
+// acquirePermit, acquireRead, acquireWrite and revoke are retried only when their request could
+// not be sent at all (connection refused, name not resolved), because a sent one may have been
+// granted (and a repeated revoke would revoke its own grant). After a transport error the client
+// starts its next calls at the endpoint that answered last.
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
+import { checkInteger, checkName, maxSetNames, maxPermits } from './checks.js';
 import {
   InternalError,
   InvalidArgumentError,
@@ -25,11 +27,7 @@ import { Lease, declareLost, renewLease, retireLease } from './lease.js';
 import { LeaseKeeper } from './keeper.js';
 import { maxToken, parseWithTokens } from './token_json.js';
 
-const namePattern = /^[A-Za-z0-9._:-]{1,200}$/;
 const requestIdPattern = /^[\x21-\x7e]{1,64}$/;
-// The service's bounds (docs/api.md): names in one lock set, permits of one semaphore.
-export const maxSetNames = 16;
-export const maxPermits = 64;
 // The largest page of a listing (GET /v1/locks).
 const maxListLimit = 1000;
 // The longest wait a watch may ask for (the C++ SDK's bound; the server's --max-wait may be
@@ -181,6 +179,57 @@ export class Client {
   }
 
   /**
+   * A read grant of read/write lock `name` (POST /v1/rwlocks/{name}), shared with other reads,
+   * for `ttlMs`, waiting up to `waitMs` while a write grant holds it or a writer waits. The
+   * lease's kind is 'read'; its token comes from the counter of `name` (shared with the lock
+   * `name`, which a read/write lock does not exclude). Readers hold at once: a resource written
+   * under read grants fences per reader. Rejects as acquire() (LockedError: held against this
+   * mode and the wait ran out); refuses a requestId.
+   */
+  async acquireRead(name, options = {}) {
+    return this.#acquireRw('read', name, options);
+  }
+
+  /**
+   * A write grant of read/write lock `name`, alone: waits up to `waitMs` while any grant holds
+   * it, and while it waits keeps new readers out, so a stream of readers cannot starve it. The
+   * lease's kind is 'write'; its token is above every earlier grant's of `name`, read or write.
+   * Rejects as acquireRead().
+   */
+  async acquireWrite(name, options = {}) {
+    return this.#acquireRw('write', name, options);
+  }
+
+  async #acquireRw(mode, name, { ttlMs, waitMs = 0, owner, requestId, signal }) {
+    onlyForALock(requestId);
+    checkName(name);
+    const what = mode === 'read' ? 'acquireRead' : 'acquireWrite';
+    const { answer, deadline } = await this.#grant(what, `/v1/rwlocks/${name}`, { mode },
+      { ttlMs, waitMs, owner, signal });
+    if (answer.mode !== mode) {  // a reader that thinks it writes alone would fence wrongly
+      throw new InternalError('internal', `${what}: the answer grants mode ${JSON.stringify(answer.mode)}`);
+    }
+    return new Lease(name, answer.lease, grantedToken(answer.token), ttlMs, deadline, { mode });
+  }
+
+  /**
+   * Read/write lock `name`: {mode ('read', 'write', or null when free), holders (the grants held
+   * on a majority of lock nodes, by token: [{token (bigint), owner (null when none was sent),
+   * remainingMs}]), writerWaiting (new reads are refused meanwhile)}. Never a lease. Needs the
+   * right "read". Rejects as status().
+   */
+  async rwlockStatus(name, { signal } = {}) {
+    checkName(name);
+    const { answer } = await this.#call('GET', `/v1/rwlocks/${name}`, undefined, { idempotent: true, signal });
+    const mode = answer.mode ?? null;
+    if ((mode !== null && mode !== 'read' && mode !== 'write') || !Array.isArray(answer.holders) ||
+        typeof answer.writer_waiting !== 'boolean') {
+      throw new InternalError('internal', "rwlockStatus: the answer is not a read/write lock's status");
+    }
+    return { mode, holders: answer.holders.map(rwHolder), writerWaiting: answer.writer_waiting };
+  }
+
+  /**
    * One page of the locks held whose names start with `prefix` (GET /v1/locks):
    * {locks: [{name, token (bigint; null when the listing cannot tell), owner (null when none was
    * sent), remainingMs}], next}. Pass `next` as `cursor` until it is null. A page may hold fewer
@@ -266,7 +315,8 @@ export class Client {
   }
 
   /**
-   * Releases the lease (a lock, a whole set, a permit): resolves true iff it still held it.
+   * Releases the lease (a lock, a whole set, a permit, a read or write grant): resolves true iff
+   * it still held it.
    * Idempotent. Rejects with
    * UnavailableError, InvalidArgumentError, TransportError (the ttl frees the lock anyway).
    */
@@ -354,6 +404,16 @@ export class Client {
   /** withLock for one permit of a semaphore (acquirePermit): fence per slot with lease.token. */
   async withPermit(name, permits, options, work) {
     return this.#withLease('withPermit', () => this.acquirePermit(name, permits, options), options, work);
+  }
+
+  /** withLock for a read grant of a read/write lock (acquireRead). */
+  async withRead(name, options, work) {
+    return this.#withLease('withRead', () => this.acquireRead(name, options), options, work);
+  }
+
+  /** withLock for a write grant of a read/write lock (acquireWrite). */
+  async withWrite(name, options, work) {
+    return this.#withLease('withWrite', () => this.acquireWrite(name, options), options, work);
   }
 
   async #withLease(what, acquire, options, work) {
@@ -457,19 +517,6 @@ export class Client {
   }
 }
 
-function checkInteger(what, value, min, max) {
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError('invalid_request', `${what}: an integer from ${min} to ${max}, got ${value}`);
-  }
-  return value;
-}
-
-function checkName(name) {
-  if (typeof name !== 'string' || !namePattern.test(name) || name === '.' || name === '..') {
-    throw new InvalidArgumentError('invalid_request', 'name: 1 to 200 characters from [A-Za-z0-9._:-], not "." or ".."');
-  }
-}
-
 function onlyForALock(requestId) {
   if (requestId !== undefined) {
     throw new InvalidArgumentError('invalid_request', "requestId: only a single lock's acquire takes one");
@@ -502,6 +549,18 @@ function heldLock(lock) {
   return { name: lock.name, token, owner, remainingMs: lock.remaining_ms };
 }
 
+function rwHolder(holder) {
+  if (holder === null || typeof holder !== 'object' || !Number.isSafeInteger(holder.remaining_ms) ||
+      holder.remaining_ms < 0) {
+    throw new InternalError('internal', 'rwlockStatus: a holder lacks its remaining_ms');
+  }
+  const owner = holder.owner ?? null;
+  if (owner !== null && typeof owner !== 'string') {
+    throw new InternalError('internal', 'rwlockStatus: a holder has an owner that is not a string');
+  }
+  return { token: grantedToken(holder.token), owner, remainingMs: holder.remaining_ms };
+}
+
 function checkLease(lease) {
   if (!(lease instanceof Lease)) throw new InvalidArgumentError('invalid_request', 'lease: not a Lease from acquire()');
 }
@@ -511,12 +570,16 @@ function grantedToken(token) {
   return token;
 }
 
+// Where a lease of each kind but a set is extended (+ "/extend") and released, before its name.
+const leaseRoutes = {
+  lock: '/v1/locks/', permit: '/v1/semaphores/', read: '/v1/rwlocks/', write: '/v1/rwlocks/',
+};
+
 // The path that names `lease` (extend appends "/extend", but for a set) and the body that proves it.
 function leaseRequest(lease) {
   const body = { lease: lease.leaseString() };
   if (lease.kind === 'set') return { path: '/v1/locks', body: { names: [...lease.names], ...body } };
-  if (lease.kind === 'permit') return { path: `/v1/semaphores/${lease.name}`, body };
-  return { path: `/v1/locks/${lease.name}`, body };
+  return { path: leaseRoutes[lease.kind] + lease.name, body };
 }
 
 function tokenOf(answer) {

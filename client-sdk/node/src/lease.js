@@ -1,9 +1,11 @@
-// A granted lease as the client holds it — a lock, a lock set (several names at once) or a
-// semaphore permit: its fencing token(s), a conservative local deadline, and the lost-lease
-// signal. `kind` is 'lock', 'set' or 'permit'. A set has `names` (sorted) and `tokens` (name →
-// bigint token: fence the write to the resource of name n with tokens[n]); its `name` is the names
-// joined by ',' and its `token` undefined. A permit has `permits` and `slot` (0..permits-1); its
-// token increases with every grant of the semaphore: fence per (semaphore, slot).
+// A granted lease as the client holds it — a lock, a lock set (several names at once), a
+// semaphore permit or a read/write lock's grant: its fencing token(s), a conservative local
+// deadline, and the lost-lease signal. `kind` is 'lock', 'set', 'permit', 'read' or 'write'. A set
+// has `names` (sorted) and `tokens` (name → bigint token: fence the write to the resource of name
+// n with tokens[n]); its `name` is the names joined by ',' and its `token` undefined. A permit has
+// `permits` and `slot` (0..permits-1); its token increases with every grant of the semaphore:
+// fence per (semaphore, slot). A read or write grant is shaped as a lock's lease; a write grant's
+// token is above every earlier grant's of its name.
 //
 // The deadline is the client's own send time of the granting (or last extending) request plus the
 // waited_ms (acquire only) and validity_ms the service answered, on performance.now() — never later
@@ -11,7 +13,9 @@
 //
 // `signal` (an AbortSignal), the 'lost' event and check() say when the lease must no longer be
 // relied on: when an extend was refused (not_held), when a LeaseKeeper gave up renewing (before
-// the deadline), or at the deadline itself. Once lost, a lease stays lost.
+// the deadline), or at the deadline itself. Once lost, a lease stays lost. A lease rebuilt from
+// its string (leaseFromString) has no known deadline: it is not valid and check() throws, but it
+// is not lost, until an extend gives it one.
 //
 // The lease string (the secret that proves ownership for extend and release) is kept outside the
 // object: it never shows in toString(), util.inspect(), JSON.stringify() or Object.keys().
@@ -25,8 +29,11 @@ import { LeaseLostError } from './errors.js';
 const internals = new WeakMap();
 
 export class Lease extends EventEmitter {
-  /** @internal Created by Client.acquire, acquireSet, acquirePermit. */
-  constructor(name, leaseString, token, ttlMs, deadline, { tokens, permits, slot } = {}) {
+  /**
+   * @internal Created by Client.acquire, acquireSet, acquirePermit, acquireRead, acquireWrite, and
+   * leaseFromString (`rebuilt`).
+   */
+  constructor(name, leaseString, token, ttlMs, deadline, { tokens, permits, slot, mode, rebuilt = false } = {}) {
     super();
     const state = {
       secret: leaseString,
@@ -36,9 +43,10 @@ export class Lease extends EventEmitter {
       deadline,
       lostReason: undefined,
       expiryTimer: undefined,
+      rebuilt,
     };
     internals.set(this, state);
-    const kind = tokens !== undefined ? 'set' : permits !== undefined ? 'permit' : 'lock';
+    const kind = tokens !== undefined ? 'set' : permits !== undefined ? 'permit' : mode ?? 'lock';
     const names = kind === 'set' ? Object.freeze(Object.keys(tokens)) : Object.freeze([name]);
     Object.defineProperty(this, 'kind', { value: kind, enumerable: true });
     Object.defineProperty(this, 'name', { value: kind === 'set' ? names.join(',') : name, enumerable: true });
@@ -51,7 +59,7 @@ export class Lease extends EventEmitter {
       Object.defineProperty(this, 'permits', { value: permits, enumerable: true });
       Object.defineProperty(this, 'slot', { value: slot, enumerable: true });
     }
-    armExpiry(this, state);
+    if (!rebuilt) armExpiry(this, state);
   }
 
   /** The fencing token: send it with every write to the protected resource. */
@@ -72,6 +80,9 @@ export class Lease extends EventEmitter {
   remainingMs() { return Math.max(0, Math.floor(this.deadline - performance.now())); }
   /** Throws the LeaseLostError if the lease is lost or past its deadline. */
   check() {
+    if (internals.get(this).rebuilt) {
+      throw new LeaseLostError(`the lease on "${this.name}" was rebuilt from its string: extend it first`);
+    }
     if (!this.lost && performance.now() >= this.deadline) {
       declareLost(this, new LeaseLostError(`the lease on "${this.name}" reached its deadline`));
     }
@@ -119,6 +130,7 @@ export function renewLease(lease, ttlMs, deadline) {
   if (state.lostReason !== undefined) return;
   state.ttlMs = ttlMs;
   state.deadline = deadline;
+  state.rebuilt = false;
   armExpiry(lease, state);
 }
 

@@ -11,6 +11,7 @@ import { inspect } from 'node:util';
 
 import {
   Client, DeniedError, FencelockError, InvalidArgumentError, RateLimitedError, LeaseLostError, LockedError, NotHeldError, TransportError, UnavailableError,
+  leaseFromString,
 } from 'fencelock';
 
 import { parseWithTokens } from '../src/token_json.js';
@@ -396,5 +397,40 @@ describe('the lease secret and 64-bit tokens', () => {
     assert.equal(parseWithTokens('{"error":{"code":"x","message":"a \\"token\\":5 in a message"}}').error.message, 'a "token":5 in a message');
     assert.throws(() => parseWithTokens('{"token":18446744073709551616}'), SyntaxError);
     assert.throws(() => parseWithTokens('{"token":1.5}'), SyntaxError);
+  });
+});
+
+describe('leaseFromString', () => {
+  const proof = '4f1c0e9a2b7d';
+
+  it('reads the lease string of every kind, tokens up to 2^64 - 1, and sends nothing', () => {
+    const lock = leaseFromString('lock', ['a'], `18446744073709551615.${proof}`, 1000);
+    assert.deepEqual([lock.kind, lock.name, lock.token, lock.ttlMs], ['lock', 'a', 18446744073709551615n, 1000]);
+    const set = leaseFromString('set', ['b', 'a'], `3,4.${proof}`, 1000);
+    assert.deepEqual([set.kind, [...set.names], { ...set.tokens }], ['set', ['a', 'b'], { a: 3n, b: 4n }]);
+    const permit = leaseFromString('permit', ['s'], `9.${proof}.3.0`, 1000);
+    assert.deepEqual([permit.kind, permit.token, permit.permits, permit.slot], ['permit', 9n, 3, 0]);
+    for (const [kind, mode] of [['read', 'r'], ['write', 'w']]) {
+      const grant = leaseFromString(kind, ['d'], `7.${proof}.${mode}`, 1000);
+      assert.deepEqual([grant.kind, grant.token, grant.leaseString()], [kind, 7n, `7.${proof}.${mode}`]);
+      assert.equal(grant.valid(), false, 'not known to hold until extended');
+      assert.equal(grant.lost, false);
+      assert.throws(() => grant.check(), LeaseLostError);
+    }
+  });
+
+  it('refuses a string not of its kind\'s shape, and bad names', () => {
+    const refused = [
+      ['lock', ['a'], `0.${proof}`], ['lock', ['a'], `01.${proof}`], ['lock', ['a'], `18446744073709551616.${proof}`],
+      ['lock', ['a'], '7.not-hex'], ['lock', ['a'], `7.${proof}.r`], ['lock', ['a', 'b'], `7.${proof}`],
+      ['lock', ['bad name'], `7.${proof}`], ['lock', 'a', `7.${proof}`], ['set', ['a', 'a'], `1,2.${proof}`],
+      ['set', ['a', 'b'], `1.${proof}`], ['permit', ['s'], `9.${proof}.3.3`], ['permit', ['s'], `9.${proof}.65.0`],
+      ['permit', ['s'], `9.${proof}.3.01`], ['read', ['d'], `9.${proof}.w`], ['write', ['d'], `9.${proof}.r`],
+      ['read', ['d'], `9.${proof}`], ['rwlock', ['d'], `9.${proof}.r`], ['read', ['d'], 9],
+    ];
+    for (const [kind, names, string] of refused) {
+      assert.throws(() => leaseFromString(kind, names, string, 1000), InvalidArgumentError, `${kind} ${names} ${string}`);
+    }
+    assert.throws(() => leaseFromString('lock', ['a'], `7.${proof}`, 0), InvalidArgumentError);
   });
 });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { Client, InvalidArgumentError, TransportError, UnavailableError } from 'fencelock';
+import { Client, InternalError, InvalidArgumentError, TransportError, UnavailableError } from 'fencelock';
 
 import { httpAnswer, repeatedGrant, sparePortBase, startRecordingServer } from './support.js';
 
@@ -42,10 +42,12 @@ describe('asking again after a lost answer', () => {
     }
   });
 
-  it('does not ask a lock set, a permit or a revoke again once it may have arrived', async () => {
+  it('does not ask a lock set, a permit, a read/write grant or a revoke again once it may have arrived', async () => {
     const grants = {
       acquireSet: (c) => c.acquireSet(['a', 'b'], { ttlMs: 10000 }),
       acquirePermit: (c) => c.acquirePermit('s', 3, { ttlMs: 10000 }),
+      acquireRead: (c) => c.acquireRead('d', { ttlMs: 10000 }),
+      acquireWrite: (c) => c.acquireWrite('d', { ttlMs: 10000 }),
       revoke: (c) => c.revoke('x', { ttlMs: 10000 }),
     };
     for (const [what, grant] of Object.entries(grants)) {
@@ -75,6 +77,17 @@ describe('asking again after a lost answer', () => {
     }
   });
 
+  it('refuses a read/write grant in another mode than it asked for', async () => {
+    const server = await startRecordingServer([httpAnswer(200,
+      '{"name":"d","mode":"write","lease":"5.ab.w","token":5,"ttl_ms":1000,"validity_ms":900,"waited_ms":0}')]);
+    try {
+      const client = new Client({ endpoints: [server.url] });
+      await assert.rejects(client.acquireRead('d', { ttlMs: 1000 }), InternalError);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('refuses a bad request id, and one given to another grant, before sending', async () => {
     const client = new Client({ endpoints: [closedEndpoint] });
     for (const bad of ['', 'has space', 'x'.repeat(65), 'é', 7]) {
@@ -82,6 +95,7 @@ describe('asking again after a lost answer', () => {
     }
     await assert.rejects(client.acquireSet(['a'], { ttlMs: 1000, requestId: 'r' }), InvalidArgumentError);
     await assert.rejects(client.acquirePermit('s', 2, { ttlMs: 1000, requestId: 'r' }), InvalidArgumentError);
+    await assert.rejects(client.acquireWrite('d', { ttlMs: 1000, requestId: 'r' }), InvalidArgumentError);
   });
 });
 

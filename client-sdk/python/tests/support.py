@@ -56,6 +56,12 @@ class PatientClient(fencelock.Client):
     def acquire_permit(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
         return _patiently(super().acquire_permit, *args, **kwargs)
 
+    def acquire_read(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
+        return _patiently(super().acquire_read, *args, **kwargs)
+
+    def acquire_write(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
+        return _patiently(super().acquire_write, *args, **kwargs)
+
     def revoke(self, *args: Any, **kwargs: Any) -> fencelock.Lease:
         return _patiently(super().revoke, *args, **kwargs)
 

@@ -96,8 +96,9 @@ class ClaimOperation : public ScriptOperation {
     if (reply.kind == NodeReply::Kind::kInteger && reply.integer == -1) {
       return complete(make_error(
           ErrorCode::kInvalidArgument,
-          !owned_ ? "the lease's token is not the token it was granted with"
-                  : "the lease was not granted to this API key, or its token was altered"));
+          !owned_ ? "the lease was altered: its token (or mode) is not what it was granted with"
+                  : "the lease was not granted to this API key, or its token (or mode) was "
+                    "altered"));
     }
     const bool answered = reply.kind == NodeReply::Kind::kInteger;
     tally_.record(node, !answered ? Vote::kFailed : reply.integer == 1 ? Vote::kYes : Vote::kNo);

@@ -119,7 +119,41 @@ struct Window {
   // Which holder: the request id and lease of an acquire that named its request (its repeats
   // answer the same grant again), else the grant's own index.
   std::string holder;
+  bool shared = false;  // a read grant of a read/write lock: other reads may overlap it
 };
+
+// Of the windows added so far: the one closing last, and the one closing last among those of
+// another holder than it (windows of one holder, a grant and its repeats, may overlap).
+class LatestWindows {
+ public:
+  // The latest-closing window not of `holder`, nullptr if none.
+  const Window* before(const std::string& holder) const {
+    return latest_ != nullptr && latest_->holder == holder ? latest_other_ : latest_;
+  }
+  void add(const Window& window) {
+    if (latest_ == nullptr || window.close > latest_->close) {
+      if (latest_ != nullptr && latest_->holder != window.holder) latest_other_ = latest_;
+      latest_ = &window;
+    } else if (latest_->holder != window.holder &&
+               (latest_other_ == nullptr || window.close > latest_other_->close)) {
+      latest_other_ = &window;
+    }
+  }
+
+ private:
+  const Window* latest_ = nullptr;
+  const Window* latest_other_ = nullptr;
+};
+
+// "two leases", or for a read/write lock "a write and a read lease" and the like.
+std::string what_overlapped(const std::vector<Operation>& history, const Window& a,
+                            const Window& b) {
+  const std::string& first = history[a.grant].mode;
+  const std::string& second = history[b.grant].mode;
+  if (first.empty() && second.empty()) return "two leases";
+  return "a " + (first.empty() ? std::string("lock") : first) + " and a " +
+         (second.empty() ? std::string("lock") : second) + " lease";
+}
 
 std::string holder_of(const Operation& op, std::size_t index) {
   if (op.request_id.empty() || op.lease_string.empty()) return "#" + std::to_string(index);
@@ -141,7 +175,7 @@ std::map<std::string, std::vector<Window>> lease_windows(const std::vector<Opera
     if (!is_grant(op)) continue;
     windows[op.name].push_back({i, op.complete_ns,
                                 op.invoke_ns + (op.waited_ms + op.validity_ms) * kNsPerMs,
-                                holder_of(op, i)});
+                                holder_of(op, i), op.mode == "read"});
   }
   for (auto& [name, list] : windows) {
     for (Window& window : list) {
@@ -200,27 +234,21 @@ CheckResult check_leases(const std::vector<Operation>& history) {
     result.checked += list.size();
     std::sort(list.begin(), list.end(),
               [](const Window& a, const Window& b) { return a.open < b.open; });
-    // Of the windows opened so far: the one closing last, and the one closing last among those
-    // of another holder than it. Windows of one holder (a grant and its repeats) may overlap.
-    const Window* latest = nullptr;
-    const Window* latest_other = nullptr;
+    // Of the windows opened so far, the latest-closing of all and of the exclusive ones (not
+    // reads): a read may overlap only reads, anything else overlaps nothing.
+    LatestWindows any;
+    LatestWindows exclusive;
     for (const Window& window : list) {
       if (window.close <= window.open) continue;  // answered after its own deadline: never held
-      const Window* before =
-          latest != nullptr && latest->holder == window.holder ? latest_other : latest;
+      const Window* before = (window.shared ? exclusive : any).before(window.holder);
       if (before != nullptr && before->close > window.open) {
         const auto overlap_ms = (std::min(before->close, window.close) - window.open) / kNsPerMs;
-        result.violations.push_back(
-            {name + ": two leases valid at once for " + std::to_string(overlap_ms) + " ms",
-             {before->grant, window.grant}});
+        result.violations.push_back({name + ": " + what_overlapped(history, *before, window) +
+                                         " valid at once for " + std::to_string(overlap_ms) + " ms",
+                                     {before->grant, window.grant}});
       }
-      if (latest == nullptr || window.close > latest->close) {
-        if (latest != nullptr && latest->holder != window.holder) latest_other = latest;
-        latest = &window;
-      } else if (latest->holder != window.holder &&
-                 (latest_other == nullptr || window.close > latest_other->close)) {
-        latest_other = &window;
-      }
+      any.add(window);
+      if (!window.shared) exclusive.add(window);
     }
   }
   return result;
@@ -307,7 +335,7 @@ std::map<std::string, std::vector<MaybeLive>> maybe_live(const std::vector<Opera
   }
   for (std::size_t i = 0; i < history.size(); ++i) {
     const Operation& op = history[i];
-    if (op.f != "acquire" && op.f != "revoke") continue;
+    if ((op.f != "acquire" && op.f != "revoke") || !op.mode.empty()) continue;  // locks only
     std::int64_t until = written_until(op);
     const auto it = extended.find(static_cast<std::int64_t>(i));
     if (it != extended.end()) until = std::max(until, it->second);
@@ -403,7 +431,8 @@ CheckResult check_listing(const std::vector<Operation>& history) {
       const bool listed = std::any_of(list.listed.begin(), list.listed.end(),
                                       [&](const Listed& lock) { return lock.name == name; });
       for (const Window& window : windows) {
-        if (listed || window.open > list.invoke_ns || window.close < list.complete_ns ||
+        if (listed || !history[window.grant].mode.empty() || window.open > list.invoke_ns ||
+            window.close < list.complete_ns ||
             !outside_faults(history[window.grant].invoke_ns, list.complete_ns)) {
           continue;
         }
@@ -439,19 +468,25 @@ CheckResult check_store(const std::vector<StoreEntry>& log) {
   return result;
 }
 
-CheckResult check_set(const std::vector<Operation>& history, const std::string& final_value) {
+CheckResult check_set(const std::vector<Operation>& history,
+                      const std::map<std::string, std::string>& final_values) {
   CheckResult result{"set", 0, {}};
-  const auto present = split(final_value);
-  const std::set<std::string> final_set(present.begin(), present.end());
+  std::map<std::string, std::set<std::string>> final_sets;
+  for (const auto& [key, value] : final_values) {
+    const auto present = split(value);
+    final_sets[key] = std::set<std::string>(present.begin(), present.end());
+  }
   for (std::size_t i = 0; i < history.size(); ++i) {
     const Operation& op = history[i];
-    if (op.f != "write" || op.outcome != Outcome::kOk) continue;
+    const auto final_set = final_sets.find(op.name);
+    if (op.f != "write" || op.outcome != Outcome::kOk || final_set == final_sets.end()) continue;
     ++result.checked;
     // The element this write added is the last one of its value.
     const auto elements = split(op.value);
-    if (elements.empty() || final_set.count(elements.back()) != 0) continue;
+    if (elements.empty() || final_set->second.count(elements.back()) != 0) continue;
     result.violations.push_back(
-        {"acknowledged element " + elements.back() + " is missing from the final set", {i}});
+        {op.name + ": acknowledged element " + elements.back() + " is missing from the final set",
+         {i}});
   }
   return result;
 }

@@ -7,21 +7,22 @@
 //             order). A token may be answered again only by an acquire marked repeated with the
 //             same request id and lease as the grant's answer; a repeat is judged in real-time
 //             order from its request's first attempt's invoke (that attempt drew the token).
-//   leases    per name, no two validity windows overlap. A window opens when the grant's (acquire's
-//             or revoke's) answer arrived and closes at the client's own deadline — invoke +
-//             waited_ms + validity_ms, pushed out by successful extends (extend invoke +
-//             validity_ms) — or when the client invoked its release, whichever is first. Both ends
-//             are conservative (the real lease began before the answer and ended after the
-//             deadline), so an overlap is a real violation of what the service promised. A revoke
-//             gives up mutual exclusion with the lease it takes over, on purpose: one invoked at t,
-//             granted or not (a failed one may have overwritten the lease on some nodes), ends
-//             every window of its name that opened before t at t; a granted one also ends, at its
-//             completion, the windows of grants invoked before it completed with a smaller token
-//             (granted before it took effect, answered after its invoke). Its own window is then
-//             checked like any other grant's.
-//             An acquire that named its request (request_id) may be answered again, "repeated":
-//             the answers of one request with the same lease are one holder, whose windows may
-//             overlap each other but no other holder's; a release ends them all.
+//   leases    per name, no two validity windows overlap, except two read grants of a read/write
+//             lock (at most one writer, or only readers, at any time). A window opens when the
+//             grant's (acquire's or revoke's) answer arrived and closes at the client's own
+//             deadline — invoke + waited_ms + validity_ms, pushed out by successful extends (extend
+//             invoke + validity_ms) — or when the client invoked its release, whichever is first.
+//             Both ends are conservative (the real lease began before the answer and ended after
+//             the deadline), so an overlap is a real violation of what the service promised. A
+//             revoke gives up mutual exclusion with the lease it takes over, on purpose: one
+//             invoked at t, granted or not (a failed one may have overwritten the lease on some
+//             nodes), ends every window of its name that opened before t at t; a granted one also
+//             ends, at its completion, the windows of grants invoked before it completed with a
+//             smaller token (granted before it took effect, answered after its invoke). Its own
+//             window is then checked like any other grant's. An acquire that named its request
+//             (request_id) may be answered again, "repeated": the answers of one request with the
+//             same lease are one holder, whose windows may overlap each other but no other
+//             holder's; a release ends them all.
 //   requests  per request id, no answer came while an earlier answer of the same request with
 //             another lease was within its window (as in leases, after releases and revokes):
 //             one request, two grants. An answer marked repeated needs another attempt of its
@@ -38,12 +39,14 @@
 //             phase (lost node data or cut links may leave a valid lease on a minority).
 //   store     per key, the resource store never applied a write whose token is older than a token
 //             it had applied or fence-read before (read from the store's own operation log).
-//   set       every element whose write the store acknowledged is in the final set (lock-set).
+//   set       per set key, every element whose write the store acknowledged is in the final set
+//             (lock-set).
 //   liveness  after `healed_ns`, some acquire succeeds within `bound`.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -77,8 +80,10 @@ CheckResult check_leases(const std::vector<Operation>& history);
 CheckResult check_requests(const std::vector<Operation>& history);
 CheckResult check_listing(const std::vector<Operation>& history);
 CheckResult check_store(const std::vector<StoreEntry>& log);
-// `final_value` is the set as last read: elements separated by ','.
-CheckResult check_set(const std::vector<Operation>& history, const std::string& final_value);
+// `final_values`: per set key, the set as last read (elements separated by ','); writes to other
+// keys are not judged.
+CheckResult check_set(const std::vector<Operation>& history,
+                      const std::map<std::string, std::string>& final_values);
 CheckResult check_liveness(const std::vector<Operation>& history, std::int64_t healed_ns,
                            std::chrono::milliseconds bound);
 

@@ -87,6 +87,7 @@ void History::write_jsonl(const std::filesystem::path& file) const {
                         {"f", op.f},
                         {"index", e.index}};
     if (!op.name.empty()) line["name"] = op.name;
+    if (!op.mode.empty()) line["mode"] = op.mode;
     if (op.lease >= 0) line["lease"] = op.lease;
     if (e.invoke) {
       if (!op.request_id.empty()) line["request_id"] = op.request_id;

@@ -29,6 +29,8 @@ struct Operation {
   int process = 0;   // the client that ran it; one operation at a time per process
   std::string f;     // "acquire", "extend", "release", "draw", "read", "write", "list"
   std::string name;  // lock name, token counter name or store key; list: the prefix
+  // acquire of a read/write lock: "read" or "write" (reads may share a name); "" for a lock.
+  std::string mode;
   std::int64_t invoke_ns = 0;
   std::int64_t complete_ns = 0;
   Outcome outcome = Outcome::kPending;

@@ -111,7 +111,8 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
   const auto granted_after_heal = [&] {
     const std::vector<Operation> ops = history.operations();
     return std::any_of(ops.begin(), ops.end(), [&](const Operation& op) {
-      return op.f == "acquire" && op.outcome == Outcome::kOk && op.invoke_ns >= healed_ns;
+      return op.f == "acquire" && op.name == load.lock_name && op.outcome == Outcome::kOk &&
+             op.invoke_ns >= healed_ns;
     });
   };
   // Faults end with the heal (restarted processes serve again): at least 3 s (the campaign's max
@@ -120,12 +121,12 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
   while (Clock::now() < end_at && (Clock::now() < watched_until || !granted_after_heal()))
     std::this_thread::sleep_for(50ms);
   workload.stop();
-  const std::string final_set = workload.final_set();
+  const std::map<std::string, std::string> final_sets = workload.final_sets();
 
   const std::vector<Operation> ops = history.operations();
   std::vector<CheckResult> checks{check_tokens(ops), check_leases(ops), check_requests(ops),
                                   check_store(parse_store_log(cluster.store_log())),
-                                  check_set(ops, final_set)};
+                                  check_set(ops, final_sets)};
   const bool control = !scenario.must_fail.empty();
   checks.push_back(check_listing(ops));
   if (!control)

@@ -191,7 +191,9 @@ void probe_acquire(NemesisContext& c, const std::string& name,
     acquire.name = name;
     const std::size_t lease = record(acquire, -1, 0);
     const testing::HttpAnswer granted = http.post(path, {{"ttl_ms", 800}, {"wait_ms", 0}});
-    const nlohmann::json body = granted.json();
+    // No answer (the instance died) parses as discarded, whose value() throws: an empty object.
+    nlohmann::json body = granted.json();
+    if (!body.is_object()) body = nlohmann::json::object();
     const Outcome outcome = granted.status == 200   ? Outcome::kOk
                             : granted.status == 409 ? Outcome::kFail
                                                     : Outcome::kInfo;

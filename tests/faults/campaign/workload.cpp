@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "http_client.h"
@@ -54,6 +55,13 @@ class Clients {
   std::unique_ptr<HttpClient> store_;
 };
 
+// The answer's body as a JSON object; an empty one when it is not one (no answer, a cut body):
+// value() on what did not parse would throw.
+nlohmann::json object_of(const HttpAnswer& answer) {
+  nlohmann::json body = answer.json();
+  return body.is_object() ? body : nlohmann::json::object();
+}
+
 Outcome outcome_of(const HttpAnswer& answer, unsigned refused_status) {
   if (answer.status == 200) return Outcome::kOk;
   if (answer.status == refused_status || answer.status == 400) return Outcome::kFail;
@@ -75,7 +83,7 @@ Operation operation(int process, std::string f, std::string name, std::int64_t l
 // Completes grant `index` (an acquire or a revoke) with its answer.
 void record_grant(History& history, std::size_t index, const HttpAnswer& granted,
                   unsigned refused_status) {
-  const nlohmann::json body = granted.json();
+  const nlohmann::json body = object_of(granted);
   history.end(index, outcome_of(granted, refused_status), [&](Operation& op) {
     op.detail = detail(granted);
     if (op.f == "revoke" && granted.status != 200 && body.is_object() && body.contains("error") &&
@@ -101,43 +109,75 @@ struct Held {
 };
 
 Held held_of(int process, std::size_t lease, const HttpAnswer& granted, std::int64_t ttl) {
-  const nlohmann::json body = granted.json();
+  const nlohmann::json body = object_of(granted);
   return {process, static_cast<std::int64_t>(lease), body.value("token", std::uint64_t{0}),
           body.value("lease", ""), ttl};
 }
 
-// Lock-set (Jepsen's): a fenced read early in the lease, then, after holding a while (up to half
-// the ttl), the write of what was read plus one new element, p<process>-<++element>.
-void lock_set_step(History& history, Clients& clients, const WorkloadSettings& settings,
-                   std::mt19937_64& random, const Held& held, std::uint64_t& element) {
-  const std::string set_path = "/objects/" + settings.set_key;
+// A fenced read of the set at `set_key` with `held`'s token; the set read ("" when absent), or
+// nothing when the store did not answer it.
+std::optional<std::string> fenced_read(History& history, Clients& clients,
+                                       const std::string& set_key, const Held& held) {
   const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(held.token)}};
-  Operation read = operation(held.process, "read", settings.set_key, held.lease, held.token);
-  const std::size_t read_index = history.begin(read);
-  const HttpAnswer seen = clients.store().request("GET", set_path, "", fencing);
+  const std::size_t index =
+      history.begin(operation(held.process, "read", set_key, held.lease, held.token));
+  const HttpAnswer seen = clients.store().request("GET", "/objects/" + set_key, "", fencing);
   const bool read_ok = seen.status == 200 || seen.status == 404;
-  const std::string before = seen.status == 200 ? seen.json().value("value", "") : "";
-  history.end(read_index, read_ok ? Outcome::kOk : outcome_of(seen, 409), [&](Operation& op) {
+  const std::string before = seen.status == 200 ? object_of(seen).value("value", "") : "";
+  history.end(index, read_ok ? Outcome::kOk : outcome_of(seen, 409), [&](Operation& op) {
     op.value = before;
     op.detail = detail(seen);
   });
+  if (!read_ok) return std::nullopt;
+  return before;
+}
+
+// Sleeps a random part of the first half of `held`'s ttl.
+void hold_a_while(std::mt19937_64& random, const Held& held) {
   std::this_thread::sleep_for(
       std::chrono::milliseconds(random() % static_cast<std::uint64_t>(held.ttl / 2 + 1)));
-  if (!read_ok) return;
-  Operation write = operation(held.process, "write", settings.set_key, held.lease, held.token);
-  write.value = before + (before.empty() ? "" : ",") + "p" + std::to_string(held.process) + "-" +
+}
+
+// Lock-set (Jepsen's): a fenced read early in the lease, then, after holding a while (up to half
+// the ttl), the write of what was read plus one new element, p<process>-<++element>.
+void lock_set_step(History& history, Clients& clients, const std::string& set_key,
+                   std::mt19937_64& random, const Held& held, std::uint64_t& element) {
+  const std::optional<std::string> before = fenced_read(history, clients, set_key, held);
+  hold_a_while(random, held);
+  if (!before) return;
+  const std::map<std::string, std::string> fencing{{"Fencing-Token", std::to_string(held.token)}};
+  Operation write = operation(held.process, "write", set_key, held.lease, held.token);
+  write.value = *before + (before->empty() ? "" : ",") + "p" + std::to_string(held.process) + "-" +
                 std::to_string(++element);
   const std::size_t write_index = history.begin(write);
-  const HttpAnswer written = clients.store().request("PUT", set_path, write.value, fencing);
+  const HttpAnswer written =
+      clients.store().request("PUT", "/objects/" + set_key, write.value, fencing);
   history.end(write_index, outcome_of(written, 409),
               [&](Operation& op) { op.detail = detail(written); });
 }
 
+// Extends `held` (a lease on `lock_name`, at `lock_path`) by its own ttl.
+void extend_lease(History& history, HttpClient& http, const std::string& lock_path,
+                  const std::string& lock_name, const Held& held) {
+  Operation extend = operation(held.process, "extend", lock_name, held.lease);
+  extend.ttl_ms = held.ttl;
+  const std::size_t index = history.begin(extend);
+  const HttpAnswer extended =
+      http.post(lock_path + "/extend", {{"lease", held.secret}, {"ttl_ms", held.ttl}});
+  history.end(index, outcome_of(extended, 409), [&](Operation& op) {
+    op.detail = detail(extended);
+    if (extended.status == 200)
+      op.validity_ms = object_of(extended).value("validity_ms", std::int64_t{0});
+  });
+}
+
+// Releases `held`, a lease on `lock_name` in `collection` ("locks" or "rwlocks").
 void release_lease(History& history, HttpClient& http, const std::string& lock_name,
-                   const Held& held) {
+                   const Held& held, const std::string& collection = "locks") {
   const std::size_t index =
       history.begin(operation(held.process, "release", lock_name, held.lease));
-  const HttpAnswer released = http.del("/v1/locks/" + lock_name, {{"lease", held.secret}});
+  const HttpAnswer released =
+      http.del("/v1/" + collection + "/" + lock_name, {{"lease", held.secret}});
   history.end(index, outcome_of(released, 409),
               [&](Operation& op) { op.detail = detail(released); });
 }
@@ -238,6 +278,11 @@ void Workload::start(std::chrono::steady_clock::time_point deadline) {
       listing_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
     });
   }
+  for (std::size_t i = 0; i < settings_.rw_clients; ++i, ++process) {
+    threads_.emplace_back([this, process] {
+      rw_client(process, settings_.seed * 1000 + static_cast<std::uint64_t>(process));
+    });
+  }
 }
 
 void Workload::stop() {
@@ -277,18 +322,9 @@ void Workload::lock_client(int process, std::uint64_t seed) {
       continue;
     }
     const Held held = held_of(process, lease, granted, ttl);
-    lock_set_step(history_, clients, settings_, random, held, element);
+    lock_set_step(history_, clients, settings_.set_key, random, held, element);
     if (random() % 2 == 0 && running()) {
-      Operation extend = operation(process, "extend", settings_.lock_name, held.lease);
-      extend.ttl_ms = ttl;
-      const std::size_t index = history_.begin(extend);
-      const HttpAnswer extended =
-          http->post(lock_path + "/extend", {{"lease", held.secret}, {"ttl_ms", ttl}});
-      history_.end(index, outcome_of(extended, 409), [&](Operation& op) {
-        op.detail = detail(extended);
-        if (extended.status == 200)
-          op.validity_ms = extended.json().value("validity_ms", std::int64_t{0});
-      });
+      extend_lease(history_, *http, lock_path, settings_.lock_name, held);
       std::this_thread::sleep_for(
           std::chrono::milliseconds(random() % static_cast<std::uint64_t>(ttl / 4 + 1)));
     }
@@ -326,7 +362,7 @@ void Workload::revoke_client(int process, std::uint64_t seed) {
     record_grant(history_, lease, granted, 409);
     if (granted.status != 200) continue;
     const Held held = held_of(process, lease, granted, ttl);
-    lock_set_step(history_, clients, settings_, random, held, element);
+    lock_set_step(history_, clients, settings_.set_key, random, held, element);
     release_lease(history_, *http, settings_.lock_name, held);
   }
 }
@@ -398,7 +434,7 @@ void Workload::repeat_client(int process, std::uint64_t seed) {
       if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
-    lock_set_step(history_, clients, settings_, random, held.back(), element);
+    lock_set_step(history_, clients, settings_.set_key, random, held.back(), element);
     for (const Held& lease : held) {
       if (HttpClient* any = clients.instance(random() % cluster_.serving_count()))
         release_lease(history_, *any, settings_.lock_name, lease);
@@ -437,6 +473,44 @@ void Workload::listing_client(int process, std::uint64_t seed) {
   }
 }
 
+void Workload::rw_client(int process, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  Clients clients(cluster_, settings_.request_timeout);
+  std::uniform_int_distribution<std::int64_t> ttl_ms(settings_.min_ttl.count(),
+                                                     settings_.max_ttl.count());
+  std::uint64_t element = 0;
+  const std::string& name = settings_.rw_lock_name;
+  const std::string path = "/v1/rwlocks/" + name;
+  while (running()) {
+    HttpClient* http = clients.instance(random() % cluster_.serving_count());
+    if (http == nullptr) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    const std::int64_t ttl = ttl_ms(random);
+    Operation acquire = operation(process, "acquire", name);
+    acquire.mode = random() % 3 == 0 ? "write" : "read";
+    acquire.ttl_ms = ttl;
+    const std::size_t lease = history_.begin(acquire);
+    const HttpAnswer granted = http->post(
+        path, {{"mode", acquire.mode}, {"ttl_ms", ttl}, {"wait_ms", settings_.wait.count()}});
+    record_grant(history_, lease, granted, 409);
+    if (granted.status != 200) {
+      if (granted.status != 409) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    const Held held = held_of(process, lease, granted, ttl);
+    if (acquire.mode == "write") {
+      lock_set_step(history_, clients, settings_.rw_set_key, random, held, element);
+    } else {
+      fenced_read(history_, clients, settings_.rw_set_key, held);
+      hold_a_while(random, held);
+    }
+    if (random() % 2 == 0 && running()) extend_lease(history_, *http, path, name, held);
+    release_lease(history_, *http, name, held, "rwlocks");
+  }
+}
+
 void Workload::draw_client(int process, std::uint64_t seed) {
   std::mt19937_64 random(seed);
   Clients clients(cluster_, settings_.request_timeout);
@@ -452,7 +526,7 @@ void Workload::draw_client(int process, std::uint64_t seed) {
     const HttpAnswer drawn = http->request("POST", path);
     history_.end(index, outcome_of(drawn, 0), [&](Operation& op) {
       op.detail = detail(drawn);
-      if (drawn.status == 200) op.token = drawn.json().value("token", std::uint64_t{0});
+      if (drawn.status == 200) op.token = object_of(drawn).value("token", std::uint64_t{0});
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 20));
   }
@@ -530,10 +604,14 @@ void Workload::naive_sqlite_client(int process, std::uint64_t seed) {
   }
 }
 
-std::string Workload::final_set() const {
+std::map<std::string, std::string> Workload::final_sets() const {
   HttpClient store(cluster_.store_port(), std::chrono::seconds(5));
-  const HttpAnswer answer = store.get("/objects/" + settings_.set_key);
-  return answer.status == 200 ? answer.json().value("value", "") : "";
+  std::map<std::string, std::string> sets;
+  for (const std::string& key : {settings_.set_key, settings_.rw_set_key}) {
+    const HttpAnswer answer = store.get("/objects/" + key);
+    sets[key] = answer.status == 200 ? object_of(answer).value("value", "") : "";
+  }
+  return sets;
 }
 
 }  // namespace fencelock::faults

@@ -19,6 +19,12 @@
 //                     prefix twice, `list_limit` names a page, following `next` to the end; a
 //                     listing a 503 or a lost answer cuts short is recorded as such and started
 //                     again. Then it releases its name.
+//   rwlock            a read/write lock (POST /v1/rwlocks/{name}), a third of the time in write
+//   mode:
+//                     a writer does the lock-set step on a set of its own (`rw_set_key`, fenced
+//                     by the read/write lock's tokens), a reader a fenced read of it and holds a
+//                     while; sometimes extend; release. Checked as leases (a read may overlap
+//                     only reads), tokens (reads and writes in one order) and set.
 //   counter           draw tokens from a counter (POST /v1/tokens/{name}).
 //   naive counter     (controls only) a counter with nothing keeping its order but itself: INCR
 //                     on the counter master, or an SQLite file and the copies the nemesis makes.
@@ -30,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +65,7 @@ struct WorkloadSettings {
   // Each takes two process numbers: its own and its concurrent repeats'.
   std::size_t repeat_clients = 1;
   std::size_t listing_clients = 1;
+  std::size_t rw_clients = 2;
   // The listing's prefix covers every lock name of the campaign; its client holds list_prefix +
   // "listed-" + 0..listed_names-1.
   std::string list_prefix = "campaign-";
@@ -68,6 +76,8 @@ struct WorkloadSettings {
   std::string lock_name = "campaign-lock";
   std::string counter_name = "campaign-counter";
   std::string set_key = "campaign-set";
+  std::string rw_lock_name = "campaign-rwlock";
+  std::string rw_set_key = "campaign-rwset";
   std::chrono::milliseconds min_ttl{400};
   std::chrono::milliseconds max_ttl{1500};
   std::chrono::milliseconds wait{2000};
@@ -88,14 +98,16 @@ class Workload {
 
   void start(std::chrono::steady_clock::time_point deadline);
   void stop();
-  // The set as the store holds it now (an unfenced read), "" when absent.
-  std::string final_set() const;
+  // Per set key (`set_key`, `rw_set_key`): the set as the store holds it now (an unfenced
+  // read), "" when absent.
+  std::map<std::string, std::string> final_sets() const;
 
  private:
   void lock_client(int process, std::uint64_t seed);
   void revoke_client(int process, std::uint64_t seed);
   void repeat_client(int process, std::uint64_t seed);
   void listing_client(int process, std::uint64_t seed);
+  void rw_client(int process, std::uint64_t seed);
   // Sleeps `d`, in steps, while running(); false once it is not.
   bool sleep_while_running(std::chrono::milliseconds d) const;
   void draw_client(int process, std::uint64_t seed);

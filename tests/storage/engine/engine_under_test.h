@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -47,17 +48,17 @@ class EngineUnderTest {
   // a majority (a fresh engine refuses to grant before), unless `wait_for_nodes` is false.
   explicit EngineUnderTest(storage::EngineOptions options,
                            std::shared_ptr<storage::TokenSource> tokens = nullptr,
-                           storage::EngineObserver* observer = nullptr,
-                           bool wait_for_nodes = true) {
-    auto created = storage::RedlockEngine::create(io_.executor(), std::move(options),
-                                                  std::move(tokens), observer);
-    if (!created.ok()) throw std::runtime_error(created.error().message);
-    engine_ = std::move(created).value();
-    engine_->start();
-    if (wait_for_nodes) {
-      wait_for_voting_nodes(engine_->node_count());
-      wait_for_first_registry_round(*engine_);
-    }
+                           storage::EngineObserver* observer = nullptr, bool wait_for_nodes = true)
+      : own_io_(std::in_place), executor_(own_io_->executor()) {
+    start(std::move(options), std::move(tokens), observer, wait_for_nodes);
+  }
+  // The same on `io`, the thread a token source of the test answers on: declared before the
+  // engine, it outlives it, so no draw is answered onto an engine context that is gone.
+  EngineUnderTest(IoThread& io, storage::EngineOptions options,
+                  std::shared_ptr<storage::TokenSource> tokens = nullptr,
+                  storage::EngineObserver* observer = nullptr, bool wait_for_nodes = true)
+      : executor_(io.executor()) {
+    start(std::move(options), std::move(tokens), observer, wait_for_nodes);
   }
 
   // Waits until `engine` no longer refuses for want of a first registry round.
@@ -129,7 +130,21 @@ class EngineUnderTest {
   }
 
  private:
-  IoThread io_;  // declared first: outlives the engine
+  void start(storage::EngineOptions options, std::shared_ptr<storage::TokenSource> tokens,
+             storage::EngineObserver* observer, bool wait_for_nodes) {
+    auto created =
+        storage::RedlockEngine::create(executor_, std::move(options), std::move(tokens), observer);
+    if (!created.ok()) throw std::runtime_error(created.error().message);
+    engine_ = std::move(created).value();
+    engine_->start();
+    if (wait_for_nodes) {
+      wait_for_voting_nodes(engine_->node_count());
+      wait_for_first_registry_round(*engine_);
+    }
+  }
+
+  std::optional<IoThread> own_io_;  // declared first: outlives the engine (unless io is shared)
+  boost::asio::any_io_executor executor_;
   std::unique_ptr<storage::RedlockEngine> engine_;
 };
 

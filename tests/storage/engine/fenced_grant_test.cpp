@@ -45,7 +45,7 @@ TEST_CASE("under contention the tokens of successive grants strictly increase",
     while (source->epoch() < 0) std::this_thread::sleep_for(2ms);
     tokens = source;
   }
-  EngineUnderTest t(engine_options_for(cluster), tokens);
+  EngineUnderTest t(token_io, engine_options_for(cluster), tokens);
 
   std::mutex mutex;
   std::vector<Grant> grants;  // in the order the engine completed them

@@ -1,7 +1,7 @@
 // Type check of index.d.ts and postgres.d.ts (tsc --noEmit; never run).
 import {
-  Client, Lease, LockedError, LeaseLostError, FencelockError, PermitsMismatchError, maxPermits, maxSetNames,
-  type HeldLock, type LockListing, type SemaphoreStatus, type WatchedLock,
+  Client, Lease, LockedError, leaseFromString, LeaseLostError, FencelockError, PermitsMismatchError, maxPermits, maxSetNames,
+  type HeldLock, type LockListing, type RwLockStatus, type SemaphoreStatus, type WatchedLock,
 } from 'fencelock';
 import { guardedUpdate, fenceRead, FencedTable, TokenRule, type Queryable } from 'fencelock/postgres';
 
@@ -74,3 +74,26 @@ async function setsAndPermits(client: Client): Promise<void> {
   console.log(kind, tokenOfA, none, setReleased, slot, permitToken, status, maxSetNames, maxPermits);
 }
 void setsAndPermits;
+
+// Read/write locks.
+async function readWrite(client: Client): Promise<bigint> {
+  const reader: Lease = await client.acquireRead('doc', { ttlMs: 1000, waitMs: 500, owner: 'report-7' });
+  const kind: 'lock' | 'permit' | 'read' | 'write' = reader.kind;
+  await client.extend(reader, 2000);
+  const released: boolean = await client.release(reader);
+  const status: RwLockStatus = await client.rwlockStatus('doc');
+  const mode: 'read' | 'write' | null = status.mode;
+  const firstToken: bigint | undefined = status.holders[0]?.token;
+  const firstOwner: string | null | undefined = status.holders[0]?.owner;
+  const waiting: boolean = status.writerWaiting;
+  client.keep(await client.acquireWrite('doc', { ttlMs: 1000 })).stop();
+  const rebuilt: Lease = leaseFromString('read', ['doc'], reader.leaseString(), 1000);
+  await client.extend(rebuilt);
+  const set = leaseFromString('set', ['a', 'b'], '1,2.00ff', 1000);
+  const setKind: 'set' = set.kind;
+  void setKind;
+  await client.withRead('doc', { ttlMs: 1000, renew: { renewWhenLeft: 0.5 } }, async (lease) => lease.token);
+  console.log(kind, released, mode, firstToken, firstOwner, waiting);
+  return client.withWrite('doc', { ttlMs: 1000, waitMs: 500 }, async (lease) => lease.token);
+}
+void readWrite;

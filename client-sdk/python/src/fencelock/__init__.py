@@ -8,6 +8,8 @@
         transfer(1, 2, tokens=lease.tokens)     # a token per name
     with client.permit("report-workers", 3, ttl=60, wait=30) as lease:  # one of 3 permits
         run_report(slot=lease.slot, token=lease.token)
+    with client.read_lock("catalog", ttl=30, wait=5) as lease:  # shared with other readers
+        read_catalog(token=lease.token)                 # write_lock(): alone, token above all
 
 asyncio: fencelock.aio.AsyncClient (`async with client.lock(...) as lease`). Guarded writes:
 fencelock.postgres (psycopg2), fencelock.psycopg (psycopg 3, sync and async), fencelock.sqlite
@@ -17,7 +19,7 @@ fencelock.postgres (psycopg2), fencelock.psycopg (psycopg 3, sync and async), fe
 import logging
 
 from .client import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, Client, HeldLock, LockListing,
-                     LockStatus, SemaphoreStatus, check_name)
+                     LockStatus, RwLockHolder, RwLockStatus, SemaphoreStatus, check_name)
 from .errors import (DeniedError, FencelockError, InternalError, InvalidArgumentError,
                      LeaseLostError, LockedError, NotHeldError, PermitsMismatchError,
                      RateLimitedError, TlsError, TransportError, UnavailableError)
@@ -30,7 +32,8 @@ __version__ = "0.1.0"
 logging.getLogger("fencelock").addHandler(logging.NullHandler())
 
 __all__ = [
-    "Client", "Lease", "LeaseKeeper", "LockStatus", "SemaphoreStatus", "HeldLock", "LockListing",
+    "Client", "Lease", "LeaseKeeper", "LockStatus", "SemaphoreStatus", "RwLockStatus",
+    "RwLockHolder", "HeldLock", "LockListing",
     "check_name", "NAME_RULE",
     "MAX_SET_NAMES", "MAX_PERMITS", "PermitsMismatchError",
     "FencelockError", "LockedError", "NotHeldError", "UnavailableError", "InvalidArgumentError",

@@ -7,14 +7,15 @@ repeat (extend, release, status, watch, listing, tokens) are retried on transpor
 on the next endpoint, up to max_retries times with a doubling pause. A lock's acquire names its
 request (request_id), so it is also retried after a transport failure that may have been delivered
 — the service answers the grant it already made — but not on a 503. Other grants (a lock set's, a
-permit's, a revoke) are retried only when their request certainly was not delivered (nothing can
-have been granted). Each client runs the attempts over its own transport: a blocking socket or an
-asyncio stream.
+permit's, a read/write lock's, a revoke) are retried only when their request certainly was not
+delivered (nothing can have been granted). Each client runs the attempts over its own transport:
+a blocking socket or an asyncio stream.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
@@ -90,6 +91,28 @@ class SemaphoreStatus:
     permits: int
     # Permits held on a majority of lock nodes.
     held: int
+
+
+@dataclass(frozen=True)
+class RwLockHolder:
+    """One grant of a read/write lock, held on a majority of lock nodes."""
+
+    token: int
+    # What the holder sent as `owner` when it acquired; None when none was sent.
+    owner: Optional[str]
+    # Seconds until fewer than a majority of lock nodes hold this grant.
+    remaining: float
+
+
+@dataclass(frozen=True)
+class RwLockStatus:
+    """GET /v1/rwlocks/{name}: the grants held on a majority of lock nodes, by token."""
+
+    # "read" or "write" while held; None when free.
+    mode: Optional[str]
+    holders: List[RwLockHolder]
+    # A writer waits for the lock: new reads are refused meanwhile.
+    writer_waiting: bool
 
 
 def check_name(name: str) -> None:
@@ -306,6 +329,27 @@ def acquire_permit(name: str, permits: int, ttl: Seconds, wait: Seconds, owner: 
     return _grant(f"/v1/semaphores/{name}", body, finish)
 
 
+def acquire_rw(name: str, mode: str, ttl: Seconds, wait: Seconds, owner: Optional[str],
+               lease_class: Type[Lease] = Lease) -> Call[Lease]:
+    """A read/write lock's read or write grant (`mode` "read" or "write"): no request_id, so
+    retried only when the request certainly was not delivered."""
+    check_name(name)
+    if mode not in ("read", "write"):
+        raise InvalidArgumentError('mode must be "read" or "write"')
+    body = _grant_body(ttl, wait, owner)
+    body["mode"] = mode
+
+    def finish(reply: Reply, sent_at: float) -> Lease:
+        answer = expect_object(reply)
+        if answer.get("mode") != mode:  # a reader that thinks it writes alone fences wrongly
+            raise InternalError(f"asked for a {mode} grant, the service answered mode "
+                                f"{answer.get('mode')!r}")
+        return lease_class(name, _lease_string(answer), _token(answer, "token"),
+                           body["ttl_ms"] / 1000.0, _deadline(answer, sent_at, body["ttl_ms"]),
+                           mode=mode)
+    return _grant(f"/v1/rwlocks/{name}", body, finish)
+
+
 def extend(lease: Lease, ttl: Optional[Seconds], within: Optional[Seconds]) -> Call[None]:
     ttl_ms = _milliseconds(lease.ttl if ttl is None else ttl, "ttl", 1)
     target, body = _lease_request(lease)
@@ -416,6 +460,34 @@ def semaphore_status(name: str) -> Call[SemaphoreStatus]:
     return Call("GET", f"/v1/semaphores/{name}", None, True, finish)
 
 
+def rwlock_status(name: str) -> Call[RwLockStatus]:
+    check_name(name)
+
+    def finish(reply: Reply, sent_at: float) -> RwLockStatus:
+        answer = expect_object(reply)
+        mode = answer.get("mode")
+        holders = answer.get("holders")
+        waiting = answer.get("writer_waiting")
+        if (mode not in (None, "read", "write") or not isinstance(holders, list)
+                or not isinstance(waiting, bool)):
+            raise InternalError("the service's answer is not a read/write lock's status")
+        return RwLockStatus(mode, [_rw_holder(holder) for holder in holders], waiting)
+    return Call("GET", f"/v1/rwlocks/{name}", None, True, finish)
+
+
+def _rw_holder(holder: Any) -> RwLockHolder:
+    if not isinstance(holder, dict):
+        raise InternalError("a read/write lock's holder is not a JSON object")
+    owner = holder.get("owner")
+    if owner is not None and not isinstance(owner, str):
+        raise InternalError("a read/write lock's holder has an 'owner' that is not a string")
+    remaining = _integer(holder, "remaining_ms")
+    if remaining < 0:
+        raise InternalError(f"a read/write lock's holder has an impossible 'remaining_ms': "
+                            f"{remaining}")
+    return RwLockHolder(_token(holder, "token"), owner, remaining / 1000.0)
+
+
 def token(method: str, name: str) -> Call[int]:
     """POST draws the next token of `name`, GET reads its current one (0 if none was drawn)."""
     check_name(name)
@@ -459,8 +531,8 @@ def _check_permits(permits: int) -> int:
 
 
 def _milliseconds(value: Seconds, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidArgumentError(f"{what} must be a number of seconds")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidArgumentError(f"{what} must be a finite number of seconds")
     ms = int(round(value * 1000))
     if ms < minimum or ms > 2**31:
         raise InvalidArgumentError(f"{what} out of range: {value!r} s")
@@ -476,6 +548,8 @@ def _lease_request(lease: Lease) -> Tuple[str, Dict[str, Any]]:
         return "/v1/locks", body
     if lease.kind == "permit":
         return f"/v1/semaphores/{lease.name}", body
+    if lease.kind in ("read", "write"):  # the lease string carries the mode
+        return f"/v1/rwlocks/{lease.name}", body
     return f"/v1/locks/{lease.name}", body
 
 

@@ -13,10 +13,11 @@ request_timeout bounds the whole round trip of one attempt after connecting (an 
 wait), not each socket operation as in the blocking client.
 
 Cancellation: a call cancelled while its request is in flight closes that connection. A grant
-(acquire, acquire_set, acquire_permit, revoke, and so the lock()/lock_set()/permit() blocks) runs
-in a task of its own that the cancellation does not reach: if the service grants after the caller
-was cancelled (or timed out by asyncio.wait_for), the lease is released as soon as it arrives, so
-a cancelled waiter never leaves a lock held until its ttl. aclose() waits for those releases.
+(acquire, acquire_set, acquire_permit, acquire_read, acquire_write, revoke, and so the lock(),
+lock_set(), permit(), read_lock() and write_lock() blocks) runs in a task of its own that the
+cancellation does not reach: if the service grants after the caller was cancelled (or timed out
+by asyncio.wait_for), the lease is released as soon as it arrives, so a cancelled waiter never
+leaves a lock held until its ttl. aclose() waits for those releases.
 
 Leases are fencelock.Lease objects whose `lost` is an asyncio.Event (`await lease.lost.wait()`);
 `check()`, `valid()`, `remaining()`, `token`, `tokens` are as in the blocking client.
@@ -32,7 +33,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Sequ
 
 from . import _calls
 from ._aio_http import AsyncEndpoint
-from ._calls import HeldLock, LockListing, LockStatus, Seconds, SemaphoreStatus
+from ._calls import HeldLock, LockListing, LockStatus, RwLockStatus, Seconds, SemaphoreStatus
 from ._http import RoundTripError
 from .errors import FencelockError, LeaseLostError
 from .keeper import KeeperRules
@@ -110,6 +111,21 @@ class AsyncClient(_calls.ClientBase):
         return await self._grant(
             _calls.acquire_permit(name, permits, ttl, wait, owner, AsyncLease))
 
+    async def acquire_read(self, name: str, ttl: Seconds, wait: Seconds = 0,
+                           owner: Optional[str] = None) -> Lease:
+        """Client.acquire_read: a read grant of read/write lock `name`."""
+        return await self._grant(_calls.acquire_rw(name, "read", ttl, wait, owner, AsyncLease))
+
+    async def acquire_write(self, name: str, ttl: Seconds, wait: Seconds = 0,
+                            owner: Optional[str] = None) -> Lease:
+        """Client.acquire_write: a write grant of read/write lock `name`; while it waits, new
+        readers are kept out."""
+        return await self._grant(_calls.acquire_rw(name, "write", ttl, wait, owner, AsyncLease))
+
+    async def rwlock_status(self, name: str) -> RwLockStatus:
+        """Client.rwlock_status: mode, holders, writer_waiting."""
+        return await self._call(_calls.rwlock_status(name))
+
     async def extend(self, lease: Lease, ttl: Optional[Seconds] = None,
                      within: Optional[Seconds] = None) -> None:
         """Client.extend."""
@@ -185,6 +201,22 @@ class AsyncClient(_calls.ClientBase):
                **keeper_options: Any) -> "contextlib.AbstractAsyncContextManager[Lease]":
         """lock() for one permit of a semaphore: fence per slot with lease.token."""
         return self._held(lambda: self.acquire_permit(name, permits, ttl, wait, owner), on_lost,
+                          raise_if_lost, keeper_options)
+
+    def read_lock(self, name: str, ttl: Seconds, wait: Seconds = 0, *,
+                  owner: Optional[str] = None, on_lost: Optional[OnLost] = None,
+                  raise_if_lost: bool = True,
+                  **keeper_options: Any) -> "contextlib.AbstractAsyncContextManager[Lease]":
+        """lock() for a read grant of a read/write lock (acquire_read)."""
+        return self._held(lambda: self.acquire_read(name, ttl, wait, owner), on_lost,
+                          raise_if_lost, keeper_options)
+
+    def write_lock(self, name: str, ttl: Seconds, wait: Seconds = 0, *,
+                   owner: Optional[str] = None, on_lost: Optional[OnLost] = None,
+                   raise_if_lost: bool = True,
+                   **keeper_options: Any) -> "contextlib.AbstractAsyncContextManager[Lease]":
+        """lock() for a write grant of a read/write lock (acquire_write)."""
+        return self._held(lambda: self.acquire_write(name, ttl, wait, owner), on_lost,
                           raise_if_lost, keeper_options)
 
     @contextlib.asynccontextmanager

@@ -1,4 +1,5 @@
-"""The fencelock client: locks, lock sets, semaphore permits and tokens over HTTP (docs/api.md).
+"""The fencelock client: locks, lock sets, semaphore permits, read/write locks and tokens over
+HTTP (docs/api.md).
 
 Same shape as the C++ SDK (client-sdk/include/fencelock/client.h), with exceptions instead of
 Result values. Times are in seconds (int or float).
@@ -10,8 +11,9 @@ Retries: calls that are safe to repeat (extend, release, status, watch, list_loc
 current_token) are retried on transport errors and 503s, up to max_retries times, on the next
 endpoint. acquire names its request (request_id), so it is also retried after a transport failure
 that may have been delivered — the service answers the grant it already made — but not on a 503.
-acquire_set, acquire_permit and revoke are retried only when the request could not even be sent
-(nothing can have been granted; a repeated revoke would revoke its own grant). What each call
+acquire_set, acquire_permit, acquire_read, acquire_write and revoke are retried only when the
+request could not even be sent (nothing can have been granted; a repeated revoke would revoke its
+own grant). What each call
 sends and how its answer is read live in _calls.py, shared with fencelock.aio.
 """
 
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Seque
 
 from . import _calls
 from ._calls import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, HeldLock, LockListing, LockStatus,
-                     Seconds, SemaphoreStatus, check_name)
+                     RwLockHolder, RwLockStatus, Seconds, SemaphoreStatus, check_name)
 from ._http import Endpoint, RoundTripError
 from .errors import FencelockError, LeaseLostError
 from .lease import Lease
@@ -31,8 +33,8 @@ from .lease import Lease
 if TYPE_CHECKING:  # keeper.py imports this module
     from .keeper import LeaseKeeper
 
-__all__ = ["Client", "LockStatus", "SemaphoreStatus", "HeldLock", "LockListing", "check_name",
-           "NAME_RULE", "MAX_SET_NAMES", "MAX_PERMITS", "Seconds"]
+__all__ = ["Client", "LockStatus", "SemaphoreStatus", "RwLockStatus", "RwLockHolder", "HeldLock",
+           "LockListing", "check_name", "NAME_RULE", "MAX_SET_NAMES", "MAX_PERMITS", "Seconds"]
 
 T = _calls.T
 
@@ -111,17 +113,45 @@ class Client(_calls.ClientBase):
         are held. Never a lease."""
         return self._call(_calls.semaphore_status(name))
 
+    def acquire_read(self, name: str, ttl: Seconds, wait: Seconds = 0,
+                     owner: Optional[str] = None) -> Lease:
+        """A read grant of the read/write lock `name` (shared with other reads) for `ttl`
+        seconds, waiting up to `wait` seconds while a write grant holds it or a writer waits.
+        ``lease.kind`` is "read". Its token comes from `name`'s counter (shared with the lock
+        `name`, which a read/write lock does not exclude). Retried only when the request could
+        not be sent. Raises as acquire() (LockedError: held against reads and the wait ran
+        out)."""
+        return self._call(_calls.acquire_rw(name, "read", ttl, wait, owner))
+
+    def acquire_write(self, name: str, ttl: Seconds, wait: Seconds = 0,
+                      owner: Optional[str] = None) -> Lease:
+        """A write grant of the read/write lock `name` (alone) for `ttl` seconds, waiting up to
+        `wait` seconds while any grant holds it; while it waits, new readers are kept out, so a
+        stream of readers cannot starve it. ``lease.kind`` is "write"; its token is above every
+        earlier grant's of the name, so a store that fences on it refuses a stale reader's write
+        once the writer wrote. Retried only when the request could not be sent. Raises as
+        acquire()."""
+        return self._call(_calls.acquire_rw(name, "write", ttl, wait, owner))
+
+    def rwlock_status(self, name: str) -> RwLockStatus:
+        """The read/write lock's mode ("read", "write", None when free), its holders (token,
+        owner, remaining seconds) and whether a writer waits. Never a lease. Raises as
+        status()."""
+        return self._call(_calls.rwlock_status(name))
+
     def extend(self, lease: Lease, ttl: Optional[Seconds] = None,
                within: Optional[Seconds] = None) -> None:
         """Makes the lease's remaining ttl at least `ttl` seconds (default: the lease's ttl) — a
-        lock's, every name of a set's, a permit's — and moves the lease's deadline. `within`
+        lock's, every name of a set's, a permit's, a read or write grant's — and moves the
+        lease's deadline. `within`
         bounds the whole call, retries included.
         Raises NotHeldError (expired, released or taken over: stop using it), UnavailableError,
         InvalidArgumentError, DeniedError, TransportError."""
         self._call(_calls.extend(lease, ttl, within))
 
     def release(self, lease: Lease) -> bool:
-        """Releases the lease (a lock, a whole set, a permit): True iff it still held it.
+        """Releases the lease (a lock, a whole set, a permit, a read or write grant): True iff it
+        still held it.
         Idempotent.
         Raises UnavailableError, InvalidArgumentError, DeniedError, TransportError."""
         return self._call(_calls.release(lease))
@@ -221,6 +251,28 @@ class Client(_calls.ClientBase):
         of a semaphore (acquire_permit); fence per slot with lease.token."""
         with self._held(self.acquire_permit(name, permits, ttl, wait, owner), on_lost,
                         raise_if_lost, keeper_options) as lease:
+            yield lease
+
+    @contextlib.contextmanager
+    def read_lock(self, name: str, ttl: Seconds, wait: Seconds = 0, *,
+                  owner: Optional[str] = None,
+                  on_lost: Optional[Callable[[Lease, LeaseLostError], None]] = None,
+                  raise_if_lost: bool = True, **keeper_options: Any) -> Iterator[Lease]:
+        """`with client.read_lock("doc", ttl=10, wait=5) as lease:` — lock() for a read grant of
+        a read/write lock (acquire_read)."""
+        with self._held(self.acquire_read(name, ttl, wait, owner), on_lost, raise_if_lost,
+                        keeper_options) as lease:
+            yield lease
+
+    @contextlib.contextmanager
+    def write_lock(self, name: str, ttl: Seconds, wait: Seconds = 0, *,
+                   owner: Optional[str] = None,
+                   on_lost: Optional[Callable[[Lease, LeaseLostError], None]] = None,
+                   raise_if_lost: bool = True, **keeper_options: Any) -> Iterator[Lease]:
+        """`with client.write_lock("doc", ttl=10, wait=5) as lease:` — lock() for a write grant
+        of a read/write lock (acquire_write)."""
+        with self._held(self.acquire_write(name, ttl, wait, owner), on_lost, raise_if_lost,
+                        keeper_options) as lease:
             yield lease
 
     @contextlib.contextmanager

@@ -1,5 +1,5 @@
-"""A granted lease as the client holds it: a lock, a lock set or a semaphore permit, its fencing
-token(s) and a conservative deadline.
+"""A granted lease as the client holds it: a lock, a lock set, a semaphore permit or a read/write
+lock's read or write grant, its fencing token(s) and a conservative deadline.
 
 The deadline is on time.monotonic(): the client's own send time of the granting (or last
 extending) request plus the waited_ms (acquire only) and validity_ms the service answered — never
@@ -7,7 +7,9 @@ later than the truth, however long a waiting acquire waited (docs/api.md, "Acqui
 
 Send ``token`` with every write to the protected resource — for a lock set, ``tokens[name]`` with
 a write to the resource of that name; for a permit, ``token`` fenced per slot (the resource keeps
-one current token per (semaphore, slot): N holders write at once). The lease string proves
+one current token per (semaphore, slot): N holders write at once); for a read or write grant,
+``token``, from the name's counter (a write grant's is above every earlier grant's, so a store
+that fences on it refuses a stale reader's write once the writer wrote). The lease string proves
 ownership for extend and release: it is a secret, kept out of repr(), str() and pickling.
 
 Thread safety: a Lease may be read from any thread while a LeaseKeeper renews it (an AsyncLease
@@ -16,27 +18,37 @@ from its event loop only).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Type, TypeVar, Union
 
-from .errors import LeaseLostError
+from .errors import InvalidArgumentError, LeaseLostError
+
+L = TypeVar("L", bound="Lease")
+
+KINDS = ("lock", "set", "permit", "read", "write")
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 
 
 class Lease:
-    """One grant. Created by Client.acquire (a lock), Client.acquire_set (several names at once)
-    or Client.acquire_permit (a semaphore permit); moved forward by Client.extend.
+    """One grant. Created by Client.acquire (a lock), Client.acquire_set (several names at once),
+    Client.acquire_permit (a semaphore permit), Client.acquire_read / acquire_write (a read/write
+    lock's grant) or Lease.from_string; moved forward by Client.extend.
 
-    ``kind`` is "lock", "set" or "permit". A set's ``names`` are sorted and ``tokens`` maps each
-    to its token; its ``name`` is the names joined by "," (for messages) and its ``token`` None.
-    A permit's ``permits`` is the semaphore's permit count and ``slot`` the slot it holds."""
+    ``kind`` is "lock", "set", "permit", "read" or "write". A set's ``names`` are sorted and
+    ``tokens`` maps each to its token; its ``name`` is the names joined by "," (for messages) and
+    its ``token`` None. A permit's ``permits`` is the semaphore's permit count and ``slot`` the
+    slot it holds. A read/write lock's grant has ``mode`` "read" or "write" (None otherwise)."""
 
-    __slots__ = ("name", "token", "names", "tokens", "permits", "slot", "_lease_string", "_ttl",
-                 "_deadline", "_mutex", "lost", "_lost_reason")
+    __slots__ = ("name", "token", "names", "tokens", "permits", "slot", "mode", "_lease_string",
+                 "_ttl", "_deadline", "_mutex", "lost", "_lost_reason")
 
     def __init__(self, name: str, lease_string: str, token: Optional[int], ttl: float,
                  deadline: float, *, tokens: Optional[Dict[str, int]] = None,
-                 permits: Optional[int] = None, slot: Optional[int] = None) -> None:
+                 permits: Optional[int] = None, slot: Optional[int] = None,
+                 mode: Optional[str] = None) -> None:
         # A set: the names in the order of `tokens` (sorted by the service).
         self.names: Sequence[str] = tuple(tokens) if tokens is not None else (name,)
         self.name = ",".join(self.names) if tokens is not None else name
@@ -46,6 +58,7 @@ class Lease:
             {name: token} if token is not None else {})
         self.permits = permits
         self.slot = slot
+        self.mode = mode
         self._lease_string = lease_string
         self._ttl = ttl
         self._deadline = deadline
@@ -57,9 +70,67 @@ class Lease:
         self.lost = threading.Event()
         self._lost_reason: Optional[LeaseLostError] = None
 
+    @classmethod
+    def from_string(cls: Type[L], kind: str, names: Union[str, Sequence[str]], lease_string: str,
+                    ttl: float) -> L:
+        """Rebuilds a lease from its lease string, as printed by `fencelock acquire` or kept by
+        another process, so that it can be extended or released (the C++ SDK's
+        lease_from_string). Its deadline is unknown: now, until an extend moves it — extend it
+        before keep() or a block relies on it. The string's shape is checked, not its proof (the
+        service does):
+          - "lock": `names` = NAME, "<token>.<proof>";
+          - "set": `names` in any order (1..16 distinct names), "<t1>,<t2>,....<proof>" with one
+            token per name in sorted-name order;
+          - "permit": `names` = NAME, "<token>.<proof>.<permits>.<slot>", slot < permits <= 64;
+          - "read", "write": `names` = NAME, "<token>.<proof>.r" or "<token>.<proof>.w".
+        `names` may be one name (a str) or a list. fencelock.aio.AsyncLease.from_string, called
+        in the event loop, gives an AsyncLease. Raises InvalidArgumentError."""
+        # _calls imports this module
+        from ._calls import MAX_PERMITS, MAX_SET_NAMES, _milliseconds, check_name
+        if kind not in KINDS:
+            raise InvalidArgumentError(f"kind must be one of {', '.join(KINDS)}")
+        listed = [names] if isinstance(names, str) else list(names)
+        if kind != "set" and len(listed) != 1:
+            raise InvalidArgumentError(f"a {kind} lease has exactly one name")
+        if not 1 <= len(listed) <= MAX_SET_NAMES:
+            raise InvalidArgumentError(f"a lock set has 1 to {MAX_SET_NAMES} names")
+        for name in listed:
+            check_name(name)
+        listed.sort()
+        if len(set(listed)) != len(listed):
+            raise InvalidArgumentError("a lock set's names must be distinct")
+        _milliseconds(ttl, "ttl", 1)  # a finite number of seconds, at least a millisecond
+        parts = lease_string.split(".") if isinstance(lease_string, str) else []
+        expected = {"permit": 4, "read": 3, "write": 3}.get(kind, 2)
+        if len(parts) != expected or not _HEX.fullmatch(parts[1]):
+            raise InvalidArgumentError("a malformed lease string")
+        tokens = [_positive(text, "a malformed lease string (its tokens)")
+                  for text in parts[0].split(",")]
+        if len(tokens) != len(listed):
+            raise InvalidArgumentError(f"the lease string holds {len(tokens)} token(s) for "
+                                       f"{len(listed)} name(s)")
+        now = time.monotonic()
+        if kind == "set":
+            return cls("", lease_string, None, ttl, now, tokens=dict(zip(listed, tokens)))
+        if kind == "permit":
+            permits = _positive(parts[2], "a malformed permit lease string (its permits)")
+            if (not _DECIMAL.fullmatch(parts[3]) or permits > MAX_PERMITS
+                    or int(parts[3]) >= permits):
+                raise InvalidArgumentError("a malformed permit lease string (its slot)")
+            return cls(listed[0], lease_string, tokens[0], ttl, now, permits=permits,
+                       slot=int(parts[3]))
+        if kind in ("read", "write"):
+            if parts[2] != kind[0]:
+                raise InvalidArgumentError(
+                    "a malformed read/write lock lease string (its mode)")
+            return cls(listed[0], lease_string, tokens[0], ttl, now, mode=kind)
+        return cls(listed[0], lease_string, tokens[0], ttl, now)
+
     @property
     def kind(self) -> str:
-        """"lock", "set" or "permit"."""
+        """"lock", "set", "permit", "read" or "write"."""
+        if self.mode is not None:
+            return self.mode
         if self.permits is not None:
             return "permit"
         return "set" if self.token is None else "lock"
@@ -120,7 +191,7 @@ class Lease:
         if self.kind == "set":
             return Lease("", self._lease_string, None, ttl, deadline, tokens=self.tokens)
         return Lease(self.name, self._lease_string, self.token, ttl, deadline,
-                     permits=self.permits, slot=self.slot)
+                     permits=self.permits, slot=self.slot, mode=self.mode)
 
     def _mark_lost(self, why: LeaseLostError) -> bool:
         """Marks the lease lost; True only for the call that did it."""
@@ -138,6 +209,8 @@ class Lease:
         if self.kind == "permit":
             return (f"Lease(name={self.name!r}, permits={self.permits}, slot={self.slot}, "
                     f"token={self.token}, {state})")
+        if self.mode is not None:
+            return f"Lease(name={self.name!r}, mode={self.mode!r}, token={self.token}, {state})"
         return f"Lease(name={self.name!r}, token={self.token}, {state})"
 
     __str__ = __repr__
@@ -145,3 +218,11 @@ class Lease:
     def __reduce__(self) -> Any:
         raise TypeError("a Lease holds a secret and is not pickled")
 
+
+
+def _positive(text: str, message: str) -> int:
+    """A fencing token or a permit count: a positive decimal without leading zeros, at most the
+    API's int64."""
+    if not _DECIMAL.fullmatch(text) or text == "0" or int(text) > 2**63 - 1:
+        raise InvalidArgumentError(message)
+    return int(text)

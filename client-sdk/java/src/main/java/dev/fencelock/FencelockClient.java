@@ -1,18 +1,19 @@
 /*
- * The fencelock client: locks, lock sets, semaphore permits and tokens over fencelockd's HTTP API
- * v1 (docs/api.md), on the JDK's java.net.http and nothing else. Same shape as the C++ SDK
- * (docs/sdk.md) and the Python and Node clients, with a checked FencelockException instead of
- * Result values and java.time.Duration for times.
+ * The fencelock client: locks, lock sets, semaphore permits, read/write locks and tokens over
+ * fencelockd's HTTP API v1 (docs/api.md), on the JDK's java.net.http and nothing else. Same shape
+ * as the C++ SDK (docs/sdk.md) and the Python and Node clients, with a checked FencelockException
+ * instead of Result values and java.time.Duration for times.
  *
  * Retries: calls that are safe to repeat (extend, release, status, watch, listLocks, tokens) are
  * retried on transport errors and 503s, up to maxRetries times, on the next endpoint. acquire
  * names its request (request_id), so it is also retried after a transport error once its request
  * may have reached fencelockd — the service answers the grant it already made — but not on a 503.
- * acquireSet, acquirePermit and revoke are retried only when their request certainly did not
- * reach fencelockd (connection refused, connect timeout, TLS handshake), so that one of them can
- * never be granted twice (nor a revoke revoke its own grant). A grant is never sent on a
- * keep-alive connection idle longer than idleReuseLimit (below fencelockd's --idle-timeout): a
- * connection the server closed meanwhile would make it look maybe-delivered.
+ * acquireSet, acquirePermit, acquireRead, acquireWrite and revoke are retried only when their
+ * request certainly did not reach fencelockd (connection refused, connect timeout, TLS
+ * handshake), so that one of them can never be granted twice (nor a revoke revoke its own grant).
+ * A grant is never sent on a keep-alive connection idle longer than idleReuseLimit (below
+ * fencelockd's --idle-timeout): a connection the server closed meanwhile would make it look
+ * maybe-delivered.
  *
  * Interruption: a call whose thread is interrupted ends with code "cancelled" and the interrupt
  * status set again. An acquire's request is not cancelled — an answer fencelockd had already sent
@@ -422,6 +423,64 @@ public final class FencelockClient implements AutoCloseable {
     });
   }
 
+  /**
+   * A read grant of read/write lock `name` (POST /v1/rwlocks/{name}) for `ttl` — shared with
+   * other reads — waiting up to `wait` while a write grant is held or a writer waits. The lease's
+   * kind is READ; its token comes from the counter of `name` (shared with the lock `name`, which a
+   * read/write lock does not exclude). Readers hold at once, so a resource written under read
+   * grants fences per reader. Not renewed (see {@link #readLock} and {@link #keep}); close it to
+   * release it. Errors as acquire (locked: a write grant is held or a writer waits, and the wait
+   * ran out).
+   */
+  public Lease acquireRead(String name, Duration ttl, Duration wait) throws FencelockException {
+    return acquireRead(name, ttl, wait, null);
+  }
+
+  /** acquireRead, with `owner` (shown by rwlockStatus as the holder's owner). */
+  public Lease acquireRead(String name, Duration ttl, Duration wait, String owner)
+      throws FencelockException {
+    return acquireReadWrite(name, Lease.Kind.READ, ttl, wait, owner);
+  }
+
+  /**
+   * The write grant of read/write lock `name` for `ttl` — held alone — waiting up to `wait` while
+   * anything is held. While it waits, new reads are refused, so a stream of readers cannot starve
+   * it; readers already holding keep their grants until they release or expire. The lease's kind
+   * is WRITE; its token is above every earlier grant's of `name`, reads included, so a store that
+   * fences on it refuses a stale reader's write once the writer wrote. Errors as acquireRead
+   * (locked: held, and the wait ran out).
+   */
+  public Lease acquireWrite(String name, Duration ttl, Duration wait) throws FencelockException {
+    return acquireWrite(name, ttl, wait, null);
+  }
+
+  /** acquireWrite, with `owner` (shown by rwlockStatus as the holder's owner). */
+  public Lease acquireWrite(String name, Duration ttl, Duration wait, String owner)
+      throws FencelockException {
+    return acquireReadWrite(name, Lease.Kind.WRITE, ttl, wait, owner);
+  }
+
+  private Lease acquireReadWrite(String name, Lease.Kind kind, Duration ttl, Duration wait, String owner)
+      throws FencelockException {
+    checkName(name);
+    String mode = kind == Lease.Kind.WRITE ? "write" : "read";
+    Map<String, Object> body = grantBody(ttl, wait, owner);
+    body.put("mode", mode);
+    return grant("/v1/rwlocks/" + name, body, Retry.ONLY_IF_UNDELIVERED, (answer, sentAt) -> {
+      long token = positiveLong(answer, "token");
+      Map<String, Long> tokens = new LinkedHashMap<>();
+      tokens.put(name, token);
+      Lease lease = answer(answer, sentAt, kind, List.of(name), tokens, token, 0, 0, body);
+      // A reader that believed it wrote alone, or a writer that believed it shared, would be
+      // wrong about what its token fences.
+      if (!mode.equals(answer.get("mode"))) {
+        lease.close();
+        throw internal("the service's answer does not grant the mode asked for");
+      }
+      return lease;
+    });
+  }
+
   /** acquire, then {@link #keep} with the default RenewOptions: renewed until closed. */
   public Lease lock(String name, Duration ttl, Duration wait) throws FencelockException {
     return kept(acquire(name, ttl, wait), RenewOptions.defaults());
@@ -437,6 +496,16 @@ public final class FencelockClient implements AutoCloseable {
   public Lease permit(String name, int permits, Duration ttl, Duration wait)
       throws FencelockException {
     return kept(acquirePermit(name, permits, ttl, wait), RenewOptions.defaults());
+  }
+
+  /** acquireRead, then keep. */
+  public Lease readLock(String name, Duration ttl, Duration wait) throws FencelockException {
+    return kept(acquireRead(name, ttl, wait), RenewOptions.defaults());
+  }
+
+  /** acquireWrite, then keep. */
+  public Lease writeLock(String name, Duration ttl, Duration wait) throws FencelockException {
+    return kept(acquireWrite(name, ttl, wait), RenewOptions.defaults());
   }
 
   /**
@@ -467,9 +536,9 @@ public final class FencelockClient implements AutoCloseable {
 
   /**
    * Makes the lease's remaining ttl at least `ttl` on every node that still holds it (a lock's,
-   * every name of a set's, a permit's) and moves its deadline. Errors: not_held (expired,
-   * released or taken over: stop using it), unavailable, invalid_request, unauthenticated,
-   * forbidden, transport, tls, cancelled.
+   * every name of a set's, a permit's, a read/write lock grant's) and moves its deadline. Errors:
+   * not_held (expired, released or taken over: stop using it), unavailable, invalid_request,
+   * unauthenticated, forbidden, transport, tls, cancelled.
    */
   public void extend(Lease lease, Duration ttl) throws FencelockException {
     long deadline = extendDeadline(lease, ttl, null);
@@ -489,9 +558,10 @@ public final class FencelockClient implements AutoCloseable {
   }
 
   /**
-   * Releases the lease (a lock, a whole set, a permit): true iff it still held them. Idempotent.
-   * Prefer lease.close() or lease.release(), which also stop its keeper. Errors: unavailable,
-   * invalid_request, unauthenticated, forbidden, transport, tls, cancelled.
+   * Releases the lease (a lock, a whole set, a permit, a read/write lock's grant): true iff it
+   * still held them. Idempotent. Prefer lease.close() or lease.release(), which also stop its
+   * keeper. Errors: unavailable, invalid_request, unauthenticated, forbidden, transport, tls,
+   * cancelled.
    */
   public boolean release(Lease lease) throws FencelockException {
     Reply reply = call("DELETE", leasePath(lease), leaseBody(lease), Retry.SAFE, 0, null, null);
@@ -616,6 +686,41 @@ public final class FencelockClient implements AutoCloseable {
         (int) boundedLong(answer, "held", 0, MAX_PERMITS));
   }
 
+  /**
+   * How read/write lock `name` is held: its mode (empty when free), its grants (token, owner, time
+   * left) and whether a writer waits. Never a lease. Needs the right "read"; retried like status.
+   * Errors: invalid_request, unauthenticated/forbidden, unavailable (the nodes that did not answer
+   * could hold it), rate_limited, transport, tls, cancelled, internal.
+   */
+  public RwLockStatus rwlockStatus(String name) throws FencelockException {
+    checkName(name);
+    Map<String, Object> answer = expectObject(call("GET", "/v1/rwlocks/" + name, null, Retry.SAFE, 0, null, null));
+    Object mode = answer.get("mode");
+    Object holders = answer.get("holders");
+    Object writerWaiting = answer.get("writer_waiting");
+    if (!(holders instanceof List) || !(writerWaiting instanceof Boolean)
+        || !(mode == null || mode == Json.NULL || "read".equals(mode) || "write".equals(mode))) {
+      throw internal("the service's answer is not a read/write lock's status");
+    }
+    List<RwLockStatus.Holder> held = new ArrayList<>();
+    for (Object holder : (List<?>) holders) {
+      if (!(holder instanceof Map)) {
+        throw internal("a holder of the read/write lock is not an object");
+      }
+      @SuppressWarnings("unchecked")
+      Map<String, Object> fields = (Map<String, Object>) holder;
+      Object owner = fields.get("owner") == Json.NULL ? null : fields.get("owner");
+      if (owner != null && !(owner instanceof String)) {
+        throw internal("a holder of the read/write lock has an 'owner' that is not a string");
+      }
+      held.add(new RwLockStatus.Holder(positiveLong(fields, "token"), Optional.ofNullable((String) owner),
+          Duration.ofMillis(boundedLong(fields, "remaining_ms", 0, Long.MAX_VALUE / 1_000_000))));
+    }
+    Optional<Lease.Kind> heldMode = "read".equals(mode) ? Optional.of(Lease.Kind.READ)
+        : "write".equals(mode) ? Optional.of(Lease.Kind.WRITE) : Optional.empty();
+    return new RwLockStatus(heldMode, held, (Boolean) writerWaiting);
+  }
+
   /** The latest token drawn for `name` (0 if none ever was). */
   public long currentToken(String name) throws FencelockException {
     checkName(name);
@@ -736,6 +841,9 @@ public final class FencelockClient implements AutoCloseable {
         return "/v1/locks";
       case PERMIT:
         return "/v1/semaphores/" + lease.name();
+      case READ:
+      case WRITE:
+        return "/v1/rwlocks/" + lease.name();
       default:
         return "/v1/locks/" + lease.name();
     }

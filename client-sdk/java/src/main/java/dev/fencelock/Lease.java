@@ -1,8 +1,9 @@
 /*
- * A granted lease as the client holds it: a lock, a lock set or a semaphore permit, its fencing
- * token(s) and a conservative deadline on System.nanoTime(): the client's own send time of the
- * granting (or last extending) request plus waited_ms (acquire only) plus validity_ms — never later
- * than the truth, however long a waiting acquire waited (docs/api.md, "Acquire").
+ * A granted lease as the client holds it: a lock, a lock set, a semaphore permit or a read/write
+ * lock's grant, its fencing token(s) and a conservative deadline on System.nanoTime(): the
+ * client's own send time of the granting (or last extending) request plus waited_ms (acquire only)
+ * plus validity_ms — never later than the truth, however long a waiting acquire waited
+ * (docs/api.md, "Acquire").
  */
 package dev.fencelock;
 
@@ -16,13 +17,14 @@ import java.util.concurrent.Executor;
 
 /**
  * One grant, made by {@link FencelockClient}: {@code acquire}/{@code lock} (a lock), {@code
- * acquireSet}/{@code lockSet} (several names, all or none) or {@code acquirePermit}/{@code permit}
- * (one permit of a counting semaphore).
+ * acquireSet}/{@code lockSet} (several names, all or none), {@code acquirePermit}/{@code permit}
+ * (one permit of a counting semaphore), or {@code acquireRead}/{@code readLock} and {@code
+ * acquireWrite}/{@code writeLock} (a read/write lock's read grant, shared, or write grant, alone).
  *
  * <p>Send {@link #token()} with every write to the protected resource — for a lock set, {@link
  * #tokenOf(String)} with a write to that name's resource; for a permit, fence per (name, {@link
- * #slot()}). The lease string proves ownership for extend and release: it is a secret, never in
- * {@link #toString()}, an error message or a log line.
+ * #slot()}); under read grants, fence per reader. The lease string proves ownership for extend
+ * and release: it is a secret, never in {@link #toString()}, an error message or a log line.
  *
  * <p>{@link #close()} (try-with-resources) stops the keeper, if any, and releases the lease. It
  * never throws: a release that fails (the service is down, the lease was lost already) is logged
@@ -33,8 +35,8 @@ import java.util.concurrent.Executor;
  * <p>Thread safety: every method may be called from any thread while a keeper renews the lease.
  */
 public final class Lease implements AutoCloseable {
-  /** What was granted. */
-  public enum Kind { LOCK, SET, PERMIT }
+  /** What was granted: READ and WRITE are a read/write lock's grants. */
+  public enum Kind { LOCK, SET, PERMIT, READ, WRITE }
 
   private static final System.Logger kLog = System.getLogger("dev.fencelock");
 
@@ -72,7 +74,7 @@ public final class Lease implements AutoCloseable {
     return kind;
   }
 
-  /** The lock's or semaphore's name; a set's names joined by "," (for messages). */
+  /** The lock's, semaphore's or read/write lock's name; a set's names joined by "," (for messages). */
   public String name() {
     return String.join(",", names);
   }
@@ -82,7 +84,10 @@ public final class Lease implements AutoCloseable {
     return names;
   }
 
-  /** The fencing token (a lock's, a permit's); 0 for a set: no single token fences several names. */
+  /**
+   * The fencing token (a lock's, a permit's, a read/write lock grant's: a write grant's is above
+   * every earlier grant's, reads included); 0 for a set: no single token fences several names.
+   */
   public long token() {
     return token;
   }
@@ -101,12 +106,12 @@ public final class Lease implements AutoCloseable {
     return value;
   }
 
-  /** A permit's semaphore permit count; 0 for a lock or a set. */
+  /** A permit's semaphore permit count; 0 for any other kind. */
   public int permits() {
     return permits;
   }
 
-  /** The slot a permit holds, 0 .. permits − 1; 0 for a lock or a set. */
+  /** The slot a permit holds, 0 .. permits − 1; 0 for any other kind. */
   public int slot() {
     return slot;
   }
@@ -226,6 +231,10 @@ public final class Lease implements AutoCloseable {
       case PERMIT:
         return "Lease(name=" + name() + ", permits=" + permits + ", slot=" + slot + ", token="
             + token + ", " + state + ")";
+      case READ:
+      case WRITE:
+        return "Lease(" + kind.name().toLowerCase(java.util.Locale.ROOT) + " name=" + name()
+            + ", token=" + token + ", " + state + ")";
       default:
         return "Lease(name=" + name() + ", token=" + token + ", " + state + ")";
     }

@@ -54,6 +54,9 @@ class ClientTest {
       assertEquals("invalid_request", code(() -> client.acquireSet(List.of("a", "a"), Duration.ofSeconds(1), Duration.ZERO)));
       assertEquals("invalid_request", code(() -> client.acquirePermit("ok", 65, Duration.ofSeconds(1), Duration.ZERO)));
       assertEquals("invalid_request", code(() -> client.acquirePermit("ok", 0, Duration.ofSeconds(1), Duration.ZERO)));
+      assertEquals("invalid_request", code(() -> client.acquireRead("a/b", Duration.ofSeconds(1), Duration.ZERO)));
+      assertEquals("invalid_request", code(() -> client.acquireWrite("ok", Duration.ZERO, Duration.ZERO)));
+      assertEquals("invalid_request", code(() -> client.rwlockStatus("..")));
     }
 
     @Test
@@ -258,11 +261,13 @@ class ClientTest {
     }
 
     @Test
-    @DisplayName("a lock set, a permit or a revoke whose answer was lost is not asked again, nor an acquire answered 503")
+    @DisplayName("a lock set, a permit, a read/write grant or a revoke whose answer was lost is not asked again, nor an acquire answered 503")
     void otherGrantsNotAskedAgain() throws Exception {
       Map<String, GrantCall> grants = Map.of(
           "set", c -> c.acquireSet(List.of("a", "b"), Duration.ofSeconds(1), Duration.ZERO),
           "permit", c -> c.acquirePermit("s", 3, Duration.ofSeconds(1), Duration.ZERO),
+          "read", c -> c.acquireRead("r", Duration.ofSeconds(1), Duration.ZERO),
+          "write", c -> c.acquireWrite("r", Duration.ofSeconds(1), Duration.ZERO),
           "revoke", c -> c.revoke("x", Duration.ofSeconds(1)));
       for (Map.Entry<String, GrantCall> grant : grants.entrySet()) {
         try (Support.RecordingServer server = new Support.RecordingServer((String) null)) {
@@ -336,6 +341,74 @@ class ClientTest {
       try (Support.RecordingServer server = new Support.RecordingServer(Support.httpAnswer(200, "{\"held\":true}"))) {
         FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
         assertEquals("internal", code(() -> client.watch("x", 1, Duration.ZERO)), "an answer without changed");
+      }
+    }
+
+    /** A read/write lock's grant in `mode`, its lease string `7.0a1b.r` or `.w`. */
+    private String rwGrant(String mode) {
+      return Support.httpAnswer(200, "{\"name\":\"x\",\"mode\":\"" + mode + "\",\"lease\":\"7.0a1b."
+          + mode.charAt(0) + "\",\"token\":7,\"ttl_ms\":10000,\"validity_ms\":9000,\"waited_ms\":0}");
+    }
+
+    @Test
+    @DisplayName("a read/write grant asks for its mode, and its lease string goes back to its own path to extend and release")
+    void rwLeaseStringRoundTrip() throws Exception {
+      for (String mode : List.of("read", "write")) {
+        try (Support.RecordingServer server = new Support.RecordingServer(rwGrant(mode), rwGrant(mode),
+            Support.httpAnswer(200, "{\"released\":true}"))) {
+          FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
+          Lease lease = mode.equals("read")
+              ? client.acquireRead("x", Duration.ofSeconds(10), Duration.ofSeconds(1), "o")
+              : client.acquireWrite("x", Duration.ofSeconds(10), Duration.ofSeconds(1), "o");
+          assertEquals(mode.equals("read") ? Lease.Kind.READ : Lease.Kind.WRITE, lease.kind());
+          assertEquals(7, lease.token());
+          client.extend(lease, Duration.ofSeconds(20));
+          assertTrue(lease.release());
+          assertEquals(List.of("POST", "POST", "DELETE"), server.methods, mode);
+          assertEquals(List.of("/v1/rwlocks/x", "/v1/rwlocks/x/extend", "/v1/rwlocks/x"), server.targets, mode);
+          assertEquals(Map.of("mode", mode, "ttl_ms", 10000L, "wait_ms", 1000L, "owner", "o"),
+              Json.parse(server.bodies.get(0)), mode);
+          assertEquals(Map.of("lease", lease.leaseString(), "ttl_ms", 20000L), Json.parse(server.bodies.get(1)), mode);
+          assertEquals(Map.of("lease", lease.leaseString()), Json.parse(server.bodies.get(2)), mode);
+        }
+      }
+    }
+
+    @Test
+    @DisplayName("a read/write grant of another mode than the one asked for is released and refused")
+    void rwModeMismatch() throws Exception {
+      try (Support.RecordingServer server = new Support.RecordingServer(rwGrant("write"),
+          Support.httpAnswer(200, "{\"released\":true}"))) {
+        FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
+        assertEquals("internal", code(() -> client.acquireRead("x", Duration.ofSeconds(1), Duration.ZERO)));
+        assertEquals(List.of("POST", "DELETE"), server.methods);
+        assertEquals(Map.of("lease", "7.0a1b.w"), Json.parse(server.bodies.get(1)));
+      }
+    }
+
+    @Test
+    @DisplayName("a read/write lock's status reads its mode, holders and waiting writer; an impossible one is an internal error")
+    void rwStatus() throws Exception {
+      try (Support.RecordingServer server = new Support.RecordingServer(Support.httpAnswer(200,
+          "{\"name\":\"x\",\"mode\":\"read\",\"holders\":[{\"token\":9223372036854775807,\"owner\":\"a\",\"remaining_ms\":900},"
+          + "{\"token\":8,\"owner\":null,\"remaining_ms\":0}],\"writer_waiting\":true}"),
+          Support.httpAnswer(200, "{\"name\":\"x\",\"mode\":null,\"holders\":[],\"writer_waiting\":false}"))) {
+        FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
+        assertEquals(new RwLockStatus(java.util.Optional.of(Lease.Kind.READ), List.of(
+            new RwLockStatus.Holder(Long.MAX_VALUE, java.util.Optional.of("a"), Duration.ofMillis(900)),
+            new RwLockStatus.Holder(8, java.util.Optional.empty(), Duration.ZERO)), true), client.rwlockStatus("x"));
+        assertEquals(new RwLockStatus(java.util.Optional.empty(), List.of(), false), client.rwlockStatus("x"));
+        assertEquals(List.of("/v1/rwlocks/x", "/v1/rwlocks/x"), server.targets);
+      }
+      for (String bad : List.of("{\"mode\":null,\"writer_waiting\":false}", "{\"mode\":null,\"holders\":[]}",
+          "{\"mode\":\"exclusive\",\"holders\":[],\"writer_waiting\":false}",
+          "{\"mode\":\"read\",\"holders\":[{\"token\":0,\"remaining_ms\":1}],\"writer_waiting\":false}",
+          "{\"mode\":\"read\",\"holders\":[{\"token\":3}],\"writer_waiting\":false}",
+          "{\"mode\":\"read\",\"holders\":[{\"token\":3,\"owner\":7,\"remaining_ms\":1}],\"writer_waiting\":false}")) {
+        try (Support.RecordingServer server = new Support.RecordingServer(Support.httpAnswer(200, bad))) {
+          FencelockClient client = FencelockClient.builder().endpoints(server.url).build();
+          assertEquals("internal", code(() -> client.rwlockStatus("x")), bad);
+        }
       }
     }
 

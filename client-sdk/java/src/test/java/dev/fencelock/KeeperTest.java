@@ -52,6 +52,22 @@ class KeeperTest {
   }
 
   @Test
+  @DisplayName("the keeper renews read and write grants of read/write locks past several ttls")
+  void renewsReadWriteGrants() throws Exception {
+    try (Lease reader = Support.patiently(() -> client.readLock(name + "-read", Duration.ofMillis(500), Duration.ZERO));
+         Lease writer = Support.patiently(() -> client.writeLock(name + "-write", Duration.ofMillis(500), Duration.ZERO))) {
+      long[] first = {reader.deadlineNanos(), writer.deadlineNanos()};
+      Thread.sleep(1200);  // more than two ttls
+      for (Lease lease : new Lease[] {reader, writer}) {
+        lease.check();
+        assertEquals(lease.token(), client.rwlockStatus(lease.name()).holders().get(0).token());
+      }
+      assertTrue(reader.deadlineNanos() - first[0] > 500_000_000L);
+      assertTrue(writer.deadlineNanos() - first[1] > 500_000_000L);
+    }
+  }
+
+  @Test
   @DisplayName("a lease whose keys were deleted is declared lost before its deadline, with not_held as the cause")
   void deletedKeys() throws Exception {
     try (Lease lease = Support.patiently(() -> client.lock(name, Duration.ofSeconds(1), Duration.ZERO))) {

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 class ReadmeTest {
   private static final List<Class<?>> kPublic = List.of(FencelockClient.class, FencelockClient.Builder.class,
       Lease.class, FencedTable.class, FencedTable.WriteResult.class, RenewOptions.class, FencelockException.class,
-      LockStatus.class, SemaphoreStatus.class);
+      LockStatus.class, SemaphoreStatus.class, RwLockStatus.class, RwLockStatus.Holder.class);
   // What the blocks call on the JDK and on the reader's own objects (debit, store.write, ...).
   private static final Set<String> kElsewhere = Set.of("getenv", "getConnection", "createStatement", "execute",
       "println", "getMessage", "thenAccept", "name", "toLowerCase", "orElse", "of", "ofSeconds", "ofMinutes",

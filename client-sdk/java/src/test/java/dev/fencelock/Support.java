@@ -182,11 +182,12 @@ final class Support {
 
   /**
    * A loopback HTTP server that reads each request whole (head and Content-Length body), records
-   * its target and body, and answers the i-th request with answers[i] (the last one from then on);
+   * its method, target and body, and answers the i-th request with answers[i] (the last one from then on);
    * null closes the connection without answering: the request was delivered, its answer lost. One
    * request per connection.
    */
   static final class RecordingServer implements AutoCloseable {
+    final List<String> methods = Collections.synchronizedList(new ArrayList<>());
     final List<String> targets = Collections.synchronizedList(new ArrayList<>());
     final List<String> bodies = Collections.synchronizedList(new ArrayList<>());
     final String url;
@@ -232,6 +233,7 @@ final class Support {
           String answer;
           synchronized (targets) {
             answer = answers.get(Math.min(targets.size(), answers.size() - 1));
+            methods.add(head[0].split(" ")[0]);
             targets.add(head[0].split(" ")[1]);
             bodies.add(body);
           }
