@@ -18,8 +18,9 @@ fencelock.postgres (psycopg2), fencelock.psycopg (psycopg 3, sync and async), fe
 
 import logging
 
-from .client import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, Client, HeldLock, LockListing,
-                     LockStatus, RwLockHolder, RwLockStatus, SemaphoreStatus, check_name)
+from .client import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, Client, HeldLock, ListedRwLock,
+                     ListedSemaphore, LockListing, LockStatus, RwLockHolder, RwLockListing,
+                     RwLockStatus, SemaphoreListing, SemaphoreStatus, check_name)
 from .errors import (DeniedError, FencelockError, InternalError, InvalidArgumentError,
                      LeaseLostError, LockedError, NotHeldError, PermitsMismatchError,
                      RateLimitedError, TlsError, TransportError, UnavailableError)
@@ -33,7 +34,8 @@ logging.getLogger("fencelock").addHandler(logging.NullHandler())
 
 __all__ = [
     "Client", "Lease", "LeaseKeeper", "LockStatus", "SemaphoreStatus", "RwLockStatus",
-    "RwLockHolder", "HeldLock", "LockListing",
+    "RwLockHolder", "HeldLock", "LockListing", "ListedSemaphore", "SemaphoreListing",
+    "ListedRwLock", "RwLockListing",
     "check_name", "NAME_RULE",
     "MAX_SET_NAMES", "MAX_PERMITS", "PermitsMismatchError",
     "FencelockError", "LockedError", "NotHeldError", "UnavailableError", "InvalidArgumentError",

@@ -9,7 +9,7 @@ request (request_id), so it is also retried after a transport failure that may h
 — the service answers the grant it already made — but not on a 503. Other grants (a lock set's, a
 permit's, a read/write lock's, a revoke) are retried only when their request certainly was not
 delivered (nothing can have been granted). Each client runs the attempts over its own transport:
-a blocking socket or an asyncio stream.
+a blocking socket or an asyncio stream. The listings' Calls are in _listings.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, Tuple, Type, TypeVar, Union
-from urllib.parse import quote
 
 from ._http import Reply, RoundTripError
 from .errors import (FencelockError, InternalError, InvalidArgumentError, PermitsMismatchError,
@@ -37,11 +36,9 @@ T = TypeVar("T")
 _NAME = re.compile(r"[A-Za-z0-9._:-]{1,200}")
 NAME_RULE = 'name must be 1 to 200 characters from [A-Za-z0-9._:-], other than "." and ".."'
 _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,64}")
-# The service's bounds (docs/api.md): names in one lock set, permits of one semaphore, locks of
-# one listing page.
+# The service's bounds (docs/api.md): names in one lock set, permits of one semaphore.
 MAX_SET_NAMES = 16
 MAX_PERMITS = 64
-MAX_LIST_LIMIT = 1000
 # The longest wait a watch may ask for, in seconds (the C++ SDK's bound; the server's --max-wait
 # may be shorter).
 MAX_WATCH_WAIT = 3600
@@ -62,27 +59,6 @@ class LockStatus:
     # A watch's answer only: the lock is no longer held with the token watched (False: the wait
     # ran out with it unchanged). A watch's answer has no last_token: 0 there.
     changed: bool = False
-
-
-@dataclass(frozen=True)
-class HeldLock:
-    """One lock of a listing (GET /v1/locks): held on a majority of lock nodes."""
-
-    name: str
-    # The holder's fencing token; None when the listing could not tell it.
-    token: Optional[int]
-    # What the holder sent as `owner` when it acquired; None when none was sent.
-    owner: Optional[str]
-    # Seconds until fewer than a majority of lock nodes hold it.
-    remaining: float
-
-
-@dataclass(frozen=True)
-class LockListing:
-    """One page of a listing. `next` is the cursor of the following page; None once complete."""
-
-    locks: List[HeldLock]
-    next: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -412,67 +388,32 @@ def _lock_status(answer: Dict[str, Any], watch: bool) -> LockStatus:
                       token=holder_token, owner=owner, changed=watch and changed is True)
 
 
-def list_locks(prefix: str, limit: int, cursor: Optional[str]) -> Call[LockListing]:
-    """One page of the locks held whose names start with `prefix`; `cursor` is the previous
-    page's `next` (None: the first page)."""
-    if not isinstance(prefix, str):
-        raise InvalidArgumentError("prefix must be a string")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
-        raise InvalidArgumentError(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
-    if cursor is not None and (not isinstance(cursor, str) or not cursor):
-        raise InvalidArgumentError("cursor must be a page's non-empty `next`, or None")
-    target = f"/v1/locks?limit={limit}"
-    if prefix:
-        target += "&prefix=" + quote(prefix, safe="")
-    if cursor is not None:
-        target += "&cursor=" + quote(cursor, safe="")
-
-    def finish(reply: Reply, sent_at: float) -> LockListing:
-        answer = expect_object(reply)
-        locks = answer.get("locks")
-        after = answer.get("next")
-        if not isinstance(locks, list) or not (after is None or isinstance(after, str)):
-            raise InternalError("the service's listing lacks its 'locks' array or 'next'")
-        return LockListing([_held_lock(lock) for lock in locks], after)
-    return Call("GET", target, None, True, finish)
-
-
-def _held_lock(lock: Any) -> HeldLock:
-    if not isinstance(lock, dict) or not isinstance(lock.get("name"), str):
-        raise InternalError("a listed lock lacks its name")
-    owner = lock.get("owner")
-    if owner is not None and not isinstance(owner, str):
-        raise InternalError("a listed lock holds an 'owner' that is not a string")
-    token = _token(lock, "token") if lock.get("token") is not None else None
-    remaining = _integer(lock, "remaining_ms")
-    if remaining < 0:
-        raise InternalError(f"a listed lock holds an impossible 'remaining_ms': {remaining}")
-    return HeldLock(lock["name"], token, owner, remaining / 1000.0)
-
-
 def semaphore_status(name: str) -> Call[SemaphoreStatus]:
     check_name(name)
+    return Call("GET", f"/v1/semaphores/{name}", None, True,
+                lambda reply, sent_at: semaphore_status_from(expect_object(reply)))
 
-    def finish(reply: Reply, sent_at: float) -> SemaphoreStatus:
-        answer = expect_object(reply)
-        return SemaphoreStatus(permits=_integer(answer, "permits"),
-                               held=_integer(answer, "held"))
-    return Call("GET", f"/v1/semaphores/{name}", None, True, finish)
+
+def semaphore_status_from(answer: Dict[str, Any]) -> SemaphoreStatus:
+    """A semaphore's status as its status route, and each entry of its listing, words it."""
+    return SemaphoreStatus(permits=_integer(answer, "permits"), held=_integer(answer, "held"))
 
 
 def rwlock_status(name: str) -> Call[RwLockStatus]:
     check_name(name)
+    return Call("GET", f"/v1/rwlocks/{name}", None, True,
+                lambda reply, sent_at: rwlock_status_from(expect_object(reply)))
 
-    def finish(reply: Reply, sent_at: float) -> RwLockStatus:
-        answer = expect_object(reply)
-        mode = answer.get("mode")
-        holders = answer.get("holders")
-        waiting = answer.get("writer_waiting")
-        if (mode not in (None, "read", "write") or not isinstance(holders, list)
-                or not isinstance(waiting, bool)):
-            raise InternalError("the service's answer is not a read/write lock's status")
-        return RwLockStatus(mode, [_rw_holder(holder) for holder in holders], waiting)
-    return Call("GET", f"/v1/rwlocks/{name}", None, True, finish)
+
+def rwlock_status_from(answer: Dict[str, Any]) -> RwLockStatus:
+    """A read/write lock's status as its status route, and each entry of its listing, words it."""
+    mode = answer.get("mode")
+    holders = answer.get("holders")
+    waiting = answer.get("writer_waiting")
+    if (mode not in (None, "read", "write") or not isinstance(holders, list)
+            or not isinstance(waiting, bool)):
+        raise InternalError("the service's answer is not a read/write lock's status")
+    return RwLockStatus(mode, [_rw_holder(holder) for holder in holders], waiting)
 
 
 def _rw_holder(holder: Any) -> RwLockHolder:

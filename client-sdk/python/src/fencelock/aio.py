@@ -31,9 +31,11 @@ import logging
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Sequence, Set, Union
 
-from . import _calls
+from . import _calls, _listings
 from ._aio_http import AsyncEndpoint
-from ._calls import HeldLock, LockListing, LockStatus, RwLockStatus, Seconds, SemaphoreStatus
+from ._calls import LockStatus, RwLockStatus, Seconds, SemaphoreStatus
+from ._listings import (HeldLock, ListedRwLock, ListedSemaphore, LockListing, P, RwLockListing,
+                        SemaphoreListing)
 from ._http import RoundTripError
 from .errors import FencelockError, LeaseLostError
 from .keeper import KeeperRules
@@ -149,18 +151,50 @@ class AsyncClient(_calls.ClientBase):
     async def list_locks(self, prefix: str = "", limit: int = 100,
                          cursor: Optional[str] = None) -> LockListing:
         """Client.list_locks: one page; pass its `next` as `cursor` until it is None."""
-        return await self._call(_calls.list_locks(prefix, limit, cursor))
+        return await self._call(_listings.list_locks(prefix, limit, cursor))
 
     async def iter_locks(self, prefix: str = "", page_size: int = 100) -> AsyncIterator[HeldLock]:
         """Client.iter_locks: `async for lock in client.iter_locks("invoice-"):`."""
-        cursor: Optional[str] = None
-        while True:
-            page = await self.list_locks(prefix, page_size, cursor)
+        async for page in self._pages(
+                lambda cursor: _listings.list_locks(prefix, page_size, cursor)):
             for lock in page.locks:
                 yield lock
-            if page.next is None:
+
+    async def list_semaphores(self, prefix: str = "", limit: int = 100,
+                              cursor: Optional[str] = None) -> SemaphoreListing:
+        """Client.list_semaphores: one page of the semaphores with a permit held."""
+        return await self._call(_listings.list_semaphores(prefix, limit, cursor))
+
+    async def iter_semaphores(self, prefix: str = "",
+                              page_size: int = 100) -> AsyncIterator[ListedSemaphore]:
+        """Client.iter_semaphores: `async for semaphore in client.iter_semaphores("pool-"):`."""
+        async for page in self._pages(
+                lambda cursor: _listings.list_semaphores(prefix, page_size, cursor)):
+            for semaphore in page.semaphores:
+                yield semaphore
+
+    async def list_rwlocks(self, prefix: str = "", limit: int = 100,
+                           cursor: Optional[str] = None) -> RwLockListing:
+        """Client.list_rwlocks: one page of the read/write locks with a grant held."""
+        return await self._call(_listings.list_rwlocks(prefix, limit, cursor))
+
+    async def iter_rwlocks(self, prefix: str = "",
+                           page_size: int = 100) -> AsyncIterator[ListedRwLock]:
+        """Client.iter_rwlocks: `async for rwlock in client.iter_rwlocks("doc-"):`."""
+        async for page in self._pages(
+                lambda cursor: _listings.list_rwlocks(prefix, page_size, cursor)):
+            for rwlock in page.rwlocks:
+                yield rwlock
+
+    async def _pages(self, page: Callable[[Optional[str]], _calls.Call[P]]) -> AsyncIterator[P]:
+        """Client._pages: every page of a listing, from the first until one has no `next`."""
+        cursor: Optional[str] = None
+        while True:
+            answer = await self._call(page(cursor))
+            yield answer
+            if answer.next is None:
                 return
-            cursor = page.next
+            cursor = answer.next
 
     async def next_token(self, name: str) -> int:
         """Client.next_token (mind its hazard)."""

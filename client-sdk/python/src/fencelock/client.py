@@ -7,14 +7,15 @@ Result values. Times are in seconds (int or float).
 Thread safety: one Client per process, shared by all threads; every call is blocking, takes an
 idle keep-alive connection of an endpoint (or opens one) and gives it back.
 
-Retries: calls that are safe to repeat (extend, release, status, watch, list_locks, next_token,
+Retries: calls that are safe to repeat (extend, release, status, watch, the listings, next_token,
 current_token) are retried on transport errors and 503s, up to max_retries times, on the next
 endpoint. acquire names its request (request_id), so it is also retried after a transport failure
 that may have been delivered — the service answers the grant it already made — but not on a 503.
 acquire_set, acquire_permit, acquire_read, acquire_write and revoke are retried only when the
 request could not even be sent (nothing can have been granted; a repeated revoke would revoke its
 own grant). What each call
-sends and how its answer is read live in _calls.py, shared with fencelock.aio.
+sends and how its answer is read live in _calls.py (the listings' in _listings.py), shared with
+fencelock.aio.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Sequence
 
-from . import _calls
-from ._calls import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, HeldLock, LockListing, LockStatus,
-                     RwLockHolder, RwLockStatus, Seconds, SemaphoreStatus, check_name)
+from . import _calls, _listings
+from ._calls import (MAX_PERMITS, MAX_SET_NAMES, NAME_RULE, LockStatus, RwLockHolder, RwLockStatus,
+                     Seconds, SemaphoreStatus, check_name)
+from ._listings import (HeldLock, ListedRwLock, ListedSemaphore, LockListing, P, RwLockListing,
+                        SemaphoreListing)
 from ._http import Endpoint, RoundTripError
 from .errors import FencelockError, LeaseLostError
 from .lease import Lease
@@ -34,7 +37,8 @@ if TYPE_CHECKING:  # keeper.py imports this module
     from .keeper import LeaseKeeper
 
 __all__ = ["Client", "LockStatus", "SemaphoreStatus", "RwLockStatus", "RwLockHolder", "HeldLock",
-           "LockListing", "check_name", "NAME_RULE", "MAX_SET_NAMES", "MAX_PERMITS", "Seconds"]
+           "LockListing", "ListedSemaphore", "SemaphoreListing", "ListedRwLock", "RwLockListing",
+           "check_name", "NAME_RULE", "MAX_SET_NAMES", "MAX_PERMITS", "Seconds"]
 
 T = _calls.T
 
@@ -181,17 +185,52 @@ class Client(_calls.ClientBase):
         lock node failed meanwhile). Needs the right "read"; names the key may not read are left
         out. Raises InvalidArgumentError, DeniedError, UnavailableError (start the listing
         again), RateLimitedError, TransportError."""
-        return self._call(_calls.list_locks(prefix, limit, cursor))
+        return self._call(_listings.list_locks(prefix, limit, cursor))
 
     def iter_locks(self, prefix: str = "", page_size: int = 100) -> Iterator[HeldLock]:
         """Every lock of a listing, page after page (list_locks); raises as list_locks."""
+        for page in self._pages(lambda cursor: _listings.list_locks(prefix, page_size, cursor)):
+            yield from page.locks
+
+    def list_semaphores(self, prefix: str = "", limit: int = 100,
+                        cursor: Optional[str] = None) -> SemaphoreListing:
+        """One page of the semaphores with a permit held whose names start with `prefix` (GET
+        /v1/semaphores), each ListedSemaphore(name, permits, held) as semaphore_status tells it;
+        pages, `next` and errors as list_locks. A semaphore on which a permit stays held
+        throughout is listed (more than once if a lock node failed or was late meanwhile, or its
+        permits are held on different sets of nodes)."""
+        return self._call(_listings.list_semaphores(prefix, limit, cursor))
+
+    def iter_semaphores(self, prefix: str = "",
+                        page_size: int = 100) -> Iterator[ListedSemaphore]:
+        """Every semaphore of a listing, page after page (list_semaphores); raises as it does."""
+        for page in self._pages(
+                lambda cursor: _listings.list_semaphores(prefix, page_size, cursor)):
+            yield from page.semaphores
+
+    def list_rwlocks(self, prefix: str = "", limit: int = 100,
+                     cursor: Optional[str] = None) -> RwLockListing:
+        """One page of the read/write locks with a grant held whose names start with `prefix`
+        (GET /v1/rwlocks), each ListedRwLock(name, mode, holders, writer_waiting) as
+        rwlock_status tells it; pages, `next`, errors and repeats as list_semaphores."""
+        return self._call(_listings.list_rwlocks(prefix, limit, cursor))
+
+    def iter_rwlocks(self, prefix: str = "", page_size: int = 100) -> Iterator[ListedRwLock]:
+        """Every read/write lock of a listing, page after page (list_rwlocks); raises as it
+        does."""
+        for page in self._pages(lambda cursor: _listings.list_rwlocks(prefix, page_size, cursor)):
+            yield from page.rwlocks
+
+    def _pages(self, page: Callable[[Optional[str]], _calls.Call[P]]) -> Iterator[P]:
+        """Every page of a listing: `page(cursor)` asks for one, from the first (cursor None)
+        until one has no `next`."""
         cursor: Optional[str] = None
         while True:
-            page = self.list_locks(prefix, page_size, cursor)
-            yield from page.locks
-            if page.next is None:
+            answer = self._call(page(cursor))
+            yield answer
+            if answer.next is None:
                 return
-            cursor = page.next
+            cursor = answer.next
 
     def next_token(self, name: str) -> int:
         """Draws the next token of `name` without a lock. Hazard (docs/api.md): a drawn token is
