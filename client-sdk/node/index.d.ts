@@ -13,7 +13,7 @@ export interface ClientOptions {
   /** Sent as "Authorization: Bearer <apiKey>" (fencelockd with --auth-file). Never logged. */
   apiKey?: string;
   timeouts?: Timeouts;
-  /** Extra attempts of retry-safe calls (extend, release, status, watch, listLocks, tokens) and of an acquire whose answer was lost. Default 2; 0..10. */
+  /** Extra attempts of retry-safe calls (extend, release, status, watch, the listings, tokens) and of an acquire whose answer was lost. Default 2; 0..10. */
   maxRetries?: number;
   /** Pause before a retry, doubled each time. Default 50; 0..10000. */
   retryBackoffMs?: number;
@@ -68,7 +68,8 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-export interface ListLocksOptions extends CallOptions {
+/** One page of a listing (listLocks, listSemaphores, listRwlocks). */
+export interface ListOptions extends CallOptions {
   /** Only names that start with it. Default '' (every name). */
   prefix?: string;
   /** Names per page, 1..1000 (a page may hold fewer, or run over by a few). Default 100. */
@@ -76,6 +77,8 @@ export interface ListLocksOptions extends CallOptions {
   /** The previous page's `next`; null or absent for the first page. */
   cursor?: string | null;
 }
+
+export type ListLocksOptions = ListOptions;
 
 /** One lock of a listing: held on a majority of lock nodes. */
 export interface HeldLock {
@@ -90,6 +93,36 @@ export interface HeldLock {
 /** One page of a listing; `next` is the following page's cursor, null once complete. */
 export interface LockListing {
   locks: HeldLock[];
+  next: string | null;
+}
+
+/** Walking every page of a listing. */
+export interface IterateOptions extends CallOptions {
+  /** Only names that start with it. Default '' (every name). */
+  prefix?: string;
+  /** Names per page, 1..1000. Default 100. */
+  pageSize?: number;
+}
+
+/** One semaphore of a listing: a permit held on a majority of lock nodes, as semaphoreStatus() told it when the page was made. */
+export interface ListedSemaphore extends SemaphoreStatus {
+  name: string;
+}
+
+/** One page of the semaphore listing; `next` as LockListing's. */
+export interface SemaphoreListing {
+  semaphores: ListedSemaphore[];
+  next: string | null;
+}
+
+/** One read/write lock of a listing: a grant held on a majority of lock nodes, as rwlockStatus() told it when the page was made. */
+export interface ListedRwLock extends RwLockStatus {
+  name: string;
+}
+
+/** One page of the read/write lock listing; `next` as LockListing's. */
+export interface RwLockListing {
+  rwlocks: ListedRwLock[];
   next: string | null;
 }
 
@@ -261,9 +294,17 @@ export declare class Client {
   /** Resolves once the lock is no longer held with `afterToken` (changed: true; at once if it is not held with it), or after waitMs unchanged (changed: false). Key right "read". */
   watch(name: string, afterToken: bigint | number, options?: WatchOptions): Promise<WatchedLock>;
   /** One page of the held locks (key right "read"); follow `next` until it is null. */
-  listLocks(options?: ListLocksOptions): Promise<LockListing>;
+  listLocks(options?: ListOptions): Promise<LockListing>;
   /** Every held lock of a listing, page after page (listLocks). */
-  iterateLocks(options?: CallOptions & { prefix?: string; pageSize?: number }): AsyncGenerator<HeldLock, void, undefined>;
+  iterateLocks(options?: IterateOptions): AsyncGenerator<HeldLock, void, undefined>;
+  /** One page of the semaphores with a permit held (key right "read"), each as semaphoreStatus() tells it; a semaphore may be listed more than once. Follow `next` until it is null. */
+  listSemaphores(options?: ListOptions): Promise<SemaphoreListing>;
+  /** Every semaphore of a listing, page after page (listSemaphores). */
+  iterateSemaphores(options?: IterateOptions): AsyncGenerator<ListedSemaphore, void, undefined>;
+  /** One page of the read/write locks with a grant held (key right "read"), each as rwlockStatus() tells it; one may be listed more than once. Follow `next` until it is null. */
+  listRwlocks(options?: ListOptions): Promise<RwLockListing>;
+  /** Every read/write lock of a listing, page after page (listRwlocks). */
+  iterateRwlocks(options?: IterateOptions): AsyncGenerator<ListedRwLock, void, undefined>;
   /** Draws the name's next token without a lock (a hazard: see docs/api.md). */
   nextToken(name: string, options?: CallOptions): Promise<bigint>;
   currentToken(name: string, options?: CallOptions): Promise<bigint>;

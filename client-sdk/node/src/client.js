@@ -3,7 +3,7 @@
 //
 // Every request is bounded by AbortSignal.timeout (requestMs; an acquire or a watch adds its
 // waitMs). Retries follow the C++ SDK: calls that are safe to repeat (extend, release, status,
-// semaphoreStatus, rwlockStatus, watch, listLocks, nextToken, currentToken) are retried on
+// semaphoreStatus, rwlockStatus, watch, the listings, nextToken, currentToken) are retried on
 // transport errors and 503s, up to maxRetries times, on the next endpoint. acquire names its
 // request (request_id), so it is also retried after a transport error once its request may have
 // been sent — the service answers the grant it already made — but not on a 503. acquireSet,
@@ -25,11 +25,10 @@ import {
 } from './errors.js';
 import { Lease, declareLost, renewLease, retireLease } from './lease.js';
 import { LeaseKeeper } from './keeper.js';
+import { everyEntry, pagePath, readPage, rwlockState, semaphoreState } from './listings.js';
 import { maxToken, parseWithTokens } from './token_json.js';
 
 const requestIdPattern = /^[\x21-\x7e]{1,64}$/;
-// The largest page of a listing (GET /v1/locks).
-const maxListLimit = 1000;
 // The longest wait a watch may ask for (the C++ SDK's bound; the server's --max-wait may be
 // shorter).
 const maxWatchWaitMs = 3600000;
@@ -172,10 +171,7 @@ export class Client {
   async semaphoreStatus(name, { signal } = {}) {
     checkName(name);
     const { answer } = await this.#call('GET', `/v1/semaphores/${name}`, undefined, { idempotent: true, signal });
-    if (!Number.isSafeInteger(answer.permits) || !Number.isSafeInteger(answer.held)) {
-      throw new InternalError('internal', 'semaphoreStatus: the answer lacks permits or held');
-    }
-    return { permits: answer.permits, held: answer.held };
+    return semaphoreState('semaphoreStatus', answer);
   }
 
   /**
@@ -221,12 +217,7 @@ export class Client {
   async rwlockStatus(name, { signal } = {}) {
     checkName(name);
     const { answer } = await this.#call('GET', `/v1/rwlocks/${name}`, undefined, { idempotent: true, signal });
-    const mode = answer.mode ?? null;
-    if ((mode !== null && mode !== 'read' && mode !== 'write') || !Array.isArray(answer.holders) ||
-        typeof answer.writer_waiting !== 'boolean') {
-      throw new InternalError('internal', "rwlockStatus: the answer is not a read/write lock's status");
-    }
-    return { mode, holders: answer.holders.map(rwHolder), writerWaiting: answer.writer_waiting };
+    return rwlockState('rwlockStatus', answer);
   }
 
   /**
@@ -238,34 +229,56 @@ export class Client {
    * the key may not read are left out. Rejects with InvalidArgumentError, DeniedError,
    * UnavailableError (start the listing again), RateLimitedError, TransportError.
    */
-  async listLocks({ prefix = '', limit = 100, cursor, signal } = {}) {
-    if (typeof prefix !== 'string') throw new InvalidArgumentError('invalid_request', 'prefix: a string');
-    checkInteger('limit', limit, 1, maxListLimit);
-    if (cursor !== undefined && cursor !== null && (typeof cursor !== 'string' || cursor === '')) {
-      throw new InvalidArgumentError('invalid_request', "cursor: a page's next, or null for the first page");
-    }
-    let query = `limit=${limit}`;
-    if (prefix !== '') query += `&prefix=${encodeURIComponent(prefix)}`;
-    if (cursor) query += `&cursor=${encodeURIComponent(cursor)}`;
-    const { answer } = await this.#call('GET', `/v1/locks?${query}`, undefined, { idempotent: true, signal });
-    const next = answer.next ?? null;
-    if (!Array.isArray(answer.locks) || (next !== null && typeof next !== 'string')) {
-      throw new InternalError('internal', 'listLocks: the answer lacks its locks array or next');
-    }
-    return { locks: answer.locks.map(heldLock), next };
+  async listLocks(options = {}) {
+    return this.#listPage('locks', options);
   }
 
   /**
    * Every lock of a listing, page after page (listLocks):
    * `for await (const lock of client.iterateLocks({ prefix: 'invoice-' }))`. Rejects as listLocks.
    */
-  async *iterateLocks({ prefix = '', pageSize = 100, signal } = {}) {
-    let cursor = null;
-    do {
-      const page = await this.listLocks({ prefix, limit: pageSize, cursor, signal });
-      yield* page.locks;
-      cursor = page.next;
-    } while (cursor !== null);
+  iterateLocks(options = {}) {
+    return this.#everyEntry('locks', options);
+  }
+
+  /**
+   * One page of the semaphores with a permit held whose names start with `prefix` (GET
+   * /v1/semaphores): {semaphores: [{name, permits, held}], next}, each as semaphoreStatus()
+   * resolves it. Options, pages, `next`, retries and rejections as listLocks(). A semaphore on
+   * which a permit stays held throughout is listed (more than once if a lock node failed or was
+   * late meanwhile, or its permits are held on different sets of nodes).
+   */
+  async listSemaphores(options = {}) {
+    return this.#listPage('semaphores', options);
+  }
+
+  /** Every semaphore of a listing, page after page (listSemaphores). Rejects as listSemaphores. */
+  iterateSemaphores(options = {}) {
+    return this.#everyEntry('semaphores', options);
+  }
+
+  /**
+   * One page of the read/write locks with a grant held whose names start with `prefix` (GET
+   * /v1/rwlocks): {rwlocks: [{name, mode, holders: [{token (bigint), owner, remainingMs}],
+   * writerWaiting}], next}, each as rwlockStatus() resolves it. As listSemaphores() otherwise.
+   */
+  async listRwlocks(options = {}) {
+    return this.#listPage('rwlocks', options);
+  }
+
+  /** Every read/write lock of a listing, page after page (listRwlocks). Rejects as listRwlocks. */
+  iterateRwlocks(options = {}) {
+    return this.#everyEntry('rwlocks', options);
+  }
+
+  async #listPage(field, { prefix, limit, cursor, signal } = {}) {
+    const path = pagePath(field, { prefix, limit, cursor });
+    const { answer } = await this.#call('GET', path, undefined, { idempotent: true, signal });
+    return readPage(field, answer);
+  }
+
+  #everyEntry(field, { prefix = '', pageSize = 100, signal } = {}) {
+    return everyEntry(field, (cursor) => this.#listPage(field, { prefix, limit: pageSize, cursor, signal }));
   }
 
   // The POST of every grant: bounds, the request, and the conservative deadline of its answer.
@@ -533,32 +546,6 @@ function lockState(what, answer) {
     throw new InternalError('internal', `${what}: the answer holds an owner that is not a string`);
   }
   return { held: answer.held === true, remainingMs: answer.remaining_ms ?? null, token, owner };
-}
-
-function heldLock(lock) {
-  if (lock === null || typeof lock !== 'object' || typeof lock.name !== 'string' ||
-      !Number.isSafeInteger(lock.remaining_ms) || lock.remaining_ms < 0) {
-    throw new InternalError('internal', 'listLocks: a listed lock lacks its name or remaining_ms');
-  }
-  const token = lock.token ?? null;
-  if (token !== null) grantedToken(token);
-  const owner = lock.owner ?? null;
-  if (owner !== null && typeof owner !== 'string') {
-    throw new InternalError('internal', 'listLocks: a listed lock holds an owner that is not a string');
-  }
-  return { name: lock.name, token, owner, remainingMs: lock.remaining_ms };
-}
-
-function rwHolder(holder) {
-  if (holder === null || typeof holder !== 'object' || !Number.isSafeInteger(holder.remaining_ms) ||
-      holder.remaining_ms < 0) {
-    throw new InternalError('internal', 'rwlockStatus: a holder lacks its remaining_ms');
-  }
-  const owner = holder.owner ?? null;
-  if (owner !== null && typeof owner !== 'string') {
-    throw new InternalError('internal', 'rwlockStatus: a holder has an owner that is not a string');
-  }
-  return { token: grantedToken(holder.token), owner, remainingMs: holder.remaining_ms };
 }
 
 function checkLease(lease) {

@@ -2,6 +2,7 @@
 import {
   Client, Lease, LockedError, leaseFromString, LeaseLostError, FencelockError, PermitsMismatchError, maxPermits, maxSetNames,
   type HeldLock, type LockListing, type RwLockStatus, type SemaphoreStatus, type WatchedLock,
+  type ListedSemaphore, type SemaphoreListing, type ListedRwLock, type RwLockListing,
 } from 'fencelock';
 import { guardedUpdate, fenceRead, FencedTable, TokenRule, type Queryable } from 'fencelock/postgres';
 
@@ -71,7 +72,13 @@ async function setsAndPermits(client: Client): Promise<void> {
   } catch (error) {
     if (error instanceof PermitsMismatchError) console.log(error.permits);
   }
-  console.log(kind, tokenOfA, none, setReleased, slot, permitToken, status, maxSetNames, maxPermits);
+  const semaphores: SemaphoreListing = await client.listSemaphores({ prefix: 'work', limit: 10, cursor: null });
+  for await (const semaphore of client.iterateSemaphores({ prefix: 'work', pageSize: 50 })) {
+    const listed: ListedSemaphore = semaphore;
+    const counts: [string, number, number] = [listed.name, listed.permits, listed.held];
+    void counts;
+  }
+  console.log(kind, tokenOfA, none, setReleased, slot, permitToken, status, semaphores.next, maxSetNames, maxPermits);
 }
 void setsAndPermits;
 
@@ -93,7 +100,14 @@ async function readWrite(client: Client): Promise<bigint> {
   const setKind: 'set' = set.kind;
   void setKind;
   await client.withRead('doc', { ttlMs: 1000, renew: { renewWhenLeft: 0.5 } }, async (lease) => lease.token);
-  console.log(kind, released, mode, firstToken, firstOwner, waiting);
+  const rwlocks: RwLockListing = await client.listRwlocks({ prefix: 'doc', limit: 10 });
+  for await (const rwlock of client.iterateRwlocks({ prefix: 'doc', pageSize: 50, signal: AbortSignal.timeout(1000) })) {
+    const listed: ListedRwLock = rwlock;
+    const listedToken: bigint | undefined = listed.holders[0]?.token;
+    const listedMode: 'read' | 'write' | null = listed.mode;
+    console.log(listed.name, listedToken, listedMode, listed.writerWaiting);
+  }
+  console.log(kind, released, mode, firstToken, firstOwner, waiting, rwlocks.next);
   return client.withWrite('doc', { ttlMs: 1000, waitMs: 500 }, async (lease) => lease.token);
 }
 void readWrite;
