@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -550,105 +549,26 @@ func (a statusAnswer) status() (LockStatus, error) {
 	return status, nil
 }
 
-// ListOptions choose one page of a listing; the zero value asks for the first page of every name.
-type ListOptions struct {
-	// Prefix: only names that start with it. Default "": every name.
-	Prefix string
-	// Limit: names per page, 1 to 1000 (a page may hold fewer, even none, or run over by a few).
-	// Default 0 means 100.
-	Limit int
-	// Cursor: the previous page's Next. Default "": the first page.
-	Cursor string
-}
-
-// HeldLock is one lock of a listing: held on a majority of the lock nodes.
-type HeldLock struct {
-	Name string
-	// Token: the holder's fencing token; 0 when the listing cannot tell it.
-	Token int64
-	// Owner: what the holder sent as its owner; "" when none was sent.
-	Owner string
-	// Remaining: until fewer than a majority hold it.
-	Remaining time.Duration
-}
-
-// LockListing is one page of a listing. Next is the cursor of the following page; "" once the
-// listing is complete.
-type LockListing struct {
-	Locks []HeldLock
-	Next  string
-}
-
-// ListLocks answers one page of the locks held whose names start with opts.Prefix (GET
-// /v1/locks): pass its Next as opts.Cursor until it is "". A page may hold fewer than opts.Limit
-// names, even none, and still have a Next; a name held throughout is listed (twice if a lock node
-// failed meanwhile). It needs the right "read"; names the key may not read are left out.
-//
-// Errors: ErrInvalidArgument, ErrDenied, ErrUnavailable (start the listing again),
-// ErrRateLimited, ErrTransport, ErrInternal; the context's error when ctx ended first.
-func (c *Client) ListLocks(ctx context.Context, opts ListOptions) (LockListing, error) {
-	limit := opts.Limit
-	if limit == 0 {
-		limit = 100
-	}
-	if limit < 1 || limit > 1000 {
-		return LockListing{}, invalid("limit must be 1 .. 1000, not %d", limit)
-	}
-	path := "/v1/locks?limit=" + strconv.Itoa(limit)
-	if opts.Prefix != "" {
-		path += "&prefix=" + url.QueryEscape(opts.Prefix)
-	}
-	if opts.Cursor != "" {
-		path += "&cursor=" + url.QueryEscape(opts.Cursor)
-	}
-	var answer struct {
-		Locks []struct {
-			Name        *string `json:"name"`
-			Token       *int64  `json:"token"`
-			Owner       *string `json:"owner"`
-			RemainingMs *int64  `json:"remaining_ms"`
-		} `json:"locks"`
-		Next *string `json:"next"`
-	}
-	if err := c.read(ctx, "GET", path, &answer); err != nil {
-		return LockListing{}, err
-	}
-	if answer.Locks == nil {
-		return LockListing{}, internal("the service's listing lacks its locks array")
-	}
-	listing := LockListing{Locks: make([]HeldLock, 0, len(answer.Locks))}
-	for _, lock := range answer.Locks {
-		if lock.Name == nil || lock.RemainingMs == nil || *lock.RemainingMs < 0 ||
-			(lock.Token != nil && *lock.Token < 1) {
-			return LockListing{}, internal("a listed lock lacks its name or a valid remaining_ms or token")
-		}
-		held := HeldLock{Name: *lock.Name, Remaining: time.Duration(*lock.RemainingMs) * time.Millisecond}
-		if lock.Token != nil {
-			held.Token = *lock.Token
-		}
-		if lock.Owner != nil {
-			held.Owner = *lock.Owner
-		}
-		listing.Locks = append(listing.Locks, held)
-	}
-	if answer.Next != nil {
-		listing.Next = *answer.Next
-	}
-	return listing, nil
-}
-
 // SemaphoreStatus gives semaphore name's live permit count and how many permits are held.
 func (c *Client) SemaphoreStatus(ctx context.Context, name string) (SemaphoreStatus, error) {
 	if err := checkName(name); err != nil {
 		return SemaphoreStatus{}, err
 	}
-	var answer struct {
-		Permits *int `json:"permits"`
-		Held    *int `json:"held"`
-	}
+	var answer semaphoreAnswer
 	if err := c.read(ctx, "GET", "/v1/semaphores/"+name, &answer); err != nil {
 		return SemaphoreStatus{}, err
 	}
+	return answer.status()
+}
+
+// semaphoreAnswer is a semaphore's status as GET /v1/semaphores/{name}, and each entry of the
+// semaphore listing, words it.
+type semaphoreAnswer struct {
+	Permits *int `json:"permits"`
+	Held    *int `json:"held"`
+}
+
+func (answer semaphoreAnswer) status() (SemaphoreStatus, error) {
 	if answer.Permits == nil || answer.Held == nil || *answer.Permits < 0 || *answer.Held < 0 {
 		return SemaphoreStatus{}, internal("the service's answer lacks a valid permits or held")
 	}

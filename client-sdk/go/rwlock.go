@@ -85,18 +85,26 @@ func (c *Client) RWLockStatus(ctx context.Context, name string) (RWLockStatus, e
 	if err := checkName(name); err != nil {
 		return RWLockStatus{}, err
 	}
-	var answer struct {
-		Mode    *string `json:"mode"`
-		Holders []struct {
-			Token       *int64  `json:"token"`
-			Owner       *string `json:"owner"`
-			RemainingMs *int64  `json:"remaining_ms"`
-		} `json:"holders"`
-		WriterWaiting *bool `json:"writer_waiting"`
-	}
+	var answer rwlockAnswer
 	if err := c.read(ctx, "GET", "/v1/rwlocks/"+name, &answer); err != nil {
 		return RWLockStatus{}, err
 	}
+	return answer.status()
+}
+
+// rwlockAnswer is a read/write lock's status as GET /v1/rwlocks/{name}, and each entry of the
+// read/write lock listing, words it.
+type rwlockAnswer struct {
+	Mode    *string `json:"mode"`
+	Holders []struct {
+		Token       *int64  `json:"token"`
+		Owner       *string `json:"owner"`
+		RemainingMs *int64  `json:"remaining_ms"`
+	} `json:"holders"`
+	WriterWaiting *bool `json:"writer_waiting"`
+}
+
+func (answer rwlockAnswer) status() (RWLockStatus, error) {
 	if answer.Holders == nil || answer.WriterWaiting == nil ||
 		(answer.Mode != nil && *answer.Mode != "read" && *answer.Mode != "write") {
 		return RWLockStatus{}, internal("the service's answer is not a read/write lock's status")
