@@ -4,7 +4,7 @@
  * as the C++ SDK (docs/sdk.md) and the Python and Node clients, with a checked FencelockException
  * instead of Result values and java.time.Duration for times.
  *
- * Retries: calls that are safe to repeat (extend, release, status, watch, listLocks, tokens) are
+ * Retries: calls that are safe to repeat (extend, release, status, watch, the listings, tokens) are
  * retried on transport errors and 503s, up to maxRetries times, on the next endpoint. acquire
  * names its request (request_id), so it is also retried after a transport error once its request
  * may have reached fencelockd — the service answers the grant it already made — but not on a 503.
@@ -32,7 +32,6 @@ import java.io.InputStream;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.net.URLEncoder;
 import java.net.UnknownHostException;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
@@ -104,8 +103,6 @@ public final class FencelockClient implements AutoCloseable {
   private static final Pattern kApiKey = Pattern.compile("[\\x21-\\x7e]{1,256}");
   private static final Pattern kRequestId = Pattern.compile("[\\x21-\\x7e]{1,64}");
   private static final SecureRandom kRandom = new SecureRandom();
-  // The largest page of a listing (GET /v1/locks).
-  private static final int kMaxListLimit = 1000;
   // A watch's longest wait (the C++ SDK's bound; fencelockd's --max-wait may be shorter) and its
   // default.
   private static final long kMaxWatchWaitMillis = 3_600_000;
@@ -642,48 +639,32 @@ public final class FencelockClient implements AutoCloseable {
    * unavailable (start the listing again), rate_limited, transport, tls, cancelled, internal.
    */
   public LockListing listLocks(String prefix, int limit, String cursor) throws FencelockException {
-    if (limit < 1 || limit > kMaxListLimit) {
-      throw invalid("limit must be 1 .. " + kMaxListLimit);
-    }
-    StringBuilder path = new StringBuilder("/v1/locks?limit=").append(limit);
-    if (prefix != null && !prefix.isEmpty()) {
-      path.append("&prefix=").append(URLEncoder.encode(prefix, StandardCharsets.UTF_8));
-    }
-    if (cursor != null && !cursor.isEmpty()) {
-      path.append("&cursor=").append(URLEncoder.encode(cursor, StandardCharsets.UTF_8));
-    }
-    Map<String, Object> answer = expectObject(call("GET", path.toString(), null, Retry.SAFE, 0, null, null));
-    Object locks = answer.get("locks");
-    Object next = answer.get("next");
-    if (!(locks instanceof List) || !(next == null || next == Json.NULL || next instanceof String)) {
-      throw internal("the service's listing lacks its 'locks' array or 'next'");
-    }
-    List<HeldLock> held = new ArrayList<>();
-    for (Object lock : (List<?>) locks) {
-      if (!(lock instanceof Map) || !(((Map<?, ?>) lock).get("name") instanceof String)) {
-        throw internal("a listed lock lacks its name");
-      }
-      @SuppressWarnings("unchecked")
-      Map<String, Object> fields = (Map<String, Object>) lock;
-      Object token = fields.get("token");
-      Object owner = fields.get("owner") == Json.NULL ? null : fields.get("owner");
-      if (owner != null && !(owner instanceof String)) {
-        throw internal("a listed lock holds an 'owner' that is not a string");
-      }
-      held.add(new HeldLock((String) fields.get("name"),
-          token == null || token == Json.NULL ? OptionalLong.empty() : OptionalLong.of(positiveLong(fields, "token")),
-          Optional.ofNullable((String) owner),
-          Duration.ofMillis(boundedLong(fields, "remaining_ms", 0, Long.MAX_VALUE / 1_000_000))));
-    }
-    return new LockListing(List.copyOf(held), next instanceof String ? Optional.of((String) next) : Optional.empty());
+    return Listings.locks(this::getSafely, prefix, limit, cursor);
+  }
+
+  /**
+   * One page of the semaphores with a permit held whose names start with `prefix` (GET
+   * /v1/semaphores), each as semaphoreStatus tells it; `prefix`, `limit`, `cursor`, pages, retries
+   * and errors as listLocks. A semaphore on which a permit stays held throughout is listed (more
+   * than once if a lock node failed or was late meanwhile, or its permits are held on different
+   * sets of nodes).
+   */
+  public SemaphoreListing listSemaphores(String prefix, int limit, String cursor) throws FencelockException {
+    return Listings.semaphores(this::getSafely, prefix, limit, cursor);
+  }
+
+  /**
+   * One page of the read/write locks with a grant held whose names start with `prefix` (GET
+   * /v1/rwlocks), each as rwlockStatus tells it; otherwise as listSemaphores.
+   */
+  public RwLockListing listRwlocks(String prefix, int limit, String cursor) throws FencelockException {
+    return Listings.rwlocks(this::getSafely, prefix, limit, cursor);
   }
 
   /** The live permit count of semaphore `name` (0 when none is live) and the permits held. */
   public SemaphoreStatus semaphoreStatus(String name) throws FencelockException {
     checkName(name);
-    Map<String, Object> answer = expectObject(call("GET", "/v1/semaphores/" + name, null, Retry.SAFE, 0, null, null));
-    return new SemaphoreStatus((int) boundedLong(answer, "permits", 0, MAX_PERMITS),
-        (int) boundedLong(answer, "held", 0, MAX_PERMITS));
+    return Listings.semaphoreStatus(getSafely("/v1/semaphores/" + name));
   }
 
   /**
@@ -694,31 +675,12 @@ public final class FencelockClient implements AutoCloseable {
    */
   public RwLockStatus rwlockStatus(String name) throws FencelockException {
     checkName(name);
-    Map<String, Object> answer = expectObject(call("GET", "/v1/rwlocks/" + name, null, Retry.SAFE, 0, null, null));
-    Object mode = answer.get("mode");
-    Object holders = answer.get("holders");
-    Object writerWaiting = answer.get("writer_waiting");
-    if (!(holders instanceof List) || !(writerWaiting instanceof Boolean)
-        || !(mode == null || mode == Json.NULL || "read".equals(mode) || "write".equals(mode))) {
-      throw internal("the service's answer is not a read/write lock's status");
-    }
-    List<RwLockStatus.Holder> held = new ArrayList<>();
-    for (Object holder : (List<?>) holders) {
-      if (!(holder instanceof Map)) {
-        throw internal("a holder of the read/write lock is not an object");
-      }
-      @SuppressWarnings("unchecked")
-      Map<String, Object> fields = (Map<String, Object>) holder;
-      Object owner = fields.get("owner") == Json.NULL ? null : fields.get("owner");
-      if (owner != null && !(owner instanceof String)) {
-        throw internal("a holder of the read/write lock has an 'owner' that is not a string");
-      }
-      held.add(new RwLockStatus.Holder(positiveLong(fields, "token"), Optional.ofNullable((String) owner),
-          Duration.ofMillis(boundedLong(fields, "remaining_ms", 0, Long.MAX_VALUE / 1_000_000))));
-    }
-    Optional<Lease.Kind> heldMode = "read".equals(mode) ? Optional.of(Lease.Kind.READ)
-        : "write".equals(mode) ? Optional.of(Lease.Kind.WRITE) : Optional.empty();
-    return new RwLockStatus(heldMode, held, (Boolean) writerWaiting);
+    return Listings.rwlockStatus(getSafely("/v1/rwlocks/" + name));
+  }
+
+  /** A GET of `path`, safe to repeat: its answer, a JSON object. */
+  private Map<String, Object> getSafely(String path) throws FencelockException {
+    return expectObject(call("GET", path, null, Retry.SAFE, 0, null, null));
   }
 
   /** The latest token drawn for `name` (0 if none ever was). */
@@ -1219,11 +1181,11 @@ public final class FencelockClient implements AutoCloseable {
     throw internal("the service answered something that is not a JSON object");
   }
 
-  private static long positiveLong(Map<String, Object> answer, String name) throws FencelockException {
+  static long positiveLong(Map<String, Object> answer, String name) throws FencelockException {
     return boundedLong(answer, name, 1, Long.MAX_VALUE);
   }
 
-  private static long boundedLong(Map<String, Object> answer, String name, long min, long max)
+  static long boundedLong(Map<String, Object> answer, String name, long min, long max)
       throws FencelockException {
     Object value = answer.get(name);
     if (!(value instanceof Long) || (Long) value < min || (Long) value > max) {
@@ -1328,11 +1290,11 @@ public final class FencelockClient implements AutoCloseable {
     };
   }
 
-  private static FencelockException invalid(String message) {
+  static FencelockException invalid(String message) {
     return new FencelockException(FencelockException.INVALID_REQUEST, message);
   }
 
-  private static FencelockException internal(String message) {
+  static FencelockException internal(String message) {
     return new FencelockException(FencelockException.INTERNAL, message);
   }
 }
