@@ -62,8 +62,8 @@ final class Listings {
 
   /** A semaphore's status as GET /v1/semaphores/{name}, and each entry of its listing, words it. */
   static SemaphoreStatus semaphoreStatus(Map<String, Object> answer) throws FencelockException {
-    return new SemaphoreStatus((int) FencelockClient.boundedLong(answer, "permits", 0, FencelockClient.MAX_PERMITS),
-        (int) FencelockClient.boundedLong(answer, "held", 0, FencelockClient.MAX_PERMITS));
+    return new SemaphoreStatus((int) Answers.boundedLong(answer, "permits", 0, FencelockClient.MAX_PERMITS),
+        (int) Answers.boundedLong(answer, "held", 0, FencelockClient.MAX_PERMITS));
   }
 
   /** A read/write lock's status as GET /v1/rwlocks/{name}, and each entry of its listing, words it. */
@@ -73,16 +73,16 @@ final class Listings {
     Object writerWaiting = answer.get("writer_waiting");
     if (!(holders instanceof List) || !(writerWaiting instanceof Boolean)
         || !(mode == null || mode == Json.NULL || "read".equals(mode) || "write".equals(mode))) {
-      throw FencelockClient.internal("the service's answer is not a read/write lock's status");
+      throw Answers.internal("the service's answer is not a read/write lock's status");
     }
     List<RwLockStatus.Holder> held = new ArrayList<>();
     for (Object holder : (List<?>) holders) {
       if (!(holder instanceof Map)) {
-        throw FencelockClient.internal("a holder of the read/write lock is not an object");
+        throw Answers.internal("a holder of the read/write lock is not an object");
       }
       @SuppressWarnings("unchecked")
       Map<String, Object> fields = (Map<String, Object>) holder;
-      held.add(new RwLockStatus.Holder(FencelockClient.positiveLong(fields, "token"),
+      held.add(new RwLockStatus.Holder(Answers.positiveLong(fields, "token"),
           owner(fields, "a holder of the read/write lock"), remaining(fields)));
     }
     Optional<Lease.Kind> heldMode = "read".equals(mode) ? Optional.of(Lease.Kind.READ)
@@ -97,7 +97,7 @@ final class Listings {
   private static <E> Page<E> page(Get get, Listing<E> listing, String prefix, int limit, String cursor)
       throws FencelockException {
     if (limit < 1 || limit > MAX_LIMIT) {
-      throw FencelockClient.invalid("limit must be 1 .. " + MAX_LIMIT);
+      throw Checks.invalid("limit must be 1 .. " + MAX_LIMIT);
     }
     StringBuilder path = new StringBuilder(listing.route()).append("?limit=").append(limit);
     if (prefix != null && !prefix.isEmpty()) {
@@ -110,12 +110,12 @@ final class Listings {
     Object entries = answer.get(listing.field());
     Object next = answer.get("next");
     if (!(entries instanceof List) || !(next == null || next == Json.NULL || next instanceof String)) {
-      throw FencelockClient.internal("the service's listing lacks its '" + listing.field() + "' array or 'next'");
+      throw Answers.internal("the service's listing lacks its '" + listing.field() + "' array or 'next'");
     }
     List<E> read = new ArrayList<>();
     for (Object one : (List<?>) entries) {
       if (!(one instanceof Map) || !(((Map<?, ?>) one).get("name") instanceof String)) {
-        throw FencelockClient.internal("a listed " + listing.kind() + " lacks its name");
+        throw Answers.internal("a listed " + listing.kind() + " lacks its name");
       }
       @SuppressWarnings("unchecked")
       Map<String, Object> fields = (Map<String, Object>) one;
@@ -128,7 +128,7 @@ final class Listings {
     Object token = fields.get("token");
     return new HeldLock((String) fields.get("name"),
         token == null || token == Json.NULL ? OptionalLong.empty()
-            : OptionalLong.of(FencelockClient.positiveLong(fields, "token")),
+            : OptionalLong.of(Answers.positiveLong(fields, "token")),
         owner(fields, "a listed lock"), remaining(fields));
   }
 
@@ -145,12 +145,12 @@ final class Listings {
   private static Optional<String> owner(Map<String, Object> fields, String whose) throws FencelockException {
     Object owner = fields.get("owner") == Json.NULL ? null : fields.get("owner");
     if (owner != null && !(owner instanceof String)) {
-      throw FencelockClient.internal(whose + " holds an 'owner' that is not a string");
+      throw Answers.internal(whose + " holds an 'owner' that is not a string");
     }
     return Optional.ofNullable((String) owner);
   }
 
   private static Duration remaining(Map<String, Object> fields) throws FencelockException {
-    return Duration.ofMillis(FencelockClient.boundedLong(fields, "remaining_ms", 0, Long.MAX_VALUE / 1_000_000));
+    return Duration.ofMillis(Answers.boundedLong(fields, "remaining_ms", 0, Long.MAX_VALUE / 1_000_000));
   }
 }
