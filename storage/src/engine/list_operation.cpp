@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fencelock/names.h"
+#include "fencelock/storage/quorum.h"
 
 namespace fencelock::storage {
 
@@ -66,7 +67,10 @@ Status ListOperation::check_list_request(const ListRequest& request, std::size_t
   std::uint32_t passed_over = 0;
   if (!request.cursor.empty() &&
       (request.cursor.size() > 48 || !parse_cursor(request.cursor, node, scan, passed_over) ||
-       node >= node_count || (passed_over >> node_count) != 0)) {
+       node >= node_count || (passed_over >> node_count) != 0 ||
+       // A listing ends before passing over more nodes than a quorum can miss (pass_over).
+       static_cast<std::size_t>(std::popcount(passed_over)) >
+           node_count - quorum_size(node_count))) {
     return make_error(ErrorCode::kInvalidArgument, "cursor is not one a listing answered");
   }
   return Done{};
