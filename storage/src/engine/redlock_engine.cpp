@@ -535,16 +535,18 @@ void RedlockEngine::inspect_semaphore(std::string name, SemaphoreStatusHandler d
   if (!valid.ok()) {
     return answer_later(core_, std::move(done), Result<SemaphoreStatus>(std::move(valid).error()));
   }
-  asio::dispatch(core_->strand(),
-                 [core = core_, name = std::move(name), done = std::move(done)]() mutable {
-                   auto status = [done = std::move(done)](Result<SemaphoreInspection> inspection) {
-                     if (!inspection.ok()) return done(std::move(inspection).error());
-                     done(inspection->status);
-                   };
-                   std::make_shared<InspectSemaphoreOperation>(
-                       core, core->key_of(permit_config_name(name)), std::move(status))
-                       ->start();
-                 });
+  asio::dispatch(
+      core_->strand(), [core = core_, name = std::move(name), done = std::move(done)]() mutable {
+        auto status = [done = std::move(done), name](Result<SemaphoreInspection> inspection) {
+          if (!inspection.ok()) return done(std::move(inspection).error());
+          // `held` could be short by a permit the silent nodes hold: never say so.
+          if (inspection->maybe_held) return done(maybe_held_error(name));
+          done(inspection->status);
+        };
+        std::make_shared<InspectSemaphoreOperation>(core, core->key_of(permit_config_name(name)),
+                                                    std::move(status))
+            ->start();
+      });
 }
 
 std::size_t RedlockEngine::node_count() const noexcept {
