@@ -124,56 +124,36 @@ LockPage LockListKind::take_page(std::string next) {
   return std::move(page_);
 }
 
-void SemaphoreListKind::inspect(const std::shared_ptr<EngineCore>& core,
-                                std::vector<std::string> names,
-                                std::function<void(Result<StepInspection>)> done) {
+template <class Traits>
+void EachNameListKind<Traits>::inspect(const std::shared_ptr<EngineCore>& core,
+                                       std::vector<std::string> names,
+                                       std::function<void(Result<StepInspection>)> done) {
   names_ = names;
-  auto start = [core](const std::string& name, EachName<SemaphoreInspection>::Answer answer) {
-    std::make_shared<InspectSemaphoreOperation>(core, core->key_of(permit_config_name(name)),
-                                                std::move(answer))
-        ->start();
+  auto start = [core](const std::string& name, typename EachName<Inspection>::Answer answer) {
+    Traits::start(core, name, std::move(answer));
   };
   // `this` lives as long as the listing, which `done` holds.
-  auto inspected = [this, done = std::move(done)](Result<std::vector<SemaphoreInspection>> all) {
+  auto inspected = [this, done = std::move(done)](Result<std::vector<Inspection>> all) {
     if (!all.ok()) return done(Result<StepInspection>(std::move(all).error()));
     step_ = std::move(all).value();
     done(step_of(step_, names_));
   };
-  inspect_each<SemaphoreInspection>(std::move(names), std::move(start), std::move(inspected));
+  inspect_each<Inspection>(std::move(names), std::move(start), std::move(inspected));
 }
 
-void SemaphoreListKind::keep(std::size_t i) {
-  page_.semaphores.push_back(ListedSemaphore{std::move(names_[i]), step_[i].status});
+void SemaphoreListTraits::start(const std::shared_ptr<EngineCore>& core, const std::string& name,
+                                std::function<void(Result<Inspection>)> answer) {
+  std::make_shared<InspectSemaphoreOperation>(core, core->key_of(permit_config_name(name)),
+                                              std::move(answer))
+      ->start();
 }
 
-SemaphorePage SemaphoreListKind::take_page(std::string next) {
-  page_.next = std::move(next);
-  return std::move(page_);
+void RwLockListTraits::start(const std::shared_ptr<EngineCore>& core, const std::string& name,
+                             std::function<void(Result<Inspection>)> answer) {
+  std::make_shared<InspectRwOperation>(core, name, std::move(answer))->start();
 }
 
-void RwLockListKind::inspect(const std::shared_ptr<EngineCore>& core,
-                             std::vector<std::string> names,
-                             std::function<void(Result<StepInspection>)> done) {
-  names_ = names;
-  auto start = [core](const std::string& name, EachName<RwInspection>::Answer answer) {
-    std::make_shared<InspectRwOperation>(core, name, std::move(answer))->start();
-  };
-  // `this` lives as long as the listing, which `done` holds.
-  auto inspected = [this, done = std::move(done)](Result<std::vector<RwInspection>> all) {
-    if (!all.ok()) return done(Result<StepInspection>(std::move(all).error()));
-    step_ = std::move(all).value();
-    done(step_of(step_, names_));
-  };
-  inspect_each<RwInspection>(std::move(names), std::move(start), std::move(inspected));
-}
-
-void RwLockListKind::keep(std::size_t i) {
-  page_.rwlocks.push_back(ListedRwLock{std::move(names_[i]), std::move(step_[i].status)});
-}
-
-RwLockPage RwLockListKind::take_page(std::string next) {
-  page_.next = std::move(next);
-  return std::move(page_);
-}
+template class EachNameListKind<SemaphoreListTraits>;
+template class EachNameListKind<RwLockListTraits>;
 
 }  // namespace fencelock::storage

@@ -38,36 +38,56 @@ class LockListKind final : public ListKind {
   Page page_;
 };
 
-class SemaphoreListKind final : public ListKind {
+// A kind whose names are inspected one by one (at most kInspectionsInFlight at once). `Traits`
+// says the rest: `Page`, `Inspection` (with `answered`, `held_on`, `maybe_held`), `kKeySuffix`,
+// `start(core, name, answer)` (inspects one name) and `entries(page)` (the page's list, whose
+// elements are made of a name and the inspection's `status`).
+template <class Traits>
+class EachNameListKind final : public ListKind {
  public:
+  using Page = typename Traits::Page;
+  using Inspection = typename Traits::Inspection;
+  std::string_view key_suffix() const override { return Traits::kKeySuffix; }
+  void inspect(const std::shared_ptr<EngineCore>& core, std::vector<std::string> names,
+               std::function<void(Result<StepInspection>)> done) override;
+  void keep(std::size_t i) override {
+    Traits::entries(page_).push_back({std::move(names_[i]), std::move(step_[i].status)});
+  }
+  std::size_t kept() const override { return Traits::entries(page_).size(); }
+  Page take_page(std::string next) {
+    page_.next = std::move(next);
+    return std::move(page_);
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<Inspection> step_;
+  Page page_;
+};
+
+struct SemaphoreListTraits {
   using Page = SemaphorePage;
-  std::string_view key_suffix() const override { return "#permits"; }
-  void inspect(const std::shared_ptr<EngineCore>& core, std::vector<std::string> names,
-               std::function<void(Result<StepInspection>)> done) override;
-  void keep(std::size_t i) override;
-  std::size_t kept() const override { return page_.semaphores.size(); }
-  Page take_page(std::string next);
-
- private:
-  std::vector<std::string> names_;
-  std::vector<SemaphoreInspection> step_;
-  Page page_;
+  using Inspection = SemaphoreInspection;
+  static constexpr std::string_view kKeySuffix = "#permits";  // the config key
+  static void start(const std::shared_ptr<EngineCore>& core, const std::string& name,
+                    std::function<void(Result<Inspection>)> answer);
+  static auto& entries(Page& page) { return page.semaphores; }
+  static const auto& entries(const Page& page) { return page.semaphores; }
 };
 
-class RwLockListKind final : public ListKind {
- public:
+struct RwLockListTraits {
   using Page = RwLockPage;
-  std::string_view key_suffix() const override { return "#rw"; }
-  void inspect(const std::shared_ptr<EngineCore>& core, std::vector<std::string> names,
-               std::function<void(Result<StepInspection>)> done) override;
-  void keep(std::size_t i) override;
-  std::size_t kept() const override { return page_.rwlocks.size(); }
-  Page take_page(std::string next);
-
- private:
-  std::vector<std::string> names_;
-  std::vector<RwInspection> step_;
-  Page page_;
+  using Inspection = RwInspection;
+  static constexpr std::string_view kKeySuffix = "#rw";  // the state key
+  static void start(const std::shared_ptr<EngineCore>& core, const std::string& name,
+                    std::function<void(Result<Inspection>)> answer);
+  static auto& entries(Page& page) { return page.rwlocks; }
+  static const auto& entries(const Page& page) { return page.rwlocks; }
 };
+
+extern template class EachNameListKind<SemaphoreListTraits>;  // list_kinds.cpp
+extern template class EachNameListKind<RwLockListTraits>;
+using SemaphoreListKind = EachNameListKind<SemaphoreListTraits>;
+using RwLockListKind = EachNameListKind<RwLockListTraits>;
 
 }  // namespace fencelock::storage
