@@ -413,14 +413,7 @@ Result<Lease> Client::acquire_write(std::string_view name, milliseconds ttl, mil
   return acquire_rw(*impl_, name, LeaseKind::kWrite, ttl, wait, owner);
 }
 
-Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
-  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
-  Clock::time_point sent_at;
-  auto parsed =
-      expect_object(impl_->call("GET", api_paths::expand(api_paths::kRwLock, name), {},
-                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
-  if (!parsed.ok()) return std::move(parsed).error();
-  const json& body = parsed.value();
+Result<RwLockStatus> rwlock_status_of(const json& body) {
   if (!body.contains("holders") || !body["holders"].is_array() || !body.contains("mode") ||
       !body.contains("writer_waiting") || !body["writer_waiting"].is_boolean())
     return make(ErrorCode::kInternal, "the service's answer is not a read/write lock's status");
@@ -439,6 +432,16 @@ Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
     status.holders.push_back(std::move(entry));
   }
   return status;
+}
+
+Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto parsed =
+      expect_object(impl_->call("GET", api_paths::expand(api_paths::kRwLock, name), {},
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  if (!parsed.ok()) return std::move(parsed).error();
+  return rwlock_status_of(parsed.value());
 }
 
 Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds> within) {
@@ -467,6 +470,14 @@ Result<bool> Client::release(const Lease& lease, std::optional<milliseconds> wit
   return parsed.value()["released"].get<bool>();
 }
 
+Result<SemaphoreStatus> semaphore_status_of(const json& body) {
+  auto permits = field<std::uint32_t>(body, "permits");
+  if (!permits.ok()) return std::move(permits).error();
+  auto held = field<std::uint32_t>(body, "held");
+  if (!held.ok()) return std::move(held).error();
+  return SemaphoreStatus{permits.value(), held.value()};
+}
+
 Result<SemaphoreStatus> Client::semaphore_status(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
@@ -474,11 +485,7 @@ Result<SemaphoreStatus> Client::semaphore_status(std::string_view name) {
       expect_object(impl_->call("GET", api_paths::expand(api_paths::kSemaphore, name), {},
                                 Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
-  auto permits = field<std::uint32_t>(parsed.value(), "permits");
-  if (!permits.ok()) return std::move(permits).error();
-  auto held = field<std::uint32_t>(parsed.value(), "held");
-  if (!held.ok()) return std::move(held).error();
-  return SemaphoreStatus{permits.value(), held.value()};
+  return semaphore_status_of(parsed.value());
 }
 
 namespace {

@@ -37,6 +37,14 @@ Error error_from_reply(const HttpReply& reply);
 // A call whose success is 200 with a JSON object: the object, or the service's error.
 Result<nlohmann::json> expect_object(Result<HttpReply> reply);
 
+// A semaphore's status as GET /v1/semaphores/{name} answers it — also an entry of GET
+// /v1/semaphores — or kInternal when `body` is not one.
+Result<SemaphoreStatus> semaphore_status_of(const nlohmann::json& body);
+
+// A read/write lock's status as GET /v1/rwlocks/{name} answers it — also an entry of GET
+// /v1/rwlocks — or kInternal when `body` is not one.
+Result<RwLockStatus> rwlock_status_of(const nlohmann::json& body);
+
 class Client::Impl {
  public:
   using Clock = std::chrono::steady_clock;
