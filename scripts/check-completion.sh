@@ -46,6 +46,8 @@ expect 'fencelock ' 'acquire extend list release revoke run semaphore status tok
 expect 'fencelock watch --token ' ''
 expect 'fencelock --sk' '--skip-if-locked'
 expect 'fencelock --verb' '--verbose'
+expect 'fencelock list --sem' '--semaphores'
+expect 'fencelock list --rw' '--rwlocks'
 expect 'fencelock status ' ''
 expect 'fencelock --ttl ' ''
 expect "fencelock --cacert $work/c" '*ca.pem*'

@@ -53,8 +53,10 @@ struct ParseState {
   std::vector<std::string> positional;
   std::vector<std::string> extra_names;  // --name
   bool seen_command = false;
-  bool read = false;   // --read
-  bool write = false;  // --write
+  bool read = false;        // --read
+  bool write = false;       // --write
+  bool semaphores = false;  // --semaphores
+  bool rwlocks = false;     // --rwlocks
 };
 
 // A flag without a value.
@@ -69,6 +71,8 @@ constexpr Switch kSwitches[] = {
     {"--skip-if-locked", [](ParseState& p) { p.out.skip_if_locked = true; }},
     {"--read", [](ParseState& p) { p.read = true; }},
     {"--write", [](ParseState& p) { p.write = true; }},
+    {"--semaphores", [](ParseState& p) { p.semaphores = true; }},
+    {"--rwlocks", [](ParseState& p) { p.rwlocks = true; }},
 };
 
 const Switch* find_switch(std::string_view arg) {
@@ -203,6 +207,9 @@ Status check_flags_fit_command(const ParseState& p) {
     return usage_error(
         "--read and --write are only for run, acquire, extend and release of one "
         "read/write lock");
+  if (p.semaphores && p.rwlocks) return usage_error("--semaphores and --rwlocks: choose one");
+  if ((p.semaphores || p.rwlocks) && command != Command::kList)
+    return usage_error("--semaphores and --rwlocks are only for list");
   if (p.out.skip_if_locked && command != Command::kRun)
     return usage_error("--skip-if-locked is only for run");
   if (!p.out.request_id.empty() && ((command != Command::kRun && command != Command::kAcquire) ||
@@ -362,6 +369,12 @@ Commands:
   list [PREFIX]
       Print {"locks":[{"name","token","owner","remaining_ms"},...]}: every lock held whose name
       starts with PREFIX (all of them without), read page by page.
+  list --semaphores [PREFIX]
+      Print {"semaphores":[{"name","permits","held"},...]}: every semaphore with a permit held,
+      as `semaphore` prints it.
+  list --rwlocks [PREFIX]
+      Print {"rwlocks":[{"name","mode","holders","writer_waiting"},...]}: every read/write lock
+      with a grant held; mode "read" or "write", each holder {"token","owner","remaining_ms"}.
   revoke [--ttl 30s] [--owner TEXT] NAME
       Take NAME whoever holds it, with a token above the holder's (the key needs the `admin`
       right). Prints the lease as acquire does; the old holder's extend and release fail, and a
@@ -401,6 +414,8 @@ Options:
   --permits N         run, acquire, extend, release: NAME is a counting semaphore of N permits
   --read, --write     run, acquire, extend, release: NAME is a read/write lock, taken to read
                       (shared) or to write (alone)
+  --semaphores        list: the semaphores with a permit held, instead of the locks
+  --rwlocks           list: the read/write locks with a grant held, instead of the locks
   Durations: whole numbers with h, m, s or ms, largest first: 500ms, 30s, 2m, 1h30m.
 
 Exit codes:
@@ -503,6 +518,8 @@ Result<CliArgs> parse_cli(const std::vector<std::string>& args,
     if (!status.ok()) return std::move(status).error();
   }
   if (p.read || p.write) p.out.rw = p.write ? LeaseKind::kWrite : LeaseKind::kRead;
+  if (p.semaphores) p.out.list_kind = ListKind::kSemaphores;
+  if (p.rwlocks) p.out.list_kind = ListKind::kRwLocks;
   if (auto fits = check_flags_fit_command(p); !fits.ok()) return std::move(fits).error();
   if (p.out.command == Command::kList) {  // an optional PREFIX instead of NAME
     if (p.positional.size() > 1)

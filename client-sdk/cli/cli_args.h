@@ -41,6 +41,10 @@ enum class Command {
   kWatch,
 };
 
+// What `list` lists: the locks held, or --semaphores with a permit held, or --rwlocks with a grant
+// held.
+enum class ListKind { kLocks, kSemaphores, kRwLocks };
+
 struct CliArgs {
   Command command = Command::kHelp;
   // --endpoint, FENCELOCK_ENDPOINT: one URL or several separated by commas (tried in order).
@@ -57,6 +61,7 @@ struct CliArgs {
   std::string name;
   std::optional<std::uint32_t> permits;     // --permits N (1..64): NAME is a counting semaphore
   std::optional<LeaseKind> rw;              // --read / --write: NAME is a read/write lock
+  ListKind list_kind = ListKind::kLocks;    // list --semaphores / --rwlocks
   std::chrono::milliseconds ttl{30'000};    // --ttl
   std::chrono::milliseconds wait{0};        // --wait (run: default 0 too); any length
   bool wait_forever = false;                // --wait forever
@@ -75,7 +80,7 @@ struct CliArgs {
 // `args` excludes argv[0]. `env` looks up FENCELOCK_ENDPOINT and FENCELOCK_LEASE.
 // Lock sets and permits are checked here, before any request: more than 16 names, a name given
 // twice or not a valid lock name, --permits outside 1..64 or with several names, --name or
-// --permits on a command that takes neither.
+// --permits on a command that takes neither, --semaphores or --rwlocks but for list.
 // Errors: kInvalidArgument with a one-line message (exit kExitUsage).
 Result<CliArgs> parse_cli(const std::vector<std::string>& args,
                           const std::optional<std::string>& endpoint_env,

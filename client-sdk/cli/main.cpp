@@ -56,25 +56,79 @@ int acquire_command(Client& client, const CliArgs& a) {
   return print(acquired_json(lease.value()));
 }
 
-int list_command(Client& client, const CliArgs& a) {
-  json locks = json::array();
+// Prints {"<field>":[...]}: every entry of a listing, read page by page (`read_page(cursor)` reads
+// one), each as `word` words it.
+template <class Listing, class Entry, class ReadPage>
+int print_listing(const char* field, ReadPage read_page, std::vector<Entry> Listing::*entries,
+                  json (*word)(const Entry&)) {
+  json listed = json::array();
   std::string cursor;
   for (int page = 0; page < 10'000; ++page) {  // bounded: 10 million names at most
-    auto listed = client.list_locks(a.name, 1000, cursor);
-    if (!listed.ok()) return fail(listed.error(), "list");
-    for (const HeldLock& held : listed->locks) {
-      json lock{{"name", held.name},
-                {"token", nullptr},
-                {"owner", nullptr},
-                {"remaining_ms", held.remaining.count()}};
-      if (held.token) lock["token"] = *held.token;
-      if (held.owner) lock["owner"] = *held.owner;
-      locks.push_back(std::move(lock));
-    }
-    if (!listed->next) break;
-    cursor = *listed->next;
+    Result<Listing> one = read_page(cursor);
+    if (!one.ok()) return fail(one.error(), "list");
+    for (const Entry& entry : one.value().*entries) listed.push_back(word(entry));
+    if (!one->next) break;
+    cursor = *one->next;
   }
-  return print(json{{"locks", std::move(locks)}});
+  return print(json{{field, std::move(listed)}});
+}
+
+json held_lock_json(const HeldLock& held) {
+  json lock{{"name", held.name},
+            {"token", nullptr},
+            {"owner", nullptr},
+            {"remaining_ms", held.remaining.count()}};
+  if (held.token) lock["token"] = *held.token;
+  if (held.owner) lock["owner"] = *held.owner;
+  return lock;
+}
+
+// What `semaphore NAME` prints, and each entry of `list --semaphores`.
+json semaphore_json(const std::string& name, const SemaphoreStatus& status) {
+  return json{{"name", name}, {"permits", status.permits}, {"held", status.held}};
+}
+
+json listed_semaphore_json(const ListedSemaphore& listed) {
+  return semaphore_json(listed.name, listed.status);
+}
+
+// As GET /v1/rwlocks/{name} answers it.
+json listed_rwlock_json(const ListedRwLock& listed) {
+  json holders = json::array();
+  for (const RwLockStatus::Holder& holder : listed.status.holders) {
+    json one{
+        {"token", holder.token}, {"owner", nullptr}, {"remaining_ms", holder.remaining.count()}};
+    if (holder.owner) one["owner"] = *holder.owner;
+    holders.push_back(std::move(one));
+  }
+  json mode = nullptr;
+  if (listed.status.mode) mode = *listed.status.mode == LeaseKind::kWrite ? "write" : "read";
+  return json{{"name", listed.name},
+              {"mode", std::move(mode)},
+              {"holders", std::move(holders)},
+              {"writer_waiting", listed.status.writer_waiting}};
+}
+
+int list_command(Client& client, const CliArgs& a) {
+  const std::string& prefix = a.name;
+  constexpr std::size_t kPage = 1000;
+  switch (a.list_kind) {
+    case ListKind::kSemaphores:
+      return print_listing(
+          "semaphores",
+          [&](const std::string& cursor) { return client.list_semaphores(prefix, kPage, cursor); },
+          &SemaphoreListing::semaphores, listed_semaphore_json);
+    case ListKind::kRwLocks:
+      return print_listing(
+          "rwlocks",
+          [&](const std::string& cursor) { return client.list_rwlocks(prefix, kPage, cursor); },
+          &RwLockListing::rwlocks, listed_rwlock_json);
+    case ListKind::kLocks:
+      break;
+  }
+  return print_listing(
+      "locks", [&](const std::string& cursor) { return client.list_locks(prefix, kPage, cursor); },
+      &LockListing::locks, held_lock_json);
 }
 
 int revoke_command(Client& client, const CliArgs& a) {
@@ -116,7 +170,7 @@ int release_command(Client& client, const CliArgs& a) {
 int semaphore_command(Client& client, const CliArgs& a) {
   auto status = client.semaphore_status(a.name);
   if (!status.ok()) return fail(status.error(), ("semaphore " + a.name).c_str());
-  return print(json{{"name", a.name}, {"permits", status->permits}, {"held", status->held}});
+  return print(semaphore_json(a.name, status.value()));
 }
 
 // The fields a status and a watch print alike.

@@ -4,10 +4,9 @@
 #include <boost/asio/ssl/context.hpp>
 #include <charconv>
 #include <cstdlib>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 
+#include "client_impl.h"
 #include "client_tls.h"
 #include "fencelock/api_paths.h"
 #include "fencelock/host_port.h"
@@ -22,39 +21,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-Error make(ErrorCode code, std::string message, unsigned status = 0) {
-  return Error{code, std::move(message), status, std::nullopt};
-}
-
-struct Endpoint {
-  HostPort address;
-  bool tls = false;
-  std::string tls_name;  // https: the URL's host without a trailing dot: what the certificate names
-};
-
-Result<Endpoint> parse_endpoint(std::string_view url) {
-  const std::string original(url);
-  constexpr std::string_view kHttp = "http://";
-  constexpr std::string_view kHttps = "https://";
-  Endpoint endpoint;
-  if (url.starts_with(kHttps)) {
-    endpoint.tls = true;
-    url.remove_prefix(kHttps.size());
-  } else if (url.starts_with(kHttp)) {
-    url.remove_prefix(kHttp.size());
-  } else {
-    return make(ErrorCode::kInvalidArgument,
-                "endpoint '" + original + "' must start with http:// or https://");
-  }
-  if (url.ends_with('/')) url.remove_suffix(1);
-  auto address = parse_address(url);
-  if (!address)
-    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': " + address.error());
-  endpoint.address = std::move(address).value();
-  if (endpoint.tls) endpoint.tls_name = endpoint.address.tls_name();
-  return endpoint;
-}
 
 // How the SDK files each wire error: what a caller does about it.
 ErrorCode sdk_code_for(WireError error) {
@@ -89,7 +55,20 @@ ErrorCode sdk_code_for(WireError error) {
   return ErrorCode::kInternal;
 }
 
-// The service's error body → an SDK error.
+Result<json> json_body(const HttpReply& reply) {
+  json body = json::parse(reply.body, nullptr, false);
+  if (!body.is_object())
+    return make(ErrorCode::kInternal, "the service answered something that is not a JSON object",
+                reply.status);
+  return body;
+}
+
+}  // namespace
+
+Error make(ErrorCode code, std::string message, unsigned status) {
+  return Error{code, std::move(message), status, std::nullopt};
+}
+
 Error error_from_reply(const HttpReply& reply) {
   const json body = json::parse(reply.body, nullptr, false);
   std::string code;
@@ -116,12 +95,35 @@ Error error_from_reply(const HttpReply& reply) {
   return Error{mapped, std::move(message), reply.status, retry_after};
 }
 
-Result<json> json_body(const HttpReply& reply) {
-  json body = json::parse(reply.body, nullptr, false);
-  if (!body.is_object())
-    return make(ErrorCode::kInternal, "the service answered something that is not a JSON object",
-                reply.status);
-  return body;
+Result<json> expect_object(Result<HttpReply> reply) {
+  if (!reply.ok()) return std::move(reply).error();
+  if (reply->status != 200) return error_from_reply(reply.value());
+  return json_body(reply.value());
+}
+
+namespace {
+
+Result<Endpoint> parse_endpoint(std::string_view url) {
+  const std::string original(url);
+  constexpr std::string_view kHttp = "http://";
+  constexpr std::string_view kHttps = "https://";
+  Endpoint endpoint;
+  if (url.starts_with(kHttps)) {
+    endpoint.tls = true;
+    url.remove_prefix(kHttps.size());
+  } else if (url.starts_with(kHttp)) {
+    url.remove_prefix(kHttp.size());
+  } else {
+    return make(ErrorCode::kInvalidArgument,
+                "endpoint '" + original + "' must start with http:// or https://");
+  }
+  if (url.ends_with('/')) url.remove_suffix(1);
+  auto address = parse_address(url);
+  if (!address)
+    return make(ErrorCode::kInvalidArgument, "endpoint '" + original + "': " + address.error());
+  endpoint.address = std::move(address).value();
+  if (endpoint.tls) endpoint.tls_name = endpoint.address.tls_name();
+  return endpoint;
 }
 
 // Reads an integer field of a success body, or fails with kInternal.
@@ -132,13 +134,6 @@ Result<T> field(const json& body, const char* name) {
                 std::string("the service's answer lacks the integer '") + name + "'");
   }
   return body[name].get<T>();
-}
-
-// A call whose success is 200 with a JSON object: the object, or the service's error.
-Result<json> expect_object(Result<HttpReply> reply) {
-  if (!reply.ok()) return std::move(reply).error();
-  if (reply->status != 200) return error_from_reply(reply.value());
-  return json_body(reply.value());
 }
 
 Status check_name(std::string_view name) {
@@ -239,104 +234,6 @@ std::string target_of(const Lease& lease, bool extend) {
 }
 
 }  // namespace
-
-class Client::Impl {
- public:
-  // kOnlyIfUndelivered: sent again only if it never reached the service; kRepeatable: also when
-  // it may have (an acquire with a request id: the service answers the same grant again), but
-  // not on a 503; kSafe: also on a 503.
-  enum class Retry { kOnlyIfUndelivered, kRepeatable, kSafe };
-
-  Impl(ClientOptions options, std::vector<Endpoint> endpoints,
-       std::shared_ptr<boost::asio::ssl::context> tls)
-      : options_(std::move(options)), endpoints_(std::move(endpoints)), tls_(std::move(tls)) {
-    for (std::size_t i = 0; i < endpoints_.size(); ++i) pools_.push_back(std::make_unique<Pool>());
-  }
-
-  // One call with retries. `extra` lengthens each attempt (an acquire's wait). `within` bounds
-  // the whole call. `sent_at` gets the send time of the attempt that answered.
-  Result<HttpReply> call(std::string_view method, const std::string& target,
-                         const std::string& body, Retry retry, milliseconds extra,
-                         std::optional<milliseconds> within, Clock::time_point& sent_at) {
-    const auto started = Clock::now();
-    const Clock::time_point overall = within ? started + *within : Clock::time_point::max();
-    milliseconds backoff = options_.retry_backoff;
-    std::optional<Error> last;
-    std::optional<Error> tls;  // the first TLS failure: what the caller must hear about
-    for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
-      const std::size_t e =
-          (preferred_.load() + static_cast<std::size_t>(attempt)) % endpoints_.size();
-      auto connection = take(e);
-      sent_at = Clock::now();
-      auto deadline = sent_at + options_.request_timeout + extra;
-      deadline = std::min(deadline, overall);
-      bool maybe_delivered = false;
-      auto reply = connection->round_trip(method, target, body,
-                                          std::min(sent_at + options_.connect_timeout, overall),
-                                          deadline, maybe_delivered);
-      if (reply.ok()) {
-        give_back(e, std::move(connection));
-        preferred_ = e;
-        const bool retryable_status = reply->status == 503 && retry == Retry::kSafe;
-        if (!retryable_status) return reply;
-        last = error_from_reply(reply.value());
-      } else {
-        last = std::move(reply).error();
-        if (maybe_delivered && retry == Retry::kOnlyIfUndelivered) return *last;
-        if (last->code == ErrorCode::kTls) {
-          if (!tls) tls = last;
-          // Retrying cannot mend a certificate: only another endpoint may do better.
-          if (endpoints_.size() == 1) break;
-        }
-      }
-      if (attempt == options_.max_retries) break;
-      if (within && Clock::now() + backoff >= overall) break;
-      std::this_thread::sleep_for(backoff);
-      backoff *= 2;
-    }
-    // A later attempt that could not connect at all must not hide a certificate problem.
-    if (tls && last->code == ErrorCode::kTransport) return *tls;
-    return *last;
-  }
-
-  const ClientOptions& options() const noexcept { return options_; }
-
- private:
-  struct Pool {
-    std::mutex mutex;
-    std::vector<std::unique_ptr<HttpConnection>> idle;
-  };
-
-  std::unique_ptr<HttpConnection> take(std::size_t e) {
-    {
-      std::lock_guard<std::mutex> lock(pools_[e]->mutex);
-      auto& idle = pools_[e]->idle;
-      while (!idle.empty()) {
-        auto connection = std::move(idle.back());
-        idle.pop_back();
-        if (connection->is_open()) return connection;
-      }
-    }
-    const Endpoint& endpoint = endpoints_[e];
-    return std::make_unique<HttpConnection>(
-        ConnectionTarget{endpoint.address.host, endpoint.address.port,
-                         endpoint.tls ? tls_ : nullptr, endpoint.tls_name},
-        options_.api_key.empty() ? std::string() : "Bearer " + options_.api_key);
-  }
-
-  void give_back(std::size_t e, std::unique_ptr<HttpConnection> connection) {
-    if (!connection->is_open()) return;
-    std::lock_guard<std::mutex> lock(pools_[e]->mutex);
-    if (pools_[e]->idle.size() < options_.max_idle_connections)
-      pools_[e]->idle.push_back(std::move(connection));
-  }
-
-  ClientOptions options_;
-  std::vector<Endpoint> endpoints_;
-  std::shared_ptr<boost::asio::ssl::context> tls_;  // set when an endpoint is https://
-  std::vector<std::unique_ptr<Pool>> pools_;
-  std::atomic<std::size_t> preferred_{0};
-};
 
 Result<Client> Client::create(ClientOptions options) {
   if (options.endpoints.empty() || options.endpoints.size() > 16) {
@@ -516,14 +413,7 @@ Result<Lease> Client::acquire_write(std::string_view name, milliseconds ttl, mil
   return acquire_rw(*impl_, name, LeaseKind::kWrite, ttl, wait, owner);
 }
 
-Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
-  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
-  Clock::time_point sent_at;
-  auto parsed =
-      expect_object(impl_->call("GET", api_paths::expand(api_paths::kRwLock, name), {},
-                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
-  if (!parsed.ok()) return std::move(parsed).error();
-  const json& body = parsed.value();
+Result<RwLockStatus> rwlock_status_of(const json& body) {
   if (!body.contains("holders") || !body["holders"].is_array() || !body.contains("mode") ||
       !body.contains("writer_waiting") || !body["writer_waiting"].is_boolean())
     return make(ErrorCode::kInternal, "the service's answer is not a read/write lock's status");
@@ -542,6 +432,16 @@ Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
     status.holders.push_back(std::move(entry));
   }
   return status;
+}
+
+Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
+  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
+  Clock::time_point sent_at;
+  auto parsed =
+      expect_object(impl_->call("GET", api_paths::expand(api_paths::kRwLock, name), {},
+                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  if (!parsed.ok()) return std::move(parsed).error();
+  return rwlock_status_of(parsed.value());
 }
 
 Status Client::extend(Lease& lease, milliseconds ttl, std::optional<milliseconds> within) {
@@ -570,6 +470,14 @@ Result<bool> Client::release(const Lease& lease, std::optional<milliseconds> wit
   return parsed.value()["released"].get<bool>();
 }
 
+Result<SemaphoreStatus> semaphore_status_of(const json& body) {
+  auto permits = field<std::uint32_t>(body, "permits");
+  if (!permits.ok()) return std::move(permits).error();
+  auto held = field<std::uint32_t>(body, "held");
+  if (!held.ok()) return std::move(held).error();
+  return SemaphoreStatus{permits.value(), held.value()};
+}
+
 Result<SemaphoreStatus> Client::semaphore_status(std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
@@ -577,11 +485,7 @@ Result<SemaphoreStatus> Client::semaphore_status(std::string_view name) {
       expect_object(impl_->call("GET", api_paths::expand(api_paths::kSemaphore, name), {},
                                 Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
   if (!parsed.ok()) return std::move(parsed).error();
-  auto permits = field<std::uint32_t>(parsed.value(), "permits");
-  if (!permits.ok()) return std::move(permits).error();
-  auto held = field<std::uint32_t>(parsed.value(), "held");
-  if (!held.ok()) return std::move(held).error();
-  return SemaphoreStatus{permits.value(), held.value()};
+  return semaphore_status_of(parsed.value());
 }
 
 namespace {
@@ -637,38 +541,6 @@ Result<LockStatus> Client::watch(std::string_view name, std::uint64_t after_toke
   return status_of(
       expect_object(impl_->call("GET", target, {}, Impl::Retry::kSafe, wait, within, sent_at)),
       true);
-}
-
-Result<LockListing> Client::list_locks(std::string_view prefix, std::size_t limit,
-                                       std::string_view cursor) {
-  if (limit < 1 || limit > 1000)
-    return make(ErrorCode::kInvalidArgument, "limit must be from 1 to 1000");
-  for (const char c : std::string(prefix) + std::string(cursor)) {
-    if (!is_lock_name_char(c))
-      return make(ErrorCode::kInvalidArgument, "prefix and cursor hold only [A-Za-z0-9._:-]");
-  }
-  std::string target = std::string(api_paths::kLockSet) + "?limit=" + std::to_string(limit);
-  if (!prefix.empty()) target.append("&prefix=").append(prefix);
-  if (!cursor.empty()) target.append("&cursor=").append(cursor);
-  Clock::time_point sent_at;
-  auto parsed = expect_object(
-      impl_->call("GET", target, {}, Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
-  if (!parsed.ok()) return std::move(parsed).error();
-  const json& locks = parsed.value()["locks"];
-  if (!locks.is_array()) return make(ErrorCode::kInternal, "the listing has no locks array");
-  LockListing listing;
-  for (const json& lock : locks) {
-    if (!lock.is_object() || !lock["name"].is_string() ||
-        !lock["remaining_ms"].is_number_unsigned())
-      return make(ErrorCode::kInternal, "a listed lock lacks its name or remaining_ms");
-    HeldLock held{lock["name"].get<std::string>(), std::nullopt, std::nullopt,
-                  milliseconds(lock["remaining_ms"].get<std::int64_t>())};
-    if (lock["token"].is_number_unsigned()) held.token = lock["token"].get<std::uint64_t>();
-    if (lock["owner"].is_string()) held.owner = lock["owner"].get<std::string>();
-    listing.locks.push_back(std::move(held));
-  }
-  if (parsed.value()["next"].is_string()) listing.next = parsed.value()["next"].get<std::string>();
-  return listing;
 }
 
 Result<std::uint64_t> Client::next_token(std::string_view name) {

@@ -254,6 +254,34 @@ TEST_CASE("cli: --read and --write make NAME a read/write lock, one mode at a ti
   CHECK_FALSE(parse({"acquire", "--read", "--permits", "2", "doc"}).ok());
 }
 
+TEST_CASE("cli: list takes --semaphores or --rwlocks, one at a time, and an optional PREFIX",
+          "[client]") {
+  auto locks = parse({"list"});
+  REQUIRE(locks.ok());
+  CHECK(locks->list_kind == ListKind::kLocks);
+  CHECK(locks->name.empty());
+  auto semaphores = parse({"list", "--semaphores", "pool"});
+  REQUIRE(semaphores.ok());
+  CHECK(semaphores->command == Command::kList);
+  CHECK(semaphores->list_kind == ListKind::kSemaphores);
+  CHECK(semaphores->name == "pool");
+  CHECK(parse({"list", "doc", "--rwlocks"})->list_kind == ListKind::kRwLocks);
+  CHECK(parse({"--rwlocks", "list"})->list_kind == ListKind::kRwLocks);
+  CHECK_THAT(cli_usage(), Catch::Contains("list --semaphores [PREFIX]"));
+  CHECK_THAT(cli_usage(), Catch::Contains("list --rwlocks [PREFIX]"));
+
+  const auto [args, message] = GENERATE(table<std::vector<std::string>, std::string>({
+      {{"list", "--semaphores", "--rwlocks"}, "--semaphores and --rwlocks: choose one"},
+      {{"status", "--semaphores", "pool"}, "--semaphores and --rwlocks are only for list"},
+      {{"acquire", "--rwlocks", "doc"}, "--semaphores and --rwlocks are only for list"},
+      {{"list", "--rwlocks", "a", "b"}, "unexpected argument 'b'"},
+  }));
+  auto parsed = parse(args);
+  REQUIRE_FALSE(parsed.ok());
+  CHECK(exit_code_for(parsed.error()) == kExitUsage);
+  CHECK_THAT(parsed.error().message, Catch::Contains(message));
+}
+
 TEST_CASE("cli: lock sets and permits out of bounds are refused before any request", "[client]") {
   std::vector<std::string> seventeen = {"run"};
   for (int i = 0; i < 17; ++i) {

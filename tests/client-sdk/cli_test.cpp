@@ -3,6 +3,7 @@
 #include <csignal>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "build_paths.h"
@@ -226,6 +227,46 @@ TEST_CASE("cli: revoke takes a held lock with a larger token and the old lease i
   CHECK(first_json_line(cli(s, {"list"}).output)["locks"].size() == 2);
   CHECK(cli(s, {"revoke", "--wait", "5s", "nightly"}).exit_code == 2);
   CHECK(cli(s, {"release", "nightly", lease["lease"].get<std::string>()}).exit_code == 0);
+}
+
+TEST_CASE("cli: list --semaphores and list --rwlocks print what is held as the status routes do",
+          "[client][redis][rwlock]") {
+  ServiceUnderTest s;
+  REQUIRE(cli(s, {"acquire", "--permits", "2", "pool"}).exit_code == 0);
+  REQUIRE(cli(s, {"acquire", "--permits", "1", "spare"}).exit_code == 0);
+  const json reader = first_json_line(cli(s, {"acquire", "--read", "--owner", "r1", "doc"}).output);
+  REQUIRE(reader["mode"] == "read");
+  REQUIRE(cli(s, {"acquire", "--write", "draft"}).exit_code == 0);
+
+  const CliRun semaphores = cli(s, {"list", "--semaphores", "po"});
+  REQUIRE(semaphores.exit_code == 0);
+  const json listed = first_json_line(semaphores.output);
+  REQUIRE(listed["semaphores"].size() == 1);
+  CHECK(listed["semaphores"][0] == json{{"name", "pool"}, {"permits", 2}, {"held", 1}});
+  CHECK(listed["semaphores"][0] == first_json_line(cli(s, {"semaphore", "pool"}).output));
+  CHECK(first_json_line(cli(s, {"list", "--semaphores"}).output)["semaphores"].size() == 2);
+
+  const CliRun rwlocks = cli(s, {"list", "--rwlocks", "do"});
+  REQUIRE(rwlocks.exit_code == 0);
+  const json doc = first_json_line(rwlocks.output)["rwlocks"];
+  REQUIRE(doc.size() == 1);
+  CHECK(doc[0]["name"] == "doc");
+  CHECK(doc[0]["mode"] == "read");
+  CHECK(doc[0]["writer_waiting"] == false);
+  REQUIRE(doc[0]["holders"].size() == 1);
+  CHECK(doc[0]["holders"][0]["token"] == reader["token"]);
+  CHECK(doc[0]["holders"][0]["owner"] == "r1");
+  CHECK(doc[0]["holders"][0]["remaining_ms"].get<std::int64_t>() > 0);
+  const json service = s.client().get("/v1/rwlocks/doc").json();
+  CHECK(doc[0]["holders"][0]["token"] == service["holders"][0]["token"]);
+  const json both = first_json_line(cli(s, {"list", "--rwlocks"}).output)["rwlocks"];
+  REQUIRE(both.size() == 2);
+  CHECK(std::set<std::string>{both[0]["name"].get<std::string>(),
+                              both[1]["name"].get<std::string>()} ==
+        std::set<std::string>{"doc", "draft"});
+
+  CHECK(first_json_line(cli(s, {"list"}).output)["locks"].empty());  // none of them is a lock
+  CHECK(cli(s, {"list", "--semaphores", "--rwlocks"}).exit_code == 2);
 }
 
 TEST_CASE("cli: usage errors exit 2 and an unreachable service exits 5", "[client][redis]") {

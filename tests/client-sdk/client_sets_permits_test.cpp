@@ -1,6 +1,8 @@
-// The C++ SDK's lock sets and counting semaphores (#19) against the real service (real
-// fencelockd, real redis-servers), and what it refuses before sending.
+// The C++ SDK's lock sets, counting semaphores (#19) and read/write locks, and their listings,
+// against the real service (real fencelockd, real redis-servers), and what it refuses before
+// sending.
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -196,6 +198,10 @@ TEST_CASE("sdk: bad lock sets and permit counts are refused before anything is s
   CHECK(client.acquire_permit("pool", 65, 1s).error().code == ErrorCode::kInvalidArgument);
   CHECK(client.acquire_permit("a/b", 2, 1s).error().code == ErrorCode::kInvalidArgument);
   CHECK(client.semaphore_status("..").error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.list_semaphores("", 0).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.list_semaphores("", 1001).error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.list_rwlocks("a b").error().code == ErrorCode::kInvalidArgument);
+  CHECK(client.list_rwlocks("", 10, "x/y").error().code == ErrorCode::kInvalidArgument);
   CHECK(error_code_name(ErrorCode::kPermitsMismatch) == "permits_mismatch");
 }
 
@@ -241,4 +247,89 @@ TEST_CASE("sdk: a read/write lock shares reads, fences a write above them, and r
   CHECK(client.release(*writer).value());
   CHECK_FALSE(client.rwlock_status("doc")->mode.has_value());
   CHECK(client.acquire_read("bad name", 1s).error().code == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE(
+    "sdk: semaphores with a permit held are listed by prefix, with their status, page by page",
+    "[client][redis]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  auto first = client.acquire_permit("pool-a", 3, 10s, 0ms, "worker-1");
+  auto second = client.acquire_permit("pool-a", 3, 10s);
+  auto other = client.acquire_permit("pool-b", 2, 10s);
+  auto outside = client.acquire_permit("spare", 1, 10s);
+  REQUIRE((first.ok() && second.ok() && other.ok() && outside.ok()));
+
+  auto page = client.list_semaphores("pool");
+  REQUIRE(page.ok());
+  CHECK_FALSE(page->next);
+  std::map<std::string, SemaphoreStatus> listed;  // a name may be listed more than once
+  for (const ListedSemaphore& one : page->semaphores) listed[one.name] = one.status;
+  REQUIRE(listed.size() == 2);  // not "spare": outside the prefix
+  CHECK(listed["pool-a"].permits == 3);
+  CHECK(listed["pool-a"].held == 2);
+  CHECK(listed["pool-b"].permits == 2);
+  CHECK(listed["pool-b"].held == 1);
+
+  std::set<std::string> paged;
+  std::string cursor;
+  for (int pages = 0; pages < 1000; ++pages) {
+    auto one = client.list_semaphores("pool", 1, cursor);
+    REQUIRE(one.ok());
+    for (const ListedSemaphore& entry : one->semaphores) paged.insert(entry.name);
+    if (!one->next) break;
+    cursor = *one->next;
+  }
+  CHECK(paged == std::set<std::string>{"pool-a", "pool-b"});
+
+  REQUIRE(client.release(*other).value());  // no permit of pool-b is held now: it is left out
+  auto after = client.list_semaphores("pool");
+  REQUIRE(after.ok());
+  CHECK_FALSE(after->semaphores.empty());
+  for (const ListedSemaphore& one : after->semaphores) CHECK(one.name == "pool-a");
+}
+
+TEST_CASE(
+    "sdk: read/write locks with a grant held are listed by prefix with their mode and holders",
+    "[client][redis][rwlock]") {
+  ServiceUnderTest s;
+  Client client = client_for(s);
+  auto reader = client.acquire_read("doc-a", 10s, 0ms, "reader-1");
+  auto second_reader = client.acquire_read("doc-a", 10s);
+  auto writer = client.acquire_write("doc-b", 10s, 0ms, "writer-1");
+  auto outside = client.acquire_write("other", 10s);
+  REQUIRE((reader.ok() && second_reader.ok() && writer.ok() && outside.ok()));
+
+  auto page = client.list_rwlocks("doc-");
+  REQUIRE(page.ok());
+  CHECK_FALSE(page->next);
+  std::map<std::string, RwLockStatus> listed;  // a name may be listed more than once
+  for (const ListedRwLock& one : page->rwlocks) listed[one.name] = one.status;
+  REQUIRE(listed.size() == 2);
+  const RwLockStatus& read = listed["doc-a"];
+  CHECK(read.mode == LeaseKind::kRead);
+  REQUIRE(read.holders.size() == 2);  // by token
+  CHECK(read.holders[0].token == reader->token());
+  CHECK(read.holders[0].owner == "reader-1");
+  CHECK(read.holders[1].token == second_reader->token());
+  CHECK_FALSE(read.holders[1].owner);
+  CHECK(read.holders[1].remaining > 0ms);
+  CHECK_FALSE(read.writer_waiting);
+  const RwLockStatus& write = listed["doc-b"];
+  CHECK(write.mode == LeaseKind::kWrite);
+  REQUIRE(write.holders.size() == 1);
+  CHECK(write.holders[0].token == writer->token());
+  CHECK(write.holders[0].owner == "writer-1");
+
+  // A freed read/write lock is left out, and a lock of the same prefix is not a read/write lock.
+  REQUIRE(client.release(*writer).value());
+  REQUIRE(client.acquire("doc-c", 10s).ok());
+  auto after = client.list_rwlocks("doc-");
+  REQUIRE(after.ok());
+  CHECK_FALSE(after->rwlocks.empty());
+  for (const ListedRwLock& one : after->rwlocks) CHECK(one.name == "doc-a");
+  auto locks = client.list_locks("doc-");
+  REQUIRE(locks.ok());
+  REQUIRE(locks->locks.size() == 1);
+  CHECK(locks->locks[0].name == "doc-c");
 }

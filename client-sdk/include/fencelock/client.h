@@ -5,11 +5,11 @@
 // connection from the pool (or opens one) and returns it afterwards. Every call is blocking and
 // bounded by the request timeout (acquire: plus its wait).
 //
-// Retries: calls that are safe to repeat (extend, release, status, semaphore_status, next_token,
-// current_token) are retried on transport and TLS errors and 503s, up to max_retries times, on the
-// next endpoint. acquire (which names its request) is also retried on transport and TLS errors
-// after its request may have been delivered — the service answers the same grant again — but
-// not on a 503. acquire_set, acquire_permit and revoke are retried only when the request could
+// Retries: calls that are safe to repeat (extend, release, status, semaphore_status, the listings,
+// next_token, current_token) are retried on transport and TLS errors and 503s, up to max_retries
+// times, on the next endpoint. acquire (which names its request) is also retried on transport and
+// TLS errors after its request may have been delivered — the service answers the same grant again —
+// but not on a 503. acquire_set, acquire_permit and revoke are retried only when the request could
 // not even be sent (nothing can have been granted).
 #pragma once
 
@@ -112,6 +112,32 @@ struct HeldLock {
 // One page of a listing; `next` is the cursor of the following page, unset once complete.
 struct LockListing {
   std::vector<HeldLock> locks;
+  std::optional<std::string> next;
+};
+
+// One semaphore of a listing (GET /v1/semaphores): one with a permit held on a majority, its
+// status as semaphore_status() tells it.
+struct ListedSemaphore {
+  std::string name;
+  SemaphoreStatus status;
+};
+
+// One page of a semaphore listing; `next` as LockListing's.
+struct SemaphoreListing {
+  std::vector<ListedSemaphore> semaphores;
+  std::optional<std::string> next;
+};
+
+// One read/write lock of a listing (GET /v1/rwlocks): one with a grant held on a majority, its
+// status as rwlock_status() tells it.
+struct ListedRwLock {
+  std::string name;
+  RwLockStatus status;
+};
+
+// One page of a read/write lock listing; `next` as LockListing's.
+struct RwLockListing {
+  std::vector<ListedRwLock> rwlocks;
   std::optional<std::string> next;
 };
 
@@ -220,6 +246,15 @@ class Client {
   // left out), kUnavailable (then start the listing again), kTransport.
   Result<LockListing> list_locks(std::string_view prefix = {}, std::size_t limit = 100,
                                  std::string_view cursor = {});
+  // One page of the semaphores with a permit held whose names start with `prefix` (GET
+  // /v1/semaphores), and one of the read/write locks with a grant held (GET /v1/rwlocks): query,
+  // paging and errors as list_locks(). One that stays held throughout the listing is listed, maybe
+  // more than once (a lock node failed or was late, or its grants are held on different sets of
+  // nodes); each entry says what the nodes held when its page was made.
+  Result<SemaphoreListing> list_semaphores(std::string_view prefix = {}, std::size_t limit = 100,
+                                           std::string_view cursor = {});
+  Result<RwLockListing> list_rwlocks(std::string_view prefix = {}, std::size_t limit = 100,
+                                     std::string_view cursor = {});
   Result<std::uint64_t> next_token(std::string_view name);
   Result<std::uint64_t> current_token(std::string_view name);
 
