@@ -495,19 +495,25 @@ namespace {
 Result<LockStatus> status_of(Result<json> parsed, bool watch) {
   if (!parsed.ok()) return std::move(parsed).error();
   const json& body = parsed.value();
+  // A field the answer lacks reads as null (a const json's [] must not be asked for one).
+  const auto member = [&body](const char* key) -> const json& {
+    static const json kAbsent;
+    const auto found = body.find(key);
+    return found == body.end() ? kAbsent : *found;
+  };
   LockStatus status;
   status.held = body.value("held", false);
-  if (body["remaining_ms"].is_number_integer())
-    status.remaining = milliseconds(body["remaining_ms"].get<std::int64_t>());
-  if (body["token"].is_number_unsigned() && body["token"].get<std::uint64_t>() > 0)
-    status.token = body["token"].get<std::uint64_t>();
-  if (body["owner"].is_string()) status.owner = body["owner"].get<std::string>();
+  if (member("remaining_ms").is_number_integer())
+    status.remaining = milliseconds(member("remaining_ms").get<std::int64_t>());
+  if (member("token").is_number_unsigned() && member("token").get<std::uint64_t>() > 0)
+    status.token = member("token").get<std::uint64_t>();
+  if (member("owner").is_string()) status.owner = member("owner").get<std::string>();
   if (watch) {
-    if (!body["changed"].is_boolean())
+    if (!member("changed").is_boolean())
       return make(ErrorCode::kInternal,
                   "the service answered no 'changed': it is older than watch (GET "
                   "/v1/locks/{name}?after_token=T)");
-    status.changed = body["changed"].get<bool>();
+    status.changed = member("changed").get<bool>();
     return status;
   }
   auto last = field<std::uint64_t>(body, "last_token");

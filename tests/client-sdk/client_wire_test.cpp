@@ -285,3 +285,21 @@ TEST_CASE("sdk wire: a set answer without a token for one of its names is an int
   REQUIRE_FALSE(set.ok());
   CHECK(set.error().code == ErrorCode::kInternal);
 }
+
+TEST_CASE("sdk wire: a lock status without its optional fields reads them as absent", "[client]") {
+  CannedService service({
+      {"GET /v1/locks/bare", {200, R"({"name":"bare","held":false,"last_token":3})"}},
+      {"GET /v1/locks/old?after_token=3&wait_ms=10", {200, R"({"name":"old","held":false})"}},
+  });
+  Client client = client_for(service);
+  auto status = client.status("bare");
+  REQUIRE(status.ok());
+  CHECK_FALSE(status->held);
+  CHECK_FALSE(status->token);
+  CHECK_FALSE(status->owner);
+  CHECK_FALSE(status->remaining);
+  CHECK(status->last_token == 3);
+  auto watched = client.watch("old", 3, 10ms);  // a service older than watch: no "changed"
+  REQUIRE_FALSE(watched.ok());
+  CHECK(watched.error().code == ErrorCode::kInternal);
+}
