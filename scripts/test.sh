@@ -41,12 +41,13 @@ stage "ctest (asan)"
 # exchange, tests/support/api_recorder.h), so the HTTP tests run once, not twice.
 api_record=$PWD/build/asan/api-exchanges.jsonl
 rm -f "$api_record"
-# Two tests at a time: most of the suite's wall time is waiting (quarantine windows, lease expiries,
-# processes starting; it keeps about a quarter of this 2-core machine busy), and every test takes
-# its ports from the kernel and its files from a directory of its own. A test that fails beside
+# One test more at a time than there are cores: most of the suite's wall time is waiting (quarantine
+# windows, lease expiries, processes starting; two at a time kept about a quarter of a 2-core
+# machine busy), and every test takes its ports from the kernel and its files from a directory of
+# its own. A test that fails beside
 # another runs again alone: one that fails alone too fails the run; one that passes alone is named
 # below as load-sensitive — a test to mend (its first failure is in the output above).
-if ! FENCELOCK_API_RECORD=$api_record ctest --preset asan --timeout 600 -j2 "$@" 2>&1 | tee build/ctest.log; then
+if ! FENCELOCK_API_RECORD=$api_record ctest --preset asan --timeout 600 -j "$(($(nproc) + 1))" "$@" 2>&1 | tee build/ctest.log; then
   echo "test.sh: running the failed tests again, one at a time" >&2
   if FENCELOCK_API_RECORD=$api_record ctest --preset asan --timeout 600 --rerun-failed; then
     echo "test.sh: LOAD-SENSITIVE: these failed beside another test and passed alone:" >&2
