@@ -460,6 +460,26 @@ TEST_CASE("checkers: grants must resume within the bound after the faults heal",
   CHECK_FALSE(check_liveness(history, 5000 * kMs, milliseconds(3000)).ok());
 }
 
+TEST_CASE("checkers: liveness judges one name in one mode when asked: readers do not hide writers",
+          "[faults]") {
+  using std::chrono::milliseconds;
+  const auto rw = [](Operation o, const char* mode) {
+    o.name = "rw";
+    o.mode = mode;
+    return o;
+  };
+  std::vector<Operation> history{grant(1100, 1200, 1, 50),  // "n"
+                                 rw(grant(1100, 1300, 2, 50), "read"),
+                                 rw(op("acquire", 1100, 3100, Outcome::kFail), "write")};
+  CHECK(check_liveness(history, 1000 * kMs, milliseconds(4000), "n").ok());
+  CHECK(check_liveness(history, 1000 * kMs, milliseconds(4000), "rw").ok());
+  const auto starved = check_liveness(history, 1000 * kMs, milliseconds(4000), "rw", "write");
+  REQUIRE(starved.violations.size() == 1);
+  CHECK(starved.violations[0].message.find("acquire of rw in write mode") != std::string::npos);
+  history.push_back(rw(grant(3200, 3500, 3, 50), "write"));
+  CHECK(check_liveness(history, 1000 * kMs, milliseconds(4000), "rw", "write").ok());
+}
+
 TEST_CASE("checkers: a violation is shown with the operations around it", "[faults]") {
   const std::vector<Operation> history{grant(0, 10, 1, 100), op("draw", 20, 21, Outcome::kOk, 9),
                                        grant(5, 50, 2, 100)};

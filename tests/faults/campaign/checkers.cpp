@@ -492,19 +492,22 @@ CheckResult check_set(const std::vector<Operation>& history,
 }
 
 CheckResult check_liveness(const std::vector<Operation>& history, std::int64_t healed_ns,
-                           std::chrono::milliseconds bound) {
+                           std::chrono::milliseconds bound, const std::string& name,
+                           const std::string& mode) {
   CheckResult result{"liveness", 0, {}};
   std::int64_t first = -1;
   for (const Operation& op : history) {
     if (op.f != "acquire" || op.invoke_ns < healed_ns) continue;
+    if ((!name.empty() && op.name != name) || (!mode.empty() && op.mode != mode)) continue;
     ++result.checked;
     if (op.outcome == Outcome::kOk && (first < 0 || op.complete_ns < first)) first = op.complete_ns;
   }
   const std::int64_t limit = healed_ns + bound.count() * kNsPerMs;
   if (first < 0 || first > limit) {
+    const std::string what = name.empty() ? "acquire" : "acquire of " + name;
     result.violations.push_back(
-        {"no acquire succeeded within " + std::to_string(bound.count()) +
-             " ms of the fault healing" +
+        {"no " + what + (mode.empty() ? "" : " in " + mode + " mode") + " succeeded within " +
+             std::to_string(bound.count()) + " ms of the fault healing" +
              (first < 0
                   ? std::string(" (none at all)")
                   : " (first after " + std::to_string((first - healed_ns) / kNsPerMs) + " ms)"),

@@ -41,7 +41,8 @@
 //             it had applied or fence-read before (read from the store's own operation log).
 //   set       per set key, every element whose write the store acknowledged is in the final set
 //             (lock-set).
-//   liveness  after `healed_ns`, some acquire succeeds within `bound`.
+//   liveness  after `healed_ns`, some acquire (of `name`, in `mode`, when given) succeeds within
+//             `bound`.
 #pragma once
 
 #include <chrono>
@@ -84,8 +85,10 @@ CheckResult check_store(const std::vector<StoreEntry>& log);
 // keys are not judged.
 CheckResult check_set(const std::vector<Operation>& history,
                       const std::map<std::string, std::string>& final_values);
+// Judges the acquires of `name` in `mode` ("": any name, any mode); a violation names them.
 CheckResult check_liveness(const std::vector<Operation>& history, std::int64_t healed_ns,
-                           std::chrono::milliseconds bound);
+                           std::chrono::milliseconds bound, const std::string& name = "",
+                           const std::string& mode = "");
 
 // Parses the store's JSON-lines log; malformed lines are skipped.
 std::vector<StoreEntry> parse_store_log(const std::string& text);

@@ -54,14 +54,16 @@ nlohmann::json count_operations(const std::vector<Operation>& history) {
   return counts;
 }
 
-// `history` without the acquires of other locks than `lock_name`: liveness is the contended
-// lock's (the listing client's own names are almost always free).
-std::vector<Operation> of_lock(const std::vector<Operation>& history,
-                               const std::string& lock_name) {
-  std::vector<Operation> kept;
-  std::copy_if(history.begin(), history.end(), std::back_inserter(kept),
-               [&](const Operation& op) { return op.f != "acquire" || op.name == lock_name; });
-  return kept;
+// Liveness is the contended lock's (the listing client's own names are almost always free) and the
+// read/write lock's writers' (readers alone would not show a writer starved after healing).
+CheckResult liveness(const std::vector<Operation>& ops, const WorkloadSettings& load,
+                     std::int64_t healed_ns, std::chrono::milliseconds bound) {
+  CheckResult result = check_liveness(ops, healed_ns, bound, load.lock_name);
+  if (load.rw_clients == 0) return result;
+  CheckResult writers = check_liveness(ops, healed_ns, bound, load.rw_lock_name, "write");
+  result.checked += writers.checked;
+  for (Violation& violation : writers.violations) result.violations.push_back(std::move(violation));
+  return result;
 }
 
 // Runs one scenario; true when it went as it must.
@@ -110,10 +112,14 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
   // granted — and 3 s have been watched, or at the bound (+1 s), whichever comes first.
   const auto granted_after_heal = [&] {
     const std::vector<Operation> ops = history.operations();
-    return std::any_of(ops.begin(), ops.end(), [&](const Operation& op) {
-      return op.f == "acquire" && op.name == load.lock_name && op.outcome == Outcome::kOk &&
-             op.invoke_ns >= healed_ns;
-    });
+    const auto granted = [&](const std::string& name, const std::string& mode) {
+      return std::any_of(ops.begin(), ops.end(), [&](const Operation& op) {
+        return op.f == "acquire" && op.name == name && (mode.empty() || op.mode == mode) &&
+               op.outcome == Outcome::kOk && op.invoke_ns >= healed_ns;
+      });
+    };
+    return granted(load.lock_name, "") &&
+           (load.rw_clients == 0 || granted(load.rw_lock_name, "write"));
   };
   // Faults end with the heal (restarted processes serve again): at least 3 s (the campaign's max
   // ttl: a quarantine that began at the end of the fault phase) are watched after it.
@@ -129,8 +135,7 @@ bool run(const Scenario& scenario, const Options& options, std::uint64_t seed,
                                   check_set(ops, final_sets)};
   const bool control = !scenario.must_fail.empty();
   checks.push_back(check_listing(ops));
-  if (!control)
-    checks.push_back(check_liveness(of_lock(ops, load.lock_name), healed_ns, scenario.liveness));
+  if (!control) checks.push_back(liveness(ops, load, healed_ns, scenario.liveness));
 
   bool as_it_must = true;
   std::ostringstream line;

@@ -481,7 +481,9 @@ void Workload::rw_client(int process, std::uint64_t seed) {
   std::uint64_t element = 0;
   const std::string& name = settings_.rw_lock_name;
   const std::string path = "/v1/rwlocks/" + name;
-  while (running()) {
+  // Every third attempt is a write (each client at its own offset), so a writer tries within a
+  // few attempts of the faults healing: liveness judges writers (main.cpp).
+  for (std::uint64_t attempt = static_cast<std::uint64_t>(process); running(); ++attempt) {
     HttpClient* http = clients.instance(random() % cluster_.serving_count());
     if (http == nullptr) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -489,7 +491,7 @@ void Workload::rw_client(int process, std::uint64_t seed) {
     }
     const std::int64_t ttl = ttl_ms(random);
     Operation acquire = operation(process, "acquire", name);
-    acquire.mode = random() % 3 == 0 ? "write" : "read";
+    acquire.mode = attempt % 3 == 0 ? "write" : "read";
     acquire.ttl_ms = ttl;
     const std::size_t lease = history_.begin(acquire);
     const HttpAnswer granted = http->post(

@@ -19,8 +19,8 @@
 //                     prefix twice, `list_limit` names a page, following `next` to the end; a
 //                     listing a 503 or a lost answer cuts short is recorded as such and started
 //                     again. Then it releases its name.
-//   rwlock            a read/write lock (POST /v1/rwlocks/{name}), a third of the time in write
-//   mode:
+//   rwlock            a read/write lock (POST /v1/rwlocks/{name}), every third attempt in write
+//   mode (each client at its own offset):
 //                     a writer does the lock-set step on a set of its own (`rw_set_key`, fenced
 //                     by the read/write lock's tokens), a reader a fenced read of it and holds a
 //                     while; sometimes extend; release. Checked as leases (a read may overlap
