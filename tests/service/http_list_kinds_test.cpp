@@ -132,8 +132,9 @@ TEST_CASE("http: a read/write lock listing names each read/write lock held, read
     for (const char* path : {"/v1/rwlocks", "/v1/semaphores"}) {
       for (const char* query : {"?limit=0", "?limit=1001", "?limt=5", "?prefix=a&prefix=b",
                                 "?cursor=banana", "?prefix=a%2", "?prefix=a/b",
-                                // more nodes passed over than a listing ever goes on without
-                                "?cursor=0-0-7", "?cursor=1-0-b"}) {
+                                // passed over: more nodes than a listing goes on without, or
+                                // nodes at or after the cursor's (a listing never passes those)
+                                "?cursor=0-0-7", "?cursor=1-0-b", "?cursor=2-0-4"}) {
         INFO(path << query);
         const HttpAnswer refused = http.get(std::string(path) + query);
         CHECK(refused.status == 400);

@@ -67,7 +67,8 @@ Status ListOperation::check_list_request(const ListRequest& request, std::size_t
   std::uint32_t passed_over = 0;
   if (!request.cursor.empty() &&
       (request.cursor.size() > 48 || !parse_cursor(request.cursor, node, scan, passed_over) ||
-       node >= node_count || (passed_over >> node_count) != 0 ||
+       // A listing passes over nodes in order: only ones before the cursor's.
+       node >= node_count || (passed_over >> node) != 0 ||
        // A listing ends before passing over more nodes than a quorum can miss (pass_over).
        static_cast<std::size_t>(std::popcount(passed_over)) >
            node_count - quorum_size(node_count))) {
@@ -215,8 +216,18 @@ void ListOperation::pass_over() {
   next_node();
 }
 
+bool ListOperation::quorums_covered() const {
+  // Nodes 0..node_ less those passed over were scanned; a quorum misses at most N - Q nodes.
+  const auto scanned = node_ + 1 - static_cast<std::size_t>(std::popcount(passed_over_));
+  return scanned > core_->node_count() - core_->quorum();
+}
+
 void ListOperation::next_node() {
   cursor_ = "0";
+  if (quorums_covered()) {
+    finish(std::string());  // every quorum holds a scanned node: the listing is complete
+    return;
+  }
   while (++node_ < core_->node_count()) {
     if (!core_->node_votes(node_) || (passed_over_ & (1u << node_)) != 0) {
       pass_over();

@@ -9,8 +9,9 @@
 // the others hold; a name whose grants are held on different nodes may be listed from each grant's
 // first holder. A node that does not vote at its turn, or fails its scan or an inspection of its
 // own step, is *passed over* for the rest of the listing: names it holds are listed from their next
-// holder instead (some may be listed twice: a listing is at-least-once). The cursor is
-// "<node>-<SCAN cursor>-<passed-over nodes, a hex bit mask>".
+// holder instead (some may be listed twice: a listing is at-least-once). The listing ends once
+// more than N - Q nodes were scanned (not passed over): every quorum holds one of them. The
+// cursor is "<node>-<SCAN cursor>-<passed-over nodes, a hex bit mask>".
 #pragma once
 
 #include <cstddef>
@@ -76,6 +77,8 @@ class ListOperation : public ReplySink, public std::enable_shared_from_this<List
   void next_step();  // after a step: the next SCAN, the next node, or the page is done
   void pass_over();  // the scanned node failed: on to the next one, without it from now on
   void next_node();
+  // The nodes scanned so far (not passed over) meet every quorum: the listing can end.
+  bool quorums_covered() const;
   void scan_or_end_page();  // the next SCAN of this node, unless the page is full: then it ends
   bool page_full() const;
   std::string cursor() const;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "engine_calls.h"
 #include "engine_under_test.h"
@@ -44,6 +45,14 @@ std::map<std::string, HeldLock> list_all(EngineUnderTest& t, const std::string& 
   }
   FAIL("the listing never ended");
   return seen;
+}
+
+// How many SCAN calls `node` served so far.
+std::int64_t scan_calls(RedisCluster& cluster, std::size_t node) {
+  const std::string stats =
+      SyncRedis(cluster.node(node).port()).info_field("commandstats", "cmdstat_scan");
+  if (stats.empty()) return 0;
+  return std::stoll(stats.substr(stats.find('=') + 1));
 }
 
 }  // namespace
@@ -93,10 +102,25 @@ TEST_CASE("a listing names every held lock with the prefix once, with its token 
       SyncRedis(cluster.node(i).port()).command({"DEL", "fencelock:lock:job:3"});
     CHECK(list_all(t, "job:", 50).count("job:3") == 0);
   }
+  SECTION("only the first nodes that meet every quorum are scanned: 3 of 5") {
+    const auto before = [&] {
+      std::vector<std::int64_t> calls;
+      for (std::size_t i = 0; i < 5; ++i) calls.push_back(scan_calls(cluster, i));
+      return calls;
+    }();
+    CHECK(list_all(t, "job:", 5).size() == tokens.size());
+    for (std::size_t i = 0; i < 5; ++i) {
+      INFO("node " << i);
+      CHECK((scan_calls(cluster, i) > before[i]) == (i < 3));
+    }
+  }
   SECTION("with the first node down every held name is still listed once") {
     cluster.node(0).kill();
     t.wait_for_voting_nodes(4);
+    const std::int64_t last_before = scan_calls(cluster, 4);
     CHECK(list_all(t, "job:", 5).size() == tokens.size());
+    CHECK(scan_calls(cluster, 3) > 0);  // in node 0's place
+    CHECK(scan_calls(cluster, 4) == last_before);
   }
   SECTION("a node whose scan fails is passed over: what it holds is listed from the next holder") {
     SyncRedis(cluster.node(0).port()).command({"ACL", "SETUSER", "default", "-scan"});
@@ -129,7 +153,8 @@ TEST_CASE("a listing names every held lock with the prefix once, with its token 
          {ListRequest{"job/", 10, ""}, ListRequest{std::string(201, 'a'), 10, ""},
           ListRequest{"", 0, ""}, ListRequest{"", kMaxListLimit + 1, ""},
           ListRequest{"", 10, "9-0-0"}, ListRequest{"", 10, "x"}, ListRequest{"", 10, "1-"},
-          ListRequest{"", 10, "1-0"}, ListRequest{"", 10, "1-0-20"}}) {
+          ListRequest{"", 10, "1-0"}, ListRequest{"", 10, "1-0-20"},
+          ListRequest{"", 10, "1-0-2"}}) {
       auto refused = await<LockPage>([&](auto done) { t.engine().list(bad, std::move(done)); });
       REQUIRE_FALSE(refused.ok());
       CHECK(refused.error().code == ErrorCode::kInvalidArgument);
