@@ -497,9 +497,9 @@ Result<LockStatus> status_of(Result<json> parsed, bool watch) {
   const json& body = parsed.value();
   // A field the answer lacks reads as null (a const json's [] must not be asked for one).
   const auto member = [&body](const char* key) -> const json& {
-    static const json kAbsent;
+    static const json absent;
     const auto found = body.find(key);
-    return found == body.end() ? kAbsent : *found;
+    return found == body.end() ? absent : *found;
   };
   LockStatus status;
   status.held = body.value("held", false);

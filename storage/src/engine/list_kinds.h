@@ -54,8 +54,8 @@ class EachNameListKind final : public ListKind {
     Traits::entries(page_).push_back({std::move(names_[i]), std::move(step_[i].status)});
   }
   std::size_t kept() const override { return Traits::entries(page_).size(); }
-  Page take_page(std::string next) {
-    page_.next = std::move(next);
+  Page take_page(const std::string& next) {
+    page_.next = next;
     return std::move(page_);
   }
 
