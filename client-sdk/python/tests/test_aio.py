@@ -287,9 +287,9 @@ class AgainstTheService(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((await self.client.semaphore_status(self.name)).held, 0)
 
     async def test_the_lock_block_renews_past_several_ttls_and_releases_at_exit(self) -> None:
-        async with self.client.lock(self.name, ttl=0.3) as lease:
+        async with self.client.lock(self.name, ttl=1.0) as lease:
             token = lease.token
-            await asyncio.sleep(1.0)  # more than three ttls
+            await asyncio.sleep(3.2)  # more than three ttls
             self.assertTrue(lease.valid())
             lease.check()
             self.assertEqual((await self.client.status(self.name)).last_token, token)

@@ -208,8 +208,9 @@ class ReadWriteLocks(unittest.TestCase):
         self.assertFalse(self.client.release(writer), "released through the rebuilt lease")
 
     def test_the_blocks_keep_their_grant_alive_and_release_it(self) -> None:
-        with self.client.read_lock(self.name, ttl=0.3, owner="block") as lease:
-            time.sleep(0.7)  # renewed in the background, past two ttls
+        # A ttl whose renewals fit a loaded machine (0.3 s once could not be renewed in time).
+        with self.client.read_lock(self.name, ttl=1.0, owner="block") as lease:
+            time.sleep(2.2)  # renewed in the background, past two ttls
             lease.check()
             status = self.client.rwlock_status(self.name)
             self.assertEqual((status.mode, [h.owner for h in status.holders]),
@@ -245,10 +246,10 @@ class ReadWriteLocksOnAsyncio(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(await self.client.release(rebuilt))
         self.assertTrue(await self.client.release(first))
 
-        async with self.client.write_lock(self.name, ttl=0.3) as writer:
+        async with self.client.write_lock(self.name, ttl=1.0) as writer:
             self.assertEqual(writer.kind, "write")
             self.assertGreater(writer.token, max(first.token, second.token))
-            await asyncio.sleep(0.5)  # renewed by its task, past a ttl
+            await asyncio.sleep(1.3)  # renewed by its task, past a ttl
             writer.check()
             self.assertEqual((await self.client.rwlock_status(self.name)).mode, "write")
         async with self.client.read_lock(self.name, ttl=2.0) as reader:
