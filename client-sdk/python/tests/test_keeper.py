@@ -118,8 +118,8 @@ class LockContextManagerTest(unittest.TestCase):
         self.client.close()
 
     def test_the_block_holds_the_lock_and_the_exit_releases_it(self) -> None:
-        with self.client.lock(self.name, ttl=0.6) as lease:
-            time.sleep(1.5)  # renewed meanwhile
+        with self.client.lock(self.name, ttl=1.0) as lease:
+            time.sleep(2.2)  # renewed meanwhile, past two ttls
             lease.check()
             self.assertTrue(self.client.status(self.name).held)
             with self.assertRaises(fencelock.LockedError):

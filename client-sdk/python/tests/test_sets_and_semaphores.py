@@ -84,8 +84,9 @@ class LockSets(unittest.TestCase):
         self.assertTrue(self.client.release(lease))
 
     def test_lock_set_keeps_the_lease_alive_and_releases_it(self) -> None:
-        with self.client.lock_set([self.a, self.c], ttl=0.5) as lease:
-            time.sleep(1.2)  # renewed in the background, past its ttl
+        # A ttl whose renewals fit the test command's load (0.5 s was renewed too late there).
+        with self.client.lock_set([self.a, self.c], ttl=1.0) as lease:
+            time.sleep(2.2)  # renewed in the background, past its ttl
             lease.check()
             self.assertTrue(self.client.status(self.c).held)
         self.assertFalse(self.client.status(self.a).held)
@@ -137,8 +138,8 @@ class Semaphores(unittest.TestCase):
         self.assertTrue(self.client.release(lease))
 
     def test_permit_keeps_the_lease_alive_and_releases_it(self) -> None:
-        with self.client.permit(self.name, 2, ttl=0.5) as lease:
-            time.sleep(1.2)
+        with self.client.permit(self.name, 2, ttl=1.0) as lease:  # as the lock set's, above
+            time.sleep(2.2)
             lease.check()
             self.assertEqual(self.client.semaphore_status(self.name).held, 1)
         self.assertEqual(self.client.semaphore_status(self.name).held, 0)
