@@ -118,6 +118,7 @@ void AcquireOperation::set_keys() {
 void AcquireOperation::start() {
   call_started_ = Clock::now();
   core_->operation_started();
+  core_->note_foreground();
   if (target_.kind == AcquireTarget::Kind::kPermit) {
     // The first slot at random: permit callers spread over the slots instead of all trying 0.
     slot_ = std::uniform_int_distribution<std::uint32_t>(0, target_.permits - 1)(core_->rng());

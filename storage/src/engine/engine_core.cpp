@@ -121,6 +121,7 @@ void EngineCore::stop() {
   for (auto& subscriber : subscribers_) subscriber->stop();
   for (auto& timer : quarantine_timers_) timer->cancel();
   watches_.stop();
+  list_pacer_.stop();  // queued listing steps run now, and end: the engine is stopping
   // Acquires waiting between retries finish now (their last attempt was already released).
   auto waiting = std::move(waiting_);
   waiting_.clear();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/instance_registry.h"
+#include "engine/list_pacer.h"
 #include "engine/lock_watches.h"
 #include "engine/lua_scripts.h"
 #include "engine/node_trust.h"
@@ -77,6 +78,9 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Every operation brackets its life with these, so stop() knows when connections may close.
   void operation_started() noexcept { ++in_flight_; }
   void operation_finished();
+  // A grant, extend or release started (listings yield to them: list_pacer.h).
+  void note_foreground() noexcept { list_pacer_.note_foreground(); }
+  ListPacer& list_pacer() noexcept { return list_pacer_; }
 
   // Runs a user's completion handler later on the strand: never inside a hiredis callback, never
   // inside the call that started the operation.
@@ -108,6 +112,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Whether `node` would vote now by NodeTrust (node_trust.h): seen and not quarantined (its
   // connection is not looked at). On the strand.
   bool node_votes(std::size_t node) const;
+  // The run_id of `node`'s current incarnation ("" before its first handshake). On the strand.
+  std::string_view node_run_id(std::size_t node) const { return trust_.run_id(node); }
 
   // The registry found that `node` lost acknowledged writes while connected: it holds heartbeat
   // `holds` of this engine after acknowledging `acked`. Quarantines its incarnation from now.
@@ -353,6 +359,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   std::size_t in_flight_ = 0;
   boost::asio::steady_timer grace_timer_;  // bounds stop()'s wait for operations in flight
   LockWatches watches_{*this};
+  ListPacer list_pacer_{strand_};
 };
 
 }  // namespace fencelock::storage

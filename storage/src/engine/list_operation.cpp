@@ -31,19 +31,39 @@ bool parse_number(std::string_view text, std::size_t& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-// "<node>-<SCAN cursor>-<hex mask>" → its parts; false if it is not one.
+constexpr std::size_t kRunTagLength = 12;  // characters of a run_id a cursor keeps
+constexpr std::size_t kMaxCursorLength = 64;
+
+// Where `node` is in its run: the start of its run_id ("" before its first handshake).
+std::string run_tag(const EngineCore& core, std::size_t node) {
+  return std::string(core.node_run_id(node).substr(0, kRunTagLength));
+}
+
+bool is_run_tag(std::string_view text) {
+  return text.size() <= kRunTagLength &&
+         std::all_of(text.begin(), text.end(), [](char c) { return is_lock_name_char(c); });
+}
+
+// "<node>-<SCAN cursor>-<hex mask>[-<run tag>]" → its parts; false if it is not one. A cursor
+// without a run tag (answered before there were any) names no incarnation: the node is scanned
+// again from the start.
 bool parse_cursor(std::string_view cursor, std::size_t& node, std::string& scan_cursor,
-                  std::uint32_t& passed_over) {
+                  std::uint32_t& passed_over, std::string& run) {
   const auto first = cursor.find('-');
   const auto second = cursor.find('-', first == std::string_view::npos ? first : first + 1);
   std::size_t scan = 0;
   if (second == std::string_view::npos || !parse_number(cursor.substr(0, first), node) ||
       !parse_number(cursor.substr(first + 1, second - first - 1), scan))
     return false;
-  const std::string_view mask = cursor.substr(second + 1);
+  std::string_view mask = cursor.substr(second + 1);
+  const auto third = mask.find('-');
+  const std::string_view tag = third == std::string_view::npos ? "" : mask.substr(third + 1);
+  mask = mask.substr(0, third);
   const auto [end, ec] = std::from_chars(mask.data(), mask.data() + mask.size(), passed_over, 16);
-  if (mask.empty() || ec != std::errc() || end != mask.data() + mask.size()) return false;
+  if (mask.empty() || ec != std::errc() || end != mask.data() + mask.size() || !is_run_tag(tag))
+    return false;
   scan_cursor = std::string(cursor.substr(first + 1, second - first - 1));
+  run = std::string(tag);
   return true;
 }
 
@@ -65,8 +85,10 @@ Status ListOperation::check_list_request(const ListRequest& request, std::size_t
   std::size_t node = 0;
   std::string scan;
   std::uint32_t passed_over = 0;
+  std::string run;
   if (!request.cursor.empty() &&
-      (request.cursor.size() > 48 || !parse_cursor(request.cursor, node, scan, passed_over) ||
+      (request.cursor.size() > kMaxCursorLength ||
+       !parse_cursor(request.cursor, node, scan, passed_over, run) ||
        // A listing passes over nodes in order: only ones before the cursor's.
        node >= node_count || (passed_over >> node) != 0 ||
        // A listing ends before passing over more nodes than a quorum can miss (pass_over).
@@ -86,7 +108,7 @@ ListOperation::ListOperation(std::shared_ptr<EngineCore> core, ListRequest reque
       done_(std::move(done)) {
   pattern_ = glob_escaped(core_->options().key_prefix) + request_.prefix + "*" +
              glob_escaped(kind_->key_suffix());
-  if (!request_.cursor.empty()) parse_cursor(request_.cursor, node_, cursor_, passed_over_);
+  if (!request_.cursor.empty()) parse_cursor(request_.cursor, node_, cursor_, passed_over_, run_);
 }
 
 void ListOperation::start() {
@@ -103,10 +125,19 @@ void ListOperation::start() {
 }
 
 void ListOperation::scan() {
+  core_->list_pacer().enter([self = shared_from_this()] { self->scan_now(); });
+}
+
+void ListOperation::scan_now() {
+  in_step_ = true;
   if (core_->stopped()) {
     finish(make_error(ErrorCode::kUnavailable, "the engine is stopping"));
     return;
   }
+  // The node restarted since cursor_ was answered: the cursor means nothing to it.
+  std::string run = run_tag(*core_, node_);
+  if (run != run_) cursor_ = "0";
+  run_ = std::move(run);
   ++steps_;
   // Keys looked at: what the page still has room for (SCAN may answer a few more).
   const std::size_t count = std::max<std::size_t>(request_.limit - kind_->kept(), 16);
@@ -183,10 +214,15 @@ bool ListOperation::page_full() const {
 std::string ListOperation::cursor() const {
   char mask[16];
   const auto [end, ec] = std::to_chars(mask, mask + sizeof mask, passed_over_, 16);
-  return std::to_string(node_) + "-" + cursor_ + "-" + std::string(mask, end);
+  return std::to_string(node_) + "-" + cursor_ + "-" + std::string(mask, end) + "-" + run_;
+}
+
+void ListOperation::end_step() {
+  if (std::exchange(in_step_, false)) core_->list_pacer().leave();
 }
 
 void ListOperation::next_step() {
+  end_step();
   if (cursor_ == "0") {
     next_node();
     return;
@@ -203,6 +239,7 @@ void ListOperation::scan_or_end_page() {
 }
 
 void ListOperation::pass_over() {
+  end_step();
   passed_over_ |= 1u << node_;
   // Once more nodes are passed over than can be missing from a quorum, a name held only on them
   // would never be listed: the listing cannot be complete.
@@ -224,6 +261,7 @@ bool ListOperation::quorums_covered() const {
 
 void ListOperation::next_node() {
   cursor_ = "0";
+  run_.clear();
   if (quorums_covered()) {
     finish(std::string());  // every quorum holds a scanned node: the listing is complete
     return;
@@ -240,6 +278,7 @@ void ListOperation::next_node() {
 }
 
 void ListOperation::finish(Result<std::string> next) {
+  end_step();
   if (!done_) return;
   core_->operation_finished();
   core_->complete_later(std::exchange(done_, nullptr), std::move(next));

@@ -11,7 +11,10 @@
 // own step, is *passed over* for the rest of the listing: names it holds are listed from their next
 // holder instead (some may be listed twice: a listing is at-least-once). The listing ends once
 // more than N - Q nodes were scanned (not passed over): every quorum holds one of them. The
-// cursor is "<node>-<SCAN cursor>-<passed-over nodes, a hex bit mask>".
+// cursor is "<node>-<SCAN cursor>-<passed-over nodes, a hex bit mask>-<the node's incarnation>"
+// (the first 12 characters of its run_id): a SCAN cursor means nothing to another incarnation
+// (Redis seeds its hash anew at each start), so a node that restarted is scanned again from the
+// start. Each SCAN step and its inspections run through the engine's ListPacer (list_pacer.h).
 #pragma once
 
 #include <cstddef>
@@ -69,7 +72,9 @@ class ListOperation : public ReplySink, public std::enable_shared_from_this<List
   void start();  // on the strand
 
  private:
-  void scan();
+  void scan();      // the next step, once the pacer lets it run
+  void scan_now();  // the step itself: a SCAN of node_
+  void end_step();  // the step ended (no-op outside one): the pacer may run the next
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
   void on_inspected(Result<StepInspection> inspection);
   // The first holder of a grant (`nodes`) not passed over: where the listing lists it from.
@@ -91,6 +96,8 @@ class ListOperation : public ReplySink, public std::enable_shared_from_this<List
   std::string pattern_;  // SCAN MATCH: this engine's keys of the kind with the prefix
   std::size_t node_ = 0;
   std::string cursor_ = "0";
+  std::string run_;  // the incarnation of node_ that cursor_ belongs to ("" unknown)
+  bool in_step_ = false;
   std::uint32_t passed_over_ = 0;  // bit i: node i is passed over (kMaxLockNodes < 32)
   std::size_t steps_ = 0;
 };

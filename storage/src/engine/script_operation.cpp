@@ -45,6 +45,7 @@ RespCommand ScriptOperation::command(bool eval) const {
 void ScriptOperation::start() {
   started_ = Clock::now();
   core_->operation_started();
+  if (kind_ != OperationKind::kInspect) core_->note_foreground();
   core_->broadcast(command(false), shared_from_this(), 0);
   decide();
 }
