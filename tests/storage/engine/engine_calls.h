@@ -130,6 +130,22 @@ inline std::int64_t script_calls(RedisCluster& cluster, std::size_t node, std::s
   return calls;
 }
 
+// How many EVAL calls whose first key is `key` `node` served since log_every_command(): e.g. the
+// release of a refused attempt's keys (EngineCore::release_everywhere), sent in the same strand
+// turn as the attempt's decision to sleep.
+inline std::int64_t eval_calls_on(RedisCluster& cluster, std::size_t node, std::string_view key) {
+  const SyncReply log = SyncRedis(cluster.node(node).port()).command({"SLOWLOG", "GET", "-1"});
+  std::int64_t calls = 0;
+  for (const SyncReply& entry : log.elements) {
+    if (entry.elements.size() < 4) continue;
+    const auto& args = entry.elements[3].elements;  // {id, time, duration, args, ...}
+    if (args.size() >= 4 && (args[0].text == "EVAL" || args[0].text == "eval") &&
+        args[3].text == key)
+      ++calls;
+  }
+  return calls;
+}
+
 // An SQLite token source on `path` that reserves one token at a time, so the file holds every
 // token drawn (a copy of it is exactly what was handed out).
 inline std::shared_ptr<storage::SqliteTokenSource> sqlite_tokens_one_at_a_time(

@@ -32,9 +32,10 @@ TEST_CASE("a lock set's waiter sleeps through a release that leaves another of i
     set = acquire_set(t, {"ww-a", "ww-b"}, 5s, 8s);
     granted_at = Clock::now();
   });
-  // Refused on both names (its first attempt, however slow the machine); it sleeps (2 s cap).
-  t.wait_until([&] { return script_calls(cluster, 0, kAcquireSetScriptSha) == 1; }, 2s);
-  std::this_thread::sleep_for(50ms);
+  // Refused on both names (its first attempt, however slow the machine); it sleeps (2 s cap). The
+  // release of its refused attempt goes out in the same turn as its decision to sleep.
+  t.wait_until([&] { return eval_calls_on(cluster, 0, "fencelock:lock:ww-a") >= 1; }, 5s);
+  REQUIRE(script_calls(cluster, 0, kAcquireSetScriptSha) == 1);
 
   REQUIRE(t.release("ww-a", claim(a)).ok());
   std::this_thread::sleep_for(300ms);
