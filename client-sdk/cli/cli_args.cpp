@@ -111,6 +111,18 @@ Status set_permits(ParseState& p, const std::string&, const std::string& value) 
   return usage_error("--permits: expected a whole number from 1 to 64, got '" + value + "'");
 }
 
+constexpr std::size_t kMaxListLimit = 10'000'000;
+
+Status set_list_limit(ParseState& p, const std::string&, const std::string& value) {
+  std::size_t limit = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || limit < 1 ||
+      limit > kMaxListLimit)
+    return usage_error("--limit: expected a whole number from 1 to 10000000, got '" + value + "'");
+  p.out.list_limit = limit;
+  return Done{};
+}
+
 Status set_watched_token(ParseState& p, const std::string&, const std::string& value) {
   std::uint64_t token = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), token);
@@ -141,6 +153,7 @@ constexpr ValuedFlag kValuedFlags[] = {
     {"--name", add_name},
     {"--permits", set_permits},
     {"--token", set_watched_token},
+    {"--limit", set_list_limit},
     {"--wait", set_wait},
     {"--timeout", set_duration<&CliArgs::timeout>},
     {"--ttl", set_duration<&CliArgs::ttl>},
@@ -210,6 +223,7 @@ Status check_flags_fit_command(const ParseState& p) {
   if (p.semaphores && p.rwlocks) return usage_error("--semaphores and --rwlocks: choose one");
   if ((p.semaphores || p.rwlocks) && command != Command::kList)
     return usage_error("--semaphores and --rwlocks are only for list");
+  if (p.out.list_limit && command != Command::kList) return usage_error("--limit is only for list");
   if (p.out.skip_if_locked && command != Command::kRun)
     return usage_error("--skip-if-locked is only for run");
   if (!p.out.request_id.empty() && ((command != Command::kRun && command != Command::kAcquire) ||
@@ -366,9 +380,10 @@ Commands:
       --permits N NAME [LEASE]; a read/write lock's grant: --read or --write NAME [LEASE].
   status NAME
       Print {"name","held","remaining_ms","token","owner","last_token"}.
-  list [PREFIX]
+  list [--limit N] [PREFIX]
       Print {"locks":[{"name","token","owner","remaining_ms"},...]}: every lock held whose name
-      starts with PREFIX (all of them without), read page by page.
+      starts with PREFIX (all of them without), read page by page; with --limit N, at most N,
+      and "truncated": true when there may be more.
   list --semaphores [PREFIX]
       Print {"semaphores":[{"name","permits","held"},...]}: every semaphore with a permit held,
       as `semaphore` prints it.
@@ -416,6 +431,8 @@ Options:
                       (shared) or to write (alone)
   --semaphores        list: the semaphores with a permit held, instead of the locks
   --rwlocks           list: the read/write locks with a grant held, instead of the locks
+  --limit N           list: print at most N entries (1..10000000), then "truncated": true if
+                      more may be held; without it, every entry
   Durations: whole numbers with h, m, s or ms, largest first: 500ms, 30s, 2m, 1h30m.
 
 Exit codes:

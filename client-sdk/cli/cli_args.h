@@ -62,6 +62,7 @@ struct CliArgs {
   std::optional<std::uint32_t> permits;     // --permits N (1..64): NAME is a counting semaphore
   std::optional<LeaseKind> rw;              // --read / --write: NAME is a read/write lock
   ListKind list_kind = ListKind::kLocks;    // list --semaphores / --rwlocks
+  std::optional<std::size_t> list_limit;    // list --limit N (1..10,000,000): print at most N
   std::chrono::milliseconds ttl{30'000};    // --ttl
   std::chrono::milliseconds wait{0};        // --wait (run: default 0 too); any length
   bool wait_forever = false;                // --wait forever

@@ -56,21 +56,37 @@ int acquire_command(Client& client, const CliArgs& a) {
   return print(acquired_json(lease.value()));
 }
 
-// Prints {"<field>":[...]}: every entry of a listing, read page by page (`read_page(cursor)` reads
-// one), each as `word` words it.
+// Prints {"<field>":[...]}: every entry of a listing, read page by page (`read_page(cursor,
+// limit)` reads one of at most about `limit` entries), each as `word` words it. With `most`, stops
+// at that many entries and adds "truncated": true when the listing had more pages.
 template <class Listing, class Entry, class ReadPage>
 int print_listing(const char* field, ReadPage read_page, std::vector<Entry> Listing::*entries,
-                  json (*word)(const Entry&)) {
+                  json (*word)(const Entry&), std::optional<std::size_t> most) {
+  constexpr std::size_t kPage = 1000;
   json listed = json::array();
   std::string cursor;
+  bool truncated = false;
   for (int page = 0; page < 10'000; ++page) {  // bounded: 10 million names at most
-    Result<Listing> one = read_page(cursor);
+    const std::size_t room = most ? *most - listed.size() : kPage;
+    Result<Listing> one = read_page(cursor, std::min(kPage, room));
     if (!one.ok()) return fail(one.error(), "list");
-    for (const Entry& entry : one.value().*entries) listed.push_back(word(entry));
+    for (const Entry& entry : one.value().*entries) {
+      if (most && listed.size() == *most) {
+        truncated = true;
+        break;
+      }
+      listed.push_back(word(entry));
+    }
     if (!one->next) break;
     cursor = *one->next;
+    if (most && listed.size() == *most) {
+      truncated = true;  // the listing goes on: there may be more
+      break;
+    }
   }
-  return print(json{{field, std::move(listed)}});
+  json out{{field, std::move(listed)}};
+  if (truncated) out["truncated"] = true;
+  return print(out);
 }
 
 json held_lock_json(const HeldLock& held) {
@@ -111,24 +127,30 @@ json listed_rwlock_json(const ListedRwLock& listed) {
 
 int list_command(Client& client, const CliArgs& a) {
   const std::string& prefix = a.name;
-  constexpr std::size_t kPage = 1000;
   switch (a.list_kind) {
     case ListKind::kSemaphores:
       return print_listing(
           "semaphores",
-          [&](const std::string& cursor) { return client.list_semaphores(prefix, kPage, cursor); },
-          &SemaphoreListing::semaphores, listed_semaphore_json);
+          [&](const std::string& cursor, std::size_t page) {
+            return client.list_semaphores(prefix, page, cursor);
+          },
+          &SemaphoreListing::semaphores, listed_semaphore_json, a.list_limit);
     case ListKind::kRwLocks:
       return print_listing(
           "rwlocks",
-          [&](const std::string& cursor) { return client.list_rwlocks(prefix, kPage, cursor); },
-          &RwLockListing::rwlocks, listed_rwlock_json);
+          [&](const std::string& cursor, std::size_t page) {
+            return client.list_rwlocks(prefix, page, cursor);
+          },
+          &RwLockListing::rwlocks, listed_rwlock_json, a.list_limit);
     case ListKind::kLocks:
       break;
   }
   return print_listing(
-      "locks", [&](const std::string& cursor) { return client.list_locks(prefix, kPage, cursor); },
-      &LockListing::locks, held_lock_json);
+      "locks",
+      [&](const std::string& cursor, std::size_t page) {
+        return client.list_locks(prefix, page, cursor);
+      },
+      &LockListing::locks, held_lock_json, a.list_limit);
 }
 
 int revoke_command(Client& client, const CliArgs& a) {

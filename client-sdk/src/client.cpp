@@ -434,12 +434,21 @@ Result<RwLockStatus> rwlock_status_of(const json& body) {
   return status;
 }
 
-Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
+namespace {
+
+// GET of one name's status at `path` (an api_paths template): its JSON object, or the error.
+Result<json> get_status(Client::Impl& impl, std::string_view path, std::string_view name) {
   if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
   Clock::time_point sent_at;
-  auto parsed =
-      expect_object(impl_->call("GET", api_paths::expand(api_paths::kRwLock, name), {},
-                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  return expect_object(impl.call("GET", api_paths::expand(path, name), {},
+                                 Client::Impl::Retry::kSafe, milliseconds(0), std::nullopt,
+                                 sent_at));
+}
+
+}  // namespace
+
+Result<RwLockStatus> Client::rwlock_status(std::string_view name) {
+  auto parsed = get_status(*impl_, api_paths::kRwLock, name);
   if (!parsed.ok()) return std::move(parsed).error();
   return rwlock_status_of(parsed.value());
 }
@@ -479,11 +488,7 @@ Result<SemaphoreStatus> semaphore_status_of(const json& body) {
 }
 
 Result<SemaphoreStatus> Client::semaphore_status(std::string_view name) {
-  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
-  Clock::time_point sent_at;
-  auto parsed =
-      expect_object(impl_->call("GET", api_paths::expand(api_paths::kSemaphore, name), {},
-                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at));
+  auto parsed = get_status(*impl_, api_paths::kSemaphore, name);
   if (!parsed.ok()) return std::move(parsed).error();
   return semaphore_status_of(parsed.value());
 }
@@ -525,12 +530,7 @@ Result<LockStatus> status_of(Result<json> parsed, bool watch) {
 }  // namespace
 
 Result<LockStatus> Client::status(std::string_view name) {
-  if (auto valid = check_name(name); !valid.ok()) return std::move(valid).error();
-  Clock::time_point sent_at;
-  return status_of(
-      expect_object(impl_->call("GET", api_paths::expand(api_paths::kLock, name), {},
-                                Impl::Retry::kSafe, milliseconds(0), std::nullopt, sent_at)),
-      false);
+  return status_of(get_status(*impl_, api_paths::kLock, name), false);
 }
 
 Result<LockStatus> Client::watch(std::string_view name, std::uint64_t after_token,

@@ -37,7 +37,7 @@ for option in (string split \n -- $__fencelock_help |
     switch $option
         case cacert cert key
             complete -c fencelock -n 'not __fencelock_after_dashdash' -l $option -r -F
-        case endpoint timeout api-key ttl wait grace owner name permits request-id token
+        case endpoint timeout api-key ttl wait grace owner name permits request-id token limit
             complete -c fencelock -n 'not __fencelock_after_dashdash' -l $option -x
         case '*'
             complete -c fencelock -n 'not __fencelock_after_dashdash' -l $option

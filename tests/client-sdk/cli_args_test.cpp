@@ -267,6 +267,11 @@ TEST_CASE("cli: list takes --semaphores or --rwlocks, one at a time, and an opti
   CHECK(semaphores->name == "pool");
   CHECK(parse({"list", "doc", "--rwlocks"})->list_kind == ListKind::kRwLocks);
   CHECK(parse({"--rwlocks", "list"})->list_kind == ListKind::kRwLocks);
+  CHECK_FALSE(locks->list_limit);
+  CHECK(parse({"list", "--limit", "5", "job"})->list_limit == std::optional<std::size_t>(5));
+  CHECK(parse({"list", "--rwlocks", "--limit=10000000"})->list_limit ==
+        std::optional<std::size_t>(10'000'000));
+  CHECK_THAT(cli_usage(), Catch::Contains("list [--limit N] [PREFIX]"));
   CHECK_THAT(cli_usage(), Catch::Contains("list --semaphores [PREFIX]"));
   CHECK_THAT(cli_usage(), Catch::Contains("list --rwlocks [PREFIX]"));
 
@@ -275,6 +280,10 @@ TEST_CASE("cli: list takes --semaphores or --rwlocks, one at a time, and an opti
       {{"status", "--semaphores", "pool"}, "--semaphores and --rwlocks are only for list"},
       {{"acquire", "--rwlocks", "doc"}, "--semaphores and --rwlocks are only for list"},
       {{"list", "--rwlocks", "a", "b"}, "unexpected argument 'b'"},
+      {{"list", "--limit", "0"}, "--limit: expected a whole number from 1 to 10000000, got '0'"},
+      {{"list", "--limit", "10000001"}, "--limit: expected a whole number from 1 to 10000000"},
+      {{"list", "--limit", "5x"}, "--limit: expected a whole number from 1 to 10000000"},
+      {{"status", "--limit", "5", "job"}, "--limit is only for list"},
   }));
   auto parsed = parse(args);
   REQUIRE_FALSE(parsed.ok());

@@ -269,6 +269,23 @@ TEST_CASE("cli: list --semaphores and list --rwlocks print what is held as the s
   CHECK(cli(s, {"list", "--semaphores", "--rwlocks"}).exit_code == 2);
 }
 
+TEST_CASE("cli: list --limit N prints at most N entries and says when there may be more",
+          "[client][redis]") {
+  ServiceUnderTest s;
+  for (int i = 0; i < 5; ++i)
+    REQUIRE(cli(s, {"acquire", "job-" + std::to_string(i)}).exit_code == 0);
+  const json two = first_json_line(cli(s, {"list", "--limit", "2", "job-"}).output);
+  CHECK(two["locks"].size() == 2);
+  CHECK(two["truncated"] == true);
+  const json all = first_json_line(cli(s, {"list", "--limit", "5", "job-"}).output);
+  CHECK(all["locks"].size() == 5);
+  const json more = first_json_line(cli(s, {"list", "--limit", "50", "job-"}).output);
+  CHECK(more["locks"].size() == 5);
+  CHECK_FALSE(more.contains("truncated"));
+  CHECK(first_json_line(cli(s, {"list", "--semaphores", "--limit", "1"}).output)["semaphores"]
+            .empty());
+}
+
 TEST_CASE("cli: usage errors exit 2 and an unreachable service exits 5", "[client][redis]") {
   ServiceUnderTest s;
   CHECK(cli(s, {"status"}).exit_code == 2);

@@ -117,7 +117,8 @@ void ListOperation::start() {
     finish(make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
     return;
   }
-  if (!core_->node_votes(node_) || (passed_over_ & (1u << node_)) != 0) {
+  // (A cursor never passes over its own node: check_list_request.)
+  if (!core_->node_votes(node_)) {
     pass_over();
     return;
   }
