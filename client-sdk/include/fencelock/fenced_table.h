@@ -1,102 +1,21 @@
 // Guarded (fenced) writes to a SQLite or PostgreSQL table: the resource side of fencing tokens.
+// Why, the schema, the SQL each database runs and worked examples: docs/sdk.md, "Fencing your
+// database" and "Why fenced reads".
 //
-// Why. A lease can end while its holder is paused (a GC pause, a swapped-out VM, a slow disk) and
-// the holder cannot notice: it wakes up still believing it holds the lock and writes. The lock
-// service cannot stop that write; only the storage it lands in can (Kleppmann, "How to do
-// distributed locking", 2016). Every grant carries a fencing token that strictly increases per
-// lock name, and every protected row remembers the newest token that touched it. A write carrying
-// token T is applied only if the row has not yet seen a newer token, in ONE statement:
-//
-//   UPDATE <table> SET <assignments>, <token_column> = <token>
-//    WHERE <key_column> = <key> AND <token_column> < <token>
-//
-// The check and the write are one atomic statement, so no other writer can slip in between them.
-// Kleppmann's hole is closed: client 1 (token 33) pauses past its lease, client 2 (token 34)
-// writes, client 1 wakes and writes with 33, and the row (now at 34) refuses it.
-//
-// Why fenced reads too. Fencing the writes alone does not protect a read-modify-write whose read
-// happened before a newer holder's read. Row x = 100, token 32; A holds token 33:
-//
-//   1. A reads x = 100.
-//   2. A pauses; its lease expires; B is granted token 34.
-//   3. B reads x = 100.
-//   4. A wakes, writes x = 100 + 10 with token 33: the row is at 32 < 33, so it is APPLIED.
-//   5. B writes x = 100 + 20 with token 34: 33 < 34, APPLIED. x = 120 and A's +10 is lost,
-//      although A was told its write succeeded.
-//
-// fence_read() raises the row's token before the caller reads, so a read counts like a write:
-//
-//   1. A: fence_read(33) moves the row to 33; A reads x = 100.
-//   2. A pauses; B is granted token 34.
-//   3. B: fence_read(34) moves the row to 34; B reads x = 100.
-//   4. A writes with 33: the row is at 34, so it is refused (kStale, current_token 34). A learns
-//      that it lost the lock and that nothing it did took effect.
-//   5. B writes x = 120 with 34 (TokenRule::kNewerOrSame: the row already carries B's own 34).
-//
-// The rule: a write with token T is applied only if no holder with a newer token has read or
-// written the row since. Either A's write lands before B's read (and B reads it), or it is refused.
-// A holder that fences its reads must write with TokenRule::kNewerOrSame, because its own fenced
-// read already put its token on the row.
-//
-// Schema. The table needs a key column that is unique on its own (PRIMARY KEY or a single-column
-// UNIQUE index) and a 64-bit integer token column that starts below every real token (SQLite:
-// INTEGER; PostgreSQL: bigint — open() refuses integer or numeric), for example:
-//
-//   CREATE TABLE accounts(id TEXT PRIMARY KEY, balance INTEGER NOT NULL,
-//                         current_token INTEGER NOT NULL DEFAULT 0);          -- SQLite
-//   CREATE TABLE accounts(id text PRIMARY KEY, balance bigint NOT NULL,
-//                         current_token bigint NOT NULL DEFAULT 0);           -- PostgreSQL
-//
-// Rows are created by the application: update() never inserts. fence_read() of a key with no row
-// must still record its token, or it fences nothing: B (34) reads "no such row"; A (33), paused
-// before it could create the row, wakes and creates it; B, which saw "absent", then overwrites A's
-// row unseen. So when the table can hold a placeholder row — every column other than the key and
-// the token is nullable or has a default (or is a rowid table's INTEGER PRIMARY KEY) — fence_read()
-// of a missing key inserts one carrying only the key and the token. Give such a table a column
-// that tells a placeholder from a real row (say, a nullable body: NULL means "no object yet"), and
-// create real rows with update() (the placeholder is the row) or with an INSERT that respects a
-// placeholder's token. When the table cannot hold a placeholder, fence_read() of a missing key
-// reports kNoSuchRow and fences nothing: the application must then fence creation itself (for
-// example, create rows only with the token in the same statement, and refuse creation when a
-// newer token already read). Tokens are stored as signed 64-bit integers (SQLite INTEGER,
-// PostgreSQL bigint), so tokens above INT64_MAX are refused. Tokens increase per lock name, so
-// every token written to a row must come from the same lock name (say, lock "account:alice" for
-// row alice); tokens of different names are not comparable.
-//
-// The SQL each database runs. SQLite: the UPDATE above inside BEGIN IMMEDIATE ... COMMIT; a fenced
-// read of a missing key INSERTs the placeholder in the same transaction. PostgreSQL: the UPDATE
-// above as a prepared statement, and for a fenced read one statement that moves the token or
-// inserts the placeholder atomically (one of `<` / `<=` per TokenRule):
-//
-//   INSERT INTO <table> AS fenced (<key>, <token>) VALUES ($1, $2)
-//   ON CONFLICT (<key>) DO UPDATE SET <token> = GREATEST(fenced.<token>, EXCLUDED.<token>)
-//   WHERE fenced.<token> <= EXCLUDED.<token>
-//
-// (the plain UPDATE when the table cannot hold a placeholder). Every value is a bound parameter;
-// the table and column names are quoted (PQescapeIdentifier / "name") when the statements are
-// prepared, once, at open().
-//
-// Isolation (PostgreSQL). Safety comes from the single guarded statement, which is atomic at every
-// isolation level: at READ COMMITTED a writer that waits for the row lock re-checks the condition
-// against the row version that won; at REPEATABLE READ and SERIALIZABLE PostgreSQL aborts it with
-// SQLSTATE 40001 instead. Outside the caller's transaction a call runs in a transaction of its own
-// (at the connection's default isolation) and retries such an abort (40001, and deadlock 40P01)
-// up to kMaxSerializationAttempts times in all, with a short random pause between; if every
-// attempt is aborted the call returns kUnavailable and nothing was written. Inside the caller's
-// transaction an abort cannot be retried by us — PostgreSQL has ended the transaction — so it is
-// returned at once as kUnavailable (the message names the SQLSTATE): ROLLBACK and run the whole
-// transaction again.
-//
-// Transactions: kApplied is never reported for a write that is not committed, unless the caller
-// said it commits (Commit::kByCaller). By default a call runs in a transaction of its own and
-// commits it before returning; a call that finds a transaction already open on the connection
-// refuses (kInvalidArgument) and touches nothing, because joining it would report kApplied for
-// a write that the caller's COMMIT, which may never come, decides.
-//
-// Thread safety: a FencedTable is used by one thread at a time, like the connection it borrows or
-// owns (a sqlite3* unless opened in serialized mode, a PGconn* always). Fencing across threads and
-// processes comes from the database's own locking: give each thread its own connection and its
-// own FencedTable.
+// Contract. update(key, token, ...) applies its assignments in ONE statement that also sets the
+// row's token column to `token` and only if the row has not seen a newer token (`<`; or `<=` with
+// TokenRule::kNewerOrSame); fence_read(key, token) raises the row's token the same way before the
+// caller reads, so a read counts like a write (a missing row gets a placeholder holding only key
+// and token when the table can hold one, else kNoSuchRow). Tokens compared on one row must all
+// come from one lock name; tokens above INT64_MAX are refused. The table needs a key column unique
+// on its own and a 64-bit integer token column starting below every real token; update() never
+// inserts.
+// kApplied is never reported for a write that is not committed, unless the caller said it commits
+// (Commit::kByCaller): by default a call runs and commits a transaction of its own, and refuses
+// (kInvalidArgument, nothing touched) when a transaction is already open on the connection.
+// PostgreSQL serialization failures and deadlocks are retried up to kMaxSerializationAttempts in
+// a call's own transaction (then kUnavailable), and returned at once inside the caller's.
+// A FencedTable is used by one thread at a time, like the connection it borrows or owns.
 #pragma once
 
 #include <cstdint>
