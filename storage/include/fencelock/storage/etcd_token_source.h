@@ -1,39 +1,18 @@
 // Fencing tokens from an etcd v3 cluster (Raft): no single point of failure, shared by any number
 // of fencelockd instances. Redlock on the lock nodes stays the fast path; etcd only orders.
 //
-// Token = base + the etcd revision of a write (a put of clock_key(prefix)). etcd's revision is
-// cluster-wide, linearizable and never goes back, whatever member fails or leads, so a draw that
-// starts after another one ended gets a greater token, through any fencelockd. A token is handed
-// out only after etcd answered the write (committed on a majority of members, fsynced). Tokens
-// are shared by all names, so they jump (5, then 9 for the same name): fine for fencing, which
-// only compares. etcd keeps no key per name: its key space does not grow with the names used.
-//
-// History: etcd keeps its cluster id when it is wiped and bootstrapped again with the same flags,
-// restored from a snapshot, or recovered with --force-new-cluster — while its revisions go back.
-// So the first source on a prefix writes a history key, history_key(prefix) = "<128 random bits
-// in hex> <base>" (base = EtcdTokenOptions::floor then; 0 by default), and every draw and read is
-// a transaction on the condition that the key still holds that value: a cluster that lost its data
-// no longer does, and the source refuses for good. An answer whose revision is below one seen
-// before (a restored cluster, which still holds the key) breaks the source for good too. The
-// identity the lock nodes remember is "etcd:<cluster id>:<history id>", so an instance started
-// after a wipe (which writes a new history) is refused by the lock nodes as another token store.
-// Known gap: an instance started only after a restore (no instance ran through it) meets an older
-// but consistent history and is not refused by the source itself.
-//
-// Batching: draws that arrive while a request is out share the next transaction — one Raft round
-// and one put for up to kMaxBatch names, which all get its revision; a name drawn twice goes to
-// the following batch (a name's tokens never repeat). Reads share a transaction likewise. One
-// request is out at a time per source.
-//
-// Fail-over: the source talks to one endpoint at a time; a failed or late request fails its draws
-// (kUnavailable — the acquire answers 503 and the client may retry) and moves to the next
-// endpoint. Every answer's cluster id must be the one the source met at start: an endpoint that
-// now belongs to another etcd cluster (a misdirected address) could hold smaller revisions, so
-// its answers are refused.
-//
-// current(name) = base + etcd's revision now (a linearizable read): not the name's own last token
-// but a bound above it — at least every token handed out so far, for any name, and below every
-// token a later draw gets — which is what current() promises (token_source.h). Never 0.
+// Contract. Token = base + the etcd revision of a write (a put of clock_key(prefix)), handed out
+// only after etcd answered it: a draw that starts after another ended gets a greater token,
+// through any fencelockd. Tokens are shared by all names, so a name's tokens jump. Draws waiting
+// together share one transaction (up to kMaxBatch names; a name twice goes to the next); one
+// request is out at a time, and a failed or late one fails its draws (kUnavailable) and moves to
+// the next endpoint. Every draw and read is conditional on history_key(prefix) still holding the
+// value the first source wrote ("<128 random bits> <base>"): a wiped cluster fails it, and the
+// source refuses for good, as it does for an answer whose revision is below one seen before or
+// whose cluster id is not the one met at start. The identity the lock nodes remember is
+// "etcd:<cluster id>:<history id>". current(name) = base + etcd's revision now: at or above every
+// token handed out so far, below every later draw, never 0. Why, and the gap an instance started
+// only after a restore leaves: docs/architecture.md, "etcd revisions".
 //
 // Threading: thread-safe; callbacks run on the source's strand.
 #pragma once

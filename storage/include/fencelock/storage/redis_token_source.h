@@ -2,41 +2,17 @@
 // how the HTTP tier scales out. Not one of the lock nodes, and no Sentinel/replica failover: a
 // failover loses acknowledged writes.
 //
-// Token = epoch · 2^40 + INCR(<prefix><name>).
-//
-// Regression guard. A counter master that restarts may come back without its last increments
-// (appendfsync everysec, or no persistence), so INCR could repeat a value already handed out. The
-// master's run_id changes on every restart, and every connection (re)starts with a handshake that
-// reads it. Before drawing on a new connection, each source runs an epoch script: if the master's
-// epoch record names a different run_id, it sets the epoch to max(recorded, the highest epoch this
-// source has used) + 1, with the new run_id; if the record is missing and the source drew before,
-// to that source's highest epoch + 1; otherwise it adopts the recorded epoch. All sources meeting
-// the same incarnation therefore agree on one epoch, greater than every epoch any of them used
-// before — so every new token is greater than every token of earlier incarnations, even if the
-// counters themselves went back. Each source keeps the highest epoch it used durably in a local
-// file (`epoch_file`), so the guard holds across a fencelockd restart too. A fresh deployment (no
-// record anywhere) starts at epoch 0, so tokens stay small until the first master restart; tokens
-// stay below 2^53 (safe in JavaScript) for the first 8191 restarts.
-//
-// Every draw checks the epoch too: INCR (and the GET of current()) runs in one script that first
-// compares the record's epoch with the epoch this source draws under, and on a mismatch touches
-// nothing and answers -1 (a mismatch) instead of a counter. The record can change without this
-// source's connection dropping — a FLUSHALL, a proxy now pointing the same address at another
-// master, or another source that renegotiated after either — and no token is ever handed out
-// under an epoch the record does not hold, so two sources never interleave two epochs. On a
-// mismatch the source re-reads the master's run_id (INFO server) and runs the epoch script again
-// on the same connection, then retries the draw once; draws arriving meanwhile wait for it. A
-// draw that mismatches twice, or whose renegotiation fails, fails with kUnavailable.
-//
-// Limits: if the master loses its epoch record, the guard relies on the first source to
-// renegotiate having adopted the latest epoch — true of every source that drew, or connected,
-// since the record last changed — or on a source that used it reconnecting with its epoch file.
-// A source idle across two losses of the record could come back one epoch short.
-// A counter reaching 2^40 within one epoch fails with kInternal.
-//
-// current(name) = epoch · 2^40 + GET(<prefix><name>), under the same check — in a later epoch a
-// name that was never drawn reports epoch · 2^40, as if the counter had jumped there; a later
-// next() is still greater.
+// Contract. Token = epoch · 2^40 + INCR(<prefix><name>). Every connection starts with an epoch
+// script: a master whose epoch record names another run_id (it restarted) or lost the record gets
+// an epoch above every epoch this source used (kept durably in `epoch_file` before the first token
+// of a new epoch); otherwise the source adopts the recorded one. Every draw (and current()) checks
+// the record's epoch in the same script as its INCR (GET) and, on a mismatch, renegotiates on the
+// same connection and retries once; no token is handed out under an epoch the record does not
+// hold. So every token is above every token of earlier incarnations, even if the counters went
+// back. A second mismatch or a failed renegotiation is kUnavailable; a counter reaching 2^40 in
+// one epoch is kInternal. current(name) in a later epoch reports epoch · 2^40 for a name not drawn
+// since. Why, and the limits (an instance idle across two losses of the record):
+// docs/architecture.md, "Single-master Redis INCR".
 //
 // Threading: thread-safe; callbacks run on the source's strand.
 #pragma once
