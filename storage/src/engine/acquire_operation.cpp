@@ -118,7 +118,6 @@ void AcquireOperation::set_keys() {
 void AcquireOperation::start() {
   call_started_ = Clock::now();
   core_->operation_started();
-  core_->note_foreground();
   if (target_.kind == AcquireTarget::Kind::kPermit) {
     // The first slot at random: permit callers spread over the slots instead of all trying 0.
     slot_ = std::uniform_int_distribution<std::uint32_t>(0, target_.permits - 1)(core_->rng());
@@ -232,6 +231,7 @@ void AcquireOperation::on_all_tokens() {
 
 void AcquireOperation::vote() {
   phase_ = Phase::kVoting;
+  core_->note_foreground();
   tally_.emplace(core_->new_tally());
   answers_.assign(core_->node_count(), NodeAnswer{});
   fences_.assign(target_.names.size(), 0);

@@ -14,6 +14,9 @@ namespace fencelock::storage {
 namespace {
 
 constexpr std::size_t kMaxSteps = 16;  // SCAN steps one page makes at most
+// A page that has made a step ends once it has taken this long (listing steps rest under load:
+// list_pacer.h), so a client's request timeout is not spent waiting for a full page.
+constexpr std::chrono::milliseconds kPageBudget{1000};
 
 // A SCAN MATCH glob: `text` with its glob characters escaped.
 std::string glob_escaped(std::string_view text) {
@@ -112,6 +115,7 @@ ListOperation::ListOperation(std::shared_ptr<EngineCore> core, ListRequest reque
 }
 
 void ListOperation::start() {
+  page_started_ = std::chrono::steady_clock::now();
   core_->operation_started();
   if (core_->voting_nodes() < core_->quorum()) {
     finish(make_error(ErrorCode::kUnavailable, "fewer than a quorum of lock nodes are voting"));
@@ -126,7 +130,12 @@ void ListOperation::start() {
 }
 
 void ListOperation::scan() {
-  core_->list_pacer().enter([self = shared_from_this()] { self->scan_now(); });
+  if (!core_->list_pacer().enter([self = shared_from_this()] { self->scan_now(); })) {
+    Error busy = make_error(ErrorCode::kUnavailable,
+                            "too many listings are in progress on this instance; try again");
+    busy.retry_after = std::chrono::milliseconds(1000);
+    finish(std::move(busy));
+  }
 }
 
 void ListOperation::scan_now() {
@@ -209,7 +218,8 @@ std::size_t ListOperation::listed_from(std::uint32_t nodes) const {
 }
 
 bool ListOperation::page_full() const {
-  return kind_->kept() >= request_.limit || steps_ >= kMaxSteps;
+  return kind_->kept() >= request_.limit || steps_ >= kMaxSteps ||
+         (steps_ > 0 && std::chrono::steady_clock::now() - page_started_ >= kPageBudget);
 }
 
 std::string ListOperation::cursor() const {

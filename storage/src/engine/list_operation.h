@@ -14,9 +14,12 @@
 // cursor is "<node>-<SCAN cursor>-<passed-over nodes, a hex bit mask>-<the node's incarnation>"
 // (the first 12 characters of its run_id): a SCAN cursor means nothing to another incarnation
 // (Redis seeds its hash anew at each start), so a node that restarted is scanned again from the
-// start. Each SCAN step and its inspections run through the engine's ListPacer (list_pacer.h).
+// start. Each SCAN step and its inspections run through the engine's ListPacer (list_pacer.h); a
+// page ends after at most 16 steps, or once it made one and took a second (it may then hold fewer
+// names than its limit, or none); when the pacer's queue is full the page is kUnavailable.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -100,6 +103,7 @@ class ListOperation : public ReplySink, public std::enable_shared_from_this<List
   bool in_step_ = false;
   std::uint32_t passed_over_ = 0;  // bit i: node i is passed over (kMaxLockNodes < 32)
   std::size_t steps_ = 0;
+  std::chrono::steady_clock::time_point page_started_;
 };
 
 }  // namespace fencelock::storage

@@ -5,12 +5,14 @@
 
 namespace fencelock::storage {
 
-void ListPacer::enter(std::function<void()> step) {
-  if (busy_ && !stopped_) {
-    queued_.push_back(std::move(step));
-    return;
+bool ListPacer::enter(std::function<void()> step) {
+  if (stopped_ || !busy_) {
+    run(step);
+    return true;
   }
-  run(step);
+  if (queued_.size() >= kMaxQueuedListSteps) return false;
+  queued_.push_back(std::move(step));
+  return true;
 }
 
 void ListPacer::run(const std::function<void()>& step) {
@@ -21,35 +23,41 @@ void ListPacer::run(const std::function<void()>& step) {
 }
 
 void ListPacer::leave() {
-  const auto took = std::chrono::steady_clock::now() - step_started_;
-  if (stopped_ || foreground_ == foreground_at_step_) {
+  if (stopped_) {  // stop() runs what is queued, one after another (never nested)
+    busy_ = false;
+    return;
+  }
+  if (foreground_ == foreground_at_step_) {
     next();
     return;
   }
+  const auto took = std::chrono::steady_clock::now() - step_started_;
   timer_.expires_after(
       std::min<std::chrono::steady_clock::duration>(took * kListRestFactor, kMaxListRest));
-  // Cancelled only by stop() or the pacer's end: then nothing is left to run.
-  timer_.async_wait([this](const boost::system::error_code& error) {
-    if (!error) next();
-  });
+  timer_.async_wait(
+      [this, alive = std::weak_ptr<char>(alive_)](const boost::system::error_code& error) {
+        if (!error && !alive.expired() && !stopped_) next();
+      });
 }
 
 void ListPacer::next() {
   busy_ = false;
-  if (queued_.empty()) return;
-  auto step = std::move(queued_.front());
-  queued_.pop_front();
-  run(step);
+  if (draining_) return;  // a step that ended inside run(): the loop below goes on
+  draining_ = true;
+  while (!busy_ && !stopped_ && !queued_.empty()) {
+    auto step = std::move(queued_.front());
+    queued_.pop_front();
+    run(step);
+  }
+  draining_ = false;
 }
 
 void ListPacer::stop() {
   stopped_ = true;
   timer_.cancel();
-  while (!queued_.empty()) {
-    auto step = std::move(queued_.front());
-    queued_.pop_front();
-    step();
-  }
+  auto queued = std::move(queued_);
+  queued_.clear();
+  for (const auto& step : queued) run(step);
 }
 
 }  // namespace fencelock::storage

@@ -2,6 +2,7 @@
 // an idle one, queued steps run at once when it stops (a real io_context and timer, no Redis).
 #include "engine/list_pacer.h"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
@@ -22,7 +23,7 @@ TEST_CASE("listing steps run one at a time, resting only after one that grants r
   boost::asio::steady_timer work(io);
   Clock::time_point first_left;
   // Step 0 takes ~20 ms with a grant beside it; step 1 is idle; step 2 follows it.
-  pacer.enter([&] {
+  REQUIRE(pacer.enter([&] {
     order.push_back(0);
     started[0] = Clock::now();
     pacer.note_foreground();
@@ -31,17 +32,17 @@ TEST_CASE("listing steps run one at a time, resting only after one that grants r
       first_left = Clock::now();
       pacer.leave();
     });
-  });
-  pacer.enter([&] {
+  }));
+  REQUIRE(pacer.enter([&] {
     order.push_back(1);
     started[1] = Clock::now();
     pacer.leave();
-  });
-  pacer.enter([&] {
+  }));
+  REQUIRE(pacer.enter([&] {
     order.push_back(2);
     started[2] = Clock::now();
     pacer.leave();
-  });
+  }));
   CHECK(order == std::vector<int>{0});  // the others wait for the first
   io.run_for(5s);
   REQUIRE(order == std::vector<int>{0, 1, 2});
@@ -50,19 +51,54 @@ TEST_CASE("listing steps run one at a time, resting only after one that grants r
   CHECK(started[2] >= started[1]);  // step 1 was idle: step 2 followed at once
 }
 
-TEST_CASE("a stopping pacer runs the queued listing steps at once", "[storage][pacer]") {
+TEST_CASE("a stopping pacer runs the queued listing steps one after another, never nested",
+          "[storage][pacer]") {
   boost::asio::io_context io;
   ListPacer pacer(io.get_executor());
   int ran = 0;
-  pacer.enter([&] {
+  int depth = 0;
+  int deepest = 0;
+  REQUIRE(pacer.enter([&] {
     ++ran;
     pacer.note_foreground();
-  });
-  pacer.enter([&] { ++ran; });
+  }));
+  // Each queued step ends at once, as a listing step of a stopped engine does.
+  const auto ending = [&] {
+    ++ran;
+    deepest = std::max(deepest, ++depth);
+    pacer.leave();
+    --depth;
+  };
+  for (std::size_t i = 0; i < fencelock::storage::kMaxQueuedListSteps; ++i)
+    REQUIRE(pacer.enter(ending));
   CHECK(ran == 1);
   pacer.stop();
-  CHECK(ran == 2);
+  CHECK(ran == 1 + static_cast<int>(fencelock::storage::kMaxQueuedListSteps));
+  CHECK(deepest == 1);
   pacer.leave();  // the first step ends after the stop: nothing rests, nothing runs twice
   io.run_for(100ms);
-  CHECK(ran == 2);
+  CHECK(ran == 1 + static_cast<int>(fencelock::storage::kMaxQueuedListSteps));
+}
+
+TEST_CASE("a pacer refuses a listing step beyond its queue's bound", "[storage][pacer]") {
+  boost::asio::io_context io;
+  ListPacer pacer(io.get_executor());
+  REQUIRE(pacer.enter([] {}));  // runs, and holds the pacer until it leaves
+  int depth = 0;
+  int deepest = 0;
+  int ran = 0;
+  for (std::size_t i = 0; i < fencelock::storage::kMaxQueuedListSteps; ++i) {
+    REQUIRE(pacer.enter([&] {
+      ++ran;
+      deepest = std::max(deepest, ++depth);
+      pacer.leave();  // idle steps that end at once run one after another, not nested
+      --depth;
+    }));
+  }
+  CHECK_FALSE(pacer.enter([] { FAIL("a refused step ran"); }));
+  pacer.leave();
+  io.run_for(100ms);
+  CHECK(ran == static_cast<int>(fencelock::storage::kMaxQueuedListSteps));
+  CHECK(deepest == 1);
+  CHECK(pacer.enter([&] { pacer.leave(); }));  // drained: room again
 }
