@@ -129,7 +129,7 @@ void AcquireOperation::start() {
     const bool permit = target_.kind == AcquireTarget::Kind::kPermit;
     bool behind = permit;
     for (const auto& queue : queues()) {
-      const bool waited_for = core_->has_waiters(queue);
+      const bool waited_for = core_->waiters().has_waiters(queue);
       behind = permit ? behind && waited_for : behind || waited_for;
     }
     // A request's repeat probes first: an attempt that takes nothing, but finds an earlier grant.
@@ -444,14 +444,14 @@ void AcquireOperation::hand_on_wakeups() {
     if (std::find(blockers_.begin(), blockers_.end(), name) != blockers_.end()) continue;
     const bool woken_by = std::find(consumed_wakeups_.begin(), consumed_wakeups_.end(), name) !=
                           consumed_wakeups_.end();
-    if (woken_by || core_->is_first_waiter(name, this)) core_->wake_waiter_after(name, this);
+    if (woken_by || core_->waiters().is_first(name, this)) core_->waiters().wake_after(name, this);
   }
   consumed_wakeups_.clear();
 }
 
 bool AcquireOperation::first_in_a_queue() const {
   return std::any_of(queues().begin(), queues().end(), [this](const std::string& queue) {
-    return core_->is_first_waiter(queue, this);
+    return core_->waiters().is_first(queue, this);
   });
 }
 
@@ -607,7 +607,7 @@ void AcquireOperation::attempt_failed(Error error) {
   if (abandoned_) {
     complete(make_error(ErrorCode::kCancelled, "the acquire was cancelled"));
     // It may have held the lock a moment: the next waiter need not sleep out its retry delay.
-    for (const auto& queue : queues()) core_->wake_first_waiter(queue, {});
+    for (const auto& queue : queues()) core_->waiters().wake_first(queue, {});
     return;
   }
   if (std::exchange(fenced_attempt_, false)) {

@@ -67,7 +67,7 @@ bool AcquireOperation::read_expiry(const std::vector<std::size_t>& nodes) {
   if (nodes.empty() || core_->stopped()) return false;
   // Whatever it learns, this acquire will not try again: the queues and the wake-ups it holds go
   // on to the next waiter now, not after the reads (up to a node timeout).
-  for (const std::string& woken_by : pending_wakeups_) core_->wake_waiter_after(woken_by, this);
+  for (const std::string& woken_by : pending_wakeups_) core_->waiters().wake_after(woken_by, this);
   pending_wakeups_.clear();
   leave_queues(/*granted=*/false);
   // The phase and the count first: a reply never arrives from inside send (redis_node.h), but
@@ -254,7 +254,7 @@ void AcquireOperation::join_queue() {
   if (queued_) return;
   queued_ = true;
   for (const auto& queue : queues())
-    core_->add_waiter(queue, std::weak_ptr<Waiter>(shared_from_this()));
+    core_->waiters().add(queue, std::weak_ptr<Waiter>(shared_from_this()));
 }
 
 void AcquireOperation::retry_now() {
@@ -315,14 +315,14 @@ void AcquireOperation::leave_queues(bool granted) {
     const auto grant_expires_in =
         attempt_started_ + target_.ttl + std::chrono::milliseconds(1) - Clock::now();
     for (const auto& queue : queues()) {
-      if (core_->is_first_waiter(queue, this)) {
+      if (core_->waiters().is_first(queue, this)) {
         if (granted && !shared_grant()) {
-          core_->promote_waiter_after(queue, this, grant_expires_in);
+          core_->waiters().promote_after(queue, this, grant_expires_in);
         } else {
-          core_->wake_waiter_after(queue, this);
+          core_->waiters().wake_after(queue, this);
         }
       }
-      core_->remove_waiter(queue, this);
+      core_->waiters().remove(queue, this);
     }
     queued_ = false;
   }
@@ -339,7 +339,7 @@ void AcquireOperation::complete(Error error) {
   }
   // Wake-ups that came after its last attempt went out and that no attempt will use (its budget
   // ran out, it was cancelled, the engine stops): the next waiter of each name gets them.
-  for (const std::string& woken_by : pending_wakeups_) core_->wake_waiter_after(woken_by, this);
+  for (const std::string& woken_by : pending_wakeups_) core_->waiters().wake_after(woken_by, this);
   pending_wakeups_.clear();
   finish(error.code);
   std::visit(

@@ -294,15 +294,7 @@ void EngineCore::on_announcement(std::string_view message) {
   const std::string name(key.substr(options_.key_prefix.size()));
   watches_.changed(name);
   if (tag.starts_with(kCleanupTagEngine)) return;  // a failed attempt's cleanup: for watches only
-  const auto it = waiters_.find(name);
-  if (it == waiters_.end()) return;
-  if (it->second.last_release != tag) {
-    wake_first_waiter(name, tag);
-  } else if (const auto woken = it->second.woken.lock()) {
-    // Another node's copy: that node has now deleted the key too. If the woken waiter's attempt
-    // is still out, it may have been refused there; this makes it try once more at once.
-    woken->wake_now(name);
-  }
+  waiters_.release_heard(name, tag);
 }
 
 void EngineCore::track(Cancellable* operation, std::weak_ptr<Cancellable> handle) {
@@ -311,83 +303,6 @@ void EngineCore::track(Cancellable* operation, std::weak_ptr<Cancellable> handle
 
 void EngineCore::untrack(Cancellable* operation) {
   waiting_.erase(operation);
-}
-
-bool EngineCore::has_waiters(const std::string& name) const {
-  const auto it = waiters_.find(name);
-  return it != waiters_.end() && !it->second.queue.empty();
-}
-
-void EngineCore::add_waiter(const std::string& name, std::weak_ptr<Waiter> waiter) {
-  waiters_[name].queue.push_back(std::move(waiter));
-}
-
-void EngineCore::remove_waiter(const std::string& name, const Waiter* waiter) {
-  const auto it = waiters_.find(name);
-  if (it == waiters_.end()) return;
-  it->second.queue.remove_if([waiter](const std::weak_ptr<Waiter>& w) {
-    const auto locked = w.lock();
-    return !locked || locked.get() == waiter;
-  });
-  if (it->second.queue.empty()) waiters_.erase(it);
-}
-
-bool EngineCore::is_first_waiter(const std::string& name, const Waiter* waiter) const {
-  const auto it = waiters_.find(name);
-  if (it == waiters_.end()) return false;
-  for (const auto& weak : it->second.queue) {
-    if (const auto first = weak.lock()) return first.get() == waiter;
-  }
-  return false;
-}
-
-void EngineCore::wake_first_waiter(const std::string& name, std::string_view release_tag) {
-  const auto it = waiters_.find(name);
-  if (it == waiters_.end()) return;
-  it->second.last_release.assign(release_tag);
-  it->second.woken.reset();
-  wake_from(it->second, name, it->second.queue.begin());
-}
-
-void EngineCore::wake_waiter_after(const std::string& name, const Waiter* after) {
-  const auto it = waiters_.find(name);
-  if (it == waiters_.end()) return;
-  auto next =
-      std::find_if(it->second.queue.begin(), it->second.queue.end(),
-                   [after](const std::weak_ptr<Waiter>& w) { return w.lock().get() == after; });
-  // Gone from the queue already (finished): the wake-up goes to the first waiter instead.
-  next = next == it->second.queue.end() ? it->second.queue.begin() : std::next(next);
-  wake_from(it->second, name, next);
-}
-
-void EngineCore::promote_waiter_after(const std::string& name, const Waiter* after,
-                                      Clock::duration frees_in) {
-  const auto it = waiters_.find(name);
-  if (it == waiters_.end()) return;
-  bool behind = false;
-  for (const auto& weak : it->second.queue) {
-    const auto waiter = weak.lock();
-    if (!waiter) continue;
-    if (behind) {
-      waiter->become_first(frees_in);
-      return;
-    }
-    behind = waiter.get() == after;
-  }
-}
-
-void EngineCore::wake_from(NameWaiters& waiters, const std::string& name,
-                           std::list<std::weak_ptr<Waiter>>::iterator first) {
-  for (auto at = first; at != waiters.queue.end(); ++at) {
-    const auto waiter = at->lock();
-    if (!waiter) continue;
-    const Waiter::Wake wake = waiter->wake_now(name);
-    if (wake == Waiter::Wake::kFinished) continue;
-    if (wake == Waiter::Wake::kPassed) continue;
-    // Taken; or already awake: its attempt out (or about to go) tries again should it fail.
-    if (waiters.woken.expired()) waiters.woken = waiter;
-    return;
-  }
 }
 
 }  // namespace fencelock::storage

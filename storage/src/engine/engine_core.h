@@ -24,6 +24,7 @@
 #include "engine/lock_watches.h"
 #include "engine/lua_scripts.h"
 #include "engine/node_trust.h"
+#include "engine/waiter_queues.h"
 #include "fencelock/storage/engine_observer.h"
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/quorum.h"
@@ -40,27 +41,6 @@ class Cancellable {
 
  public:
   virtual ~Cancellable() = default;
-};
-
-// An acquire waiting for a held lock, woken when a name of its queues is released.
-class Waiter {
- public:
-  enum class Wake : std::uint8_t {
-    kTaken,         // it was sleeping between attempts and tries again at once
-    kAlreadyAwake,  // an attempt is out or about to go: if it fails, it tries once more at once
-    kPassed,        // it has no use for this release now: the waiters behind it get it
-    kFinished,      // done: the wake-up is not for it
-  };
-  virtual ~Waiter() = default;
-  // A release of `name` (one of its queues). A waiter of several queues (a lock set's names, a
-  // semaphore's slots) passes a release it cannot use on: while an attempt of its own is out (it
-  // may not even want that slot), or — a set — while another name its last refusal found held
-  // stays held.
-  virtual Wake wake_now(std::string_view name) = 0;
-  // It is now the first waiter of a queue — the one that watches the nodes — because the one before
-  // it was granted, which frees in about `frees_in` unless released: a sleeping waiter wakes then
-  // at the latest (or at the 2 s cap, or its budget's end).
-  virtual void become_first(std::chrono::steady_clock::duration frees_in) = 0;
 };
 
 class EngineCore : public NodeListener, public std::enable_shared_from_this<EngineCore> {
@@ -191,23 +171,8 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   void track(Cancellable* operation, std::weak_ptr<Cancellable> handle);
   void untrack(Cancellable* operation);
 
-  // Hand-off: acquires that wait for a held name queue here in arrival order; a successful
-  // release of the name (here, or announced by another engine) wakes the first one, so it does
-  // not sleep out its retry delay. Expiry is still found by the retry timer.
-  bool has_waiters(const std::string& name) const;
-  void add_waiter(const std::string& name, std::weak_ptr<Waiter> waiter);
-  void remove_waiter(const std::string& name, const Waiter* waiter);
-  // become_first() on the first live waiter behind `after` in `name`'s queue.
-  void promote_waiter_after(const std::string& name, const Waiter* after,
-                            std::chrono::steady_clock::duration frees_in);
-  // True if `waiter` is the first live waiter of `name`'s queue.
-  bool is_first_waiter(const std::string& name, const Waiter* waiter) const;
-  // `release_tag`: the release that freed the name; later copies of its announcement only reach
-  // the waiter this woke.
-  void wake_first_waiter(const std::string& name, std::string_view release_tag);
-  // Hands a wake-up of `name` on to the waiters queued behind `after` (a lock set's waiter whose
-  // attempt failed on another of its names while `name` stayed free), as wake_first_waiter does.
-  void wake_waiter_after(const std::string& name, const Waiter* after);
+  // The waiter queues of this engine's acquires (waiter_queues.h). On the strand.
+  WaiterQueues& waiters() noexcept { return waiters_; }
 
   // Watches of single locks (lock_watches.h). On the strand, except LockWatches::watch().
   LockWatches& watches() noexcept { return watches_; }
@@ -241,15 +206,6 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
  private:
   // Appends the quarantined nodes (and when the first votes again) to `error`. On the strand.
   void explain_quarantines(Error& error) const;
-  struct NameWaiters {
-    std::list<std::weak_ptr<Waiter>> queue;  // FIFO
-    std::string last_release;                // tag of the last release that woke a waiter
-    std::weak_ptr<Waiter> woken;             // the waiter that release woke
-  };
-
-  // Offers a wake-up of `name` to the waiters from `first` on (wake_first_waiter).
-  void wake_from(NameWaiters& waiters, const std::string& name,
-                 std::list<std::weak_ptr<Waiter>>::iterator first);
   void on_announcement(std::string_view message);
   void on_node_ready(std::size_t node, const NodeIdentity& identity) override;
   void on_node_down(std::size_t node, const std::string& why) override;
@@ -350,7 +306,7 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   };
   std::vector<EvictionsSeen> evictions_seen_;
   std::unordered_map<Cancellable*, std::weak_ptr<Cancellable>> waiting_;
-  std::unordered_map<std::string, NameWaiters> waiters_;
+  WaiterQueues waiters_;
   std::mt19937_64 rng_;
   std::string engine_id_;
   std::uint64_t releases_ = 0;

@@ -81,7 +81,7 @@ ClaimTarget single_lock_claim(const EngineCore& core, Script script, std::string
 
 std::string release_tag_for(EngineCore& core, const std::vector<std::string>& names) {
   for (const auto& name : names) {
-    if (core.has_waiters(name) || core.watches().watched(name)) return core.new_release_tag();
+    if (core.waiters().has_waiters(name) || core.watches().watched(name)) return core.new_release_tag();
   }
   return {};
 }
@@ -101,7 +101,7 @@ void ReleaseOperation::decide() {
   if (tally_.outcome() == TallyOutcome::kReached) {
     complete(true);
     // Hand the lock over without a retry delay.
-    for (const auto& name : names_) core_->wake_first_waiter(name, release_tag_);
+    for (const auto& name : names_) core_->waiters().wake_first(name, release_tag_);
   } else if (surely_not_held(tally_)) {
     complete(false);
   } else if (cannot_tell(tally_)) {
