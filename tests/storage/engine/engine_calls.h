@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/lua_scripts.h"
@@ -116,34 +117,36 @@ inline void log_every_command(RedisCluster& cluster, std::size_t node) {
   redis.command({"SLOWLOG", "RESET"});
 }
 
-// How many EVALSHA calls of the script `sha` `node` served since log_every_command().
-inline std::int64_t script_calls(RedisCluster& cluster, std::size_t node, std::string_view sha) {
+// How many commands `node` served since log_every_command() whose arguments `matches`.
+template <class Matches>
+std::int64_t logged_calls(RedisCluster& cluster, std::size_t node, Matches matches) {
   const SyncReply log = SyncRedis(cluster.node(node).port()).command({"SLOWLOG", "GET", "-1"});
   std::int64_t calls = 0;
   for (const SyncReply& entry : log.elements) {
     if (entry.elements.size() < 4) continue;
-    const auto& args = entry.elements[3].elements;  // {id, time, duration, args, ...}
-    if (args.size() >= 2 && (args[0].text == "EVALSHA" || args[0].text == "evalsha") &&
-        args[1].text == sha)
-      ++calls;
+    if (matches(entry.elements[3].elements)) ++calls;  // {id, time, duration, args, ...}
   }
   return calls;
+}
+
+inline bool is_command(const SyncReply& arg, std::string_view upper, std::string_view lower) {
+  return arg.text == upper || arg.text == lower;
+}
+
+// How many EVALSHA calls of the script `sha` `node` served since log_every_command().
+inline std::int64_t script_calls(RedisCluster& cluster, std::size_t node, std::string_view sha) {
+  return logged_calls(cluster, node, [sha](const std::vector<SyncReply>& args) {
+    return args.size() >= 2 && is_command(args[0], "EVALSHA", "evalsha") && args[1].text == sha;
+  });
 }
 
 // How many EVAL calls whose first key is `key` `node` served since log_every_command(): e.g. the
 // release of a refused attempt's keys (EngineCore::release_everywhere), sent in the same strand
 // turn as the attempt's decision to sleep.
 inline std::int64_t eval_calls_on(RedisCluster& cluster, std::size_t node, std::string_view key) {
-  const SyncReply log = SyncRedis(cluster.node(node).port()).command({"SLOWLOG", "GET", "-1"});
-  std::int64_t calls = 0;
-  for (const SyncReply& entry : log.elements) {
-    if (entry.elements.size() < 4) continue;
-    const auto& args = entry.elements[3].elements;  // {id, time, duration, args, ...}
-    if (args.size() >= 4 && (args[0].text == "EVAL" || args[0].text == "eval") &&
-        args[3].text == key)
-      ++calls;
-  }
-  return calls;
+  return logged_calls(cluster, node, [key](const std::vector<SyncReply>& args) {
+    return args.size() >= 4 && is_command(args[0], "EVAL", "eval") && args[3].text == key;
+  });
 }
 
 // An SQLite token source on `path` that reserves one token at a time, so the file holds every
