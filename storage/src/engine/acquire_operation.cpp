@@ -244,12 +244,17 @@ void AcquireOperation::vote() {
   }
   confirmations_.assign(core_->node_count(), Confirmation{});
   if (!target_.request.empty()) repeats_.assign(core_->node_count(), std::string());
-  core_->broadcast(attempt_command(/*eval=*/false), shared_from_this(), attempt_);
-  core_->confirm_votes(shared_from_this(), attempt_ | kEvictionsRead);
-  // A cluster with too few voting nodes is decided before any answer arrives.
+  // A cluster with too few voting nodes connected is decided before anything is sent: such an
+  // attempt cannot be granted, and a revoke sent anyway would overwrite the key on the nodes it
+  // reached and its cleanup delete it there — taking a lease being granted through those nodes
+  // from under its quorum (docs/architecture.md, "Revoke").
+  core_->fail_unconnected(*tally_);
   if (tally_->outcome() == TallyOutcome::kImpossible) {
     attempt_failed(core_->shortfall_error(*tally_));
+    return;
   }
+  core_->broadcast(attempt_command(/*eval=*/false), shared_from_this(), attempt_);
+  core_->confirm_votes(shared_from_this(), attempt_ | kEvictionsRead);
 }
 
 std::string AcquireOperation::writer_waiting_arg() const {

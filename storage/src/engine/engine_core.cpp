@@ -211,6 +211,12 @@ QuorumTally EngineCore::new_tally() {
   return tally;
 }
 
+void EngineCore::fail_unconnected(QuorumTally& tally) const {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (tally.is_voter(i) && !nodes_[i]->ready()) tally.record(i, Vote::kFailed);
+  }
+}
+
 void EngineCore::broadcast(const RespCommand& command, const std::shared_ptr<ReplySink>& sink,
                            std::uint32_t cookie) {
   for (auto& node : nodes_) node->send(command, sink, cookie);

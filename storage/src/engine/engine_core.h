@@ -121,6 +121,10 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
 
   // A tally for a new operation: quarantined nodes excluded.
   QuorumTally new_tally();
+  // Records in `tally` a failed vote for each voter whose connection is not ready now: a command
+  // sent to it would fail at once (RedisNode::send). An operation can so tell, before it sends
+  // anything, that no quorum can answer. On the strand.
+  void fail_unconnected(QuorumTally& tally) const;
 
   // Sends one command to every node. `sink` null: fire and forget.
   void broadcast(const RespCommand& command, const std::shared_ptr<ReplySink>& sink,

@@ -2,13 +2,18 @@
 // the revoked lease's, so the revoked lease can no longer extend or release and a fenced store
 // would refuse it; waiters keep hearing of releases; it never runs without tokens.
 #include <catch2/catch.hpp>
+#include <future>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "engine_calls.h"
 #include "engine_under_test.h"
 #include "fencelock/storage/lease.h"
 #include "fencelock/storage/sqlite_token_source.h"
+#include "redis_server.h"
 #include "sync_redis.h"
+#include "tcp_proxy.h"
 #include "temp_dir.h"
 
 using namespace fencelock::storage;
@@ -125,4 +130,67 @@ TEST_CASE("an engine without fencing tokens refuses to revoke and writes nothing
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().code == ErrorCode::kInvalidArgument);
   CHECK(t.extend("x", claim(held), 10s).ok());
+}
+
+// The fault campaign's kill-durable-majority failure (seed 6): while three nodes were down for one
+// engine, its revoke still went to the two it reached — overwrote the key there, failed for want
+// of a quorum, and its cleanup deleted its own value. An acquire of another engine had its yes
+// votes from those two nodes already, and its third yes came later: it was granted on keys that
+// no longer held, and a third engine's acquire found the name free on a quorum. A revoke that
+// cannot reach a quorum of connected voting nodes must touch no node.
+TEST_CASE("a revoke that cannot reach a quorum of connected nodes writes nothing",
+          "[storage][redis]") {
+  RedisCluster cluster(5);
+  TempDir dir;
+  const auto tokens = tokens_in(dir);
+  // The revoking engine reaches nodes 2, 3 and 4 through relays that can be cut; the acquiring
+  // one reaches 3 and 4 so, and waits long for node 2's answer (node 2 is paused meanwhile).
+  std::vector<std::unique_ptr<TcpProxy>> revoker_relays;
+  std::vector<std::unique_ptr<TcpProxy>> acquirer_relays;
+  auto revoker_options = engine_options_for(cluster);
+  auto acquirer_options = engine_options_for(cluster);
+  for (std::size_t i = 2; i < 5; ++i) {
+    revoker_relays.push_back(std::make_unique<TcpProxy>(cluster.node(i).port()));
+    revoker_options.nodes[i] =
+        parse_node_address("127.0.0.1:" + std::to_string(revoker_relays.back()->port())).value();
+    if (i == 2) continue;
+    acquirer_relays.push_back(std::make_unique<TcpProxy>(cluster.node(i).port()));
+    acquirer_options.nodes[i] =
+        parse_node_address("127.0.0.1:" + std::to_string(acquirer_relays.back()->port())).value();
+  }
+  acquirer_options.node_timeout = 5s;
+  EngineUnderTest acquirer(acquirer_options, tokens);
+  EngineUnderTest revoker(revoker_options, tokens);
+  EngineUnderTest other(engine_options_for(cluster), tokens);
+
+  const std::uint16_t closed = pick_free_port();  // nothing listens there
+  for (auto& relay : revoker_relays) relay->retarget(closed);
+  for (auto& relay : acquirer_relays) relay->retarget(closed);
+  revoker.wait_until(
+      [&] { return !revoker.node_up(2) && !revoker.node_up(3) && !revoker.node_up(4); });
+  acquirer.wait_until([&] { return !acquirer.node_up(3) && !acquirer.node_up(4); });
+
+  // The acquire: yes from nodes 0 and 1, nodes 3 and 4 unreachable, node 2's answer pending.
+  cluster.node(2).pause();
+  auto granted = std::async(std::launch::async, [&] { return acquirer.acquire("job", 10s); });
+  acquirer.wait_until([&] {
+    return SyncRedis(cluster.node(0).port()).get("fencelock:lock:job").has_value() &&
+           SyncRedis(cluster.node(1).port()).get("fencelock:lock:job").has_value();
+  });
+  auto revoked = revoke(revoker, "job", 10s);
+  REQUIRE_FALSE(revoked.ok());
+  CHECK(revoked.error().code == ErrorCode::kUnavailable);
+  cluster.node(2).resume();
+  auto lease = granted.get();
+  REQUIRE(lease.ok());
+  other.wait_until([&] { return other.node_up(2); });
+
+  // The grant holds on a quorum (nodes 0, 1 and 2): nobody else gets the lock while it lasts.
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(SyncRedis(cluster.node(i).port()).get("fencelock:lock:job").has_value());
+  }
+  auto second = other.acquire("job", 10s);
+  CHECK_FALSE(second.ok());
+  if (!second.ok()) CHECK(second.error().code == ErrorCode::kLocked);
 }
