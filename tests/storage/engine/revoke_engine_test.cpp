@@ -195,11 +195,11 @@ TEST_CASE("a revoke that cannot reach a quorum of connected nodes writes nothing
   if (!second.ok()) CHECK(second.error().code == ErrorCode::kLocked);
 }
 
-// Expected to fail ([!shouldfail]): what the check before sending does not cover. A revoke that reached
-// a quorum of connected nodes (0, 1, 2) and then failed (node 2 timed out for it) still overwrote
-// the key on 0 and 1 and its cleanup deleted it there; the acquire in flight is granted when
-// node 2 answers it, on keys that no longer hold, and another engine takes the name. Closing it
-// needs a failed revoke's cleanup to put back what it overwrote (or the documented revoke
+// Expected to fail ([!shouldfail]): what the check before sending does not cover. A revoke that
+// reached a quorum of connected nodes (0, 1, 2) and then failed (node 2 timed out for it) still
+// overwrote the key on 0 and 1 and its cleanup deleted it there; the acquire in flight is granted
+// when node 2 answers it, on keys that no longer hold, and another engine takes the name. Closing
+// it needs a failed revoke's cleanup to put back what it overwrote (or the documented revoke
 // semantics, and the campaign's lease checker, to let a failed revoke end a grant in flight).
 // Whoever closes it drops [!shouldfail].
 TEST_CASE("a revoke that reached a quorum and then failed leaves an acquire in flight its keys",
@@ -229,8 +229,7 @@ TEST_CASE("a revoke that reached a quorum and then failed leaves an acquire in f
   const std::uint16_t closed = pick_free_port();  // nothing listens there
   for (std::size_t r = 1; r < revoker_relays.size(); ++r) revoker_relays[r]->retarget(closed);
   for (auto& relay : acquirer_relays) relay->retarget(closed);
-  revoker.wait_until(
-      [&] { return !revoker.node_up(3) && !revoker.node_up(4); });
+  revoker.wait_until([&] { return !revoker.node_up(3) && !revoker.node_up(4); });
   acquirer.wait_until([&] { return !acquirer.node_up(3) && !acquirer.node_up(4); });
 
   // The acquire: yes from nodes 0 and 1, nodes 3 and 4 unreachable, node 2's answer pending.
