@@ -201,9 +201,11 @@ TEST_CASE("a revoke that cannot reach a quorum of connected nodes writes nothing
 // when node 2 answers it, on keys that no longer hold, and another engine takes the name. Closing
 // it needs a failed revoke's cleanup to put back what it overwrote (or the documented revoke
 // semantics, and the campaign's lease checker, to let a failed revoke end a grant in flight).
-// Whoever closes it drops [!shouldfail].
+// Hidden, with no layer tag, so ctest never runs it (its interleaving depends on timing; under
+// load it might not fail, and [!shouldfail] would then fail the suite): run it with
+// `fencelock_tests "[revoke-gap]"`. Whoever closes the gap makes it a normal [storage][redis] test.
 TEST_CASE("a revoke that reached a quorum and then failed leaves an acquire in flight its keys",
-          "[storage][redis][!shouldfail]") {
+          "[.][revoke-gap][!shouldfail]") {
   RedisCluster cluster(5);
   TempDir dir;
   const auto tokens = tokens_in(dir);
