@@ -81,7 +81,8 @@ ClaimTarget single_lock_claim(const EngineCore& core, Script script, std::string
 
 std::string release_tag_for(EngineCore& core, const std::vector<std::string>& names) {
   for (const auto& name : names) {
-    if (core.waiters().has_waiters(name) || core.watches().watched(name)) return core.new_release_tag();
+    if (core.waiters().has_waiters(name) || core.watches().watched(name))
+      return core.new_release_tag();
   }
   return {};
 }
