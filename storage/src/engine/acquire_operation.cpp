@@ -297,6 +297,7 @@ RespCommand AcquireOperation::attempt_command(bool eval) const {
                                   probing_ ? "1" : ""};
       // The request's digest and the probe flag go only to the script that reads them.
       const bool request = !target_.revoke && !target_.request.empty();
+      if (target_.revoke) keys.push_back(revoke_saved_key());
       const Script script = target_.revoke ? Script::kRevokeLock
                             : request      ? Script::kAcquireLockRequest
                                            : Script::kAcquireLock;
@@ -543,6 +544,7 @@ void AcquireOperation::on_quorum() {
 
 void AcquireOperation::grant(std::chrono::milliseconds validity) {
   failpoints::on_grant_decided();
+  if (target_.revoke) settle_revoke();
   const auto waited =
       std::chrono::floor<std::chrono::milliseconds>(attempt_started_ - call_started_);
   finish(std::nullopt);
@@ -606,6 +608,8 @@ void AcquireOperation::attempt_failed(Error error) {
     core_->release_everywhere(std::span<const std::string>(&keys_[1 + slot_], 1), value_);
   } else if (target_.rw) {  // its own lease key; the state key's entry goes with it
     core_->release_everywhere(std::span<const std::string>(keys_.data(), 1), value_);
+  } else if (target_.revoke) {
+    undo_revoke();
   } else {
     core_->release_everywhere(keys_, value_);
   }

@@ -84,6 +84,9 @@ std::string rw_state_name(std::string_view name);
 std::string rw_lease_name(std::string_view name, std::string_view lease_id);
 std::string rw_writer_name(std::string_view name);
 
+// The name of a revoke's saved key (lua_revoke_scripts.h): "<name>#revoked:<revoker's lease id>".
+std::string revoke_saved_name(std::string_view name, std::string_view lease_id);
+
 // What a kLocked answer says when the target is held: "the lock is held by another lease", ...
 std::string lock_held_message(const AcquireTarget& target);
 
@@ -212,6 +215,11 @@ class AcquireOperation : public ReplySink,
   bool shared_grant() const { return target_.rw == RwMode::kRead; }
   // A writer that would wait keeps new readers out this long from this attempt (ms), or "0".
   std::string writer_waiting_arg() const;
+  // A revoke's saved key; the cleanup of a failed revoke (kUndoRevoke); the settling of a granted
+  // one (kSettleRevoke): acquire_revoke.cpp.
+  std::string revoke_saved_key() const;
+  void undo_revoke();
+  void settle_revoke();
 
   std::shared_ptr<EngineCore> core_;
   AcquireTarget target_;

@@ -269,10 +269,11 @@ void EngineCore::report(OperationKind kind, std::optional<ErrorCode> error, Cloc
   observer_->on_operation(report);
 }
 
-void EngineCore::release_everywhere(std::span<const std::string> keys, std::string_view value) {
-  // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is tiny).
+void EngineCore::release_everywhere(std::span<const std::string> keys, std::string_view value,
+                                    Script cleanup) {
+  // EVAL, not EVALSHA: nobody listens for a NOSCRIPT answer to retry (the script is small).
   const std::string args[] = {std::string(value)};
-  broadcast(script_command(Script::kReleaseSilently, true, keys, args), nullptr, 0);
+  broadcast(script_command(cleanup, true, keys, args), nullptr, 0);
   // This engine's watches look again after it (their inspection follows it on each connection).
   for (const std::string& key : keys) {
     if (key.starts_with(options_.key_prefix) && key.size() > options_.key_prefix.size())

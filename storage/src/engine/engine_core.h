@@ -160,7 +160,10 @@ class EngineCore : public NodeListener, public std::enable_shared_from_this<Engi
   // Compare-and-delete of the lease `value` under each of `keys` on every node (one script per
   // node), answers ignored, announced to watches only: the cleanup of a failed attempt. A key
   // whose value starts with `value` counts (a lease id alone matches a writer-waiting key).
-  void release_everywhere(std::span<const std::string> keys, std::string_view value);
+  // `cleanup` is kReleaseSilently, or kUndoRevoke for a revoke's (keys: the lock key, then its
+  // saved key; lua_revoke_scripts.h).
+  void release_everywhere(std::span<const std::string> keys, std::string_view value,
+                          Script cleanup = Script::kReleaseSilently);
 
   // Cross-instance hand-off. A waiting acquire marks the holder's value on every node that
   // refuses it (lua_scripts.h); a release that deletes a value marked by another engine publishes

@@ -6,6 +6,10 @@
 // prefix); listeners match the key in the message against their own prefix.
 #define FENCELOCK_ANNOUNCEMENT_CHANNEL "fencelock:released"  // spelled once, for C++ and Lua
 
+// The engine half of the tag that announces a failed attempt's cleanup (kReleaseSilentlyScript):
+// no engine's; watches act on it, waiters never do.
+#define FENCELOCK_CLEANUP_TAG_ENGINE "ffffffffffffffff"
+
 // The start of every script that checks a holder's claim (lua_scripts.h): leaves the key's value in
 // `value` and returns 0 or -1 unless the claim holds. The digest is recomputed from the value on
 // the node, so only the token the lease was granted with passes. The lease id is compared only when

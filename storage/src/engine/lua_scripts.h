@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "engine/lua_fragments.h"
+#include "engine/lua_revoke_scripts.h"
 #include "engine/lua_rw_scripts.h"
 
 namespace fencelock::storage {
@@ -57,9 +58,11 @@ enum class Script : std::uint8_t {
   kAcquireRw = 17,
   kReleaseRw = 18,
   kExtendRw = 19,
-  kInspectRw = 20
+  kInspectRw = 20,
+  kUndoRevoke = 21,
+  kSettleRevoke = 22
 };
-inline constexpr std::size_t kScriptCount = 21;
+inline constexpr std::size_t kScriptCount = 23;
 
 // Compare-and-delete: deletes the key only if it still holds the claimed lease (marked or not), so
 // a release can never delete a newer holder's key after ours expired. Returns 1 if deleted, 0 or -1
@@ -93,7 +96,6 @@ inline constexpr std::string_view kReleaseUnlessRepeatedScript = FENCELOCK_LUA_C
 // kCleanupTagEngine + its lease id, which no waiter acts on. A value whose request field a repeat
 // has taken over ('g', lease_value.h) stays: the repeat answered it as a grant (kAdoptLeaseScript).
 // Every key in KEYS (one for a single lock, all of a lock set's keys, a permit's slot key).
-#define FENCELOCK_CLEANUP_TAG_ENGINE "ffffffffffffffff"
 inline constexpr std::string_view kCleanupTagEngine = FENCELOCK_CLEANUP_TAG_ENGINE;
 inline constexpr std::string_view kReleaseSilentlyScript =
     "local deleted = 0\n"
@@ -468,30 +470,6 @@ inline constexpr std::string_view kAdoptLeaseScript =
     "  return -1\n"
     "end\n"
     "return redis.call('PTTL', KEYS[1])\n";
-// A revoke (LockEngine::revoke): the lock's acquire whatever holds the key. KEYS and ARGV as
-// kAcquireLockScript's (ARGV[3] is ignored: a revoke never waits). If the token is above the fence,
-// SETs the key to ARGV[1] PX ARGV[2] — over any holder's value, keeping its waiters' mark, so
-// their engines still hear of the revoker's release — raises the fence and returns 1; a marked
-// value's revoke is announced as a release (tag: zeros and the new lease id); otherwise
-// {-3, fence}, nothing written. Never without a token: only the fence keeps the revoked holder's
-// writes out (docs/architecture.md, "Revoke").
-inline constexpr std::string_view kRevokeLockScript =
-    "local fence = redis.call('GET', KEYS[2])\n"
-    "local token = ARGV[4]\n"
-    "if token ~= '' and " FENCELOCK_LUA_ABOVE("token", "fence") " then\n"
-    "  local value = ARGV[1]\n"
-    "  local old = redis.call('GET', KEYS[1])\n"
-    "  local at = old and string.find(old, '#', 49, true)\n"
-    "  redis.call('SET', KEYS[1], value .. (at and string.sub(old, at) or ''), 'PX', ARGV[2])\n"
-    "  redis.call('SET', KEYS[2], token)\n"
-    "  if at then\n"
-    "    redis.call('PUBLISH', '" FENCELOCK_ANNOUNCEMENT_CHANNEL "',\n"
-    "               '0000000000000000' .. string.sub(value, 1, 16) .. ' ' .. KEYS[1])\n"
-    "  end\n"
-    "  return 1\n"
-    "end\n"
-    "return {-3, fence}\n";
-
 // A token drawn without a lock (POST /v1/tokens; token_draw_operation.h): KEYS[1] the name's fence
 // key, ARGV[1] the token. If the token is above the fence, raises the fence to it and returns 1;
 // otherwise {-3, fence}, nothing written — as the acquire scripts fence a grant's token.
@@ -556,7 +534,6 @@ inline constexpr std::string_view kReleasePermitScriptSha =
 inline constexpr std::string_view kExtendPermitScriptSha =
     "8096a14c74c9f20df6b81648c107a44e3efca7b9";
 inline constexpr std::string_view kFenceTokenScriptSha = "e6b19d863e8e7382bf41fdc97e142f56b40ee34f";
-inline constexpr std::string_view kRevokeLockScriptSha = "033a03998fc3a40a69de4310d0687b33e5501008";
 inline constexpr std::string_view kInspectSemaphoreScriptSha =
     "85c89408bc266f575cff7854d6f80daaab8a2199";
 inline constexpr std::string_view kAcquireLockRequestScriptSha =
@@ -592,6 +569,8 @@ inline constexpr std::array<ScriptText, kScriptCount> kScriptTexts{{
     {kReleaseRwScript, kReleaseRwScriptSha},
     {kExtendRwScript, kExtendRwScriptSha},
     {kInspectRwScript, kInspectRwScriptSha},
+    {kUndoRevokeScript, kUndoRevokeScriptSha},
+    {kSettleRevokeScript, kSettleRevokeScriptSha},
 }};
 
 constexpr std::string_view script_sha(Script script) {

@@ -199,16 +199,18 @@ std::map<std::string, std::vector<Window>> lease_windows(const std::vector<Opera
   return windows;
 }
 
-// Revokes end the windows they may have taken over: a revoke invoked at t (granted or not — a
-// failed one may have overwritten the lease on some nodes) ends every window of its name that
-// opened before t at t. A granted revoke also ends, at its completion, the windows of grants that
-// were invoked before it completed and drew a smaller token: granted before the revoke took
-// effect (the revoke raised the fence above their token on a quorum), answered after its invoke.
+// Revokes end the windows they may have taken over: a revoke invoked at t, granted or of unknown
+// outcome, ends every window of its name that opened before t at t. One that failed ends none: its
+// cleanup puts back what it overwrote, and where that cleanup does not arrive its value lasts as
+// long as the value it overwrote (lua_revoke_scripts.h). A granted revoke also ends, at its
+// completion, the windows of grants that were invoked before it completed and drew a smaller
+// token: granted before the revoke took effect (the revoke raised the fence above their token on
+// a quorum), answered after its invoke.
 void cut_by_revokes(const std::vector<Operation>& history,
                     std::map<std::string, std::vector<Window>>& windows) {
   for (std::size_t r = 0; r < history.size(); ++r) {
     const Operation& revoke = history[r];
-    if (revoke.f != "revoke") continue;
+    if (revoke.f != "revoke" || revoke.outcome == Outcome::kFail) continue;
     const auto list = windows.find(revoke.name);
     if (list == windows.end()) continue;
     for (Window& window : list->second) {

@@ -86,6 +86,9 @@ void record_grant(History& history, std::size_t index, const HttpAnswer& granted
   const nlohmann::json body = object_of(granted);
   history.end(index, outcome_of(granted, refused_status), [&](Operation& op) {
     op.detail = detail(granted);
+    // fencelockd's own 503 to a revoke is a failed grant: it undid what it wrote (checkers.cpp).
+    if (op.f == "revoke" && granted.status == 503 && body.contains("error"))
+      op.outcome = Outcome::kFail;
     if (op.f == "revoke" && granted.status != 200 && body.is_object() && body.contains("error") &&
         body["error"].is_object()) {
       op.detail += ": " + body["error"].value("message", "");  // why, for people
