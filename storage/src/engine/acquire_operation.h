@@ -1,38 +1,19 @@
-// One acquire call — of a single lock, a lock set or a semaphore permit (AcquireTarget) — attempts
-// (tokens → one write on every node, carrying the tokens → quorum → validity check) until granted,
-// refused with no wait budget left, or the engine stops.
-//
-// Each node's acquire script refuses a token that is not above the name's fence there (the
-// highest token any acquire of the name wrote on that node, lua_scripts.h). An attempt refused by
-// fences rather than by a holder tells the token source to skip past the highest fence answered
-// and tries again at once; once kFenceRetries fresh tokens in a row were still not above a fence
-// an earlier attempt saw, it answers kUnavailable (the token store is behind the lock nodes). A
-// token above those fences only lost a race to a concurrent grant and does not count. So a grant's
-// token is above every token granted before it started, whatever the token source answered
-// (docs/architecture.md, "The fence").
-//
-// What differs between the three is only the target: the keys of an attempt and the script that
-// writes them (all of the keys or none, lua_scripts.h), the names whose tokens are drawn
-// (one per name, in parallel), the names whose waiter queues it joins (a lock's or set's names, a
-// semaphore's slots), and how a node's refusal is read. A permit attempt tries one slot (the first
-// at random); a refusal that shows another slot free on a quorum of the answers moves it to that
-// slot at once, without sleeping.
-//
-// An attempt is identified by its number, carried as the reply cookie, so answers that straggle
-// in from an earlier attempt are ignored. Every failed attempt releases the key on every node;
-// on a node's connection the release is queued behind that attempt's SET, so it cannot overtake it.
-// An attempt that will wait if refused passes this engine's id to the script, so that its refusal
-// marks the holder's value (lua_scripts.h) and releases through other engines are announced to
-// this one.
-//
-// A refusal (kLocked) says when a grant can first succeed (Error::retry_after, expiry_wait.h),
-// from the refusing nodes' own answers: the scripts answer each one's holder and remaining ttl.
-// When a lock's refusal came before enough answers to tell (too few voting nodes for the refusals
-// to wait for the rest), the nodes are asked their key's holder and ttl (the read-only inspect
-// script, queued behind the attempt's release on each connection, so it neither delays nor
-// changes it). A lock waiter whose budget runs out while it sleeps asks every voting node the
-// same, since what it last heard may be stale. A set or permit
-// waiter answers what its last refusal said if that time is still ahead, and nothing otherwise.
+// One acquire call — of a single lock, a lock set, a semaphore permit or a read/write grant
+// (AcquireTarget) — run as attempts (tokens → one script on every node → quorum → validity) until
+// granted, refused with no wait budget left, cancelled, or the engine stops. The why of each rule
+// is in docs/architecture.md, "Algorithm" and "The fence".
+// - A grant's token is above every token granted before it started: an attempt refused by fences
+//   (not by a holder) tries again at once above them, at most kFenceRetries times in a row, then
+//   answers kUnavailable (the token store is behind the lock nodes).
+// - Every failed attempt is cleaned up on every node, queued behind its own script on each
+//   connection; a revoke's cleanup puts back what it overwrote (lua_revoke_scripts.h).
+// - Answers to an earlier attempt (its number is the reply cookie) are ignored.
+// - An attempt that will wait marks the holder's value with this engine's id, so that releases
+//   through other engines are announced to it.
+// - A refusal (kLocked) carries retry_after, from the refusing nodes' own answers (expiry_wait.h).
+// The targets differ only in the keys and script of an attempt, the names whose tokens are drawn
+// and whose waiter queues it joins, and how a refusal is read (a permit moves at once to a slot
+// that a quorum of the answers shows free).
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>

@@ -51,19 +51,28 @@ inline constexpr std::string_view kRevokeLockScript =
 // The cleanup of a failed revoke. KEYS[1]: the lock key, KEYS[2]: the revoke's saved key; ARGV[1]:
 // the revoke's lease value (48 characters). If the key holds that lease, puts back the value the
 // revoke overwrote, for the ttl it had left, with the marks the key has now (a revoke carries the
-// old marks over, waiters since may have added theirs) — or, when that value is itself a failed
-// revoke's ('x'), what that one overwrote, and so on (at most 16 steps) — and deletes the key when
-// nothing is saved or its time is up; either way announced to watches as a failed attempt's cleanup
-// is (kReleaseSilentlyScript), returns 1. If the key holds another value (a later revoke's, or
-// none), changes nothing there, marks the saved key 'x' and returns 0. Deletes the saved keys it
-// used. Reads saved keys it derives from values (not in KEYS): fencelock's nodes are single Redis
-// servers, never a Redis Cluster.
+// old marks over, waiters since may have added theirs) — or, when that value is a failed revoke's
+// (its saved key flagged 'x'), what that one overwrote, and so on to the end of the chain — and
+// deletes the key when nothing is saved or its time is up; either way announced to watches as a
+// failed attempt's cleanup is (kReleaseSilentlyScript), and returns 1. Deletes the saved keys it
+// walked. If the key holds another value (a later revoke's, or none), changes nothing there: flags
+// the saved key 'x' — or, with nothing saved, writes one that is just 'x', for as long as the
+// covering value lives — and returns 0. The walk reads saved keys it derives from values (not in
+// KEYS): fencelock's nodes are single Redis servers, never a Redis Cluster. It ends: each step
+// deletes the saved key it read.
 inline constexpr std::string_view kUndoRevokeScript =
     "local value = redis.call('GET', KEYS[1])\n"
     "if not value or string.sub(value, 1, #ARGV[1]) ~= ARGV[1] then\n"
     "  local saved = redis.call('GET', KEYS[2])\n"
-    "  if saved and string.sub(saved, 1, 1) == 'u' then\n"
-    "    redis.call('SET', KEYS[2], 'x' .. string.sub(saved, 2), 'KEEPTTL')\n"
+    "  if saved then\n"
+    "    if string.sub(saved, 1, 1) == 'u' then\n"
+    "      redis.call('SET', KEYS[2], 'x' .. string.sub(saved, 2), 'KEEPTTL')\n"
+    "    end\n"
+    "  elseif value then\n"
+    "    local left = redis.call('PTTL', KEYS[1])\n"
+    "    if left > 0 then\n"
+    "      redis.call('SET', KEYS[2], 'x', 'PX', left)\n"
+    "    end\n"
     "  end\n"
     "  return 0\n"
     "end\n"
@@ -74,11 +83,11 @@ inline constexpr std::string_view kUndoRevokeScript =
     "' .. string.sub(value, 1, 16) .. ' ' .. KEYS[1])\n"
     "end\n"
     "local side = KEYS[2]\n"
-    "for step = 1, 16 do\n"
+    "while true do\n"
     "  local saved = redis.call('GET', side)\n"
     "  local left = redis.call('PTTL', side)\n"
     "  redis.call('DEL', side)\n"
-    "  if not saved or left <= 0 then\n"
+    "  if not saved or left <= 0 or #saved < 2 then\n"
     "    break\n"
     "  end\n"
     "  local prior = string.sub(saved, 2)\n"
@@ -110,7 +119,7 @@ inline constexpr std::string_view kSettleRevokeScript =
     "return 1\n";
 
 inline constexpr std::string_view kRevokeLockScriptSha = "24afb9f0bedcab33d6319deed3eb87ea89f360eb";
-inline constexpr std::string_view kUndoRevokeScriptSha = "72815f1fbb5ed1139944f0ef02a1d0fa9be3f1a1";
+inline constexpr std::string_view kUndoRevokeScriptSha = "c342ce17edebcabaa4f4d9d6ea38486f264204d3";
 inline constexpr std::string_view kSettleRevokeScriptSha =
     "652abc830a0c6cf12f904a41628142ab7e48265d";
 

@@ -28,6 +28,14 @@ Result<Lease> revoke(EngineUnderTest& t, const std::string& name, std::chrono::m
   });
 }
 
+// How many revokes' saved keys of `name` are on the cluster's nodes (lua_revoke_scripts.h).
+std::int64_t saved_keys_left(RedisCluster& cluster, const std::string& name) {
+  std::int64_t left = 0;
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    left += SyncRedis(cluster.node(i).port()).count_keys("fencelock:lock:" + name + "#revoked:*");
+  return left;
+}
+
 }  // namespace
 
 TEST_CASE("a revoke takes a held lock with a larger token and the old lease is gone",
@@ -232,17 +240,11 @@ TEST_CASE("a failed revoke gives the lease back, or keeps the name taken while i
   EngineUnderTest other(engine_options_for(cluster), tokens);
   auto held = t.acquire("job", 30s);
   REQUIRE(held.ok());
-  const auto saved_keys_left = [&] {
-    std::int64_t left = 0;
-    for (std::size_t i = 0; i < cluster.size(); ++i)
-      left += SyncRedis(cluster.node(i).port()).count_keys("fencelock:lock:job#revoked:*");
-    return left;
-  };
 
   SECTION("where its cleanup reaches, the revoked value is back with its time left") {
     auto revoked = revoke(t, "job", 2ms);  // written everywhere, no validity left: failed
     REQUIRE_FALSE(revoked.ok());
-    t.wait_until([&] { return saved_keys_left() == 0; });
+    t.wait_until([&] { return saved_keys_left(cluster, "job") == 0; });
     for (std::size_t i = 0; i < cluster.size(); ++i) {
       CAPTURE(i);
       SyncRedis node(cluster.node(i).port());
@@ -272,4 +274,120 @@ TEST_CASE("a failed revoke gives the lease back, or keeps the name taken while i
     REQUIRE_FALSE(taken.ok());
     CHECK(taken.error().code == ErrorCode::kLocked);
   }
+}
+
+// Review of the revoke's cleanup: many revokes of one name, all failed. One engine sends them while
+// every node is paused (so on each node they run one after another, each overwriting the one
+// before), and each fails for want of validity when the nodes answer. The cleanups run in turn:
+// each but the last finds a later revoke's value and flags its saved key 'x'; the last walks the
+// chain. A walk that stopped after 16 steps deleted the key: the holder's 30 s lease was gone on
+// every node, and a third engine was granted the name while it was still valid.
+TEST_CASE("a pile of failed revokes never frees the name before the revoked lease's end",
+          "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  const auto tokens = tokens_in(dir);
+  auto options = engine_options_for(cluster);
+  options.min_ttl = 1ms;
+  options.node_timeout = 5s;  // the pause is no timeout: every revoke is answered
+  EngineUnderTest revoker(options, tokens);
+  EngineUnderTest holder(engine_options_for(cluster), tokens);
+  EngineUnderTest other(engine_options_for(cluster), tokens);
+  auto held = holder.acquire("job", 30s);
+  REQUIRE(held.ok());
+  const auto held_until = std::chrono::steady_clock::now() + held->validity;
+
+  constexpr int kRevokes = 24;
+  std::vector<std::future<Result<Lease>>> revokes;
+  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).pause();
+  for (int i = 0; i < kRevokes; ++i) {
+    auto promise = std::make_shared<std::promise<Result<Lease>>>();
+    revokes.push_back(promise->get_future());
+    revoker.engine().revoke(
+        AcquireRequest{"job", 2ms, 0ms, {}, "ops"},
+        [promise](Result<Lease> lease) { promise->set_value(std::move(lease)); });
+  }
+  std::this_thread::sleep_for(500ms);  // all drawn and sent (a 2 ms ttl never has validity)
+  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).resume();
+  int failed = 0;
+  for (auto& revoke : revokes) failed += revoke.get().ok() ? 0 : 1;
+  REQUIRE(failed == kRevokes);
+  revoker.wait_until([&] { return saved_keys_left(cluster, "job") == 0; });  // cleanups ran
+
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    CAPTURE(i);
+    SyncRedis node(cluster.node(i).port());
+    CAPTURE(node.count_keys("fencelock:lock:job#revoked:*"));
+    const auto value = node.get("fencelock:lock:job");
+    CHECK(value.has_value());
+    if (value) CHECK(value->substr(0, 16) == held->proof.substr(0, 16));
+  }
+  auto taken = other.acquire("job", 10s);
+  const bool holder_valid = std::chrono::steady_clock::now() < held_until;
+  REQUIRE(holder_valid);
+  CHECK_FALSE(taken.ok());
+  CHECK(holder.extend("job", claim(held), 30s).ok());
+}
+
+TEST_CASE("a failed revoke of a set's name gives the set its key back", "[storage][redis]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  const auto tokens = tokens_in(dir);
+  auto options = engine_options_for(cluster);
+  options.min_ttl = 1ms;
+  EngineUnderTest t(options, tokens);
+  EngineUnderTest other(engine_options_for(cluster), tokens);
+  auto set = acquire_set(t, {"a", "b"}, 30s);
+  REQUIRE(set.ok());
+  auto revoked = await<Lease>([&](auto done) {
+    t.engine().revoke(AcquireRequest{"b", 2ms, 0ms, {}, {}}, std::move(done));
+  });
+  REQUIRE_FALSE(revoked.ok());
+  t.wait_until([&] { return saved_keys_left(cluster, "b") == 0; });
+  CHECK(t.inspect("b")->token == set->tokens[1]);
+  CHECK_FALSE(other.acquire("b", 1s).ok());
+  CHECK(extend_set(t, set->names, set_claim(*set), 30s).ok());
+  CHECK(release_set(t, set->names, set_claim(*set)).value());
+  CHECK(other.acquire("b", 1s).ok());
+}
+
+// Known, not fixed (liveness only; docs/architecture.md, "Revoke"): a failed revoke's cleanup puts
+// back the value of an acquire that FAILED (its client cancelled it while it was voting) — that
+// acquire's own cleanup ran while the revoke's value covered its key, and found nothing to delete.
+// The name then stays taken by a lease nobody holds for that acquire's whole ttl. Hidden, with no
+// layer tag, so ctest never runs it: `fencelock_tests "[revoke-stale-restore]"` fails until a
+// failed attempt's cleanup tells the revoke covering it not to put its value back.
+TEST_CASE("a failed revoke never puts back a failed acquire's value", "[.][revoke-stale-restore]") {
+  RedisCluster cluster(3);
+  TempDir dir;
+  const auto tokens = tokens_in(dir);
+  auto options = engine_options_for(cluster);
+  options.min_ttl = 1ms;
+  options.node_timeout = 5s;
+  EngineUnderTest t(options, tokens);
+  EngineUnderTest other(engine_options_for(cluster), tokens);
+
+  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).pause();
+  std::promise<Result<Lease>> acquired;
+  const AcquireTicket ticket =
+      t.engine().acquire(AcquireRequest{"job", 30s, 10s, {}, "worker"},
+                         [&](Result<Lease> lease) { acquired.set_value(std::move(lease)); });
+  std::this_thread::sleep_for(200ms);  // its token drawn, its attempt sent: voting
+  ticket.cancel();                     // its client went away
+  std::promise<Result<Lease>> revoked;
+  t.engine().revoke(AcquireRequest{"job", 100ms, 0ms, {}, "ops"},
+                    [&](Result<Lease> lease) { revoked.set_value(std::move(lease)); });
+  std::this_thread::sleep_for(500ms);  // the revoke has no validity left when the nodes answer
+  for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).resume();
+  auto acquire = acquired.get_future().get();
+  REQUIRE_FALSE(acquire.ok());
+  CHECK(acquire.error().code == ErrorCode::kCancelled);
+  auto revoke = revoked.get_future().get();
+  REQUIRE_FALSE(revoke.ok());
+  std::this_thread::sleep_for(300ms);  // both cleanups ran
+
+  // Neither holds anything: the name is free.
+  CHECK_FALSE(t.inspect("job")->held);
+  auto next = other.acquire("job", 1s);
+  CHECK(next.ok());
 }

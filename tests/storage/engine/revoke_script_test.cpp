@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "engine/lua_revoke_scripts.h"
 #include "redis_cluster.h"
@@ -129,4 +130,50 @@ TEST_CASE("a failed revoke's cleanup deletes when nothing was held or its time i
     CHECK(node.get(kKey) == lease('a') + ":7:");
     CHECK_FALSE(node.get(saved_key(r)).has_value());
   }
+}
+
+// Review of the cleanup: a walk limited to 16 saved keys deleted the lock key after them. With 17
+// failed revokes stacked on a node (each overwrote the one before; the first 16 cleanups found a
+// later revoke's value and flagged 'x'), the holder's lease was gone on that node.
+TEST_CASE("a chain of 17 failed revokes gives the holder's lease back, never deletes it",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  const std::string holder = lease('a') + ":4:";
+  node.command({"SET", kKey, holder, "PX", "60000"});
+  constexpr std::size_t kRevokes = 17;
+  std::vector<std::string> revokers;
+  for (std::size_t i = 0; i < kRevokes; ++i) {
+    // 48 hex digits, a distinct lease id (first 16: decimal digits are hex digits) per revoke.
+    std::string id = std::to_string(1000 + i);
+    id.insert(0, 16 - id.size(), '0');
+    revokers.push_back(id + std::string(32, 'e'));
+    REQUIRE(revoke(node, revokers.back(), std::to_string(5 + i), "1000").integer == 1);
+  }
+  // Every revoke fails; the cleanups of all but the top one find a later revoke's value.
+  for (std::size_t i = 0; i + 1 < kRevokes; ++i) CHECK(undo(node, revokers[i]) == 0);
+  CHECK(undo(node, revokers.back()) == 1);
+  const auto value = node.get(kKey);
+  REQUIRE(value.has_value());
+  CHECK(*value == holder);
+  CHECK(pttl(node, kKey) > 50000);
+}
+
+// Review of the cleanup: a failed revoke of a free key saved nothing, so its cleanup — finding a
+// later revoke's value — had no saved key to flag 'x'; the later revoke's cleanup then put the
+// failed revoke's value back, and a lease nobody held kept the name for its whole ttl. Now the
+// first cleanup leaves a bare 'x'.
+TEST_CASE("a failed revoke's cleanup never puts back another failed revoke's value",
+          "[storage][redis]") {
+  RedisCluster cluster(1);
+  SyncRedis node(cluster.node(0).port());
+  const std::string r = lease('b');
+  const std::string b = lease('c');
+  REQUIRE(revoke(node, r, "5", "30000").integer == 1);  // the name was free
+  REQUIRE(revoke(node, b, "6", "1000").integer == 1);
+  CHECK(undo(node, r) == 0);  // r failed: its value is under b's
+  CHECK(undo(node, b) == 1);  // b failed
+  // Both revokes failed: nothing is held.
+  CHECK_FALSE(node.get(kKey).has_value());
+  CHECK(pttl(node, kKey) < 0);
 }

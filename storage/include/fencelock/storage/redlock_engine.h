@@ -1,36 +1,18 @@
-// The Redlock engine: quorum locks over N independent Redis masters, asynchronous on Boost.Asio.
-//
-// Acquire writes `SET <prefix><name> <secret> NX PX <ttl>` to every node at once over one
-// persistent, pipelined connection per node. It succeeds once a quorum (N/2+1 of the configured
-// nodes, quarantined nodes not counting) said yes *and* — after the fencing token has been drawn —
-// the lease still has positive validity (lease_timing.h). It decides as soon as the outcome is
-// known and never waits for stragglers. Any failed attempt releases the key on every node,
-// including those that did not answer. With a wait budget it retries, while the lock is held by
-// another lease, after a jittered delay or at once when the lock is released: by a release through
-// this engine (waiters queue per name in arrival order and the first is woken), or through another
-// engine on the same nodes (announced over Redis pub/sub; see EngineCore and docs/architecture.md).
-// Every acquire makes at least one attempt; none waits out an outage (kUnavailable at once).
-//
-// Lock sets (acquire_set) write one lease value on every key of the set with one Lua script per
-// node, all keys or none; release and extend are one script per node over all keys, and a node
-// votes yes only for the whole set. One token per name is drawn after the quorum. A semaphore's
-// permit (acquire_permit) is a lease on one of its N slot keys, beside a config key holding N; a
-// refused slot moves the attempt at once to a slot free on a quorum, and a live semaphore with
-// another N refuses with kPermitsMismatch. Set and permit waiters queue on every name (every slot)
-// and are woken by a release of any. See docs/architecture.md, "Lock sets" and "Counting
-// semaphores".
-//
-// Extend and release are compare-and-set Lua scripts (lua_scripts.h) on every node; inspect reads
-// the holder's value and ttl on every node and reports whether one value holds a quorum, never
-// the value itself. See docs/architecture.md for the algorithm, its timing assumptions and the
-// restarted-node quarantine.
+// The Redlock engine: LockEngine over N independent Redis masters, asynchronous on Boost.Asio.
+// A grant needs yes from a quorum (N/2+1 of all configured nodes, quarantined ones not counting)
+// and positive validity after its fencing token arrived (lease_timing.h); a failed attempt is
+// cleaned up on every node. Waiters queue per name and are woken by releases through this engine
+// or, announced over Redis pub/sub, through another one on the same nodes. Lock sets, semaphore
+// permits and read/write locks are the same protocol over other keys and scripts. The algorithm,
+// its timing assumptions and the restarted-node quarantine: docs/architecture.md, "The Redlock
+// engine".
 //
 // Threading: create() and every public member may be called from any thread. All work runs on a
-// strand of the given executor; completion handlers are invoked on that strand, exactly once,
-// never inside the call that started the operation, and must not block. A handler may call stop()
-// or destroy the engine. stop() refuses new operations (kUnavailable), ends waiting acquires at
-// once, lets operations in flight finish (at most twice the node timeout) and then closes every
-// connection; the io_context must keep running until then.
+// strand of the given executor; completion handlers run on that strand, exactly once, never inside
+// the call that started the operation, and must not block. A handler may call stop() or destroy
+// the engine. stop() refuses new operations (kUnavailable), ends waiting acquires at once, lets
+// operations in flight finish (at most twice the node timeout) and then closes every connection;
+// the io_context must keep running until then.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
