@@ -66,23 +66,19 @@ int print_listing(const char* field, ReadPage read_page, std::vector<Entry> List
   json listed = json::array();
   std::string cursor;
   bool truncated = false;
-  for (int page = 0; page < 10'000; ++page) {  // bounded: 10 million names at most
+  const auto full = [&] { return most && listed.size() == *most; };
+  for (int page = 0; page < 10'000 && !truncated; ++page) {  // bounded: 10 million names at most
     const std::size_t room = most ? *most - listed.size() : kPage;
     Result<Listing> one = read_page(cursor, std::min(kPage, room));
     if (!one.ok()) return fail(one.error(), "list");
     for (const Entry& entry : one.value().*entries) {
-      if (most && listed.size() == *most) {
-        truncated = true;
-        break;
-      }
+      truncated = full();
+      if (truncated) break;
       listed.push_back(word(entry));
     }
     if (!one->next) break;
     cursor = *one->next;
-    if (most && listed.size() == *most) {
-      truncated = true;  // the listing goes on: there may be more
-      break;
-    }
+    truncated = full();  // the listing goes on: there may be more
   }
   json out{{field, std::move(listed)}};
   if (truncated) out["truncated"] = true;

@@ -1,34 +1,18 @@
-// One HTTP/1.1 connection: read a request's head → screen it (framing, browser_guard.h, route,
-// API key: a refusal is answered before any of the body is read or memory is reserved for it) →
-// read the body (body limit, the shared body budget) → handle → write the answer → read the next,
-// until the client closes, a timeout, an unrecoverable request, or shutdown. The read buffer is
-// bounded (header limit + body limit + kFramingSlack), so no framing a client sends — an endless
-// chunk-size line, chunk extension or trailer — grows memory past it. Each async step is a
-// do_x/on_x pair on the connection's strand; the session lives as long as an async operation holds
-// its shared_from_this().
-//
-// The same logic serves plain TCP (PlainStream) and TLS (TlsStream): the two instantiations are the
-// only ones (http_session.cpp). A TLS session first completes the handshake within the handshake
-// timeout (HttpServerOptions) — a client that connects and never finishes it is closed like a slow
-// header sender; a failed handshake (plain HTTP on the TLS port, a refused protocol version or
-// client certificate) is counted, logged (at most kHandshakeFailureLogsPerSecond lines a second)
-// and closed. Plain HTTP on the TLS port (OpenSSL's SSL_R_HTTP_REQUEST, as nginx does it) is first
-// answered in plain text, `400 plain_http_on_tls_port`, within kPlainHttpLinger; every other
-// failure is closed without writing anything. A TLS connection over a cap is closed at once,
-// without a handshake: it is not counted against the caps, so it must not hold its descriptor. A
-// session ends with a TLS close_notify exchange bounded by kTlsShutdownTimeout.
-//
-// While a request that may wait (an acquire with wait_ms) is being handled, the session watches
-// the connection: if the client closes it (EOF, reset, or a TLS close_notify; pipelined bytes end
-// the watch), the request is cancelled, and an answer that still arrives is not written — its
-// `undelivered` step runs instead (a grant is released at once) and the request is logged with
-// status 499. A client that closes in the middle of sending a request is not an answered request:
-// it is counted (SessionHost::hang_ups()) and logged at debug level only (client_hung_up).
-//
-// Every request gets an id (RequestId): the client's X-Request-Id if it is acceptable, else a new
-// one. It is sent back as X-Request-Id on the answer and names the request in the log. Over TLS the
-// watch is a read on the TLS stream, and the answer waits for that read to end, so the stream never
-// has two operations in flight.
+// One HTTP/1.1 connection, plain (PlainStream) or TLS (TlsStream), on its own strand: read a
+// request's head → screen it (framing, browser_guard.h, route, API key: refused before any of the
+// body is read or reserved) → read the body (body limit, shared body budget) → handle → answer →
+// read the next, until the client closes, a timeout, an unrecoverable request or shutdown.
+// - Memory: the read buffer is bounded (header limit + body limit + kFramingSlack) whatever the
+//   framing a client sends.
+// - TLS: the handshake has its own timeout; a failed one is counted, logged (rate-limited) and
+//   closed — plain HTTP on the TLS port first gets `400 plain_http_on_tls_port` in plain text; a
+//   connection over a cap is closed before any handshake; the end is a bounded close_notify.
+// - A request that may wait (an acquire with wait_ms) is cancelled when the client closes the
+//   connection; an answer that still arrives is not written, its `undelivered` step runs instead
+//   (a grant is released) and it is logged as 499.
+// - Every request has an id (RequestId: the client's acceptable X-Request-Id or a new one), sent
+//   back as X-Request-Id and named in the log.
+// Why each rule: docs/architecture.md, "One connection".
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>

@@ -1,29 +1,15 @@
 // LogSink: writes log records to a file descriptor from a thread of its own, so that the thread
-// that logs (fencelockd's event loop, for one) never waits for the log's destination.
-//
-// submit() appends a finished record (with its newline) to a bounded in-memory buffer under a
-// mutex and returns; the writer thread swaps that buffer for an empty one under the same mutex
-// and writes the full one with write(2) outside it. The mutex is never held during a write: a
-// caller waits at most for another caller's append or for a swap (two pointer exchanges).
-// The writer wakes when the buffer goes from empty to non-empty, then lingers up to `linger`
-// (or until half the capacity is queued) so that one write(2) carries many records.
-//
-// Guarantees:
-// - Order: records are written in the order submit() accepted them, so one thread's records in
-//   the order it submitted them. A dropped record leaves a gap; nothing is reordered.
-// - Bounded: at most `capacity` bytes wait, besides the batch being written (so at most about
-//   twice that in memory). A record that does not fit is dropped whole and counted (dropped());
-//   an empty buffer takes a record of any size, so no record is refused for its length alone.
-// - Flush at stop: stop() returns once every record accepted before it was called has been
-//   written (or has failed to be: write errors are counted with the drops). It does not wait out
-//   the linger. A write that blocks (a full pipe whose reader stopped) blocks stop() as well.
-// - Not running (before start(), after stop()): submit() writes the record itself, at once, with
-//   one write(2) — what a short-lived command or a startup failure needs. A record accepted by a
-//   running sink is always written before stop() lets any record be written that way.
-//
-// Ownership: the sink never closes `fd`; it must stay open until stop() returns. Records are
-// copied; the caller keeps its buffer. Thread-safety: submit(), dropped() and running() from any
-// thread at any time; start() and stop() from one thread at a time. The destructor stops.
+// that logs (the event loop) never waits for the log's destination. submit() appends a finished
+// record (with its newline) to a bounded buffer and returns; the writer thread writes batches with
+// write(2), never holding the buffer's mutex while it writes.
+// - Order: records are written in the order submit() accepted them; a dropped record leaves a gap.
+// - Bounded: at most `capacity` bytes wait besides the batch being written. A record that does not
+//   fit is dropped whole and counted (dropped()); an empty buffer takes a record of any size.
+// - stop() returns once every record accepted before it was written (or failed: counted with the
+//   drops), without waiting out `linger`; a write that blocks blocks stop() too.
+// - Not running (before start(), after stop()): submit() writes the record itself at once.
+// The sink never closes `fd`, which must stay open until stop() returns. submit(), dropped() and
+// running() from any thread; start() and stop() from one thread at a time. The destructor stops.
 #pragma once
 
 #include <atomic>

@@ -1,33 +1,10 @@
-// fencelockd's metrics: counters and latency histograms fed from the request path and the Redlock
-// engine, rendered for GET /metrics in the Prometheus text exposition format, version 0.0.4.
-//
-// Updates run on the hot path from every I/O thread and the engine's strand, so each one is a few
-// relaxed atomic adds into fixed arrays indexed by small enums: no map, no mutex, no allocation.
-// Rendering only reads the atomics; a scrape is a sample, not a snapshot taken under a lock, so
-// two counters updated together may be seen one before the other.
-//
-// Families (all prefixed fencelock_; each has # HELP and # TYPE):
-//   http_requests_total{route,status}         counter; a route/status pair appears once nonzero
-//   http_request_duration_seconds{route}      histogram; every route, always
-//   acquire_total{outcome}                    counter; granted|locked|unavailable|invalid|internal|
-//                                                      cancelled (the client went away)|
-//                                                      permits_mismatch (a semaphore's count)
-//   acquire_duration_seconds                  histogram; every acquire, whatever its outcome
-//   token_draw_duration_seconds               histogram; acquires that drew (or tried to draw)
-//   lock_operations_total{operation,outcome}  counter; extend|release|inspect ×
-//                                             ok|lease_lost|unavailable|invalid|internal, where a
-//                                             release's lease_lost is labelled not_held (it
-//                                             answered released:false: the lease had expired)
-//   node_up{node}, node_quarantined{node}     gauges, from the engine's NodeStatus at scrape time
-//   node_commands_total{node}, node_errors_total{node}, node_timeouts_total{node},
-//   node_disconnects_total{node}              counters, from NodeStatus at scrape time
-//   node_transitions_total{node,direction}    counter; direction up|down, from the observer
-//   node_quarantines_total{node}              counter; from the observer
-//   build_info{version,compiler}              gauge, always 1
-// and the standard process families (no prefix), read at scrape time from getrusage(2), /proc and
-// getrlimit(2): process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds,
-// process_max_fds, process_start_time_seconds. One that cannot be read is left out.
-// `node` is the node's address as configured; label values are escaped per the format.
+// fencelockd's metrics: counters, gauges and latency histograms fed from the request path and the
+// engine, rendered for GET /metrics in the Prometheus text format 0.0.4. The families and their
+// labels are listed in docs/api.md, "Metrics"; each has # HELP and # TYPE, all but the standard
+// process_* families are prefixed fencelock_, and label values are escaped per the format.
+// Updates run on the hot path from every thread: each is a few relaxed atomic adds into fixed
+// arrays indexed by small enums (no map, no mutex, no allocation). A scrape reads the atomics: a
+// sample, not a snapshot, so two counters updated together may be seen one before the other.
 #pragma once
 
 #include <array>
