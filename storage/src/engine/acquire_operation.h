@@ -65,8 +65,10 @@ std::string rw_state_name(std::string_view name);
 std::string rw_lease_name(std::string_view name, std::string_view lease_id);
 std::string rw_writer_name(std::string_view name);
 
-// The name of a revoke's saved key (lua_revoke_scripts.h): "<name>#revoked:<revoker's lease id>".
-std::string revoke_saved_name(std::string_view name, std::string_view lease_id);
+// The name of a revoke attempt's saved key (lua_revoke_scripts.h):
+// "<name>#revoked:<revoker's lease id>:<the attempt's token>".
+std::string revoke_saved_name(std::string_view name, std::string_view lease_id,
+                              std::string_view token);
 
 // What a kLocked answer says when the target is held: "the lock is held by another lease", ...
 std::string lock_held_message(const AcquireTarget& target);

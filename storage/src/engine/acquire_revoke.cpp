@@ -11,12 +11,13 @@
 
 namespace fencelock::storage {
 
-std::string revoke_saved_name(std::string_view name, std::string_view lease_id) {
-  return std::string(name).append("#revoked:").append(lease_id);
+std::string revoke_saved_name(std::string_view name, std::string_view lease_id,
+                              std::string_view token) {
+  return std::string(name).append("#revoked:").append(lease_id).append(":").append(token);
 }
 
 std::string AcquireOperation::revoke_saved_key() const {
-  return core_->key_of(revoke_saved_name(name(), value_.substr(0, kLeaseIdLength)));
+  return core_->key_of(revoke_saved_name(name(), value_.substr(0, kLeaseIdLength), token_arg(0)));
 }
 
 void AcquireOperation::undo_revoke() {

@@ -2,11 +2,11 @@
 // one, and the settling of a granted one. A revoke overwrites whatever lease holds the lock key;
 // should the revoke fail, the lease it overwrote must come back as it was — an acquire may be
 // counting that lease's votes (docs/architecture.md, "Revoke"). So the attempt saves the value it
-// overwrote in the *saved key*
-// "<lock key>#revoked:<revoker's lease id>", with that value's remaining ttl and a state letter
-// ('u': the revoke's outcome is open; 'x': its cleanup ran and found its own value overwritten by a
-// later revoke); and the revoker's value lives at least as long as the value it overwrote, so the
-// key is never free before that lease would have ended.
+// overwrote in its *saved key* "<lock key>#revoked:<lease id>:<token>" (one per attempt: a fenced
+// revoke tries again with the same lease and a new token), with that value's remaining ttl and a
+// state letter ('u': the attempt's outcome is open; 'x': its cleanup ran and found its value
+// overwritten by a later revoke); and the revoker's value lives at least as long as the value it
+// overwrote, so the key is never free before that lease would have ended.
 #pragma once
 
 #include <string_view>
@@ -91,7 +91,8 @@ inline constexpr std::string_view kUndoRevokeScript =
     "    break\n"
     "  end\n"
     "  local prior = string.sub(saved, 2)\n"
-    "  side = KEYS[1] .. '#revoked:' .. string.sub(prior, 1, 16)\n"
+    "  side = KEYS[1] .. '#revoked:' .. string.sub(prior, 1, 16) .. ':' ..\n"
+    "         (string.match(prior, '^%d*', 50) or '')\n"
     "  local next = redis.call('GET', side)\n"
     "  if not (next and string.sub(next, 1, 1) == 'x') then\n"
     "    local p = string.find(prior, '#', 49, true)\n"
@@ -119,7 +120,7 @@ inline constexpr std::string_view kSettleRevokeScript =
     "return 1\n";
 
 inline constexpr std::string_view kRevokeLockScriptSha = "24afb9f0bedcab33d6319deed3eb87ea89f360eb";
-inline constexpr std::string_view kUndoRevokeScriptSha = "c342ce17edebcabaa4f4d9d6ea38486f264204d3";
+inline constexpr std::string_view kUndoRevokeScriptSha = "fbc31ab12ee2964bdca9ff00c452b74dd52798a1";
 inline constexpr std::string_view kSettleRevokeScriptSha =
     "652abc830a0c6cf12f904a41628142ab7e48265d";
 

@@ -36,6 +36,19 @@ std::int64_t saved_keys_left(RedisCluster& cluster, const std::string& name) {
   return left;
 }
 
+// Three nodes, SQLite tokens, and the options of an engine that may revoke with a 2 ms ttl (a
+// revoke that always fails for want of validity) and waits `node_timeout` for a node.
+struct FailedRevokeSetup {
+  explicit FailedRevokeSetup(std::chrono::milliseconds node_timeout) {
+    revoker_options.min_ttl = 1ms;
+    revoker_options.node_timeout = node_timeout;
+  }
+  RedisCluster cluster{3};
+  TempDir dir;
+  std::shared_ptr<SqliteTokenSource> tokens = tokens_in(dir);
+  EngineOptions revoker_options = engine_options_for(cluster);
+};
+
 }  // namespace
 
 TEST_CASE("a revoke takes a held lock with a larger token and the old lease is gone",
@@ -230,14 +243,10 @@ TEST_CASE("a revoke that reached a quorum and then failed leaves an acquire in f
 
 TEST_CASE("a failed revoke gives the lease back, or keeps the name taken while it lasts",
           "[storage][redis]") {
-  RedisCluster cluster(3);
-  TempDir dir;
-  const auto tokens = tokens_in(dir);
-  auto options = engine_options_for(cluster);
-  options.min_ttl = 1ms;
-  options.node_timeout = 300ms;
-  EngineUnderTest t(options, tokens);
-  EngineUnderTest other(engine_options_for(cluster), tokens);
+  FailedRevokeSetup setup(300ms);
+  auto& cluster = setup.cluster;
+  EngineUnderTest t(setup.revoker_options, setup.tokens);
+  EngineUnderTest other(engine_options_for(cluster), setup.tokens);
   auto held = t.acquire("job", 30s);
   REQUIRE(held.ok());
 
@@ -284,15 +293,11 @@ TEST_CASE("a failed revoke gives the lease back, or keeps the name taken while i
 // every node, and a third engine was granted the name while it was still valid.
 TEST_CASE("a pile of failed revokes never frees the name before the revoked lease's end",
           "[storage][redis]") {
-  RedisCluster cluster(3);
-  TempDir dir;
-  const auto tokens = tokens_in(dir);
-  auto options = engine_options_for(cluster);
-  options.min_ttl = 1ms;
-  options.node_timeout = 5s;  // the pause is no timeout: every revoke is answered
-  EngineUnderTest revoker(options, tokens);
-  EngineUnderTest holder(engine_options_for(cluster), tokens);
-  EngineUnderTest other(engine_options_for(cluster), tokens);
+  FailedRevokeSetup setup(5s);  // the pause is no timeout: every revoke is answered
+  auto& cluster = setup.cluster;
+  EngineUnderTest revoker(setup.revoker_options, setup.tokens);
+  EngineUnderTest holder(engine_options_for(cluster), setup.tokens);
+  EngineUnderTest other(engine_options_for(cluster), setup.tokens);
   auto held = holder.acquire("job", 30s);
   REQUIRE(held.ok());
   const auto held_until = std::chrono::steady_clock::now() + held->validity;
@@ -330,13 +335,10 @@ TEST_CASE("a pile of failed revokes never frees the name before the revoked leas
 }
 
 TEST_CASE("a failed revoke of a set's name gives the set its key back", "[storage][redis]") {
-  RedisCluster cluster(3);
-  TempDir dir;
-  const auto tokens = tokens_in(dir);
-  auto options = engine_options_for(cluster);
-  options.min_ttl = 1ms;
-  EngineUnderTest t(options, tokens);
-  EngineUnderTest other(engine_options_for(cluster), tokens);
+  FailedRevokeSetup setup(1s);
+  auto& cluster = setup.cluster;
+  EngineUnderTest t(setup.revoker_options, setup.tokens);
+  EngineUnderTest other(engine_options_for(cluster), setup.tokens);
   auto set = acquire_set(t, {"a", "b"}, 30s);
   REQUIRE(set.ok());
   auto revoked = await<Lease>([&](auto done) {
@@ -358,14 +360,10 @@ TEST_CASE("a failed revoke of a set's name gives the set its key back", "[storag
 // layer tag, so ctest never runs it: `fencelock_tests "[revoke-stale-restore]"` fails until a
 // failed attempt's cleanup tells the revoke covering it not to put its value back.
 TEST_CASE("a failed revoke never puts back a failed acquire's value", "[.][revoke-stale-restore]") {
-  RedisCluster cluster(3);
-  TempDir dir;
-  const auto tokens = tokens_in(dir);
-  auto options = engine_options_for(cluster);
-  options.min_ttl = 1ms;
-  options.node_timeout = 5s;
-  EngineUnderTest t(options, tokens);
-  EngineUnderTest other(engine_options_for(cluster), tokens);
+  FailedRevokeSetup setup(5s);
+  auto& cluster = setup.cluster;
+  EngineUnderTest t(setup.revoker_options, setup.tokens);
+  EngineUnderTest other(engine_options_for(cluster), setup.tokens);
 
   for (std::size_t i = 0; i < cluster.size(); ++i) cluster.node(i).pause();
   std::promise<Result<Lease>> acquired;
