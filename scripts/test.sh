@@ -30,6 +30,7 @@ pkill -KILL -f 'redis-server .*fencelock-test-' 2>/dev/null || true
 pkill -KILL -f 'etcd .*fencelock-test-' 2>/dev/null || true
 pkill -KILL -f 'postgres .*fencelock-test-' 2>/dev/null || true
 rm -rf "${TMPDIR:-/tmp}"/fencelock-test-* 2>/dev/null || true
+rm -rf /dev/shm/fencelock-stack.* 2>/dev/null || true  # scripts/live-stack.sh's lock nodes
 
 stage "asan build"
 cmake --preset asan >/dev/null
