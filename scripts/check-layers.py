@@ -25,6 +25,15 @@ RULES = [
     (r"^client-sdk/", r"^fencelock/storage/|^(engine|tokens|redis|net|api|http|auth|ops|app)/",
      "the SDK talks HTTP: it includes neither storage nor the service"),
     (r"^client-sdk/include/", r"^boost/", "the SDK's public headers use no Boost"),
+    # The service's rooms (service/src/*/): base is what every room may include; ops and auth
+    # include only base; http calls the RequestHandler it owns (http/exchange.h), never api;
+    # nothing but app includes app.
+    (r"^service/src/base/", r"^(api|app|auth|http|ops)/",
+     "the service's base is below every room: it includes none"),
+    (r"^service/src/ops/", r"^(api|app|auth|http)/", "ops includes only base (and ops)"),
+    (r"^service/src/auth/", r"^(api|app|http|ops)/", "auth includes only base (and auth)"),
+    (r"^service/src/http/", r"^(api|app)/", "http includes neither api nor app"),
+    (r"^service/src/(api|http|auth|ops|base)/", r"^app/", "only app includes app"),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')

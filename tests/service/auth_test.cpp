@@ -156,7 +156,7 @@ TEST_CASE("auth: the authorizer's decisions", "[service]") {
           std::string("Bearer flk_other"), "Bearer " + std::string(300, 'a')}) {
       const auto d = check(kRightLock, "billing.a", header);
       CHECK_FALSE(d.allowed);
-      CHECK(d.error == ApiError::kUnauthenticated);
+      CHECK(d.error == fencelock::WireError::kUnauthenticated);
       CHECK(d.message.find("flk_") == std::string::npos);  // a secret is never echoed
     }
   }
@@ -166,25 +166,27 @@ TEST_CASE("auth: the authorizer's decisions", "[service]") {
   }
   SECTION("403: a right or a name the key does not have") {
     const auto token = check(kRightToken, "billing.a", "Bearer flk_billing");
-    CHECK(token.error == ApiError::kForbidden);
+    CHECK(token.error == fencelock::WireError::kForbidden);
     CHECK_THAT(token.message, Catch::Contains("'token'") && Catch::Contains("lock, read"));
     const auto name = check(kRightLock, "payroll.a", "Bearer flk_billing");
-    CHECK(name.error == ApiError::kForbidden);
+    CHECK(name.error == fencelock::WireError::kForbidden);
     CHECK_THAT(name.message, Catch::Contains("payroll.a"));
   }
   SECTION("429 past the burst, with when to retry; a reload keeps the bucket") {
     CHECK(check(kRightLock, "billing.a", "Bearer flk_billing").allowed);
     CHECK(check(kRightRead, "billing.b", "Bearer flk_billing").allowed);
     const auto limited = check(kRightLock, "billing.a", "Bearer flk_billing");
-    CHECK(limited.error == ApiError::kRateLimited);
+    CHECK(limited.error == fencelock::WireError::kRateLimited);
     REQUIRE(limited.retry_after.has_value());
     CHECK(*limited.retry_after == 1000ms);
     keys.replace(keys_of(json::array({billing})));
-    CHECK(check(kRightLock, "billing.a", "Bearer flk_billing").error == ApiError::kRateLimited);
+    CHECK(check(kRightLock, "billing.a", "Bearer flk_billing").error ==
+          fencelock::WireError::kRateLimited);
   }
   SECTION("a reload that drops a key refuses it at once") {
     keys.replace(keys_of(json::array({key_entry("ops", "flk_ops", {"*"}, {"read"})})));
-    CHECK(check(kRightLock, "billing.a", "Bearer flk_billing").error == ApiError::kUnauthenticated);
+    CHECK(check(kRightLock, "billing.a", "Bearer flk_billing").error ==
+          fencelock::WireError::kUnauthenticated);
     CHECK(check(kRightRead, "x", "Bearer flk_ops").allowed);
   }
 }

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/append_decimal.h"
+#include "base/append_decimal.h"
 
 namespace fencelock::service {
 

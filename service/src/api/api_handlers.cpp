@@ -50,43 +50,6 @@ ApiHandlers::ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::T
       authorizer_(authorizer),
       limits_{engine.options().min_ttl, engine.options().max_ttl, engine.options().max_wait} {}
 
-ApiResponse ApiHandlers::error_response(ApiError error, std::string_view message,
-                                        std::optional<std::int64_t> retry_after_ms) {
-  json detail{{"code", wire_code(error)}, {"message", message}};
-  if (retry_after_ms) detail["retry_after_ms"] = *retry_after_ms;
-  ApiResponse response;
-  response.status = http_status(error);
-  // A message may quote what the client sent, cut anywhere: never thrown on, replaced.
-  response.body =
-      json{{"error", std::move(detail)}}.dump(-1, ' ', false, json::error_handler_t::replace);
-  response.log.error = wire_code(error);
-  return response;
-}
-
-ApiResponse ApiHandlers::refuse(RequestFault fault, std::size_t body_limit,
-                                std::string_view detail) {
-  switch (fault) {
-    case RequestFault::kBodyTooLarge:
-      return error_response(ApiError::kPayloadTooLarge, "the body exceeds the limit of " +
-                                                            std::to_string(body_limit) + " bytes");
-    case RequestFault::kMalformed:
-      return error_response(ApiError::kInvalidRequest,
-                            "malformed HTTP request: " + std::string(detail));
-    case RequestFault::kUnsupportedTransferEncoding:
-      return error_response(ApiError::kInvalidRequest,
-                            "unsupported Transfer-Encoding (only \"chunked\" alone is accepted)");
-    case RequestFault::kBadHost:
-      return error_response(ApiError::kInvalidRequest,
-                            "an HTTP/1.1 request needs exactly one Host header");
-    case RequestFault::kOverloaded: {
-      ApiResponse busy = error_response(ApiError::kUnavailable, detail, 1000);
-      busy.retry_after_s = 1;
-      return busy;
-    }
-  }
-  return error_response(ApiError::kInvalidRequest, "malformed HTTP request");
-}
-
 const ApiHandlers::RouteTable& ApiHandlers::routes() {
   namespace paths = api_paths;
   using A = ApiHandlers;
@@ -250,7 +213,7 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::str
   if (entry.names_in_body) {
     auto names = parse_set_names(body);
     if (!names.ok()) {
-      reply(from_storage_error(names.error()));
+      reply(bad_request(names.error()));
       return dispatched;
     }
     if (authorizer_ != nullptr) {
@@ -286,13 +249,13 @@ ApiHandlers::Dispatched ApiHandlers::dispatch(const Screened& screened, std::str
 
 ApiHandlers::Cancel ApiHandlers::acquire(const Call& call, Reply reply) {
   auto parsed = parse_acquire_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   return take_lock(call, parsed.value(), /*revoke=*/false, std::move(reply));
 }
 
 ApiHandlers::Cancel ApiHandlers::revoke(const Call& call, Reply reply) {
   auto parsed = parse_revoke_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   return take_lock(call, parsed.value(), /*revoke=*/true, std::move(reply));
 }
 
@@ -347,7 +310,7 @@ ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& 
 ApiHandlers::Cancel ApiHandlers::extend(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_extend_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   auto claim = decode_lease(parsed->lease);
   if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   claim->owner = std::string(call.owner);
@@ -370,7 +333,7 @@ ApiHandlers::Cancel ApiHandlers::extend(const Call& call, Reply reply) {
 ApiHandlers::Cancel ApiHandlers::release(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_release_body(call.body);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   auto claim = decode_lease(parsed->lease);
   if (!claim) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   claim->owner = std::string(call.owner);

@@ -9,6 +9,7 @@
 // max_locks, a permit as one lock; a waiting acquire of either as one waiter.
 // Threading: dispatch() may be called from any thread; `reply` runs on the engine's strand or the
 // token source's thread and must only post work back to the connection.
+// ApiHandlers is the HTTP layer's RequestHandler (http/exchange.h).
 #pragma once
 
 #include <array>
@@ -26,88 +27,30 @@
 #include "api/request_body.h"
 #include "api/request_query.h"
 #include "auth/authorizer.h"
+#include "base/route.h"
 #include "fencelock/storage/lock_engine.h"
 #include "fencelock/storage/token_source.h"
-#include "http/route.h"
+#include "http/exchange.h"
 #include "http/router.h"
 
 namespace fencelock::service {
 
-// What the request log says about an answer besides its route and status. Never a secret: no
-// lease, no proof, no API key secret.
-struct AnswerLog {
-  std::string_view error;              // the wire error code (wire_code()), "" for a success
-  std::optional<std::uint64_t> token;  // the fencing token granted, extended or drawn
-  std::string owner;                   // an acquire's "owner" text, as the client sent it
-  std::string key;                     // the id of the API key that called, "" without keys
-};
-
-struct ApiResponse {
-  unsigned status = 200;
-  std::string body;
-  std::string_view content_type = "application/json";
-  std::string allow;                          // the Allow header of a 405
-  std::optional<std::int64_t> retry_after_s;  // the Retry-After header of a 429
-  bool authenticate = false;                  // a 401: add WWW-Authenticate: Bearer
-  AnswerLog log;                              // for the request log
-  bool close = false;                         // close the connection after this answer (HEAD)
-  // Runs if the answer cannot reach the client (it went away first): undoes what the answer hands
-  // out — an acquire's grant is released at once instead of holding the name for its whole ttl.
-  std::function<void()> undelivered;
-};
-
-// Why a request could not even be read as one; the session tells, the handlers word the answer.
-enum class RequestFault {
-  kBodyTooLarge,
-  kMalformed,
-  kUnsupportedTransferEncoding,
-  kBadHost,     // no Host header in HTTP/1.1, or two
-  kOverloaded,  // a connection or memory cap: 503 with Retry-After (the detail says which)
-};
-
 // The /metrics text, rendered at scrape time.
 using MetricsRenderer = std::function<std::string()>;
 
-class ApiHandlers {
+class ApiHandlers final : public RequestHandler {
  public:
-  using Reply = std::function<void(ApiResponse)>;
-  // Stops a request that is still being worked on, because its client went away. Empty for
-  // requests that answer promptly anyway; only a watch and a waiting acquire (of a lock, a lock
-  // set or a permit) return one.
-  using Cancel = std::function<void()>;
-
-  // What dispatch() did with a request: the route it took (kNotFound for 404/405/HEAD; a bad
-  // {name} keeps the route it was meant for), the {name} it named (a view into the target; empty
-  // if bad), and how to cancel it while it waits.
-  struct Dispatched {
-    Route route = Route::kNotFound;
-    std::string_view name;
-    Cancel cancel;
-  };
-
   // `tokens`: what /v1/tokens draws from; /readyz reports its backend and readiness (TokenSource
   // traits() and ready()). `authorizer`: who may call (nullptr: anyone; auth/authorizer.h). It
   // must outlive this.
   ApiHandlers(storage::LockEngine& engine, std::shared_ptr<storage::TokenSource> tokens,
               MetricsRenderer metrics, const Authorizer* authorizer = nullptr);
 
-  // A request as its head decides it, before any of its body is read (screen()).
-  struct Screened {
-    Route route = Route::kNotFound;  // as Dispatched::route
-    std::string_view name;           // as Dispatched::name: a view into the target
-    std::string_view query;          // the target's query, after '?': a view into the target
-    // Set when the head alone answers the request: HEAD, 404, 405, a bad name, 401, 403, 429.
-    // Nothing of the body is needed (nor should it be read or held in memory).
-    std::optional<ApiResponse> answer;
-    std::size_t entry = 0;           // the route's row
-    Authorizer::Decision decision;   // who calls (allowed)
-    std::string_view authorization;  // the head's Authorization: decided again after a reload
-  };
-
   // Routes and authenticates a request on its head (`authorization`: its Authorization header,
   // "" if none): the key's right, the name in the path and the key's rate. A request refused here
   // costs no body memory and touches no engine and no token source.
-  Screened screen(Method method, std::string_view target, std::string_view authorization) const;
+  Screened screen(Method method, std::string_view target,
+                  std::string_view authorization) const override;
 
   // Handles a screened request (one without an answer) with its body: if the keys were reloaded
   // since screen(), the key is checked again (a revoked key is refused); the names in a lock set's
@@ -115,7 +58,7 @@ class ApiHandlers {
   // cancel (then with kClientGone, or with an answer whose `undelivered` must run); an exception
   // from a handler becomes a 500 and a log line — and, if the handler had already handed `reply`
   // on, possibly a second answer later, which the caller must drop (running its `undelivered`).
-  Dispatched dispatch(const Screened& screened, std::string_view body, Reply reply);
+  Dispatched dispatch(const Screened& screened, std::string_view body, Reply reply) override;
 
   // screen() and then dispatch(): one request whose head and body are both at hand.
   Dispatched dispatch(Method method, std::string_view target, std::string_view body,
@@ -168,12 +111,9 @@ class ApiHandlers {
   // Whether a request is a probe (health, readiness, metrics): served over the connection cap.
   static bool is_probe(Method method, std::string_view target) noexcept;
 
-  // {"error": {"code": ..., "message": ...}} with the error's status.
-  static ApiResponse error_response(ApiError error, std::string_view message,
-                                    std::optional<std::int64_t> retry_after_ms = std::nullopt);
-  // The answer to a request that could not be read as one (`body_limit` words the 413).
-  static ApiResponse refuse(RequestFault fault, std::size_t body_limit,
-                            std::string_view detail = {});
+  bool probe(Method method, std::string_view target) const noexcept override {
+    return is_probe(method, target);
+  }
 
  private:
   Cancel acquire(const Call& call, Reply reply);

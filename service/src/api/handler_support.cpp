@@ -19,6 +19,10 @@ ApiResponse from_storage_error(const storage::Error& error) {
   return ApiHandlers::error_response(api_error_from(error.code), error.message, retry_after_ms);
 }
 
+ApiResponse bad_request(const ServiceError& error) {
+  return ApiHandlers::error_response(ApiError::kInvalidRequest, error.message);
+}
+
 ApiResponse claim_error(const storage::Error& error, std::string_view owner) {
   if (!owner.empty() && error.code == storage::ErrorCode::kInvalidArgument)
     return ApiHandlers::error_response(ApiError::kForbidden, error.message);

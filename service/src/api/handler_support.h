@@ -16,6 +16,7 @@
 
 #include "api/api_handlers.h"
 #include "auth/key_usage.h"
+#include "base/service_result.h"
 #include "fencelock/basic_result.h"
 #include "fencelock/storage/lease.h"
 #include "fencelock/storage/result.h"
@@ -28,6 +29,10 @@ ApiResponse ok(const nlohmann::json& body, std::optional<std::uint64_t> token = 
 // The engine's error as the wire error of api_error.h, with its message; a kLocked error that
 // carries retry_after (storage/result.h) adds it as retry_after_ms.
 ApiResponse from_storage_error(const storage::Error& error);
+
+// A request the service refused before the engine saw it (its body or query): 400
+// invalid_request with the error's message.
+ApiResponse bad_request(const ServiceError& error);
 
 // A claim refused as not the lease's own, by a caller with a key (`owner` not empty): the lease
 // may be another key's (its proof is bound to the key id, lease_secret.h), which is a 403, not a

@@ -20,7 +20,7 @@ using namespace handler_support;
 namespace {
 
 // The call's listing request: its query, and the names its key may read.
-Result<storage::ListRequest> listing_request(const ApiHandlers::Call& call) {
+ServiceResult<storage::ListRequest> listing_request(const ApiHandlers::Call& call) {
   auto request = parse_list_query(call.query);
   if (request.ok() && call.decision != nullptr) {  // the engine neither answers nor counts them
     request->visible = [key = *call.decision](std::string_view name) {
@@ -43,7 +43,7 @@ ApiResponse page_answer(const Page& page, const char* field, const Entries& entr
 
 ApiHandlers::Cancel ApiHandlers::list_locks(const Call& call, Reply reply) {
   auto request = listing_request(call);
-  if (!request.ok()) return answer(reply, from_storage_error(request.error()));
+  if (!request.ok()) return answer(reply, bad_request(request.error()));
   engine_.list(std::move(request).value(),
                [reply = std::move(reply)](Result<storage::LockPage> page) {
                  if (!page.ok()) return reply(from_storage_error(page.error()));
@@ -62,7 +62,7 @@ ApiHandlers::Cancel ApiHandlers::list_locks(const Call& call, Reply reply) {
 
 ApiHandlers::Cancel ApiHandlers::list_semaphores(const Call& call, Reply reply) {
   auto request = listing_request(call);
-  if (!request.ok()) return answer(reply, from_storage_error(request.error()));
+  if (!request.ok()) return answer(reply, bad_request(request.error()));
   engine_.list_semaphores(
       std::move(request).value(), [reply = std::move(reply)](Result<storage::SemaphorePage> page) {
         if (!page.ok()) return reply(from_storage_error(page.error()));
@@ -76,7 +76,7 @@ ApiHandlers::Cancel ApiHandlers::list_semaphores(const Call& call, Reply reply) 
 
 ApiHandlers::Cancel ApiHandlers::list_rwlocks(const Call& call, Reply reply) {
   auto request = listing_request(call);
-  if (!request.ok()) return answer(reply, from_storage_error(request.error()));
+  if (!request.ok()) return answer(reply, bad_request(request.error()));
   engine_.list_rwlocks(
       std::move(request).value(), [reply = std::move(reply)](Result<storage::RwLockPage> page) {
         if (!page.ok()) return reply(from_storage_error(page.error()));

@@ -14,16 +14,11 @@ namespace fencelock::service {
 namespace {
 
 using nlohmann::json;
-using storage::ErrorCode;
-using storage::make_error;
-using storage::Result;
 
-Result<json> parse_object(std::string_view body) {
+ServiceResult<json> parse_object(std::string_view body) {
   json parsed = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded())
-    return make_error(ErrorCode::kInvalidArgument, "the body is not valid JSON");
-  if (!parsed.is_object())
-    return make_error(ErrorCode::kInvalidArgument, "the body must be a JSON object");
+  if (parsed.is_discarded()) return service_error("the body is not valid JSON");
+  if (!parsed.is_object()) return service_error("the body must be a JSON object");
   return parsed;
 }
 
@@ -88,19 +83,17 @@ BodyField field_of(const FlatJsonObject& object, const char* name) {
 
 // An integer field in [low, high]. JSON floats (even 10.0), strings and booleans are refused.
 template <class Object>
-Result<std::optional<std::int64_t>> integer_field(const Object& object, const char* name,
-                                                  std::int64_t low, std::int64_t high,
-                                                  bool required) {
+ServiceResult<std::optional<std::int64_t>> integer_field(const Object& object, const char* name,
+                                                         std::int64_t low, std::int64_t high,
+                                                         bool required) {
   const BodyField field = field_of(object, name);
   if (field.kind == BodyField::Kind::kAbsent || field.kind == BodyField::Kind::kNull) {
-    if (required)
-      return make_error(ErrorCode::kInvalidArgument, std::string(name) + " is required");
+    if (required) return service_error(std::string(name) + " is required");
     return std::optional<std::int64_t>();
   }
   const auto out_of_range = [&] {
-    return make_error(ErrorCode::kInvalidArgument,
-                      std::string(name) + " must be an integer between " + std::to_string(low) +
-                          " and " + std::to_string(high));
+    return service_error(std::string(name) + " must be an integer between " + std::to_string(low) +
+                         " and " + std::to_string(high));
   };
   std::int64_t value = 0;
   if (field.kind == BodyField::Kind::kUnsigned) {
@@ -117,19 +110,18 @@ Result<std::optional<std::int64_t>> integer_field(const Object& object, const ch
 }
 
 template <class Object>
-Result<std::optional<std::string>> string_field(const Object& object, const char* name,
-                                                std::size_t max_length, bool required) {
+ServiceResult<std::optional<std::string>> string_field(const Object& object, const char* name,
+                                                       std::size_t max_length, bool required) {
   const BodyField field = field_of(object, name);
   if (field.kind == BodyField::Kind::kAbsent || field.kind == BodyField::Kind::kNull) {
-    if (required)
-      return make_error(ErrorCode::kInvalidArgument, std::string(name) + " is required");
+    if (required) return service_error(std::string(name) + " is required");
     return std::optional<std::string>();
   }
   if (field.kind != BodyField::Kind::kString)
-    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be a string");
+    return service_error(std::string(name) + " must be a string");
   if (field.text.size() > max_length) {
-    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be at most " +
-                                                       std::to_string(max_length) + " characters");
+    return service_error(std::string(name) + " must be at most " + std::to_string(max_length) +
+                         " characters");
   }
   return std::optional<std::string>(std::string(field.text));
 }
@@ -150,7 +142,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-storage::Status unknown_field(std::string_view key, std::initializer_list<std::string_view> known) {
+ServiceStatus unknown_field(std::string_view key, std::initializer_list<std::string_view> known) {
   std::string message = "unknown field '" + std::string(key.substr(0, 64)) + "'";
   std::string_view closest;
   std::size_t best = 3;  // more edits than this is no typo
@@ -170,65 +162,59 @@ storage::Status unknown_field(std::string_view key, std::initializer_list<std::s
     message += separator + std::string(name);
     separator = ", ";
   }
-  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+  return service_error(std::move(message));
 }
 
 // Refuses the first field of `object` that is not one of `known`.
-storage::Status only_fields(const json& object, std::initializer_list<std::string_view> known) {
+ServiceStatus only_fields(const json& object, std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : object.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) return unknown_field(key, known);
   }
-  return storage::Done{};
+  return Done{};
 }
 
-storage::Status only_fields(const FlatJsonObject& object,
-                            std::initializer_list<std::string_view> known) {
+ServiceStatus only_fields(const FlatJsonObject& object,
+                          std::initializer_list<std::string_view> known) {
   for (std::size_t i = 0; i < object.size(); ++i) {
     if (std::find(known.begin(), known.end(), object.key(i)) == known.end())
       return unknown_field(object.key(i), known);
   }
-  return storage::Done{};
+  return Done{};
 }
 
 template <class Object>
-Result<std::chrono::milliseconds> ttl_field(const Object& object, const BodyLimits& limits) {
+ServiceResult<std::chrono::milliseconds> ttl_field(const Object& object, const BodyLimits& limits) {
   auto ttl = integer_field(object, "ttl_ms", limits.min_ttl.count(), limits.max_ttl.count(), true);
   if (!ttl.ok()) return std::move(ttl).error();
   return std::chrono::milliseconds(*ttl.value());
 }
 
-Result<std::vector<std::string>> names_field(const json& object) {
+ServiceResult<std::vector<std::string>> names_field(const json& object) {
   const auto it = object.find("names");
-  if (it == object.end() || it->is_null())
-    return make_error(ErrorCode::kInvalidArgument, "names is required");
-  if (!it->is_array())
-    return make_error(ErrorCode::kInvalidArgument, "names must be an array of lock names");
-  if (it->empty())
-    return make_error(ErrorCode::kInvalidArgument, "names must hold at least one name");
+  if (it == object.end() || it->is_null()) return service_error("names is required");
+  if (!it->is_array()) return service_error("names must be an array of lock names");
+  if (it->empty()) return service_error("names must hold at least one name");
   if (it->size() > storage::kMaxLockSetNames) {
-    return make_error(
-        ErrorCode::kInvalidArgument,
-        "names must hold at most " + std::to_string(storage::kMaxLockSetNames) + " names");
+    return service_error("names must hold at most " + std::to_string(storage::kMaxLockSetNames) +
+                         " names");
   }
   std::vector<std::string> names;
   names.reserve(it->size());
   for (const json& entry : *it) {
-    if (!entry.is_string())
-      return make_error(ErrorCode::kInvalidArgument, "names must hold only strings");
+    if (!entry.is_string()) return service_error("names must hold only strings");
     const auto& name = entry.get_ref<const std::string&>();
     if (!fencelock::is_valid_lock_name(name)) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "names: every " + std::string(fencelock::kLockNameRule));
+      return service_error("names: every " + std::string(fencelock::kLockNameRule));
     }
     if (std::find(names.begin(), names.end(), name) != names.end())
-      return make_error(ErrorCode::kInvalidArgument, "names holds '" + name + "' twice");
+      return service_error("names holds '" + name + "' twice");
     names.push_back(name);
   }
   return names;
 }
 
 template <class Object>
-Result<AcquireBody> acquire_fields(const Object& object, const BodyLimits& limits) {
+ServiceResult<AcquireBody> acquire_fields(const Object& object, const BodyLimits& limits) {
   auto ttl = ttl_field(object, limits);
   if (!ttl.ok()) return std::move(ttl).error();
   auto wait = integer_field(object, "wait_ms", 0, limits.max_wait.count(), false);
@@ -236,16 +222,15 @@ Result<AcquireBody> acquire_fields(const Object& object, const BodyLimits& limit
   auto owner = string_field(object, "owner", kMaxOwnerLength, false);
   if (!owner.ok()) return std::move(owner).error();
   if (owner.value() && !storage::is_valid_holder(*owner.value())) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "owner must be at most 200 bytes without control characters");
+    return service_error("owner must be at most 200 bytes without control characters");
   }
   return AcquireBody{ttl.value(), std::chrono::milliseconds(wait.value().value_or(0)),
                      owner.value().value_or(std::string())};
 }
 
 template <class Object>
-Result<ExtendBody> extend_fields(const Object& object, const BodyLimits& limits,
-                                 std::size_t max_lease) {
+ServiceResult<ExtendBody> extend_fields(const Object& object, const BodyLimits& limits,
+                                        std::size_t max_lease) {
   auto lease = string_field(object, "lease", max_lease, true);
   if (!lease.ok()) return std::move(lease).error();
   auto ttl = ttl_field(object, limits);
@@ -254,21 +239,21 @@ Result<ExtendBody> extend_fields(const Object& object, const BodyLimits& limits,
 }
 
 template <class Object>
-Result<ReleaseBody> release_fields(const Object& object, std::size_t max_lease) {
+ServiceResult<ReleaseBody> release_fields(const Object& object, std::size_t max_lease) {
   auto lease = string_field(object, "lease", max_lease, true);
   if (!lease.ok()) return std::move(lease).error();
   return ReleaseBody{std::move(*lease.value())};
 }
 
 template <class Object>
-Result<AcquireBody> revoke_fields(const Object& object, const BodyLimits& limits) {
+ServiceResult<AcquireBody> revoke_fields(const Object& object, const BodyLimits& limits) {
   if (auto known = only_fields(object, {"ttl_ms", "owner"}); !known.ok())
     return std::move(known).error();
   return acquire_fields(object, limits);
 }
 
 template <class Object>
-Result<AcquireBody> lock_acquire_fields(const Object& object, const BodyLimits& limits) {
+ServiceResult<AcquireBody> lock_acquire_fields(const Object& object, const BodyLimits& limits) {
   if (auto known = only_fields(object, {"ttl_ms", "wait_ms", "owner", "request_id"}); !known.ok())
     return std::move(known).error();
   auto body = acquire_fields(object, limits);
@@ -277,8 +262,7 @@ Result<AcquireBody> lock_acquire_fields(const Object& object, const BodyLimits& 
   if (!request_id.ok()) return std::move(request_id).error();
   if (request_id.value()) {
     if (!storage::is_valid_request_id(*request_id.value())) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "request_id must be 1 to 64 printable ASCII characters without spaces");
+      return service_error("request_id must be 1 to 64 printable ASCII characters without spaces");
     }
     body.value().request_id = std::move(*request_id.value());
   }
@@ -286,28 +270,29 @@ Result<AcquireBody> lock_acquire_fields(const Object& object, const BodyLimits& 
 }
 
 template <class Object>
-Result<ExtendBody> lease_extend_fields(const Object& object, const BodyLimits& limits,
-                                       std::size_t max_lease) {
+ServiceResult<ExtendBody> lease_extend_fields(const Object& object, const BodyLimits& limits,
+                                              std::size_t max_lease) {
   if (auto known = only_fields(object, {"lease", "ttl_ms"}); !known.ok())
     return std::move(known).error();
   return extend_fields(object, limits, max_lease);
 }
 
 template <class Object>
-Result<ReleaseBody> lease_release_fields(const Object& object, std::size_t max_lease) {
+ServiceResult<ReleaseBody> lease_release_fields(const Object& object, std::size_t max_lease) {
   if (auto known = only_fields(object, {"lease"}); !known.ok()) return std::move(known).error();
   return release_fields(object, max_lease);
 }
 
 }  // namespace
 
-Result<std::vector<std::string>> parse_set_names(std::string_view body) {
+ServiceResult<std::vector<std::string>> parse_set_names(std::string_view body) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   return names_field(object.value());
 }
 
-Result<SetAcquireBody> parse_set_acquire_body(std::string_view body, const BodyLimits& limits) {
+ServiceResult<SetAcquireBody> parse_set_acquire_body(std::string_view body,
+                                                     const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   if (auto known = only_fields(object.value(), {"names", "ttl_ms", "wait_ms", "owner"});
@@ -320,7 +305,8 @@ Result<SetAcquireBody> parse_set_acquire_body(std::string_view body, const BodyL
   return SetAcquireBody{std::move(names).value(), std::move(acquire).value()};
 }
 
-Result<SetExtendBody> parse_set_extend_body(std::string_view body, const BodyLimits& limits) {
+ServiceResult<SetExtendBody> parse_set_extend_body(std::string_view body,
+                                                   const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   if (auto known = only_fields(object.value(), {"names", "lease", "ttl_ms"}); !known.ok())
@@ -332,7 +318,7 @@ Result<SetExtendBody> parse_set_extend_body(std::string_view body, const BodyLim
   return SetExtendBody{std::move(names).value(), std::move(extend).value()};
 }
 
-Result<SetReleaseBody> parse_set_release_body(std::string_view body) {
+ServiceResult<SetReleaseBody> parse_set_release_body(std::string_view body) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   if (auto known = only_fields(object.value(), {"names", "lease"}); !known.ok())
@@ -344,8 +330,8 @@ Result<SetReleaseBody> parse_set_release_body(std::string_view body) {
   return SetReleaseBody{std::move(names).value(), std::move(release).value()};
 }
 
-Result<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
-                                                    const BodyLimits& limits) {
+ServiceResult<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
+                                                           const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   if (auto known = only_fields(object.value(), {"permits", "ttl_ms", "wait_ms", "owner"});
@@ -359,19 +345,21 @@ Result<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
                            std::move(acquire).value()};
 }
 
-Result<ExtendBody> parse_permit_extend_body(std::string_view body, const BodyLimits& limits) {
+ServiceResult<ExtendBody> parse_permit_extend_body(std::string_view body,
+                                                   const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   return lease_extend_fields(object.value(), limits, kMaxPermitLeaseLength);
 }
 
-Result<ReleaseBody> parse_permit_release_body(std::string_view body) {
+ServiceResult<ReleaseBody> parse_permit_release_body(std::string_view body) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   return lease_release_fields(object.value(), kMaxPermitLeaseLength);
 }
 
-Result<RwAcquireBody> parse_rw_acquire_body(std::string_view body, const BodyLimits& limits) {
+ServiceResult<RwAcquireBody> parse_rw_acquire_body(std::string_view body,
+                                                   const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   if (auto known = only_fields(object.value(), {"mode", "ttl_ms", "wait_ms", "owner"}); !known.ok())
@@ -379,8 +367,7 @@ Result<RwAcquireBody> parse_rw_acquire_body(std::string_view body, const BodyLim
   auto mode = string_field(object.value(), "mode", 5, true);
   if (!mode.ok()) return std::move(mode).error();
   if (*mode.value() != "read" && *mode.value() != "write") {
-    return storage::make_error(storage::ErrorCode::kInvalidArgument,
-                               "mode must be \"read\" or \"write\"");
+    return service_error("mode must be \"read\" or \"write\"");
   }
   auto acquire = acquire_fields(object.value(), limits);
   if (!acquire.ok()) return std::move(acquire).error();
@@ -388,13 +375,13 @@ Result<RwAcquireBody> parse_rw_acquire_body(std::string_view body, const BodyLim
                        std::move(acquire).value()};
 }
 
-Result<ExtendBody> parse_rw_extend_body(std::string_view body, const BodyLimits& limits) {
+ServiceResult<ExtendBody> parse_rw_extend_body(std::string_view body, const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   return lease_extend_fields(object.value(), limits, kMaxRwLeaseLength);
 }
 
-Result<ReleaseBody> parse_rw_release_body(std::string_view body) {
+ServiceResult<ReleaseBody> parse_rw_release_body(std::string_view body) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   return lease_release_fields(object.value(), kMaxRwLeaseLength);
@@ -402,20 +389,20 @@ Result<ReleaseBody> parse_rw_release_body(std::string_view body) {
 
 // The single-lock bodies are read by FlatJsonObject when it can, by nlohmann otherwise: the same
 // fields, the same rules, the same messages either way.
-Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits) {
+ServiceResult<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits) {
   if (const auto flat = FlatJsonObject::parse(body)) return lock_acquire_fields(*flat, limits);
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   return lock_acquire_fields(object.value(), limits);
 }
 
-Result<AcquireBody> parse_revoke_body(std::string_view body, const BodyLimits& limits) {
+ServiceResult<AcquireBody> parse_revoke_body(std::string_view body, const BodyLimits& limits) {
   auto object = parse_object(body);
   if (!object.ok()) return std::move(object).error();
   return revoke_fields(object.value(), limits);
 }
 
-Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits) {
+ServiceResult<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits) {
   if (const auto flat = FlatJsonObject::parse(body))
     return lease_extend_fields(*flat, limits, kMaxLeaseLength);
   auto object = parse_object(body);
@@ -423,7 +410,7 @@ Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& li
   return lease_extend_fields(object.value(), limits, kMaxLeaseLength);
 }
 
-Result<ReleaseBody> parse_release_body(std::string_view body) {
+ServiceResult<ReleaseBody> parse_release_body(std::string_view body) {
   if (const auto flat = FlatJsonObject::parse(body))
     return lease_release_fields(*flat, kMaxLeaseLength);
   auto object = parse_object(body);

@@ -1,6 +1,6 @@
 // Parsing and validation of API v1 request bodies: parse → validate, nothing else.
 //
-// Every failure is storage::ErrorCode::kInvalidArgument (→ 400 invalid_request) with a message
+// Every failure is a ServiceError (→ 400 invalid_request) with a message
 // that names the field. A field the body does not take is refused too, named, with the field it
 // most likely meant ({"wiat_ms": 100} would otherwise not wait). Pure; thread-safe.
 #pragma once
@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/service_result.h"
 #include "fencelock/storage/lease.h"
 #include "fencelock/storage/lease_secret.h"
-#include "fencelock/storage/result.h"
 
 namespace fencelock::service {
 
@@ -85,38 +85,35 @@ struct RwAcquireBody {
 
 // {"ttl_ms": int, "wait_ms": int (optional, default 0), "owner": string (optional),
 //  "request_id": string (optional)}
-storage::Result<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits);
+ServiceResult<AcquireBody> parse_acquire_body(std::string_view body, const BodyLimits& limits);
 // {"ttl_ms": int, "owner": string (optional)}: a revoke's (it never waits).
-storage::Result<AcquireBody> parse_revoke_body(std::string_view body, const BodyLimits& limits);
+ServiceResult<AcquireBody> parse_revoke_body(std::string_view body, const BodyLimits& limits);
 // {"lease": string, "ttl_ms": int}
-storage::Result<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits);
+ServiceResult<ExtendBody> parse_extend_body(std::string_view body, const BodyLimits& limits);
 // {"lease": string}
-storage::Result<ReleaseBody> parse_release_body(std::string_view body);
+ServiceResult<ReleaseBody> parse_release_body(std::string_view body);
 
 // The "names" of a lock set's body: an array of 1..kMaxLockSetNames distinct valid lock names.
 // The messages say which rule failed ("names must hold at most 16 names", "names holds 'a'
 // twice", ...). Read before authorization: the names are what the key must hold rights on.
-storage::Result<std::vector<std::string>> parse_set_names(std::string_view body);
+ServiceResult<std::vector<std::string>> parse_set_names(std::string_view body);
 // {"names": [...], "ttl_ms": int, "wait_ms": int (optional), "owner": string (optional)}
-storage::Result<SetAcquireBody> parse_set_acquire_body(std::string_view body,
-                                                       const BodyLimits& limits);
+ServiceResult<SetAcquireBody> parse_set_acquire_body(std::string_view body,
+                                                     const BodyLimits& limits);
 // {"names": [...], "lease": string, "ttl_ms": int}
-storage::Result<SetExtendBody> parse_set_extend_body(std::string_view body,
-                                                     const BodyLimits& limits);
+ServiceResult<SetExtendBody> parse_set_extend_body(std::string_view body, const BodyLimits& limits);
 // {"names": [...], "lease": string}
-storage::Result<SetReleaseBody> parse_set_release_body(std::string_view body);
+ServiceResult<SetReleaseBody> parse_set_release_body(std::string_view body);
 // {"permits": int (1..kMaxPermits), "ttl_ms": int, "wait_ms": int (optional), "owner": ...}
-storage::Result<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
-                                                             const BodyLimits& limits);
+ServiceResult<PermitAcquireBody> parse_permit_acquire_body(std::string_view body,
+                                                           const BodyLimits& limits);
 // A permit's extend and release bodies are ExtendBody / ReleaseBody with a longer lease.
-storage::Result<ExtendBody> parse_permit_extend_body(std::string_view body,
-                                                     const BodyLimits& limits);
-storage::Result<ReleaseBody> parse_permit_release_body(std::string_view body);
+ServiceResult<ExtendBody> parse_permit_extend_body(std::string_view body, const BodyLimits& limits);
+ServiceResult<ReleaseBody> parse_permit_release_body(std::string_view body);
 // {"mode": "read" | "write", "ttl_ms": int, "wait_ms": int (optional), "owner": ...}
-storage::Result<RwAcquireBody> parse_rw_acquire_body(std::string_view body,
-                                                     const BodyLimits& limits);
+ServiceResult<RwAcquireBody> parse_rw_acquire_body(std::string_view body, const BodyLimits& limits);
 // A read/write lock's extend and release bodies are ExtendBody / ReleaseBody with its lease.
-storage::Result<ExtendBody> parse_rw_extend_body(std::string_view body, const BodyLimits& limits);
-storage::Result<ReleaseBody> parse_rw_release_body(std::string_view body);
+ServiceResult<ExtendBody> parse_rw_extend_body(std::string_view body, const BodyLimits& limits);
+ServiceResult<ReleaseBody> parse_rw_release_body(std::string_view body);
 
 }  // namespace fencelock::service

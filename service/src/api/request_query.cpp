@@ -11,11 +11,6 @@ namespace fencelock::service {
 
 namespace {
 
-using storage::ErrorCode;
-using storage::make_error;
-using storage::Result;
-using storage::Status;
-
 // `text` with each %XX decoded; nullopt for a '%' not followed by two hex digits.
 std::optional<std::string> percent_decoded(std::string_view text) {
   std::string out;
@@ -39,9 +34,9 @@ std::optional<std::string> percent_decoded(std::string_view text) {
 // Calls `take(index of the key in keys, decoded value)` for each "key=value" of `query`, in order;
 // refuses a key not in `keys` (`takes` says which it takes: "a listing takes prefix, limit,
 // cursor"), one given twice, and a value that is not percent-encoded.
-Status for_each_parameter(std::string_view query, std::span<const std::string_view> keys,
-                          std::string_view takes,
-                          const std::function<Status(std::size_t, const std::string&)>& take) {
+ServiceStatus for_each_parameter(
+    std::string_view query, std::span<const std::string_view> keys, std::string_view takes,
+    const std::function<ServiceStatus(std::size_t, const std::string&)>& take) {
   std::vector<bool> seen(keys.size());
   while (!query.empty()) {
     const std::string_view pair = query.substr(0, query.find('&'));
@@ -53,20 +48,18 @@ Status for_each_parameter(std::string_view query, std::span<const std::string_vi
     const auto value = percent_decoded(pair.substr(std::min(pair.size(), raw_key.size() + 1)));
     const auto known = std::find(keys.begin(), keys.end(), key);
     if (known == keys.end()) {
-      return make_error(ErrorCode::kInvalidArgument, "unknown query parameter '" +
-                                                         std::string(key.substr(0, 40)) + "'; " +
-                                                         std::string(takes));
+      return service_error("unknown query parameter '" + std::string(key.substr(0, 40)) + "'; " +
+                           std::string(takes));
     }
     const auto index = static_cast<std::size_t>(known - keys.begin());
     if (seen[index] || !value) {
-      return make_error(
-          ErrorCode::kInvalidArgument,
-          std::string(key) + (seen[index] ? " is given twice" : " is not percent-encoded"));
+      return service_error(std::string(key) +
+                           (seen[index] ? " is given twice" : " is not percent-encoded"));
     }
     seen[index] = true;
     if (auto taken = take(index, *value); !taken.ok()) return taken;
   }
-  return storage::Done{};
+  return Done{};
 }
 
 // A whole number from `low` to `high` written in decimal digits only.
@@ -83,12 +76,12 @@ std::optional<std::uint64_t> whole_number(const std::string& text, std::uint64_t
 
 }  // namespace
 
-Result<storage::ListRequest> parse_list_query(std::string_view query) {
+ServiceResult<storage::ListRequest> parse_list_query(std::string_view query) {
   static constexpr std::array<std::string_view, 3> kKeys = {"prefix", "limit", "cursor"};
   storage::ListRequest request;
   auto parsed = for_each_parameter(
       query, kKeys, "a listing takes prefix, limit, cursor",
-      [&](std::size_t key, const std::string& value) -> Status {
+      [&](std::size_t key, const std::string& value) -> ServiceStatus {
         if (key == 0) {
           request.prefix = value;
         } else if (key == 2) {
@@ -96,43 +89,41 @@ Result<storage::ListRequest> parse_list_query(std::string_view query) {
         } else if (const auto limit = whole_number(value, 1, storage::kMaxListLimit)) {
           request.limit = static_cast<std::size_t>(*limit);
         } else {
-          return make_error(
-              ErrorCode::kInvalidArgument,
-              "limit must be a whole number from 1 to " + std::to_string(storage::kMaxListLimit));
+          return service_error("limit must be a whole number from 1 to " +
+                               std::to_string(storage::kMaxListLimit));
         }
-        return storage::Done{};
+        return Done{};
       });
   if (!parsed.ok()) return std::move(parsed).error();
   return request;
 }
 
-Result<std::optional<WatchQuery>> parse_status_query(std::string_view query,
-                                                     std::chrono::milliseconds max_wait) {
+ServiceResult<std::optional<WatchQuery>> parse_status_query(std::string_view query,
+                                                            std::chrono::milliseconds max_wait) {
   static constexpr std::array<std::string_view, 2> kKeys = {"after_token", "wait_ms"};
   std::optional<std::uint64_t> after;
   std::optional<std::chrono::milliseconds> wait;
   const auto longest = static_cast<std::uint64_t>(std::max<std::int64_t>(0, max_wait.count()));
   auto parsed = for_each_parameter(
       query, kKeys, "a lock's status takes after_token and wait_ms (a watch)",
-      [&](std::size_t key, const std::string& value) -> Status {
+      [&](std::size_t key, const std::string& value) -> ServiceStatus {
         const auto number = whole_number(value, 0, UINT64_MAX);
         if (!number) {
-          return make_error(ErrorCode::kInvalidArgument,
-                            key == 0 ? "after_token must be a whole number (a fencing token)"
-                                     : "wait_ms must be a whole number of milliseconds");
+          return service_error(key == 0 ? "after_token must be a whole number (a fencing token)"
+                                        : "wait_ms must be a whole number of milliseconds");
         }
         if (key == 0) {
           after = *number;
         } else {  // a longer wait is cut to the longest, as long polls are
           wait = std::chrono::milliseconds(static_cast<std::int64_t>(std::min(*number, longest)));
         }
-        return storage::Done{};
+        return Done{};
       });
   if (!parsed.ok()) return std::move(parsed).error();
   if (!after && wait) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "wait_ms needs after_token: a watch waits for a change from the lock held "
-                      "with that token");
+    return service_error(
+        "wait_ms needs after_token: a watch waits for a change from the lock held "
+        "with that token");
   }
   if (!after) return std::optional<WatchQuery>();
   return std::optional<WatchQuery>(

@@ -8,14 +8,14 @@
 #include <optional>
 #include <string_view>
 
+#include "base/service_result.h"
 #include "fencelock/storage/lease.h"
-#include "fencelock/storage/result.h"
 
 namespace fencelock::service {
 
 // A listing's query (GET /v1/locks, /v1/semaphores, /v1/rwlocks): "prefix=P&limit=N&cursor=C";
 // limit defaults to 100.
-storage::Result<storage::ListRequest> parse_list_query(std::string_view query);
+ServiceResult<storage::ListRequest> parse_list_query(std::string_view query);
 
 // A lock status's query (GET /v1/locks/{name}): "" (a plain status), or a watch,
 // "after_token=T&wait_ms=N": T a token (0..2^64-1), N in ms (0..2^64-1, cut to `max_wait`), by
@@ -25,7 +25,7 @@ struct WatchQuery {
   std::chrono::milliseconds wait{0};
 };
 inline constexpr std::chrono::milliseconds kDefaultWatchWait{30'000};
-storage::Result<std::optional<WatchQuery>> parse_status_query(std::string_view query,
-                                                              std::chrono::milliseconds max_wait);
+ServiceResult<std::optional<WatchQuery>> parse_status_query(std::string_view query,
+                                                            std::chrono::milliseconds max_wait);
 
 }  // namespace fencelock::service

@@ -33,7 +33,7 @@ json grant_body(const std::string& name, storage::RwMode mode, std::uint64_t tok
 ApiHandlers::Cancel ApiHandlers::acquire_rw(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_rw_acquire_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   const std::string owner_detail = parsed->acquire.owner;
   const bool waits = parsed->acquire.wait.count() > 0;
   const std::string owner(call.owner);
@@ -78,7 +78,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_rw(const Call& call, Reply reply) {
 ApiHandlers::Cancel ApiHandlers::extend_rw(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_rw_extend_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   auto grant = decode_rw_lease(parsed->lease);
   if (!grant) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   grant->claim.owner = std::string(call.owner);
@@ -102,7 +102,7 @@ ApiHandlers::Cancel ApiHandlers::extend_rw(const Call& call, Reply reply) {
 ApiHandlers::Cancel ApiHandlers::release_rw(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_rw_release_body(call.body);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   auto grant = decode_rw_lease(parsed->lease);
   if (!grant) return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
   grant->claim.owner = std::string(call.owner);

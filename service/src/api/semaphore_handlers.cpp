@@ -38,7 +38,7 @@ json permit_body(const std::string& name, std::uint32_t permits, std::uint32_t s
 ApiHandlers::Cancel ApiHandlers::acquire_permit(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_permit_acquire_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   const std::string owner_detail = parsed->acquire.owner;
   const bool waits = parsed->acquire.wait.count() > 0;
   const std::string owner(call.owner);
@@ -97,7 +97,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_permit(const Call& call, Reply reply) {
 ApiHandlers::Cancel ApiHandlers::extend_permit(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_permit_extend_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   auto permit = decode_permit_lease(parsed->lease);
   if (!permit) {
     return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));
@@ -124,7 +124,7 @@ ApiHandlers::Cancel ApiHandlers::extend_permit(const Call& call, Reply reply) {
 ApiHandlers::Cancel ApiHandlers::release_permit(const Call& call, Reply reply) {
   const std::string name(call.name);
   auto parsed = parse_permit_release_body(call.body);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   auto permit = decode_permit_lease(parsed->lease);
   if (!permit) {
     return answer(reply, error_response(ApiError::kInvalidRequest, "lease is malformed"));

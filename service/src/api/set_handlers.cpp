@@ -72,7 +72,7 @@ BasicResult<SetClaimCall, ApiResponse> set_claim_call(std::vector<std::string> n
 
 ApiHandlers::Cancel ApiHandlers::acquire_set(const Call& call, Reply reply) {
   auto parsed = parse_set_acquire_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   const std::string owner_detail = parsed->acquire.owner;
   const bool waits = parsed->acquire.wait.count() > 0;
   const std::string owner(call.owner);
@@ -123,7 +123,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_set(const Call& call, Reply reply) {
 
 ApiHandlers::Cancel ApiHandlers::extend_set(const Call& call, Reply reply) {
   auto parsed = parse_set_extend_body(call.body, limits_);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   auto set = set_claim_call(std::move(parsed->names), parsed->extend.lease, call.owner);
   if (!set.ok()) return answer(reply, std::move(set).error());
   std::vector<std::string> sorted = set->sorted;
@@ -149,7 +149,7 @@ ApiHandlers::Cancel ApiHandlers::extend_set(const Call& call, Reply reply) {
 
 ApiHandlers::Cancel ApiHandlers::release_set(const Call& call, Reply reply) {
   auto parsed = parse_set_release_body(call.body);
-  if (!parsed.ok()) return answer(reply, from_storage_error(parsed.error()));
+  if (!parsed.ok()) return answer(reply, bad_request(parsed.error()));
   auto set = set_claim_call(std::move(parsed->names), parsed->release.lease, call.owner);
   if (!set.ok()) return answer(reply, std::move(set).error());
   std::vector<std::string> sorted = set->sorted;

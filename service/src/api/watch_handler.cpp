@@ -37,7 +37,7 @@ json status_json(const std::string& name, const storage::LockStatus& status) {
 
 ApiHandlers::Cancel ApiHandlers::lock_status(const Call& call, Reply reply) {
   auto watch = parse_status_query(call.query, limits_.max_wait);
-  if (!watch.ok()) return answer(reply, from_storage_error(watch.error()));
+  if (!watch.ok()) return answer(reply, bad_request(watch.error()));
   if (*watch) return watch_lock(call, **watch, std::move(reply));
   const std::string name(call.name);
   // Inspect the nodes and read the token counter at once; answer when both are in.

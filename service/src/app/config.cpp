@@ -36,8 +36,6 @@ namespace {
 
 using namespace config_table;  // NOLINT(google-build-using-namespace): this file's own table
 using nlohmann::json;
-using storage::ErrorCode;
-using storage::make_error;
 
 constexpr std::size_t kMaxConfigFileBytes = std::size_t{1024} * 1024;
 constexpr std::size_t kMaxMessageBytes = 512;
@@ -262,8 +260,8 @@ class ConfigBuilder {
   std::map<std::string_view, std::string> origins_;  // flag → source, unless the command line
 };
 
-storage::Error invalid(std::string_view message) {
-  return make_error(ErrorCode::kInvalidArgument, one_line(message, kMaxMessageBytes));
+ServiceError invalid(std::string_view message) {
+  return service_error(one_line(message, kMaxMessageBytes));
 }
 
 // `text` as lines of at most kUsageWidth columns, each indented by six spaces.
@@ -287,8 +285,8 @@ std::string wrapped(std::string_view text) {
 
 }  // namespace
 
-storage::Result<ParsedConfig> parse_config(const std::vector<std::string>& args,
-                                           const Environment& env) {
+ServiceResult<ParsedConfig> parse_config(const std::vector<std::string>& args,
+                                         const Environment& env) {
   const CommandLine line = read_command_line(args);
   ParsedConfig parsed;
   if (line.command) {

@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/service_result.h"
 #include "fencelock/storage/engine_options.h"
-#include "fencelock/storage/result.h"
 #include "ops/log.h"
 
 namespace fencelock::service {
@@ -161,8 +161,8 @@ using Environment = std::function<std::optional<std::string>(std::string_view na
 // set; --tls-client-ca without them; --config for a file that cannot be read, is
 // larger than 1 MiB, is not a JSON object or has an unknown key). Thread safety: as safe as
 // `env`; parse_config itself shares no state.
-storage::Result<ParsedConfig> parse_config(const std::vector<std::string>& args,
-                                           const Environment& env);
+ServiceResult<ParsedConfig> parse_config(const std::vector<std::string>& args,
+                                         const Environment& env);
 
 // The --help text: every flag with its environment variable, default and bounds. Ends with '\n'.
 std::string usage_text();

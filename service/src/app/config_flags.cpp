@@ -68,8 +68,8 @@ Problem read_text(const Input& in, std::string_view expected, std::string_view& 
 }
 
 // parse_node_address() says what is wrong; name the text.
-std::string address_problem(std::string_view text, const storage::Error& error) {
-  return in_quotes(text) + ": " + error.message;
+std::string address_problem(std::string_view text, const std::string& why) {
+  return in_quotes(text) + ": " + why;
 }
 
 std::optional<bool> parse_switch_word(std::string_view text) {
@@ -282,7 +282,7 @@ FlagSpec redis_flag() {
     for (const std::string_view entry : entries) {
       if (entry.empty()) return "empty entry in the node list " + in_quotes(whole);
       auto node = storage::parse_node_address(entry);
-      if (!node) return address_problem(entry, node.error());
+      if (!node) return address_problem(entry, node.error().message);
       nodes.push_back(std::move(node).value());
     }
     c.engine.nodes = std::move(nodes);
@@ -344,7 +344,7 @@ Problem apply_etcd_spec(ServiceConfig& c, std::string_view text) {
     const std::size_t comma = std::min(rest.find(',', start), rest.size());
     const std::string_view entry = rest.substr(start, comma - start);
     auto address = storage::parse_node_address(entry);
-    if (!address) return address_problem(entry, address.error());
+    if (!address) return address_problem(entry, address.error().message);
     endpoints.push_back(std::move(address).value());
     start = comma + 1;
   }
@@ -381,7 +381,7 @@ FlagSpec tokens_flag() {
     if (text.starts_with(kRedis)) {
       const std::string_view address_text = text.substr(kRedis.size());
       auto address = storage::parse_node_address(address_text);
-      if (!address) return address_problem(text, address.error());
+      if (!address) return address_problem(text, address.error().message);
       c.token_backend = TokenBackend::kRedis;
       c.token_master = std::move(address).value();
       return std::nullopt;

@@ -36,7 +36,6 @@
 namespace fencelock::service {
 
 namespace asio = boost::asio;
-using storage::Result;
 
 namespace {
 
@@ -132,52 +131,46 @@ class CountingTokenSource final : public storage::TokenSource {
 
 // Redis credentials: the user from its flag, the password from its file (one line; a trailing
 // newline is dropped) or else from the environment variable `env`. Blocking; at startup only.
-Result<storage::RedisCredentials> redis_credentials(const std::string& user,
-                                                    const std::filesystem::path& password_file,
-                                                    const char* env) {
+ServiceResult<storage::RedisCredentials> redis_credentials(
+    const std::string& user, const std::filesystem::path& password_file, const char* env) {
   storage::RedisCredentials credentials;
   credentials.username = user;
   if (!password_file.empty()) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(password_file, ec)) {
-      return storage::make_error(storage::ErrorCode::kInvalidArgument,
-                                 "the password file " + password_file.string() +
-                                     " is not a regular file (or cannot be reached)");
+      return service_error("the password file " + password_file.string() +
+                           " is not a regular file (or cannot be reached)");
     }
     std::ifstream in(password_file, std::ios::binary);
     if (!in) {
-      return storage::make_error(storage::ErrorCode::kInvalidArgument,
-                                 "cannot read the password file " + password_file.string());
+      return service_error("cannot read the password file " + password_file.string());
     }
     std::getline(in, credentials.password);
     if (!credentials.password.empty() && credentials.password.back() == '\r')
       credentials.password.pop_back();
     if (credentials.password.empty()) {
-      return storage::make_error(
-          storage::ErrorCode::kInvalidArgument,
-          "the password file " + password_file.string() + " holds no password on its first line");
+      return service_error("the password file " + password_file.string() +
+                           " holds no password on its first line");
     }
   } else if (const char* value = std::getenv(env); value != nullptr) {
     credentials.password = value;
   }
   if (credentials.password.empty() && !user.empty()) {
-    return storage::make_error(
-        storage::ErrorCode::kInvalidArgument,
-        "a Redis user needs a password (its file, or " + std::string(env) + ")");
+    return service_error("a Redis user needs a password (its file, or " + std::string(env) + ")");
   }
   return credentials;
 }
 
 // The one place that knows the backends: --tokens as a source. Everything else asks the source
 // (TokenSource::traits, ready, stop).
-Result<std::shared_ptr<storage::TokenSource>> open_tokens(const ServiceConfig& config,
-                                                          asio::io_context& io) {
+ServiceResult<std::shared_ptr<storage::TokenSource>> open_tokens(const ServiceConfig& config,
+                                                                 asio::io_context& io) {
   switch (config.token_backend) {
     case TokenBackend::kSqlite: {
       storage::SqliteTokenOptions options;
       options.path = config.sqlite_path;
       auto source = storage::SqliteTokenSource::open(options);
-      if (!source.ok()) return std::move(source).error();
+      if (!source.ok()) return service_error(std::move(source).error().message);
       return std::shared_ptr<storage::TokenSource>(std::move(source).value());
     }
     case TokenBackend::kEtcd: {
@@ -187,7 +180,7 @@ Result<std::shared_ptr<storage::TokenSource>> open_tokens(const ServiceConfig& c
       options.floor = config.etcd_floor;
       options.timeout = config.token_timeout;
       auto source = storage::EtcdTokenSource::create(io.get_executor(), options);
-      if (!source.ok()) return std::move(source).error();
+      if (!source.ok()) return service_error(std::move(source).error().message);
       return std::shared_ptr<storage::TokenSource>(std::move(source).value());
     }
     case TokenBackend::kRedis:
@@ -203,7 +196,7 @@ Result<std::shared_ptr<storage::TokenSource>> open_tokens(const ServiceConfig& c
   if (!credentials.ok()) return std::move(credentials).error();
   options.credentials = std::move(credentials).value();
   auto source = storage::RedisTokenSource::create(io.get_executor(), options);
-  if (!source.ok()) return std::move(source).error();
+  if (!source.ok()) return service_error(std::move(source).error().message);
   if (!source.value()->persistence_warning().empty()) {
     log_event(LogLevel::kWarning, "UNSAFE_TOKEN_PERSISTENCE",
               {{"detail", source.value()->persistence_warning()},
@@ -254,13 +247,12 @@ void arm_pause_after_quorum(int) {
 // The fault campaign's hook (fencelock/storage/failpoints.h): with
 // FENCELOCK_FAILPOINTS=pause-after-quorum, SIGUSR2 makes the next grant within 2 s stop the
 // process between its quorum and its answer. Never in production.
-storage::Status install_failpoints() {
+ServiceStatus install_failpoints() {
   const char* wanted = std::getenv("FENCELOCK_FAILPOINTS");
-  if (wanted == nullptr || *wanted == '\0') return storage::Done{};
+  if (wanted == nullptr || *wanted == '\0') return Done{};
   if (std::string_view(wanted) != "pause-after-quorum") {
-    return storage::make_error(storage::ErrorCode::kInvalidArgument,
-                               std::string("FENCELOCK_FAILPOINTS: unknown failpoint \"") + wanted +
-                                   "\" (the only one is pause-after-quorum)");
+    return service_error(std::string("FENCELOCK_FAILPOINTS: unknown failpoint \"") + wanted +
+                         "\" (the only one is pause-after-quorum)");
   }
   struct sigaction action {};
   action.sa_handler = arm_pause_after_quorum;
@@ -271,30 +263,30 @@ storage::Status install_failpoints() {
             {{"failpoint", "pause-after-quorum"},
              {"signal", "SIGUSR2"},
              {"detail", "a test hook: never in production"}});
-  return storage::Done{};
+  return Done{};
 }
 
 // The key file at the start; without one, a warning that anyone who can connect may call.
-storage::Status load_keys(const ServiceConfig& config, Authorizer& authorizer) {
+ServiceStatus load_keys(const ServiceConfig& config, Authorizer& authorizer) {
   if (config.auth_file.empty()) {
     log_event(LogLevel::kWarning, "OPEN_TO_ANYONE",
               {{"detail",
                 "no --auth-file: anyone who can connect may take, release and read every lock and "
                 "draw tokens (docs/operations.md, \"Securing fencelock\")"}});
-    return storage::Done{};
+    return Done{};
   }
   auto keys = KeySet::load(config.auth_file);
   if (!keys.ok()) return std::move(keys).error();
   log_event(LogLevel::kInfo, "auth_file_loaded",
             {{"path", config.auth_file.string()}, {"keys", keys->keys().size()}});
   authorizer.replace(std::move(keys).value());
-  return storage::Done{};
+  return Done{};
 }
 
 // The TLS files, if any, into `tls`. Expired or not yet valid: served (a restart must not lose the
 // port), but clients will refuse it — said as a warning, with why.
-storage::Status load_tls_files(const ServiceConfig& config, std::optional<TlsContext>& tls) {
-  if (config.tls_cert.empty()) return storage::Done{};
+ServiceStatus load_tls_files(const ServiceConfig& config, std::optional<TlsContext>& tls) {
+  if (config.tls_cert.empty()) return Done{};
   TlsFiles files{config.tls_cert, config.tls_key, config.tls_client_ca};
   auto loaded = load_tls(files);
   if (!loaded.ok()) return std::move(loaded).error();
@@ -305,13 +297,13 @@ storage::Status load_tls_files(const ServiceConfig& config, std::optional<TlsCon
   log_event(loaded->invalid_now.empty() ? LogLevel::kInfo : LogLevel::kWarning, "tls_loaded",
             fields);
   tls.emplace(std::move(files), std::move(loaded).value());
-  return storage::Done{};
+  return Done{};
 }
 
 // The configured engine options with the lock nodes' credentials and what the token source says
 // of itself (TokenTraits).
-Result<storage::EngineOptions> engine_options_for(const ServiceConfig& config,
-                                                  const storage::TokenTraits& traits) {
+ServiceResult<storage::EngineOptions> engine_options_for(const ServiceConfig& config,
+                                                         const storage::TokenTraits& traits) {
   storage::EngineOptions options = config.engine;
   auto credentials =
       redis_credentials(config.redis_user, config.redis_password_file, "FENCELOCK_REDIS_PASSWORD");
@@ -488,7 +480,7 @@ struct Reloadable {
 
 }  // namespace
 
-storage::Status run_service(const ServiceConfig& config) {
+ServiceStatus run_service(const ServiceConfig& config) {
   const AsyncLog async_log;
   asio::io_context io(static_cast<int>(config.threads));
   // The SIGHUP handler is installed before anything is read (main() ignores SIGHUP until now): a
@@ -514,7 +506,7 @@ storage::Status run_service(const ServiceConfig& config) {
   LoggingObserver observer(metrics);
   auto created = storage::RedlockEngine::create(
       io.get_executor(), std::move(engine_options).value(), tokens, &observer);
-  if (!created.ok()) return std::move(created).error();
+  if (!created.ok()) return service_error(std::move(created).error().message);
   const std::unique_ptr<storage::RedlockEngine> engine = std::move(created).value();
 
   const HttpServer* server_ptr = nullptr;
@@ -562,7 +554,7 @@ storage::Status run_service(const ServiceConfig& config) {
                 "behind; the process exits without it"}});
   }
   log_event(LogLevel::kInfo, "stopped");
-  return storage::Done{};
+  return Done{};
 }
 
 }  // namespace fencelock::service

@@ -7,12 +7,12 @@
 #pragma once
 
 #include "app/config.h"
-#include "fencelock/storage/result.h"
+#include "base/service_result.h"
 
 namespace fencelock::service {
 
 // Runs the service. Returns once it has shut down: ok after a signal, or the error that kept it
 // from starting (token store unavailable, address in use, ...), already described for people.
-storage::Status run_service(const ServiceConfig& config);
+ServiceStatus run_service(const ServiceConfig& config);
 
 }  // namespace fencelock::service

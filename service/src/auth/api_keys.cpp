@@ -19,12 +19,9 @@ namespace fencelock::service {
 namespace {
 
 using nlohmann::json;
-using storage::ErrorCode;
-using storage::make_error;
-using storage::Result;
 
-storage::Error bad(const std::string& where, const std::string& what) {
-  return make_error(ErrorCode::kInvalidArgument, "auth file: " + where + ": " + what);
+ServiceError bad(const std::string& where, const std::string& what) {
+  return service_error("auth file: " + where + ": " + what);
 }
 
 bool is_lower_hex(std::string_view text) noexcept {
@@ -43,7 +40,7 @@ bool is_valid_pattern(std::string_view pattern) {
   return true;
 }
 
-Result<ApiKey> parse_key(const json& entry, std::size_t index) {
+ServiceResult<ApiKey> parse_key(const json& entry, std::size_t index) {
   std::string where = "keys[" + std::to_string(index) + "]";
   if (!entry.is_object()) return bad(where, "must be an object");
   ApiKey key;
@@ -158,7 +155,7 @@ bool is_valid_key_id(std::string_view id) noexcept {
   return !id.empty() && storage::is_valid_lease_owner(id);
 }
 
-Result<KeySet> KeySet::parse(std::string_view json_text) {
+ServiceResult<KeySet> KeySet::parse(std::string_view json_text) {
   const json document = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (document.is_discarded()) return bad("the file", "is not valid JSON");
   if (!document.is_object()) return bad("the file", "must be a JSON object with a \"keys\" list");
@@ -183,7 +180,7 @@ Result<KeySet> KeySet::parse(std::string_view json_text) {
   return set;
 }
 
-Result<KeySet> KeySet::load(const std::filesystem::path& path) {
+ServiceResult<KeySet> KeySet::load(const std::filesystem::path& path) {
   // A FIFO or a device would block the read, or never end it.
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
@@ -196,26 +193,24 @@ Result<KeySet> KeySet::load(const std::filesystem::path& path) {
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxAuthFileBytes) return bad(path.string(), "is larger than 4 MiB");
   auto set = parse(text);
-  if (!set.ok())
-    return make_error(ErrorCode::kInvalidArgument, path.string() + ": " + set.error().message);
+  if (!set.ok()) return service_error(path.string() + ": " + set.error().message);
   return set;
 }
 
-Result<KeySet> KeySet::load_within(const std::filesystem::path& path,
-                                   std::chrono::milliseconds deadline) {
+ServiceResult<KeySet> KeySet::load_within(const std::filesystem::path& path,
+                                          std::chrono::milliseconds deadline) {
   // What the reading thread and its waiter share; the thread may outlive the waiter.
   struct Read {
     std::mutex mutex;
     std::condition_variable done_cv;
     bool done = false;
     bool abandoned = false;  // the waiter gave up: the read counts as stuck until it ends
-    std::optional<Result<KeySet>> result;
+    std::optional<ServiceResult<KeySet>> result;
   };
   static std::atomic<std::size_t> stuck{0};
   if (stuck.load() >= kMaxStuckReads) {
-    return make_error(ErrorCode::kUnavailable,
-                      path.string() + ": " + std::to_string(kMaxStuckReads) +
-                          " earlier reads of it are still blocked; not reading it again");
+    return service_error(path.string() + ": " + std::to_string(kMaxStuckReads) +
+                         " earlier reads of it are still blocked; not reading it again");
   }
   auto read = std::make_shared<Read>();
   std::thread([read, path] {
@@ -230,10 +225,9 @@ Result<KeySet> KeySet::load_within(const std::filesystem::path& path,
   if (!read->done_cv.wait_for(lock, deadline, [&] { return read->done; })) {
     read->abandoned = true;
     ++stuck;
-    return make_error(ErrorCode::kUnavailable,
-                      path.string() + ": reading it did not finish within " +
-                          std::to_string(deadline.count()) +
-                          " ms (a FIFO, a hung mount?); it is left behind");
+    return service_error(path.string() + ": reading it did not finish within " +
+                         std::to_string(deadline.count()) +
+                         " ms (a FIFO, a hung mount?); it is left behind");
   }
   return std::move(*read->result);
 }

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fencelock/storage/result.h"
+#include "base/service_result.h"
 
 namespace fencelock::service {
 
@@ -60,15 +60,15 @@ bool is_valid_key_id(std::string_view id) noexcept;
 
 class KeySet {
  public:
-  static storage::Result<KeySet> parse(std::string_view json_text);
-  static storage::Result<KeySet> load(const std::filesystem::path& path);
+  static ServiceResult<KeySet> parse(std::string_view json_text);
+  static ServiceResult<KeySet> load(const std::filesystem::path& path);
   // load() on a thread of its own, waited for at most `deadline`: a read that blocks (a hung
   // mount; a path that is not a regular file is refused at once, without reading) answers
   // kUnavailable after it and is left behind; while kMaxStuckReads such reads are still blocked,
   // a new one is not started (kUnavailable at once). Thread-safe.
   static constexpr std::size_t kMaxStuckReads = 4;
-  static storage::Result<KeySet> load_within(const std::filesystem::path& path,
-                                             std::chrono::milliseconds deadline);
+  static ServiceResult<KeySet> load_within(const std::filesystem::path& path,
+                                           std::chrono::milliseconds deadline);
 
   // The key whose secret hashes to `secret_sha256`, or nullptr.
   const ApiKey* find_by_secret_hash(std::string_view secret_sha256) const;

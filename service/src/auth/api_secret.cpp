@@ -8,9 +8,9 @@
 
 namespace fencelock::service {
 
-storage::Result<std::string> generate_api_secret() {
+ServiceResult<std::string> generate_api_secret() {
   auto hex = storage::random_hex(32);
-  if (!hex.ok()) return std::move(hex).error();
+  if (!hex.ok()) return service_error(std::move(hex).error().message);
   return std::string(kApiSecretPrefix) + hex.value();
 }
 

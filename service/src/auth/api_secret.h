@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "fencelock/storage/result.h"
+#include "base/service_result.h"
 
 namespace fencelock::service {
 
@@ -15,7 +15,7 @@ inline constexpr std::string_view kApiSecretPrefix = "flk_";
 inline constexpr std::size_t kMaxApiSecretLength = 256;  // longer bearer values are refused unread
 
 // A fresh secret. Errors: kInternal if the kernel cannot supply randomness.
-storage::Result<std::string> generate_api_secret();
+ServiceResult<std::string> generate_api_secret();
 
 // SHA-256 of `text` as 64 lower-case hex digits. Thread-safe.
 std::string sha256_hex(std::string_view text);

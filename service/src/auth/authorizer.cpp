@@ -11,7 +11,7 @@ namespace fencelock::service {
 
 namespace {
 
-Authorizer::Decision refuse(ApiError error, std::string message) {
+Authorizer::Decision refuse(WireError error, std::string message) {
   Authorizer::Decision decision;
   decision.error = error;
   decision.message = std::move(message);
@@ -151,12 +151,12 @@ Authorizer::Decision Authorizer::identify(std::uint8_t right,
     return open;
   }
   if (authorization.empty()) {
-    return refuse(ApiError::kUnauthenticated,
+    return refuse(WireError::kUnauthenticated,
                   "this fencelockd requires an API key: send \"Authorization: Bearer <secret>\"");
   }
   const auto secret = bearer_secret(authorization);
   if (!secret) {
-    return refuse(ApiError::kUnauthenticated,
+    return refuse(WireError::kUnauthenticated,
                   "the Authorization header must be \"Bearer <secret>\"");
   }
   // Keys are found by the SHA-256 of the presented secret: a lookup's timing depends only on that
@@ -164,12 +164,12 @@ Authorizer::Decision Authorizer::identify(std::uint8_t right,
   const ApiKey* key = secret->size() <= kMaxApiSecretLength
                           ? current->keys.find_by_secret_hash(sha256_hex(*secret))
                           : nullptr;
-  if (key == nullptr) return refuse(ApiError::kUnauthenticated, "unknown API key");
+  if (key == nullptr) return refuse(WireError::kUnauthenticated, "unknown API key");
   if ((key->rights & right) == 0) {
     Decision forbidden =
-        refuse(ApiError::kForbidden, "key '" + key->id + "' lacks the right '" +
-                                         std::string(right_name(static_cast<Right>(right))) +
-                                         "' (it has: " + rights_text(key->rights) + ")");
+        refuse(WireError::kForbidden, "key '" + key->id + "' lacks the right '" +
+                                          std::string(right_name(static_cast<Right>(right))) +
+                                          "' (it has: " + rights_text(key->rights) + ")");
     forbidden.key_id = key->id;
     return forbidden;
   }
@@ -187,9 +187,9 @@ Authorizer::Decision Authorizer::take_rate(Decision known, Clock::time_point now
   const auto index = static_cast<std::size_t>(known.key - known.state->keys.keys().data());
   if (const auto& bucket = known.state->buckets[index]) {
     if (const auto wait = bucket->take(now)) {
-      Decision limited = refuse(ApiError::kRateLimited, "key '" + known.key->id +
-                                                            "' is over its rate of requests "
-                                                            "per second");
+      Decision limited = refuse(WireError::kRateLimited, "key '" + known.key->id +
+                                                             "' is over its rate of requests "
+                                                             "per second");
       limited.retry_after = *wait;
       limited.key_id = known.key->id;
       return limited;
@@ -206,7 +206,7 @@ Authorizer::Decision Authorizer::names_allowed(Decision admitted, const Names& n
                                           [&](const auto& p) { return name_matches(p, name); });
     if (!name_allowed) {
       Decision forbidden =
-          refuse(ApiError::kForbidden,
+          refuse(WireError::kForbidden,
                  "key '" + key.id + "' may not use the name '" + std::string(name) + "'");
       forbidden.key_id = key.id;
       return forbidden;

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "api/api_error.h"
 #include "auth/api_keys.h"
 #include "auth/key_usage.h"
 #include "auth/rate_limiter.h"
+#include "fencelock/wire_error.h"
 
 namespace fencelock::service {
 
@@ -31,7 +31,7 @@ class Authorizer {
   struct Decision {
     bool allowed = false;
     std::string key_id;  // the caller's key when known (allowed, 403, 429); "" when open
-    ApiError error = ApiError::kUnauthenticated;           // when refused
+    WireError error = WireError::kUnauthenticated;         // when refused
     std::string message;                                   // when refused; never holds a secret
     std::optional<std::chrono::milliseconds> retry_after;  // kRateLimited
     // When allowed with a key that has max_locks or max_waiters: its counters (shared by all its

@@ -73,28 +73,28 @@ std::optional<ApiResponse> screen_browser(const BrowserGuardOptions& options,
   if (options.check_host && !head.host.empty()) {
     const std::string_view name = host_name_of(head.host);
     if (!host_allowed(options, name)) {
-      return ApiHandlers::error_response(
-          ApiError::kHostNotAllowed,
+      return RequestHandler::error_response(
+          WireError::kHostNotAllowed,
           "the Host '" + echoed(name, 100) +
               "' is not one of this fencelockd's names: add it to --allowed-hosts");
     }
   }
   if (head.repeated_origin) {
-    return ApiHandlers::error_response(ApiError::kCrossSiteRequest,
-                                       "requests from web pages are refused (Origin or "
-                                       "Sec-Fetch-Site sent more than once)");
+    return RequestHandler::error_response(WireError::kCrossSiteRequest,
+                                          "requests from web pages are refused (Origin or "
+                                          "Sec-Fetch-Site sent more than once)");
   }
   if (!head.origin.empty()) {
     if (!listed(options.allowed_origins, trimmed(head.origin))) {
-      return ApiHandlers::error_response(
-          ApiError::kCrossSiteRequest,
+      return RequestHandler::error_response(
+          WireError::kCrossSiteRequest,
           "requests from web pages are refused (Origin is not in --allowed-origins)");
     }
   } else if (!head.sec_fetch_site.empty()) {
     const std::string_view site = trimmed(head.sec_fetch_site);
     if (!same_text(site, "same-origin") && !same_text(site, "none")) {
-      return ApiHandlers::error_response(
-          ApiError::kCrossSiteRequest,
+      return RequestHandler::error_response(
+          WireError::kCrossSiteRequest,
           "requests from web pages are refused (Sec-Fetch-Site: " + echoed(site, 20) + ")");
     }
   }
@@ -103,8 +103,8 @@ std::optional<ApiResponse> screen_browser(const BrowserGuardOptions& options,
     if (const auto semicolon = media.find(';'); semicolon != std::string_view::npos)
       media = media.substr(0, semicolon);
     if (!same_text(trimmed(media), "application/json")) {
-      return ApiHandlers::error_response(
-          ApiError::kUnsupportedMediaType,
+      return RequestHandler::error_response(
+          WireError::kUnsupportedMediaType,
           "send the body as JSON with \"Content-Type: application/json\"");
     }
   }

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/api_handlers.h"
+#include "http/exchange.h"
 
 namespace fencelock::service {
 

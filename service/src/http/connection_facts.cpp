@@ -7,7 +7,7 @@
 #include <boost/beast/http/write.hpp>
 #include <sstream>
 
-#include "api/api_handlers.h"
+#include "http/exchange.h"
 #include "ops/log.h"
 
 namespace fencelock::service {
@@ -42,8 +42,8 @@ std::string_view certificate_problem(SSL* ssl) {
 }
 
 std::string plain_http_answer(std::string_view request_id) {
-  const ApiResponse error = ApiHandlers::error_response(
-      ApiError::kPlainHttpOnTlsPort, "plain HTTP request sent to a TLS-only port: use https://");
+  const ApiResponse error = RequestHandler::error_response(
+      WireError::kPlainHttpOnTlsPort, "plain HTTP request sent to a TLS-only port: use https://");
   http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
   response.set(http::field::server, "fencelockd");
   response.set(http::field::content_type, error.content_type);

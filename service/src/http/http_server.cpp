@@ -10,7 +10,7 @@ namespace fencelock::service {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, ApiHandlers& handlers,
+HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, RequestHandler& handlers,
                        RequestObserver observer, const TlsContext* tls)
     : io_(io),
       tls_(tls),
@@ -25,29 +25,24 @@ HttpServer::~HttpServer() {
   host_->take_drained();
 }
 
-storage::Status HttpServer::listen() {
+ServiceStatus HttpServer::listen() {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(options().listen.host, ec);
-  if (ec)
-    return storage::make_error(storage::ErrorCode::kInvalidArgument,
-                               "listen address: " + ec.message());
+  if (ec) return service_error("listen address: " + ec.message());
   const tcp::endpoint endpoint(address, options().listen.port);
   const std::string where = options().listen.to_string();
   if (acceptor_.open(endpoint.protocol(), ec); ec) {
-    return storage::make_error(storage::ErrorCode::kUnavailable,
-                               "cannot open " + where + ": " + ec.message());
+    return service_error("cannot open " + where + ": " + ec.message());
   }
   acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (acceptor_.bind(endpoint, ec); ec) {
-    return storage::make_error(storage::ErrorCode::kUnavailable,
-                               "cannot listen on " + where + ": " + ec.message());
+    return service_error("cannot listen on " + where + ": " + ec.message());
   }
   if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec) {
-    return storage::make_error(storage::ErrorCode::kUnavailable,
-                               "cannot listen on " + where + ": " + ec.message());
+    return service_error("cannot listen on " + where + ": " + ec.message());
   }
   port_ = acceptor_.local_endpoint().port();
-  return storage::Done{};
+  return Done{};
 }
 
 void HttpServer::start_accepting() {

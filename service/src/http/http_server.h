@@ -4,7 +4,7 @@
 // their number and drains them on shutdown.
 //
 // Every connection gets its own strand; a request is read with the body limit and the idle
-// timeout, handled by ApiHandlers, answered, and the connection kept alive for the next one.
+// timeout, handled by RequestHandler, answered, and the connection kept alive for the next one.
 // No thread per connection: the io_context's few threads serve them all.
 #pragma once
 
@@ -20,10 +20,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "api/api_handlers.h"
+#include "base/route.h"
+#include "base/service_result.h"
 #include "fencelock/storage/engine_options.h"
-#include "fencelock/storage/result.h"
-#include "http/route.h"
+#include "http/exchange.h"
 #include "http/session_host.h"
 #include "http/tls_context.h"
 
@@ -33,12 +33,12 @@ class HttpServer {
  public:
   // `tls`: null for plain HTTP; otherwise every connection is TLS with the context current when it
   // was accepted. It must outlive the server.
-  HttpServer(boost::asio::io_context& io, HttpServerOptions options, ApiHandlers& handlers,
+  HttpServer(boost::asio::io_context& io, HttpServerOptions options, RequestHandler& handlers,
              RequestObserver observer, const TlsContext* tls = nullptr);
   ~HttpServer();
 
   // Binds and listens. Errors: kUnavailable (address in use, permission), with the address.
-  storage::Status listen();
+  ServiceStatus listen();
   void start_accepting();
 
   // Stops accepting and closes idle keep-alive connections; requests in flight are answered

@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/append_decimal.h"
+#include "base/append_decimal.h"
 #include "http/connection_facts.h"
 #include "http/router.h"
 #include "ops/log.h"
@@ -259,7 +259,7 @@ void HttpSession<Stream>::refuse_connection(Admission admission) {
   // instead of a silent close. The request it may have sent is never read.
   begin_request();
   keep_alive_ = false;
-  respond_and_close(ApiHandlers::refuse(
+  respond_and_close(RequestHandler::refuse(
       RequestFault::kOverloaded, 0,
       admission == Admission::kRefuseClient
           ? "too many open connections from this address (--max-connections-per-client)"
@@ -353,9 +353,10 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   begin_request();
   if (ec == http::error::body_limit) {
     return respond_and_close(
-        ApiHandlers::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
+        RequestHandler::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
   }
-  if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
+  if (ec)
+    return respond_and_close(RequestHandler::refuse(RequestFault::kMalformed, 0, ec.message()));
   const auto& header = parser_->get();
   method_.assign(header.method_string().data(), header.method_string().size());
   if (const auto id = header.find(kRequestIdHeader); id != header.end())
@@ -366,13 +367,14 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   if (const auto te = header.find(http::field::transfer_encoding); te != header.end()) {
     if (!parser_->chunked() || !beast::iequals(trimmed(te->value()), "chunked") ||
         header.count(http::field::transfer_encoding) != 1) {
-      return respond_and_close(ApiHandlers::refuse(RequestFault::kUnsupportedTransferEncoding, 0));
+      return respond_and_close(
+          RequestHandler::refuse(RequestFault::kUnsupportedTransferEncoding, 0));
     }
   }
   // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host; HTTP/1.0 at most one.
   const std::size_t hosts = header.count(http::field::host);
   if (hosts > 1 || (hosts == 0 && header.version() >= 11)) {
-    return respond_and_close(ApiHandlers::refuse(RequestFault::kBadHost, 0));
+    return respond_and_close(RequestHandler::refuse(RequestFault::kBadHost, 0));
   }
   // The body's memory comes from one budget shared by every connection: a chunked body may grow
   // to the limit, so it reserves the limit.
@@ -384,10 +386,10 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   }
   const bool has_body = parser_->chunked() || body > 0;
   keep_alive_ = header.keep_alive() && !health_only_;
-  if (health_only_ && !ApiHandlers::is_probe(method_of(header.method()), header.target())) {
+  if (health_only_ && !host_->handlers().probe(method_of(header.method()), header.target())) {
     host_->count_refused_request();
-    return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
-                                                 "too many open connections (--max-connections)"));
+    return respond_and_close(RequestHandler::refuse(
+        RequestFault::kOverloaded, 0, "too many open connections (--max-connections)"));
   }
   if (auto refused = screen_browser_head(host_->options().browser, header, has_body))
     return answer_head(std::move(*refused), has_body);
@@ -395,7 +397,7 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   // the public routes are GETs and need no key).
   if (has_body && header.method() == http::verb::get) {
     return respond_and_close(
-        ApiHandlers::refuse(RequestFault::kMalformed, 0, "a GET request takes no body"));
+        RequestHandler::refuse(RequestFault::kMalformed, 0, "a GET request takes no body"));
   }
   screened_ = host_->handlers().screen(method_of(header.method()), header.target(),
                                        header_value(header, http::field::authorization));
@@ -408,9 +410,9 @@ void HttpSession<Stream>::on_header(beast::error_code ec) {
   }
   if (body > 0) {
     if (!host_->reserve_body(body)) {
-      return respond_and_close(ApiHandlers::refuse(RequestFault::kOverloaded, 0,
-                                                   "request bodies in progress use the memory "
-                                                   "budget (--body-memory)"));
+      return respond_and_close(RequestHandler::refuse(RequestFault::kOverloaded, 0,
+                                                      "request bodies in progress use the memory "
+                                                      "budget (--body-memory)"));
     }
     body_reserved_ = body;
   }
@@ -438,17 +440,18 @@ void HttpSession<Stream>::on_body(beast::error_code ec) {
   }
   if (ec == http::error::body_limit) {
     return respond_and_close(
-        ApiHandlers::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
+        RequestHandler::refuse(RequestFault::kBodyTooLarge, host_->options().body_limit));
   }
   if (ec == http::error::buffer_overflow) {  // chunk sizes, extensions or trailers without end
     return respond_and_close(
-        ApiHandlers::error_response(ApiError::kPayloadTooLarge,
-                                    "the request's chunked framing exceeds the connection's "
-                                    "buffer of " +
-                                        std::to_string(buffer_.max_size()) + " bytes"));
+        RequestHandler::error_response(WireError::kPayloadTooLarge,
+                                       "the request's chunked framing exceeds the connection's "
+                                       "buffer of " +
+                                           std::to_string(buffer_.max_size()) + " bytes"));
   }
-  if (ec) return respond_and_close(ApiHandlers::refuse(RequestFault::kMalformed, 0, ec.message()));
-  ApiHandlers::Dispatched dispatched = host_->handlers().dispatch(
+  if (ec)
+    return respond_and_close(RequestHandler::refuse(RequestFault::kMalformed, 0, ec.message()));
+  RequestHandler::Dispatched dispatched = host_->handlers().dispatch(
       screened_, parser_->get().body(),
       [self = this->shared_from_this(), request = request_seq_](ApiResponse response) {
         asio::post(self->tcp().get_executor(),
@@ -519,7 +522,7 @@ void HttpSession<Stream>::on_tls_watch(beast::error_code ec, std::uint64_t reque
 template <class Stream>
 void HttpSession<Stream>::client_went_away() {
   client_gone_ = true;
-  const ApiHandlers::Cancel cancel = std::move(cancel_);
+  const RequestHandler::Cancel cancel = std::move(cancel_);
   cancel_ = nullptr;
   cancel();
 }
@@ -551,8 +554,8 @@ void HttpSession<Stream>::deliver(ApiResponse response) {
     client_gone_ = false;
     if (response.undelivered) response.undelivered();
     AnswerLog gone;
-    gone.error = wire_code(ApiError::kClientGone);
-    observe(http_status(ApiError::kClientGone), &gone);
+    gone.error = wire_code(WireError::kClientGone);
+    observe(http_status(WireError::kClientGone), &gone);
     busy_ = false;
     return close();
   }

@@ -32,8 +32,8 @@
 #include <string>
 #include <type_traits>
 
-#include "api/api_handlers.h"
-#include "http/route.h"
+#include "base/route.h"
+#include "http/exchange.h"
 #include "http/session.h"
 #include "http/session_host.h"
 
@@ -111,8 +111,8 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   // The request being read or handled: its head, target and body stay in the parser until its
   // answer is written (views into them name the request).
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  std::string method_;              // of the current request, for the log
-  ApiHandlers::Screened screened_;  // the current request as its head decided it
+  std::string method_;                 // of the current request, for the log
+  RequestHandler::Screened screened_;  // the current request as its head decided it
   std::string head_;  // of the answer being written: status line and headers (kept, reused)
   std::string body_;  // of the answer being written
   unsigned status_ = 0;
@@ -130,7 +130,7 @@ class HttpSession final : public Session, public std::enable_shared_from_this<Ht
   bool handshake_done_ = false;  // TLS: a close sends close_notify only after a handshake
   std::string client_;  // TLS: the client certificate's subject (mTLS), for the request log
   std::uint64_t request_seq_ = 0;  // numbers requests, so a stale disconnect watch is ignored
-  ApiHandlers::Cancel cancel_;     // of the request being handled, while it may wait
+  RequestHandler::Cancel cancel_;  // of the request being handled, while it may wait
   bool watching_ = false;          // a disconnect watch is pending on the connection
   bool client_gone_ = false;       // the client closed while its request was being handled
   bool answered_ = false;          // the current request has its answer (later ones are dropped)

@@ -1,6 +1,6 @@
 // The route table of API v1 is data: one row per route says its method, path pattern
 // (fencelock/api_paths.h), label, the API key right it needs, where its names are, whether it is a
-// probe, and its handler. ApiHandlers::routes() is that table and the only place a route is
+// probe, and its handler. ApiHandlers::routes() (api/) is that table and the only place a route is
 // described; the metrics' labels, authorization, the connection cap's probes and 404/405 all
 // read it. match_route() is the one place that decides found / 404 / 405 / bad name.
 //
@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "http/route.h"
+#include "base/route.h"
 
 namespace fencelock::service {
 

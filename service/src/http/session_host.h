@@ -19,10 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "api/api_handlers.h"
+#include "base/route.h"
 #include "fencelock/storage/engine_options.h"
 #include "http/browser_guard.h"
-#include "http/route.h"
+#include "http/exchange.h"
 #include "http/session.h"
 
 namespace fencelock::service {
@@ -103,11 +103,11 @@ using RequestObserver = std::function<void(const RequestRecord&)>;
 
 class SessionHost {
  public:
-  SessionHost(HttpServerOptions options, ApiHandlers& handlers, RequestObserver observer)
+  SessionHost(HttpServerOptions options, RequestHandler& handlers, RequestObserver observer)
       : options_(std::move(options)), handlers_(handlers), observer_(std::move(observer)) {}
 
   const HttpServerOptions& options() const noexcept { return options_; }
-  ApiHandlers& handlers() noexcept { return handlers_; }
+  RequestHandler& handlers() noexcept { return handlers_; }
   void observe(const RequestRecord& record) const {
     if (observer_) observer_(record);
   }
@@ -166,7 +166,7 @@ class SessionHost {
   void check_drained();
 
   const HttpServerOptions options_;
-  ApiHandlers& handlers_;
+  RequestHandler& handlers_;
   RequestObserver observer_;
   std::atomic<std::size_t> open_{0};
   std::atomic<std::uint64_t> refused_{0};

@@ -26,9 +26,9 @@ namespace ssl = boost::asio::ssl;
 
 namespace {
 
-storage::Error invalid(std::string message) {
+ServiceError invalid(std::string message) {
   ERR_clear_error();  // the queue is per thread: leave nothing for the next TLS call to misread
-  return storage::make_error(storage::ErrorCode::kInvalidArgument, std::move(message));
+  return service_error(std::move(message));
 }
 
 std::string quoted(const std::filesystem::path& path) {
@@ -110,7 +110,7 @@ int no_passphrase(char*, int, int, void*) {
   return 0;
 }
 
-storage::Result<LoadedTls> load(const TlsFiles& files) {
+ServiceResult<LoadedTls> load(const TlsFiles& files) {
   for (const auto& [flag, path] :
        {std::pair{"--tls-cert", &files.cert}, std::pair{"--tls-key", &files.key},
         std::pair{"--tls-client-ca", &files.client_ca}}) {
@@ -170,7 +170,7 @@ storage::Result<LoadedTls> load(const TlsFiles& files) {
 
 }  // namespace
 
-storage::Result<LoadedTls> load_tls(const TlsFiles& files) {
+ServiceResult<LoadedTls> load_tls(const TlsFiles& files) {
   try {
     return load(files);
   } catch (const std::exception& e) {  // SSL_CTX_new failed: out of memory

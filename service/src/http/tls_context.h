@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "fencelock/storage/result.h"
+#include "base/service_result.h"
 
 namespace fencelock::service {
 
@@ -42,7 +42,7 @@ struct LoadedTls {
 // and the file and gives OpenSSL's reason: a file that cannot be read or holds no PEM certificate
 // or key, an encrypted key, a key that does not match the certificate, a client CA file with no
 // certificate. Blocking file I/O: at startup or on the reload thread, never on the event loop.
-storage::Result<LoadedTls> load_tls(const TlsFiles& files);
+ServiceResult<LoadedTls> load_tls(const TlsFiles& files);
 
 // The context new connections use. Thread-safe: current() from any thread, reload() from another.
 class TlsContext {

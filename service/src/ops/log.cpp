@@ -8,7 +8,7 @@
 #include <ctime>
 #include <vector>
 
-#include "api/append_decimal.h"
+#include "base/append_decimal.h"
 #include "ops/log_sink.h"
 
 namespace fencelock::service {

@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/route.h"
 #include "fencelock/storage/engine_observer.h"
 #include "fencelock/storage/engine_options.h"
 #include "fencelock/storage/redlock_engine.h"
-#include "http/route.h"
 #include "ops/latency_buckets.h"
 
 namespace fencelock::service {
