@@ -20,6 +20,12 @@ RULES = [
      "storage never includes the service or the SDK"),
     (r"^storage/src/(redis|net)/", r"^(engine|tokens)/",
      "the Redis transport is below the engine and the token sources"),
+    (r"^storage/src/(redis|net|tokens)/|^storage/include/fencelock/storage/"
+     r"(\w+_)?token_source\.h$|^storage/include/fencelock/storage/node_address\.h$",
+     r"^fencelock/storage/(engine_options|engine_observer|failpoints|lease|lease_secret|"
+     r"lease_timing|lock_engine|quorum|redlock_engine)\.h$",
+     "the transport and the token sources use the shared vocabulary (node_address.h, result.h, "
+     "fencelock/random_hex.h), never the engine's public headers"),
     (r"^storage/src/engine/", r"^tokens/", "engine and tokens never include each other"),
     (r"^storage/src/tokens/", r"^engine/", "engine and tokens never include each other"),
     (r"^client-sdk/", r"^fencelock/storage/|^(engine|tokens|redis|net|api|http|auth|ops|app)/",

@@ -1,24 +1,16 @@
 // The parts of the client's setup that need no connection: the options read from the environment
 // and fresh request ids (client.h).
-#include <openssl/rand.h>
-
 #include <cstdlib>
 #include <string>
 
 #include "fencelock/client.h"
+#include "fencelock/random_hex.h"
 
 namespace fencelock {
 
 std::string new_request_id() {
-  unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) return {};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (const unsigned char b : bytes) {
-    id.push_back(kHex[b >> 4]);
-    id.push_back(kHex[b & 0x0f]);
-  }
-  return id;
+  auto id = random_hex(16);
+  return id.ok() ? std::move(id).value() : std::string();
 }
 
 ClientOptions ClientOptions::from_environment() {

@@ -4,12 +4,12 @@
 
 #include <array>
 
-#include "fencelock/storage/lease_secret.h"
+#include "fencelock/random_hex.h"
 
 namespace fencelock::service {
 
 ServiceResult<std::string> generate_api_secret() {
-  auto hex = storage::random_hex(32);
+  auto hex = fencelock::random_hex(32);
   if (!hex.ok()) return service_error(std::move(hex).error().message);
   return std::string(kApiSecretPrefix) + hex.value();
 }

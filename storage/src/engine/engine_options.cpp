@@ -25,12 +25,6 @@ std::string bound_message(milliseconds low, milliseconds high) {
 
 }  // namespace
 
-Result<NodeAddress> parse_node_address(std::string_view text) {
-  auto parsed = parse_address(text);
-  if (!parsed) return invalid(std::move(parsed).error());
-  return std::move(parsed).value();
-}
-
 std::optional<OptionProblem> find_option_problem(const EngineOptions& o) {
   auto problem = [](std::initializer_list<std::string_view> fields, std::string reason) {
     return std::optional<OptionProblem>(

@@ -1,11 +1,12 @@
 #include "fencelock/storage/lease_secret.h"
 
 #include <openssl/evp.h>
-#include <sys/random.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
+
+#include "fencelock/random_hex.h"
 
 namespace fencelock::storage {
 
@@ -36,31 +37,22 @@ const EVP_MD* sha1_md() {
 
 }  // namespace
 
-Result<std::string> random_hex(std::size_t bytes) {
-  std::array<unsigned char, 256> buffer{};
-  if (bytes > buffer.size()) return make_error(ErrorCode::kInternal, "random_hex: too many bytes");
-  std::size_t filled = 0;
-  while (filled < bytes) {
-    const ssize_t got = ::getrandom(buffer.data() + filled, bytes - filled, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return make_error(ErrorCode::kInternal,
-                        std::string("getrandom failed: ") + std::strerror(errno));
-    }
-    filled += static_cast<std::size_t>(got);
-  }
-  std::string text;
-  text.reserve(2 * bytes);
-  append_hex(text, buffer.data(), bytes);
-  return text;
+namespace {
+
+Result<std::string> random_id(std::size_t bytes) {
+  auto hex = fencelock::random_hex(bytes);
+  if (!hex.ok()) return make_error(ErrorCode::kInternal, std::move(hex).error().message);
+  return std::move(hex).value();
 }
 
+}  // namespace
+
 Result<std::string> generate_lease_secret() {
-  return random_hex(kLeaseSecretLength / 2);
+  return random_id(kLeaseSecretLength / 2);
 }
 
 Result<std::string> generate_lease_value() {
-  return random_hex(kLeaseValueLength / 2);
+  return random_id(kLeaseValueLength / 2);
 }
 
 bool is_valid_lease_owner(std::string_view owner) noexcept {

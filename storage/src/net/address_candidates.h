@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/node_address.h"
 #include "net/address_resolver.h"
 
 namespace fencelock::storage {

@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/node_address.h"
 #include "fencelock/storage/result.h"
 
 namespace fencelock::storage {

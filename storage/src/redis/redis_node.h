@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/node_address.h"
 #include "net/address_candidates.h"
 #include "net/address_resolver.h"
 #include "redis/node_reply.h"

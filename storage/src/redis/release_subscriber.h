@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/node_address.h"
 #include "net/address_candidates.h"
 #include "net/address_resolver.h"
 #include "redis/reconnect_backoff.h"

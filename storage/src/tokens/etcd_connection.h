@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/node_address.h"
 #include "fencelock/storage/result.h"
 #include "net/address_resolver.h"
 

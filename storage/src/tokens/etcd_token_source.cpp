@@ -11,7 +11,7 @@
 #include <unordered_set>
 
 #include "fencelock/names.h"
-#include "fencelock/storage/lease_secret.h"
+#include "fencelock/random_hex.h"
 #include "tokens/etcd_connection.h"
 #include "tokens/etcd_wire.h"
 
@@ -334,8 +334,8 @@ Result<std::shared_ptr<EtcdTokenSource>> EtcdTokenSource::create(
   if (auto problem = options_problem(options)) {
     return make_error(ErrorCode::kInvalidArgument, *problem);
   }
-  auto id = generate_lease_secret();  // 128 random bits
-  if (!id.ok()) return id.error();
+  auto id = random_hex(16);  // 128 bits
+  if (!id.ok()) return make_error(ErrorCode::kInternal, std::move(id).error().message);
   const History fresh{std::move(id).value(), options.floor};
   std::string failures;
   for (const NodeAddress& endpoint : options.endpoints) {

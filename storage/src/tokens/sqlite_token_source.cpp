@@ -31,8 +31,7 @@
 #include <vector>
 
 #include "fencelock/names.h"
-#include "fencelock/storage/engine_options.h"
-#include "fencelock/storage/lease_secret.h"
+#include "fencelock/random_hex.h"
 #include "tokens/exclusive_file_lock.h"
 #include "tokens/sqlite_handle.h"
 
@@ -301,11 +300,13 @@ class SqliteTokenSource::Impl {
 
 namespace {
 
+constexpr std::size_t kStoreIdLength = 32;  // 128 bits, hex
+
 // The file's id: written with a fresh random value the first time (one statement, durable like
 // every commit here, so a crash leaves either no id or the final one), then only ever read.
 Result<std::string> read_store_id(SqliteDatabase& db, const std::filesystem::path& path) {
-  auto fresh = generate_lease_secret();
-  if (!fresh.ok()) return std::move(fresh).error();
+  auto fresh = random_hex(kStoreIdLength / 2);
+  if (!fresh.ok()) return make_error(ErrorCode::kInternal, std::move(fresh).error().message);
   auto insert = db.prepare(kInsertStoreId);
   if (!insert.ok()) return std::move(insert).error();
   if (insert->bind(1, std::string_view(fresh.value())).step() != SQLITE_DONE) {
@@ -319,7 +320,7 @@ Result<std::string> read_store_id(SqliteDatabase& db, const std::filesystem::pat
                       "token store " + path.string() + ": " + db.last_error());
   }
   std::string id = select->column_text(0);
-  if (id.size() != kLeaseSecretLength ||
+  if (id.size() != kStoreIdLength ||
       id.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return make_error(ErrorCode::kInternal,
                       "token store " + path.string() + " has a malformed store id");

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "fencelock/storage/engine_options.h"
+#include "fencelock/storage/node_address.h"
 #include "fencelock/storage/result.h"
 #include "fencelock/storage/token_source.h"
 

@@ -37,16 +37,12 @@ inline constexpr std::size_t kLeaseSecretLength = 32;  // 128 bits, hex
 inline constexpr std::size_t kLeaseValueLength = kLeaseIdLength + kLeaseSecretLength;
 inline constexpr std::size_t kLeaseProofLength = kLeaseIdLength + 32;  // id + 128-bit digest
 
-// Returns 2 · bytes lower-case hex characters drawn from getrandom(2). Precondition: bytes <= 256.
-// Errors: kInternal if the kernel cannot supply randomness (getrandom fails other than EINTR).
-// Thread safety: safe from any thread; blocks only before the kernel's pool is seeded (early
-// boot), never afterwards.
-Result<std::string> random_hex(std::size_t bytes);
-
-// 128 random bits as 32 hex digits (random_hex(16)): a fresh secret or id. Errors as random_hex().
+// 128 random bits as 32 hex digits (fencelock/random_hex.h): a fresh secret or id. Errors:
+// kInternal if the kernel cannot supply randomness.
 Result<std::string> generate_lease_secret();
 
-// A fresh lease value: kLeaseValueLength hex digits (id, then secret). Errors as random_hex().
+// A fresh lease value: kLeaseValueLength hex digits (id, then secret). Errors as
+// generate_lease_secret().
 Result<std::string> generate_lease_value();
 
 // The longest owner a lease can be bound to (AcquireRequest::owner).
