@@ -18,7 +18,6 @@ namespace fencelock::service {
 namespace {
 
 using nlohmann::json;
-using storage::Result;
 using namespace handler_support;
 
 // Written by hand (answer_json.h): the hot answers' JSON without nlohmann's DOM.
@@ -277,7 +276,7 @@ ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& 
     ticket = (engine_.*take)(
         std::move(request), [this, name, owner, owner_detail, usage = call.usage,
                              pending = pending.value(), named = !parsed->request_id.empty(),
-                             reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+                             reply = std::move(reply)](EngineResult<storage::Lease> lease) mutable {
           // A refusal (409 locked) carries retry_after_ms from the engine's own answers.
           if (!lease.ok()) {
             pending.refused();
@@ -295,7 +294,7 @@ ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& 
               [this, name, usage,
                claim = storage::LeaseClaim{lease->token, lease->proof, owner, named}] {
                 if (usage) usage->drop(usage_key(name, claim.token));
-                engine_.release(name, claim, [](const Result<bool>&) {});
+                engine_.release(name, claim, [](const EngineResult<bool>&) {});
               };
           reply(std::move(response));
         });
@@ -318,7 +317,7 @@ ApiHandlers::Cancel ApiHandlers::extend(const Call& call, Reply reply) {
   engine_.extend(
       name, *claim, parsed->ttl,
       [name, proof = claim->proof, owner = claim->owner, usage = call.usage,
-       reply = std::move(reply)](Result<storage::Extension> extension) {
+       reply = std::move(reply)](EngineResult<storage::Extension> extension) {
         if (!extension.ok()) return reply(claim_error(extension.error(), owner));
         if (usage) {
           usage->renew(usage_key(name, extension->token), extension->started + extension->ttl);
@@ -341,7 +340,7 @@ ApiHandlers::Cancel ApiHandlers::release(const Call& call, Reply reply) {
   const std::uint64_t token = claim->token;
   engine_.release(name, std::move(*claim),
                   [name, owner = std::move(owner), token, usage = call.usage,
-                   reply = std::move(reply)](Result<bool> released) {
+                   reply = std::move(reply)](EngineResult<bool> released) {
                     if (!released.ok()) return reply(claim_error(released.error(), owner));
                     if (usage) usage->drop(usage_key(name, token));  // released, or already gone
                     reply(ok_json_text(released_answer_json(name, released.value())));
@@ -355,7 +354,7 @@ ApiHandlers::Cancel ApiHandlers::next_token(const Call& call, Reply reply) {
   if (auto refusal = engine_.grant_refusal())
     return answer(reply, error_response(ApiError::kUnavailable, *refusal));
   // Fenced like a grant's token, and the verdict checked again after the draw, by the engine.
-  engine_.draw_token(name, [name, reply = std::move(reply)](Result<std::uint64_t> token) {
+  engine_.draw_token(name, [name, reply = std::move(reply)](EngineResult<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
     reply(ok(json{{"name", name}, {"token", token.value()}}, token.value()));
   });
@@ -367,7 +366,7 @@ ApiHandlers::Cancel ApiHandlers::current_token(const Call& call, Reply reply) {
   // A token store that went back (or that this instance may not use) shows no current token: it
   // could be below tokens already handed out.
   tokens_->current(name, [check = engine_.current_check(), name,
-                          reply = std::move(reply)](Result<std::uint64_t> token) {
+                          reply = std::move(reply)](EngineResult<std::uint64_t> token) {
     if (!token.ok()) return reply(from_storage_error(token.error()));
     if (auto refusal = check(token.value())) {
       return reply(error_response(ApiError::kUnavailable, *refusal));

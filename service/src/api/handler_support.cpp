@@ -10,23 +10,8 @@ ApiResponse ok(const nlohmann::json& body, std::optional<std::uint64_t> token) {
   return response;
 }
 
-ApiResponse from_storage_error(const storage::Error& error) {
-  std::optional<std::int64_t> retry_after_ms;
-  if ((error.code == storage::ErrorCode::kLocked ||
-       error.code == storage::ErrorCode::kUnavailable) &&
-      error.retry_after)
-    retry_after_ms = error.retry_after->count();
-  return ApiHandlers::error_response(api_error_from(error.code), error.message, retry_after_ms);
-}
-
 ApiResponse bad_request(const ServiceError& error) {
   return ApiHandlers::error_response(ApiError::kInvalidRequest, error.message);
-}
-
-ApiResponse claim_error(const storage::Error& error, std::string_view owner) {
-  if (!owner.empty() && error.code == storage::ErrorCode::kInvalidArgument)
-    return ApiHandlers::error_response(ApiError::kForbidden, error.message);
-  return from_storage_error(error);
 }
 
 ApiResponse quota_error(const std::string& message) {

@@ -14,30 +14,21 @@
 #include <string_view>
 #include <vector>
 
+#include "api/api_error.h"
 #include "api/api_handlers.h"
 #include "auth/key_usage.h"
 #include "base/service_result.h"
 #include "fencelock/basic_result.h"
 #include "fencelock/storage/lease.h"
-#include "fencelock/storage/result.h"
 
 namespace fencelock::service::handler_support {
 
 // A 200 with `body`; `token` goes to the request log.
 ApiResponse ok(const nlohmann::json& body, std::optional<std::uint64_t> token = std::nullopt);
 
-// The engine's error as the wire error of api_error.h, with its message; a kLocked error that
-// carries retry_after (storage/result.h) adds it as retry_after_ms.
-ApiResponse from_storage_error(const storage::Error& error);
-
 // A request the service refused before the engine saw it (its body or query): 400
 // invalid_request with the error's message.
 ApiResponse bad_request(const ServiceError& error);
-
-// A claim refused as not the lease's own, by a caller with a key (`owner` not empty): the lease
-// may be another key's (its proof is bound to the key id, lease_secret.h), which is a 403, not a
-// malformed request. Any other error as from_storage_error().
-ApiResponse claim_error(const storage::Error& error, std::string_view owner);
 
 // "read" or "write".
 const char* mode_text(storage::RwMode mode);

@@ -14,7 +14,6 @@
 namespace fencelock::service {
 
 using nlohmann::json;
-using storage::Result;
 using namespace handler_support;
 
 namespace {
@@ -45,7 +44,7 @@ ApiHandlers::Cancel ApiHandlers::list_locks(const Call& call, Reply reply) {
   auto request = listing_request(call);
   if (!request.ok()) return answer(reply, bad_request(request.error()));
   engine_.list(std::move(request).value(),
-               [reply = std::move(reply)](Result<storage::LockPage> page) {
+               [reply = std::move(reply)](EngineResult<storage::LockPage> page) {
                  if (!page.ok()) return reply(from_storage_error(page.error()));
                  reply(page_answer(*page, "locks", page->locks, [](const storage::HeldLock& held) {
                    json entry{{"name", held.name},
@@ -63,27 +62,28 @@ ApiHandlers::Cancel ApiHandlers::list_locks(const Call& call, Reply reply) {
 ApiHandlers::Cancel ApiHandlers::list_semaphores(const Call& call, Reply reply) {
   auto request = listing_request(call);
   if (!request.ok()) return answer(reply, bad_request(request.error()));
-  engine_.list_semaphores(
-      std::move(request).value(), [reply = std::move(reply)](Result<storage::SemaphorePage> page) {
-        if (!page.ok()) return reply(from_storage_error(page.error()));
-        reply(page_answer(*page, "semaphores", page->semaphores,
-                          [](const storage::ListedSemaphore& listed) {
-                            return semaphore_status_json(listed.name, listed.status);
-                          }));
-      });
+  engine_.list_semaphores(std::move(request).value(),
+                          [reply = std::move(reply)](EngineResult<storage::SemaphorePage> page) {
+                            if (!page.ok()) return reply(from_storage_error(page.error()));
+                            reply(page_answer(*page, "semaphores", page->semaphores,
+                                              [](const storage::ListedSemaphore& listed) {
+                                                return semaphore_status_json(listed.name,
+                                                                             listed.status);
+                                              }));
+                          });
   return {};
 }
 
 ApiHandlers::Cancel ApiHandlers::list_rwlocks(const Call& call, Reply reply) {
   auto request = listing_request(call);
   if (!request.ok()) return answer(reply, bad_request(request.error()));
-  engine_.list_rwlocks(
-      std::move(request).value(), [reply = std::move(reply)](Result<storage::RwLockPage> page) {
-        if (!page.ok()) return reply(from_storage_error(page.error()));
-        reply(page_answer(*page, "rwlocks", page->rwlocks, [](const storage::ListedRwLock& listed) {
-          return rw_status_json(listed.name, listed.status);
-        }));
-      });
+  engine_.list_rwlocks(std::move(request).value(), [reply = std::move(reply)](
+                                                       EngineResult<storage::RwLockPage> page) {
+    if (!page.ok()) return reply(from_storage_error(page.error()));
+    reply(page_answer(*page, "rwlocks", page->rwlocks, [](const storage::ListedRwLock& listed) {
+      return rw_status_json(listed.name, listed.status);
+    }));
+  });
   return {};
 }
 

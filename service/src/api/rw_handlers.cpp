@@ -17,7 +17,6 @@ namespace fencelock::service {
 namespace {
 
 using nlohmann::json;
-using storage::Result;
 using namespace handler_support;
 
 json grant_body(const std::string& name, storage::RwMode mode, std::uint64_t token,
@@ -48,7 +47,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_rw(const Call& call, Reply reply) {
     ticket = engine_.acquire_rw(
         std::move(request),
         [this, name, mode, owner, owner_detail, usage = call.usage, pending = pending.value(),
-         reply = std::move(reply)](Result<storage::Lease> lease) mutable {
+         reply = std::move(reply)](EngineResult<storage::Lease> lease) mutable {
           if (!lease.ok()) {
             pending.refused();
             return reply(from_storage_error(lease.error()));  // 409 with retry_after_ms if known
@@ -63,7 +62,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_rw(const Call& call, Reply reply) {
           response.undelivered = [this, name, mode, usage,
                                   claim = storage::LeaseClaim{lease->token, lease->proof, owner}] {
             if (usage) usage->drop(usage_key(name, claim.token));
-            engine_.release_rw(name, mode, claim, [](const Result<bool>&) {});
+            engine_.release_rw(name, mode, claim, [](const EngineResult<bool>&) {});
           };
           reply(std::move(response));
         });
@@ -87,7 +86,7 @@ ApiHandlers::Cancel ApiHandlers::extend_rw(const Call& call, Reply reply) {
   engine_.extend_rw(
       name, mode, grant->claim, parsed->ttl,
       [name, mode, proof = grant->claim.proof, owner = grant->claim.owner, usage = call.usage,
-       reply = std::move(reply)](Result<storage::Extension> extension) {
+       reply = std::move(reply)](EngineResult<storage::Extension> extension) {
         if (!extension.ok()) return reply(claim_error(extension.error(), owner));
         if (usage) {
           usage->renew(usage_key(name, extension->token), extension->started + extension->ttl);
@@ -108,22 +107,23 @@ ApiHandlers::Cancel ApiHandlers::release_rw(const Call& call, Reply reply) {
   grant->claim.owner = std::string(call.owner);
   const std::string owner = grant->claim.owner;
   const std::uint64_t token = grant->claim.token;
-  engine_.release_rw(
-      name, grant->mode, std::move(grant->claim),
-      [name, owner, token, usage = call.usage, reply = std::move(reply)](Result<bool> released) {
-        if (!released.ok()) return reply(claim_error(released.error(), owner));
-        if (usage) usage->drop(usage_key(name, token));
-        reply(ok(json{{"name", name}, {"released", released.value()}}));
-      });
+  engine_.release_rw(name, grant->mode, std::move(grant->claim),
+                     [name, owner, token, usage = call.usage,
+                      reply = std::move(reply)](EngineResult<bool> released) {
+                       if (!released.ok()) return reply(claim_error(released.error(), owner));
+                       if (usage) usage->drop(usage_key(name, token));
+                       reply(ok(json{{"name", name}, {"released", released.value()}}));
+                     });
   return {};
 }
 
 ApiHandlers::Cancel ApiHandlers::rwlock_status(const Call& call, Reply reply) {
   const std::string name(call.name);
-  engine_.inspect_rw(name, [name, reply = std::move(reply)](Result<storage::RwLockStatus> status) {
-    if (!status.ok()) return reply(from_storage_error(status.error()));
-    reply(ok(rw_status_json(name, *status)));
-  });
+  engine_.inspect_rw(name,
+                     [name, reply = std::move(reply)](EngineResult<storage::RwLockStatus> status) {
+                       if (!status.ok()) return reply(from_storage_error(status.error()));
+                       reply(ok(rw_status_json(name, *status)));
+                     });
   return {};
 }
 

@@ -18,7 +18,6 @@ namespace fencelock::service {
 namespace {
 
 using nlohmann::json;
-using storage::Result;
 using namespace handler_support;
 
 json permit_body(const std::string& name, std::uint32_t permits, std::uint32_t slot,
@@ -52,16 +51,15 @@ ApiHandlers::Cancel ApiHandlers::acquire_permit(const Call& call, Reply reply) {
     ticket = engine_.acquire_permit(
         std::move(request),
         [this, name, owner, owner_detail, usage = call.usage, pending = pending.value(),
-         reply = std::move(reply)](Result<storage::Permit> permit) mutable {
+         reply = std::move(reply)](EngineResult<storage::Permit> permit) mutable {
           if (!permit.ok()) {
             pending.refused();
             // 409 locked carries retry_after_ms from the engine's own answers, when they tell.
-            if (permit.error().code != storage::ErrorCode::kPermitsMismatch)
-              return reply(from_storage_error(permit.error()));
+            if (!permits_mismatch(permit.error())) return reply(from_storage_error(permit.error()));
             // The answer names the live count, so the caller can tell which count the others use.
             return engine_.inspect_semaphore(
                 name, [message = permit.error().message,
-                       reply = std::move(reply)](Result<storage::SemaphoreStatus> status) {
+                       reply = std::move(reply)](EngineResult<storage::SemaphoreStatus> status) {
                   ApiResponse response = error_response(ApiError::kPermitsMismatch, message);
                   if (status.ok() && status->permits > 0) {
                     json body = json::parse(response.body);
@@ -82,7 +80,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_permit(const Call& call, Reply reply) {
                                   claim =
                                       storage::LeaseClaim{permit->token, permit->proof, owner}] {
             if (usage) usage->drop(usage_key(name, claim.token));
-            engine_.release_permit(name, permits, slot, claim, [](const Result<bool>&) {});
+            engine_.release_permit(name, permits, slot, claim, [](const EngineResult<bool>&) {});
           };
           reply(std::move(response));
         });
@@ -109,7 +107,7 @@ ApiHandlers::Cancel ApiHandlers::extend_permit(const Call& call, Reply reply) {
   engine_.extend_permit(
       name, permits, slot, permit->claim, parsed->ttl,
       [name, permits, slot, proof = permit->claim.proof, owner = permit->claim.owner,
-       usage = call.usage, reply = std::move(reply)](Result<storage::Extension> extension) {
+       usage = call.usage, reply = std::move(reply)](EngineResult<storage::Extension> extension) {
         if (!extension.ok()) return reply(claim_error(extension.error(), owner));
         if (usage) {
           usage->renew(usage_key(name, extension->token), extension->started + extension->ttl);
@@ -132,20 +130,20 @@ ApiHandlers::Cancel ApiHandlers::release_permit(const Call& call, Reply reply) {
   permit->claim.owner = std::string(call.owner);
   const std::string owner = permit->claim.owner;
   const std::uint64_t token = permit->claim.token;
-  engine_.release_permit(
-      name, permit->permits, permit->slot, std::move(permit->claim),
-      [name, owner, token, usage = call.usage, reply = std::move(reply)](Result<bool> released) {
-        if (!released.ok()) return reply(claim_error(released.error(), owner));
-        if (usage) usage->drop(usage_key(name, token));
-        reply(ok(json{{"name", name}, {"released", released.value()}}));
-      });
+  engine_.release_permit(name, permit->permits, permit->slot, std::move(permit->claim),
+                         [name, owner, token, usage = call.usage,
+                          reply = std::move(reply)](EngineResult<bool> released) {
+                           if (!released.ok()) return reply(claim_error(released.error(), owner));
+                           if (usage) usage->drop(usage_key(name, token));
+                           reply(ok(json{{"name", name}, {"released", released.value()}}));
+                         });
   return {};
 }
 
 ApiHandlers::Cancel ApiHandlers::semaphore_status(const Call& call, Reply reply) {
   const std::string name(call.name);
   engine_.inspect_semaphore(
-      name, [name, reply = std::move(reply)](Result<storage::SemaphoreStatus> status) {
+      name, [name, reply = std::move(reply)](EngineResult<storage::SemaphoreStatus> status) {
         if (!status.ok()) return reply(from_storage_error(status.error()));
         reply(ok(semaphore_status_json(name, *status)));
       });

@@ -19,7 +19,6 @@ namespace fencelock::service {
 namespace {
 
 using nlohmann::json;
-using storage::Result;
 using namespace handler_support;
 
 json tokens_object(const std::vector<std::string>& names,
@@ -88,7 +87,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_set(const Call& call, Reply reply) {
     ticket = engine_.acquire_set(
         std::move(request),
         [this, owner, owner_detail, usage = call.usage, pending = pending.value(),
-         reply = std::move(reply)](Result<storage::LockSetLease> lease) mutable {
+         reply = std::move(reply)](EngineResult<storage::LockSetLease> lease) mutable {
           // A refusal (409 locked) carries retry_after_ms from the engine's own answers: when the
           // set's names held now are all free again.
           if (!lease.ok()) {
@@ -109,7 +108,7 @@ ApiHandlers::Cancel ApiHandlers::acquire_set(const Call& call, Reply reply) {
               for (std::size_t i = 0; i < sorted.size(); ++i)
                 usage->drop(usage_key(sorted[i], claim.tokens[i]));
             }
-            engine_.release_set(sorted, claim, [](const Result<bool>&) {});
+            engine_.release_set(sorted, claim, [](const EngineResult<bool>&) {});
           };
           reply(std::move(response));
         });
@@ -132,7 +131,7 @@ ApiHandlers::Cancel ApiHandlers::extend_set(const Call& call, Reply reply) {
       std::move(set->sorted), set->claim, parsed->extend.ttl,
       [sorted = std::move(sorted), proof = set->claim.proof, usage = call.usage,
        owner = set->claim.owner,
-       reply = std::move(reply)](Result<storage::LockSetExtension> extension) {
+       reply = std::move(reply)](EngineResult<storage::LockSetExtension> extension) {
         if (!extension.ok()) return reply(claim_error(extension.error(), owner));
         if (usage) {
           for (std::size_t i = 0; i < sorted.size() && i < extension->tokens.size(); ++i) {
@@ -157,7 +156,7 @@ ApiHandlers::Cancel ApiHandlers::release_set(const Call& call, Reply reply) {
   const std::string owner = set->claim.owner;
   engine_.release_set(std::move(set->sorted), std::move(set->claim),
                       [sorted = std::move(sorted), tokens, owner, usage = call.usage,
-                       reply = std::move(reply)](Result<bool> released) {
+                       reply = std::move(reply)](EngineResult<bool> released) {
                         if (!released.ok()) return reply(claim_error(released.error(), owner));
                         if (usage) {  // released, or already gone
                           for (std::size_t i = 0; i < sorted.size(); ++i)

@@ -15,7 +15,6 @@
 namespace fencelock::service {
 
 using nlohmann::json;
-using storage::Result;
 using namespace handler_support;
 
 namespace {
@@ -43,8 +42,8 @@ ApiHandlers::Cancel ApiHandlers::lock_status(const Call& call, Reply reply) {
   // Inspect the nodes and read the token counter at once; answer when both are in.
   struct Join {
     std::mutex mutex;
-    std::optional<Result<storage::LockStatus>> status;
-    std::optional<Result<std::uint64_t>> token;
+    std::optional<EngineResult<storage::LockStatus>> status;
+    std::optional<EngineResult<std::uint64_t>> token;
     Reply reply;
     std::string name;
     void finish_if_done() {
@@ -59,21 +58,22 @@ ApiHandlers::Cancel ApiHandlers::lock_status(const Call& call, Reply reply) {
   auto join = std::make_shared<Join>();
   join->reply = std::move(reply);
   join->name = name;
-  engine_.inspect(name, [join](Result<storage::LockStatus> status) {
+  engine_.inspect(name, [join](EngineResult<storage::LockStatus> status) {
     std::lock_guard<std::mutex> lock(join->mutex);
     join->status.emplace(std::move(status));
     join->finish_if_done();
   });
-  tokens_->current(name, [join, check = engine_.current_check()](Result<std::uint64_t> token) {
-    if (token.ok()) {
-      if (auto refusal = check(token.value())) {
-        token = storage::make_error(storage::ErrorCode::kUnavailable, *refusal);
-      }
-    }
-    std::lock_guard<std::mutex> lock(join->mutex);
-    join->token.emplace(std::move(token));
-    join->finish_if_done();
-  });
+  tokens_->current(name,
+                   [join, check = engine_.current_check()](EngineResult<std::uint64_t> token) {
+                     if (token.ok()) {
+                       if (auto refusal = check(token.value())) {
+                         token = engine_unavailable(*refusal);
+                       }
+                     }
+                     std::lock_guard<std::mutex> lock(join->mutex);
+                     join->token.emplace(std::move(token));
+                     join->finish_if_done();
+                   });
   return {};
 }
 
@@ -94,7 +94,7 @@ ApiHandlers::Cancel ApiHandlers::watch_lock(const Call& call, const WatchQuery& 
   try {  // the handler runs exactly once, unless the call throws: then nothing runs it
     ticket = engine_.watch(name, query.after_token, query.wait,
                            [name, after = query.after_token, end_wait,
-                            reply = std::move(reply)](Result<storage::LockStatus> status) {
+                            reply = std::move(reply)](EngineResult<storage::LockStatus> status) {
                              end_wait();
                              if (!status.ok()) return reply(from_storage_error(status.error()));
                              json body = status_json(name, status.value());

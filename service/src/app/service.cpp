@@ -103,8 +103,7 @@ class CountingTokenSource final : public storage::TokenSource {
       : inner_(std::move(inner)) {}
   // The count is shared with the callback: a source may answer after this object is gone.
   void next(std::string_view name, Callback done) override {
-    inner_->next(name, [errors = draw_errors_,
-                        done = std::move(done)](storage::Result<std::uint64_t> token) {
+    inner_->next(name, [errors = draw_errors_, done = std::move(done)](auto token) {
       if (!token.ok()) errors->fetch_add(1, std::memory_order_relaxed);
       done(std::move(token));
     });

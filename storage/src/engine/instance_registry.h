@@ -1,26 +1,20 @@
 // InstanceRegistry: which fencelockd instances share these lock nodes, and whether this engine
 // may grant. A heartbeat round (every kInterval; kRetry after a round without a quorum) runs one
-// script per node (node_scripts.h) on the hash "fencelock:#instances:<key prefix>": it renews this
-// engine's entry (engine id -> "<expiry, node clock ms> <token identity>", kEntryLifetime) and
-// drops expired ones, binds unbound nodes to one token identity ("#tokens"; at a birth or a
-// repair only), raises the highest token handed out ("#mark"), declares this engine's
-// --quarantine setting, key prefix and longest ttl, and leaves a growing "#seq" whose answer shows
-// a node that lost writes (acked()).
+// script per node (node_scripts.h) on "fencelock:#instances:<key prefix>": it renews this
+// engine's entry (expiry and token identity, kEntryLifetime), drops expired ones, binds unbound
+// nodes to one token identity (at a birth or a repair only), raises the highest token handed out,
+// declares this engine's --quarantine, key prefix and longest ttl, and shows lost writes (acked()).
 //
 // Contract: refusal() is nullopt only while the last round in which a quorum of voting nodes
-// answered started less than kFreshness (exclusive store) or kSharedFreshness (shared) ago and
-// found a quorum of voting nodes bound to this identity, none bound to another (once seen: never
-// again), no live instance of another identity beside an exclusive store, no other --quarantine
-// setting standing, no overlapping key prefix live, and no token store that went back. Before the
-// first such round it says kNotYetChecked. A lease's ttl must also be covered by every other live
-// entry's longest ttl (ttl_refusal), and a token must be above the floor taken before its draw
-// (token_refusal: failing it refuses for good). stop() removes the entry; a crash leaves it to
-// expire.
+// answered is fresh (kFreshness; kSharedFreshness for a shared store) and found them bound to this
+// identity, none to another (ever), no other identity live beside an exclusive store, no other
+// --quarantine setting, no overlapping key prefix, and no token store that went back; before that
+// round, kNotYetChecked. A lease's ttl must be covered by every live entry's longest ttl
+// (ttl_refusal); a token must be above the floor taken before its draw (token_refusal: for good).
+// stop() removes the entry; a crash leaves it to expire.
 //
-// Why each rule exists, the birth and repair rules and the limits: docs/architecture.md, "One
-// instance per embedded token source", "One token store per set of lock nodes, over time too",
-// "A token store that went back", and the quarantine section (lost writes, --max-ttl, instances
-// that disagree on --quarantine).
+// Why: docs/architecture.md, "One instance per embedded token source", "One token store per set
+// of lock nodes, over time too", "A token store that went back", "Restarted-node quarantine".
 // Threading: on the engine's strand, except the refusal and floor functions (any thread).
 #pragma once
 

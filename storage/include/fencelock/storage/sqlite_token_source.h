@@ -1,28 +1,19 @@
 // The embedded fencing-token source: one counter per name, made durable by a local SQLite file.
 //
-// Durability without an fsync per token, or per new name: the file records one *reserved* mark
-// R, and no token above R is ever handed out. Each name's counter lives in memory; a draw that
-// would pass R waits while the worker thread assigns every waiting draw its value, then durably
-// raises R past the highest of them plus a block (WAL, synchronous=FULL, committed before any
-// token above the old R leaves the process), all waiting draws sharing that one commit (group
-// commit), and only then answers them. If that write fails, none of them gets a token
-// (kUnavailable); their values become a gap. After a crash or restart every name continues above
-// the recorded R — above every token handed out before — so a token is never repeated or
-// reordered; the jump is a gap, which fencing tolerates. The same holds for a name evicted from
-// the bounded in-memory cache: evicted names continue above an in-memory floor (the largest
-// evicted counter).
+// Contract: a token is handed out only once the file durably records a reserved mark R at or
+// above it (WAL, synchronous=FULL; one commit serves every draw waiting for it); after a crash or
+// restart every name continues above R, so no token repeats or goes back — a jump is a gap, which
+// fencing tolerates. A name evicted from the bounded in-memory cache continues above the floor
+// (the largest evicted counter). A failed reservation answers every waiting draw kUnavailable.
+// open() takes an exclusive lock on the file (exclusive_file_lock.h) and fails clearly if another
+// fencelockd holds it: the guarantee needs exactly one owner.
 //
-// That is valid only while exactly one process owns the file, so open() takes an exclusive lock
-// (exclusive_file_lock.h) and fails clearly if another fencelockd holds it.
-//
-// current(name) is the greatest token handed out for `name` — or, for a name not in memory
-// (never drawn since start, or evicted), the floor: R as recorded at start, raised by evictions —
-// capped at R (a draw being reserved, or whose reservation failed, is not reported).
-// So it is 0 for a name never drawn until the first restart; afterwards the counter is taken to
-// have jumped to the floor, and a later next() is still greater than anything current() returned.
+// current(name) is the greatest token handed out for `name`, or, for a name not in memory, the
+// floor (R at start, raised by evictions), capped at R; a later next() is always above it.
 //
 // Threading: thread-safe. next()/current() never block on disk: a draw within R is answered at
-// once on the calling thread; a draw that needs a new reservation is answered from the worker.
+// once on the calling thread; one that needs a new reservation is answered from the worker.
+// Why and how: docs/architecture.md, "SQLite sequence".
 #pragma once
 
 #include <cstddef>
