@@ -559,9 +559,14 @@ TEST_CASE("http: --log-format json writes one JSON object a line and --log-level
     Service s({"--log-format", "json"});
     REQUIRE(s.client().post("/v1/locks/j", {{"ttl_ms", 1000}, {"owner", "a \"b\" \\ c"}}).status ==
             200);
-    REQUIRE(s.daemon->log_shows("\"route\":\"acquire\""));
+    // An acquire's request id asked twice: the second answer repeats the grant, and says so.
+    const json twice{{"ttl_ms", 1000}, {"request_id", "r-twice"}};
+    REQUIRE(s.client().post("/v1/locks/k", twice).status == 200);
+    REQUIRE(s.client().post("/v1/locks/k", twice).json()["repeated"] == true);
+    REQUIRE(s.daemon->log_shows("\"repeated\":true"));
     std::istringstream lines(s.daemon->log());
     std::size_t requests = 0;
+    std::size_t repeats = 0;
     for (std::string line; std::getline(lines, line);) {
       if (line.empty() || line.front() != '{') continue;  // the harness's own lines, if any
       const json record = json::parse(line, nullptr, false);
@@ -570,8 +575,14 @@ TEST_CASE("http: --log-format json writes one JSON object a line and --log-level
       CHECK(record.contains("time"));
       CHECK(record.contains("level"));
       CHECK(record.contains("event"));
-      if (record["event"] == "request" && record["route"] == "acquire") {
+      if (record["event"] == "request" && record.value("name", "") == "k") {
+        if (record.contains("repeated")) ++repeats;
+        CHECK(record.value("repeated", true));  // written only when true
+      }
+      if (record["event"] == "request" && record["route"] == "acquire" &&
+          record.value("name", "") == "j") {
         ++requests;
+        CHECK_FALSE(record.contains("repeated"));
         CHECK(record["status"] == 200);
         CHECK(record["name"] == "j");
         CHECK(record["owner"] == "a \"b\" \\ c");
@@ -582,6 +593,7 @@ TEST_CASE("http: --log-format json writes one JSON object a line and --log-level
       if (record["event"] == "starting") CHECK(record.contains("listen"));
     }
     CHECK(requests == 1);
+    CHECK(repeats == 1);
   }
   SECTION("warning and above only") {
     Service s({"--log-level", "warning"});

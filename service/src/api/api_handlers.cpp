@@ -288,6 +288,7 @@ ApiHandlers::Cancel ApiHandlers::take_lock(const Call& call, const AcquireBody& 
           if (lease->repeated) answer.insert(answer.size() - 1, R"(,"repeated":true)");
           ApiResponse response = ok_json_text(std::move(answer), lease->token);
           response.log.owner = owner_detail;
+          response.log.repeated = lease->repeated;
           // Granted, but the client is gone: release at once rather than hold the name for the ttl
           // — unless its request was repeated meanwhile: the repeat's client may hold it now.
           response.undelivered =

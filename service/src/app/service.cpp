@@ -354,6 +354,7 @@ RequestObserver request_recorder(Metrics& metrics) {
          {"duration_us", std::chrono::duration_cast<std::chrono::microseconds>(r.duration).count()},
          LogField::if_present("error", answer.error),
          LogField::if_present("token", answer.token),
+         LogField::when(answer.repeated, LogField("repeated", true)),
          LogField::if_present("owner", answer.owner),
          LogField::if_present("key", answer.key),
          LogField::if_present("client", r.client),

@@ -26,6 +26,7 @@ struct AnswerLog {
   std::optional<std::uint64_t> token;  // the fencing token granted, extended or drawn
   std::string owner;                   // an acquire's "owner" text, as the client sent it
   std::string key;                     // the id of the API key that called, "" without keys
+  bool repeated = false;  // the answer repeats an earlier grant (an acquire's request_id)
 };
 
 struct ApiResponse {
