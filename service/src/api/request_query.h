@@ -1,6 +1,6 @@
 // The queries of the GET routes that take one: each parameter optional unless said, at most once,
-// its value percent-decoded; any other parameter is refused, named. Errors are kInvalidArgument
-// with a message for the client.
+// its value percent-decoded; any other parameter is refused, named. Errors are ServiceErrors
+// with a message for the client (a 400 invalid_request).
 #pragma once
 
 #include <chrono>

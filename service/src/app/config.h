@@ -156,7 +156,7 @@ using Environment = std::function<std::optional<std::string>(std::string_view na
 // counts are JSON integers; drift_factor is a number; the two booleans are booleans or the words
 // above; "redis" is a comma-separated string or an array of strings.
 //
-// Errors: kInvalidArgument with a one-line message that starts with the flag concerned (the
+// Errors: a ServiceError with a one-line message that starts with the flag concerned (the
 // --redis flag when no Redis node is configured; --tls-cert or --tls-key when only one of them is
 // set; --tls-client-ca without them; --config for a file that cannot be read, is
 // larger than 1 MiB, is not a JSON object or has an unknown key). Thread safety: as safe as

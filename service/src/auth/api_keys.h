@@ -64,8 +64,8 @@ class KeySet {
   static ServiceResult<KeySet> load(const std::filesystem::path& path);
   // load() on a thread of its own, waited for at most `deadline`: a read that blocks (a hung
   // mount; a path that is not a regular file is refused at once, without reading) answers
-  // kUnavailable after it and is left behind; while kMaxStuckReads such reads are still blocked,
-  // a new one is not started (kUnavailable at once). Thread-safe.
+  // an error after it and is left behind; while kMaxStuckReads such reads are still blocked,
+  // a new one is not started (an error at once). Thread-safe.
   static constexpr std::size_t kMaxStuckReads = 4;
   static ServiceResult<KeySet> load_within(const std::filesystem::path& path,
                                            std::chrono::milliseconds deadline);

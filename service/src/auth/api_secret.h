@@ -14,7 +14,7 @@ namespace fencelock::service {
 inline constexpr std::string_view kApiSecretPrefix = "flk_";
 inline constexpr std::size_t kMaxApiSecretLength = 256;  // longer bearer values are refused unread
 
-// A fresh secret. Errors: kInternal if the kernel cannot supply randomness.
+// A fresh secret. Errors only if the kernel cannot supply randomness.
 ServiceResult<std::string> generate_api_secret();
 
 // SHA-256 of `text` as 64 lower-case hex digits. Thread-safe.

@@ -37,7 +37,7 @@ class HttpServer {
              RequestObserver observer, const TlsContext* tls = nullptr);
   ~HttpServer();
 
-  // Binds and listens. Errors: kUnavailable (address in use, permission), with the address.
+  // Binds and listens. Errors (address in use, permission) name the address.
   ServiceStatus listen();
   void start_accepting();
 

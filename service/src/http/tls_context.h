@@ -38,7 +38,7 @@ struct LoadedTls {
   std::string invalid_now;
 };
 
-// Reads `files` into a new server context. Errors: kInvalidArgument whose message names the flag
+// Reads `files` into a new server context. Errors: a ServiceError whose message names the flag
 // and the file and gives OpenSSL's reason: a file that cannot be read or holds no PEM certificate
 // or key, an encrypted key, a key that does not match the certificate, a client CA file with no
 // certificate. Blocking file I/O: at startup or on the reload thread, never on the event loop.
