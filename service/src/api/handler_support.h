@@ -1,6 +1,7 @@
 // What every API v1 handler file shares (api_handlers.cpp, set_handlers.cpp,
-// semaphore_handlers.cpp): the success and error envelopes, the refusals of the key's caps, how
-// KeyUsage names a lease, and what an acquire holds while the engine works on it. Thread-safe.
+// semaphore_handlers.cpp): the success envelope, the 400 of a refused body or query, the
+// refusals of the key's caps, how KeyUsage names a lease, and what an acquire holds while the
+// engine works on it (engine errors become wire errors in api_error.h). Thread-safe.
 #pragma once
 
 #include <atomic>
