@@ -1,7 +1,7 @@
-// One acquire call — of a single lock, a lock set, a semaphore permit or a read/write grant
-// (AcquireTarget) — run as attempts (tokens → one script on every node → quorum → validity) until
-// granted, refused with no wait budget left, cancelled, or the engine stops. The why of each rule
-// is in docs/architecture.md, "Algorithm" and "The fence".
+// One acquire call — of any shape (acquire_shape.h: a lock, a revoke, a read/write grant, a lock
+// set, a semaphore permit) — run as attempts (tokens → one script on every node → quorum →
+// validity) until granted, refused with no wait budget left, cancelled, or the engine stops. The
+// why of each rule is in docs/architecture.md, "Algorithm" and "The fence".
 // - A grant's token is above every token granted before it started: an attempt refused by fences
 //   (not by a holder) tries again at once above them, at most kFenceRetries times in a row, then
 //   answers kUnavailable (the token store is behind the lock nodes).
@@ -11,9 +11,6 @@
 // - An attempt that will wait marks the holder's value with this engine's id, so that releases
 //   through other engines are announced to it.
 // - A refusal (kLocked) carries retry_after, from the refusing nodes' own answers (expiry_wait.h).
-// The targets differ only in the keys and script of an attempt, the names whose tokens are drawn
-// and whose waiter queues it joins, and how a refusal is read (a permit moves at once to a slot
-// that a quorum of the answers shows free).
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
@@ -21,9 +18,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "engine/acquire_shape.h"
 #include "engine/engine_core.h"
 #include "engine/expiry_wait.h"
 #include "engine/fences.h"
@@ -32,46 +29,19 @@
 
 namespace fencelock::storage {
 
-// What one acquire call tries to take.
+// What one acquire call tries to take, whatever its shape (acquire_shape.h).
 struct AcquireTarget {
-  enum class Kind : std::uint8_t { kLock, kSet, kPermit };
-  Kind kind = Kind::kLock;
   // The names whose tokens are drawn: the lock's name, the set's names in canonical order, or the
   // semaphore's name.
   std::vector<std::string> names;
-  std::uint32_t permits = 0;  // kPermit: the semaphore's count
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds wait{0};
   std::string owner;
-  std::string holder;   // AcquireRequest::holder, checked
-  bool revoke = false;  // kLock: taken whatever holds it (LockEngine::revoke); never waits
-  // kLock: request_digest() of AcquireRequest::request_id, or "" for none. With one, an attempt
+  std::string holder;  // AcquireRequest::holder, checked
+  // A lock's: request_digest() of AcquireRequest::request_id, or "" for none. With one, an attempt
   // that finds this request's earlier grant on a quorum takes it over and answers it again.
   std::string request;
-  // kLock: a grant of the read/write lock of the name in this mode (lua_rw_scripts.h), not of the
-  // lock itself.
-  std::optional<RwMode> rw{};
 };
-
-// The slot key name of a semaphore's slot (lua_scripts.h): "<name>#permit:<slot>"; and its config
-// key's name, "<name>#permits". Names, not keys: EngineCore::key_of() adds the prefix.
-std::string permit_slot_name(std::string_view semaphore, std::uint32_t slot);
-std::string permit_config_name(std::string_view semaphore);
-
-// A read/write lock's key names (lua_rw_scripts.h): its state key "<name>#rw" (also the name of
-// the queue its waiters join), a grant's lease key "<name>#rw:<lease id>", and its writer-waiting
-// key "<name>#rw-writer". Names, not keys, as above.
-std::string rw_state_name(std::string_view name);
-std::string rw_lease_name(std::string_view name, std::string_view lease_id);
-std::string rw_writer_name(std::string_view name);
-
-// The name of a revoke attempt's saved key (lua_revoke_scripts.h):
-// "<name>#revoked:<revoker's lease id>:<the attempt's token>".
-std::string revoke_saved_name(std::string_view name, std::string_view lease_id,
-                              std::string_view token);
-
-// What a kLocked answer says when the target is held: "the lock is held by another lease", ...
-std::string lock_held_message(const AcquireTarget& target);
 
 class AcquireOperation : public ReplySink,
                          public Cancellable,
@@ -79,12 +49,9 @@ class AcquireOperation : public ReplySink,
                          public detail::CancellableAcquire,
                          public std::enable_shared_from_this<AcquireOperation> {
  public:
-  // How the grant is answered: a Lease, a LockSetLease or a Permit, after the target's kind.
-  using Handler = std::variant<RedlockEngine::AcquireHandler, RedlockEngine::LockSetHandler,
-                               RedlockEngine::PermitHandler>;
-
+  // `value`: the lease value (lease_secret.h); `shape` answers the grant.
   AcquireOperation(std::shared_ptr<EngineCore> core, AcquireTarget target, std::string value,
-                   Handler done);
+                   std::unique_ptr<AcquireShape> shape);
 
   void start();  // on the strand
   // AcquireTicket::cancel: abandon() on the strand.
@@ -112,17 +79,14 @@ class AcquireOperation : public ReplySink,
   static constexpr std::uint32_t kAdopt = std::uint32_t{1} << 29;
 
   void attempt();
-  void draw_tokens();  // then vote(); phase kDrawingToken while the source answers
-  void vote();         // the attempt's script on every node, carrying the tokens
-  std::string token_arg(std::size_t index) const;  // "" without a token source: no fence
-  RespCommand attempt_command(bool eval) const;
+  void draw_tokens();          // then vote(); phase kDrawingToken while the source answers
+  void vote();                 // the attempt's script on every node, carrying the tokens
+  AttemptFacts facts() const;  // of the attempt out (or the last one)
   void on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) override;
   // An evictions read after the attempt's script on `node`: counts a yes that waited for it.
   void on_confirmation(std::size_t node, const NodeReply& reply);
   // Counts `node`'s vote and acts on the tally's outcome.
   void count_vote(std::size_t node, Vote vote);
-  // Reads one node's answer to a permit attempt into answers_, free_votes_ and mismatch_.
-  Vote permit_vote(std::size_t node, const NodeReply& reply);
   void on_quorum();
   // The attempt failed on fences, not holders: the holders alone left a quorum free.
   bool fenced_out() const;
@@ -147,24 +111,12 @@ class AcquireOperation : public ReplySink,
   // expiry if `granted`, woken otherwise.
   void leave_queues(bool granted);
   void on_expiry_read(std::size_t node, const NodeReply& reply);
-  // A refused permit attempt: a slot free on a quorum of the answers to try at once, if any; and
-  // the slot to try after a sleep otherwise.
-  std::optional<std::uint32_t> free_slot_to_try();
   void cancel() override;
   Wake wake_now(std::string_view name) override;
-  // Reads one node's answer to a lock set's attempt into answers_ and name_free_votes_.
-  Vote set_vote(std::size_t node, const NodeReply& reply);
-  // A lock set's attempt was refused: notes its blockers_, and each name whose release woke it that
-  // its answers found free on a quorum goes on to the next waiter of that name (which may need
-  // nothing else), instead of waiting behind this one.
-  void hand_on_wakeups();
   void note_wakeup(std::string_view name);  // into pending_wakeups_, once
   // The first (live) waiter of one of its queues: the one that watches the nodes for it.
   bool first_in_a_queue() const;
   static void note(std::vector<std::string>& names, std::string_view name);  // once
-  // A refused attempt of a waiter of several queues: releases it passed on while the attempt was
-  // out make it try once more at once (a set: once no blocker is left).
-  void use_releases_while_out();
   void retry_now();
   void join_queue();  // into the engine's waiter queue for the name, once
   void sleep_until_retry(Error error);
@@ -186,49 +138,22 @@ class AcquireOperation : public ReplySink,
   void complete(Error error);
   // Bookkeeping common to every completion (observer, queues); then the handler gets `answer`.
   void finish(std::optional<ErrorCode> error);
-  // Sets keys_ for an attempt on slot_ (permits) — once for the other kinds.
-  void set_keys();
   const std::string& name() const { return target_.names.front(); }
-  // The waiter queues it joins: the names, the semaphore's slots, or the read/write lock's.
-  const std::vector<std::string>& queues() const {
-    if (target_.kind == AcquireTarget::Kind::kPermit) return slot_names_;
-    return target_.rw ? rw_queue_ : target_.names;
-  }
-  // A read grant shares the lock: the waiter behind it may be let in too.
-  bool shared_grant() const { return target_.rw == RwMode::kRead; }
-  // A writer that would wait keeps new readers out this long from this attempt (ms), or "0".
-  std::string writer_waiting_arg() const;
-  // A revoke's saved key; the cleanup of a failed revoke (kUndoRevoke); the settling of a granted
-  // one (kSettleRevoke): acquire_revoke.cpp.
-  std::string revoke_saved_key() const;
-  void undo_revoke();
-  void settle_revoke();
+  const std::vector<std::string>& queues() const { return shape_->queues(); }
+  Error held_error() const;  // kLocked: the shape's held_message()
 
   std::shared_ptr<EngineCore> core_;
   AcquireTarget target_;
-  std::vector<std::string> keys_;  // of the attempt (a permit: config key, then every slot key)
+  std::unique_ptr<AcquireShape> shape_;
   std::vector<std::string> fence_keys_;  // one per name
-  std::vector<std::string> slot_names_;  // kPermit: the names of the semaphore's slots
-  std::vector<std::string> rw_queue_;    // rw: the read/write lock's queue (rw_state_name)
-  // rw write: an attempt may have taken the writer-waiting key, which finish() gives back.
-  bool took_writer_key_ = false;
   std::string value_;  // the lease value written on the nodes (lease_secret.h); never leaves here
   std::string value_tail_;  // what follows the token in each key written (lease_value.h)
-  Handler done_;
-  std::uint32_t slot_ = 0;                 // kPermit: the slot of the attempt
-  std::uint32_t hops_ = 0;                 // kPermit: attempts moved to a free slot without a sleep
-  std::optional<std::string> mismatch_;    // kPermit: a node's live count of another semaphore
-  std::vector<std::uint32_t> free_votes_;  // kPermit: per slot, the answers that found it free
-  std::vector<std::uint32_t> soonest_votes_;    // kPermit: per slot, answers it frees first on
-  std::vector<std::uint32_t> name_free_votes_;  // kSet: per name, the answers that found it free
-  // kSet: the names its last refusal found held on so many nodes that no quorum was free — it
-  // sleeps until a release of each (or the expiry sleep); empty: not known, any release wakes it.
-  std::vector<std::string> blockers_;
   std::vector<std::string> pending_wakeups_;   // queues whose release woke it, for the next
   std::vector<std::string> consumed_wakeups_;  // attempt; and those the attempt out consumed
   // Several queues: releases it passed on while an attempt was out or about to go.
   std::vector<std::string> released_while_out_;
-  std::vector<std::uint64_t> tokens_;  // drawn for the attempt, one per name
+  std::vector<std::uint64_t> tokens_;    // drawn for the attempt, one per name
+  std::vector<std::string> token_args_;  // the same in decimal; "" without a token source
   std::size_t tokens_pending_ = 0;
   std::optional<Error> token_error_;
   std::vector<std::uint64_t> fences_;  // per name, the highest fence that refused this attempt

@@ -50,7 +50,7 @@ void AcquireOperation::take_over(std::string head) {
   const std::string args[] = {takeover_head_ + ":", target_.request};
   core_->broadcast(
       EngineCore::script_command(Script::kAdoptLease, false,
-                                 std::span<const std::string>(&keys_.front(), 1), args),
+                                 std::span<const std::string>(shape_->lock_key(), 1), args),
       shared_from_this(), attempt_ | kAdopt);
   if (takeover_tally_->outcome() == TallyOutcome::kImpossible) {
     takeover_head_.clear();
@@ -62,7 +62,7 @@ void AcquireOperation::on_takeover(std::size_t node, const NodeReply& reply) {
   const auto eval = [this] {
     const std::string args[] = {takeover_head_ + ":", target_.request};
     return EngineCore::script_command(Script::kAdoptLease, true,
-                                      std::span<const std::string>(&keys_.front(), 1), args);
+                                      std::span<const std::string>(shape_->lock_key(), 1), args);
   };
   if (core_->resend_on_noscript(node, reply, eval, shared_from_this(), attempt_ | kAdopt)) return;
   Vote vote = Vote::kFailed;
@@ -111,7 +111,7 @@ void AcquireOperation::grant_repeat() {
     return;
   }
   // This attempt's own writes (on nodes that found the name free) go; then it is the earlier grant.
-  core_->release_everywhere(keys_, value_);
+  shape_->clean_up(*core_, facts());
   const auto earlier = read_repeated_lease(takeover_head_);
   value_ = earlier->lease;
   tokens_.assign(1, earlier->token.value_or(0));

@@ -21,14 +21,6 @@ namespace {
 constexpr std::chrono::seconds kLongestExpirySleep{2};
 constexpr std::chrono::milliseconds kExpirySpread{2};
 
-// The Result type a handler takes.
-template <class Handler>
-struct AnswerOf;
-template <class Answer>
-struct AnswerOf<std::function<void(Answer)>> {
-  using type = Answer;
-};
-
 }  // namespace
 
 void AcquireOperation::note_refusal() {
@@ -38,7 +30,7 @@ void AcquireOperation::note_refusal() {
 }
 
 bool AcquireOperation::read_refusers_expiry() {
-  if (target_.kind != AcquireTarget::Kind::kLock || target_.rw || core_->stopped()) return false;
+  if (shape_->lock_key() == nullptr || core_->stopped()) return false;
   std::size_t refused = 0;
   for (std::size_t node = 0; node < answers_.size(); ++node) {
     if (tally_->is_voter(node) && tally_->vote_of(node) == Vote::kNo) ++refused;
@@ -55,6 +47,7 @@ bool AcquireOperation::read_refusers_expiry() {
 }
 
 bool AcquireOperation::read_expiry_everywhere() {
+  if (shape_->lock_key() == nullptr) return false;
   std::vector<std::size_t> voters;
   for (std::size_t node = 0; node < tally_->node_count(); ++node) {
     if (tally_->is_voter(node)) voters.push_back(node);
@@ -64,7 +57,8 @@ bool AcquireOperation::read_expiry_everywhere() {
 }
 
 bool AcquireOperation::read_expiry(const std::vector<std::size_t>& nodes) {
-  if (nodes.empty() || core_->stopped()) return false;
+  const std::string* key = shape_->lock_key();
+  if (key == nullptr || nodes.empty() || core_->stopped()) return false;
   // Whatever it learns, this acquire will not try again: the queues and the wake-ups it holds go
   // on to the next waiter now, not after the reads (up to a node timeout).
   for (const std::string& woken_by : pending_wakeups_) core_->waiters().wake_after(woken_by, this);
@@ -75,7 +69,7 @@ bool AcquireOperation::read_expiry(const std::vector<std::size_t>& nodes) {
   phase_ = Phase::kReadingExpiry;
   expiry_reads_pending_ = nodes.size();
   const RespCommand inspect =
-      EngineCore::script_command(Script::kInspect, /*eval=*/false, std::span(keys_.data(), 1), {});
+      EngineCore::script_command(Script::kInspect, /*eval=*/false, std::span(key, 1), {});
   answers_.resize(tally_->node_count());
   for (const std::size_t node : nodes) {
     answers_[node] = {};
@@ -89,7 +83,7 @@ void AcquireOperation::on_expiry_read(std::size_t node, const NodeReply& reply) 
           node, reply,
           [this] {
             return EngineCore::script_command(Script::kInspect, /*eval=*/true,
-                                              std::span(keys_.data(), 1), {});
+                                              std::span(shape_->lock_key(), 1), {});
           },
           shared_from_this(), attempt_ | kExpiryRead)) {
     return;
@@ -112,12 +106,12 @@ void AcquireOperation::on_expiry_read(std::size_t node, const NodeReply& reply) 
   }
   if (--expiry_reads_pending_ != 0) return;
   note_refusal();
-  complete(last_refusal_.value_or(make_error(ErrorCode::kLocked, lock_held_message(target_))));
+  complete(last_refusal_.value_or(held_error()));
 }
 
 void AcquireOperation::sleep_until_retry(Error error) {
   join_queue();
-  hops_ = 0;
+  shape_->sleeping();
   const EngineOptions& options = core_->options();
   const auto now = Clock::now();
   const auto budget_end = call_started_ + target_.wait;
@@ -165,11 +159,8 @@ void AcquireOperation::arm_retry_timer(Clock::duration delay) {
       // at most one sleep old, and a release would have woken it).
       const bool stale =
           !self->first_in_a_queue() || !self->grantable_at_ || *self->grantable_at_ <= Clock::now();
-      if (self->target_.kind == AcquireTarget::Kind::kLock && !self->target_.rw && stale &&
-          self->read_expiry_everywhere())
-        return;
-      self->complete(self->last_refusal_.value_or(
-          make_error(ErrorCode::kLocked, lock_held_message(self->target_))));
+      if (stale && self->read_expiry_everywhere()) return;
+      self->complete(self->last_refusal_.value_or(self->held_error()));
       return;
     }
     self->attempt();
@@ -187,9 +178,7 @@ void AcquireOperation::become_first(Clock::duration frees_in) {
 }
 
 Waiter::Wake AcquireOperation::wake_now(std::string_view name) {
-  const bool several_queues =
-      target_.kind == AcquireTarget::Kind::kPermit ||
-      (target_.kind == AcquireTarget::Kind::kSet && target_.names.size() > 1);
+  const bool several_queues = shape_->several_queues();
   switch (phase_) {
     case Phase::kDone:
     case Phase::kReadingExpiry:  // refused for good: only its answer is still being written
@@ -212,12 +201,7 @@ Waiter::Wake AcquireOperation::wake_now(std::string_view name) {
     case Phase::kWaitingToRetry:
       break;
   }
-  if (!blockers_.empty()) {
-    const auto blocker = std::find(blockers_.begin(), blockers_.end(), name);
-    if (blocker == blockers_.end()) return Wake::kPassed;  // it waits for another name
-    blockers_.erase(blocker);
-    if (!blockers_.empty()) return Wake::kPassed;  // and for others still
-  }
+  if (shape_->sleeps_on(name)) return Wake::kPassed;  // a set waits for another name still
   note_wakeup(name);
   retry_timer_.cancel();
   retry_now();
@@ -230,24 +214,6 @@ void AcquireOperation::note_wakeup(std::string_view name) {
 
 void AcquireOperation::note(std::vector<std::string>& names, std::string_view name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
-}
-
-void AcquireOperation::use_releases_while_out() {
-  const auto released = std::exchange(released_while_out_, {});
-  if (released.empty()) return;
-  if (target_.kind == AcquireTarget::Kind::kPermit) {
-    woken_during_attempt_ = true;  // once more at once, at a released slot
-    for (std::uint32_t slot = 0; slot < slot_names_.size(); ++slot) {
-      if (slot_names_[slot] == released.front()) slot_ = slot;
-    }
-    return;
-  }
-  // A set: a blocker released while the attempt was out no longer holds it back; once none does,
-  // it tries once more at once (empty blockers_: not known what holds it back, so it tries too).
-  std::erase_if(blockers_, [&](const std::string& blocker) {
-    return std::find(released.begin(), released.end(), blocker) != released.end();
-  });
-  if (blockers_.empty()) woken_during_attempt_ = true;
 }
 
 void AcquireOperation::join_queue() {
@@ -296,12 +262,7 @@ void AcquireOperation::finish(std::optional<ErrorCode> error) {
   phase_ = Phase::kDone;
   core_->untrack(this);
   leave_queues(/*granted=*/!error);
-  // Granted or not, it waits no more: readers may follow it (after its release, if granted). On
-  // each node this follows its last attempt, which may have taken the key.
-  if (std::exchange(took_writer_key_, false)) {
-    core_->release_everywhere(std::span<const std::string>(&keys_[2], 1),
-                              std::string_view(value_).substr(0, kLeaseIdLength));
-  }
+  shape_->finished(*core_, facts());
   core_->report(OperationKind::kAcquire, error, Clock::now() - call_started_, attempt_,
                 tally_ ? &*tally_ : nullptr, token_draw_);
 }
@@ -316,7 +277,7 @@ void AcquireOperation::leave_queues(bool granted) {
         attempt_started_ + target_.ttl + std::chrono::milliseconds(1) - Clock::now();
     for (const auto& queue : queues()) {
       if (core_->waiters().is_first(queue, this)) {
-        if (granted && !shared_grant()) {
+        if (granted && !shape_->shared_grant()) {
           core_->waiters().promote_after(queue, this, grant_expires_in);
         } else {
           core_->waiters().wake_after(queue, this);
@@ -342,12 +303,7 @@ void AcquireOperation::complete(Error error) {
   for (const std::string& woken_by : pending_wakeups_) core_->waiters().wake_after(woken_by, this);
   pending_wakeups_.clear();
   finish(error.code);
-  std::visit(
-      [&](auto& done) {
-        using Answer = typename AnswerOf<std::decay_t<decltype(done)>>::type;
-        core_->complete_later(std::move(done), Answer(std::move(error)));
-      },
-      done_);
+  shape_->fail(*core_, std::move(error));
   core_->operation_finished();
 }
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "engine/acquire_operation.h"
+#include "engine/acquire_shape.h"
 #include "engine/lease_value.h"
 
 namespace fencelock::storage {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "engine/acquire_operation.h"
+#include "engine/acquire_shape.h"
 
 namespace fencelock::storage {
 

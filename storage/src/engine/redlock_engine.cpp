@@ -130,12 +130,14 @@ void start_extend(const std::shared_ptr<EngineCore>& core, ClaimTarget target, s
       ->start();
 }
 
-// What acquire, acquire_set and acquire_permit share once their own arguments are checked
-// (`valid`): the owner, ttl and wait checks, a fresh lease value, and the operation started on the
-// strand. An invalid request or a failed value is answered on the strand, never inside the call.
-template <class Granted, class Handler>
+// What every acquire shares once its own arguments are checked (`valid`): the owner, ttl and wait
+// checks, a fresh lease value, and the operation started on the strand with the shape that
+// `make_shape(lease id, done)` builds. An invalid request or a failed value is answered on the
+// strand, never inside the call.
+template <class Granted, class MakeShape>
 AcquireTicket start_acquire(const std::shared_ptr<EngineCore>& core, Status valid,
-                            AcquireTarget target, Handler done) {
+                            AcquireTarget target, std::function<void(Result<Granted>)> done,
+                            MakeShape make_shape) {
   if (valid.ok()) valid = check_owner(target.owner);
   if (valid.ok() && !is_valid_holder(target.holder)) {
     valid = make_error(ErrorCode::kInvalidArgument, "owner must be at most " +
@@ -153,8 +155,10 @@ AcquireTicket start_acquire(const std::shared_ptr<EngineCore>& core, Status vali
     answer_later(core, std::move(done), Result<Granted>(std::move(value).error()));
     return {};
   }
+  auto shape =
+      make_shape(std::string_view(value.value()).substr(0, kLeaseIdLength), std::move(done));
   auto operation = std::make_shared<AcquireOperation>(core, std::move(target),
-                                                      std::move(value).value(), std::move(done));
+                                                      std::move(value).value(), std::move(shape));
   asio::dispatch(core->strand(), [operation] { operation->start(); });
   // A cancel is posted to the strand after the start above, so it always finds the operation
   // started.
@@ -204,7 +208,11 @@ AcquireTicket RedlockEngine::acquire(AcquireRequest request, AcquireHandler done
   }
   target.owner = std::move(request.owner);
   target.holder = std::move(request.holder);
-  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done));
+  const std::string name = target.names.front();
+  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done),
+                              [&](std::string_view, AcquireHandler answer) {
+                                return lock_shape(*core_, name, std::move(answer));
+                              });
 }
 
 AcquireTicket RedlockEngine::revoke(AcquireRequest request, AcquireHandler done) {
@@ -221,8 +229,11 @@ AcquireTicket RedlockEngine::revoke(AcquireRequest request, AcquireHandler done)
   target.ttl = request.ttl;
   target.owner = std::move(request.owner);
   target.holder = std::move(request.holder);
-  target.revoke = true;
-  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done));
+  const std::string name = target.names.front();
+  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done),
+                              [&](std::string_view lease_id, AcquireHandler answer) {
+                                return revoke_shape(*core_, name, lease_id, std::move(answer));
+                              });
 }
 
 void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl,
@@ -235,7 +246,7 @@ void RedlockEngine::extend(std::string name, LeaseClaim claim, milliseconds ttl,
   asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
                                    ttl, done = std::move(done)]() mutable {
     const std::uint64_t token = claim.token;
-    start_extend(core, single_lock_claim(*core, Script::kExtend, name, claim), token, ttl,
+    start_extend(core, lock_claim(*core, Script::kExtend, name, claim), token, ttl,
                  std::move(done));
   });
 }
@@ -248,7 +259,7 @@ void RedlockEngine::release(std::string name, LeaseClaim claim, ReleaseHandler d
   asio::dispatch(core_->strand(), [core = core_, name = std::move(name), claim = std::move(claim),
                                    done = std::move(done)]() mutable {
     const Script script = claim.unless_repeated ? Script::kReleaseUnlessRepeated : Script::kRelease;
-    ClaimTarget target = single_lock_claim(*core, script, name, claim);
+    ClaimTarget target = lock_claim(*core, script, name, claim);
     std::string tag = release_tag_for(*core, target.names);
     std::make_shared<ReleaseOperation>(core, std::move(target), std::move(tag), std::move(done))
         ->start();
@@ -318,45 +329,19 @@ void RedlockEngine::list_rwlocks(ListRequest request, RwLockListHandler done) {
   start_listing<RwLockListKind>(core_, std::move(request), std::move(done));
 }
 
-namespace {
-
-// The claim target of a lock set (its names already in canonical order).
-ClaimTarget set_claim(const EngineCore& core, Script script, std::vector<std::string> names,
-                      const LockSetClaim& claim) {
-  ClaimTarget target;
-  target.script = script;
-  for (const auto& name : names) target.keys.push_back(core.key_of(name));
-  target.claim = claim.proof + set_claim_text(claim.tokens, names, claim.owner);
-  target.names = std::move(names);
-  target.owned = !claim.owner.empty();
-  return target;
-}
-
-// The claim target of a permit: its slot key, then the semaphore's config key.
-ClaimTarget permit_claim(const EngineCore& core, Script script, const std::string& name,
-                         std::uint32_t permits, std::uint32_t slot, const LeaseClaim& claim) {
-  ClaimTarget target;
-  target.script = script;
-  target.names.push_back(permit_slot_name(name, slot));
-  target.keys.push_back(core.key_of(target.names.front()));
-  target.keys.push_back(core.key_of(permit_config_name(name)));
-  target.claim = claim.proof + permit_claim_text(claim.token, permits, slot, claim.owner);
-  target.owned = !claim.owner.empty();
-  return target;
-}
-
-}  // namespace
-
 AcquireTicket RedlockEngine::acquire_set(LockSetRequest request, LockSetHandler done) {
   Status valid = check_set_names(request.names);
   AcquireTarget target;
-  target.kind = AcquireTarget::Kind::kSet;
   target.names = std::move(request.names);
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
   target.holder = std::move(request.holder);
-  return start_acquire<LockSetLease>(core_, std::move(valid), std::move(target), std::move(done));
+  const std::vector<std::string> names = target.names;
+  return start_acquire<LockSetLease>(core_, std::move(valid), std::move(target), std::move(done),
+                                     [&](std::string_view, LockSetHandler answer) {
+                                       return set_shape(*core_, names, std::move(answer));
+                                     });
 }
 
 void RedlockEngine::extend_set(std::vector<std::string> names, LockSetClaim claim, milliseconds ttl,
@@ -400,14 +385,17 @@ AcquireTicket RedlockEngine::acquire_permit(PermitRequest request, PermitHandler
   Status valid = check_name(request.name);
   if (valid.ok()) valid = check_permits(request.permits);
   AcquireTarget target;
-  target.kind = AcquireTarget::Kind::kPermit;
   target.names.push_back(std::move(request.name));
-  target.permits = request.permits;
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
   target.holder = std::move(request.holder);
-  return start_acquire<Permit>(core_, std::move(valid), std::move(target), std::move(done));
+  const std::string name = target.names.front();
+  return start_acquire<Permit>(core_, std::move(valid), std::move(target), std::move(done),
+                               [&](std::string_view, PermitHandler answer) {
+                                 return permit_shape(*core_, name, request.permits,
+                                                     std::move(answer));
+                               });
 }
 
 void RedlockEngine::extend_permit(std::string name, std::uint32_t permits, std::uint32_t slot,
@@ -442,35 +430,20 @@ void RedlockEngine::release_permit(std::string name, std::uint32_t permits, std:
   });
 }
 
-namespace {
-
-// The claim target of a read/write lock's grant: its own lease key (named by the claim's lease id)
-// and the state key, whose name is the queue a release wakes.
-ClaimTarget rw_claim(const EngineCore& core, Script script, const std::string& name, RwMode mode,
-                     const LeaseClaim& claim) {
-  ClaimTarget target;
-  target.script = script;
-  target.names.push_back(rw_state_name(name));
-  const std::string_view lease_id = std::string_view(claim.proof).substr(0, kLeaseIdLength);
-  target.keys.push_back(core.key_of(rw_lease_name(name, lease_id)));
-  target.keys.push_back(core.key_of(target.names.front()));
-  target.claim = claim.proof + rw_claim_text(claim.token, mode, claim.owner);
-  target.owned = !claim.owner.empty();
-  return target;
-}
-
-}  // namespace
-
 AcquireTicket RedlockEngine::acquire_rw(RwLockRequest request, AcquireHandler done) {
   Status valid = check_name(request.name);
   AcquireTarget target;
   target.names.push_back(std::move(request.name));
-  target.rw = request.mode;
   target.ttl = request.ttl;
   target.wait = request.wait;
   target.owner = std::move(request.owner);
   target.holder = std::move(request.holder);
-  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done));
+  const std::string name = target.names.front();
+  return start_acquire<Lease>(core_, std::move(valid), std::move(target), std::move(done),
+                              [&](std::string_view lease_id, AcquireHandler answer) {
+                                return rw_shape(*core_, name, request.mode, lease_id,
+                                                std::move(answer));
+                              });
 }
 
 void RedlockEngine::extend_rw(std::string name, RwMode mode, LeaseClaim claim, milliseconds ttl,

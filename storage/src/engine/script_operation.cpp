@@ -68,17 +68,6 @@ void ScriptOperation::finish(std::optional<ErrorCode> error) {
   core_->operation_finished();
 }
 
-ClaimTarget single_lock_claim(const EngineCore& core, Script script, std::string_view name,
-                              const LeaseClaim& claim) {
-  ClaimTarget target;
-  target.script = script;
-  target.keys.push_back(core.key_of(name));
-  target.names.emplace_back(name);
-  target.claim = claim.proof + claim_token_text(claim.token, claim.owner);
-  target.owned = !claim.owner.empty();
-  return target;
-}
-
 std::string release_tag_for(EngineCore& core, const std::vector<std::string>& names) {
   for (const auto& name : names) {
     if (core.waiters().has_waiters(name) || core.watches().watched(name))

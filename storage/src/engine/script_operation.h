@@ -109,10 +109,6 @@ class ClaimOperation : public ScriptOperation {
   std::function<void(Result<T>)> done_;
 };
 
-// The claim target of the single lock `name`.
-ClaimTarget single_lock_claim(const EngineCore& core, Script script, std::string_view name,
-                              const LeaseClaim& claim);
-
 // The release tag of a release of `names`: engine id + release number when this engine has waiters
 // for one of them, "" otherwise (the script then skips announcing a release that only our own
 // waiters wait for: they are woken directly).
