@@ -227,7 +227,7 @@ void AcquireOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRepl
 void AcquireOperation::on_confirmation(std::size_t node, const NodeReply& reply) {
   if (node >= confirmations_.size() || confirmations_[node].reads_left == 0) return;
   Confirmation& confirmation = confirmations_[node];
-  if (reply.kind != NodeReply::Kind::kInteger || reply.integer != 1) confirmation.refused = true;
+  if (!reply.is_integer(1)) confirmation.refused = true;
   if (--confirmation.reads_left != 0 || !confirmation.yes_waiting) return;
   confirmation.yes_waiting = false;
   count_vote(node, confirmation.refused ? Vote::kFailed : Vote::kYes);

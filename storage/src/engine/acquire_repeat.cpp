@@ -11,22 +11,15 @@
 namespace fencelock::storage {
 
 bool AcquireOperation::note_repeat(std::size_t node, const NodeReply& reply) {
-  using Kind = NodeReply::Kind;
-  if (target_.request.empty() || node >= repeats_.size() || reply.kind != Kind::kArray ||
-      reply.elements.size() != 3 || reply.elements[0].kind != Kind::kInteger ||
-      reply.elements[0].integer != 2 || reply.elements[1].kind != Kind::kString ||
-      !read_repeated_lease(reply.elements[1].text))
+  if (target_.request.empty() || node >= repeats_.size() || !reply.is_tagged(3, 2) ||
+      !reply.elements[1].is_string() || !read_repeated_lease(reply.elements[1].text))
     return false;
   if (tally_->is_voter(node)) repeats_[node] = reply.elements[1].text;  // others never count
   return true;
 }
 
 bool AcquireOperation::probe_found_free(std::size_t node, const NodeReply& reply) {
-  using Kind = NodeReply::Kind;
-  if (!probing_ || node >= answers_.size() || reply.kind != Kind::kArray ||
-      reply.elements.size() != 1 || reply.elements[0].kind != Kind::kInteger ||
-      reply.elements[0].integer != -4)
-    return false;
+  if (!probing_ || node >= answers_.size() || !reply.is_tagged(1, -4)) return false;
   answers_[node].kind = NodeAnswer::Kind::kFree;
   return true;
 }
@@ -66,7 +59,7 @@ void AcquireOperation::on_takeover(std::size_t node, const NodeReply& reply) {
   };
   if (core_->resend_on_noscript(node, reply, eval, shared_from_this(), attempt_ | kAdopt)) return;
   Vote vote = Vote::kFailed;
-  if (reply.kind == NodeReply::Kind::kInteger) {
+  if (reply.is_integer()) {
     vote = reply.integer > 0 ? Vote::kYes : Vote::kNo;
     if (vote == Vote::kYes && takeover_tally_->is_voter(node))
       takeover_pttls_.push_back(reply.integer);

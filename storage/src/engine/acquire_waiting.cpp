@@ -91,16 +91,14 @@ void AcquireOperation::on_expiry_read(std::size_t node, const NodeReply& reply) 
   // The inspect script: {value or nil, pttl}. The holder is the value's lease id (its first
   // kLeaseIdLength characters, before any mark, as the acquire scripts answer it): keys
   // of different holders (a split vote) must not add up to a quorum.
-  using Kind = NodeReply::Kind;
-  if (node < answers_.size() && reply.kind == Kind::kArray && reply.elements.size() == 2 &&
-      reply.elements[1].kind == Kind::kInteger) {
+  if (node < answers_.size() && reply.is_array(2) && reply.elements[1].is_integer()) {
     const NodeReply& value = reply.elements[0];
     NodeAnswer& answer = answers_[node];
-    if (value.kind == Kind::kString && reply.elements[1].integer >= 0) {
+    if (value.is_string() && reply.elements[1].integer >= 0) {
       answer.kind = NodeAnswer::Kind::kHeld;
       answer.holder = value.text.substr(0, std::min(kLeaseIdLength, value.text.find('#')));
       answer.remaining = std::chrono::milliseconds(reply.elements[1].integer);
-    } else if (value.kind == Kind::kNil) {  // gone since it refused
+    } else if (value.is_nil()) {  // gone since it refused
       answer.kind = NodeAnswer::Kind::kFree;
     }
   }

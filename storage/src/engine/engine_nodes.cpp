@@ -38,15 +38,15 @@ NodeTrust::Handshake EngineCore::handshake_of(std::size_t node, const NodeIdenti
     std::from_chars(text.data(), text.data() + text.size(), value);
     return value;
   };
-  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 2) {
+  if (marker.is_array() && marker.elements.size() >= 2) {
     handshake.admitted = marker.elements[0].text;
     handshake.marked_max_ttl = std::chrono::milliseconds(number(marker.elements[1].text));
   }
-  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 7) {
+  if (marker.is_array() && marker.elements.size() >= 7) {
     handshake.fences_missing = !marker.elements[5].text.empty();
     handshake.legacy_admitted = marker.elements[6].text == "1";
   }
-  if (marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 5) {
+  if (marker.is_array() && marker.elements.size() >= 5) {
     handshake.suspect = marker.elements[2].text;
     handshake.suspect_age = std::chrono::milliseconds(number(marker.elements[3].text));
     // Our registry entry there is older than the last one the node acknowledged: restored from a
@@ -57,9 +57,7 @@ NodeTrust::Handshake EngineCore::handshake_of(std::size_t node, const NodeIdenti
     if (handshake.lost_writes) registry_->forget_acked(node);
   }
   const std::string evicted_record =
-      marker.kind == NodeReply::Kind::kArray && marker.elements.size() >= 8
-          ? marker.elements[7].text
-          : std::string();
+      marker.is_array() && marker.elements.size() >= 8 ? marker.elements[7].text : std::string();
   evicted = evicted_unseen(node, identity, evicted_record);
   handshake.lost_writes = handshake.lost_writes || evicted;
   return handshake;

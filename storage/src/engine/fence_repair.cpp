@@ -57,19 +57,17 @@ void FenceRepair::scan() {
 }
 
 void FenceRepair::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
-  using Kind = NodeReply::Kind;
   if (finished_) return;
   switch (static_cast<Step>(cookie)) {
     case kScan: {
-      if (reply.kind != Kind::kArray || reply.elements.size() != 2 ||
-          reply.elements[0].kind != Kind::kString || reply.elements[1].kind != Kind::kArray) {
+      if (!reply.is_array(2) || !reply.elements[0].is_string() || !reply.elements[1].is_array()) {
         source_failed();
         return;
       }
       cursor_ = reply.elements[0].text;
       keys_.clear();
       for (const NodeReply& key : reply.elements[1].elements) {
-        if (key.kind == Kind::kString) keys_.push_back(key.text);
+        if (key.is_string()) keys_.push_back(key.text);
       }
       if (keys_.empty()) {
         next_step();
@@ -82,14 +80,14 @@ void FenceRepair::on_reply(std::size_t node, std::uint32_t cookie, NodeReply rep
       return;
     }
     case kRead: {
-      if (reply.kind != Kind::kArray || reply.elements.size() != keys_.size()) {
+      if (!reply.is_array(keys_.size())) {
         source_failed();
         return;
       }
       std::vector<std::string> keys;
       std::vector<std::string> values;
       for (std::size_t i = 0; i < keys_.size(); ++i) {
-        if (reply.elements[i].kind != Kind::kString) continue;  // gone since the SCAN
+        if (!reply.elements[i].is_string()) continue;  // gone since the SCAN
         keys.push_back(keys_[i]);
         values.push_back(reply.elements[i].text);
       }
@@ -106,8 +104,7 @@ void FenceRepair::on_reply(std::size_t node, std::uint32_t cookie, NodeReply rep
     }
     case kRaise: {
       // The target failing ends the repair: nothing it copies from elsewhere would land either.
-      if (reply.kind == Kind::kError || reply.kind == Kind::kTimeout ||
-          reply.kind == Kind::kDisconnected) {
+      if (!reply.answered() || reply.is_error()) {
         finish();
         return;
       }

@@ -10,18 +10,15 @@ std::string fence_name(std::string_view name) {
 }
 
 std::optional<std::pair<std::size_t, std::uint64_t>> fence_refusal(const NodeReply& reply) {
-  using Kind = NodeReply::Kind;
-  if (reply.kind != Kind::kArray || reply.elements.size() < 2 || reply.elements.size() > 3 ||
-      reply.elements[0].kind != Kind::kInteger || reply.elements[0].integer != -3)
-    return std::nullopt;
+  if (!reply.is_tagged(2, -3) && !reply.is_tagged(3, -3)) return std::nullopt;
   std::size_t index = 0;
   if (reply.elements.size() == 3) {
     const NodeReply& position = reply.elements[1];
-    if (position.kind != Kind::kInteger || position.integer < 1) return std::nullopt;
+    if (!position.is_integer() || position.integer < 1) return std::nullopt;
     index = static_cast<std::size_t>(position.integer - 1);
   }
   const std::string& text = reply.elements.back().text;
-  if (reply.elements.back().kind != Kind::kString || text.empty() || text.size() > 20 ||
+  if (!reply.elements.back().is_string() || text.empty() || text.size() > 20 ||
       text.find_first_not_of("0123456789") != std::string::npos)
     return std::nullopt;
   try {

@@ -21,15 +21,12 @@ InspectRwOperation::InspectRwOperation(const std::shared_ptr<EngineCore>& core,
 
 void InspectRwOperation::on_answer(std::size_t node, const NodeReply& reply) {
   // {{mode, value, pttl, ...}, waiting writer's lease id or ""}
-  using Kind = NodeReply::Kind;
-  bool well_formed = reply.kind == Kind::kArray && reply.elements.size() == 2 &&
-                     reply.elements[0].kind == Kind::kArray &&
-                     reply.elements[0].elements.size() % 3 == 0 &&
-                     reply.elements[1].kind == Kind::kString && node < seen_.size();
+  bool well_formed = reply.is_array(2) && reply.elements[0].is_array() &&
+                     reply.elements[0].elements.size() % 3 == 0 && reply.elements[1].is_string() &&
+                     node < seen_.size();
   const auto& live = well_formed ? reply.elements[0].elements : std::vector<NodeReply>{};
   for (std::size_t i = 0; well_formed && i < live.size(); i += 3) {
-    well_formed = live[i].kind == Kind::kString && live[i + 1].kind == Kind::kString &&
-                  live[i + 2].kind == Kind::kInteger;
+    well_formed = live[i].is_string() && live[i + 1].is_string() && live[i + 2].is_integer();
   }
   if (!well_formed) {
     tally_.record(node, Vote::kFailed);

@@ -279,7 +279,7 @@ RespCommand InstanceRegistry::heartbeat(const char* mode) const {
 void InstanceRegistry::on_reply(std::size_t node, std::uint32_t cookie, NodeReply reply) {
   if (stopped_ || cookie != round_) return;
   ++replies_;
-  if (reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 8) {
+  if (reply.is_array(8)) {
     ++answers_;
     if (!reply.elements[6].text.empty()) round_overlap_ = reply.elements[6].text;
     // Instances of this deployment with the other --quarantine setting: evidence from any node.

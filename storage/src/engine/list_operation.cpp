@@ -158,9 +158,7 @@ void ListOperation::scan_now() {
 }
 
 void ListOperation::on_reply(std::size_t, std::uint32_t, NodeReply reply) {
-  using Kind = NodeReply::Kind;
-  if (reply.kind != Kind::kArray || reply.elements.size() != 2 ||
-      reply.elements[0].kind != Kind::kString || reply.elements[1].kind != Kind::kArray) {
+  if (!reply.is_array(2) || !reply.elements[0].is_string() || !reply.elements[1].is_array()) {
     pass_over();  // down or refusing: what it would list is listed from the next holder
     return;
   }
@@ -170,7 +168,7 @@ void ListOperation::on_reply(std::size_t, std::uint32_t, NodeReply reply) {
   std::vector<std::string> names;
   for (const NodeReply& key : reply.elements[1].elements) {
     const std::string_view text = key.text;
-    if (key.kind != Kind::kString || text.size() < prefix.size() + suffix.size() ||
+    if (!key.is_string() || text.size() < prefix.size() + suffix.size() ||
         !text.starts_with(prefix) || !text.ends_with(suffix))
       continue;
     std::string name(text.substr(prefix.size(), text.size() - prefix.size() - suffix.size()));

@@ -149,10 +149,9 @@ InspectOperation::InspectOperation(const std::shared_ptr<EngineCore>& core,
       done_(std::move(done)) {}
 
 void InspectOperation::on_answer(std::size_t node, const NodeReply& reply) {
-  using Kind = NodeReply::Kind;
-  bool well_formed = reply.kind == Kind::kArray && reply.elements.size() == 2 * key_count_;
+  bool well_formed = reply.is_array(2 * key_count_);
   for (std::size_t k = 0; well_formed && k < key_count_; ++k)
-    well_formed = reply.elements[2 * k + 1].kind == Kind::kInteger;
+    well_formed = reply.elements[2 * k + 1].is_integer();
   if (!well_formed) {
     tally_.record(node, Vote::kFailed);
   } else {
@@ -160,7 +159,7 @@ void InspectOperation::on_answer(std::size_t node, const NodeReply& reply) {
       const NodeReply& value = reply.elements[2 * k];
       Holding& holding = holdings_[node][k];
       // A waiter's mark ("<value>#<mark>") does not change who holds the lock.
-      if (value.kind == Kind::kString) holding.value = value.text.substr(0, value.text.find('#'));
+      if (value.is_string()) holding.value = value.text.substr(0, value.text.find('#'));
       holding.pttl_ms = reply.elements[2 * k + 1].integer;
     }
     tally_.record(node, Vote::kYes);  // "answered"; holdings decide who holds what
@@ -241,9 +240,8 @@ InspectSemaphoreOperation::InspectSemaphoreOperation(
 
 void InspectSemaphoreOperation::on_answer(std::size_t node, const NodeReply& reply) {
   // {N or "", {"<slot>:<holder id>", ...}}
-  const bool well_formed = reply.kind == NodeReply::Kind::kArray && reply.elements.size() == 2 &&
-                           reply.elements[0].kind == NodeReply::Kind::kString &&
-                           reply.elements[1].kind == NodeReply::Kind::kArray;
+  const bool well_formed =
+      reply.is_array(2) && reply.elements[0].is_string() && reply.elements[1].is_array();
   if (!well_formed || node >= seen_.size()) {
     tally_.record(node, Vote::kFailed);
   } else {

@@ -93,14 +93,14 @@ class ClaimOperation : public ScriptOperation {
 
  private:
   void on_answer(std::size_t node, const NodeReply& reply) final {
-    if (reply.kind == NodeReply::Kind::kInteger && reply.integer == -1) {
+    if (reply.is_integer(-1)) {
       return complete(make_error(
           ErrorCode::kInvalidArgument,
           !owned_ ? "the lease was altered: its token (or mode) is not what it was granted with"
                   : "the lease was not granted to this API key, or its token (or mode) was "
                     "altered"));
     }
-    const bool answered = reply.kind == NodeReply::Kind::kInteger;
+    const bool answered = reply.is_integer();
     tally_.record(node, !answered ? Vote::kFailed : reply.integer == 1 ? Vote::kYes : Vote::kNo);
     decide();
   }

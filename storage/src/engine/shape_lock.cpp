@@ -10,16 +10,14 @@
 namespace fencelock::storage {
 
 Vote read_acquire_reply(const NodeReply& reply, NodeAnswer& answer) {
-  using Kind = NodeReply::Kind;
-  if (reply.kind == Kind::kInteger && reply.integer == 1) {
+  if (reply.is_integer(1)) {
     answer.kind = NodeAnswer::Kind::kFree;
     return Vote::kYes;
   }
-  if (reply.kind == Kind::kArray && reply.elements.size() == 3 &&
-      reply.elements[0].kind == Kind::kInteger && reply.elements[0].integer == 0) {
+  if (reply.is_tagged(3, 0)) {
     const NodeReply& holder = reply.elements[1];
     const NodeReply& pttl = reply.elements[2];
-    if (holder.kind == Kind::kString && pttl.kind == Kind::kInteger && pttl.integer >= 0) {
+    if (holder.is_string() && pttl.is_integer() && pttl.integer >= 0) {
       answer.kind = NodeAnswer::Kind::kHeld;
       answer.holder = holder.text;
       answer.remaining = std::chrono::milliseconds(pttl.integer);

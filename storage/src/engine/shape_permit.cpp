@@ -81,23 +81,20 @@ class PermitShape final : public AnsweringShape<Permit> {
   // 1; {-2, "<live N>"} for a semaphore live with another count; or {0, holder, pttl, {free
   // slots}, soonest slot}: holder and pttl are the soonest slot's.
   Vote read_vote(const NodeReply& reply, NodeAnswer& answer) override {
-    using Kind = NodeReply::Kind;
-    if (reply.kind == Kind::kArray && reply.elements.size() == 2 &&
-        reply.elements[0].kind == Kind::kInteger && reply.elements[0].integer == -2) {
+    if (reply.is_tagged(2, -2)) {
       mismatch_ = reply.elements[1].text;
       return Vote::kNo;
     }
-    if (reply.kind != Kind::kArray || reply.elements.size() != 5)
-      return read_acquire_reply(reply, answer);  // 1, or an error
+    if (!reply.is_array(5)) return read_acquire_reply(reply, answer);  // 1, or an error
     NodeReply head = reply;
     head.elements.resize(3);
     const Vote vote = read_acquire_reply(head, answer);
     for (const NodeReply& free : reply.elements[3].elements) {
-      if (free.kind == Kind::kInteger && free.integer >= 0 && free.integer < permits_)
+      if (free.is_integer() && free.integer >= 0 && free.integer < permits_)
         ++free_votes_[static_cast<std::size_t>(free.integer)];
     }
     const NodeReply& soonest = reply.elements[4];
-    if (soonest.kind == Kind::kInteger && soonest.integer >= 0 && soonest.integer < permits_)
+    if (soonest.is_integer() && soonest.integer >= 0 && soonest.integer < permits_)
       ++soonest_votes_[static_cast<std::size_t>(soonest.integer)];
     return vote;
   }

@@ -51,8 +51,7 @@ class SetShape final : public AnsweringShape<LockSetLease> {
   // 1, or {0, holder, pttl, {held key indices, 1-based}}: holder and pttl are the key that frees
   // last. Counts, per name, the answers that found it free.
   Vote read_vote(const NodeReply& reply, NodeAnswer& answer) override {
-    using Kind = NodeReply::Kind;
-    if (reply.kind != Kind::kArray || reply.elements.size() != 4) {
+    if (!reply.is_array(4)) {
       const Vote vote = read_acquire_reply(reply, answer);
       if (vote == Vote::kYes) {
         for (auto& votes : name_free_votes_) ++votes;
@@ -61,7 +60,7 @@ class SetShape final : public AnsweringShape<LockSetLease> {
     }
     std::vector<bool> held(names_.size(), false);
     for (const NodeReply& index : reply.elements[3].elements) {
-      if (index.kind == Kind::kInteger && index.integer >= 1 &&
+      if (index.is_integer() && index.integer >= 1 &&
           static_cast<std::size_t>(index.integer) <= held.size())
         held[static_cast<std::size_t>(index.integer) - 1] = true;
     }

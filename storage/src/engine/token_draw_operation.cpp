@@ -80,7 +80,7 @@ void TokenDrawOperation::on_reply(std::size_t node, std::uint32_t cookie, NodeRe
     return;
   }
   Vote vote = Vote::kFailed;
-  if (reply.kind == NodeReply::Kind::kInteger && reply.integer == 1) {
+  if (reply.is_integer(1)) {
     vote = Vote::kYes;
   } else if (const auto refused = fence_refusal(reply)) {
     fence_ = std::max(fence_, refused->second);

@@ -28,6 +28,17 @@ struct NodeReply {
   std::vector<NodeReply> elements;
 
   bool answered() const noexcept { return kind != Kind::kTimeout && kind != Kind::kDisconnected; }
+  bool is_integer() const noexcept { return kind == Kind::kInteger; }
+  bool is_integer(std::int64_t value) const noexcept { return is_integer() && integer == value; }
+  bool is_string() const noexcept { return kind == Kind::kString; }
+  bool is_nil() const noexcept { return kind == Kind::kNil; }
+  bool is_error() const noexcept { return kind == Kind::kError; }
+  bool is_array() const noexcept { return kind == Kind::kArray; }
+  bool is_array(std::size_t size) const noexcept { return is_array() && elements.size() == size; }
+  // An array of `size` elements whose first is the integer `tag` (how scripts mark an answer).
+  bool is_tagged(std::size_t size, std::int64_t tag) const noexcept {
+    return is_array(size) && elements[0].is_integer(tag);
+  }
   bool is_error_prefix(const char* prefix) const;  // kError whose text starts with `prefix`
 
   static NodeReply failure(Kind kind, std::string why = {});
