@@ -121,6 +121,21 @@ class AnsweringShape : public AcquireShape {
 // The Lease a lock's (or a revoke's) grant answers.
 Lease lock_lease(const AttemptFacts& attempt, GrantFacts grant);
 
+// A grant's times, the same in every answer (Lease, LockSetLease, Permit).
+template <class Granted>
+void set_times(Granted& granted, const GrantFacts& grant) {
+  granted.ttl = grant.ttl;
+  granted.validity = grant.validity;
+  granted.started = grant.started;
+  granted.waited = grant.waited;
+}
+
+// An attempt's keys: `own`, then the fence keys. And the arguments a one-key script's attempt
+// starts with: the value it writes (with the first token), the ttl, the mark.
+std::vector<std::string> attempt_keys(std::span<const std::string> own,
+                                      const AttemptFacts& attempt);
+std::vector<std::string> attempt_args(const AttemptFacts& attempt);
+
 // The acquire scripts' common answer: 1, or {0, holder, pttl} when refused by a holder.
 Vote read_acquire_reply(const NodeReply& reply, NodeAnswer& answer);
 

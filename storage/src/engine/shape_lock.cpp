@@ -41,12 +41,21 @@ Lease lock_lease(const AttemptFacts& attempt, GrantFacts grant) {
   lease.name = std::move(grant.names.front());
   lease.proof = lease_proof(attempt.value, grant.tokens.front(), grant.owner);
   lease.token = grant.tokens.front();
-  lease.ttl = grant.ttl;
-  lease.validity = grant.validity;
-  lease.started = grant.started;
-  lease.waited = grant.waited;
+  set_times(lease, grant);
   lease.repeated = grant.repeated;
   return lease;
+}
+
+std::vector<std::string> attempt_keys(std::span<const std::string> own,
+                                      const AttemptFacts& attempt) {
+  std::vector<std::string> keys(own.begin(), own.end());
+  keys.insert(keys.end(), attempt.fence_keys.begin(), attempt.fence_keys.end());
+  return keys;
+}
+
+std::vector<std::string> attempt_args(const AttemptFacts& attempt) {
+  return {written_lease_value(attempt.value, attempt.tokens.front(), attempt.value_tail),
+          std::to_string(attempt.ttl.count()), std::string(attempt.mark)};
 }
 
 ClaimTarget lock_claim(const EngineCore& core, Script script, std::string_view name,
@@ -71,20 +80,16 @@ class LockShape final : public AnsweringShape<Lease> {
 
   RespCommand command(const EngineCore& /*core*/, const AttemptFacts& attempt,
                       bool eval) const override {
-    std::vector<std::string> keys{key_};
-    keys.insert(keys.end(), attempt.fence_keys.begin(), attempt.fence_keys.end());
-    const std::string& token = attempt.tokens.front();
-    const std::string args[] = {written_lease_value(attempt.value, token, attempt.value_tail),
-                                std::to_string(attempt.ttl.count()),
-                                std::string(attempt.mark),
-                                token,
-                                std::string(attempt.request),
-                                attempt.probing ? "1" : ""};
+    std::vector<std::string> args = attempt_args(attempt);
+    args.push_back(attempt.tokens.front());
     // The request's digest and the probe flag go only to the script that reads them.
     const bool request = !attempt.request.empty();
+    if (request) {
+      args.emplace_back(attempt.request);
+      args.emplace_back(attempt.probing ? "1" : "");
+    }
     return EngineCore::script_command(request ? Script::kAcquireLockRequest : Script::kAcquireLock,
-                                      eval, keys,
-                                      std::span<const std::string>(args, request ? 6 : 4));
+                                      eval, attempt_keys({&key_, 1}, attempt), args);
   }
 
   Vote read_vote(const NodeReply& reply, NodeAnswer& answer) override {

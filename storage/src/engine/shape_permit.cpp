@@ -6,7 +6,6 @@
 #include <random>
 
 #include "engine/acquire_shape.h"
-#include "engine/lease_value.h"
 #include "fencelock/storage/lease_secret.h"
 
 namespace fencelock::storage {
@@ -69,13 +68,11 @@ class PermitShape final : public AnsweringShape<Permit> {
 
   RespCommand command(const EngineCore& /*core*/, const AttemptFacts& attempt,
                       bool eval) const override {
-    std::vector<std::string> keys = keys_;
-    keys.insert(keys.end(), attempt.fence_keys.begin(), attempt.fence_keys.end());
-    const std::string& token = attempt.tokens.front();
-    const std::string args[] = {written_lease_value(attempt.value, token, attempt.value_tail),
-                                std::to_string(attempt.ttl.count()), std::string(attempt.mark),
-                                std::to_string(slot_), token};
-    return EngineCore::script_command(Script::kAcquirePermit, eval, keys, args);
+    std::vector<std::string> args = attempt_args(attempt);
+    args.push_back(std::to_string(slot_));
+    args.push_back(attempt.tokens.front());
+    return EngineCore::script_command(Script::kAcquirePermit, eval, attempt_keys(keys_, attempt),
+                                      args);
   }
 
   // 1; {-2, "<live N>"} for a semaphore live with another count; or {0, holder, pttl, {free
@@ -144,10 +141,7 @@ class PermitShape final : public AnsweringShape<Permit> {
     permit.proof = lease_proof_of_text(
         attempt.value, permit_claim_text(grant.tokens.front(), permits_, slot_, grant.owner));
     permit.token = grant.tokens.front();
-    permit.ttl = grant.ttl;
-    permit.validity = grant.validity;
-    permit.started = grant.started;
-    permit.waited = grant.waited;
+    set_times(permit, grant);
     answer(core, std::move(permit));
   }
 

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "engine/acquire_shape.h"
-#include "engine/lease_value.h"
 
 namespace fencelock::storage {
 
@@ -31,13 +30,10 @@ class RevokeShape final : public AnsweringShape<Lease> {
 
   RespCommand command(const EngineCore& core, const AttemptFacts& attempt,
                       bool eval) const override {
-    std::vector<std::string> keys{key_};
-    keys.insert(keys.end(), attempt.fence_keys.begin(), attempt.fence_keys.end());
+    std::vector<std::string> keys = attempt_keys({&key_, 1}, attempt);
     keys.push_back(saved_key(core, attempt));
-    const std::string& token = attempt.tokens.front();
-    const std::string args[] = {written_lease_value(attempt.value, token, attempt.value_tail),
-                                std::to_string(attempt.ttl.count()), std::string(attempt.mark),
-                                token};
+    std::vector<std::string> args = attempt_args(attempt);
+    args.push_back(attempt.tokens.front());
     return EngineCore::script_command(Script::kRevokeLock, eval, keys, args);
   }
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "engine/acquire_shape.h"
-#include "engine/lease_value.h"
 #include "fencelock/storage/lease_secret.h"
 
 namespace fencelock::storage {
@@ -54,16 +53,11 @@ class RwShape final : public AnsweringShape<Lease> {
 
   RespCommand command(const EngineCore& /*core*/, const AttemptFacts& attempt,
                       bool eval) const override {
-    std::vector<std::string> keys = keys_;
-    keys.insert(keys.end(), attempt.fence_keys.begin(), attempt.fence_keys.end());
-    const std::string& token = attempt.tokens.front();
-    const std::string args[] = {written_lease_value(attempt.value, token, attempt.value_tail),
-                                std::to_string(attempt.ttl.count()),
-                                std::string(attempt.mark),
-                                token,
-                                mode_ == RwMode::kWrite ? "w" : "r",
-                                writer_waiting_arg(attempt)};
-    return EngineCore::script_command(Script::kAcquireRw, eval, keys, args);
+    std::vector<std::string> args = attempt_args(attempt);
+    args.push_back(attempt.tokens.front());
+    args.emplace_back(mode_ == RwMode::kWrite ? "w" : "r");
+    args.push_back(writer_waiting_arg(attempt));
+    return EngineCore::script_command(Script::kAcquireRw, eval, attempt_keys(keys_, attempt), args);
   }
 
   Vote read_vote(const NodeReply& reply, NodeAnswer& answer) override {

@@ -39,13 +39,13 @@ class SetShape final : public AnsweringShape<LockSetLease> {
 
   RespCommand command(const EngineCore& /*core*/, const AttemptFacts& attempt,
                       bool eval) const override {
-    std::vector<std::string> keys = keys_;
-    keys.insert(keys.end(), attempt.fence_keys.begin(), attempt.fence_keys.end());
+    // The bare lease value: each key's token goes into it on the node.
     std::vector<std::string> args = {
         std::string(attempt.value), std::to_string(attempt.ttl.count()), std::string(attempt.mark)};
     args.insert(args.end(), attempt.tokens.begin(), attempt.tokens.end());
     args.emplace_back(attempt.value_tail);
-    return EngineCore::script_command(Script::kAcquireSet, eval, keys, args);
+    return EngineCore::script_command(Script::kAcquireSet, eval, attempt_keys(keys_, attempt),
+                                      args);
   }
 
   // 1, or {0, holder, pttl, {held key indices, 1-based}}: holder and pttl are the key that frees
@@ -103,10 +103,7 @@ class SetShape final : public AnsweringShape<LockSetLease> {
         lease_proof_of_text(attempt.value, set_claim_text(grant.tokens, grant.names, grant.owner));
     lease.names = std::move(grant.names);
     lease.tokens = std::move(grant.tokens);
-    lease.ttl = grant.ttl;
-    lease.validity = grant.validity;
-    lease.started = grant.started;
-    lease.waited = grant.waited;
+    set_times(lease, grant);
     answer(core, std::move(lease));
   }
 
