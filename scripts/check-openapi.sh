@@ -14,7 +14,7 @@
 #   scripts/check-openapi.sh --record FILE         skip step 3: validate FILE, recorded by an
 #                                                  earlier run (FENCELOCK_API_RECORD=FILE ctest …)
 #   scripts/check-openapi.sh --lint-only           steps 1 and 2
-# FENCELOCK_BUILD_DIR (default build/asan) names the build holding tests/fencelock_tests.
+# FENCELOCK_BUILD_DIR (default build/asan) names the build holding tests/fencelock_service_tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -51,7 +51,7 @@ fi
 [ "$lint_only" = 1 ] && exit "$status"
 
 if [ -z "$record" ]; then
-  binary=$build_dir/tests/fencelock_tests
+  binary=$build_dir/tests/fencelock_service_tests
   [ -x "$binary" ] || { echo "check-openapi.sh: no $binary (cmake --build --preset asan)" >&2; exit 2; }
   record=$root/$build_dir/api-exchanges.jsonl
   rm -f "$record"

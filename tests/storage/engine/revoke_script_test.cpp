@@ -235,7 +235,7 @@ TEST_CASE("a granted revoke's value is never skipped by a later failed revoke's 
 // revoke F leaves ('x' + what F overwrote, KEEPTTL) lives only as long as what F overwrote, while
 // the covering revoke's saved key holds F's value for F's own, longer ttl. Once the flag has
 // expired, the covering revoke's failed cleanup puts F's value back, held by nobody. Hidden:
-// `fencelock_tests "[revoke-stale-restore]"`.
+// `fencelock_storage_tests "[revoke-stale-restore]"`.
 TEST_CASE("a failed revoke's value stays dead after the lease it overwrote ends",
           "[.][revoke-stale-restore]") {
   RedisCluster cluster(1);
