@@ -96,11 +96,9 @@ RedisNode::RedisNode(asio::any_io_executor strand, std::size_t index, RedisNodeO
       options_(std::move(options)),
       address_(options_.address.to_string()),
       listener_(listener),
-      resolver_(strand_),
-      candidates_(options_.address),
+      cycle_(strand_, options_.address, options_.resolve_timeout, options_.reconnect_min,
+             options_.reconnect_max),
       deadline_timer_(strand_),
-      reconnect_timer_(strand_),
-      backoff_(options_.reconnect_min, options_.reconnect_max),
       recheck_timer_(strand_) {}
 
 RedisNode::~RedisNode() {
@@ -110,16 +108,16 @@ RedisNode::~RedisNode() {
 
 void RedisNode::start() {
   if (state_ == State::kStopped) return;
-  connect();
+  cycle_.attach(weak_from_this());
+  cycle_.connect();
 }
 
 void RedisNode::stop() {
   if (state_ == State::kStopped) return;
   const bool was_ready = state_ == State::kReady;
   state_ = State::kStopped;
-  reconnect_timer_.cancel();
+  cycle_.stop();
   recheck_timer_.cancel();
-  resolver_.cancel();
   if (counters_.up.exchange(false) && listener_ != nullptr)
     listener_->on_node_down(index_, "engine stopped");
   listener_ = nullptr;  // nothing reaches the engine after this
@@ -134,55 +132,30 @@ void RedisNode::stop() {
   }
 }
 
-void RedisNode::connect() {
-  if (const auto ip = candidates_.next()) {
-    connect_to(*ip);
-    return;
-  }
-  state_ = State::kResolving;
-  resolver_.resolve(options_.address, options_.resolve_timeout,
-                    [weak = weak_from_this()](Result<AddressResolver::Endpoints> resolved) {
-                      if (const auto self = weak.lock()) self->on_resolved(std::move(resolved));
-                    });
+void RedisNode::on_unresolved(const std::string& why) {
+  counters_.resolve_failures.fetch_add(1, std::memory_order_relaxed);
+  counters_.unresolved = true;
+  if (why != last_unresolved_ && listener_ != nullptr) listener_->on_node_unresolved(index_, why);
+  last_unresolved_ = why;
 }
 
-void RedisNode::on_resolved(Result<AddressResolver::Endpoints> resolved) {
-  if (state_ != State::kResolving) return;
-  state_ = State::kIdle;
-  if (!resolved) {
-    counters_.resolve_failures.fetch_add(1, std::memory_order_relaxed);
-    counters_.unresolved = true;
-    const std::string& why = resolved.error().message;
-    if (why != last_unresolved_ && listener_ != nullptr) listener_->on_node_unresolved(index_, why);
-    last_unresolved_ = why;
-    schedule_reconnect(/*immediately=*/false);
-    return;
-  }
+void RedisNode::on_resolved() {
   counters_.unresolved = false;
   last_unresolved_.clear();
-  candidates_.assign(resolved.value());
-  connect();
 }
 
-void RedisNode::connect_to(const std::string& ip) {
+void RedisNode::dial(const std::string& ip) {
   peer_ = HostPort{ip, options_.address.port}.to_string();
-  redisAsyncContext* context = redisAsyncConnect(ip.c_str(), options_.address.port);
+  std::string why;
+  redisAsyncContext* context =
+      open_connection(ip, options_.address.port, strand_, this, &RedisNode::on_connected,
+                      &RedisNode::on_disconnected, why);
   if (context == nullptr) {
-    schedule_reconnect(/*immediately=*/false);
-    return;
-  }
-  if (context->err != 0) {
-    const std::string why = context->errstr;
-    redisAsyncFree(context);
     connection_lost("connect: " + why);
     return;
   }
-  context->data = this;
-  HiredisAsioAdapter::attach(context, strand_);
   context_ = context;
   state_ = State::kHandshaking;
-  redisAsyncSetConnectCallback(context, &RedisNode::on_connected);
-  redisAsyncSetDisconnectCallback(context, &RedisNode::on_disconnected);
 
   // Queued now, written once the socket connects. The handshake gets the connect timeout on top
   // of the command timeout; the deadline timer enforces both.
@@ -311,24 +284,7 @@ void RedisNode::connection_lost(const std::string& why) {
   }
   state_ = State::kIdle;
   if (was_up && listener_ != nullptr) listener_->on_node_down(index_, why);
-  if (!was_up && !candidates_.exhausted()) {
-    schedule_reconnect(/*immediately=*/true);  // the name's next address
-    return;
-  }
-  candidates_.forget();  // whatever comes next resolves the name again
-  // A connection that was healthy is replaced at once (a timeout under load must not cost a
-  // backoff); failures to get a healthy one back are paced by the backoff.
-  schedule_reconnect(/*immediately=*/was_up);
-}
-
-void RedisNode::schedule_reconnect(bool immediately) {
-  if (state_ == State::kStopped) return;
-  reconnect_timer_.expires_after(immediately ? std::chrono::milliseconds(0)
-                                             : backoff_.next_delay());
-  reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec == asio::error::operation_aborted || self->state_ != State::kIdle) return;
-    self->connect();
-  });
+  cycle_.lost(/*was_healthy=*/was_up);
 }
 
 bool RedisNode::read_setting(std::uint32_t cookie, const NodeReply& reply, NodeIdentity& identity) {
@@ -501,7 +457,7 @@ void RedisNode::on_reply(std::size_t /*node*/, std::uint32_t cookie, NodeReply r
     }
   }
   state_ = State::kReady;
-  backoff_.reset();
+  cycle_.healthy();
   last_refusal_.clear();
   if (!last_ready_peer_.empty() && last_ready_peer_ != peer_) {
     counters_.address_changes.fetch_add(1, std::memory_order_relaxed);

@@ -7,11 +7,9 @@
 // it is answered kTimeout or kDisconnected at once. hiredis 0.14 has no command timeouts; these
 // are ours, and they are what bounds an operation's wait on a bad node to the node timeout.
 //
-// Lifecycle: kIdle → kResolving → kHandshaking → kReady → (timeout, error, close) → kIdle →
-// backoff → kResolving ... Every (re)connect resolves the node's address again (that is how a
-// changed address is noticed; an IP literal skips the resolver) and hands hiredis only IP
-// literals: hiredis 0.14 resolves names with a blocking getaddrinfo. A connect or handshake that
-// fails tries the name's next address at once; after the last one, the backoff. The handshake (INFO
+// Lifecycle: kIdle → kHandshaking → kReady → (timeout, error, close) → kIdle → ...; how each
+// connection is made again (resolution, the next address, the backoff) is connection_cycle.h's, as
+// for the release subscriber. The handshake (INFO
 // server with a minimum version, optionally CONFIG GET of the persistence settings, SCRIPT LOAD of
 // every script, optionally a probe command) runs on every new connection: the node counts as ready,
 // and reports its identity to the listener, only after it. A send() while the node is not ready is
@@ -38,10 +36,8 @@
 #include <vector>
 
 #include "fencelock/storage/node_address.h"
-#include "net/address_candidates.h"
-#include "net/address_resolver.h"
+#include "redis/connection_cycle.h"
 #include "redis/node_reply.h"
-#include "redis/reconnect_backoff.h"
 #include "redis/resp_command.h"
 
 namespace fencelock::storage {
@@ -161,7 +157,9 @@ struct NodeCounters {
   std::atomic<bool> unresolved{false};  // the last resolution failed
 };
 
-class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNode> {
+class RedisNode : public ReplySink,
+                  public ConnectionCycle::Owner,
+                  public std::enable_shared_from_this<RedisNode> {
  public:
   RedisNode(boost::asio::any_io_executor strand, std::size_t index, RedisNodeOptions options,
             NodeListener* listener);
@@ -193,7 +191,7 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   const std::string& peer() const noexcept { return peer_; }
 
  private:
-  enum class State { kIdle, kResolving, kHandshaking, kReady, kStopped };
+  enum class State { kIdle, kHandshaking, kReady, kStopped };
   struct Pending {
     std::shared_ptr<ReplySink> sink;
     std::uint32_t cookie;
@@ -201,9 +199,11 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
     std::chrono::steady_clock::time_point deadline;
   };
 
-  void connect();  // to the next address of the last resolution, or resolves again
-  void on_resolved(Result<AddressResolver::Endpoints> resolved);
-  void connect_to(const std::string& ip);
+  // ConnectionCycle::Owner
+  void dial(const std::string& ip) override;  // then the handshake
+  bool may_dial() const override { return state_ == State::kIdle; }
+  void on_unresolved(const std::string& why) override;
+  void on_resolved() override;
   void enqueue(const RespCommand& command, std::shared_ptr<ReplySink> sink, std::uint32_t cookie,
                std::chrono::steady_clock::time_point deadline);
   void arm_deadline_timer();
@@ -211,7 +211,6 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   void teardown(const std::string& why);  // drop the connection, answer everything, reconnect later
   void refuse(const std::string& why);    // a handshake the server failed: report, then teardown
   void connection_lost(const std::string& why);
-  void schedule_reconnect(bool immediately);
   void fail_later(std::shared_ptr<ReplySink> sink, std::uint32_t cookie, NodeReply::Kind kind);
   void schedule_recheck();
   void recheck();              // sends the settings reads of a recheck
@@ -235,8 +234,7 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   NodeListener* listener_;
 
   State state_ = State::kIdle;
-  AddressResolver resolver_;
-  AddressCandidates candidates_;
+  ConnectionCycle cycle_;
   std::string peer_;             // "IP:port" of the connection being made or in use
   std::string last_ready_peer_;  // of the last connection that passed its handshake
   std::string last_unresolved_;  // reported to the listener; cleared once a resolution works
@@ -246,8 +244,6 @@ class RedisNode : public ReplySink, public std::enable_shared_from_this<RedisNod
   boost::asio::steady_timer deadline_timer_;
   bool deadline_armed_ = false;
   std::chrono::steady_clock::time_point armed_until_{};
-  boost::asio::steady_timer reconnect_timer_;
-  ReconnectBackoff backoff_;
 
   std::size_t handshake_left_ = 0;
   NodeIdentity handshake_identity_;

@@ -26,18 +26,18 @@ ReleaseSubscriber::ReleaseSubscriber(asio::any_io_executor strand, ReleaseSubscr
     : strand_(std::move(strand)),
       options_(std::move(options)),
       on_message_(std::move(on_message)),
-      resolver_(strand_),
-      candidates_(options_.address),
-      subscribe_timer_(strand_),
-      reconnect_timer_(strand_),
-      backoff_(options_.reconnect_min, options_.reconnect_max) {}
+      cycle_(strand_, options_.address, options_.resolve_timeout, options_.reconnect_min,
+             options_.reconnect_max),
+      subscribe_timer_(strand_) {}
 
 ReleaseSubscriber::~ReleaseSubscriber() {
   free_detached(context_);
 }
 
 void ReleaseSubscriber::start() {
-  if (state_ == State::kIdle && context_ == nullptr) connect();
+  if (!may_dial()) return;
+  cycle_.attach(weak_from_this());
+  cycle_.connect();
 }
 
 void ReleaseSubscriber::stop() {
@@ -45,54 +45,23 @@ void ReleaseSubscriber::stop() {
   state_ = State::kStopped;
   on_message_ = nullptr;
   subscribe_timer_.cancel();
-  reconnect_timer_.cancel();
-  resolver_.cancel();
+  cycle_.stop();
   teardown();
 }
 
-void ReleaseSubscriber::connect() {
-  if (const auto ip = candidates_.next()) {
-    connect_to(*ip);
-    return;
-  }
-  state_ = State::kResolving;
-  resolver_.resolve(options_.address, options_.resolve_timeout,
-                    [weak = weak_from_this()](Result<AddressResolver::Endpoints> resolved) {
-                      if (const auto self = weak.lock()) self->on_resolved(std::move(resolved));
-                    });
-}
-
-void ReleaseSubscriber::on_resolved(Result<AddressResolver::Endpoints> resolved) {
-  if (state_ != State::kResolving) return;
-  state_ = State::kIdle;
-  if (!resolved) {  // the lock node itself reports it (RedisNode shares the name)
-    candidates_.forget();
-    schedule_reconnect();
-    return;
-  }
-  candidates_.assign(resolved.value());
-  connect();
-}
-
-void ReleaseSubscriber::connect_to(const std::string& ip) {
-  redisAsyncContext* context = redisAsyncConnect(ip.c_str(), options_.address.port);
+void ReleaseSubscriber::dial(const std::string& ip) {
+  std::string why;  // not reported: the lock node's own connection says why
+  redisAsyncContext* context =
+      open_connection(ip, options_.address.port, strand_, this, &ReleaseSubscriber::on_connected,
+                      &ReleaseSubscriber::on_disconnected, why);
   if (context == nullptr) {
     connection_lost();
     return;
   }
-  if (context->err != 0) {
-    redisAsyncFree(context);
-    connection_lost();
-    return;
-  }
-  context->data = this;
   redisEnableKeepAlive(&context->c);  // this connection never writes after SUBSCRIBE
-  HiredisAsioAdapter::attach(context, strand_);
   context_ = context;
   ++generation_;
   state_ = State::kSubscribing;
-  redisAsyncSetConnectCallback(context, &ReleaseSubscriber::on_connected);
-  redisAsyncSetDisconnectCallback(context, &ReleaseSubscriber::on_disconnected);
   // AUTH first, its answer unread: if it is refused, SUBSCRIBE is refused too and the subscribe
   // timer gives the connection up (and retries with backoff).
   const RedisCredentials& auth = options_.credentials;
@@ -135,18 +104,7 @@ void ReleaseSubscriber::connection_lost() {
   if (state_ == State::kStopped) return;
   const bool was_subscribed = state_ == State::kSubscribed;
   state_ = State::kIdle;
-  if (was_subscribed || candidates_.exhausted()) candidates_.forget();  // look the name up again
-  schedule_reconnect();
-}
-
-void ReleaseSubscriber::schedule_reconnect() {
-  reconnect_timer_.expires_after(backoff_.next_delay());
-  reconnect_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec == asio::error::operation_aborted || self->state_ != State::kIdle ||
-        self->context_ != nullptr)
-      return;
-    self->connect();
-  });
+  cycle_.lost(/*was_healthy=*/was_subscribed);
 }
 
 void ReleaseSubscriber::on_connected(const redisAsyncContext* context, int status) {
@@ -173,7 +131,7 @@ void ReleaseSubscriber::on_channel_reply(redisAsyncContext* context, void* raw_r
   if (kind == "subscribe") {
     self->state_ = State::kSubscribed;
     self->subscribe_timer_.cancel();
-    self->backoff_.reset();
+    self->cycle_.healthy();
   } else if (kind == "message" && self->on_message_) {
     self->on_message_(element_text(reply, 2));
   }

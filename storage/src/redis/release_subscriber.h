@@ -4,8 +4,8 @@
 //
 // Announcements only speed up hand-off between fencelockd instances; nothing depends on hearing
 // them (a waiter that hears nothing still retries on its timer). So the subscriber is simple: it
-// resolves its address (every time: see redis_node.h), connects to each address in turn,
-// subscribes, and on any loss reconnects with backoff. Its only deadline is the one on
+// connects as the lock node's connection does (connection_cycle.h), subscribes, and on any loss
+// connects again. Its only deadline is the one on
 // connecting and subscribing; TCP keepalive finds a peer that vanished without a reset. It cannot
 // tell a paused node from a quiet one (hiredis 0.14 cannot PING in subscribe mode); the other
 // nodes of the quorum announce the same releases meanwhile.
@@ -27,9 +27,7 @@
 #include <vector>
 
 #include "fencelock/storage/node_address.h"
-#include "net/address_candidates.h"
-#include "net/address_resolver.h"
-#include "redis/reconnect_backoff.h"
+#include "redis/connection_cycle.h"
 
 namespace fencelock::storage {
 
@@ -43,13 +41,14 @@ struct ReleaseSubscriberOptions {
   std::chrono::milliseconds reconnect_max{2000};
 };
 
-class ReleaseSubscriber : public std::enable_shared_from_this<ReleaseSubscriber> {
+class ReleaseSubscriber : public ConnectionCycle::Owner,
+                          public std::enable_shared_from_this<ReleaseSubscriber> {
  public:
   using MessageHandler = std::function<void(std::string_view message)>;
 
   ReleaseSubscriber(boost::asio::any_io_executor strand, ReleaseSubscriberOptions options,
                     MessageHandler on_message);
-  ~ReleaseSubscriber();
+  ~ReleaseSubscriber() override;
   ReleaseSubscriber(const ReleaseSubscriber&) = delete;
   ReleaseSubscriber& operator=(const ReleaseSubscriber&) = delete;
 
@@ -59,14 +58,13 @@ class ReleaseSubscriber : public std::enable_shared_from_this<ReleaseSubscriber>
   bool subscribed() const noexcept { return state_ == State::kSubscribed; }
 
  private:
-  enum class State { kIdle, kResolving, kSubscribing, kSubscribed, kStopped };
+  enum class State { kIdle, kSubscribing, kSubscribed, kStopped };
 
-  void connect();  // to the next address of the last resolution, or resolves again
-  void on_resolved(Result<AddressResolver::Endpoints> resolved);
-  void connect_to(const std::string& ip);
+  // ConnectionCycle::Owner
+  void dial(const std::string& ip) override;  // then AUTH and SUBSCRIBE
+  bool may_dial() const override { return state_ == State::kIdle && context_ == nullptr; }
   void teardown();  // drop the connection (ours), reconnect later
   void connection_lost();
-  void schedule_reconnect();
 
   static void on_connected(const redisAsyncContext* context, int status);
   static void on_disconnected(const redisAsyncContext* context, int status);
@@ -75,14 +73,11 @@ class ReleaseSubscriber : public std::enable_shared_from_this<ReleaseSubscriber>
   boost::asio::any_io_executor strand_;
   ReleaseSubscriberOptions options_;
   MessageHandler on_message_;
-  AddressResolver resolver_;
-  AddressCandidates candidates_;
+  ConnectionCycle cycle_;
   State state_ = State::kIdle;
   redisAsyncContext* context_ = nullptr;
   std::uint64_t generation_ = 0;  // of context_: a timer armed for an older one does nothing
   boost::asio::steady_timer subscribe_timer_;
-  boost::asio::steady_timer reconnect_timer_;
-  ReconnectBackoff backoff_;
 };
 
 }  // namespace fencelock::storage
