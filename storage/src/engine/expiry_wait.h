@@ -10,12 +10,10 @@
 // count as free now; nodes that did not answer count as never free. If the main holder holds a
 // quorum of the answers (a waiter never does: its half-won keys are deleted at once) and its keys
 // are what keeps a quorum out of reach, the lock frees when enough of them expire: the k-th
-// smallest remaining ttl among them, plus 1 ms for the expiry itself. No drift allowance is added
-// here: it belongs in the holder's validity (safety), not in a waiter's wake-up (liveness) — 1 % of
-// a 10 s ttl would be a 100 ms late take-over, while a node whose clock runs slower than ours
-// merely refuses the early attempt with the few milliseconds left, and the waiter sleeps those.
-// Otherwise (a split vote between waiters, too few answers) the answer is "unknown", and the caller
-// paces retries with its random retry delay as before.
+// smallest remaining ttl among them, plus 1 ms for the expiry itself (no drift allowance: why in
+// docs/architecture.md, "Algorithm", step 5). Otherwise (a split vote between waiters, too few
+// answers) the answer is "unknown", and the caller paces retries with its random retry delay as
+// before.
 //
 // Releases are announced (pub/sub) and wake waiters at once; this covers what announcements
 // cannot: expiry. Pure; safe from any thread.

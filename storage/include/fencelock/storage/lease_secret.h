@@ -13,12 +13,8 @@
 // granted with 17) is refused on every node, and fencelockd never answers a token it has not
 // verified. The id is not secret; it tells "this lease, with a token that is not its own" apart
 // from "another lease holds the key".
-//
-// Why this construction: the token is drawn *after* the quorum (lease order must equal token
-// order), so it cannot be part of the value written by SET NX; a digest keyed by the value binds
-// the two without a second write. The secret is at the end of the hashed text (no length
-// extension), the attacker never sees the value, and only half of the digest is revealed.
-// Pure functions; thread-safe. A value or proof is never logged.
+// Why this construction: docs/architecture.md, "Lease values and proofs". Pure functions;
+// thread-safe. A value or proof is never logged.
 #pragma once
 
 #include <cstddef>
