@@ -356,9 +356,9 @@ TEST_CASE("a failed revoke of a set's name gives the set its key back", "[storag
 // Known, not fixed (liveness only; docs/architecture.md, "Revoke"): a failed revoke's cleanup puts
 // back the value of an acquire that FAILED (its client cancelled it while it was voting) — that
 // acquire's own cleanup ran while the revoke's value covered its key, and found nothing to delete.
-// The name then stays taken by a lease nobody holds for that acquire's whole ttl. Hidden, with no
-// layer tag, so ctest never runs it: `fencelock_storage_tests "[revoke-stale-restore]"` fails until a
-// failed attempt's cleanup tells the revoke covering it not to put its value back.
+// The name then stays taken by a lease nobody holds for that acquire's whole ttl. Hidden ([.]), so
+// ctest never runs it: `fencelock_storage_tests "[revoke-stale-restore]"` fails until a failed
+// attempt's cleanup tells the revoke covering it not to put its value back.
 TEST_CASE("a failed revoke never puts back a failed acquire's value", "[.][revoke-stale-restore]") {
   FailedRevokeSetup setup(5s);
   auto& cluster = setup.cluster;
