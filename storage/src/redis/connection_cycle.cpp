@@ -12,6 +12,7 @@ ConnectionCycle::ConnectionCycle(const asio::any_io_executor& strand, NodeAddres
                                  std::chrono::milliseconds reconnect_max)
     : address_(std::move(address)),
       resolve_timeout_(resolve_timeout),
+      served_enough_(reconnect_max),
       resolver_(strand),
       candidates_(address_),
       reconnect_timer_(strand),
@@ -49,7 +50,13 @@ void ConnectionCycle::lost(bool was_healthy) {
     return;
   }
   candidates_.forget();  // whatever comes next resolves the name again
-  reconnect(/*immediately=*/was_healthy);
+  reconnect(/*immediately=*/was_healthy &&
+            std::chrono::steady_clock::now() - healthy_since_ >= served_enough_);
+}
+
+void ConnectionCycle::healthy() {
+  backoff_.reset();
+  healthy_since_ = std::chrono::steady_clock::now();
 }
 
 void ConnectionCycle::reconnect(bool immediately) {

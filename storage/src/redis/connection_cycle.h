@@ -3,8 +3,10 @@
 // is how a changed address is noticed; an IP literal skips the resolver) and hands hiredis only IP
 // literals: hiredis 0.14 resolves names with a blocking getaddrinfo. A connection that fails
 // before it was healthy tries the name's next address at once; after the last one, the name is
-// resolved again after the backoff. A healthy connection that is lost is replaced at once (a
-// timeout under load must not cost a backoff); the backoff paces failures to get one back.
+// resolved again after the backoff. A connection lost after it served for at least the longest
+// backoff is replaced at once (a timeout under load must not cost a backoff); one lost sooner
+// waits out the backoff, reset by healthy() — so a server that accepts and then drops every
+// connection is dialled a few times a second, not in a loop.
 //
 // The owner keeps its connection and its state; the cycle tells it when to dial which address.
 // Threading: every call, and every call back to the owner, runs on the owner's strand.
@@ -49,18 +51,17 @@ class ConnectionCycle {
   void connect();
   // The connection (or the attempt at one) is gone; `was_healthy`: it had been in use.
   void lost(bool was_healthy);
-  // After a failure that names no address (no context could be made): the backoff, then connect.
-  void retry_later() { reconnect(/*immediately=*/false); }
-  void healthy() noexcept { backoff_.reset(); }
+  // The connection is in use (handshake passed, subscription confirmed).
+  void healthy();
   void stop();
-  bool resolving() const noexcept { return resolving_; }
-  const NodeAddress& address() const noexcept { return address_; }
 
  private:
   void reconnect(bool immediately);
 
   NodeAddress address_;
   std::chrono::milliseconds resolve_timeout_;
+  std::chrono::milliseconds served_enough_;  // reconnect_max: lost after that, replaced at once
+  std::chrono::steady_clock::time_point healthy_since_{};
   std::weak_ptr<Owner> owner_;
   AddressResolver resolver_;
   AddressCandidates candidates_;

@@ -1,6 +1,7 @@
 // Hand-off between engines that share lock nodes (two fencelockd instances): a release through one
 // engine is announced over Redis pub/sub and wakes the waiters of the other at once, instead of
 // leaving them to sleep out their retry delay.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <future>
 #include <string>
@@ -192,6 +193,36 @@ TEST_CASE("announcements resume after the subscriber connections are killed", "[
   }
   wait_for_subscribers(cluster, 2);  // both engines reconnected and subscribed again
   expect_release_wakes_waiter(cluster, a, b, "again");
+}
+
+TEST_CASE(
+    "a subscriber the server drops again at once reconnects a few times a second, not in a loop",
+    "[storage][redis]") {
+  // A subscription that lasts a moment is no healthy connection: the backoff paces it
+  // (connection_cycle.h). Replaced at once, it reconnected some 2,400 times a second.
+  RedisCluster cluster(1);
+  EngineUnderTest a(slow_retry_options(cluster));
+  wait_for_subscribers(cluster, 1);
+  SyncRedis info(cluster.node(0).port());
+  const auto connections = [&] {
+    return std::stoll(info.info_field("stats", "total_connections_received"));
+  };
+  const auto before = connections();
+  std::atomic<bool> done{false};
+  std::thread killer([&] {
+    SyncRedis redis(cluster.node(0).port());
+    for (int i = 0; i < 4000 && !done; ++i) {  // bounded: 2 s at most, one kill a millisecond
+      redis.command({"CLIENT", "KILL", "TYPE", "pubsub"});
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  std::this_thread::sleep_for(2s);
+  done = true;
+  killer.join();
+  // About one connection per 50 ms backoff, its ±25 % jitter and the scheduling of a loaded
+  // machine; the killer's own connection counts too.
+  CHECK(connections() - before < 100);
+  wait_for_subscribers(cluster, 1);  // and it subscribes again once left alone
 }
 
 TEST_CASE("a waiter's mark changes nothing for the holder: it still extends, shows and releases",
