@@ -20,8 +20,11 @@ TEST_CASE("a lock set's waiter sleeps through a release that leaves another of i
           "[storage][redis]") {
   RedisCluster cluster(3);
   EngineUnderTest t(engine_options_for(cluster));
+  // ww-b frees last on every node, so each refusal names the same holder and the waiter sleeps
+  // to its expiry (2 s cap). With equal ttls a node may name either (their PTTLs can tie), the
+  // answers then agree on no holder, and the waiter looks again after the 200 ms retry delay.
   auto a = t.acquire("ww-a", 20s);
-  auto b = t.acquire("ww-b", 20s);
+  auto b = t.acquire("ww-b", 25s);
   REQUIRE(a.ok());
   REQUIRE(b.ok());
 
