@@ -163,7 +163,7 @@ void AcquireOperation::vote() {
   token_args_.clear();
   for (const std::uint64_t token : tokens_)  // no token source, no fence
     token_args_.push_back(core_->tokens() == nullptr ? std::string() : std::to_string(token));
-  shape_->begin_attempt(core_->node_count(), marking_);
+  shape_->begin_attempt(marking_);
   confirmations_.assign(core_->node_count(), Confirmation{});
   if (!target_.request.empty()) repeats_.assign(core_->node_count(), std::string());
   // A cluster with too few voting nodes connected is decided before anything is sent: such an

@@ -72,7 +72,7 @@ class AcquireShape {
   virtual bool behind_waiters(const WaiterQueues& waiters) const;
   virtual void start(EngineCore& /*core*/) {}
   // Before each attempt's vote: forgets the last attempt's answers. `marking`: it would wait.
-  virtual void begin_attempt(std::size_t /*nodes*/, bool /*marking*/) {}
+  virtual void begin_attempt(bool /*marking*/) {}
   virtual RespCommand command(const EngineCore& core, const AttemptFacts& attempt,
                               bool eval) const = 0;
   // A node's answer that is neither a fence's refusal nor a request's repeat; `answer` learns
@@ -81,11 +81,13 @@ class AcquireShape {
   // A refusal of its own (a permit count that does not match), answered at once; else kLocked.
   virtual std::optional<Error> own_refusal() const { return std::nullopt; }
   virtual std::string held_message() const = 0;
+  // Deletes what a failed attempt may have written, on every node.
   virtual void clean_up(EngineCore& core, const AttemptFacts& attempt) const = 0;
+  // An attempt refused by holders (kLocked): what it learned, and what comes next.
   virtual AfterRefusal refused(EngineCore& /*core*/, const RefusalFacts& /*facts*/) {
     return AfterRefusal::kAsUsual;
   }
-  virtual void sleeping() {}
+  virtual void sleeping() {}  // the waiter sleeps until a release, its retry time or its end
   // A sleeping waiter heard a release of `queue`: true if it sleeps on (a set whose other
   // blockers are still held).
   virtual bool sleeps_on(std::string_view /*queue*/) { return false; }

@@ -60,7 +60,7 @@ class PermitShape final : public AnsweringShape<Permit> {
     slot_ = std::uniform_int_distribution<std::uint32_t>(0, permits_ - 1)(core.rng());
   }
 
-  void begin_attempt(std::size_t /*nodes*/, bool /*marking*/) override {
+  void begin_attempt(bool /*marking*/) override {
     mismatch_.reset();
     free_votes_.assign(permits_, 0);
     soonest_votes_.assign(permits_, 0);

@@ -47,7 +47,7 @@ class RwShape final : public AnsweringShape<Lease> {
 
   const std::vector<std::string>& queues() const override { return queues_; }
 
-  void begin_attempt(std::size_t /*nodes*/, bool marking) override {
+  void begin_attempt(bool marking) override {
     took_writer_key_ = took_writer_key_ || (mode_ == RwMode::kWrite && marking);
   }
 

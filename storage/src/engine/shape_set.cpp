@@ -33,9 +33,7 @@ class SetShape final : public AnsweringShape<LockSetLease> {
   const std::vector<std::string>& queues() const override { return names_; }
   bool several_queues() const override { return names_.size() > 1; }
 
-  void begin_attempt(std::size_t /*nodes*/, bool /*marking*/) override {
-    name_free_votes_.assign(names_.size(), 0);
-  }
+  void begin_attempt(bool /*marking*/) override { name_free_votes_.assign(names_.size(), 0); }
 
   RespCommand command(const EngineCore& /*core*/, const AttemptFacts& attempt,
                       bool eval) const override {
